@@ -1,0 +1,101 @@
+// The API function: routes, authentication and error mapping around the jobs use cases.
+import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
+import { MethodNotAllowedError, NotFoundError, ValidationError } from '../core/errors';
+import type { SchedulerDeps } from '../app/deps';
+import { checkHealth } from '../app/health';
+import { createJob, getJob, getRun, listJobRuns, listJobs, previewSchedule } from '../app/jobs';
+import { Authenticator } from './auth';
+import type { ApiEvent, ApiResult } from './http';
+import { header, json, jsonBody, problemDetails } from './http';
+
+interface RouteContext {
+  readonly event: ApiEvent;
+  readonly tenantId: string;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: Readonly<Record<string, string | undefined>>;
+}
+
+interface Route {
+  readonly method: string;
+  readonly pattern: RegExp;
+  readonly handle: (ctx: RouteContext) => Promise<ApiResult>;
+}
+
+const ID = '([A-Za-z0-9._-]{1,128})';
+
+function routes(deps: SchedulerDeps): Route[] {
+  return [
+    {
+      method: 'POST',
+      pattern: /^\/v1\/jobs$/,
+      handle: async ({ event, tenantId }) => {
+        const idempotencyKey = header(event, 'idempotency-key');
+        if (idempotencyKey !== undefined && !/^[\x21-\x7e]{1,128}$/.test(idempotencyKey)) {
+          throw new ValidationError('Invalid Idempotency-Key', [
+            { path: 'headers.Idempotency-Key', message: 'must be 1 to 128 visible ASCII characters' },
+          ]);
+        }
+        const result = await createJob(deps, tenantId, jsonBody(event, true), idempotencyKey);
+        return json(201, { job: result.job, nextRunAt: result.nextRunAt }, { location: `/v1/jobs/${result.job.jobId}` });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: /^\/v1\/jobs$/,
+      handle: async ({ tenantId, query }) => json(200, await listJobs(deps, tenantId, query)),
+    },
+    {
+      method: 'GET',
+      pattern: new RegExp(`^/v1/jobs/${ID}$`),
+      handle: async ({ tenantId, params }) => json(200, await getJob(deps, tenantId, params.id ?? '')),
+    },
+    {
+      method: 'GET',
+      pattern: new RegExp(`^/v1/jobs/${ID}/runs$`),
+      handle: async ({ tenantId, params, query }) => json(200, await listJobRuns(deps, tenantId, params.id ?? '', query)),
+    },
+    {
+      method: 'GET',
+      pattern: new RegExp(`^/v1/runs/${ID}$`),
+      handle: async ({ tenantId, params }) => json(200, await getRun(deps, tenantId, params.id ?? '')),
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/schedules\/preview$/,
+      handle: async ({ event }) => json(200, previewSchedule(deps, jsonBody(event, true))),
+    },
+    {
+      method: 'GET',
+      pattern: /^\/v1\/health$/,
+      handle: async () => json(200, await checkHealth(deps)),
+    },
+  ];
+}
+
+export function createApiHandler(deps: SchedulerDeps) {
+  const table = routes(deps);
+  const authenticator = new Authenticator(deps.apiKeys, deps.clock);
+
+  const route = async (event: ApiEvent): Promise<ApiResult> => {
+    const path = event.rawPath.replace(/\/+$/, '') || '/';
+    const method = event.requestContext.http.method.toUpperCase();
+    const matching = table.filter((candidate) => candidate.pattern.test(path));
+    if (matching.length === 0) throw new NotFoundError(`No route for ${path}`);
+    const found = matching.find((candidate) => candidate.method === method);
+    if (!found) throw new MethodNotAllowedError(`${method} is not allowed on ${path}`);
+    // Authenticate before anything else is read, so that an anonymous caller learns nothing.
+    const tenantId = await authenticator.tenantOf(event);
+    const id = found.pattern.exec(path)?.[1];
+    return found.handle({
+      event,
+      tenantId,
+      params: id === undefined ? {} : { id },
+      query: event.queryStringParameters ?? {},
+    });
+  };
+
+  return middy<ApiEvent, ApiResult, Error, Context>()
+    .use(problemDetails())
+    .handler(route);
+}

@@ -1,0 +1,7 @@
+// Lambda entry point of the API: configuration and clients are built once per container.
+import { createDeps } from '../app/deps';
+import { readConfig } from '../core/config';
+import { createAwsClients } from '../store/aws';
+import { createApiHandler } from './app';
+
+export const handler = createApiHandler(createDeps(readConfig(), createAwsClients()));

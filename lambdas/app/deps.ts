@@ -1,0 +1,45 @@
+// Everything a use case needs, built once per process from the configuration.
+import { randomUUID } from 'node:crypto';
+import type { SchedulerConfig } from '../core/config';
+import type { AwsClients } from '../store/aws';
+import { ApiKeysRepository } from '../store/api-keys-repository';
+import { DispatchQueue } from '../store/dispatch-queue';
+import { JobsRepository } from '../store/jobs-repository';
+import { RunsRepository } from '../store/runs-repository';
+import { SchedulerStateRepository } from '../store/scheduler-state-repository';
+import type { TargetInvoker } from '../targets/target';
+import { targetInvoker } from '../targets/invoker';
+
+export interface SchedulerDeps {
+  readonly config: SchedulerConfig;
+  readonly jobs: JobsRepository;
+  readonly runs: RunsRepository;
+  readonly apiKeys: ApiKeysRepository;
+  readonly state: SchedulerStateRepository;
+  readonly dispatch: DispatchQueue;
+  readonly dispatchDlq: DispatchQueue;
+  readonly targets: TargetInvoker;
+  /** Epoch milliseconds; injectable so that tests can move time. */
+  readonly clock: () => number;
+  /** Names this process in leases (`leaseOwner`). */
+  readonly workerId: string;
+}
+
+export function createDeps(
+  config: SchedulerConfig,
+  clients: AwsClients,
+  overrides: Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets'>> = {},
+): SchedulerDeps {
+  return {
+    config,
+    jobs: new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable),
+    runs: new RunsRepository(clients.dynamo, config.runsTable),
+    apiKeys: new ApiKeysRepository(clients.dynamo, config.jobsTable),
+    state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
+    dispatch: new DispatchQueue(clients.sqs, config.dispatchQueueUrl),
+    dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),
+    targets: overrides.targets ?? targetInvoker,
+    clock: overrides.clock ?? Date.now,
+    workerId: overrides.workerId ?? `worker-${process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? randomUUID().slice(0, 8)}`,
+  };
+}

@@ -1,0 +1,102 @@
+// Executes one dispatch message: lease the run, call its target, record the outcome under the
+// lease's fencing version. A message that cannot lease its run is a duplicate, a stale message or
+// an early one, and is acknowledged (the early one is sent again for its remaining delay).
+import { logger } from '../core/logger';
+import type { AttemptOutcome, Run, RunError } from '../domain/run';
+import type { SchedulerDeps } from './deps';
+
+/** A message that arrives this close to its run's time waits in the worker rather than in SQS. */
+const MAX_IN_WORKER_WAIT_MS = 2_000;
+
+export type ExecuteResult =
+  | 'succeeded'
+  | 'failed'
+  | 'timed-out'
+  | 'fenced'
+  | 'missing'
+  | 'duplicate'
+  | 'held'
+  | 'requeued';
+
+export async function executeRun(deps: SchedulerDeps, runId: string): Promise<ExecuteResult> {
+  let lease = await deps.runs.lease(runId, { owner: deps.workerId, now: deps.clock() });
+  if (lease.kind === 'early') {
+    const waitMs = Date.parse(lease.run.availableAt) - deps.clock();
+    if (waitMs > MAX_IN_WORKER_WAIT_MS) {
+      // SQS delays are whole seconds and at most 900 s: send it again for what remains.
+      await deps.dispatch.send([{ runId, tenantId: lease.run.tenantId, availableAt: Date.parse(lease.run.availableAt) }], deps.clock());
+      logger.info('run not due yet; sent again for the remaining delay', { ...runFields(lease.run), waitMs });
+      return 'requeued';
+    }
+    await sleep(Math.max(0, waitMs));
+    lease = await deps.runs.lease(runId, { owner: deps.workerId, now: deps.clock() });
+  }
+
+  switch (lease.kind) {
+    case 'missing':
+      logger.warn('dispatch message for a run that does not exist; dropped', { runId });
+      return 'missing';
+    case 'finished':
+      logger.info('duplicate dispatch message for a finished run; dropped', runFields(lease.run));
+      return 'duplicate';
+    case 'held':
+    case 'early':
+      logger.info('run is leased by another worker; dropped this copy of its message', {
+        ...runFields(lease.run),
+        leaseOwner: lease.run.leaseOwner,
+      });
+      return 'held';
+    case 'leased':
+      break;
+  }
+
+  const { run } = lease;
+  const leasedAt = Date.parse(run.startedAt ?? run.updatedAt);
+  logger.info('run started', {
+    ...runFields(run),
+    status: run.status,
+    leaseOwner: run.leaseOwner,
+    fencingToken: run.version,
+    startLagMs: leasedAt - Date.parse(run.scheduledFor),
+  });
+
+  const job = await deps.jobs.getAnyTenant(run.jobId);
+  const outcome = job
+    ? await deps.targets.invoke({
+        job,
+        run,
+        payload: lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload,
+        timeoutMs: (run.leaseSeconds - deps.config.leaseMarginSeconds) * 1000,
+      })
+    : ({
+        ok: false,
+        timedOut: false,
+        error: { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false },
+      } as const);
+
+  const status: AttemptOutcome = outcome.ok ? 'SUCCEEDED' : outcome.timedOut ? 'TIMED_OUT' : 'FAILED';
+  const error: RunError | null = outcome.ok ? null : outcome.error;
+  const finishedAt = deps.clock();
+  const recorded = await deps.runs.complete(run.runId, run.version, { status, now: finishedAt, error });
+  if (recorded === 'fenced') {
+    logger.warn('lease lost before the outcome was recorded; outcome discarded', { ...runFields(run), status, fencingToken: run.version });
+    return 'fenced';
+  }
+  logger.info('run finished', {
+    ...runFields(run),
+    status,
+    durationMs: finishedAt - leasedAt,
+    errorCode: error?.code,
+  });
+
+  if (job && job.schedule.kind !== 'cron') {
+    await deps.jobs.completeOneShot(job.jobId, run.runId, finishedAt);
+  }
+  return status === 'SUCCEEDED' ? 'succeeded' : status === 'TIMED_OUT' ? 'timed-out' : 'failed';
+}
+
+function runFields(run: Run): Record<string, unknown> {
+  return { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, jobType: run.jobType, attempt: run.attempt };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

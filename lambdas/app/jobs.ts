@@ -1,0 +1,193 @@
+// Use cases of the jobs API: create, read, list, and schedule previews. Each takes the caller's
+// tenant from the authenticated request, never from the body.
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { ConflictError, NotFoundError, ValidationError } from '../core/errors';
+import { newJobId } from '../core/ids';
+import { logger } from '../core/logger';
+import { parseOrThrow } from '../core/validation';
+import type { Job, JobSpec, JobStatus } from '../domain/job';
+import { jobSpecSchema, scheduleSchema } from '../domain/job';
+import type { Run } from '../domain/run';
+import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
+import type { Page } from '../store/runs-repository';
+import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
+import type { SchedulerDeps } from './deps';
+import { planRun } from './plan-run';
+
+/** How long an Idempotency-Key is remembered. */
+const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
+const UPCOMING_RUNS = 5;
+
+export interface JobView extends Job {
+  readonly upcomingRuns: string[];
+}
+
+export interface CreateJobResult {
+  readonly job: JobView;
+  readonly nextRunAt: string | null;
+  /** False when an Idempotency-Key replay returned the job the first request created. */
+  readonly created: boolean;
+}
+
+export async function createJob(
+  deps: SchedulerDeps,
+  tenantId: string,
+  body: unknown,
+  idempotencyKey?: string,
+): Promise<CreateJobResult> {
+  const spec = parseOrThrow(jobSpecSchema, body, 'Invalid job');
+  const now = deps.clock();
+  validateSchedule(spec.schedule, now);
+  checkTarget(spec, deps.config.localMode);
+
+  const first = firstFireTime(spec.schedule, now);
+  const at = new Date(now).toISOString();
+  const jobId = newJobId(now);
+  const draft: Job = {
+    ...spec,
+    jobId,
+    tenantId,
+    status: first === null ? 'COMPLETED' : 'ACTIVE',
+    createdAt: at,
+    updatedAt: at,
+    version: 1,
+    nextRunAt: null,
+    nextRunId: null,
+  };
+  const plan = first === null ? null : planRun(deps.config, draft, { scheduledFor: first, attempt: 1, trigger: 'schedule' }, now);
+  const job: Job = plan ? { ...draft, nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId } : draft;
+
+  const idempotency = idempotencyKey
+    ? { key: idempotencyKey, requestHash: hashRequest(body), expiresAtEpoch: Math.floor(now / 1000) + IDEMPOTENCY_TTL_SECONDS }
+    : undefined;
+  const result = await deps.jobs.insert(job, plan, idempotency);
+  if (result.kind === 'name-taken') {
+    throw new ConflictError(`A job named "${spec.name}" already exists`, [{ path: 'name', message: 'is already used by another job' }]);
+  }
+  if (result.kind === 'idempotent-replay') {
+    if (result.requestHash !== idempotency?.requestHash) {
+      throw new ConflictError('This Idempotency-Key was already used with a different request body');
+    }
+    const existing = await deps.jobs.get(tenantId, result.jobId);
+    if (!existing) throw new ConflictError('This Idempotency-Key belongs to a job that no longer exists');
+    return { job: viewOf(existing), nextRunAt: existing.nextRunAt, created: false };
+  }
+
+  if (plan?.dispatch) {
+    try {
+      await deps.dispatch.send([plan.dispatch], now);
+    } catch (error) {
+      // The run is stored and carries a check-back entry in the time index: the ticker sends it
+      // again after the redelivery grace. The create itself succeeded.
+      logger.error('dispatch failed after create; the ticker will redeliver', {
+        jobId,
+        runId: plan.run.runId,
+        tenantId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+  logger.info('job created', { jobId, tenantId, jobType: job.type, scheduleKind: job.schedule.kind, nextRunAt: job.nextRunAt });
+  return { job: viewOf(job), nextRunAt: job.nextRunAt, created: true };
+}
+
+function checkTarget(spec: JobSpec, localMode: boolean): void {
+  const { target } = spec;
+  if (!(SUPPORTED_TARGET_KINDS as readonly string[]).includes(target.kind)) {
+    throw new ValidationError('Invalid job', [
+      { path: 'target.kind', message: `${target.kind} targets are not supported by this deployment; use one of: ${SUPPORTED_TARGET_KINDS.join(', ')}` },
+    ]);
+  }
+  if (target.kind === 'http' && !localMode && new URL(target.url).protocol !== 'https:') {
+    throw new ValidationError('Invalid job', [{ path: 'target.url', message: 'must use https' }]);
+  }
+}
+
+/** Canonical JSON (sorted keys), so that the same body sent twice hashes the same. */
+function hashRequest(body: unknown): string {
+  const canonical = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(canonical);
+    if (value && typeof value === 'object') {
+      return Object.fromEntries(
+        Object.entries(value as Record<string, unknown>)
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([k, v]) => [k, canonical(v)]),
+      );
+    }
+    return value;
+  };
+  return createHash('sha256').update(JSON.stringify(canonical(body))).digest('hex');
+}
+
+export function viewOf(job: Job): JobView {
+  let upcomingRuns: string[] = [];
+  if (job.status === 'ACTIVE' && job.nextRunAt) {
+    upcomingRuns =
+      job.schedule.kind === 'cron'
+        ? [job.nextRunAt, ...upcomingFireTimes(job.schedule, Date.parse(job.nextRunAt), UPCOMING_RUNS - 1).map(iso)]
+        : [job.nextRunAt];
+  }
+  return { ...job, upcomingRuns };
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export async function getJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView & { recentRuns: Run[] }> {
+  const job = await deps.jobs.get(tenantId, jobId);
+  if (!job) throw new NotFoundError(`No job ${jobId}`);
+  const recent = await deps.runs.listByJob(jobId, 10);
+  return { ...viewOf(job), recentRuns: recent.items };
+}
+
+const limitSchema = z.coerce.number().int().min(1).max(100).default(20);
+const listJobsQuery = z.strictObject({
+  status: z.enum(['ACTIVE', 'PAUSED', 'COMPLETED', 'CANCELLED']).optional(),
+  type: z.string().min(1).max(64).optional(),
+  limit: limitSchema,
+  cursor: z.string().min(1).max(2048).optional(),
+});
+const pageQuery = z.strictObject({ limit: limitSchema, cursor: z.string().min(1).max(2048).optional() });
+
+export async function listJobs(deps: SchedulerDeps, tenantId: string, query: Record<string, string | undefined>): Promise<Page<JobView>> {
+  const q = parseOrThrow(listJobsQuery, query, 'Invalid query');
+  const status: JobStatus | undefined = q.status;
+  const page = await deps.jobs.list(tenantId, { status, type: q.type }, q.limit, q.cursor);
+  return { items: page.items.map((job) => viewOf(job)), nextCursor: page.nextCursor };
+}
+
+export async function listJobRuns(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  query: Record<string, string | undefined>,
+): Promise<Page<Run>> {
+  const q = parseOrThrow(pageQuery, query, 'Invalid query');
+  const job = await deps.jobs.get(tenantId, jobId);
+  if (!job) throw new NotFoundError(`No job ${jobId}`);
+  return deps.runs.listByJob(jobId, q.limit, q.cursor);
+}
+
+export async function getRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
+  const run = await deps.runs.get(runId);
+  if (!run || run.tenantId !== tenantId) throw new NotFoundError(`No run ${runId}`);
+  return run;
+}
+
+const previewSchema = z.strictObject({
+  schedule: scheduleSchema,
+  from: z.iso.datetime({ offset: true }).optional(),
+  count: z.number().int().min(1).max(100).default(5),
+});
+
+export function previewSchedule(deps: SchedulerDeps, body: unknown): { fireTimes: string[] } {
+  const request = parseOrThrow(previewSchema, body);
+  const from = request.from ? Date.parse(request.from) : deps.clock();
+  // Preview is about the future from `from`; the past-instant rule for `at` does not apply.
+  validateSchedule(request.schedule, request.schedule.kind === 'at' ? Math.min(from, Date.parse(request.schedule.at)) : from);
+  const fireTimes =
+    request.schedule.kind === 'cron'
+      ? upcomingFireTimes(request.schedule, from, request.count)
+      : upcomingFireTimes(request.schedule, from, 1);
+  return { fireTimes: fireTimes.map(iso) };
+}

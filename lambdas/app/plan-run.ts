@@ -1,0 +1,57 @@
+// Builds a new run of an occurrence and decides where it waits (the time gate).
+import type { SchedulerConfig } from '../core/config';
+import type { Job } from '../domain/job';
+import { attemptTimeoutSeconds } from '../domain/job';
+import type { Run, RunTrigger } from '../domain/run';
+import { occurrenceKey, runIdFor } from '../domain/run';
+import { placeRun } from '../domain/time-gate';
+import type { Dispatch } from '../store/dispatch-queue';
+import type { NewRun } from '../store/jobs-repository';
+
+export interface RunPlan extends NewRun {
+  /** Set when the run goes straight to the dispatch queue. */
+  readonly dispatch: Dispatch | null;
+}
+
+export function planRun(
+  config: SchedulerConfig,
+  job: Job,
+  occurrence: { scheduledFor: number; attempt: number; trigger: RunTrigger; availableAt?: number; payloadOverride?: unknown },
+  now: number,
+): RunPlan {
+  const scheduledFor = new Date(occurrence.scheduledFor).toISOString();
+  const availableAt = occurrence.availableAt ?? occurrence.scheduledFor;
+  const placement = placeRun(availableAt, now, config);
+  const at = new Date(now).toISOString();
+  const run: Run = {
+    runId: runIdFor(job.jobId, scheduledFor, occurrence.attempt),
+    jobId: job.jobId,
+    tenantId: job.tenantId,
+    jobType: job.type,
+    scheduledFor,
+    attempt: occurrence.attempt,
+    status: placement.status,
+    availableAt: new Date(availableAt).toISOString(),
+    enqueuedAt: placement.status === 'QUEUED' ? at : null,
+    startedAt: null,
+    finishedAt: null,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    version: 0,
+    leaseSeconds: attemptTimeoutSeconds(job) + config.leaseMarginSeconds,
+    progress: null,
+    error: null,
+    idempotencyKey: occurrenceKey(job.jobId, scheduledFor),
+    trigger: occurrence.trigger,
+    createdAt: at,
+    updatedAt: at,
+  };
+  return {
+    run,
+    extras: {
+      gate: { at: placement.gateAt, shards: config.timeIndexShards },
+      ...(occurrence.payloadOverride !== undefined ? { payloadOverride: occurrence.payloadOverride } : {}),
+    },
+    dispatch: placement.status === 'QUEUED' ? { runId: run.runId, tenantId: run.tenantId, availableAt } : null,
+  };
+}

@@ -1,0 +1,85 @@
+// The ticker: once a minute it walks the time index from its cursor to the horizon. Runs waiting
+// far ahead (SCHEDULED) that fall inside the horizon are sent with their exact remaining delay
+// and marked QUEUED; queued runs still unleased after the redelivery grace had their message lost
+// and are sent again. Every write is conditional, so two tickers at once change nothing more than one.
+import { logger } from '../core/logger';
+import { checkBackAt, minuteBuckets } from '../domain/time-gate';
+import type { SchedulerDeps } from './deps';
+
+/** When the ticker has no cursor yet, it starts this far back. */
+const FIRST_LOOKBACK_MS = 15 * 60_000;
+const QUERY_CONCURRENCY = 8;
+
+export interface TickReport {
+  readonly buckets: number;
+  readonly released: number;
+  readonly redelivered: number;
+  readonly lagMs: number;
+}
+
+export async function tick(deps: SchedulerDeps, scheduledAt?: number): Promise<TickReport> {
+  const now = deps.clock();
+  const { config } = deps;
+  const horizon = now + config.tickerHorizonSeconds * 1000;
+  const state = await deps.state.ticker();
+  const from = state.cursor ?? now - FIRST_LOOKBACK_MS;
+
+  const buckets = minuteBuckets(from, horizon);
+  const partitions = buckets.flatMap((bucket) =>
+    Array.from({ length: config.timeIndexShards }, (_, shard) => ({ bucket, shard })),
+  );
+  const entries = (
+    await mapWithConcurrency(partitions, QUERY_CONCURRENCY, ({ bucket, shard }) => deps.runs.dueInTimeIndex(bucket, shard, horizon))
+  ).flat();
+
+  let released = 0;
+  let redelivered = 0;
+  const toRelease = entries.filter((entry) => entry.status === 'SCHEDULED');
+  if (toRelease.length > 0) {
+    await deps.dispatch.send(
+      toRelease.map((entry) => ({ runId: entry.runId, tenantId: entry.tenantId, availableAt: Date.parse(entry.availableAt) })),
+      now,
+    );
+    for (const entry of toRelease) {
+      const next = checkBackAt(Date.parse(entry.availableAt), now, config);
+      if (await deps.runs.markQueued(entry.runId, now, next, config.timeIndexShards)) released++;
+    }
+  }
+
+  const lost = entries.filter((entry) => entry.status === 'QUEUED' && Date.parse(entry.gateAt) <= now);
+  for (const entry of lost) {
+    // Claim the redelivery first so that a second ticker does not send it again.
+    const next = now + config.redeliveryGraceSeconds * 1000;
+    if (await deps.runs.moveCheckBack(entry.runId, entry.gateAt, next, config.timeIndexShards)) {
+      await deps.dispatch.send([{ runId: entry.runId, tenantId: entry.tenantId, availableAt: Date.parse(entry.availableAt) }], now);
+      logger.warn('queued run was not leased within the grace; message sent again', {
+        runId: entry.runId,
+        jobId: entry.jobId,
+        tenantId: entry.tenantId,
+      });
+      redelivered++;
+    }
+  }
+
+  // Everything before the current minute has been handled; entries in this minute not yet due
+  // (check-backs) are seen again next tick.
+  const cursor = Math.floor(now / 60_000) * 60_000;
+  const lagMs = scheduledAt === undefined ? 0 : now - scheduledAt;
+  const report: TickReport = { buckets: buckets.length, released, redelivered, lagMs };
+  await deps.state.recordTick(cursor, deps.clock(), { ...report });
+  logger.info('tick completed', { ...report });
+  return report;
+}
+
+async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index] as T);
+    }
+  });
+  await Promise.all(workers);
+  return results;
+}

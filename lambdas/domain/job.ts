@@ -1,0 +1,154 @@
+// Job definitions: the request schema (what a caller may send) and the stored job (what we keep).
+import { z } from 'zod';
+
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+/** A Lambda worker lives at most 900 s; a run must finish inside it with room to record the outcome. */
+export const MAX_TIMEOUT_SECONDS = 840;
+const MAX_DELAY_SECONDS = 366 * 24 * 3600;
+
+/** Headers the scheduler sets itself; a job may not override them. */
+export const RESERVED_HEADERS = [
+  'idempotency-key',
+  'x-job-id',
+  'x-run-id',
+  'x-attempt',
+  'x-fencing-token',
+  'content-type',
+  'content-length',
+  'host',
+  'connection',
+  'transfer-encoding',
+] as const;
+
+const identifier = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'use letters, digits and . _ : - (starting with a letter or digit)');
+
+const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
+
+export const scheduleSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('now') }),
+  z.strictObject({ kind: z.literal('delay'), seconds: z.number().int().min(0).max(MAX_DELAY_SECONDS) }),
+  z.strictObject({ kind: z.literal('at'), at: isoInstant }),
+  z.strictObject({
+    kind: z.literal('cron'),
+    expression: z.string().min(1).max(256),
+    timezone: z.string().min(1).max(64).default('UTC'),
+    startAt: isoInstant.optional(),
+    endAt: isoInstant.optional(),
+  }),
+]);
+export type Schedule = z.infer<typeof scheduleSchema>;
+
+const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name');
+
+export const httpTargetSchema = z.strictObject({
+  kind: z.literal('http'),
+  url: z.url({ protocol: /^https?$/, message: 'must be an http or https URL' }).max(2048),
+  method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('POST'),
+  headers: z
+    .record(headerName, z.string().max(1024))
+    .default({})
+    .check((ctx) => {
+      const names = Object.keys(ctx.value);
+      if (names.length > 20) {
+        ctx.issues.push({ code: 'custom', message: 'at most 20 headers', input: ctx.value });
+      }
+      for (const name of names) {
+        if ((RESERVED_HEADERS as readonly string[]).includes(name.toLowerCase())) {
+          ctx.issues.push({
+            code: 'custom',
+            message: `the scheduler sets ${name} itself`,
+            input: name,
+            path: [name],
+          });
+        }
+      }
+    }),
+  timeoutSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).optional(),
+});
+
+export const targetSchema = z.discriminatedUnion('kind', [
+  httpTargetSchema,
+  z.strictObject({ kind: z.literal('sqs'), queueUrl: z.url().max(2048) }),
+  z.strictObject({ kind: z.literal('lambda'), functionArn: z.string().regex(/^arn:aws[a-z-]*:lambda:/, 'must be a Lambda function ARN') }),
+  z.strictObject({
+    kind: z.literal('eventbridge'),
+    eventBusName: z.string().min(1).max(256),
+    detailType: z.string().min(1).max(128),
+    source: z.string().min(1).max(256),
+  }),
+]);
+export type Target = z.infer<typeof targetSchema>;
+export type HttpTarget = z.infer<typeof httpTargetSchema>;
+
+export const retryPolicySchema = z.strictObject({
+  maxAttempts: z.number().int().min(1).max(20).default(3),
+  initialDelaySeconds: z.number().min(0).max(3600).default(1),
+  maxDelaySeconds: z.number().min(0).max(24 * 3600).default(300),
+});
+export type RetryPolicy = z.infer<typeof retryPolicySchema>;
+
+const jsonValue: z.ZodType<unknown> = z.json();
+
+export const jobSpecSchema = z
+  .strictObject({
+    name: identifier(128),
+    type: identifier(64),
+    schedule: scheduleSchema,
+    target: targetSchema,
+    payload: jsonValue.default({}),
+    retryPolicy: retryPolicySchema.default({ maxAttempts: 3, initialDelaySeconds: 1, maxDelaySeconds: 300 }),
+    timeoutSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).default(300),
+    delivery: z.enum(['at-least-once', 'at-most-once', 'exactly-once']).default('at-least-once'),
+    overlapPolicy: z.enum(['allow', 'skip', 'buffer-one', 'cancel-running']).default('allow'),
+    misfirePolicy: z.enum(['fire-once', 'skip', 'backfill']).default('fire-once'),
+    priority: z.enum(['high', 'normal', 'low']).default('normal'),
+  })
+  .check((ctx) => {
+    const size = Buffer.byteLength(JSON.stringify(ctx.value.payload ?? null), 'utf8');
+    if (size > MAX_PAYLOAD_BYTES) {
+      ctx.issues.push({
+        code: 'custom',
+        message: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON (got ${size})`,
+        input: ctx.value.payload,
+        path: ['payload'],
+      });
+    }
+    const { retryPolicy } = ctx.value;
+    if (retryPolicy.maxDelaySeconds < retryPolicy.initialDelaySeconds) {
+      ctx.issues.push({
+        code: 'custom',
+        message: 'must be at least initialDelaySeconds',
+        input: retryPolicy.maxDelaySeconds,
+        path: ['retryPolicy', 'maxDelaySeconds'],
+      });
+    }
+  });
+export type JobSpec = z.infer<typeof jobSpecSchema>;
+
+export type JobStatus = 'ACTIVE' | 'PAUSED' | 'COMPLETED' | 'CANCELLED';
+
+/** A stored job: the definition plus the scheduler's bookkeeping. */
+export interface Job extends JobSpec {
+  readonly jobId: string;
+  readonly tenantId: string;
+  readonly status: JobStatus;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** Optimistic-concurrency version of the definition (If-Match on PATCH). */
+  readonly version: number;
+  /** Fire time of the pending occurrence, or null when none is pending. */
+  readonly nextRunAt: string | null;
+  /** Run id of the pending occurrence's first attempt. */
+  readonly nextRunId: string | null;
+}
+
+/** The execution timeout of one attempt: the job's, narrowed by the target's own where it has one. */
+export function attemptTimeoutSeconds(job: Pick<JobSpec, 'timeoutSeconds' | 'target'>): number {
+  const targetTimeout = job.target.kind === 'http' ? job.target.timeoutSeconds : undefined;
+  return Math.min(job.timeoutSeconds, targetTimeout ?? job.timeoutSeconds);
+}

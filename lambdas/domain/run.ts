@@ -1,0 +1,95 @@
+// Runs and their state machine. A run is one attempt of one occurrence of a job; every change of
+// its status is a conditional write whose condition is the `from` side of a transition below.
+
+export const RUN_STATUSES = [
+  'SCHEDULED',
+  'QUEUED',
+  'RUNNING',
+  'SUCCEEDED',
+  'FAILED',
+  'TIMED_OUT',
+  'CANCELLED',
+  'SKIPPED',
+  'DEAD',
+] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export type RunTrigger = 'schedule' | 'manual' | 'retry' | 'replay';
+
+export interface RunError {
+  readonly code: string;
+  readonly message: string;
+  readonly retryable: boolean;
+}
+
+export interface Run {
+  readonly runId: string;
+  readonly jobId: string;
+  readonly tenantId: string;
+  readonly jobType: string;
+  /** The occurrence this run belongs to: its scheduled fire time. */
+  readonly scheduledFor: string;
+  readonly attempt: number;
+  readonly status: RunStatus;
+  /** Not to be leased before this instant (the occurrence time, or a retry's backoff). */
+  readonly availableAt: string;
+  readonly enqueuedAt: string | null;
+  readonly startedAt: string | null;
+  readonly finishedAt: string | null;
+  readonly leaseOwner: string | null;
+  readonly leaseExpiresAt: string | null;
+  /** Fencing token: grows by one with every lease; every later write is conditioned on it. */
+  readonly version: number;
+  /** How long a lease on this run lasts: its attempt timeout plus a margin. */
+  readonly leaseSeconds: number;
+  readonly progress: unknown;
+  readonly error: RunError | null;
+  readonly idempotencyKey: string;
+  readonly trigger: RunTrigger;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** Which statuses a run may move to from each status. Terminal statuses have no way out. */
+export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
+  // SCHEDULED -> RUNNING: the ticker sent the message but crashed before marking the run QUEUED.
+  SCHEDULED: ['QUEUED', 'RUNNING', 'CANCELLED', 'SKIPPED'],
+  QUEUED: ['RUNNING', 'CANCELLED', 'SKIPPED'],
+  // RUNNING -> RUNNING is a new lease taken over an expired one.
+  RUNNING: ['RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'DEAD'],
+  SUCCEEDED: [],
+  FAILED: [],
+  TIMED_OUT: [],
+  CANCELLED: [],
+  SKIPPED: [],
+  DEAD: [],
+};
+
+export function canTransition(from: RunStatus, to: RunStatus): boolean {
+  return RUN_TRANSITIONS[from].includes(to);
+}
+
+export function isTerminal(status: RunStatus): boolean {
+  return RUN_TRANSITIONS[status].length === 0;
+}
+
+/** The statuses a run may leave to reach `to`: the condition of the conditional write. */
+export function sourcesOf(to: RunStatus): RunStatus[] {
+  return RUN_STATUSES.filter((from) => canTransition(from, to));
+}
+
+/** Outcomes that end an attempt. */
+export type AttemptOutcome = Extract<RunStatus, 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'DEAD'>;
+
+/** The key a target uses to deduplicate effects: the same for every attempt of an occurrence. */
+export function occurrenceKey(jobId: string, scheduledFor: string): string {
+  return `${jobId}#${scheduledFor}`;
+}
+
+/**
+ * Run ids are deterministic in the occurrence and the attempt, so that racing writers (two
+ * tickers, an API retry) put the same item and a conditional put makes it exactly once.
+ */
+export function runIdFor(jobId: string, scheduledFor: string, attempt: number): string {
+  return `${jobId}.${Date.parse(scheduledFor).toString(36)}.${attempt}`;
+}

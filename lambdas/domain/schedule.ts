@@ -1,0 +1,138 @@
+// Fire times of schedules. Cron expressions are evaluated on the wall clock of the job's zone and
+// mapped to instants with Vixie cron's daylight-saving rule (see API.md):
+// - fixed-time expressions (no `*` in minute or hour) fire once for a wall time a spring-forward
+//   gap skips, at the instant the gap ends, and once (the first time) for a repeated wall time;
+// - other expressions follow the wall clock: skipped wall times never fire, repeated ones fire twice.
+import { CronExpressionParser } from 'cron-parser';
+import type { CronExpression } from 'cron-parser';
+import { ValidationError } from '../core/errors';
+import type { FieldError } from '../core/errors';
+import type { Schedule } from './job';
+import { endOfGap, instantsOfWallTime, isValidTimeZone, offsetAt } from './time-zone';
+
+const HOUR = 3_600_000;
+/** An expression that yields no fire time within this many iterations is treated as never firing. */
+const MAX_ITERATIONS = 20_000;
+
+export type CronSchedule = Extract<Schedule, { kind: 'cron' }>;
+
+interface ParsedCron {
+  readonly expression: CronExpression;
+  readonly fixedTime: boolean;
+}
+
+function parseCron(expression: string, path: string): ParsedCron {
+  const fields = expression.trim().split(/\s+/);
+  if (fields.length !== 5) {
+    throw new ValidationError('Invalid cron expression', [
+      { path, message: `must have five fields (minute hour day-of-month month day-of-week), got ${fields.length}` },
+    ]);
+  }
+  try {
+    // Evaluated on naive wall time (UTC has no daylight saving), then mapped to the job's zone.
+    const parsed = CronExpressionParser.parse(fields.join(' '), { tz: 'UTC', currentDate: new Date(0) });
+    const [minute = '', hour = ''] = fields;
+    return { expression: parsed, fixedTime: !minute.includes('*') && !hour.includes('*') };
+  } catch (error) {
+    throw new ValidationError('Invalid cron expression', [
+      { path, message: error instanceof Error ? error.message : 'cannot be parsed' },
+    ]);
+  }
+}
+
+/** Checks what zod cannot: the cron expression, its zone, and that it fires at least once. */
+export function validateSchedule(schedule: Schedule, now: number, path = 'schedule'): void {
+  const errors: FieldError[] = [];
+  if (schedule.kind === 'at' && Date.parse(schedule.at) < now - 60_000) {
+    errors.push({ path: `${path}.at`, message: 'must not be more than a minute in the past' });
+  }
+  if (schedule.kind === 'cron') {
+    if (!isValidTimeZone(schedule.timezone)) {
+      errors.push({ path: `${path}.timezone`, message: `unknown IANA time zone "${schedule.timezone}"` });
+    }
+    if (schedule.startAt && schedule.endAt && Date.parse(schedule.endAt) <= Date.parse(schedule.startAt)) {
+      errors.push({ path: `${path}.endAt`, message: 'must be after startAt' });
+    }
+    if (errors.length === 0) {
+      parseCron(schedule.expression, `${path}.expression`);
+      const [first] = cronFireTimes(schedule, now, 1, `${path}.expression`);
+      if (first === undefined && !schedule.endAt) {
+        errors.push({ path: `${path}.expression`, message: 'never fires' });
+      }
+    }
+  }
+  if (errors.length > 0) throw new ValidationError('Invalid schedule', errors);
+}
+
+/**
+ * The next `count` fire times of a cron schedule strictly after `after` (epoch ms), within the
+ * schedule's startAt/endAt window.
+ */
+export function cronFireTimes(schedule: CronSchedule, after: number, count: number, path = 'schedule.expression'): number[] {
+  const { expression, fixedTime } = parseCron(schedule.expression, path);
+  const zone = schedule.timezone;
+  const startAt = schedule.startAt ? Date.parse(schedule.startAt) : -Infinity;
+  const endAt = schedule.endAt ? Date.parse(schedule.endAt) : Infinity;
+  const from = Math.max(after, startAt - 1);
+
+  // Wall times map to instants up to a few hours either side of their naive value, and a
+  // repeated hour puts its second instants after later wall times; so walk wall time from a
+  // little before `from` and stop only once no later wall time can map before what we have.
+  expression.reset(new Date(from + offsetAt(from, zone) - 3 * HOUR));
+  const found = new Set<number>();
+  for (let i = 0; i < MAX_ITERATIONS; i++) {
+    let wallTime: number;
+    try {
+      wallTime = expression.next().getTime();
+    } catch {
+      break; // cron-parser gives up on expressions that cannot match any date
+    }
+    const sorted = [...found].sort((a, b) => a - b);
+    const enough = sorted.length >= count ? sorted[count - 1] : undefined;
+    if (enough !== undefined && wallTime - 26 * HOUR > enough) break;
+    if (wallTime - 26 * HOUR > endAt) break;
+    for (const instant of instantsForWallTime(wallTime, zone, fixedTime)) {
+      if (instant > from && instant <= endAt) found.add(instant);
+    }
+  }
+  return [...found].sort((a, b) => a - b).slice(0, count);
+}
+
+function instantsForWallTime(wallTime: number, zone: string, fixedTime: boolean): number[] {
+  const instants = instantsOfWallTime(wallTime, zone);
+  if (instants.length === 0) return fixedTime ? [endOfGap(wallTime, zone)] : [];
+  return fixedTime ? instants.slice(0, 1) : instants;
+}
+
+/** The first occurrence of a new job's schedule, or null when it has none left. */
+export function firstFireTime(schedule: Schedule, now: number): number | null {
+  switch (schedule.kind) {
+    case 'now':
+      return now;
+    case 'delay':
+      return now + schedule.seconds * 1000;
+    case 'at':
+      return Math.max(Date.parse(schedule.at), now);
+    case 'cron':
+      return cronFireTimes(schedule, now, 1)[0] ?? null;
+  }
+}
+
+/** The occurrence that follows `previous` for a recurring schedule; one-shot schedules have none. */
+export function nextFireTimeAfter(schedule: Schedule, previous: number): number | null {
+  return schedule.kind === 'cron' ? (cronFireTimes(schedule, previous, 1)[0] ?? null) : null;
+}
+
+/** The next `count` fire times, for previews and the job's `upcomingRuns`. */
+export function upcomingFireTimes(schedule: Schedule, after: number, count: number): number[] {
+  switch (schedule.kind) {
+    case 'cron':
+      return cronFireTimes(schedule, after, count);
+    case 'at': {
+      const at = Date.parse(schedule.at);
+      return at > after ? [at] : [];
+    }
+    default:
+      return [firstFireTime(schedule, after) ?? after];
+  }
+}

@@ -1,0 +1,172 @@
+// Jobs in DynamoDB: a job, the guard that keeps its name unique within the tenant, the record of an
+// idempotent create, and the job's first run are written in one transaction, so a job never exists
+// without its first occurrence and a name or key is never taken twice.
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import type { Job, JobStatus } from '../domain/job';
+import type { Run } from '../domain/run';
+import type { RunItemExtras } from './keys';
+
+export interface NewRun {
+  readonly run: Run;
+  readonly extras: RunItemExtras;
+}
+import { JOBS_BY_TENANT_INDEX } from './schema';
+import type { Page } from './runs-repository';
+import { decodeCursorOrThrow } from './runs-repository';
+import { encodeCursor, idempotencyKey, itemToJob, jobKey, jobNameKey, jobToItem, runToItem } from './keys';
+
+export interface IdempotencyRecord {
+  readonly key: string;
+  /** Hash of the request body: the same key with another body is a conflict. */
+  readonly requestHash: string;
+  /** How long the record is kept (epoch seconds, DynamoDB TTL). */
+  readonly expiresAtEpoch: number;
+}
+
+export type InsertResult =
+  | { readonly kind: 'created' }
+  | { readonly kind: 'name-taken' }
+  | { readonly kind: 'idempotent-replay'; readonly jobId: string; readonly requestHash: string };
+
+export interface JobFilter {
+  readonly status?: JobStatus;
+  readonly type?: string;
+}
+
+export class JobsRepository {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly jobsTable: string,
+    private readonly runsTable: string,
+  ) {}
+
+  async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord): Promise<InsertResult> {
+    const notExists = 'attribute_not_exists(pk)';
+    const items = [
+      { Put: { TableName: this.jobsTable, Item: jobToItem(job), ConditionExpression: notExists } },
+      {
+        Put: {
+          TableName: this.jobsTable,
+          Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId },
+          ConditionExpression: notExists,
+        },
+      },
+      ...(idempotency
+        ? [
+            {
+              Put: {
+                TableName: this.jobsTable,
+                Item: {
+                  ...idempotencyKey(job.tenantId, idempotency.key),
+                  jobId: job.jobId,
+                  requestHash: idempotency.requestHash,
+                  expiresAtEpoch: idempotency.expiresAtEpoch,
+                },
+                ConditionExpression: notExists,
+              },
+            },
+          ]
+        : []),
+      ...(firstRun ? [{ Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ConditionExpression: notExists } }] : []),
+    ];
+    try {
+      await this.dynamo.send(new TransactWriteCommand({ TransactItems: items }));
+      return { kind: 'created' };
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const reasons = error.CancellationReasons ?? [];
+      const failed = (index: number): boolean => reasons[index]?.Code === 'ConditionalCheckFailed';
+      // The idempotency record decides first: a replayed request may also collide on its name.
+      if (idempotency && failed(2)) {
+        const previous = await this.findIdempotencyRecord(job.tenantId, idempotency.key);
+        if (previous) return { kind: 'idempotent-replay', ...previous };
+      }
+      if (failed(1)) return { kind: 'name-taken' };
+      throw error;
+    }
+  }
+
+  private async findIdempotencyRecord(tenantId: string, key: string): Promise<{ jobId: string; requestHash: string } | null> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.jobsTable, Key: idempotencyKey(tenantId, key), ConsistentRead: true }),
+    );
+    return item ? { jobId: String(item.jobId), requestHash: String(item.requestHash) } : null;
+  }
+
+  /** A job of the given tenant; another tenant's job is reported as missing. */
+  async get(tenantId: string, jobId: string): Promise<Job | null> {
+    const job = await this.getAnyTenant(jobId);
+    return job && job.tenantId === tenantId ? job : null;
+  }
+
+  /** For the scheduler's own paths (worker, ticker), which act for every tenant. */
+  async getAnyTenant(jobId: string, consistent = true): Promise<Job | null> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.jobsTable, Key: jobKey(jobId), ConsistentRead: consistent }),
+    );
+    return item ? itemToJob(item) : null;
+  }
+
+  /** The tenant's jobs, newest first. */
+  async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string): Promise<Page<Job>> {
+    const names: Record<string, string> = { '#tenantId': 'tenantId' };
+    const values: Record<string, unknown> = { ':tenantId': tenantId };
+    const filters: string[] = [];
+    if (filter.status) {
+      names['#status'] = 'status';
+      values[':status'] = filter.status;
+      filters.push('#status = :status');
+    }
+    if (filter.type) {
+      names['#type'] = 'type';
+      values[':type'] = filter.type;
+      filters.push('#type = :type');
+    }
+    const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.jobsTable,
+        IndexName: JOBS_BY_TENANT_INDEX,
+        KeyConditionExpression: '#tenantId = :tenantId',
+        FilterExpression: filters.length > 0 ? filters.join(' AND ') : undefined,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ScanIndexForward: false,
+        Limit: limit,
+        ExclusiveStartKey: cursor ? decodeCursorOrThrow(cursor, { tenantId }) : undefined,
+      }),
+    );
+    return { items: items.map(itemToJob), nextCursor: encodeCursor(last) };
+  }
+
+  /**
+   * Ends a one-shot job once its occurrence has run: only if it is still active and `runId` is
+   * still its pending occurrence (a PATCH or a cancel in between wins).
+   */
+  async completeOneShot(jobId: string, runId: string, now: number): Promise<boolean> {
+    const at = new Date(now).toISOString();
+    try {
+      await this.dynamo.send(
+        new UpdateCommand({
+          TableName: this.jobsTable,
+          Key: jobKey(jobId),
+          UpdateExpression: 'SET #status = :completed, #updatedAt = :now, #nextRunAt = :null, #nextRunId = :null',
+          ConditionExpression: '#status = :active AND #nextRunId = :runId',
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#updatedAt': 'updatedAt',
+            '#nextRunAt': 'nextRunAt',
+            '#nextRunId': 'nextRunId',
+          },
+          ExpressionAttributeValues: { ':completed': 'COMPLETED', ':active': 'ACTIVE', ':now': at, ':null': null, ':runId': runId },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+}

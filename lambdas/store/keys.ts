@@ -1,0 +1,113 @@
+// The one place that knows the key layout of both tables and how domain objects become items.
+import type { Job } from '../domain/job';
+import type { Run } from '../domain/run';
+import { shardOf } from '../domain/time-gate';
+
+export type Key = { readonly pk: string; readonly sk: string };
+export type Item = Record<string, unknown>;
+
+export const jobKey = (jobId: string): Key => ({ pk: `JOB#${jobId}`, sk: 'JOB' });
+/** Guards a job name within a tenant while the job is not deleted. */
+export const jobNameKey = (tenantId: string, name: string): Key => ({ pk: `JOBNAME#${tenantId}#${name}`, sk: 'JOBNAME' });
+/** Remembers the result of a create made with an Idempotency-Key. */
+export const idempotencyKey = (tenantId: string, key: string): Key => ({ pk: `IDEMPOTENCY#${tenantId}#${key}`, sk: 'CREATE' });
+export const apiKeyKey = (keyHash: string): Key => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' });
+export const schedulerStateKey = (name: string): Key => ({ pk: `SCHEDULER#${name}`, sk: 'STATE' });
+export const runKey = (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'RUN' });
+
+const pad = (n: number, width: number): string => String(n).padStart(width, '0');
+
+/** Sort key of a job within its tenant (byTenant index): creation time, then id. */
+export const tenantSortOf = (job: Pick<Job, 'createdAt' | 'jobId'>): string => `${job.createdAt}#${job.jobId}`;
+/** Sort key of a run within its job (byJob index): occurrence, then attempt. */
+export const jobSortOf = (run: Pick<Run, 'scheduledFor' | 'attempt'>): string => `${run.scheduledFor}#${pad(run.attempt, 4)}`;
+
+/**
+ * Partition of the sparse time index: the minute a run becomes due and a shard, so that no
+ * partition of the index takes more than a slice of a minute's writes.
+ */
+export const gateKeyOf = (availableAt: string, shard: number): string => `${availableAt.slice(0, 16)}#${pad(shard, 3)}`;
+
+export function jobToItem(job: Job): Item {
+  const { payload, ...rest } = job;
+  return {
+    ...jobKey(job.jobId),
+    ...rest,
+    // Stored as text: any JSON (top-level arrays, nulls, empty maps) round-trips exactly.
+    payloadJson: JSON.stringify(payload),
+    tenantSort: tenantSortOf(job),
+  };
+}
+
+export function itemToJob(item: Item): Job {
+  const { pk: _pk, sk: _sk, payloadJson, tenantSort: _ts, ...rest } = item;
+  return { ...(rest as unknown as Omit<Job, 'payload'>), payload: JSON.parse(String(payloadJson)) as unknown };
+}
+
+/** Fields of a run item that are bookkeeping rather than part of the Run. */
+export interface RunItemExtras {
+  /** A payload given to this run alone (manual trigger), overriding the job's. */
+  readonly payloadOverride?: unknown;
+  /** The run's entry in the time index: when to look at it (epoch ms), over how many shards. */
+  readonly gate?: { readonly at: number; readonly shards: number };
+}
+
+export function gateAttributes(runId: string, gateAt: number, shards: number): { gateKey: string; gateAt: string } {
+  const at = new Date(gateAt).toISOString();
+  return { gateKey: gateKeyOf(at, shardOf(runId, shards)), gateAt: at };
+}
+
+export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
+  const { leaseExpiresAt, ...rest } = run;
+  return {
+    ...runKey(run.runId),
+    ...rest,
+    // Numbers, so that the lease is computed and compared inside DynamoDB's expressions.
+    leaseMs: run.leaseSeconds * 1000,
+    leaseExpiresAtMs: leaseExpiresAt === null ? null : Date.parse(leaseExpiresAt),
+    jobSort: jobSortOf(run),
+    ...(extras.payloadOverride !== undefined ? { payloadOverrideJson: JSON.stringify(extras.payloadOverride) } : {}),
+    ...(extras.gate ? gateAttributes(run.runId, extras.gate.at, extras.gate.shards) : {}),
+  };
+}
+
+export function itemToRun(item: Item): Run {
+  const {
+    pk: _pk,
+    sk: _sk,
+    jobSort: _js,
+    gateKey: _gk,
+    gateAt: _ga,
+    payloadOverrideJson: _po,
+    leaseMs: _lm,
+    leaseExpiresAtMs,
+    ...rest
+  } = item;
+  const leaseExpiresAt = typeof leaseExpiresAtMs === 'number' ? new Date(leaseExpiresAtMs).toISOString() : null;
+  return { ...(rest as unknown as Omit<Run, 'leaseExpiresAt'>), leaseExpiresAt };
+}
+
+export function payloadOverrideOf(item: Item): unknown {
+  return typeof item.payloadOverrideJson === 'string' ? (JSON.parse(item.payloadOverrideJson) as unknown) : undefined;
+}
+
+/** Pagination cursors are the index's LastEvaluatedKey, opaque to callers. */
+export function encodeCursor(key: Record<string, unknown> | undefined): string | null {
+  return key ? Buffer.from(JSON.stringify(key), 'utf8').toString('base64url') : null;
+}
+
+export function decodeCursor(cursor: string, expect: Record<string, string>): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+    const record = value as Record<string, unknown>;
+    // A cursor must stay inside the caller's own partition (its tenant, its job).
+    for (const [name, expected] of Object.entries(expect)) {
+      if (record[name] !== expected) return null;
+    }
+    if (!Object.values(record).every((v) => typeof v === 'string')) return null;
+    return record;
+  } catch {
+    return null;
+  }
+}

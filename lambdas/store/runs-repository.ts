@@ -1,0 +1,263 @@
+// Runs in DynamoDB. Every status change is a conditional UpdateItem; a lost condition is read back
+// (ReturnValuesOnConditionCheckFailure) so callers learn why without a second request.
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { AttemptOutcome, Run, RunError, RunStatus } from '../domain/run';
+import { isTerminal } from '../domain/run';
+import { ValidationError } from '../core/errors';
+import { RUNS_BY_JOB_INDEX, RUNS_TIME_INDEX } from './schema';
+import type { Item } from './keys';
+import { decodeCursor, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, runKey } from './keys';
+
+export interface TimeIndexEntry {
+  readonly runId: string;
+  readonly tenantId: string;
+  readonly jobId: string;
+  readonly status: RunStatus;
+  readonly availableAt: string;
+  readonly gateAt: string;
+}
+
+export type LeaseResult =
+  | { readonly kind: 'leased'; readonly run: Run; readonly payloadOverride: unknown }
+  /** No such run: a message for a run that was never written or has been deleted. */
+  | { readonly kind: 'missing' }
+  /** Not yet due: the message arrived early. */
+  | { readonly kind: 'early'; readonly run: Run }
+  /** Another worker holds a live lease. */
+  | { readonly kind: 'held'; readonly run: Run }
+  /** Already finished (or cancelled, skipped): a duplicate delivery. */
+  | { readonly kind: 'finished'; readonly run: Run };
+
+export interface LeaseRequest {
+  readonly owner: string;
+  readonly now: number;
+}
+
+export interface Page<T> {
+  readonly items: T[];
+  readonly nextCursor: string | null;
+}
+
+export class RunsRepository {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async get(runId: string): Promise<Run | null> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }),
+    );
+    return item ? itemToRun(item) : null;
+  }
+
+  /**
+   * Takes the lease on a due run: it becomes RUNNING under `owner` until the lease expires, and its
+   * fencing version grows by one. Succeeds for a run that is waiting and due, or running under a
+   * lease that has expired (its worker was lost); fails for anything else.
+   */
+  async lease(runId: string, request: LeaseRequest): Promise<LeaseResult> {
+    const now = new Date(request.now).toISOString();
+    try {
+      const { Attributes: item } = await this.dynamo.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: runKey(runId),
+          UpdateExpression:
+            // The lease length lives on the run, so the lease is one write with no read before it.
+            'SET #status = :running, #leaseOwner = :owner, #leaseExpiresAtMs = #leaseMs + :nowMs, #startedAt = :now, ' +
+            '#updatedAt = :now, #version = #version + :one REMOVE #gateKey, #gateAt',
+          ConditionExpression:
+            'attribute_exists(#pk) AND ((#status IN (:scheduled, :queued) AND #availableAt <= :now) ' +
+            'OR (#status = :running AND #leaseExpiresAtMs < :nowMs))',
+          ExpressionAttributeNames: {
+            '#pk': 'pk',
+            '#status': 'status',
+            '#leaseOwner': 'leaseOwner',
+            '#leaseExpiresAtMs': 'leaseExpiresAtMs',
+            '#leaseMs': 'leaseMs',
+            '#startedAt': 'startedAt',
+            '#updatedAt': 'updatedAt',
+            '#version': 'version',
+            '#availableAt': 'availableAt',
+            '#gateKey': 'gateKey',
+            '#gateAt': 'gateAt',
+          },
+          ExpressionAttributeValues: {
+            ':running': 'RUNNING',
+            ':scheduled': 'SCHEDULED',
+            ':queued': 'QUEUED',
+            ':owner': request.owner,
+            ':now': now,
+            ':nowMs': request.now,
+            ':one': 1,
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      if (!item) throw new Error(`lease of ${runId} returned no attributes`);
+      return { kind: 'leased', run: itemToRun(item), payloadOverride: payloadOverrideOf(item) };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // The document client does not translate the item carried by the exception.
+      return whyNotLeased(error.Item ? unmarshall(error.Item) : undefined, now);
+    }
+  }
+
+  /**
+   * Records the outcome of an attempt, fenced by the version the worker leased: a worker whose
+   * lease was taken over (or whose run was cancelled) writes nothing.
+   */
+  async complete(
+    runId: string,
+    version: number,
+    outcome: { status: AttemptOutcome; now: number; error: RunError | null },
+  ): Promise<'recorded' | 'fenced'> {
+    const now = new Date(outcome.now).toISOString();
+    try {
+      await this.dynamo.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: runKey(runId),
+          UpdateExpression: 'SET #status = :outcome, #finishedAt = :now, #updatedAt = :now, #error = :error',
+          ConditionExpression: '#status = :running AND #version = :version',
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#finishedAt': 'finishedAt',
+            '#updatedAt': 'updatedAt',
+            '#error': 'error',
+            '#version': 'version',
+          },
+          ExpressionAttributeValues: {
+            ':outcome': outcome.status,
+            ':now': now,
+            ':error': outcome.error,
+            ':running': 'RUNNING',
+            ':version': version,
+          },
+        }),
+      );
+      return 'recorded';
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return 'fenced';
+      throw error;
+    }
+  }
+
+  /** Entries of one partition of the time index that are due by `horizon`. */
+  async dueInTimeIndex(bucket: number, shard: number, horizon: number): Promise<TimeIndexEntry[]> {
+    const entries: TimeIndexEntry[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: RUNS_TIME_INDEX,
+          KeyConditionExpression: '#gateKey = :gateKey AND #gateAt <= :horizon',
+          ExpressionAttributeNames: { '#gateKey': 'gateKey', '#gateAt': 'gateAt' },
+          ExpressionAttributeValues: {
+            ':gateKey': gateKeyOf(new Date(bucket).toISOString(), shard),
+            ':horizon': new Date(horizon).toISOString(),
+          },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        entries.push({
+          runId: String(item.runId),
+          tenantId: String(item.tenantId),
+          jobId: String(item.jobId),
+          status: item.status as RunStatus,
+          availableAt: String(item.availableAt),
+          gateAt: String(item.gateAt),
+        });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return entries;
+  }
+
+  /** SCHEDULED -> QUEUED once the ticker has sent the run; its index entry becomes a check-back. */
+  async markQueued(runId: string, now: number, checkBackAt: number, shards: number): Promise<boolean> {
+    const gate = gateAttributes(runId, checkBackAt, shards);
+    return this.conditionalUpdate({
+      Key: runKey(runId),
+      UpdateExpression: 'SET #status = :queued, #enqueuedAt = :now, #updatedAt = :now, #gateKey = :gateKey, #gateAt = :gateAt',
+      ConditionExpression: '#status = :scheduled',
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#enqueuedAt': 'enqueuedAt',
+        '#updatedAt': 'updatedAt',
+        '#gateKey': 'gateKey',
+        '#gateAt': 'gateAt',
+      },
+      ExpressionAttributeValues: {
+        ':queued': 'QUEUED',
+        ':scheduled': 'SCHEDULED',
+        ':now': new Date(now).toISOString(),
+        ':gateKey': gate.gateKey,
+        ':gateAt': gate.gateAt,
+      },
+    });
+  }
+
+  /** Moves a queued run's check-back, if nobody moved it since `previousGateAt` was read. */
+  async moveCheckBack(runId: string, previousGateAt: string, checkBackAt: number, shards: number): Promise<boolean> {
+    const gate = gateAttributes(runId, checkBackAt, shards);
+    return this.conditionalUpdate({
+      Key: runKey(runId),
+      UpdateExpression: 'SET #gateKey = :gateKey, #gateAt = :gateAt',
+      ConditionExpression: '#status = :queued AND #gateAt = :previous',
+      ExpressionAttributeNames: { '#status': 'status', '#gateKey': 'gateKey', '#gateAt': 'gateAt' },
+      ExpressionAttributeValues: { ':queued': 'QUEUED', ':previous': previousGateAt, ':gateKey': gate.gateKey, ':gateAt': gate.gateAt },
+    });
+  }
+
+  private async conditionalUpdate(input: Omit<UpdateCommandInput, 'TableName'>): Promise<boolean> {
+    try {
+      await this.dynamo.send(new UpdateCommand({ TableName: this.tableName, ...input }));
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /** The runs of a job, newest occurrence and attempt first. */
+  async listByJob(jobId: string, limit: number, cursor?: string): Promise<Page<Run>> {
+    const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: RUNS_BY_JOB_INDEX,
+        KeyConditionExpression: '#jobId = :jobId',
+        ExpressionAttributeNames: { '#jobId': 'jobId' },
+        ExpressionAttributeValues: { ':jobId': jobId },
+        ScanIndexForward: false,
+        Limit: limit,
+        ExclusiveStartKey: cursor ? decodeCursorOrThrow(cursor, { jobId }) : undefined,
+      }),
+    );
+    return { items: items.map(itemToRun), nextCursor: encodeCursor(last) };
+  }
+}
+
+function whyNotLeased(item: Item | undefined, now: string): LeaseResult {
+  if (!item) return { kind: 'missing' };
+  const run = itemToRun(item);
+  if (isTerminal(run.status)) return { kind: 'finished', run };
+  if (run.status === 'RUNNING') return { kind: 'held', run };
+  if (run.availableAt > now) return { kind: 'early', run };
+  // Waiting and due, yet the condition failed: it changed between the read and the write.
+  return { kind: 'held', run };
+}
+
+export function decodeCursorOrThrow(cursor: string, expect: Record<string, string>): Record<string, unknown> {
+  const key = decodeCursor(cursor, expect);
+  if (!key) throw new ValidationError('Invalid cursor', [{ path: 'cursor', message: 'is not a cursor this listing returned' }]);
+  return key;
+}

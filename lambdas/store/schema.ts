@@ -1,0 +1,101 @@
+// The shape of every table and queue, as plain data. The CDK stack and the local runtime both
+// build their resources from these definitions, so the deployed and the local layouts cannot drift.
+
+export type AttributeType = 'S' | 'N';
+
+export interface IndexDefinition {
+  readonly indexName: string;
+  readonly partitionKey: { readonly name: string; readonly type: AttributeType };
+  readonly sortKey?: { readonly name: string; readonly type: AttributeType };
+  /** Attributes projected besides the keys; `all` projects the whole item. */
+  readonly projection: 'all' | 'keys' | readonly string[];
+}
+
+export interface TableDefinition {
+  /** Logical name: the CDK construct id and the suffix of the local table name. */
+  readonly id: string;
+  readonly partitionKey: { readonly name: string; readonly type: AttributeType };
+  readonly sortKey?: { readonly name: string; readonly type: AttributeType };
+  readonly indexes: readonly IndexDefinition[];
+  readonly timeToLiveAttribute?: string;
+}
+
+export interface QueueDefinition {
+  readonly id: string;
+  readonly visibilityTimeoutSeconds: number;
+  readonly retentionSeconds: number;
+  readonly maxMessageSizeBytes: number;
+  /** Receives before SQS moves a message to the dead-letter queue. */
+  readonly maxReceiveCount?: number;
+}
+
+export const JOBS_BY_TENANT_INDEX = 'byTenant';
+export const RUNS_BY_JOB_INDEX = 'byJob';
+export const RUNS_TIME_INDEX = 'timeIndex';
+
+/** Jobs, their name guards, idempotency records, API keys and scheduler state items. */
+export const jobsTable: TableDefinition = {
+  id: 'Jobs',
+  partitionKey: { name: 'pk', type: 'S' },
+  sortKey: { name: 'sk', type: 'S' },
+  indexes: [
+    {
+      indexName: JOBS_BY_TENANT_INDEX,
+      partitionKey: { name: 'tenantId', type: 'S' },
+      sortKey: { name: 'tenantSort', type: 'S' },
+      projection: 'all',
+    },
+  ],
+  timeToLiveAttribute: 'expiresAtEpoch',
+};
+
+/** Runs: one item per attempt of an occurrence. */
+export const runsTable: TableDefinition = {
+  id: 'Runs',
+  partitionKey: { name: 'pk', type: 'S' },
+  sortKey: { name: 'sk', type: 'S' },
+  indexes: [
+    {
+      indexName: RUNS_BY_JOB_INDEX,
+      partitionKey: { name: 'jobId', type: 'S' },
+      sortKey: { name: 'jobSort', type: 'S' },
+      projection: 'all',
+    },
+    {
+      // Sparse: only runs not yet leased carry `gateKey` (SCHEDULED at their due time, QUEUED at a
+      // check-back time). It projects just what the ticker needs, so its scans stay small.
+      indexName: RUNS_TIME_INDEX,
+      partitionKey: { name: 'gateKey', type: 'S' },
+      sortKey: { name: 'gateAt', type: 'S' },
+      projection: ['runId', 'tenantId', 'jobId', 'status', 'availableAt'],
+    },
+  ],
+};
+
+/** SQS allows 900 s of per-message delay; the time gate sends anything due sooner directly. */
+export const MAX_SQS_DELAY_SECONDS = 900;
+
+export const dispatchQueue: QueueDefinition = {
+  id: 'Dispatch',
+  // Six times the worker's function timeout, as the event source mapping requires. The worker
+  // shortens each message's visibility to its run's lease when it takes one.
+  visibilityTimeoutSeconds: 6 * 900,
+  retentionSeconds: 4 * 24 * 3600,
+  maxMessageSizeBytes: 1024 * 1024,
+  maxReceiveCount: 5,
+};
+
+export const dispatchDeadLetterQueue: QueueDefinition = {
+  id: 'DispatchDlq',
+  visibilityTimeoutSeconds: 60,
+  retentionSeconds: 14 * 24 * 3600,
+  maxMessageSizeBytes: 1024 * 1024,
+};
+
+/** How the worker consumes the dispatch queue, in AWS (event source mapping) and locally (poller). */
+export const workerConsumer = {
+  batchSize: 10,
+  maxBatchingWindowSeconds: 0,
+  functionTimeoutSeconds: 900,
+  reportBatchItemFailures: true,
+} as const;

@@ -1,0 +1,57 @@
+// Calls an HTTP target: the payload as a JSON body, the occurrence's idempotency key and the run's
+// identity as headers, aborted at the attempt's timeout. Redirects are not followed, so a target
+// cannot bounce the scheduler to an address it would not call directly.
+import type { HttpTarget } from '../domain/job';
+import { occurrenceKey } from '../domain/run';
+import type { TargetInvocation, TargetResult } from './target';
+
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+export async function callHttpTarget(target: HttpTarget, invocation: TargetInvocation): Promise<TargetResult> {
+  const { run, payload, timeoutMs } = invocation;
+  const hasBody = target.method !== 'GET';
+  try {
+    const response = await fetch(target.url, {
+      method: target.method,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: {
+        ...target.headers,
+        ...(hasBody ? { 'content-type': 'application/json' } : {}),
+        'idempotency-key': occurrenceKey(run.jobId, run.scheduledFor),
+        'x-job-id': run.jobId,
+        'x-run-id': run.runId,
+        'x-attempt': String(run.attempt),
+        'user-agent': 'job-scheduler/1',
+      },
+      body: hasBody ? JSON.stringify(payload) : undefined,
+    });
+    // Drain the body so the connection is released; its content is not recorded.
+    await response.arrayBuffer().catch(() => undefined);
+    if (response.status >= 200 && response.status < 300) {
+      return { ok: true, detail: `HTTP ${response.status}` };
+    }
+    const redirect = response.status >= 300 && response.status < 400;
+    return {
+      ok: false,
+      timedOut: false,
+      error: {
+        code: `HTTP_${response.status}`,
+        message: redirect ? `target answered ${response.status}; redirects are not followed` : `target answered ${response.status}`,
+        retryable: isRetryableStatus(response.status),
+      },
+    };
+  } catch (error) {
+    if (error instanceof DOMException && error.name === 'TimeoutError') {
+      return {
+        ok: false,
+        timedOut: true,
+        error: { code: 'TIMEOUT', message: `no answer within ${timeoutMs} ms`, retryable: true },
+      };
+    }
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
+    return { ok: false, timedOut: false, error: { code: 'NETWORK_ERROR', message: cause, retryable: true } };
+  }
+}

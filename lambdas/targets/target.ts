@@ -1,0 +1,19 @@
+// What every target adapter receives and returns. Adapters classify failures; the worker decides
+// what a failure means for the run.
+import type { Job } from '../domain/job';
+import type { Run, RunError } from '../domain/run';
+
+export interface TargetInvocation {
+  readonly job: Job;
+  readonly run: Run;
+  readonly payload: unknown;
+  readonly timeoutMs: number;
+}
+
+export type TargetResult =
+  | { readonly ok: true; readonly detail: string }
+  | { readonly ok: false; readonly timedOut: boolean; readonly error: RunError };
+
+export interface TargetInvoker {
+  invoke(invocation: TargetInvocation): Promise<TargetResult>;
+}

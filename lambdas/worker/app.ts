@@ -1,0 +1,42 @@
+// The worker function: consumes dispatch messages in batches, executes each run concurrently, and
+// reports the messages that should come back (partial batch response). A message is reported
+// only when processing it failed in a way a later delivery can fix (a throttled write, a network
+// fault); messages that can never succeed stay reported until SQS moves them to the DLQ.
+import middy from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { logger } from '../core/logger';
+import type { SchedulerDeps } from '../app/deps';
+import { executeRun } from '../app/execute-run';
+import { decodeDispatchMessage } from '../store/dispatch-queue';
+
+export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent): Promise<SQSBatchResponse> {
+  const outcomes = await Promise.all(
+    event.Records.map(async (record) => {
+      const message = decodeDispatchMessage(record.body);
+      if (!message) {
+        // Not ours or corrupted: let it fail until the redrive policy parks it in the DLQ.
+        logger.error('unreadable dispatch message', { messageId: record.messageId });
+        return { itemIdentifier: record.messageId, ok: false };
+      }
+      try {
+        await executeRun(deps, message.runId);
+        return { itemIdentifier: record.messageId, ok: true };
+      } catch (error) {
+        logger.error('dispatch message failed; it will be delivered again', {
+          messageId: record.messageId,
+          runId: message.runId,
+          receiveCount: record.attributes.ApproximateReceiveCount,
+          error: error instanceof Error ? { name: error.name, message: error.message } : String(error),
+        });
+        return { itemIdentifier: record.messageId, ok: false };
+      }
+    }),
+  );
+  return {
+    batchItemFailures: outcomes.filter((outcome) => !outcome.ok).map(({ itemIdentifier }) => ({ itemIdentifier })),
+  };
+}
+
+export function createWorkerHandler(deps: SchedulerDeps) {
+  return middy<SQSEvent, SQSBatchResponse, Error, Context>().handler((event) => processDispatchBatch(deps, event));
+}

@@ -1,0 +1,7 @@
+// Lambda entry point of the worker (SQS event source mapping with partial batch responses).
+import { createDeps } from '../app/deps';
+import { readConfig } from '../core/config';
+import { createAwsClients } from '../store/aws';
+import { createWorkerHandler } from './app';
+
+export const handler = createWorkerHandler(createDeps(readConfig(), createAwsClients()));

@@ -1,0 +1,75 @@
+// One construct holds the defaults of every function of the scheduler (runtime, architecture,
+// bundling, logs), and the grant helpers that give a function exactly the actions it uses.
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface SchedulerFunctionProps {
+  /** Folder under lambdas/ whose handler.ts is the entry point. */
+  readonly entry: 'api' | 'worker' | 'ticker';
+  readonly description: string;
+  readonly timeout: Duration;
+  readonly memorySize?: number;
+  readonly environment: Record<string, string>;
+  readonly logRetentionDays: number;
+}
+
+export type DynamoAction = 'GetItem' | 'Query' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
+export type SqsAction = 'SendMessage' | 'GetQueueAttributes';
+
+export class SchedulerFunction extends Construct {
+  readonly fn: NodejsFunction;
+
+  constructor(scope: Construct, id: string, props: SchedulerFunctionProps) {
+    super(scope, id);
+    const logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetentionDays as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.fn = new NodejsFunction(this, 'Function', {
+      entry: path.join(root, 'lambdas', props.entry, 'handler.ts'),
+      handler: 'handler',
+      description: props.description,
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
+      timeout: props.timeout,
+      logGroup,
+      loggingFormat: lambda.LoggingFormat.JSON,
+      environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_SERVICE_NAME: 'job-scheduler' },
+      depsLockFilePath: path.join(root, 'package-lock.json'),
+      projectRoot: root,
+      bundling: {
+        format: OutputFormat.CJS,
+        target: 'node22',
+        minify: true,
+        sourceMap: true,
+        // Bundle the AWS SDK too: a pinned SDK, and faster cold starts than the runtime's copy.
+        externalModules: [],
+      },
+    });
+  }
+
+  /** Grants exactly `actions` on the table and its indexes. */
+  grantTable(table: ITableV2, actions: readonly DynamoAction[]): void {
+    this.fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: actions.map((action) => `dynamodb:${action}`),
+        resources: [table.tableArn, `${table.tableArn}/index/*`],
+      }),
+    );
+  }
+
+  grantQueue(queue: IQueue, actions: readonly SqsAction[]): void {
+    this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: actions.map((action) => `sqs:${action}`), resources: [queue.queueArn] }));
+  }
+}

@@ -1,0 +1,109 @@
+// The scheduler: storage, the API, the worker on the dispatch queue, and the ticker on a schedule.
+import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
+import type { StackProps } from 'aws-cdk-lib';
+import { HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import type { Construct } from 'constructs';
+import { workerConsumer } from '../lambdas/store/schema';
+import type { SchedulerStackConfig } from './config';
+import { defaultConfig } from './config';
+import { SchedulerFunction } from './scheduler-function';
+import { SchedulerStorage } from './storage';
+
+export interface SchedulerStackProps extends StackProps {
+  readonly config?: Partial<SchedulerStackConfig>;
+}
+
+export class SchedulerStack extends Stack {
+  readonly storage: SchedulerStorage;
+  readonly api: SchedulerFunction;
+  readonly worker: SchedulerFunction;
+  readonly ticker: SchedulerFunction;
+  readonly httpApi: HttpApi;
+
+  constructor(scope: Construct, id: string, props: SchedulerStackProps = {}) {
+    super(scope, id, props);
+    const config: SchedulerStackConfig = { ...defaultConfig, ...props.config };
+    this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput });
+    const { jobsTable, runsTable, dispatchQueue, dispatchDlq } = this.storage;
+
+    const environment = {
+      JOBS_TABLE: jobsTable.tableName,
+      RUNS_TABLE: runsTable.tableName,
+      DISPATCH_QUEUE_URL: dispatchQueue.queueUrl,
+      DISPATCH_DLQ_URL: dispatchDlq.queueUrl,
+      SCHEDULER_MODE: 'aws',
+      NEAR_HORIZON_SECONDS: String(config.nearHorizonSeconds),
+      TICKER_HORIZON_SECONDS: String(config.tickerHorizonSeconds),
+      TIME_INDEX_SHARDS: String(config.timeIndexShards),
+    };
+    const common = { environment, logRetentionDays: config.logRetentionDays };
+
+    this.api = new SchedulerFunction(this, 'Api', {
+      ...common,
+      entry: 'api',
+      description: 'Job scheduler HTTP API',
+      timeout: Duration.seconds(29),
+    });
+    this.api.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem']);
+    this.api.grantTable(runsTable, ['GetItem', 'Query', 'PutItem']);
+    this.api.grantQueue(dispatchQueue, ['SendMessage', 'GetQueueAttributes']);
+    this.api.grantQueue(dispatchDlq, ['GetQueueAttributes']);
+
+    this.worker = new SchedulerFunction(this, 'Worker', {
+      ...common,
+      entry: 'worker',
+      description: 'Job scheduler worker: leases and executes runs from the dispatch queue',
+      timeout: Duration.seconds(workerConsumer.functionTimeoutSeconds),
+      memorySize: 1024,
+    });
+    this.worker.grantTable(runsTable, ['UpdateItem']);
+    this.worker.grantTable(jobsTable, ['GetItem', 'UpdateItem']);
+    this.worker.grantQueue(dispatchQueue, ['SendMessage']);
+    this.worker.fn.addEventSource(
+      new SqsEventSource(dispatchQueue, {
+        batchSize: workerConsumer.batchSize,
+        maxBatchingWindow: workerConsumer.maxBatchingWindowSeconds > 0 ? Duration.seconds(workerConsumer.maxBatchingWindowSeconds) : undefined,
+        reportBatchItemFailures: workerConsumer.reportBatchItemFailures,
+        maxConcurrency: config.workerMaxConcurrency,
+      }),
+    );
+
+    this.ticker = new SchedulerFunction(this, 'Ticker', {
+      ...common,
+      entry: 'ticker',
+      description: 'Job scheduler ticker: releases due runs from the time index and repairs lost messages',
+      timeout: Duration.seconds(50),
+    });
+    this.ticker.grantTable(runsTable, ['Query', 'UpdateItem']);
+    this.ticker.grantTable(jobsTable, ['GetItem', 'UpdateItem']);
+    this.ticker.grantQueue(dispatchQueue, ['SendMessage']);
+    new Schedule(this, 'TickerSchedule', {
+      description: 'Drives the job scheduler ticker once a minute',
+      schedule: ScheduleExpression.rate(Duration.minutes(1)),
+      target: new LambdaInvoke(this.ticker.fn, {
+        input: ScheduleTargetInput.fromObject({ scheduledTime: ContextAttribute.scheduledTime }),
+        // A tick that is late by a minute is superseded by the next one.
+        maxEventAge: Duration.minutes(1),
+        retryAttempts: 0,
+      }),
+    });
+
+    this.httpApi = new HttpApi(this, 'HttpApi', {
+      description: 'Job scheduler API (v1)',
+      createDefaultStage: true,
+    });
+    this.httpApi.addRoutes({
+      path: '/v1/{proxy+}',
+      methods: [HttpMethod.ANY],
+      integration: new HttpLambdaIntegration('ApiIntegration', this.api.fn),
+    });
+
+    new CfnOutput(this, 'ApiUrl', { value: this.httpApi.apiEndpoint });
+    new CfnOutput(this, 'JobsTableName', { value: jobsTable.tableName });
+    new CfnOutput(this, 'DispatchDlqUrl', { value: dispatchDlq.queueUrl });
+  }
+}

@@ -1,0 +1,73 @@
+// The long-lived resources: the jobs and runs tables and the dispatch queue with its DLQ, built
+// from the same definitions the local runtime uses (lambdas/store/schema.ts).
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import type { AttributeType, IndexDefinition, QueueDefinition, TableDefinition } from '../lambdas/store/schema';
+import { dispatchDeadLetterQueue, dispatchQueue, jobsTable, runsTable } from '../lambdas/store/schema';
+
+export interface StorageProps {
+  readonly warmThroughput?: dynamodb.WarmThroughput;
+}
+
+const attributeType = (type: AttributeType): dynamodb.AttributeType =>
+  type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER;
+
+function index(definition: IndexDefinition): dynamodb.GlobalSecondaryIndexPropsV2 {
+  const { projection } = definition;
+  return {
+    indexName: definition.indexName,
+    partitionKey: { name: definition.partitionKey.name, type: attributeType(definition.partitionKey.type) },
+    sortKey: definition.sortKey && { name: definition.sortKey.name, type: attributeType(definition.sortKey.type) },
+    projectionType:
+      projection === 'all'
+        ? dynamodb.ProjectionType.ALL
+        : projection === 'keys'
+          ? dynamodb.ProjectionType.KEYS_ONLY
+          : dynamodb.ProjectionType.INCLUDE,
+    nonKeyAttributes: typeof projection === 'string' ? undefined : [...projection],
+  };
+}
+
+function table(scope: Construct, definition: TableDefinition, props: StorageProps): dynamodb.TableV2 {
+  return new dynamodb.TableV2(scope, definition.id, {
+    partitionKey: { name: definition.partitionKey.name, type: attributeType(definition.partitionKey.type) },
+    sortKey: definition.sortKey && { name: definition.sortKey.name, type: attributeType(definition.sortKey.type) },
+    billing: dynamodb.Billing.onDemand(),
+    encryption: dynamodb.TableEncryptionV2.awsManagedKey(),
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+    globalSecondaryIndexes: definition.indexes.map(index),
+    timeToLiveAttribute: definition.timeToLiveAttribute,
+    warmThroughput: props.warmThroughput,
+    deletionProtection: true,
+    removalPolicy: RemovalPolicy.RETAIN,
+  });
+}
+
+function queue(scope: Construct, definition: QueueDefinition, deadLetterQueue?: sqs.IQueue): sqs.Queue {
+  return new sqs.Queue(scope, definition.id, {
+    visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
+    retentionPeriod: Duration.seconds(definition.retentionSeconds),
+    maxMessageSizeBytes: definition.maxMessageSizeBytes,
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    deadLetterQueue:
+      deadLetterQueue && definition.maxReceiveCount ? { queue: deadLetterQueue, maxReceiveCount: definition.maxReceiveCount } : undefined,
+  });
+}
+
+export class SchedulerStorage extends Construct {
+  readonly jobsTable: dynamodb.TableV2;
+  readonly runsTable: dynamodb.TableV2;
+  readonly dispatchQueue: sqs.Queue;
+  readonly dispatchDlq: sqs.Queue;
+
+  constructor(scope: Construct, id: string, props: StorageProps = {}) {
+    super(scope, id);
+    this.jobsTable = table(this, jobsTable, props);
+    this.runsTable = table(this, runsTable, props);
+    this.dispatchDlq = queue(this, dispatchDeadLetterQueue);
+    this.dispatchQueue = queue(this, dispatchQueue, this.dispatchDlq);
+  }
+}
