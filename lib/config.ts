@@ -1,5 +1,7 @@
 // Typed settings of a deployment, given to the stack by bin/ (or a test).
 import type { WarmThroughput } from 'aws-cdk-lib/aws-dynamodb';
+import type { Tuning } from '../lambdas/core/config';
+import { DEFAULT_TUNING } from '../lambdas/core/config';
 
 export interface SchedulerStackConfig {
   /** Lambda log retention in days. */
@@ -8,17 +10,11 @@ export interface SchedulerStackConfig {
   readonly workerMaxConcurrency?: number;
   /** Pre-warmed DynamoDB throughput for launch-day bursts; see docs/capacity.md. */
   readonly warmThroughput?: WarmThroughput;
-  /** Shards per minute of the runs time index. */
-  readonly timeIndexShards: number;
-  /** Runs due within this many seconds go straight to SQS with a per-message delay (at most 900). */
-  readonly nearHorizonSeconds: number;
-  /** How far ahead the ticker releases runs from the time index. */
-  readonly tickerHorizonSeconds: number;
+  /** Time gate and lease tunables (see lambdas/core/config.ts). */
+  readonly tuning: Tuning;
 }
 
 export const defaultConfig: SchedulerStackConfig = {
   logRetentionDays: 30,
-  timeIndexShards: 8,
-  nearHorizonSeconds: 840,
-  tickerHorizonSeconds: 180,
+  tuning: { ...DEFAULT_TUNING },
 };

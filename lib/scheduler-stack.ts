@@ -36,9 +36,11 @@ export class SchedulerStack extends Stack {
       DISPATCH_QUEUE_URL: dispatchQueue.queueUrl,
       DISPATCH_DLQ_URL: dispatchDlq.queueUrl,
       SCHEDULER_MODE: 'aws',
-      NEAR_HORIZON_SECONDS: String(config.nearHorizonSeconds),
-      TICKER_HORIZON_SECONDS: String(config.tickerHorizonSeconds),
-      TIME_INDEX_SHARDS: String(config.timeIndexShards),
+      NEAR_HORIZON_SECONDS: String(config.tuning.nearHorizonSeconds),
+      TICKER_HORIZON_SECONDS: String(config.tuning.tickerHorizonSeconds),
+      REDELIVERY_GRACE_SECONDS: String(config.tuning.redeliveryGraceSeconds),
+      LEASE_MARGIN_SECONDS: String(config.tuning.leaseMarginSeconds),
+      TIME_INDEX_SHARDS: String(config.tuning.timeIndexShards),
     };
     const common = { environment, logRetentionDays: config.logRetentionDays };
 

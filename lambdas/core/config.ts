@@ -2,6 +2,16 @@
 // fails at start, not on the first request.
 import { z } from 'zod';
 
+/** Tunables of the time gate and leases; each can be overridden per deployment. */
+export const DEFAULT_TUNING = {
+  nearHorizonSeconds: 840,
+  tickerHorizonSeconds: 180,
+  redeliveryGraceSeconds: 300,
+  leaseMarginSeconds: 30,
+  timeIndexShards: 8,
+} as const;
+export type Tuning = { -readonly [K in keyof typeof DEFAULT_TUNING]: number };
+
 const seconds = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
 
 const envSchema = z.object({
@@ -12,28 +22,23 @@ const envSchema = z.object({
   /** `local` allows plain-http targets; `aws` requires https. */
   SCHEDULER_MODE: z.enum(['aws', 'local']).default('aws'),
   /** Runs due within this many seconds go straight to SQS with a delay; later ones wait in the time index. */
-  NEAR_HORIZON_SECONDS: seconds(840).pipe(z.number().max(900)),
+  NEAR_HORIZON_SECONDS: seconds(DEFAULT_TUNING.nearHorizonSeconds).pipe(z.number().max(900)),
   /** How far ahead of now the ticker releases runs from the time index. */
-  TICKER_HORIZON_SECONDS: seconds(180),
+  TICKER_HORIZON_SECONDS: seconds(DEFAULT_TUNING.tickerHorizonSeconds),
   /** How long past its due time a queued run may stay unleased before the ticker sends it again. */
-  REDELIVERY_GRACE_SECONDS: seconds(300),
+  REDELIVERY_GRACE_SECONDS: seconds(DEFAULT_TUNING.redeliveryGraceSeconds),
   /** Added to a run's timeout to make its lease. */
-  LEASE_MARGIN_SECONDS: seconds(30),
+  LEASE_MARGIN_SECONDS: seconds(DEFAULT_TUNING.leaseMarginSeconds),
   /** Shards per minute of the time index. */
-  TIME_INDEX_SHARDS: z.coerce.number().int().min(1).max(1000).default(8),
+  TIME_INDEX_SHARDS: z.coerce.number().int().min(1).max(1000).default(DEFAULT_TUNING.timeIndexShards),
 });
 
-export interface SchedulerConfig {
+export interface SchedulerConfig extends Readonly<Tuning> {
   readonly jobsTable: string;
   readonly runsTable: string;
   readonly dispatchQueueUrl: string;
   readonly dispatchDlqUrl: string;
   readonly localMode: boolean;
-  readonly nearHorizonSeconds: number;
-  readonly tickerHorizonSeconds: number;
-  readonly redeliveryGraceSeconds: number;
-  readonly leaseMarginSeconds: number;
-  readonly timeIndexShards: number;
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfig {
@@ -54,21 +59,5 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfi
     redeliveryGraceSeconds: e.REDELIVERY_GRACE_SECONDS,
     leaseMarginSeconds: e.LEASE_MARGIN_SECONDS,
     timeIndexShards: e.TIME_INDEX_SHARDS,
-  };
-}
-
-/** The environment a function needs for `config`: what the CDK stack and the local runtime set. */
-export function configToEnv(config: SchedulerConfig): Record<string, string> {
-  return {
-    JOBS_TABLE: config.jobsTable,
-    RUNS_TABLE: config.runsTable,
-    DISPATCH_QUEUE_URL: config.dispatchQueueUrl,
-    DISPATCH_DLQ_URL: config.dispatchDlqUrl,
-    SCHEDULER_MODE: config.localMode ? 'local' : 'aws',
-    NEAR_HORIZON_SECONDS: String(config.nearHorizonSeconds),
-    TICKER_HORIZON_SECONDS: String(config.tickerHorizonSeconds),
-    REDELIVERY_GRACE_SECONDS: String(config.redeliveryGraceSeconds),
-    LEASE_MARGIN_SECONDS: String(config.leaseMarginSeconds),
-    TIME_INDEX_SHARDS: String(config.timeIndexShards),
   };
 }

@@ -1,7 +1,7 @@
 // The dispatch queue and its wire format. Messages carry a run id and nothing else: the run item
 // is the truth, so a stale or duplicated message can never carry stale data.
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import { MAX_SQS_DELAY_SECONDS } from './schema';
 
@@ -68,6 +68,11 @@ export class DispatchQueue {
         throw new Error(`SQS refused dispatch of runs ${runs}: ${failed[0]?.Code ?? 'unknown'}`);
       }
     }
+  }
+
+  /** Makes a received message visible again after `seconds` (a retry sooner than the queue's timeout). */
+  async retryAfter(receiptHandle: string, seconds: number): Promise<void> {
+    await this.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.queueUrl, ReceiptHandle: receiptHandle, VisibilityTimeout: seconds }));
   }
 
   async depth(): Promise<QueueDepth> {

@@ -8,6 +8,26 @@ import { logger } from '../core/logger';
 import type { SchedulerDeps } from '../app/deps';
 import { executeRun } from '../app/execute-run';
 import { decodeDispatchMessage } from '../store/dispatch-queue';
+import type { SQSRecord } from 'aws-lambda';
+
+/**
+ * A failed message comes back after this many seconds rather than the queue's visibility timeout
+ * (sized for the longest run), so transient faults are retried promptly and poison messages reach
+ * the DLQ after maxReceiveCount short rounds.
+ */
+export const FAILED_MESSAGE_RETRY_SECONDS = 10;
+
+async function failLater(deps: SchedulerDeps, record: SQSRecord): Promise<{ itemIdentifier: string; ok: false }> {
+  try {
+    await deps.dispatch.retryAfter(record.receiptHandle, FAILED_MESSAGE_RETRY_SECONDS);
+  } catch (error) {
+    logger.warn('could not shorten the visibility of a failed message', {
+      messageId: record.messageId,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+  return { itemIdentifier: record.messageId, ok: false };
+}
 
 export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent): Promise<SQSBatchResponse> {
   const outcomes = await Promise.all(
@@ -16,7 +36,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
       if (!message) {
         // Not ours or corrupted: let it fail until the redrive policy parks it in the DLQ.
         logger.error('unreadable dispatch message', { messageId: record.messageId });
-        return { itemIdentifier: record.messageId, ok: false };
+        return failLater(deps, record);
       }
       try {
         await executeRun(deps, message.runId);
@@ -28,7 +48,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
           receiveCount: record.attributes.ApproximateReceiveCount,
           error: error instanceof Error ? { name: error.name, message: error.message } : String(error),
         });
-        return { itemIdentifier: record.messageId, ok: false };
+        return failLater(deps, record);
       }
     }),
   );

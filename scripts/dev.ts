@@ -1,0 +1,79 @@
+// `npm run dev`: the whole scheduler on this machine against a local AWS emulator.
+import { randomBytes } from 'node:crypto';
+import { createDeps } from '../lambdas/app/deps';
+import { createAwsClients } from '../lambdas/store/aws';
+import { emulatorEnvironment, ensureEmulator } from './local/emulator';
+import { createLocalResources } from './local/resources';
+import { ECHO_PATH, startLocalRuntime } from './local/runtime';
+
+const DEV_TENANT = 'dev';
+
+function intFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number, got "${raw}"`);
+  return value;
+}
+
+async function main(): Promise<void> {
+  const port = intFromEnv('PORT', 3000);
+  const emulator = await ensureEmulator();
+  Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
+
+  const clients = createAwsClients();
+  const config = await createLocalResources(clients, process.env.LOCAL_PREFIX ?? 'scheduler', {
+    ...(process.env.TICKER_HORIZON_SECONDS ? { tickerHorizonSeconds: intFromEnv('TICKER_HORIZON_SECONDS', 180) } : {}),
+  });
+  const deps = createDeps(config, clients, { workerId: `local-${process.pid}` });
+
+  const generated = !process.env.DEV_API_KEY;
+  const apiKey = process.env.DEV_API_KEY ?? `dev_${randomBytes(18).toString('base64url')}`;
+  if (apiKey.length < 16) throw new Error('DEV_API_KEY must be at least 16 characters');
+  await deps.apiKeys.issue(apiKey, DEV_TENANT, Date.now());
+
+  const runtime = await startLocalRuntime({
+    deps,
+    clients,
+    port,
+    host: process.env.HOST ?? '127.0.0.1',
+    workerConcurrency: intFromEnv('WORKER_CONCURRENCY', 4),
+    tickIntervalMs: intFromEnv('TICK_INTERVAL_SECONDS', 60) * 1000,
+  });
+  void runtime.tickNow();
+
+  console.log(`
+Job scheduler running locally
+  API        http://localhost:${runtime.port}/v1
+  API key    ${apiKey}   (tenant "${DEV_TENANT}"${generated ? '; set DEV_API_KEY to choose it' : ''})
+  Emulator   ${emulator.endpoint} (${emulator.origin === 'started' ? 'moto, started now; it keeps running after Ctrl-C, stop it with npm run emulator:stop' : 'already running, reused'})
+
+Try it:
+  curl -s -X POST http://localhost:${runtime.port}/v1/jobs \\
+    -H "Authorization: Bearer ${apiKey}" -H 'content-type: application/json' \\
+    -d '{"name":"hello","type":"demo","schedule":{"kind":"now"},"target":{"kind":"http","url":"http://localhost:${runtime.port}${ECHO_PATH}"}}'
+
+Ctrl-C stops the runtime; jobs and runs stay in the emulator.
+`);
+
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n${signal}: stopping (finishing runs in progress)...`);
+    runtime
+      .stop()
+      .then(() => process.exit(0))
+      .catch((error: unknown) => {
+        console.error(error);
+        process.exit(1);
+      });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

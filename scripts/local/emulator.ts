@@ -1,0 +1,88 @@
+// The local AWS emulator. Uses whatever answers at the endpoint (moto, LocalStack, MiniStack);
+// otherwise installs moto into a project-local virtual environment (so it works where the system
+// Python refuses pip) and starts it detached, so that it outlives the runtime and keeps every
+// job and run across restarts.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const DEFAULT_ENDPOINT = 'http://127.0.0.1:4566';
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const stateDir = path.join(root, '.local');
+const venv = path.join(stateDir, 'venv');
+const pidFile = path.join(stateDir, 'moto.pid');
+const logFile = path.join(stateDir, 'moto.log');
+const MOTO_REQUIREMENT = 'moto[server]>=5.1,<6';
+
+export interface Emulator {
+  readonly endpoint: string;
+  /** `started` when this call started moto, `reused` when something already answered. */
+  readonly origin: 'started' | 'reused';
+}
+
+export async function answers(endpoint: string): Promise<boolean> {
+  try {
+    await fetch(endpoint, { signal: AbortSignal.timeout(1500) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function motoServerBinary(): string {
+  const binary = path.join(venv, 'bin', 'moto_server');
+  if (existsSync(binary)) return binary;
+  mkdirSync(stateDir, { recursive: true });
+  console.log(`Installing ${MOTO_REQUIREMENT} into ${path.relative(process.cwd(), venv) || venv} (once)...`);
+  execFileSync('python3', ['-m', 'venv', venv], { stdio: 'inherit' });
+  execFileSync(path.join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', MOTO_REQUIREMENT], {
+    stdio: 'inherit',
+  });
+  if (!existsSync(binary)) throw new Error(`moto_server was not installed at ${binary}`);
+  return binary;
+}
+
+export async function ensureEmulator(endpoint = process.env.AWS_ENDPOINT_URL ?? DEFAULT_ENDPOINT): Promise<Emulator> {
+  if (await answers(endpoint)) return { endpoint, origin: 'reused' };
+  const url = new URL(endpoint);
+  if (!['127.0.0.1', 'localhost'].includes(url.hostname)) {
+    throw new Error(`Nothing answers at ${endpoint}, and moto is only started on this machine (127.0.0.1).`);
+  }
+  const binary = motoServerBinary();
+  const out = openSync(logFile, 'a');
+  const child = spawn(binary, ['-H', '127.0.0.1', '-p', url.port || '80'], { detached: true, stdio: ['ignore', out, out] });
+  child.unref();
+  writeFileSync(pidFile, String(child.pid));
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (await answers(endpoint)) return { endpoint, origin: 'started' };
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`moto did not answer at ${endpoint} within 30 s; see ${logFile}`);
+}
+
+/** Stops the moto this project started (if any). */
+export function stopEmulator(): boolean {
+  if (!existsSync(pidFile)) return false;
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  rmSync(pidFile);
+  try {
+    process.kill(pid, 'SIGTERM');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Credentials and region for an emulator; they are never checked, only required by the SDK. */
+export function emulatorEnvironment(endpoint: string): Record<string, string> {
+  return {
+    AWS_ENDPOINT_URL: endpoint,
+    AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
+    AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'test',
+    AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'test',
+    // Local runs use the machine's Node; the functions themselves run on Node 22 in AWS.
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  };
+}

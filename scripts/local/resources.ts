@@ -1,0 +1,105 @@
+// Creates the local tables and queues from the definitions the CDK stack uses, and returns the
+// scheduler configuration that points at them. Safe to call again: existing resources are kept.
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, ResourceInUseException, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
+import { DEFAULT_TUNING } from '../../lambdas/core/config';
+import type { AwsClients } from '../../lambdas/store/aws';
+import type { IndexDefinition, QueueDefinition, TableDefinition } from '../../lambdas/store/schema';
+import { dispatchDeadLetterQueue, dispatchQueue, jobsTable, runsTable } from '../../lambdas/store/schema';
+
+function projectionOf(definition: IndexDefinition) {
+  const { projection } = definition;
+  if (projection === 'all') return { ProjectionType: 'ALL' as const };
+  if (projection === 'keys') return { ProjectionType: 'KEYS_ONLY' as const };
+  return { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...projection] };
+}
+
+export function createTableInput(name: string, definition: TableDefinition): CreateTableCommandInput {
+  const keyAttributes = [
+    definition.partitionKey,
+    ...(definition.sortKey ? [definition.sortKey] : []),
+    ...definition.indexes.flatMap((index) => [index.partitionKey, ...(index.sortKey ? [index.sortKey] : [])]),
+  ];
+  const unique = [...new Map(keyAttributes.map((attribute) => [attribute.name, attribute])).values()];
+  return {
+    TableName: name,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: unique.map((attribute) => ({ AttributeName: attribute.name, AttributeType: attribute.type })),
+    KeySchema: [
+      { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
+      ...(definition.sortKey ? [{ AttributeName: definition.sortKey.name, KeyType: 'RANGE' as const }] : []),
+    ],
+    GlobalSecondaryIndexes: definition.indexes.map((index) => ({
+      IndexName: index.indexName,
+      KeySchema: [
+        { AttributeName: index.partitionKey.name, KeyType: 'HASH' as const },
+        ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: 'RANGE' as const }] : []),
+      ],
+      Projection: projectionOf(index),
+    })),
+  };
+}
+
+async function ensureTable(dynamo: DynamoDBDocumentClient, name: string, definition: TableDefinition): Promise<void> {
+  try {
+    await dynamo.send(new CreateTableCommand(createTableInput(name, definition)));
+    if (definition.timeToLiveAttribute) {
+      await dynamo.send(
+        new UpdateTimeToLiveCommand({
+          TableName: name,
+          TimeToLiveSpecification: { AttributeName: definition.timeToLiveAttribute, Enabled: true },
+        }),
+      );
+    }
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+  }
+  for (let i = 0; i < 50; i++) {
+    const { Table: table } = await dynamo.send(new DescribeTableCommand({ TableName: name }));
+    if (table?.TableStatus === 'ACTIVE') return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`table ${name} did not become active`);
+}
+
+async function ensureQueue(sqs: SQSClient, name: string, definition: QueueDefinition, deadLetterArn?: string): Promise<{ url: string; arn: string }> {
+  const { QueueUrl: url } = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: name,
+      Attributes: {
+        VisibilityTimeout: String(definition.visibilityTimeoutSeconds),
+        MessageRetentionPeriod: String(definition.retentionSeconds),
+        MaximumMessageSize: String(definition.maxMessageSizeBytes),
+        ...(deadLetterArn && definition.maxReceiveCount
+          ? { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetterArn, maxReceiveCount: definition.maxReceiveCount }) }
+          : {}),
+      },
+    }),
+  );
+  if (!url) throw new Error(`queue ${name} was not created`);
+  const { Attributes: attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+  const arn = attributes?.QueueArn;
+  if (!arn) throw new Error(`queue ${name} has no ARN`);
+  return { url, arn };
+}
+
+export async function createLocalResources(clients: AwsClients, prefix: string, tuning: Partial<Tuning> = {}): Promise<SchedulerConfig> {
+  const jobs = `${prefix}-jobs`;
+  const runs = `${prefix}-runs`;
+  await Promise.all([ensureTable(clients.dynamo, jobs, jobsTable), ensureTable(clients.dynamo, runs, runsTable)]);
+  const dlq = await ensureQueue(clients.sqs, `${prefix}-dispatch-dlq`, dispatchDeadLetterQueue);
+  const dispatch = await ensureQueue(clients.sqs, `${prefix}-dispatch`, dispatchQueue, dlq.arn);
+  return {
+    jobsTable: jobs,
+    runsTable: runs,
+    dispatchQueueUrl: dispatch.url,
+    dispatchDlqUrl: dlq.url,
+    localMode: true,
+    ...DEFAULT_TUNING,
+    ...tuning,
+  };
+}
