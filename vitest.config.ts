@@ -21,6 +21,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
+          // The run-by-run INFO lines are for operators; tests keep warnings and errors.
+          env: { POWERTOOLS_LOG_LEVEL: 'WARN' },
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

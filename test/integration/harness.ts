@@ -1,0 +1,195 @@
+// A scheduler of its own for each test: fresh tables and queues in the emulator (a unique prefix),
+// the real handlers behind the local runtime, an API key, and helpers to call the API.
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders, Server } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { inject } from 'vitest';
+import type { SchedulerDeps } from '../../lambdas/app/deps';
+import { createDeps } from '../../lambdas/app/deps';
+import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
+import type { AwsClients } from '../../lambdas/store/aws';
+import { createAwsClients } from '../../lambdas/store/aws';
+import { encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
+import { emulatorEnvironment } from '../../scripts/local/emulator';
+import { createLocalResources } from '../../scripts/local/resources';
+import type { LocalRuntime } from '../../scripts/local/runtime';
+import { startLocalRuntime } from '../../scripts/local/runtime';
+
+let clients: AwsClients | undefined;
+
+export function awsClients(): AwsClients {
+  if (!clients) {
+    Object.assign(process.env, emulatorEnvironment(inject('awsEndpoint')));
+    clients = createAwsClients();
+  }
+  return clients;
+}
+
+export interface Scheduler {
+  readonly config: SchedulerConfig;
+  readonly clients: AwsClients;
+  readonly deps: SchedulerDeps;
+  readonly tenantId: string;
+  readonly apiKey: string;
+  /** A runtime serving the API; its pollers run only when `workerConcurrency` > 0. */
+  readonly runtime: LocalRuntime;
+  api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  /** Another process-like worker over the same resources, with its own identity and clock. */
+  workerDeps(workerId: string, clock?: () => number): SchedulerDeps;
+  sendRawMessage(body: string): Promise<void>;
+  sendDispatch(runId: string): Promise<void>;
+  queueDepth(): Promise<number>;
+  countItems(table: 'jobs' | 'runs'): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export interface SchedulerOptions {
+  readonly tuning?: Partial<Tuning>;
+  readonly workerConcurrency?: number;
+  readonly clock?: () => number;
+}
+
+export async function startScheduler(options: SchedulerOptions = {}): Promise<Scheduler> {
+  const aws = awsClients();
+  const prefix = `it-${randomUUID().slice(0, 8)}`;
+  const config = await createLocalResources(aws, prefix, options.tuning);
+  const deps = createDeps(config, aws, { workerId: `${prefix}-main`, ...(options.clock ? { clock: options.clock } : {}) });
+  const tenantId = `tenant-${prefix}`;
+  const apiKey = `key_${randomBytes(18).toString('base64url')}`;
+  await deps.apiKeys.issue(apiKey, tenantId, Date.now());
+  const runtime = await startLocalRuntime({
+    deps,
+    clients: aws,
+    port: 0,
+    workerConcurrency: options.workerConcurrency ?? 2,
+    tickIntervalMs: 0,
+    pollWaitSeconds: 1,
+  });
+
+  return {
+    config,
+    clients: aws,
+    deps,
+    tenantId,
+    apiKey,
+    runtime,
+    async api(method, path, body, headers = {}) {
+      const response = await fetch(`${runtime.url}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await response.text();
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment
+      return { status: response.status, body: text ? JSON.parse(text) : null };
+    },
+    workerDeps(workerId, clock) {
+      return createDeps(config, aws, { workerId, ...(clock ? { clock } : {}) });
+    },
+    async sendRawMessage(body) {
+      await aws.sqs.send(new SendMessageCommand({ QueueUrl: config.dispatchQueueUrl, MessageBody: body }));
+    },
+    async sendDispatch(runId) {
+      await aws.sqs.send(new SendMessageCommand({ QueueUrl: config.dispatchQueueUrl, MessageBody: encodeDispatchMessage(runId) }));
+    },
+    async queueDepth() {
+      const depth = await deps.dispatch.depth();
+      return depth.visible + depth.inFlight + depth.delayed;
+    },
+    async countItems(table) {
+      const { Count: count = 0 } = await aws.dynamo.send(
+        new ScanCommand({ TableName: table === 'jobs' ? config.jobsTable : config.runsTable, Select: 'COUNT' }),
+      );
+      return count;
+    },
+    async stop() {
+      await runtime.stop();
+      await aws.sqs.send(new PurgeQueueCommand({ QueueUrl: config.dispatchQueueUrl })).catch(() => undefined);
+    },
+  };
+}
+
+/** Receives whatever is in a queue without deleting it (for assertions on the DLQ). */
+export async function peekQueue(aws: AwsClients, queueUrl: string): Promise<number> {
+  const { Messages: messages = [] } = await aws.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }));
+  return messages.length;
+}
+
+export interface TargetCall {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+  readonly at: number;
+}
+
+export interface TargetServer {
+  readonly url: string;
+  readonly calls: TargetCall[];
+  stop(): Promise<void>;
+}
+
+/** A real HTTP target on loopback that records every call; `respond` decides the answer. */
+export async function startTarget(
+  respond: (call: TargetCall, index: number) => Promise<{ status: number; body?: string }> | { status: number; body?: string } = () => ({ status: 200 }),
+): Promise<TargetServer> {
+  const calls: TargetCall[] = [];
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const call: TargetCall = {
+        method: request.method ?? '',
+        path: request.url ?? '',
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      };
+      const index = calls.push(call) - 1;
+      void Promise.resolve(respond(call, index)).then(({ status, body }) => {
+        response.writeHead(status, { 'content-type': 'application/json' });
+        response.end(body ?? '{}');
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    calls,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T = await probe();
+  while (!accept(last)) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(last)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    last = await probe();
+  }
+  return last;
+}
+
+export function jobBody(targetUrl: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: `job-${randomUUID().slice(0, 8)}`,
+    type: 'test',
+    schedule: { kind: 'now' },
+    target: { kind: 'http', url: targetUrl },
+    payload: { hello: 'world' },
+    ...overrides,
+  };
+}

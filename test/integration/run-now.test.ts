@@ -1,0 +1,161 @@
+// The run-now path end to end over HTTP: the API writes the job and its run and sends the run id;
+// the worker (fed by the local runtime's poller) leases it, calls a real HTTP target and records
+// the outcome.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Scheduler, TargetServer } from './harness';
+import { eventually, jobBody, startScheduler, startTarget } from './harness';
+
+describe('a job that runs now', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler();
+    target = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('is created, runs against its target and ends SUCCEEDED', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'send-invoice', payload: { invoice: 42 } }));
+    expect(created.status).toBe(201);
+    const { job, nextRunAt } = created.body;
+    expect(job).toMatchObject({ name: 'send-invoice', tenantId: scheduler.tenantId, status: 'ACTIVE', version: 1 });
+    expect(nextRunAt).toBe(job.nextRunAt);
+
+    const runs = await eventually(
+      () => scheduler.api('GET', `/v1/jobs/${job.jobId}/runs`),
+      (response) => response.body.items?.[0]?.status === 'SUCCEEDED',
+    );
+    const run = runs.body.items[0];
+    expect(run).toMatchObject({
+      jobId: job.jobId,
+      tenantId: scheduler.tenantId,
+      attempt: 1,
+      trigger: 'schedule',
+      scheduledFor: nextRunAt,
+      idempotencyKey: `${job.jobId}#${nextRunAt}`,
+      error: null,
+      version: 1,
+    });
+    expect(Date.parse(run.startedAt)).toBeGreaterThanOrEqual(Date.parse(run.scheduledFor));
+    expect(Date.parse(run.finishedAt)).toBeGreaterThanOrEqual(Date.parse(run.startedAt));
+
+    expect(target.calls).toHaveLength(1);
+    const call = target.calls[0]!;
+    expect(call.method).toBe('POST');
+    expect(JSON.parse(call.body)).toEqual({ invoice: 42 });
+    expect(call.headers['content-type']).toBe('application/json');
+    expect(call.headers['idempotency-key']).toBe(`${job.jobId}#${nextRunAt}`);
+    expect(call.headers['x-job-id']).toBe(job.jobId);
+    expect(call.headers['x-run-id']).toBe(run.runId);
+    expect(call.headers['x-attempt']).toBe('1');
+
+    const single = await scheduler.api('GET', `/v1/runs/${run.runId}`);
+    expect(single.status).toBe(200);
+    expect(single.body).toEqual(run);
+
+    const detail = await eventually(
+      () => scheduler.api('GET', `/v1/jobs/${job.jobId}`),
+      (response) => response.body.status === 'COMPLETED',
+    );
+    expect(detail.body.recentRuns.map((r: { runId: string }) => r.runId)).toEqual([run.runId]);
+    expect(detail.body.nextRunAt).toBeNull();
+
+    const listed = await scheduler.api('GET', '/v1/jobs');
+    expect(listed.body.items.map((j: { jobId: string }) => j.jobId)).toContain(job.jobId);
+  });
+
+  it('records FAILED with the target status when the target answers 500', async () => {
+    const failing = await startTarget(() => ({ status: 500 }));
+    try {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(failing.url));
+      const run = await eventually(
+        async () => (await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}/runs`)).body.items[0],
+        (r) => r?.status === 'FAILED',
+      );
+      expect(run.error).toEqual({ code: 'HTTP_500', message: 'target answered 500', retryable: true });
+      expect(failing.calls).toHaveLength(1);
+    } finally {
+      await failing.stop();
+    }
+  });
+
+  it('times a slow target out at its timeout', async () => {
+    const slow = await startTarget(() => new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 3_000)));
+    try {
+      const body = jobBody(slow.url, { target: { kind: 'http', url: slow.url, timeoutSeconds: 1 } });
+      const created = await scheduler.api('POST', '/v1/jobs', body);
+      const run = await eventually(
+        async () => (await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}/runs`)).body.items[0],
+        (r) => r?.status === 'TIMED_OUT',
+      );
+      expect(run.error).toMatchObject({ code: 'TIMEOUT', retryable: true });
+    } finally {
+      await slow.stop();
+    }
+  });
+
+  it('paginates the job list with a cursor', async () => {
+    for (let i = 0; i < 3; i++) {
+      expect((await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `page-${i}` }))).status).toBe(201);
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { items: { name: string }[]; nextCursor: string | null } } = await scheduler.api(
+        'GET',
+        `/v1/jobs?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      seen.push(...page.body.items.map((j) => j.name));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    expect(seen.filter((name) => name.startsWith('page-'))).toEqual(['page-2', 'page-1', 'page-0']);
+  });
+
+  it('refuses a second job with the same name', async () => {
+    const body = jobBody(target.url, { name: 'unique-name' });
+    expect((await scheduler.api('POST', '/v1/jobs', body)).status).toBe(201);
+    const again = await scheduler.api('POST', '/v1/jobs', body);
+    expect(again.status).toBe(409);
+    expect(again.body.errors).toEqual([{ path: 'name', message: 'is already used by another job' }]);
+  });
+
+  it('returns the first result for a repeated Idempotency-Key and 409 for another body under it', async () => {
+    const body = jobBody(target.url);
+    const headers = { 'idempotency-key': 'create-once-1' };
+    const first = await scheduler.api('POST', '/v1/jobs', body, headers);
+    const second = await scheduler.api('POST', '/v1/jobs', body, headers);
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(201);
+    expect(second.body.job.jobId).toBe(first.body.job.jobId);
+    const other = await scheduler.api('POST', '/v1/jobs', { ...body, name: 'another' }, headers);
+    expect(other.status).toBe(409);
+  });
+});
+
+describe('authentication', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(async () => scheduler.stop());
+
+  it('answers 401 without a key or with an unknown key, and 404 for another tenant', async () => {
+    const anonymous = await fetch(`${scheduler.runtime.url}/v1/jobs`);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('content-type')).toBe('application/problem+json');
+    const unknown = await scheduler.api('GET', '/v1/jobs', undefined, { authorization: 'Bearer not-a-real-key-0000000' });
+    expect(unknown.status).toBe(401);
+
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/unused'));
+    const otherKey = 'other-tenant-key-0123456789';
+    await scheduler.deps.apiKeys.issue(otherKey, 'other-tenant', Date.now());
+    const asOther = { authorization: `Bearer ${otherKey}` };
+    expect((await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}`, undefined, asOther)).status).toBe(404);
+    expect((await scheduler.api('GET', `/v1/runs/${created.body.job.nextRunId}`, undefined, asOther)).status).toBe(404);
+    expect((await scheduler.api('GET', '/v1/jobs', undefined, asOther)).body.items).toEqual([]);
+  });
+});

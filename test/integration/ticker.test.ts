@@ -1,0 +1,95 @@
+// The ticker against the emulator: far runs pass through the time index and are released with
+// their remaining delay; a queued run whose message was lost is sent again; two tickers at once
+// release each run once.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { executeRun } from '../../lambdas/app/execute-run';
+import { tick } from '../../lambdas/app/tick';
+import type { Scheduler, TargetServer } from './harness';
+import { eventually, jobBody, startScheduler, startTarget } from './harness';
+
+describe('the ticker', () => {
+  let target: TargetServer;
+  beforeAll(async () => {
+    target = await startTarget();
+  });
+  afterAll(async () => target.stop());
+
+  describe('with a short near horizon', () => {
+    let scheduler: Scheduler;
+    beforeAll(async () => {
+      // Runs more than 2 s away wait in the time index; the ticker looks 5 s ahead.
+      scheduler = await startScheduler({ tuning: { nearHorizonSeconds: 2, tickerHorizonSeconds: 5 } });
+    });
+    afterAll(async () => scheduler.stop());
+
+    it('keeps a far run SCHEDULED in the time index, releases it on a tick, and runs it on time', async () => {
+      const due = Date.now() + 4_000;
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'at', at: new Date(due).toISOString() } }));
+      expect(created.status).toBe(201);
+      const runId: string = created.body.job.nextRunId;
+      expect((await scheduler.deps.runs.get(runId))?.status).toBe('SCHEDULED');
+      expect(await scheduler.queueDepth()).toBe(0);
+
+      const report = await tick(scheduler.deps);
+      expect(report.released).toBe(1);
+      expect((await scheduler.deps.runs.get(runId))?.status).toBe('QUEUED');
+
+      const run = await eventually(() => scheduler.deps.runs.get(runId), (r) => r?.status === 'SUCCEEDED', 15_000);
+      const startedAt = Date.parse(run?.startedAt ?? '');
+      expect(startedAt).toBeGreaterThanOrEqual(due);
+      expect(startedAt - due).toBeLessThan(2_000);
+    });
+
+    it('releases each run once when two tickers run at the same time', async () => {
+      const due = Date.now() + 4_000;
+      const runIds: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'at', at: new Date(due).toISOString() } }));
+        runIds.push(created.body.job.nextRunId);
+      }
+      const calls = target.calls.length;
+      const [a, b] = await Promise.all([tick(scheduler.workerDeps('ticker-a')), tick(scheduler.workerDeps('ticker-b'))]);
+      expect((a?.released ?? 0) + (b?.released ?? 0)).toBe(5);
+      for (const runId of runIds) {
+        await eventually(() => scheduler.deps.runs.get(runId), (r) => r?.status === 'SUCCEEDED', 15_000);
+      }
+      await eventually(() => scheduler.queueDepth(), (depth) => depth === 0);
+      expect(target.calls.length - calls).toBe(5);
+    });
+  });
+
+  describe('repairs', () => {
+    let scheduler: Scheduler;
+    beforeAll(async () => {
+      scheduler = await startScheduler({ workerConcurrency: 0, tuning: { redeliveryGraceSeconds: 60 } });
+    });
+    afterAll(async () => scheduler.stop());
+
+    it('sends again a queued run whose message was lost, once the grace has passed', async () => {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url));
+      const runId: string = created.body.job.nextRunId;
+      // Lose the message the API sent.
+      await scheduler.clients.sqs.send(new (await import('@aws-sdk/client-sqs')).PurgeQueueCommand({ QueueUrl: scheduler.config.dispatchQueueUrl }));
+      expect(await scheduler.queueDepth()).toBe(0);
+
+      // Within the grace the ticker leaves it alone.
+      expect((await tick(scheduler.deps)).redelivered).toBe(0);
+      expect(await scheduler.queueDepth()).toBe(0);
+
+      // Past the grace (a ticker whose clock is 2 minutes ahead), it is sent again, by one ticker only.
+      const later = () => Date.now() + 120_000;
+      const reports = await Promise.all([tick(scheduler.workerDeps('ticker-a', later)), tick(scheduler.workerDeps('ticker-b', later))]);
+      expect(reports.reduce((sum, r) => sum + r.redelivered, 0)).toBe(1);
+      expect(await scheduler.queueDepth()).toBe(1);
+      expect(await executeRun(scheduler.workerDeps('worker'), runId)).toBe('succeeded');
+    });
+
+    it('records its completion for the health endpoint', async () => {
+      await tick(scheduler.deps);
+      const health = await scheduler.api('GET', '/v1/health');
+      expect(health.status).toBe(200);
+      expect(health.body.ticker.lastCompletedAt).not.toBeNull();
+      expect(health.body.queues.dispatchDlq).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+    });
+  });
+});

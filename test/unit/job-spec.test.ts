@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { ValidationError } from '../../lambdas/core/errors';
+import { parseOrThrow } from '../../lambdas/core/validation';
+import { MAX_PAYLOAD_BYTES, attemptTimeoutSeconds, jobSpecSchema } from '../../lambdas/domain/job';
+import { decodeCursor, encodeCursor, itemToJob, jobToItem } from '../../lambdas/store/keys';
+import type { Job } from '../../lambdas/domain/job';
+
+const valid = {
+  name: 'daily-invoices',
+  type: 'invoices',
+  schedule: { kind: 'now' },
+  target: { kind: 'http', url: 'https://example.com/hook' },
+};
+
+function failingPaths(body: unknown): string[] {
+  try {
+    parseOrThrow(jobSpecSchema, body);
+  } catch (error) {
+    if (error instanceof ValidationError) return error.errors.map((e) => e.path);
+    throw error;
+  }
+  return [];
+}
+
+describe('job spec', () => {
+  it('fills the documented defaults', () => {
+    const spec = parseOrThrow(jobSpecSchema, valid);
+    expect(spec).toMatchObject({
+      payload: {},
+      timeoutSeconds: 300,
+      delivery: 'at-least-once',
+      overlapPolicy: 'allow',
+      misfirePolicy: 'fire-once',
+      priority: 'normal',
+      retryPolicy: { maxAttempts: 3, initialDelaySeconds: 1, maxDelaySeconds: 300 },
+      target: { method: 'POST', headers: {} },
+    });
+  });
+
+  it('names each failing field', () => {
+    expect(
+      failingPaths({
+        ...valid,
+        name: '',
+        schedule: { kind: 'delay', seconds: -1 },
+        target: { kind: 'http', url: 'not a url' },
+        delivery: 'twice',
+        surprise: true,
+      }).sort(),
+    ).toEqual(['delivery', 'name', 'name', 'schedule.seconds', 'surprise', 'target.url'].sort());
+  });
+
+  it('refuses headers the scheduler sets itself', () => {
+    expect(failingPaths({ ...valid, target: { ...valid.target, headers: { 'Idempotency-Key': 'x' } } })).toEqual([
+      'target.headers.Idempotency-Key',
+    ]);
+  });
+
+  it('limits the payload size', () => {
+    expect(failingPaths({ ...valid, payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) } })).toEqual(['payload']);
+  });
+
+  it('refuses a retry cap below the first delay', () => {
+    expect(failingPaths({ ...valid, retryPolicy: { initialDelaySeconds: 10, maxDelaySeconds: 5 } })).toEqual([
+      'retryPolicy.maxDelaySeconds',
+    ]);
+  });
+
+  it('narrows the attempt timeout to the target timeout', () => {
+    const spec = parseOrThrow(jobSpecSchema, { ...valid, timeoutSeconds: 300, target: { ...valid.target, timeoutSeconds: 30 } });
+    expect(attemptTimeoutSeconds(spec)).toBe(30);
+  });
+});
+
+describe('stored items', () => {
+  it('round-trips any JSON payload exactly', () => {
+    const spec = parseOrThrow(jobSpecSchema, { ...valid, payload: [1, null, { a: {} }, ''] });
+    const job: Job = {
+      ...spec,
+      jobId: 'job_1',
+      tenantId: 't1',
+      status: 'ACTIVE',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+      version: 1,
+      nextRunAt: null,
+      nextRunId: null,
+    };
+    expect(itemToJob(jobToItem(job))).toEqual(job);
+  });
+
+  it('refuses a cursor from another partition or a forged one', () => {
+    const cursor = encodeCursor({ pk: 'JOB#job_1', sk: 'JOB', tenantId: 't1', tenantSort: 'x' });
+    expect(cursor).not.toBeNull();
+    expect(decodeCursor(cursor ?? '', { tenantId: 't1' })).not.toBeNull();
+    expect(decodeCursor(cursor ?? '', { tenantId: 't2' })).toBeNull();
+    expect(decodeCursor('not-base64-json', { tenantId: 't1' })).toBeNull();
+  });
+});
