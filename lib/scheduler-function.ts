@@ -1,6 +1,7 @@
 // One construct holds the defaults of every function of the scheduler (runtime, architecture,
 // bundling, logs), and the grant helpers that give a function exactly the actions it uses.
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { RemovalPolicy } from 'aws-cdk-lib';
+import type { Duration } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';

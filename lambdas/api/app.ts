@@ -63,7 +63,7 @@ function routes(deps: SchedulerDeps): Route[] {
     {
       method: 'POST',
       pattern: /^\/v1\/schedules\/preview$/,
-      handle: async ({ event }) => json(200, previewSchedule(deps, jsonBody(event, true))),
+      handle: ({ event }) => Promise.resolve(json(200, previewSchedule(deps, jsonBody(event, true)))),
     },
     {
       method: 'GET',

@@ -20,15 +20,17 @@ export type ExecuteResult =
 
 export async function executeRun(deps: SchedulerDeps, runId: string): Promise<ExecuteResult> {
   let lease = await deps.runs.lease(runId, { owner: deps.workerId, now: deps.clock() });
-  if (lease.kind === 'early') {
-    const waitMs = Date.parse(lease.run.availableAt) - deps.clock();
-    if (waitMs > MAX_IN_WORKER_WAIT_MS) {
-      // SQS delays are whole seconds and at most 900 s: send it again for what remains.
-      await deps.dispatch.send([{ runId, tenantId: lease.run.tenantId, availableAt: Date.parse(lease.run.availableAt) }], deps.clock());
+  // SQS delays are whole seconds (rounded down) and at most 900 s: a message may come a little
+  // early. Wait out a short remainder here; send a longer one back to the queue.
+  for (let round = 0; lease.kind === 'early'; round++) {
+    const availableAt = Date.parse(lease.run.availableAt);
+    const waitMs = availableAt - deps.clock();
+    if (waitMs > MAX_IN_WORKER_WAIT_MS || round >= 3) {
+      await deps.dispatch.send([{ runId, tenantId: lease.run.tenantId, availableAt }], deps.clock());
       logger.info('run not due yet; sent again for the remaining delay', { ...runFields(lease.run), waitMs });
       return 'requeued';
     }
-    await sleep(Math.max(0, waitMs));
+    await sleep(Math.max(0, waitMs) + 1);
     lease = await deps.runs.lease(runId, { owner: deps.workerId, now: deps.clock() });
   }
 
@@ -40,7 +42,6 @@ export async function executeRun(deps: SchedulerDeps, runId: string): Promise<Ex
       logger.info('duplicate dispatch message for a finished run; dropped', runFields(lease.run));
       return 'duplicate';
     case 'held':
-    case 'early':
       logger.info('run is leased by another worker; dropped this copy of its message', {
         ...runFields(lease.run),
         leaseOwner: lease.run.leaseOwner,

@@ -29,9 +29,13 @@ export function decodeDispatchMessage(body: string): DispatchMessage | null {
   }
 }
 
-/** Whole seconds to hold a message so that it is released at `availableAt`, never before. */
+/**
+ * Whole seconds to hold a message for a run due at `availableAt`. Rounded down: the message may
+ * arrive up to a second early, and the worker waits out the rest before it leases (a lease is
+ * never taken before `availableAt`). Rounding up would make every run up to a second late.
+ */
 export function delaySecondsUntil(availableAt: number, now: number): number {
-  return Math.min(MAX_SQS_DELAY_SECONDS, Math.max(0, Math.ceil((availableAt - now) / 1000)));
+  return Math.min(MAX_SQS_DELAY_SECONDS, Math.max(0, Math.floor((availableAt - now) / 1000)));
 }
 
 export interface QueueDepth {

@@ -175,7 +175,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   // what succeeded; reported failures stay in flight until their visibility timeout ends.
   const poll = async (): Promise<void> => {
     while (!stopping) {
-      let messages: Message[] = [];
+      let messages: Message[];
       try {
         const received = await clients.sqs.send(
           new ReceiveMessageCommand({

@@ -87,7 +87,6 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       });
       const text = await response.text();
-      // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment
       return { status: response.status, body: text ? JSON.parse(text) : null };
     },
     workerDeps(workerId, clock) {

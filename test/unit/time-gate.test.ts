@@ -20,8 +20,9 @@ describe('time gate', () => {
     expect(checkBackAt(now - 10_000, now, settings)).toBe(now + 300_000);
   });
 
-  it('never releases a message early: delays round up, and stay within SQS limits', () => {
-    expect(delaySecondsUntil(now + 1_500, now)).toBe(2);
+  it('releases a message at most a second early (the worker waits out the rest), within SQS limits', () => {
+    expect(delaySecondsUntil(now + 1_500, now)).toBe(1);
+    expect(delaySecondsUntil(now + 999, now)).toBe(0);
     expect(delaySecondsUntil(now - 5_000, now)).toBe(0);
     expect(delaySecondsUntil(now + 2_000_000, now)).toBe(900);
   });

@@ -1,0 +1,192 @@
+// The synthesized template: what each function may do, how the worker consumes the queue, how
+// poison messages are parked, and how the ticker is driven.
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SchedulerStack } from '../../lib/scheduler-stack';
+import { dispatchQueue, workerConsumer } from '../../lambdas/store/schema';
+
+type Resource = { Type: string; Properties: Record<string, any> };
+
+let template: Template;
+let resources: Record<string, Resource>;
+
+beforeAll(() => {
+  // Skip bundling: these tests read the template, not the code assets.
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new SchedulerStack(app, 'Test', { env: { account: '123456789012', region: 'us-east-1' } });
+  template = Template.fromStack(stack);
+  resources = template.toJSON().Resources as Record<string, Resource>;
+});
+
+function logicalIdOf(type: string, predicate: (r: Resource) => boolean): string {
+  const found = Object.entries(resources).filter(([, r]) => r.Type === type && predicate(r));
+  expect(found).toHaveLength(1);
+  return found[0]![0];
+}
+
+function functionId(description: string): string {
+  return logicalIdOf('AWS::Lambda::Function', (r) => String(r.Properties.Description).startsWith(description));
+}
+
+/** Every action granted to a function's role, with the logical ids its resources refer to. */
+function grantsOf(fnId: string): Map<string, Set<string>> {
+  const roleRef = resources[fnId]!.Properties.Role['Fn::GetAtt'][0] as string;
+  const grants = new Map<string, Set<string>>();
+  for (const r of Object.values(resources)) {
+    if (r.Type !== 'AWS::IAM::Policy') continue;
+    if (!r.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleRef)) continue;
+    for (const statement of r.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]) {
+      const actions = Array.isArray(statement.Action) ? statement.Action : [statement.Action];
+      const refs = new Set<string>(JSON.stringify(statement.Resource).match(/"(?:Ref|Fn::GetAtt)":\s*\[?"([A-Za-z0-9]+)"/g)?.map((m) => m.replace(/.*"([A-Za-z0-9]+)"$/, '$1')) ?? []);
+      for (const action of actions) {
+        const set = grants.get(action) ?? new Set<string>();
+        refs.forEach((ref) => set.add(ref));
+        grants.set(action, set);
+      }
+    }
+  }
+  return grants;
+}
+
+const tableId = (prefix: string) => logicalIdOf('AWS::DynamoDB::GlobalTable', (r) => JSON.stringify(r).includes(prefix) || false);
+
+describe('storage', () => {
+  it('has jobs and runs tables on demand, with point-in-time recovery, encryption and the indexes the design uses', () => {
+    const tables = Object.values(resources).filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable');
+    expect(tables).toHaveLength(2);
+    for (const table of tables) {
+      expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+      expect(table.Properties.SSESpecification).toMatchObject({ SSEEnabled: true, SSEType: 'KMS' });
+      expect(table.Properties.Replicas[0].PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+      expect(table.Properties.Replicas[0].DeletionProtectionEnabled).toBe(true);
+    }
+    const indexNames = tables.flatMap((t) => (t.Properties.GlobalSecondaryIndexes as { IndexName: string }[]).map((i) => i.IndexName)).sort();
+    expect(indexNames).toEqual(['byJob', 'byTenant', 'timeIndex']);
+    template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      GlobalSecondaryIndexes: Match.arrayWith([
+        Match.objectLike({
+          IndexName: 'timeIndex',
+          KeySchema: [
+            { AttributeName: 'gateKey', KeyType: 'HASH' },
+            { AttributeName: 'gateAt', KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['runId', 'tenantId', 'jobId', 'status', 'availableAt'] },
+        }),
+      ]),
+    });
+  });
+
+  it('parks poison messages in an encrypted DLQ through a redrive policy', () => {
+    const dlqId = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy === undefined);
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      VisibilityTimeout: dispatchQueue.visibilityTimeoutSeconds,
+      MaximumMessageSize: 1024 * 1024,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] }, maxReceiveCount: dispatchQueue.maxReceiveCount },
+    });
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+    });
+  });
+});
+
+describe('functions', () => {
+  it('run on Node 22 on arm64 with the configuration they read at start', () => {
+    for (const description of ['Job scheduler HTTP API', 'Job scheduler worker', 'Job scheduler ticker']) {
+      const fn = resources[functionId(description)]!.Properties;
+      expect(fn.Runtime).toBe('nodejs22.x');
+      expect(fn.Architectures).toEqual(['arm64']);
+      expect(Object.keys(fn.Environment.Variables)).toEqual(
+        expect.arrayContaining(['JOBS_TABLE', 'RUNS_TABLE', 'DISPATCH_QUEUE_URL', 'DISPATCH_DLQ_URL', 'SCHEDULER_MODE', 'TIME_INDEX_SHARDS']),
+      );
+      expect(fn.Environment.Variables.SCHEDULER_MODE).toBe('aws');
+    }
+  });
+
+  it('give the worker a timeout that fits six times in the queue visibility timeout', () => {
+    const worker = resources[functionId('Job scheduler worker')]!.Properties;
+    expect(worker.Timeout).toBe(workerConsumer.functionTimeoutSeconds);
+    expect(dispatchQueue.visibilityTimeoutSeconds).toBeGreaterThanOrEqual(6 * worker.Timeout);
+  });
+});
+
+describe('least privilege', () => {
+  const dynamoAndSqs = (grants: Map<string, Set<string>>) =>
+    Object.fromEntries([...grants.entries()].filter(([action]) => /^(dynamodb|sqs):/.test(action)).map(([a, refs]) => [a, [...refs].sort()]));
+
+  it('lets the API write jobs and runs and send dispatches, and nothing more', () => {
+    const jobs = tableId('"AttributeName":"tenantSort"');
+    const runs = tableId('"AttributeName":"gateKey"');
+    const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
+    const dlq = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy === undefined);
+    expect(dynamoAndSqs(grantsOf(functionId('Job scheduler HTTP API')))).toEqual({
+      'dynamodb:GetItem': [jobs, runs].sort(),
+      'dynamodb:Query': [jobs, runs].sort(),
+      'dynamodb:PutItem': [jobs, runs].sort(),
+      'sqs:SendMessage': [queue],
+      'sqs:GetQueueAttributes': [dlq, queue].sort(),
+    });
+  });
+
+  it('lets the worker update runs, read and complete jobs, and consume the dispatch queue', () => {
+    const jobs = tableId('"AttributeName":"tenantSort"');
+    const runs = tableId('"AttributeName":"gateKey"');
+    const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
+    expect(dynamoAndSqs(grantsOf(functionId('Job scheduler worker')))).toEqual({
+      'dynamodb:UpdateItem': [jobs, runs].sort(),
+      'dynamodb:GetItem': [jobs],
+      'sqs:SendMessage': [queue],
+      'sqs:ReceiveMessage': [queue],
+      'sqs:ChangeMessageVisibility': [queue],
+      'sqs:GetQueueUrl': [queue],
+      'sqs:DeleteMessage': [queue],
+      'sqs:GetQueueAttributes': [queue],
+    });
+  });
+
+  it('lets the ticker read the time index, update runs and its own state, and send dispatches', () => {
+    const jobs = tableId('"AttributeName":"tenantSort"');
+    const runs = tableId('"AttributeName":"gateKey"');
+    const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
+    expect(dynamoAndSqs(grantsOf(functionId('Job scheduler ticker')))).toEqual({
+      'dynamodb:Query': [runs],
+      'dynamodb:UpdateItem': [jobs, runs].sort(),
+      'dynamodb:GetItem': [jobs],
+      'sqs:SendMessage': [queue],
+    });
+  });
+});
+
+describe('wiring', () => {
+  it('feeds the worker from the dispatch queue with partial batch responses', () => {
+    const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [queue, 'Arn'] },
+      FunctionName: { Ref: functionId('Job scheduler worker') },
+      BatchSize: workerConsumer.batchSize,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('drives the ticker every minute from EventBridge Scheduler, passing the scheduled time', () => {
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 minute)',
+      FlexibleTimeWindow: { Mode: 'OFF' },
+      Target: Match.objectLike({
+        Arn: { 'Fn::GetAtt': [functionId('Job scheduler ticker'), 'Arn'] },
+        Input: JSON.stringify({ scheduledTime: '<aws.scheduler.scheduled-time>' }),
+        RetryPolicy: { MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 0 },
+      }),
+    });
+  });
+
+  it('routes every /v1 path of the HTTP API to the API function', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'ANY /v1/{proxy+}' });
+    template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
+      IntegrationType: 'AWS_PROXY',
+      IntegrationUri: { 'Fn::GetAtt': [functionId('Job scheduler HTTP API'), 'Arn'] },
+      PayloadFormatVersion: '2.0',
+    });
+  });
+});
