@@ -50,8 +50,9 @@ export class SchedulerStack extends Stack {
       description: 'Job scheduler HTTP API',
       timeout: Duration.seconds(29),
     });
-    this.api.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem']);
-    this.api.grantTable(runsTable, ['GetItem', 'Query', 'PutItem']);
+    // PutItem/DeleteItem on jobs: create, CAS replace, and releasing a deleted job's name.
+    this.api.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'DeleteItem']);
+    this.api.grantTable(runsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem']);
     this.api.grantQueue(dispatchQueue, ['SendMessage', 'GetQueueAttributes']);
     this.api.grantQueue(dispatchDlq, ['GetQueueAttributes']);
 
@@ -62,8 +63,8 @@ export class SchedulerStack extends Stack {
       timeout: Duration.seconds(workerConsumer.functionTimeoutSeconds),
       memorySize: 1024,
     });
-    this.worker.grantTable(runsTable, ['UpdateItem']);
-    this.worker.grantTable(jobsTable, ['GetItem', 'UpdateItem']);
+    this.worker.grantTable(runsTable, ['GetItem', 'PutItem', 'UpdateItem']);
+    this.worker.grantTable(jobsTable, ['GetItem', 'PutItem']);
     this.worker.grantQueue(dispatchQueue, ['SendMessage']);
     this.worker.fn.addEventSource(
       new SqsEventSource(dispatchQueue, {
@@ -80,8 +81,8 @@ export class SchedulerStack extends Stack {
       description: 'Job scheduler ticker: releases due runs from the time index and repairs lost messages',
       timeout: Duration.seconds(50),
     });
-    this.ticker.grantTable(runsTable, ['Query', 'UpdateItem']);
-    this.ticker.grantTable(jobsTable, ['GetItem', 'UpdateItem']);
+    this.ticker.grantTable(runsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem']);
+    this.ticker.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem']);
     this.ticker.grantQueue(dispatchQueue, ['SendMessage']);
     new Schedule(this, 'TickerSchedule', {
       description: 'Drives the job scheduler ticker once a minute',

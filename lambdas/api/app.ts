@@ -5,6 +5,7 @@ import { MethodNotAllowedError, NotFoundError, ValidationError } from '../core/e
 import type { SchedulerDeps } from '../app/deps';
 import { checkHealth } from '../app/health';
 import { createJob, getJob, getRun, listJobRuns, listJobs, previewSchedule } from '../app/jobs';
+import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob } from '../app/job-lifecycle';
 import { Authenticator } from './auth';
 import type { ApiEvent, ApiResult } from './http';
 import { header, json, jsonBody, problemDetails } from './http';
@@ -23,6 +24,17 @@ interface Route {
 }
 
 const ID = '([A-Za-z0-9._-]{1,128})';
+
+/** `If-Match: 3` or `If-Match: "3"`: the job version a PATCH expects. */
+function ifMatchVersion(event: ApiEvent): number | undefined {
+  const raw = header(event, 'if-match');
+  if (raw === undefined) return undefined;
+  const match = /^\s*(?:W\/)?"?(\d{1,12})"?\s*$/.exec(raw);
+  if (!match?.[1]) {
+    throw new ValidationError('Invalid If-Match', [{ path: 'headers.If-Match', message: 'must be the job version, e.g. "3"' }]);
+  }
+  return Number(match[1]);
+}
 
 function routes(deps: SchedulerDeps): Route[] {
   return [
@@ -49,6 +61,32 @@ function routes(deps: SchedulerDeps): Route[] {
       method: 'GET',
       pattern: new RegExp(`^/v1/jobs/${ID}$`),
       handle: async ({ tenantId, params }) => json(200, await getJob(deps, tenantId, params.id ?? '')),
+    },
+    {
+      method: 'PATCH',
+      pattern: new RegExp(`^/v1/jobs/${ID}$`),
+      handle: async ({ event, tenantId, params }) =>
+        json(200, await patchJob(deps, tenantId, params.id ?? '', jsonBody(event, true), ifMatchVersion(event))),
+    },
+    {
+      method: 'DELETE',
+      pattern: new RegExp(`^/v1/jobs/${ID}$`),
+      handle: async ({ tenantId, params }) => json(200, await deleteJob(deps, tenantId, params.id ?? '')),
+    },
+    {
+      method: 'POST',
+      pattern: new RegExp(`^/v1/jobs/${ID}/pause$`),
+      handle: async ({ tenantId, params }) => json(200, await pauseJob(deps, tenantId, params.id ?? '')),
+    },
+    {
+      method: 'POST',
+      pattern: new RegExp(`^/v1/jobs/${ID}/resume$`),
+      handle: async ({ tenantId, params }) => json(200, await resumeJob(deps, tenantId, params.id ?? '')),
+    },
+    {
+      method: 'POST',
+      pattern: new RegExp(`^/v1/jobs/${ID}/trigger$`),
+      handle: async ({ event, tenantId, params }) => json(202, { run: await triggerJob(deps, tenantId, params.id ?? '', jsonBody(event, false)) }),
     },
     {
       method: 'GET',

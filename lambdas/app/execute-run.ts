@@ -4,11 +4,15 @@
 import { logger } from '../core/logger';
 import type { AttemptOutcome, Run, RunError } from '../domain/run';
 import type { SchedulerDeps } from './deps';
+import { admitRun } from './admit-run';
 
 /** A message that arrives this close to its run's time waits in the worker rather than in SQS. */
 const MAX_IN_WORKER_WAIT_MS = 2_000;
 
 export type ExecuteResult =
+  | 'skipped'
+  | 'cancelled'
+  | 'waiting'
   | 'succeeded'
   | 'failed'
   | 'timed-out'
@@ -62,6 +66,9 @@ export async function executeRun(deps: SchedulerDeps, runId: string): Promise<Ex
   });
 
   const job = await deps.jobs.getAnyTenant(run.jobId);
+  const admission = job ? await admitRun(deps, job, run, lease.backfillRemaining) : ({ kind: 'execute', reason: null } as const);
+  if (admission.kind === 'stopped') return admission.outcome;
+
   const outcome = job
     ? await deps.targets.invoke({
         job,
@@ -78,7 +85,7 @@ export async function executeRun(deps: SchedulerDeps, runId: string): Promise<Ex
   const status: AttemptOutcome = outcome.ok ? 'SUCCEEDED' : outcome.timedOut ? 'TIMED_OUT' : 'FAILED';
   const error: RunError | null = outcome.ok ? null : outcome.error;
   const finishedAt = deps.clock();
-  const recorded = await deps.runs.complete(run.runId, run.version, { status, now: finishedAt, error });
+  const recorded = await deps.runs.complete(run.runId, run.version, { status, now: finishedAt, error, reason: admission.reason });
   if (recorded === 'fenced') {
     logger.warn('lease lost before the outcome was recorded; outcome discarded', { ...runFields(run), status, fencingToken: run.version });
     return 'fenced';
@@ -90,10 +97,17 @@ export async function executeRun(deps: SchedulerDeps, runId: string): Promise<Ex
     errorCode: error?.code,
   });
 
-  if (job && job.schedule.kind !== 'cron') {
-    await deps.jobs.completeOneShot(job.jobId, run.runId, finishedAt);
-  }
+  if (job?.overlapPolicy === 'buffer-one' && run.trigger === 'schedule') await wakeBuffered(deps, job.jobId, finishedAt);
   return status === 'SUCCEEDED' ? 'succeeded' : status === 'TIMED_OUT' ? 'timed-out' : 'failed';
+}
+
+/** Under buffer-one, the occurrence waiting behind this run may start now. */
+async function wakeBuffered(deps: SchedulerDeps, jobId: string, now: number): Promise<void> {
+  const job = await deps.jobs.getAnyTenant(jobId);
+  const pending = job?.nextRunId ? await deps.runs.get(job.nextRunId) : null;
+  if (pending?.status === 'QUEUED' && Date.parse(pending.availableAt) <= now) {
+    await deps.dispatch.send([{ runId: pending.runId, tenantId: pending.tenantId, availableAt: now }], now);
+  }
 }
 
 function runFields(run: Run): Record<string, unknown> {

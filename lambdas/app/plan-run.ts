@@ -16,7 +16,15 @@ export interface RunPlan extends NewRun {
 export function planRun(
   config: SchedulerConfig,
   job: Job,
-  occurrence: { scheduledFor: number; attempt: number; trigger: RunTrigger; availableAt?: number; payloadOverride?: unknown },
+  occurrence: {
+    scheduledFor: number;
+    attempt: number;
+    trigger: RunTrigger;
+    availableAt?: number;
+    payloadOverride?: unknown;
+    backfillRemaining?: number;
+    reason?: string | null;
+  },
   now: number,
 ): RunPlan {
   const scheduledFor = new Date(occurrence.scheduledFor).toISOString();
@@ -41,6 +49,7 @@ export function planRun(
     leaseSeconds: attemptTimeoutSeconds(job) + config.leaseMarginSeconds,
     progress: null,
     error: null,
+    reason: occurrence.reason ?? null,
     idempotencyKey: occurrenceKey(job.jobId, scheduledFor),
     trigger: occurrence.trigger,
     createdAt: at,
@@ -51,6 +60,7 @@ export function planRun(
     extras: {
       gate: { at: placement.gateAt, shards: config.timeIndexShards },
       ...(occurrence.payloadOverride !== undefined ? { payloadOverride: occurrence.payloadOverride } : {}),
+      ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
     },
     dispatch: placement.status === 'QUEUED' ? { runId: run.runId, tenantId: run.tenantId, availableAt } : null,
   };

@@ -5,6 +5,8 @@
 import { logger } from '../core/logger';
 import { checkBackAt, minuteBuckets } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
+import { repairChain } from './job-lifecycle';
+import { NEXT_RUN_SHARDS } from '../store/schema';
 
 /** When the ticker has no cursor yet, it starts this far back. */
 const FIRST_LOOKBACK_MS = 15 * 60_000;
@@ -14,6 +16,7 @@ export interface TickReport {
   readonly buckets: number;
   readonly released: number;
   readonly redelivered: number;
+  readonly repairedJobs: number;
   readonly lagMs: number;
 }
 
@@ -61,11 +64,22 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number): Promise<T
     }
   }
 
+  // Recurring jobs whose pending occurrence is long overdue and whose run is gone or ended
+  // without starting the next one: resume the chain.
+  const overdueBefore = now - config.redeliveryGraceSeconds * 1000;
+  const overdue = (
+    await mapWithConcurrency(Array.from({ length: NEXT_RUN_SHARDS }, (_, shard) => shard), QUERY_CONCURRENCY, (shard) =>
+      deps.jobs.overdue(shard, overdueBefore),
+    )
+  ).flat();
+  let repairedJobs = 0;
+  for (const jobId of overdue) if (await repairChain(deps, jobId, overdueBefore)) repairedJobs++;
+
   // Everything before the current minute has been handled; entries in this minute not yet due
   // (check-backs) are seen again next tick.
   const cursor = Math.floor(now / 60_000) * 60_000;
   const lagMs = scheduledAt === undefined ? 0 : now - scheduledAt;
-  const report: TickReport = { buckets: buckets.length, released, redelivered, lagMs };
+  const report: TickReport = { buckets: buckets.length, released, redelivered, repairedJobs, lagMs };
   await deps.state.recordTick(cursor, deps.clock(), { ...report });
   logger.info('tick completed', { ...report });
   return report;

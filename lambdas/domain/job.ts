@@ -106,6 +106,8 @@ export const jobSpecSchema = z
     delivery: z.enum(['at-least-once', 'at-most-once', 'exactly-once']).default('at-least-once'),
     overlapPolicy: z.enum(['allow', 'skip', 'buffer-one', 'cancel-running']).default('allow'),
     misfirePolicy: z.enum(['fire-once', 'skip', 'backfill']).default('fire-once'),
+    /** Under `backfill`, at most this many missed occurrences run (the oldest first). */
+    backfillLimit: z.number().int().min(1).max(1000).default(10),
     priority: z.enum(['high', 'normal', 'low']).default('normal'),
   })
   .check((ctx) => {
@@ -143,8 +145,13 @@ export interface Job extends JobSpec {
   readonly version: number;
   /** Fire time of the pending occurrence, or null when none is pending. */
   readonly nextRunAt: string | null;
-  /** Run id of the pending occurrence's first attempt. */
+  /** Run id of the pending occurrence: the next run of the schedule that has not started. */
   readonly nextRunId: string | null;
+  /** The last scheduled run that started (for overlap policies). */
+  readonly lastStartedRunId?: string | null;
+  readonly pausedAt?: string | null;
+  /** The occurrence that was pending when the job was paused; resume starts from it. */
+  readonly pausedPending?: { readonly runId: string; readonly scheduledFor: string } | null;
 }
 
 /** The execution timeout of one attempt: the job's, narrowed by the target's own where it has one. */

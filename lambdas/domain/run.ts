@@ -44,6 +44,8 @@ export interface Run {
   readonly leaseSeconds: number;
   readonly progress: unknown;
   readonly error: RunError | null;
+  /** Why a run was skipped or cancelled, or what a misfire or overlap policy did to it. */
+  readonly reason: string | null;
   readonly idempotencyKey: string;
   readonly trigger: RunTrigger;
   readonly createdAt: string;
@@ -55,8 +57,9 @@ export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> 
   // SCHEDULED -> RUNNING: the ticker sent the message but crashed before marking the run QUEUED.
   SCHEDULED: ['QUEUED', 'RUNNING', 'CANCELLED', 'SKIPPED'],
   QUEUED: ['RUNNING', 'CANCELLED', 'SKIPPED'],
-  // RUNNING -> RUNNING is a new lease taken over an expired one.
-  RUNNING: ['RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'DEAD'],
+  // RUNNING -> RUNNING is a new lease taken over an expired one. RUNNING -> QUEUED gives a lease
+  // back before anything ran (overlap policy buffer-one); RUNNING -> SKIPPED decides not to run.
+  RUNNING: ['RUNNING', 'QUEUED', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'SKIPPED', 'DEAD'],
   SUCCEEDED: [],
   FAILED: [],
   TIMED_OUT: [],

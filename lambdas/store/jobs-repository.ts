@@ -3,7 +3,7 @@
 // without its first occurrence and a name or key is never taken twice.
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { Job, JobStatus } from '../domain/job';
 import type { Run } from '../domain/run';
@@ -13,7 +13,7 @@ export interface NewRun {
   readonly run: Run;
   readonly extras: RunItemExtras;
 }
-import { JOBS_BY_TENANT_INDEX } from './schema';
+import { JOBS_BY_TENANT_INDEX, JOBS_NEXT_RUN_INDEX } from './schema';
 import type { Page } from './runs-repository';
 import { decodeCursorOrThrow } from './runs-repository';
 import { encodeCursor, idempotencyKey, itemToJob, jobKey, jobNameKey, jobToItem, runToItem } from './keys';
@@ -142,31 +142,70 @@ export class JobsRepository {
   }
 
   /**
-   * Ends a one-shot job once its occurrence has run: only if it is still active and `runId` is
-   * still its pending occurrence (a PATCH or a cancel in between wins).
+   * Replaces a job if nobody changed it since it was read: its version and its pending occurrence
+   * are the condition (a compare-and-swap). New runs and the release of the job's name are written
+   * in the same transaction.
    */
-  async completeOneShot(jobId: string, runId: string, now: number): Promise<boolean> {
-    const at = new Date(now).toISOString();
+  async replace(next: Job, expected: Pick<Job, 'version' | 'nextRunId'>, extra: ReplaceExtras = {}): Promise<ReplaceResult> {
+    const jobPut = {
+      Put: {
+        TableName: this.jobsTable,
+        Item: jobToItem(next),
+        ConditionExpression: '#version = :version AND #nextRunId = :nextRunId',
+        ExpressionAttributeNames: { '#version': 'version', '#nextRunId': 'nextRunId' },
+        ExpressionAttributeValues: { ':version': expected.version, ':nextRunId': expected.nextRunId },
+      },
+    };
+    const runPuts = (extra.newRuns ?? []).map((newRun) => ({
+      Put: { TableName: this.runsTable, Item: runToItem(newRun.run, newRun.extras), ConditionExpression: 'attribute_not_exists(pk)' },
+    }));
+    const nameDelete = extra.releaseName
+      ? [{ Delete: { TableName: this.jobsTable, Key: jobNameKey(next.tenantId, next.name), ConditionExpression: '#jobId = :jobId', ExpressionAttributeNames: { '#jobId': 'jobId' }, ExpressionAttributeValues: { ':jobId': next.jobId } } }]
+      : [];
     try {
-      await this.dynamo.send(
-        new UpdateCommand({
-          TableName: this.jobsTable,
-          Key: jobKey(jobId),
-          UpdateExpression: 'SET #status = :completed, #updatedAt = :now, #nextRunAt = :null, #nextRunId = :null',
-          ConditionExpression: '#status = :active AND #nextRunId = :runId',
-          ExpressionAttributeNames: {
-            '#status': 'status',
-            '#updatedAt': 'updatedAt',
-            '#nextRunAt': 'nextRunAt',
-            '#nextRunId': 'nextRunId',
-          },
-          ExpressionAttributeValues: { ':completed': 'COMPLETED', ':active': 'ACTIVE', ':now': at, ':null': null, ':runId': runId },
-        }),
-      );
-      return true;
+      if (runPuts.length === 0 && nameDelete.length === 0) {
+        await this.dynamo.send(new PutCommand(jobPut.Put));
+      } else {
+        await this.dynamo.send(new TransactWriteCommand({ TransactItems: [jobPut, ...runPuts, ...nameDelete] }));
+      }
+      return 'replaced';
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
+      if (error instanceof ConditionalCheckFailedException) return 'conflict';
+      if (error instanceof TransactionCanceledException) {
+        const reasons = error.CancellationReasons ?? [];
+        if (reasons[0]?.Code === 'ConditionalCheckFailed') return 'conflict';
+        if (reasons.slice(1, 1 + runPuts.length).some((reason) => reason.Code === 'ConditionalCheckFailed')) return 'run-exists';
+      }
       throw error;
     }
   }
+
+  /** Active jobs whose pending occurrence was due before `before` (one shard of byNextRun). */
+  async overdue(shard: number, before: number): Promise<string[]> {
+    const jobIds: string[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.jobsTable,
+          IndexName: JOBS_NEXT_RUN_INDEX,
+          KeyConditionExpression: '#shard = :shard AND #nextRunAt < :before',
+          ExpressionAttributeNames: { '#shard': 'nextRunShard', '#nextRunAt': 'nextRunAt' },
+          ExpressionAttributeValues: { ':shard': String(shard), ':before': new Date(before).toISOString() },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) jobIds.push(String(item.jobId));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return jobIds;
+  }
 }
+
+export interface ReplaceExtras {
+  readonly newRuns?: readonly NewRun[];
+  /** Deletes the job's name guard, so that a new job may take the name (DELETE). */
+  readonly releaseName?: boolean;
+}
+
+export type ReplaceResult = 'replaced' | 'conflict' | 'run-exists';

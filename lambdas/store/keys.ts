@@ -2,6 +2,7 @@
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
 import { shardOf } from '../domain/time-gate';
+import { NEXT_RUN_SHARDS } from './schema';
 
 export type Key = { readonly pk: string; readonly sk: string };
 export type Item = Record<string, unknown>;
@@ -29,19 +30,24 @@ export const jobSortOf = (run: Pick<Run, 'scheduledFor' | 'attempt'>): string =>
 export const gateKeyOf = (availableAt: string, shard: number): string => `${availableAt.slice(0, 16)}#${pad(shard, 3)}`;
 
 export function jobToItem(job: Job): Item {
-  const { payload, ...rest } = job;
+  // nextRunAt is a key of the byNextRun index, where DynamoDB refuses NULL: absent means none.
+  const { payload, nextRunAt, ...rest } = job;
   return {
     ...jobKey(job.jobId),
     ...rest,
+    ...(nextRunAt === null ? {} : { nextRunAt }),
     // Stored as text: any JSON (top-level arrays, nulls, empty maps) round-trips exactly.
     payloadJson: JSON.stringify(payload),
     tenantSort: tenantSortOf(job),
+    // In the sparse byNextRun index only while the job is active with an occurrence pending.
+    ...(job.status === 'ACTIVE' && job.nextRunAt ? { nextRunShard: String(shardOf(job.jobId, NEXT_RUN_SHARDS)) } : {}),
   };
 }
 
 export function itemToJob(item: Item): Job {
-  const { pk: _pk, sk: _sk, payloadJson, tenantSort: _ts, ...rest } = item;
-  return { ...(rest as unknown as Omit<Job, 'payload'>), payload: JSON.parse(String(payloadJson)) as unknown };
+  const { pk: _pk, sk: _sk, payloadJson, tenantSort: _ts, nextRunShard: _nrs, ...rest } = item;
+  const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt'> & { nextRunAt?: string };
+  return { ...job, nextRunAt: job.nextRunAt ?? null, payload: JSON.parse(String(payloadJson)) as unknown };
 }
 
 /** Fields of a run item that are bookkeeping rather than part of the Run. */
@@ -50,6 +56,8 @@ export interface RunItemExtras {
   readonly payloadOverride?: unknown;
   /** The run's entry in the time index: when to look at it (epoch ms), over how many shards. */
   readonly gate?: { readonly at: number; readonly shards: number };
+  /** Under misfire policy backfill: how many more missed occurrences may run after this one. */
+  readonly backfillRemaining?: number;
 }
 
 export function gateAttributes(runId: string, gateAt: number, shards: number): { gateKey: string; gateAt: string } {
@@ -68,6 +76,7 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
     jobSort: jobSortOf(run),
     ...(extras.payloadOverride !== undefined ? { payloadOverrideJson: JSON.stringify(extras.payloadOverride) } : {}),
     ...(extras.gate ? gateAttributes(run.runId, extras.gate.at, extras.gate.shards) : {}),
+    ...(extras.backfillRemaining !== undefined ? { backfillRemaining: extras.backfillRemaining } : {}),
   };
 }
 
@@ -80,11 +89,16 @@ export function itemToRun(item: Item): Run {
     gateAt: _ga,
     payloadOverrideJson: _po,
     leaseMs: _lm,
+    backfillRemaining: _br,
     leaseExpiresAtMs,
     ...rest
   } = item;
   const leaseExpiresAt = typeof leaseExpiresAtMs === 'number' ? new Date(leaseExpiresAtMs).toISOString() : null;
   return { ...(rest as unknown as Omit<Run, 'leaseExpiresAt'>), leaseExpiresAt };
+}
+
+export function backfillRemainingOf(item: Item): number | undefined {
+  return typeof item.backfillRemaining === 'number' ? item.backfillRemaining : undefined;
 }
 
 export function payloadOverrideOf(item: Item): unknown {

@@ -2,15 +2,15 @@
 // (ReturnValuesOnConditionCheckFailure) so callers learn why without a second request.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttemptOutcome, Run, RunError, RunStatus } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import { ValidationError } from '../core/errors';
 import { RUNS_BY_JOB_INDEX, RUNS_TIME_INDEX } from './schema';
-import type { Item } from './keys';
-import { decodeCursor, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, runKey } from './keys';
+import type { Item, RunItemExtras } from './keys';
+import { backfillRemainingOf, decodeCursor, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, runKey, runToItem } from './keys';
 
 export interface TimeIndexEntry {
   readonly runId: string;
@@ -22,7 +22,7 @@ export interface TimeIndexEntry {
 }
 
 export type LeaseResult =
-  | { readonly kind: 'leased'; readonly run: Run; readonly payloadOverride: unknown }
+  | { readonly kind: 'leased'; readonly run: Run; readonly payloadOverride: unknown; readonly backfillRemaining?: number }
   /** No such run: a message for a run that was never written or has been deleted. */
   | { readonly kind: 'missing' }
   /** Not yet due: the message arrived early. */
@@ -101,7 +101,7 @@ export class RunsRepository {
         }),
       );
       if (!item) throw new Error(`lease of ${runId} returned no attributes`);
-      return { kind: 'leased', run: itemToRun(item), payloadOverride: payloadOverrideOf(item) };
+      return { kind: 'leased', run: itemToRun(item), payloadOverride: payloadOverrideOf(item), backfillRemaining: backfillRemainingOf(item) };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       // The document client does not translate the item carried by the exception.
@@ -116,37 +116,117 @@ export class RunsRepository {
   async complete(
     runId: string,
     version: number,
-    outcome: { status: AttemptOutcome; now: number; error: RunError | null },
+    outcome: { status: AttemptOutcome | 'SKIPPED' | 'CANCELLED'; now: number; error: RunError | null; reason?: string | null },
   ): Promise<'recorded' | 'fenced'> {
     const now = new Date(outcome.now).toISOString();
+    const recorded = await this.conditionalUpdate({
+      Key: runKey(runId),
+      UpdateExpression: 'SET #status = :outcome, #finishedAt = :now, #updatedAt = :now, #error = :error, #reason = :reason',
+      ConditionExpression: '#status = :running AND #version = :version',
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#finishedAt': 'finishedAt',
+        '#updatedAt': 'updatedAt',
+        '#error': 'error',
+        '#reason': 'reason',
+        '#version': 'version',
+      },
+      ExpressionAttributeValues: {
+        ':outcome': outcome.status,
+        ':now': now,
+        ':error': outcome.error,
+        ':reason': outcome.reason ?? null,
+        ':running': 'RUNNING',
+        ':version': version,
+      },
+    });
+    return recorded ? 'recorded' : 'fenced';
+  }
+
+  /**
+   * Gives a lease back before anything ran (overlap policy buffer-one): the run waits QUEUED
+   * again, with a check-back in the time index. Fenced like every write after a lease.
+   */
+  async giveBack(runId: string, version: number, now: number, checkBackAt: number, shards: number, reason: string): Promise<boolean> {
+    const gate = gateAttributes(runId, checkBackAt, shards);
+    return this.conditionalUpdate({
+      Key: runKey(runId),
+      UpdateExpression:
+        'SET #status = :queued, #updatedAt = :now, #reason = :reason, #gateKey = :gateKey, #gateAt = :gateAt REMOVE #leaseExpiresAtMs',
+      ConditionExpression: '#status = :running AND #version = :version',
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#updatedAt': 'updatedAt',
+        '#reason': 'reason',
+        '#gateKey': 'gateKey',
+        '#gateAt': 'gateAt',
+        '#leaseExpiresAtMs': 'leaseExpiresAtMs',
+        '#version': 'version',
+      },
+      ExpressionAttributeValues: {
+        ':queued': 'QUEUED',
+        ':running': 'RUNNING',
+        ':version': version,
+        ':now': new Date(now).toISOString(),
+        ':reason': reason,
+        ':gateKey': gate.gateKey,
+        ':gateAt': gate.gateAt,
+      },
+    });
+  }
+
+  /** Writes a new run once: false if a run with its id exists already. */
+  async create(newRun: { run: Run; extras: RunItemExtras }): Promise<boolean> {
     try {
       await this.dynamo.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: runKey(runId),
-          UpdateExpression: 'SET #status = :outcome, #finishedAt = :now, #updatedAt = :now, #error = :error',
-          ConditionExpression: '#status = :running AND #version = :version',
-          ExpressionAttributeNames: {
-            '#status': 'status',
-            '#finishedAt': 'finishedAt',
-            '#updatedAt': 'updatedAt',
-            '#error': 'error',
-            '#version': 'version',
-          },
-          ExpressionAttributeValues: {
-            ':outcome': outcome.status,
-            ':now': now,
-            ':error': outcome.error,
-            ':running': 'RUNNING',
-            ':version': version,
-          },
-        }),
+        new PutCommand({ TableName: this.tableName, Item: runToItem(newRun.run, newRun.extras), ConditionExpression: 'attribute_not_exists(pk)' }),
       );
-      return 'recorded';
+      return true;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return 'fenced';
+      if (error instanceof ConditionalCheckFailedException) return false;
       throw error;
     }
+  }
+
+  /** Ends a run that has not started (SCHEDULED or QUEUED): it will never be leased. */
+  async retirePending(runId: string, status: 'SKIPPED' | 'CANCELLED', reason: string, now: number): Promise<boolean> {
+    return this.conditionalUpdate({
+      Key: runKey(runId),
+      UpdateExpression: 'SET #status = :status, #finishedAt = :now, #updatedAt = :now, #reason = :reason REMOVE #gateKey, #gateAt',
+      ConditionExpression: '#status IN (:scheduled, :queued)',
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#finishedAt': 'finishedAt',
+        '#updatedAt': 'updatedAt',
+        '#reason': 'reason',
+        '#gateKey': 'gateKey',
+        '#gateAt': 'gateAt',
+      },
+      ExpressionAttributeValues: {
+        ':status': status,
+        ':now': new Date(now).toISOString(),
+        ':reason': reason,
+        ':scheduled': 'SCHEDULED',
+        ':queued': 'QUEUED',
+      },
+    });
+  }
+
+  /** Runs of a job that have not started yet (the newest hundred occurrences are looked at). */
+  async pendingOfJob(jobId: string): Promise<Run[]> {
+    const { Items: items = [] } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: RUNS_BY_JOB_INDEX,
+        KeyConditionExpression: '#jobId = :jobId',
+        FilterExpression: '#status IN (:scheduled, :queued)',
+        ExpressionAttributeNames: { '#jobId': 'jobId', '#status': 'status' },
+        ExpressionAttributeValues: { ':jobId': jobId, ':scheduled': 'SCHEDULED', ':queued': 'QUEUED' },
+        ScanIndexForward: false,
+        Limit: 100,
+      }),
+    );
+    return items.map(itemToRun);
   }
 
   /** Entries of one partition of the time index that are due by `horizon`. */

@@ -32,6 +32,9 @@ export interface QueueDefinition {
 export const JOBS_BY_TENANT_INDEX = 'byTenant';
 export const RUNS_BY_JOB_INDEX = 'byJob';
 export const RUNS_TIME_INDEX = 'timeIndex';
+export const JOBS_NEXT_RUN_INDEX = 'byNextRun';
+/** Partitions of the jobs' byNextRun index. */
+export const NEXT_RUN_SHARDS = 8;
 
 /** Jobs, their name guards, idempotency records, API keys and scheduler state items. */
 export const jobsTable: TableDefinition = {
@@ -44,6 +47,14 @@ export const jobsTable: TableDefinition = {
       partitionKey: { name: 'tenantId', type: 'S' },
       sortKey: { name: 'tenantSort', type: 'S' },
       projection: 'all',
+    },
+    {
+      // Sparse: only active jobs with a pending occurrence. The ticker finds jobs whose pending
+      // occurrence is long overdue (its run was lost or ended without starting the next one).
+      indexName: JOBS_NEXT_RUN_INDEX,
+      partitionKey: { name: 'nextRunShard', type: 'S' },
+      sortKey: { name: 'nextRunAt', type: 'S' },
+      projection: ['jobId', 'nextRunId'],
     },
   ],
   timeToLiveAttribute: 'expiresAtEpoch',

@@ -1,7 +1,7 @@
 // Creates the local tables and queues from the definitions the CDK stack uses, and returns the
 // scheduler configuration that points at them. Safe to call again: existing resources are kept.
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
-import { CreateTableCommand, DescribeTableCommand, ResourceInUseException, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, ResourceInUseException, UpdateTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
@@ -58,6 +58,25 @@ async function ensureTable(dynamo: DynamoDBDocumentClient, name: string, definit
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
   }
+  await waitActive(dynamo, name);
+  // A table made by an older version of the scheduler gets the indexes added since.
+  const { Table: table } = await dynamo.send(new DescribeTableCommand({ TableName: name }));
+  const present = new Set((table?.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName));
+  const wanted = createTableInput(name, definition);
+  for (const index of wanted.GlobalSecondaryIndexes ?? []) {
+    if (present.has(index.IndexName)) continue;
+    await dynamo.send(
+      new UpdateTableCommand({
+        TableName: name,
+        AttributeDefinitions: wanted.AttributeDefinitions,
+        GlobalSecondaryIndexUpdates: [{ Create: index }],
+      }),
+    );
+    await waitActive(dynamo, name);
+  }
+}
+
+async function waitActive(dynamo: DynamoDBDocumentClient, name: string): Promise<void> {
   for (let i = 0; i < 50; i++) {
     const { Table: table } = await dynamo.send(new DescribeTableCommand({ TableName: name }));
     if (table?.TableStatus === 'ACTIVE') return;

@@ -62,7 +62,7 @@ describe('storage', () => {
       expect(table.Properties.Replicas[0].DeletionProtectionEnabled).toBe(true);
     }
     const indexNames = tables.flatMap((t) => (t.Properties.GlobalSecondaryIndexes as { IndexName: string }[]).map((i) => i.IndexName)).sort();
-    expect(indexNames).toEqual(['byJob', 'byTenant', 'timeIndex']);
+    expect(indexNames).toEqual(['byJob', 'byNextRun', 'byTenant', 'timeIndex']);
     template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
       GlobalSecondaryIndexes: Match.arrayWith([
         Match.objectLike({
@@ -124,18 +124,21 @@ describe('least privilege', () => {
       'dynamodb:GetItem': [jobs, runs].sort(),
       'dynamodb:Query': [jobs, runs].sort(),
       'dynamodb:PutItem': [jobs, runs].sort(),
+      'dynamodb:DeleteItem': [jobs],
+      'dynamodb:UpdateItem': [runs],
       'sqs:SendMessage': [queue],
       'sqs:GetQueueAttributes': [dlq, queue].sort(),
     });
   });
 
-  it('lets the worker update runs, read and complete jobs, and consume the dispatch queue', () => {
+  it('lets the worker lease and record runs, move a job chain on, and consume the dispatch queue', () => {
     const jobs = tableId('"AttributeName":"tenantSort"');
     const runs = tableId('"AttributeName":"gateKey"');
     const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler worker')))).toEqual({
-      'dynamodb:UpdateItem': [jobs, runs].sort(),
-      'dynamodb:GetItem': [jobs],
+      'dynamodb:UpdateItem': [runs],
+      'dynamodb:GetItem': [jobs, runs].sort(),
+      'dynamodb:PutItem': [jobs, runs].sort(),
       'sqs:SendMessage': [queue],
       'sqs:ReceiveMessage': [queue],
       'sqs:ChangeMessageVisibility': [queue],
@@ -150,9 +153,10 @@ describe('least privilege', () => {
     const runs = tableId('"AttributeName":"gateKey"');
     const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler ticker')))).toEqual({
-      'dynamodb:Query': [runs],
+      'dynamodb:Query': [jobs, runs].sort(),
       'dynamodb:UpdateItem': [jobs, runs].sort(),
-      'dynamodb:GetItem': [jobs],
+      'dynamodb:GetItem': [jobs, runs].sort(),
+      'dynamodb:PutItem': [jobs, runs].sort(),
       'sqs:SendMessage': [queue],
     });
   });

@@ -17,8 +17,8 @@ describe('run state machine', () => {
     for (const outcome of ['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'DEAD'] as const) expect(sourcesOf(outcome)).toEqual(['RUNNING']);
   });
 
-  it('never goes back to waiting once running', () => {
-    expect(canTransition('RUNNING', 'QUEUED')).toBe(false);
+  it('goes back to waiting from RUNNING only by giving a lease back, never to SCHEDULED', () => {
+    expect(sourcesOf('QUEUED')).toEqual(['SCHEDULED', 'RUNNING']);
     expect(canTransition('RUNNING', 'SCHEDULED')).toBe(false);
     expect(canTransition('QUEUED', 'SCHEDULED')).toBe(false);
   });

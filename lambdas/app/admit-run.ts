@@ -1,0 +1,71 @@
+// What a worker does with a run it has just leased, before calling the target: a scheduled
+// occurrence checks its job (paused, deleted), the overlap policy and the misfire policy, and moves
+// the job's chain on to the next occurrence. Manual, retry and replay runs execute as they are.
+import { logger } from '../core/logger';
+import type { Job } from '../domain/job';
+import { decideOverlap, decideStart } from '../domain/recurrence';
+import type { Run } from '../domain/run';
+import { checkBackAt } from '../domain/time-gate';
+import type { SchedulerDeps } from './deps';
+import { advanceChain } from './job-lifecycle';
+
+/** How long a buffered occurrence waits before it looks again at the run it is waiting for. */
+const BUFFER_RECHECK_SECONDS = 30;
+
+export type Admission =
+  | { readonly kind: 'execute'; readonly reason: string | null }
+  | { readonly kind: 'stopped'; readonly outcome: 'skipped' | 'cancelled' | 'waiting' | 'fenced' };
+
+export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfillRemaining: number | undefined): Promise<Admission> {
+  if (run.trigger !== 'schedule') return { kind: 'execute', reason: null };
+  const now = deps.clock();
+
+  if (job.status === 'CANCELLED' || job.status === 'PAUSED') {
+    const status = job.status === 'CANCELLED' ? 'CANCELLED' : 'SKIPPED';
+    const reason = job.status === 'CANCELLED' ? 'job deleted' : 'job paused';
+    return end(deps, run, status, reason, now);
+  }
+  if (job.nextRunId !== run.runId) {
+    // Not the pending occurrence: a run taken over from a lost worker (the chain moved on when it
+    // first started), or one a PATCH replaced while it was being leased. It runs as it is.
+    return { kind: 'execute', reason: null };
+  }
+
+  if (job.overlapPolicy !== 'allow' && job.lastStartedRunId && job.lastStartedRunId !== run.runId) {
+    const previous = await deps.runs.get(job.lastStartedRunId);
+    const running = previous?.status === 'RUNNING' && Date.parse(previous.leaseExpiresAt ?? '') > now;
+    const overlap = decideOverlap(job.overlapPolicy, job.lastStartedRunId, running);
+    if (overlap.action === 'wait' && previous) {
+      // Give the lease back and look again later; the finishing run also wakes it (executeRun).
+      const remainingMs = Date.parse(previous.leaseExpiresAt ?? '') - now;
+      const wait = Math.max(1, Math.min(BUFFER_RECHECK_SECONDS, Math.ceil(remainingMs / 1000)));
+      if (!(await deps.runs.giveBack(run.runId, run.version, now, checkBackAt(now + wait * 1000, now, deps.config), deps.config.timeIndexShards, overlap.reason))) {
+        return { kind: 'stopped', outcome: 'fenced' };
+      }
+      await deps.dispatch.send([{ runId: run.runId, tenantId: run.tenantId, availableAt: now + wait * 1000 }], now);
+      logger.info('occurrence buffered behind a running one', { runId: run.runId, jobId: job.jobId, waitingFor: previous.runId });
+      return { kind: 'stopped', outcome: 'waiting' };
+    }
+    if (overlap.action === 'skip') {
+      const decision = decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), startedAt: now, backfillRemaining });
+      await advanceChain(deps, job, run, decision.successor, false, now);
+      return end(deps, run, 'SKIPPED', overlap.reason, now);
+    }
+    if (overlap.action === 'cancel-previous' && previous) {
+      const cancelled = await deps.runs.complete(previous.runId, previous.version, { status: 'CANCELLED', now, error: null, reason: overlap.reason });
+      logger.info('previous occurrence cancelled by overlap policy', { runId: previous.runId, jobId: job.jobId, cancelled: cancelled === 'recorded' });
+    }
+  }
+
+  const decision = decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), startedAt: now, backfillRemaining });
+  await advanceChain(deps, job, run, decision.successor, decision.execute, now);
+  if (!decision.execute) return end(deps, run, 'SKIPPED', decision.reason ?? 'skipped', now);
+  return { kind: 'execute', reason: decision.reason };
+}
+
+async function end(deps: SchedulerDeps, run: Run, status: 'SKIPPED' | 'CANCELLED', reason: string, now: number): Promise<Admission> {
+  const recorded = await deps.runs.complete(run.runId, run.version, { status, now, error: null, reason });
+  logger.info(status === 'SKIPPED' ? 'run skipped' : 'run cancelled', { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, reason });
+  if (recorded === 'fenced') return { kind: 'stopped', outcome: 'fenced' };
+  return { kind: 'stopped', outcome: status === 'SKIPPED' ? 'skipped' : 'cancelled' };
+}

@@ -1,0 +1,309 @@
+// Changes to a job's life: the occurrence chain that moves on as each occurrence starts, pause and
+// resume, delete, PATCH and manual triggers. Every change of a job is a compare-and-swap on its
+// version and pending occurrence, with the runs it creates in the same transaction.
+import { z } from 'zod';
+import { ConflictError, NotFoundError, PreconditionFailedError, ValidationError } from '../core/errors';
+import { logger } from '../core/logger';
+import { parseOrThrow } from '../core/validation';
+import type { Job } from '../domain/job';
+import { MAX_PAYLOAD_BYTES, jobSpecSchema } from '../domain/job';
+import { occurrenceOnResume } from '../domain/recurrence';
+import type { Successor } from '../domain/recurrence';
+import type { Run } from '../domain/run';
+import { isTerminal } from '../domain/run';
+import { firstFireTime, nextFireTimeAfter, validateSchedule } from '../domain/schedule';
+import type { RunPlan } from './plan-run';
+import { planRun } from './plan-run';
+import type { SchedulerDeps } from './deps';
+import { viewOf } from './jobs';
+import type { JobView } from './jobs';
+
+const MAX_CAS_ATTEMPTS = 5;
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+interface Mutation {
+  readonly next: Job;
+  readonly plan?: RunPlan;
+  readonly releaseName?: boolean;
+  /** Work after the job is committed: retire the old pending run, send the new one. */
+  readonly afterCommit?: () => Promise<void>;
+}
+
+/**
+ * Reads the job, applies `mutate` and writes it back if nothing changed in between; retries on a
+ * race with the scheduler's own writes. A stale `ifMatch` version is a 412.
+ */
+async function mutateJob(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  mutate: (job: Job, now: number) => Mutation,
+  ifMatch?: number,
+): Promise<Job> {
+  for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+    const job = await deps.jobs.get(tenantId, jobId);
+    if (!job) throw new NotFoundError(`No job ${jobId}`);
+    if (ifMatch !== undefined && job.version !== ifMatch) {
+      throw new PreconditionFailedError(`The job is at version ${job.version}, not ${ifMatch}`);
+    }
+    const now = deps.clock();
+    const mutation = mutate(job, now);
+    const result = await deps.jobs.replace(mutation.next, job, {
+      newRuns: mutation.plan ? [mutation.plan] : [],
+      releaseName: mutation.releaseName,
+    });
+    if (result === 'replaced') {
+      await mutation.afterCommit?.();
+      return mutation.next;
+    }
+    // A conflicting write (the worker moved the chain on, or another API call): read again.
+  }
+  throw new ConflictError('The job is changing too quickly; try again');
+}
+
+function touch(job: Job, now: number, changes: Partial<Job>): Job {
+  return { ...job, ...changes, version: job.version + 1, updatedAt: iso(now) };
+}
+
+/** Sends a planned run's message if it goes straight to the queue. */
+async function dispatchPlan(deps: SchedulerDeps, plan: RunPlan | undefined, now: number): Promise<void> {
+  if (!plan?.dispatch) return;
+  try {
+    await deps.dispatch.send([plan.dispatch], now);
+  } catch (error) {
+    // The run has a check-back in the time index; the ticker will send it.
+    logger.error('dispatch failed; the ticker will redeliver', { runId: plan.run.runId, error: error instanceof Error ? error.message : String(error) });
+  }
+}
+
+/** The attempt number for a new run of an occurrence, given the run that last stood for it. */
+function attemptFor(scheduledFor: number, previous: { scheduledFor: string; attempt: number } | null): number {
+  return previous && Date.parse(previous.scheduledFor) === scheduledFor ? previous.attempt + 1 : 1;
+}
+
+async function pendingRun(deps: SchedulerDeps, job: Job): Promise<Run | null> {
+  return job.nextRunId ? deps.runs.get(job.nextRunId) : null;
+}
+
+export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
+  const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
+    if (current.status !== 'ACTIVE') throw new ConflictError(`The job is ${current.status}; only an ACTIVE job can be paused`);
+    const pendingId = current.nextRunId;
+    return {
+      next: touch(current, now, {
+        status: 'PAUSED',
+        pausedAt: iso(now),
+        pausedPending: current.nextRunAt && pendingId ? { runId: pendingId, scheduledFor: current.nextRunAt } : null,
+        nextRunAt: null,
+        nextRunId: null,
+      }),
+      afterCommit: async () => {
+        if (pendingId) await deps.runs.retirePending(pendingId, 'SKIPPED', 'job paused', now);
+      },
+    };
+  });
+  logger.info('job paused', { jobId, tenantId });
+  return viewOf(job);
+}
+
+export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
+  // The run that stood for the pending occurrence decides the attempt of its replacement.
+  const before = await deps.jobs.get(tenantId, jobId);
+  const pausedRun = before?.pausedPending ? await deps.runs.get(before.pausedPending.runId) : null;
+  const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
+    if (current.status !== 'PAUSED') throw new ConflictError(`The job is ${current.status}; only a PAUSED job can be resumed`);
+    const pendingAt = current.pausedPending ? Date.parse(current.pausedPending.scheduledFor) : null;
+    const occurrence = occurrenceOnResume(current, pendingAt, now);
+    const cleared = { pausedAt: null, pausedPending: null };
+    if (!occurrence) {
+      return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };
+    }
+    const plan = planRun(deps.config, current, {
+      scheduledFor: occurrence.scheduledFor,
+      attempt: attemptFor(occurrence.scheduledFor, pausedRun),
+      trigger: 'schedule',
+      reason: occurrence.reason,
+    }, now);
+    return {
+      next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
+      plan,
+      afterCommit: () => dispatchPlan(deps, plan, now),
+    };
+  });
+  logger.info('job resumed', { jobId, tenantId, nextRunAt: job.nextRunAt });
+  return viewOf(job);
+}
+
+export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
+  const existing = await deps.jobs.get(tenantId, jobId);
+  if (existing?.status === 'CANCELLED') return viewOf(existing);
+  const job = await mutateJob(deps, tenantId, jobId, (current, now) => ({
+    next: touch(current, now, { status: 'CANCELLED', nextRunAt: null, nextRunId: null, pausedPending: null }),
+    releaseName: true,
+    afterCommit: async () => {
+      // Every run of the job that has not started ends CANCELLED. A run leased meanwhile sees the
+      // job CANCELLED and ends the same way.
+      for (const run of await deps.runs.pendingOfJob(jobId)) {
+        await deps.runs.retirePending(run.runId, 'CANCELLED', 'job deleted', now);
+      }
+    },
+  }));
+  logger.info('job deleted', { jobId, tenantId });
+  return viewOf(job);
+}
+
+/** PATCH: fields of the definition, replaced whole at the top level (JSON merge of the first level). */
+export async function patchJob(deps: SchedulerDeps, tenantId: string, jobId: string, body: unknown, ifMatch?: number): Promise<JobView> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ValidationError('Invalid request', [{ path: '(body)', message: 'must be a JSON object of the fields to change' }]);
+  }
+  const changes = body as Record<string, unknown>;
+  const before = await deps.jobs.get(tenantId, jobId);
+  const pending = before ? await pendingRun(deps, before) : null;
+  const job = await mutateJob(
+    deps,
+    tenantId,
+    jobId,
+    (current, now) => {
+      if (current.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
+      if ('name' in changes && changes.name !== current.name) {
+        throw new ValidationError('Invalid job', [{ path: 'name', message: 'cannot be changed; create a new job instead' }]);
+      }
+      const { jobId: _j, tenantId: _t, status: _s, createdAt: _c, updatedAt: _u, version: _v, nextRunAt: _n, nextRunId: _r, lastStartedRunId: _l, pausedAt: _p, pausedPending: _pp, ...spec } = current;
+      const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes }, 'Invalid job');
+      const schedulingChanged =
+        JSON.stringify(merged.schedule) !== JSON.stringify(current.schedule) ||
+        merged.timeoutSeconds !== current.timeoutSeconds ||
+        JSON.stringify(merged.target) !== JSON.stringify(current.target);
+      if (JSON.stringify(merged.schedule) !== JSON.stringify(current.schedule)) validateSchedule(merged.schedule, now);
+      const updated = touch(current, now, merged);
+      if (current.status !== 'ACTIVE' || !schedulingChanged) return { next: updated };
+
+      // The pending occurrence is retired and planned again from the new definition (its lease
+      // length follows the timeout, and its time the schedule).
+      const first = firstFireTime(merged.schedule, now);
+      if (first === null) {
+        return { next: { ...updated, status: 'COMPLETED', nextRunAt: null, nextRunId: null }, afterCommit: () => retire(current.nextRunId) };
+      }
+      const plan = planRun(deps.config, updated, { scheduledFor: first, attempt: attemptFor(first, pending), trigger: 'schedule' }, now);
+      return {
+        next: { ...updated, nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId },
+        plan,
+        afterCommit: async () => {
+          await retire(current.nextRunId);
+          await dispatchPlan(deps, plan, now);
+        },
+      };
+    },
+    ifMatch,
+  );
+  async function retire(runId: string | null): Promise<void> {
+    if (runId) await deps.runs.retirePending(runId, 'SKIPPED', 'job definition changed', deps.clock());
+  }
+  logger.info('job updated', { jobId, tenantId, version: job.version });
+  return viewOf(job);
+}
+
+/** A manual occurrence now, outside the schedule's chain. */
+export async function triggerJob(deps: SchedulerDeps, tenantId: string, jobId: string, body: unknown): Promise<Run> {
+  const job = await deps.jobs.get(tenantId, jobId);
+  if (!job) throw new NotFoundError(`No job ${jobId}`);
+  if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
+  const request = parseOrThrow(triggerSchema, body ?? {});
+  const now = deps.clock();
+  const plan = planRun(deps.config, job, {
+    scheduledFor: now,
+    attempt: 1,
+    trigger: 'manual',
+    ...(request.payload !== undefined ? { payloadOverride: request.payload } : {}),
+  }, now);
+  if (!(await deps.runs.create(plan))) throw new ConflictError('A manual run was triggered at this same instant; try again');
+  await dispatchPlan(deps, plan, now);
+  logger.info('job triggered', { jobId, tenantId, runId: plan.run.runId });
+  return plan.run;
+}
+
+const triggerSchema = z.strictObject({
+  payload: z
+    .json()
+    .optional()
+    .refine((payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`),
+});
+
+/**
+ * Moves the chain of a recurring job on when its pending occurrence starts: the job points at the
+ * successor, which is written in the same transaction. Returns false when the job had already
+ * moved on (a PATCH, pause or another worker got there first).
+ */
+export async function advanceChain(
+  deps: SchedulerDeps,
+  job: Job,
+  started: Run,
+  successor: Successor | null,
+  executes: boolean,
+  now: number,
+): Promise<boolean> {
+  let current: Job | null = job;
+  for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS && current; attempt++) {
+    if (current.status !== 'ACTIVE' || current.nextRunId !== started.runId) return false;
+    const plan = successor
+      ? planRun(deps.config, current, {
+          scheduledFor: successor.scheduledFor,
+          attempt: 1,
+          trigger: 'schedule',
+          ...(successor.backfillRemaining !== undefined ? { backfillRemaining: successor.backfillRemaining } : {}),
+        }, now)
+      : undefined;
+    const next: Job = {
+      ...current,
+      updatedAt: iso(now),
+      lastStartedRunId: executes ? started.runId : (current.lastStartedRunId ?? null),
+      ...(plan
+        ? { nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
+        : { nextRunAt: null, nextRunId: null, status: 'COMPLETED' as const }),
+    };
+    const result = await deps.jobs.replace(next, current, { newRuns: plan ? [plan] : [] });
+    if (result === 'replaced') {
+      await dispatchPlan(deps, plan, now);
+      return true;
+    }
+    if (result === 'run-exists' && plan) {
+      // The successor was already written (a resume or a repair planned the same occurrence):
+      // point the job at it without writing it again.
+      const existing = await deps.runs.get(plan.run.runId);
+      if (existing && !isTerminal(existing.status)) {
+        const pointed = await deps.jobs.replace(next, current);
+        if (pointed === 'replaced') return true;
+      }
+    }
+    current = await deps.jobs.getAnyTenant(job.jobId);
+  }
+  return false;
+}
+
+/**
+ * The ticker's repair of a job whose pending occurrence is long overdue and whose run is gone
+ * or ended without starting the chain's next occurrence: the chain resumes from now.
+ */
+export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBefore: number): Promise<boolean> {
+  const job = await deps.jobs.getAnyTenant(jobId);
+  if (!job || job.status !== 'ACTIVE' || !job.nextRunAt || Date.parse(job.nextRunAt) >= overdueBefore) return false;
+  const run = await pendingRun(deps, job);
+  if (run && !isTerminal(run.status)) return false; // waiting or running: the time index covers it
+  const now = deps.clock();
+  const pendingAt = Date.parse(job.nextRunAt);
+  // A missing run is planned again for its occurrence; an ended one hands over to the next.
+  const scheduledFor = run ? nextFireTimeAfter(job.schedule, now) : pendingAt;
+  const plan =
+    scheduledFor === null
+      ? undefined
+      : planRun(deps.config, job, { scheduledFor, attempt: attemptFor(scheduledFor, run), trigger: 'schedule', reason: 'repaired: the pending occurrence was lost' }, now);
+  const next: Job = plan
+    ? { ...job, updatedAt: iso(now), nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
+    : { ...job, updatedAt: iso(now), nextRunAt: null, nextRunId: null, status: 'COMPLETED' };
+  const result = await deps.jobs.replace(next, job, { newRuns: plan ? [plan] : [] });
+  if (result !== 'replaced') return false;
+  await dispatchPlan(deps, plan, now);
+  logger.warn('repaired a job whose pending occurrence was lost', { jobId, tenantId: job.tenantId, lostRunId: job.nextRunId, nextRunAt: next.nextRunAt });
+  return true;
+}

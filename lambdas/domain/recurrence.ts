@@ -1,0 +1,135 @@
+// What happens when an occurrence starts: whether it executes (misfire and overlap policies) and
+// which occurrence follows it. Pure functions; the worker applies their decisions with
+// conditional writes.
+import type { JobSpec } from './job';
+import { cronFireTimes, nextFireTimeAfter } from './schedule';
+
+/** An occurrence that starts later than this after its time was missed (the scheduler was down, or the job paused). */
+export const MISFIRE_THRESHOLD_MS = 60_000;
+
+export interface Successor {
+  readonly scheduledFor: number;
+  /** Set while catching up under `backfill`: how many more missed occurrences may still run. */
+  readonly backfillRemaining?: number;
+}
+
+export interface StartDecision {
+  readonly execute: boolean;
+  /** Why the occurrence is skipped, or what the policy did; recorded on the run. */
+  readonly reason: string | null;
+  readonly successor: Successor | null;
+}
+
+export interface StartContext {
+  readonly scheduledFor: number;
+  readonly startedAt: number;
+  /** Carried on runs created while catching up under `backfill`. */
+  readonly backfillRemaining?: number;
+}
+
+type Policies = Pick<JobSpec, 'schedule' | 'misfirePolicy' | 'backfillLimit'>;
+
+/** The misfire policy applied to an occurrence as it starts. */
+export function decideStart(job: Policies, occurrence: StartContext): StartDecision {
+  const lateMs = occurrence.startedAt - occurrence.scheduledFor;
+  const next = (after: number): number | null => nextFireTimeAfter(job.schedule, after);
+  const following = next(occurrence.scheduledFor);
+  if (lateMs <= MISFIRE_THRESHOLD_MS) {
+    // On time (or a backfilled occurrence that has caught up): the chain goes on.
+    return {
+      execute: true,
+      reason: null,
+      successor: following === null ? null : continueBackfill(following, occurrence, occurrence.startedAt),
+    };
+  }
+
+  const lateSeconds = Math.round(lateMs / 1000);
+  const missed = job.schedule.kind === 'cron' ? countMissed(job, occurrence.scheduledFor, occurrence.startedAt) : 0;
+  const afterNow = next(occurrence.startedAt);
+  switch (job.misfirePolicy) {
+    case 'skip':
+      return {
+        execute: false,
+        reason: `misfired: due ${lateSeconds} s ago; misfirePolicy skip`,
+        successor: afterNow === null ? null : { scheduledFor: afterNow },
+      };
+    case 'fire-once':
+      return {
+        execute: true,
+        reason: `misfired: started ${lateSeconds} s late; runs once${missed > 0 ? `, ${missed}${missed >= MISSED_COUNT_LIMIT ? '+' : ''} later missed occurrences skipped` : ''} (misfirePolicy fire-once)`,
+        successor: afterNow === null ? null : { scheduledFor: afterNow },
+      };
+    case 'backfill': {
+      // The oldest `backfillLimit` missed occurrences run, in order; the rest are skipped.
+      const remaining = occurrence.backfillRemaining ?? job.backfillLimit - 1;
+      const canContinue = following !== null && following <= occurrence.startedAt && remaining > 0;
+      return {
+        execute: true,
+        reason: `misfired: started ${lateSeconds} s late; backfilling (misfirePolicy backfill, ${Math.max(0, remaining)} more may run)`,
+        successor: canContinue
+          ? { scheduledFor: following, backfillRemaining: remaining - 1 }
+          : afterNow === null
+            ? null
+            : { scheduledFor: afterNow },
+      };
+    }
+  }
+}
+
+function continueBackfill(following: number, occurrence: StartContext, now: number): Successor {
+  // A backfilled occurrence that starts on time still passes on the remaining budget while the
+  // next occurrence is also in the past.
+  if (occurrence.backfillRemaining !== undefined && following <= now && occurrence.backfillRemaining > 0) {
+    return { scheduledFor: following, backfillRemaining: occurrence.backfillRemaining - 1 };
+  }
+  return { scheduledFor: following };
+}
+
+const MISSED_COUNT_LIMIT = 1000;
+
+/** Occurrences after `scheduledFor` that were due by `now` (counted up to a limit). */
+function countMissed(job: Policies, scheduledFor: number, now: number): number {
+  if (job.schedule.kind !== 'cron') return 0;
+  return cronFireTimes(job.schedule, scheduledFor, MISSED_COUNT_LIMIT).filter((t) => t <= now).length;
+}
+
+export type OverlapDecision =
+  | { readonly action: 'proceed' }
+  | { readonly action: 'skip'; readonly reason: string }
+  | { readonly action: 'wait'; readonly reason: string }
+  | { readonly action: 'cancel-previous'; readonly reason: string };
+
+/** The overlap policy applied when an occurrence starts while the previous one may still run. */
+export function decideOverlap(policy: JobSpec['overlapPolicy'], previousRunId: string | null, previousRunning: boolean): OverlapDecision {
+  if (!previousRunning || previousRunId === null || policy === 'allow') return { action: 'proceed' };
+  switch (policy) {
+    case 'skip':
+      return { action: 'skip', reason: `overlap: run ${previousRunId} is still running (overlapPolicy skip)` };
+    case 'buffer-one':
+      return { action: 'wait', reason: `overlap: waiting for run ${previousRunId} to finish (overlapPolicy buffer-one)` };
+    case 'cancel-running':
+      return { action: 'cancel-previous', reason: `overlap: cancelled by the next occurrence (overlapPolicy cancel-running)` };
+  }
+}
+
+/**
+ * The occurrence a paused job picks up when it is resumed, by its misfire policy. `pendingAt` is
+ * the occurrence that was pending when it was paused.
+ */
+export function occurrenceOnResume(job: Policies, pendingAt: number | null, now: number): { scheduledFor: number; reason: string | null } | null {
+  const firstAfterNow = job.schedule.kind === 'cron' ? nextFireTimeAfter(job.schedule, now) : null;
+  if (pendingAt === null) return firstAfterNow === null ? null : { scheduledFor: firstAfterNow, reason: null };
+  if (pendingAt > now) return { scheduledFor: pendingAt, reason: null };
+  // The pending occurrence was missed while paused.
+  switch (job.misfirePolicy) {
+    case 'skip':
+      return firstAfterNow === null ? null : { scheduledFor: firstAfterNow, reason: null };
+    case 'fire-once': {
+      // One run now stands for everything missed: the latest missed occurrence.
+      const missed = job.schedule.kind === 'cron' ? cronFireTimes(job.schedule, pendingAt, MISSED_COUNT_LIMIT).filter((t) => t <= now) : [];
+      return { scheduledFor: missed.at(-1) ?? pendingAt, reason: 'resumed: missed occurrences fire once (misfirePolicy fire-once)' };
+    }
+    case 'backfill':
+      return { scheduledFor: pendingAt, reason: 'resumed: backfilling missed occurrences (misfirePolicy backfill)' };
+  }
+}
