@@ -119,25 +119,27 @@ export class RunsRepository {
     outcome: { status: AttemptOutcome | 'SKIPPED' | 'CANCELLED'; now: number; error: RunError | null; reason?: string | null },
   ): Promise<'recorded' | 'fenced'> {
     const now = new Date(outcome.now).toISOString();
+    // A reason given now replaces the one the run was created with; none keeps it.
+    const withReason = outcome.reason !== undefined && outcome.reason !== null;
     const recorded = await this.conditionalUpdate({
       Key: runKey(runId),
-      UpdateExpression: 'SET #status = :outcome, #finishedAt = :now, #updatedAt = :now, #error = :error, #reason = :reason',
+      UpdateExpression: `SET #status = :outcome, #finishedAt = :now, #updatedAt = :now, #error = :error${withReason ? ', #reason = :reason' : ''}`,
       ConditionExpression: '#status = :running AND #version = :version',
       ExpressionAttributeNames: {
         '#status': 'status',
         '#finishedAt': 'finishedAt',
         '#updatedAt': 'updatedAt',
         '#error': 'error',
-        '#reason': 'reason',
         '#version': 'version',
+        ...(withReason ? { '#reason': 'reason' } : {}),
       },
       ExpressionAttributeValues: {
         ':outcome': outcome.status,
         ':now': now,
         ':error': outcome.error,
-        ':reason': outcome.reason ?? null,
         ':running': 'RUNNING',
         ':version': version,
+        ...(withReason ? { ':reason': outcome.reason } : {}),
       },
     });
     return recorded ? 'recorded' : 'fenced';

@@ -1,0 +1,272 @@
+// Recurring jobs, control operations and policies, against the emulator. Workers are driven
+// directly with their own clocks, so a chain of minute-by-minute occurrences runs in moments.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { executeRun } from '../../lambdas/app/execute-run';
+import { tick } from '../../lambdas/app/tick';
+import type { Scheduler, TargetServer } from './harness';
+import { jobBody, startScheduler, startTarget } from './harness';
+
+const MINUTE = 60_000;
+
+describe('recurring jobs and control', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  /** The API's clock runs `offset` ms ahead of real time. */
+  let offset = 0;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, clock: () => Date.now() + offset });
+    target = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const worker = (at: number, id = 'worker') => scheduler.workerDeps(id, () => at);
+
+  async function createCron(overrides: Record<string, unknown> = {}): Promise<{ jobId: string; runId: string; at: number }> {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' }, ...overrides }),
+    );
+    expect(created.status).toBe(201);
+    return { jobId: created.body.job.jobId, runId: created.body.job.nextRunId, at: Date.parse(created.body.job.nextRunAt) };
+  }
+
+  async function job(jobId: string) {
+    return (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body;
+  }
+
+  it('materializes each next occurrence once as the previous one starts, with a deterministic id', async () => {
+    const first = await createCron();
+    const view = await job(first.jobId);
+    expect(view.upcomingRuns).toHaveLength(5);
+    expect(Date.parse(view.upcomingRuns[1]) - Date.parse(view.upcomingRuns[0])).toBe(MINUTE);
+
+    // Two workers race for the first occurrence: one runs it, and the chain moves on exactly once.
+    const results = await Promise.all([executeRun(worker(first.at + 100, 'a'), first.runId), executeRun(worker(first.at + 100, 'b'), first.runId)]);
+    expect([...results].sort()).toEqual(['held', 'succeeded']);
+    const after = await job(first.jobId);
+    expect(after.nextRunAt).toBe(new Date(first.at + MINUTE).toISOString());
+    expect(after.nextRunId).toBe(`${first.jobId}.${(first.at + MINUTE).toString(36)}.1`);
+
+    // The next occurrence runs in its turn and hands on again.
+    expect(await executeRun(worker(first.at + MINUTE + 50), after.nextRunId)).toBe('succeeded');
+    const runs = (await scheduler.api('GET', `/v1/jobs/${first.jobId}/runs`)).body.items;
+    expect(runs.map((r: { status: string }) => r.status)).toEqual(['QUEUED', 'SUCCEEDED', 'SUCCEEDED']);
+  });
+
+  it('never leases a run before its time', async () => {
+    const { runId, at } = await createCron();
+    // A worker whose clock is two seconds early sends it back rather than run it.
+    expect(await executeRun(worker(at - 5_000), runId)).toBe('requeued');
+    expect((await scheduler.deps.runs.get(runId))?.status).toBe('QUEUED');
+  });
+
+  it('does not fire a paused job, and resumes from the pending occurrence when it is still ahead', async () => {
+    const { jobId, runId, at } = await createCron();
+    const paused = await scheduler.api('POST', `/v1/jobs/${jobId}/pause`);
+    expect(paused.status).toBe(200);
+    expect(paused.body).toMatchObject({ status: 'PAUSED', nextRunAt: null, upcomingRuns: [] });
+    expect((await scheduler.deps.runs.get(runId))?.status).toBe('SKIPPED');
+    // Its message arrives anyway: nothing runs.
+    const calls = target.calls.length;
+    expect(await executeRun(worker(at + 100), runId)).toBe('duplicate');
+    expect(target.calls.length).toBe(calls);
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`)).status).toBe(409);
+
+    const resumed = await scheduler.api('POST', `/v1/jobs/${jobId}/resume`);
+    expect(resumed.body).toMatchObject({ status: 'ACTIVE', nextRunAt: new Date(at).toISOString() });
+    expect(resumed.body.nextRunId).toBe(`${jobId}.${at.toString(36)}.2`);
+    expect(await executeRun(worker(at + 100), resumed.body.nextRunId)).toBe('succeeded');
+  });
+
+  it.each([
+    ['skip', 0],
+    ['fire-once', 1],
+  ] as const)('resumes after a gap by misfire policy %s', async (policy, expectedCalls) => {
+    const { jobId, at } = await createCron({ misfirePolicy: policy });
+    await scheduler.api('POST', `/v1/jobs/${jobId}/pause`);
+    offset = 10 * MINUTE; // ten occurrences pass while paused
+    try {
+      const resumed = (await scheduler.api('POST', `/v1/jobs/${jobId}/resume`)).body;
+      const nextAt = Date.parse(resumed.nextRunAt);
+      const calls = target.calls.length;
+      if (policy === 'skip') {
+        expect(nextAt).toBeGreaterThan(Date.now() + offset - 1);
+      } else {
+        // One run stands for the missed ones: the latest missed occurrence, due at once.
+        expect(nextAt).toBeLessThanOrEqual(Date.now() + offset);
+        expect(nextAt).toBeGreaterThan(at + 8 * MINUTE);
+        expect(await executeRun(worker(Date.now() + offset), resumed.nextRunId)).toBe('succeeded');
+        const run = await scheduler.deps.runs.get(resumed.nextRunId);
+        expect(run?.reason).toMatch(/misfirePolicy fire-once/);
+        const afterRun = await job(jobId);
+        expect(Date.parse(afterRun.nextRunAt)).toBeGreaterThan(Date.now() + offset - 1);
+      }
+      expect(target.calls.length - calls).toBe(expectedCalls);
+    } finally {
+      offset = 0;
+    }
+  });
+
+  it('backfills missed occurrences up to the cap, oldest first, then skips to the present', async () => {
+    const { jobId, runId, at } = await createCron({ misfirePolicy: 'backfill', backfillLimit: 3 });
+    const now = at + 10 * MINUTE + 5_000; // the scheduler was down for ten minutes
+    const ran: string[] = [];
+    let next = runId;
+    for (let i = 0; i < 3; i++) {
+      expect(await executeRun(worker(now), next)).toBe('succeeded');
+      ran.push((await scheduler.deps.runs.get(next))?.scheduledFor ?? '');
+      next = (await job(jobId)).nextRunId;
+    }
+    expect(ran).toEqual([0, 1, 2].map((i) => new Date(at + i * MINUTE).toISOString()));
+    // The cap is reached: the chain jumps to the first occurrence after now.
+    expect((await job(jobId)).nextRunAt).toBe(new Date(at + 11 * MINUTE).toISOString());
+  });
+
+  it('skips an occurrence that starts too late under misfire policy skip', async () => {
+    const { jobId, runId, at } = await createCron({ misfirePolicy: 'skip' });
+    expect(await executeRun(worker(at + 5 * MINUTE), runId)).toBe('skipped');
+    expect(await scheduler.deps.runs.get(runId)).toMatchObject({ status: 'SKIPPED', reason: expect.stringMatching(/misfirePolicy skip/) });
+    expect((await job(jobId)).nextRunAt).toBe(new Date(at + 6 * MINUTE).toISOString());
+  });
+
+  it('cancels a deleted job: its pending run never starts and its name is free again', async () => {
+    const { jobId, runId, at } = await createCron({ name: 'deleted-one' });
+    const deleted = await scheduler.api('DELETE', `/v1/jobs/${jobId}`);
+    expect(deleted.body).toMatchObject({ status: 'CANCELLED', nextRunAt: null });
+    expect(await scheduler.deps.runs.get(runId)).toMatchObject({ status: 'CANCELLED', reason: 'job deleted' });
+    expect(await executeRun(worker(at + 100), runId)).toBe('duplicate');
+    expect((await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'deleted-one' }))).status).toBe(201);
+    expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
+  });
+
+  it('triggers a manual run now with its own payload, outside the chain', async () => {
+    const { jobId, runId } = await createCron();
+    const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`, { payload: { manual: true } });
+    expect(triggered.status).toBe(202);
+    expect(triggered.body.run).toMatchObject({ trigger: 'manual', attempt: 1, status: 'QUEUED' });
+    const calls = target.calls.length;
+    expect(await executeRun(worker(Date.now() + 1_000), triggered.body.run.runId)).toBe('succeeded');
+    expect(JSON.parse(target.calls[calls]!.body)).toEqual({ manual: true });
+    expect((await job(jobId)).nextRunId).toBe(runId);
+  });
+
+  it('re-plans the pending occurrence when PATCH changes the schedule, and refuses a stale If-Match', async () => {
+    const { jobId, runId } = await createCron();
+    const stale = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { payload: { v: 2 } }, { 'if-match': '99' });
+    expect(stale.status).toBe(412);
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', expression: '0 3 * * *', timezone: 'Europe/Paris' } }, { 'if-match': '1' });
+    expect(patched.status).toBe(200);
+    expect(patched.body.version).toBe(2);
+    expect(new Date(patched.body.nextRunAt).getUTCMinutes()).toBe(0);
+    expect(patched.body.nextRunId).not.toBe(runId);
+    expect(await scheduler.deps.runs.get(runId)).toMatchObject({ status: 'SKIPPED', reason: 'job definition changed' });
+    expect((await scheduler.deps.runs.get(patched.body.nextRunId))?.status).toBe('SCHEDULED');
+    const invalid = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', expression: 'nope', timezone: 'UTC' } });
+    expect(invalid.status).toBe(400);
+    expect((await job(jobId)).version).toBe(2);
+  });
+
+  it('completes a cron job after the last occurrence before endAt', async () => {
+    const start = Math.ceil((Date.now() + MINUTE) / MINUTE) * MINUTE;
+    const { jobId, runId } = await createCron({
+      schedule: {
+        kind: 'cron',
+        expression: '* * * * *',
+        timezone: 'UTC',
+        startAt: new Date(start).toISOString(),
+        endAt: new Date(start + 30_000).toISOString(),
+      },
+    });
+    expect((await job(jobId)).upcomingRuns).toEqual([new Date(start).toISOString()]);
+    expect(await executeRun(worker(start + 100), runId)).toBe('succeeded');
+    expect(await job(jobId)).toMatchObject({ status: 'COMPLETED', nextRunAt: null });
+  });
+});
+
+describe('overlap policies', () => {
+  let scheduler: Scheduler;
+  let release: () => void = () => undefined;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+    // The first call blocks until released; later calls answer at once.
+    target = await startTarget((_call, index) =>
+      index === 0 ? new Promise((resolve) => (release = () => resolve({ status: 200 }))) : { status: 200 },
+    );
+  });
+  afterAll(async () => {
+    release();
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it.each(['skip', 'buffer-one', 'cancel-running', 'allow'] as const)('applies %s when an occurrence starts while the previous one runs', async (policy) => {
+    target.calls.length = 0;
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { overlapPolicy: policy, schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } }),
+    );
+    const first: string = created.body.job.nextRunId;
+    const at = Date.parse(created.body.job.nextRunAt);
+    const firstRun = executeRun(scheduler.workerDeps('w1', () => at + 100), first);
+    // Wait until the first run is inside its (blocked) target call.
+    while (target.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    const second: string = (await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}`)).body.nextRunId;
+    const secondResult = await executeRun(scheduler.workerDeps('w2', () => at + MINUTE + 100), second);
+    const secondRun = await scheduler.deps.runs.get(second);
+
+    if (policy === 'skip') {
+      expect(secondResult).toBe('skipped');
+      expect(secondRun).toMatchObject({ status: 'SKIPPED', reason: expect.stringMatching(/overlapPolicy skip/) });
+    } else if (policy === 'buffer-one') {
+      expect(secondResult).toBe('waiting');
+      expect(secondRun).toMatchObject({ status: 'QUEUED', reason: expect.stringMatching(/buffer-one/) });
+    } else if (policy === 'cancel-running') {
+      expect(secondResult).toBe('succeeded');
+      expect((await scheduler.deps.runs.get(first))?.status).toBe('CANCELLED');
+    } else {
+      expect(secondResult).toBe('succeeded');
+    }
+    release();
+    const firstResult = await firstRun;
+    expect(firstResult).toBe(policy === 'cancel-running' ? 'fenced' : 'succeeded');
+    if (policy === 'buffer-one') {
+      // The finished run woke the buffered one; it runs now.
+      expect(await executeRun(scheduler.workerDeps('w3', () => at + MINUTE + 5_000), second)).toBe('succeeded');
+    }
+  });
+});
+
+describe('repairs by the ticker', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, tuning: { redeliveryGraceSeconds: 60 } });
+    target = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('resumes the chain of a recurring job whose pending run ended without starting the next', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } }));
+    const { jobId, nextRunId } = created.body.job;
+    // The pending run is lost: it ended before it ever started the next occurrence.
+    await scheduler.deps.runs.retirePending(nextRunId, 'CANCELLED', 'lost in a test', Date.now());
+    const later = Date.now() + 5 * MINUTE;
+    const reports = await Promise.all([tick(scheduler.workerDeps('t1', () => later)), tick(scheduler.workerDeps('t2', () => later))]);
+    expect(reports.reduce((sum, r) => sum + r.repairedJobs, 0)).toBe(1);
+    const repaired = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body;
+    expect(Date.parse(repaired.nextRunAt)).toBeGreaterThan(later);
+    expect(repaired.nextRunId).not.toBe(nextRunId);
+    expect((await scheduler.deps.runs.get(repaired.nextRunId))?.status).toBe('QUEUED');
+  });
+});
