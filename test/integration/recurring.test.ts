@@ -270,3 +270,38 @@ describe('repairs by the ticker', () => {
     expect((await scheduler.deps.runs.get(repaired.nextRunId))?.status).toBe('QUEUED');
   });
 });
+
+describe('schedule preview', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(async () => scheduler.stop());
+
+  it('returns the next fire times in UTC from a given instant and creates nothing', async () => {
+    const preview = await scheduler.api('POST', '/v1/schedules/preview', {
+      schedule: { kind: 'cron', expression: '30 2 * * *', timezone: 'America/New_York' },
+      from: '2026-03-07T00:00:00Z',
+      count: 3,
+    });
+    expect(preview.status).toBe(200);
+    expect(preview.body.fireTimes).toEqual(['2026-03-07T07:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z']);
+    const five = await scheduler.api('POST', '/v1/schedules/preview', { schedule: { kind: 'cron', expression: '0 * * * *', timezone: 'UTC' } });
+    expect(five.body.fireTimes).toHaveLength(5);
+    expect(await scheduler.countItems('runs')).toBe(0);
+  });
+
+  it('names the failing field of an invalid, unknown-zone or never-firing schedule', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ schedule: { kind: 'cron', expression: '0 0 30 2 *', timezone: 'UTC' } }, 'schedule.expression'],
+      [{ schedule: { kind: 'cron', expression: 'every day', timezone: 'UTC' } }, 'schedule.expression'],
+      [{ schedule: { kind: 'cron', expression: '0 9 * * *', timezone: 'Moon/Crater' } }, 'schedule.timezone'],
+      [{ schedule: { kind: 'cron', expression: '0 9 * * *' }, count: 101 }, 'count'],
+    ];
+    for (const [body, path] of cases) {
+      const response = await scheduler.api('POST', '/v1/schedules/preview', body);
+      expect(response.status).toBe(400);
+      expect(response.body.errors.map((e: { path: string }) => e.path)).toEqual([path]);
+    }
+  });
+});
