@@ -30,9 +30,11 @@ export async function answers(endpoint: string): Promise<boolean> {
   }
 }
 
-function motoServerBinary(): string {
+/** The venv's Python with moto installed (installing it the first time). */
+function motoPython(): string {
+  const python = path.join(venv, 'bin', 'python');
   const binary = path.join(venv, 'bin', 'moto_server');
-  if (existsSync(binary)) return binary;
+  if (existsSync(binary)) return python;
   mkdirSync(stateDir, { recursive: true });
   console.log(`Installing ${MOTO_REQUIREMENT} into ${path.relative(process.cwd(), venv) || venv} (once)...`);
   execFileSync('python3', ['-m', 'venv', venv], { stdio: 'inherit' });
@@ -40,7 +42,7 @@ function motoServerBinary(): string {
     stdio: 'inherit',
   });
   if (!existsSync(binary)) throw new Error(`moto_server was not installed at ${binary}`);
-  return binary;
+  return python;
 }
 
 export async function ensureEmulator(endpoint = process.env.AWS_ENDPOINT_URL ?? DEFAULT_ENDPOINT): Promise<Emulator> {
@@ -49,9 +51,11 @@ export async function ensureEmulator(endpoint = process.env.AWS_ENDPOINT_URL ?? 
   if (!['127.0.0.1', 'localhost'].includes(url.hostname)) {
     throw new Error(`Nothing answers at ${endpoint}, and moto is only started on this machine (127.0.0.1).`);
   }
-  const binary = motoServerBinary();
+  const python = motoPython();
   const out = openSync(logFile, 'a');
-  const child = spawn(binary, ['-H', '127.0.0.1', '-p', url.port || '80'], { detached: true, stdio: ['ignore', out, out] });
+  // Our launcher: moto with DynamoDB requests serialised, as atomic as the real service.
+  const launcher = path.join(root, 'scripts', 'local', 'moto_server.py');
+  const child = spawn(python, [launcher, '-H', '127.0.0.1', '-p', url.port || '80'], { detached: true, stdio: ['ignore', out, out] });
   child.unref();
   writeFileSync(pidFile, String(child.pid));
   const deadline = Date.now() + 30_000;
