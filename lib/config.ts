@@ -10,6 +10,8 @@ export interface SchedulerStackConfig {
   readonly workerMaxConcurrency?: number;
   /** Pre-warmed DynamoDB throughput for launch-day bursts; see docs/capacity.md. */
   readonly warmThroughput?: WarmThroughput;
+  /** An SNS topic that alarms notify, if any. */
+  readonly alarmTopicArn?: string;
   /** Time gate and lease tunables (see lambdas/core/config.ts). */
   readonly tuning: Tuning;
 }

@@ -7,6 +7,9 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
+import { ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { Topic } from 'aws-cdk-lib/aws-sns';
 import { workerConsumer } from '../lambdas/store/schema';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
@@ -41,6 +44,7 @@ export class SchedulerStack extends Stack {
       REDELIVERY_GRACE_SECONDS: String(config.tuning.redeliveryGraceSeconds),
       LEASE_MARGIN_SECONDS: String(config.tuning.leaseMarginSeconds),
       TIME_INDEX_SHARDS: String(config.tuning.timeIndexShards),
+      FAILED_MESSAGE_RETRY_SECONDS: String(config.tuning.failedMessageRetrySeconds),
     };
     const common = { environment, logRetentionDays: config.logRetentionDays };
 
@@ -105,8 +109,21 @@ export class SchedulerStack extends Stack {
       integration: new HttpLambdaIntegration('ApiIntegration', this.api.fn),
     });
 
+    // Messages that failed before any run could record them: someone should look (docs/operations.md).
+    const dlqAlarm = dispatchDlq
+      .metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' })
+      .createAlarm(this, 'DispatchDlqNotEmpty', {
+        alarmDescription: 'The dispatch DLQ holds messages: see "Messages in the dispatch DLQ" in docs/operations.md',
+        threshold: 0,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+    if (config.alarmTopicArn) dlqAlarm.addAlarmAction(new SnsAction(Topic.fromTopicArn(this, 'AlarmTopic', config.alarmTopicArn)));
+
     new CfnOutput(this, 'ApiUrl', { value: this.httpApi.apiEndpoint });
     new CfnOutput(this, 'JobsTableName', { value: jobsTable.tableName });
     new CfnOutput(this, 'DispatchDlqUrl', { value: dispatchDlq.queueUrl });
+    new CfnOutput(this, 'DispatchQueueUrl', { value: dispatchQueue.queueUrl });
   }
 }

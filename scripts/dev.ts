@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { createDeps } from '../lambdas/app/deps';
 import { createAwsClients } from '../lambdas/store/aws';
+import { tuningFromEnv } from '../lambdas/core/config';
 import { emulatorEnvironment, ensureEmulator } from './local/emulator';
 import { createLocalResources } from './local/resources';
 import { ECHO_PATH, startLocalRuntime } from './local/runtime';
@@ -22,9 +23,7 @@ async function main(): Promise<void> {
   Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
 
   const clients = createAwsClients();
-  const config = await createLocalResources(clients, process.env.LOCAL_PREFIX ?? 'scheduler', {
-    ...(process.env.TICKER_HORIZON_SECONDS ? { tickerHorizonSeconds: intFromEnv('TICKER_HORIZON_SECONDS', 180) } : {}),
-  });
+  const config = await createLocalResources(clients, process.env.LOCAL_PREFIX ?? 'scheduler', tuningFromEnv());
   const deps = createDeps(config, clients, { workerId: `local-${process.pid}` });
 
   const generated = !process.env.DEV_API_KEY;

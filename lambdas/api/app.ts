@@ -6,6 +6,7 @@ import type { SchedulerDeps } from '../app/deps';
 import { checkHealth } from '../app/health';
 import { createJob, getJob, getRun, listJobRuns, listJobs, previewSchedule } from '../app/jobs';
 import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob } from '../app/job-lifecycle';
+import { cancelRun, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
 import { Authenticator } from './auth';
 import type { ApiEvent, ApiResult } from './http';
 import { header, json, jsonBody, problemDetails } from './http';
@@ -97,6 +98,26 @@ function routes(deps: SchedulerDeps): Route[] {
       method: 'GET',
       pattern: new RegExp(`^/v1/runs/${ID}$`),
       handle: async ({ tenantId, params }) => json(200, await getRun(deps, tenantId, params.id ?? '')),
+    },
+    {
+      method: 'POST',
+      pattern: new RegExp(`^/v1/runs/${ID}/cancel$`),
+      handle: async ({ tenantId, params }) => json(200, await cancelRun(deps, tenantId, params.id ?? '')),
+    },
+    {
+      method: 'POST',
+      pattern: new RegExp(`^/v1/runs/${ID}/replay$`),
+      handle: async ({ tenantId, params }) => json(202, { run: await replayRun(deps, tenantId, params.id ?? '') }),
+    },
+    {
+      method: 'GET',
+      pattern: /^\/v1\/dead-runs$/,
+      handle: async ({ tenantId, query }) => json(200, await listDeadRuns(deps, tenantId, query)),
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/dead-runs\/replay$/,
+      handle: async ({ event, tenantId }) => json(202, await replayDeadRuns(deps, tenantId, jsonBody(event, false))),
     },
     {
       method: 'POST',

@@ -23,12 +23,14 @@ export interface SchedulerDeps {
   readonly clock: () => number;
   /** Names this process in leases (`leaseOwner`). */
   readonly workerId: string;
+  /** Uniform in [0, 1): the jitter of retry backoff; injectable so that tests can pin it. */
+  readonly random: () => number;
 }
 
 export function createDeps(
   config: SchedulerConfig,
   clients: AwsClients,
-  overrides: Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets'>> = {},
+  overrides: Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random'>> = {},
 ): SchedulerDeps {
   return {
     config,
@@ -40,6 +42,7 @@ export function createDeps(
     dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),
     targets: overrides.targets ?? targetInvoker,
     clock: overrides.clock ?? Date.now,
+    random: overrides.random ?? Math.random,
     workerId: overrides.workerId ?? `worker-${process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? randomUUID().slice(0, 8)}`,
   };
 }

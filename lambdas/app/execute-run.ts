@@ -1,13 +1,21 @@
-// Executes one dispatch message: lease the run, call its target, record the outcome under the
-// lease's fencing version. A message that cannot lease its run is a duplicate, a stale message or
-// an early one, and is acknowledged (the early one is sent again for its remaining delay).
+// Executes one dispatch message: lease the run, call its target while heartbeating the lease,
+// record the outcome under the lease's fencing version, and plan the retry that follows a
+// retryable failure. A message that cannot lease its run is a duplicate, a stale message or an
+// early one, and is acknowledged (the early one is sent again for its remaining delay); a message
+// for a run whose worker was lost records that attempt as worker-lost and retries it.
 import { logger } from '../core/logger';
+import type { Job } from '../domain/job';
+import { decideRetry } from '../domain/retry';
 import type { AttemptOutcome, Run, RunError } from '../domain/run';
+import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
 import { admitRun } from './admit-run';
+import { planRun } from './plan-run';
 
 /** A message that arrives this close to its run's time waits in the worker rather than in SQS. */
 const MAX_IN_WORKER_WAIT_MS = 2_000;
+/** Seconds a received message stays invisible beyond its run's lease. */
+const VISIBILITY_SLACK_SECONDS = 2;
 
 export type ExecuteResult =
   | 'skipped'
@@ -16,13 +24,20 @@ export type ExecuteResult =
   | 'succeeded'
   | 'failed'
   | 'timed-out'
+  | 'dead'
   | 'fenced'
   | 'missing'
   | 'duplicate'
   | 'held'
+  | 'worker-lost'
   | 'requeued';
 
-export async function executeRun(deps: SchedulerDeps, runId: string): Promise<ExecuteResult> {
+export interface DispatchContext {
+  /** The SQS receipt handle, so the message's visibility can follow the lease. */
+  readonly receiptHandle?: string;
+}
+
+export async function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
   let lease = await deps.runs.lease(runId, { owner: deps.workerId, now: deps.clock() });
   // SQS delays are whole seconds (rounded down) and at most 900 s: a message may come a little
   // early. Wait out a short remainder here; send a longer one back to the queue.
@@ -51,12 +66,16 @@ export async function executeRun(deps: SchedulerDeps, runId: string): Promise<Ex
         leaseOwner: lease.run.leaseOwner,
       });
       return 'held';
+    case 'expired':
+      return recordWorkerLost(deps, lease.run, lease.budgetFrom);
     case 'leased':
       break;
   }
 
   const { run } = lease;
   const leasedAt = Date.parse(run.startedAt ?? run.updatedAt);
+  // If this worker dies, the message comes back when the lease has expired, not an hour later.
+  if (message.receiptHandle) await deps.dispatch.setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS);
   logger.info('run started', {
     ...runFields(run),
     status: run.status,
@@ -66,39 +85,144 @@ export async function executeRun(deps: SchedulerDeps, runId: string): Promise<Ex
   });
 
   const job = await deps.jobs.getAnyTenant(run.jobId);
-  const admission = job ? await admitRun(deps, job, run, lease.backfillRemaining) : ({ kind: 'execute', reason: null } as const);
+  if (!job) {
+    const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false };
+    await deps.runs.finishAttempt(run, { status: 'DEAD', now: deps.clock(), error, reason: 'the job no longer exists' }, null);
+    return 'dead';
+  }
+  const admission = await admitRun(deps, job, run, lease.backfillRemaining);
   if (admission.kind === 'stopped') return admission.outcome;
 
-  const outcome = job
-    ? await deps.targets.invoke({
-        job,
-        run,
-        payload: lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload,
-        timeoutMs: (run.leaseSeconds - deps.config.leaseMarginSeconds) * 1000,
-      })
-    : ({
-        ok: false,
-        timedOut: false,
-        error: { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false },
-      } as const);
-
-  const status: AttemptOutcome = outcome.ok ? 'SUCCEEDED' : outcome.timedOut ? 'TIMED_OUT' : 'FAILED';
-  const error: RunError | null = outcome.ok ? null : outcome.error;
-  const finishedAt = deps.clock();
-  const recorded = await deps.runs.complete(run.runId, run.version, { status, now: finishedAt, error, reason: admission.reason });
-  if (recorded === 'fenced') {
-    logger.warn('lease lost before the outcome was recorded; outcome discarded', { ...runFields(run), status, fencingToken: run.version });
-    return 'fenced';
+  const result = await invokeWithHeartbeat(deps, job, run, lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload, message);
+  if (result === 'lease-lost') {
+    const now = await deps.runs.get(run.runId);
+    logger.warn('lease lost or run cancelled during the call; outcome discarded', { ...runFields(run), status: now?.status });
+    return now?.status === 'CANCELLED' ? 'cancelled' : 'fenced';
   }
+
+  const finishedAt = deps.clock();
+  const outcome = await recordOutcome(deps, job, run, lease.budgetFrom, result, finishedAt, admission.reason);
   logger.info('run finished', {
     ...runFields(run),
-    status,
+    status: outcome.status,
     durationMs: finishedAt - leasedAt,
-    errorCode: error?.code,
+    errorCode: result.ok ? undefined : result.error.code,
+    retryRunId: outcome.retry?.runId,
   });
+  if (outcome.recorded === 'fenced') {
+    logger.warn('lease lost before the outcome was recorded; outcome discarded', { ...runFields(run), fencingToken: run.version });
+    return 'fenced';
+  }
+  if (job.overlapPolicy === 'buffer-one' && run.trigger === 'schedule') await wakeBuffered(deps, job.jobId, finishedAt);
+  return outcome.status === 'SUCCEEDED' ? 'succeeded' : outcome.status === 'DEAD' ? 'dead' : outcome.status === 'TIMED_OUT' ? 'timed-out' : 'failed';
+}
 
-  if (job?.overlapPolicy === 'buffer-one' && run.trigger === 'schedule') await wakeBuffered(deps, job.jobId, finishedAt);
-  return status === 'SUCCEEDED' ? 'succeeded' : status === 'TIMED_OUT' ? 'timed-out' : 'failed';
+/**
+ * Calls the target while a heartbeat extends the lease and the message's visibility together. A
+ * heartbeat that finds the lease gone (cancelled, or taken over) aborts the call.
+ */
+async function invokeWithHeartbeat(
+  deps: SchedulerDeps,
+  job: Job,
+  run: Run,
+  payload: unknown,
+  message: DispatchContext,
+): Promise<TargetResult | 'lease-lost'> {
+  const cancel = new AbortController();
+  let lost = false;
+  const intervalMs = Math.max(1_000, Math.min(60_000, Math.floor((run.leaseSeconds * 1000) / 3)));
+  const timer = setInterval(() => {
+    void (async () => {
+      try {
+        const alive = await deps.runs.heartbeat(run.runId, run.version, deps.clock());
+        if (!alive) {
+          lost = true;
+          cancel.abort();
+          return;
+        }
+        if (message.receiptHandle) await deps.dispatch.setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS);
+      } catch (error) {
+        // A missed beat is not fatal: the lease has two more intervals to run.
+        logger.warn('heartbeat failed', { ...runFields(run), error: error instanceof Error ? error.message : String(error) });
+      }
+    })();
+  }, intervalMs);
+  try {
+    const result = await deps.targets.invoke({
+      job,
+      run,
+      payload,
+      timeoutMs: (run.leaseSeconds - deps.config.leaseMarginSeconds) * 1000,
+      signal: cancel.signal,
+    });
+    return lost ? 'lease-lost' : result;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Records an attempt's outcome; a retryable failure with budget left plans the next attempt. */
+async function recordOutcome(
+  deps: SchedulerDeps,
+  job: Job,
+  run: Run,
+  budgetFrom: number,
+  result: TargetResult,
+  now: number,
+  reason: string | null,
+): Promise<{ status: AttemptOutcome; recorded: 'recorded' | 'fenced'; retry?: Run }> {
+  if (result.ok) {
+    const recorded = await deps.runs.finishAttempt(run, { status: 'SUCCEEDED', now, error: null, reason }, null);
+    return { status: 'SUCCEEDED', recorded };
+  }
+  const decision = decideRetry(job.retryPolicy, { retryable: result.error.retryable, retryAfterSeconds: result.retryAfterSeconds }, run.attempt - budgetFrom + 1, deps.random);
+  if (!decision.retry) {
+    const recorded = await deps.runs.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why }, null);
+    return { status: 'DEAD', recorded };
+  }
+  const status: AttemptOutcome = result.timedOut ? 'TIMED_OUT' : 'FAILED';
+  const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now);
+  const recorded = await deps.runs.finishAttempt(run, { status, now, error: result.error, reason }, retry);
+  if (recorded === 'recorded') await sendPlanned(deps, retry, now);
+  return { status, recorded, retry: retry.run };
+}
+
+/** The message of a lost worker came back after its lease expired: that attempt failed. */
+async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: number): Promise<ExecuteResult> {
+  const now = deps.clock();
+  const job = await deps.jobs.getAnyTenant(run.jobId);
+  const error: RunError = { code: 'WORKER_LOST', message: `the lease of ${run.leaseOwner ?? 'its worker'} expired before an outcome was recorded`, retryable: true };
+  const decision = job ? decideRetry(job.retryPolicy, { retryable: true }, run.attempt - budgetFrom + 1, deps.random) : null;
+  const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now) : null;
+  const recorded = await deps.runs.finishAttempt(
+    run,
+    { status: retry ? 'FAILED' : 'DEAD', now, error, reason: decision?.why ?? 'the job no longer exists' },
+    retry,
+    { leaseExpiredBefore: now },
+  );
+  if (recorded === 'fenced') return 'held';
+  if (retry) await sendPlanned(deps, retry, now);
+  logger.warn('worker lost during a run; attempt recorded as failed', { ...runFields(run), leaseOwner: run.leaseOwner, retryRunId: retry?.run.runId });
+  return 'worker-lost';
+}
+
+function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, availableAt: number, now: number) {
+  const plan = planRun(deps.config, job, {
+    scheduledFor: Date.parse(run.scheduledFor),
+    attempt: run.attempt + 1,
+    trigger: 'retry',
+    availableAt,
+  }, now);
+  return { ...plan, extras: { ...plan.extras, budgetFrom } };
+}
+
+async function sendPlanned(deps: SchedulerDeps, plan: ReturnType<typeof planRetry>, now: number): Promise<void> {
+  if (!plan.dispatch) return;
+  try {
+    await deps.dispatch.send([plan.dispatch], now);
+  } catch (error) {
+    logger.error('dispatch of a retry failed; the ticker will redeliver', { runId: plan.run.runId, error: error instanceof Error ? error.message : String(error) });
+  }
 }
 
 /** Under buffer-one, the occurrence waiting behind this run may start now. */

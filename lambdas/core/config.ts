@@ -9,6 +9,8 @@ export const DEFAULT_TUNING = {
   redeliveryGraceSeconds: 300,
   leaseMarginSeconds: 30,
   timeIndexShards: 8,
+  /** A dispatch message whose processing failed comes back after this many seconds. */
+  failedMessageRetrySeconds: 10,
 } as const;
 export type Tuning = { -readonly [K in keyof typeof DEFAULT_TUNING]: number };
 
@@ -31,6 +33,7 @@ const envSchema = z.object({
   LEASE_MARGIN_SECONDS: seconds(DEFAULT_TUNING.leaseMarginSeconds),
   /** Shards per minute of the time index. */
   TIME_INDEX_SHARDS: z.coerce.number().int().min(1).max(1000).default(DEFAULT_TUNING.timeIndexShards),
+  FAILED_MESSAGE_RETRY_SECONDS: seconds(DEFAULT_TUNING.failedMessageRetrySeconds),
 });
 
 export interface SchedulerConfig extends Readonly<Tuning> {
@@ -59,5 +62,27 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfi
     redeliveryGraceSeconds: e.REDELIVERY_GRACE_SECONDS,
     leaseMarginSeconds: e.LEASE_MARGIN_SECONDS,
     timeIndexShards: e.TIME_INDEX_SHARDS,
+    failedMessageRetrySeconds: e.FAILED_MESSAGE_RETRY_SECONDS,
   };
+}
+
+/** Tuning overrides from the environment (the same names the functions read), for the local runtime. */
+export function tuningFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<Tuning> {
+  const names: Record<keyof Tuning, string> = {
+    nearHorizonSeconds: 'NEAR_HORIZON_SECONDS',
+    tickerHorizonSeconds: 'TICKER_HORIZON_SECONDS',
+    redeliveryGraceSeconds: 'REDELIVERY_GRACE_SECONDS',
+    leaseMarginSeconds: 'LEASE_MARGIN_SECONDS',
+    timeIndexShards: 'TIME_INDEX_SHARDS',
+    failedMessageRetrySeconds: 'FAILED_MESSAGE_RETRY_SECONDS',
+  };
+  const tuning: Partial<Tuning> = {};
+  for (const [key, name] of Object.entries(names) as [keyof Tuning, string][]) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number, got "${raw}"`);
+    tuning[key] = value;
+  }
+  return tuning;
 }

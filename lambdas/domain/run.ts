@@ -57,9 +57,10 @@ export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> 
   // SCHEDULED -> RUNNING: the ticker sent the message but crashed before marking the run QUEUED.
   SCHEDULED: ['QUEUED', 'RUNNING', 'CANCELLED', 'SKIPPED'],
   QUEUED: ['RUNNING', 'CANCELLED', 'SKIPPED'],
-  // RUNNING -> RUNNING is a new lease taken over an expired one. RUNNING -> QUEUED gives a lease
-  // back before anything ran (overlap policy buffer-one); RUNNING -> SKIPPED decides not to run.
-  RUNNING: ['RUNNING', 'QUEUED', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'SKIPPED', 'DEAD'],
+  // RUNNING -> QUEUED gives a lease back before anything ran (overlap policy buffer-one);
+  // RUNNING -> SKIPPED decides not to run. A lost worker's run ends FAILED (WORKER_LOST) and is
+  // retried as a new run, never leased again.
+  RUNNING: ['QUEUED', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'SKIPPED', 'DEAD'],
   SUCCEEDED: [],
   FAILED: [],
   TIMED_OUT: [],

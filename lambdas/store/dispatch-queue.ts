@@ -74,8 +74,8 @@ export class DispatchQueue {
     }
   }
 
-  /** Makes a received message visible again after `seconds` (a retry sooner than the queue's timeout). */
-  async retryAfter(receiptHandle: string, seconds: number): Promise<void> {
+  /** Sets when a received message becomes visible again: `seconds` from now. */
+  async setVisibility(receiptHandle: string, seconds: number): Promise<void> {
     await this.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.queueUrl, ReceiptHandle: receiptHandle, VisibilityTimeout: seconds }));
   }
 

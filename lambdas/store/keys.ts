@@ -58,6 +58,8 @@ export interface RunItemExtras {
   readonly gate?: { readonly at: number; readonly shards: number };
   /** Under misfire policy backfill: how many more missed occurrences may run after this one. */
   readonly backfillRemaining?: number;
+  /** The attempt from which this occurrence's retry budget counts (a replay starts anew). */
+  readonly budgetFrom?: number;
 }
 
 export function gateAttributes(runId: string, gateAt: number, shards: number): { gateKey: string; gateAt: string } {
@@ -77,6 +79,7 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
     ...(extras.payloadOverride !== undefined ? { payloadOverrideJson: JSON.stringify(extras.payloadOverride) } : {}),
     ...(extras.gate ? gateAttributes(run.runId, extras.gate.at, extras.gate.shards) : {}),
     ...(extras.backfillRemaining !== undefined ? { backfillRemaining: extras.backfillRemaining } : {}),
+    ...(extras.budgetFrom !== undefined ? { budgetFrom: extras.budgetFrom } : {}),
   };
 }
 
@@ -90,11 +93,23 @@ export function itemToRun(item: Item): Run {
     payloadOverrideJson: _po,
     leaseMs: _lm,
     backfillRemaining: _br,
+    budgetFrom: _bf,
+    deadTenantId: _dt,
+    deadSort: _ds,
     leaseExpiresAtMs,
     ...rest
   } = item;
   const leaseExpiresAt = typeof leaseExpiresAtMs === 'number' ? new Date(leaseExpiresAtMs).toISOString() : null;
   return { ...(rest as unknown as Omit<Run, 'leaseExpiresAt'>), leaseExpiresAt };
+}
+
+export function budgetFromOf(item: Item): number {
+  return typeof item.budgetFrom === 'number' ? item.budgetFrom : 1;
+}
+
+/** A DEAD run's entry in its tenant's dead-run index: when it died, then its id. */
+export function deadAttributes(tenantId: string, finishedAt: string, runId: string): { deadTenantId: string; deadSort: string } {
+  return { deadTenantId: tenantId, deadSort: `${finishedAt}#${runId}` };
 }
 
 export function backfillRemainingOf(item: Item): number | undefined {

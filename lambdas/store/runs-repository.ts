@@ -1,16 +1,23 @@
 // Runs in DynamoDB. Every status change is a conditional UpdateItem; a lost condition is read back
 // (ReturnValuesOnConditionCheckFailure) so callers learn why without a second request.
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttemptOutcome, Run, RunError, RunStatus } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import { ValidationError } from '../core/errors';
-import { RUNS_BY_JOB_INDEX, RUNS_TIME_INDEX } from './schema';
+import { RUNS_BY_JOB_INDEX, RUNS_DEAD_INDEX, RUNS_TIME_INDEX } from './schema';
 import type { Item, RunItemExtras } from './keys';
-import { backfillRemainingOf, decodeCursor, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, runKey, runToItem } from './keys';
+import { backfillRemainingOf, budgetFromOf, deadAttributes, decodeCursor, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, runKey, runToItem } from './keys';
+
+export interface DeadFilter {
+  readonly jobId?: string;
+  /** ISO instants bounding when the runs died. */
+  readonly from?: string;
+  readonly to?: string;
+}
 
 export interface TimeIndexEntry {
   readonly runId: string;
@@ -22,13 +29,22 @@ export interface TimeIndexEntry {
 }
 
 export type LeaseResult =
-  | { readonly kind: 'leased'; readonly run: Run; readonly payloadOverride: unknown; readonly backfillRemaining?: number }
+  | {
+      readonly kind: 'leased';
+      readonly run: Run;
+      readonly payloadOverride: unknown;
+      readonly backfillRemaining?: number;
+      /** The attempt from which the retry budget counts (a replay starts a new budget). */
+      readonly budgetFrom: number;
+    }
   /** No such run: a message for a run that was never written or has been deleted. */
   | { readonly kind: 'missing' }
   /** Not yet due: the message arrived early. */
   | { readonly kind: 'early'; readonly run: Run }
   /** Another worker holds a live lease. */
   | { readonly kind: 'held'; readonly run: Run }
+  /** Running under a lease that expired: its worker was lost. */
+  | { readonly kind: 'expired'; readonly run: Run; readonly budgetFrom: number }
   /** Already finished (or cancelled, skipped): a duplicate delivery. */
   | { readonly kind: 'finished'; readonly run: Run };
 
@@ -71,9 +87,7 @@ export class RunsRepository {
             // The lease length lives on the run, so the lease is one write with no read before it.
             'SET #status = :running, #leaseOwner = :owner, #leaseExpiresAtMs = #leaseMs + :nowMs, #startedAt = :now, ' +
             '#updatedAt = :now, #version = #version + :one REMOVE #gateKey, #gateAt',
-          ConditionExpression:
-            'attribute_exists(#pk) AND ((#status IN (:scheduled, :queued) AND #availableAt <= :now) ' +
-            'OR (#status = :running AND #leaseExpiresAtMs < :nowMs))',
+          ConditionExpression: 'attribute_exists(#pk) AND #status IN (:scheduled, :queued) AND #availableAt <= :now',
           ExpressionAttributeNames: {
             '#pk': 'pk',
             '#status': 'status',
@@ -101,11 +115,17 @@ export class RunsRepository {
         }),
       );
       if (!item) throw new Error(`lease of ${runId} returned no attributes`);
-      return { kind: 'leased', run: itemToRun(item), payloadOverride: payloadOverrideOf(item), backfillRemaining: backfillRemainingOf(item) };
+      return {
+        kind: 'leased',
+        run: itemToRun(item),
+        payloadOverride: payloadOverrideOf(item),
+        backfillRemaining: backfillRemainingOf(item),
+        budgetFrom: budgetFromOf(item),
+      };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       // The document client does not translate the item carried by the exception.
-      return whyNotLeased(error.Item ? unmarshall(error.Item) : undefined, now);
+      return whyNotLeased(error.Item ? unmarshall(error.Item) : undefined, now, request.now);
     }
   }
 
@@ -143,6 +163,164 @@ export class RunsRepository {
       },
     });
     return recorded ? 'recorded' : 'fenced';
+  }
+
+  /**
+   * Ends an attempt and, in the same transaction, writes the retry that follows it (if any). Fenced
+   * by the leased version; for a lost worker also by the lease having expired. A DEAD outcome
+   * enters the tenant's dead-run index.
+   */
+  async finishAttempt(
+    run: Run,
+    outcome: { status: AttemptOutcome; now: number; error: RunError | null; reason?: string | null },
+    retry: { run: Run; extras: RunItemExtras } | null,
+    options: { leaseExpiredBefore?: number } = {},
+  ): Promise<'recorded' | 'fenced'> {
+    const now = new Date(outcome.now).toISOString();
+    const dead = outcome.status === 'DEAD' ? deadAttributes(run.tenantId, now, run.runId) : null;
+    const names: Record<string, string> = {
+      '#status': 'status',
+      '#finishedAt': 'finishedAt',
+      '#updatedAt': 'updatedAt',
+      '#error': 'error',
+      '#version': 'version',
+      '#reason': 'reason',
+    };
+    const values: Record<string, unknown> = {
+      ':outcome': outcome.status,
+      ':now': now,
+      ':error': outcome.error,
+      ':running': 'RUNNING',
+      ':version': run.version,
+      ':reason': outcome.reason ?? run.reason ?? null,
+    };
+    let update = 'SET #status = :outcome, #finishedAt = :now, #updatedAt = :now, #error = :error, #reason = :reason';
+    let condition = '#status = :running AND #version = :version';
+    if (dead) {
+      names['#deadTenantId'] = 'deadTenantId';
+      names['#deadSort'] = 'deadSort';
+      values[':deadTenantId'] = dead.deadTenantId;
+      values[':deadSort'] = dead.deadSort;
+      update += ', #deadTenantId = :deadTenantId, #deadSort = :deadSort';
+    }
+    if (options.leaseExpiredBefore !== undefined) {
+      names['#leaseExpiresAtMs'] = 'leaseExpiresAtMs';
+      values[':expiredBefore'] = options.leaseExpiredBefore;
+      condition += ' AND #leaseExpiresAtMs < :expiredBefore';
+    }
+    const finish = {
+      TableName: this.tableName,
+      Key: runKey(run.runId),
+      UpdateExpression: update,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    };
+    if (!retry) return (await this.conditionalUpdate(finish)) ? 'recorded' : 'fenced';
+    try {
+      await this.dynamo.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Update: finish },
+            { Put: { TableName: this.tableName, Item: runToItem(retry.run, retry.extras), ConditionExpression: 'attribute_not_exists(pk)' } },
+          ],
+        }),
+      );
+      return 'recorded';
+    } catch (error) {
+      if (error instanceof TransactionCanceledException) {
+        const [first, second] = error.CancellationReasons ?? [];
+        if (first?.Code === 'ConditionalCheckFailed') return 'fenced';
+        if (second?.Code === 'ConditionalCheckFailed') {
+          // The retry exists already (a racing recorder wrote it): record the outcome alone.
+          return (await this.conditionalUpdate(finish)) ? 'recorded' : 'fenced';
+        }
+      }
+      throw error;
+    }
+  }
+
+  /** Extends a live lease (a heartbeat); false when the lease was lost or the run cancelled. */
+  async heartbeat(runId: string, version: number, now: number): Promise<boolean> {
+    return this.conditionalUpdate({
+      Key: runKey(runId),
+      UpdateExpression: 'SET #leaseExpiresAtMs = #leaseMs + :nowMs, #updatedAt = :now',
+      ConditionExpression: '#status = :running AND #version = :version',
+      ExpressionAttributeNames: {
+        '#leaseExpiresAtMs': 'leaseExpiresAtMs',
+        '#leaseMs': 'leaseMs',
+        '#updatedAt': 'updatedAt',
+        '#status': 'status',
+        '#version': 'version',
+      },
+      ExpressionAttributeValues: { ':nowMs': now, ':now': new Date(now).toISOString(), ':running': 'RUNNING', ':version': version },
+    });
+  }
+
+  /** Cancels a running run whatever its lease: its worker notices at its next heartbeat. */
+  async cancelRunning(runId: string, now: number, reason: string): Promise<boolean> {
+    return this.conditionalUpdate({
+      Key: runKey(runId),
+      UpdateExpression: 'SET #status = :cancelled, #finishedAt = :now, #updatedAt = :now, #reason = :reason',
+      ConditionExpression: '#status = :running',
+      ExpressionAttributeNames: { '#status': 'status', '#finishedAt': 'finishedAt', '#updatedAt': 'updatedAt', '#reason': 'reason' },
+      ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':running': 'RUNNING', ':now': new Date(now).toISOString(), ':reason': reason },
+    });
+  }
+
+  /** The tenant's DEAD runs not yet replayed, newest first; optionally of one job or a time range. */
+  async listDead(tenantId: string, limit: number, filter: DeadFilter = {}, cursor?: string): Promise<Page<Run>> {
+    const names: Record<string, string> = { '#tenant': 'deadTenantId', '#sort': 'deadSort' };
+    const values: Record<string, unknown> = {
+      ':tenant': tenantId,
+      ':from': filter.from ?? '0000',
+      ':to': `${filter.to ?? '9999'}~`,
+    };
+    let filterExpression: string | undefined;
+    if (filter.jobId) {
+      names['#jobId'] = 'jobId';
+      values[':jobId'] = filter.jobId;
+      filterExpression = '#jobId = :jobId';
+    }
+    const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: RUNS_DEAD_INDEX,
+        KeyConditionExpression: '#tenant = :tenant AND #sort BETWEEN :from AND :to',
+        FilterExpression: filterExpression,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ScanIndexForward: false,
+        Limit: limit,
+        ExclusiveStartKey: cursor ? decodeCursorOrThrow(cursor, { deadTenantId: tenantId }) : undefined,
+      }),
+    );
+    return { items: items.map(itemToRun), nextCursor: encodeCursor(last) };
+  }
+
+  /**
+   * Writes the replay of a finished run; a DEAD run leaves the dead-run index in the same
+   * transaction, so it is replayed once. False when it was replayed already.
+   */
+  async replay(original: Run, replay: { run: Run; extras: RunItemExtras }, now: number): Promise<boolean> {
+    const put = { Put: { TableName: this.tableName, Item: runToItem(replay.run, replay.extras), ConditionExpression: 'attribute_not_exists(pk)' } };
+    const mark = {
+      Update: {
+        TableName: this.tableName,
+        Key: runKey(original.runId),
+        UpdateExpression: 'SET #replayedAs = :replay, #updatedAt = :now REMOVE #deadTenantId, #deadSort',
+        ConditionExpression: 'attribute_not_exists(#replayedAs)',
+        ExpressionAttributeNames: { '#replayedAs': 'replayedAs', '#updatedAt': 'updatedAt', '#deadTenantId': 'deadTenantId', '#deadSort': 'deadSort' },
+        ExpressionAttributeValues: { ':replay': replay.run.runId, ':now': new Date(now).toISOString() },
+      },
+    };
+    try {
+      await this.dynamo.send(new TransactWriteCommand({ TransactItems: [mark, put] }));
+      return true;
+    } catch (error) {
+      if (error instanceof TransactionCanceledException) return false;
+      throw error;
+    }
   }
 
   /**
@@ -328,11 +506,14 @@ export class RunsRepository {
   }
 }
 
-function whyNotLeased(item: Item | undefined, now: string): LeaseResult {
+function whyNotLeased(item: Item | undefined, now: string, nowMs: number): LeaseResult {
   if (!item) return { kind: 'missing' };
   const run = itemToRun(item);
   if (isTerminal(run.status)) return { kind: 'finished', run };
-  if (run.status === 'RUNNING') return { kind: 'held', run };
+  if (run.status === 'RUNNING') {
+    const expiresAt = typeof item.leaseExpiresAtMs === 'number' ? item.leaseExpiresAtMs : Infinity;
+    return expiresAt < nowMs ? { kind: 'expired', run, budgetFrom: budgetFromOf(item) } : { kind: 'held', run };
+  }
   if (run.availableAt > now) return { kind: 'early', run };
   // Waiting and due, yet the condition failed: it changed between the read and the write.
   return { kind: 'held', run };

@@ -33,6 +33,7 @@ export const JOBS_BY_TENANT_INDEX = 'byTenant';
 export const RUNS_BY_JOB_INDEX = 'byJob';
 export const RUNS_TIME_INDEX = 'timeIndex';
 export const JOBS_NEXT_RUN_INDEX = 'byNextRun';
+export const RUNS_DEAD_INDEX = 'deadByTenant';
 /** Partitions of the jobs' byNextRun index. */
 export const NEXT_RUN_SHARDS = 8;
 
@@ -79,6 +80,13 @@ export const runsTable: TableDefinition = {
       partitionKey: { name: 'gateKey', type: 'S' },
       sortKey: { name: 'gateAt', type: 'S' },
       projection: ['runId', 'tenantId', 'jobId', 'status', 'availableAt'],
+    },
+    {
+      // Sparse: DEAD runs not yet replayed, per tenant, newest first by when they died.
+      indexName: RUNS_DEAD_INDEX,
+      partitionKey: { name: 'deadTenantId', type: 'S' },
+      sortKey: { name: 'deadSort', type: 'S' },
+      projection: 'all',
     },
   ],
 };

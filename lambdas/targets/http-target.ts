@@ -3,6 +3,7 @@
 // cannot bounce the scheduler to an address it would not call directly.
 import type { HttpTarget } from '../domain/job';
 import { occurrenceKey } from '../domain/run';
+import { parseRetryAfter } from '../domain/retry';
 import type { TargetInvocation, TargetResult } from './target';
 
 export function isRetryableStatus(status: number): boolean {
@@ -11,12 +12,13 @@ export function isRetryableStatus(status: number): boolean {
 
 export async function callHttpTarget(target: HttpTarget, invocation: TargetInvocation): Promise<TargetResult> {
   const { run, payload, timeoutMs } = invocation;
+  const timeout = AbortSignal.timeout(timeoutMs);
   const hasBody = target.method !== 'GET';
   try {
     const response = await fetch(target.url, {
       method: target.method,
       redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: invocation.signal ? AbortSignal.any([timeout, invocation.signal]) : timeout,
       headers: {
         ...target.headers,
         ...(hasBody ? { 'content-type': 'application/json' } : {}),
@@ -34,9 +36,11 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
       return { ok: true, detail: `HTTP ${response.status}` };
     }
     const redirect = response.status >= 300 && response.status < 400;
+    const retryAfterSeconds = parseRetryAfter(response.headers.get('retry-after'), Date.now());
     return {
       ok: false,
       timedOut: false,
+      ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
       error: {
         code: `HTTP_${response.status}`,
         message: redirect ? `target answered ${response.status}; redirects are not followed` : `target answered ${response.status}`,
@@ -44,12 +48,15 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
       },
     };
   } catch (error) {
-    if (error instanceof DOMException && error.name === 'TimeoutError') {
+    if (timeout.aborted) {
       return {
         ok: false,
         timedOut: true,
         error: { code: 'TIMEOUT', message: `no answer within ${timeoutMs} ms`, retryable: true },
       };
+    }
+    if (invocation.signal?.aborted) {
+      return { ok: false, timedOut: false, error: { code: 'ABORTED', message: 'the run was cancelled or its lease lost', retryable: false } };
     }
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
     return { ok: false, timedOut: false, error: { code: 'NETWORK_ERROR', message: cause, retryable: true } };

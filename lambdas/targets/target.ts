@@ -8,11 +8,13 @@ export interface TargetInvocation {
   readonly run: Run;
   readonly payload: unknown;
   readonly timeoutMs: number;
+  /** Aborted when the run is cancelled or its lease lost. */
+  readonly signal?: AbortSignal;
 }
 
 export type TargetResult =
   | { readonly ok: true; readonly detail: string }
-  | { readonly ok: false; readonly timedOut: boolean; readonly error: RunError };
+  | { readonly ok: false; readonly timedOut: boolean; readonly error: RunError; readonly retryAfterSeconds?: number };
 
 export interface TargetInvoker {
   invoke(invocation: TargetInvocation): Promise<TargetResult>;

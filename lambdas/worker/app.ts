@@ -10,16 +10,12 @@ import { executeRun } from '../app/execute-run';
 import { decodeDispatchMessage } from '../store/dispatch-queue';
 import type { SQSRecord } from 'aws-lambda';
 
-/**
- * A failed message comes back after this many seconds rather than the queue's visibility timeout
- * (sized for the longest run), so transient faults are retried promptly and poison messages reach
- * the DLQ after maxReceiveCount short rounds.
- */
-export const FAILED_MESSAGE_RETRY_SECONDS = 10;
-
 async function failLater(deps: SchedulerDeps, record: SQSRecord): Promise<{ itemIdentifier: string; ok: false }> {
   try {
-    await deps.dispatch.retryAfter(record.receiptHandle, FAILED_MESSAGE_RETRY_SECONDS);
+    // Back after a short while rather than the queue's visibility timeout (sized for the longest
+    // run): transient faults retry promptly, and poison messages reach the DLQ after
+    // maxReceiveCount short rounds.
+    await deps.dispatch.setVisibility(record.receiptHandle, deps.config.failedMessageRetrySeconds);
   } catch (error) {
     logger.warn('could not shorten the visibility of a failed message', {
       messageId: record.messageId,
@@ -39,7 +35,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
         return failLater(deps, record);
       }
       try {
-        await executeRun(deps, message.runId);
+        await executeRun(deps, message.runId, { receiptHandle: record.receiptHandle });
         return { itemIdentifier: record.messageId, ok: true };
       } catch (error) {
         logger.error('dispatch message failed; it will be delivered again', {

@@ -62,7 +62,7 @@ describe('storage', () => {
       expect(table.Properties.Replicas[0].DeletionProtectionEnabled).toBe(true);
     }
     const indexNames = tables.flatMap((t) => (t.Properties.GlobalSecondaryIndexes as { IndexName: string }[]).map((i) => i.IndexName)).sort();
-    expect(indexNames).toEqual(['byJob', 'byNextRun', 'byTenant', 'timeIndex']);
+    expect(indexNames).toEqual(['byJob', 'byNextRun', 'byTenant', 'deadByTenant', 'timeIndex']);
     template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
       GlobalSecondaryIndexes: Match.arrayWith([
         Match.objectLike({
@@ -191,6 +191,29 @@ describe('wiring', () => {
       IntegrationType: 'AWS_PROXY',
       IntegrationUri: { 'Fn::GetAtt': [functionId('Job scheduler HTTP API'), 'Arn'] },
       PayloadFormatVersion: '2.0',
+    });
+  });
+});
+
+describe('alarms', () => {
+  it('alarms as soon as the dispatch DLQ holds a message, and notifies the topic given', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new SchedulerStack(app, 'WithTopic', {
+      env: { account: '123456789012', region: 'us-east-1' },
+      config: { alarmTopicArn: 'arn:aws:sns:us-east-1:123456789012:ops' },
+    });
+    const withTopic = Template.fromStack(stack);
+    const dlq = Object.entries(withTopic.toJSON().Resources as Record<string, Resource>).find(
+      ([, r]) => r.Type === 'AWS::SQS::Queue' && r.Properties.RedrivePolicy === undefined,
+    )![0];
+    withTopic.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Namespace: 'AWS/SQS',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [dlq, 'QueueName'] } }],
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 1,
+      AlarmActions: ['arn:aws:sns:us-east-1:123456789012:ops'],
     });
   });
 });

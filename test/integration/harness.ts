@@ -30,6 +30,8 @@ export function awsClients(): AwsClients {
 
 export interface Scheduler {
   readonly config: SchedulerConfig;
+  /** The resource name prefix of this scheduler's tables and queues. */
+  readonly prefix: string;
   readonly clients: AwsClients;
   readonly deps: SchedulerDeps;
   readonly tenantId: string;
@@ -50,13 +52,19 @@ export interface SchedulerOptions {
   readonly tuning?: Partial<Tuning>;
   readonly workerConcurrency?: number;
   readonly clock?: () => number;
+  /** Pins the jitter of retry backoff (1 waits the whole bound, 0 none). */
+  readonly random?: () => number;
 }
 
 export async function startScheduler(options: SchedulerOptions = {}): Promise<Scheduler> {
   const aws = awsClients();
   const prefix = `it-${randomUUID().slice(0, 8)}`;
   const config = await createLocalResources(aws, prefix, options.tuning);
-  const deps = createDeps(config, aws, { workerId: `${prefix}-main`, ...(options.clock ? { clock: options.clock } : {}) });
+  const deps = createDeps(config, aws, {
+    workerId: `${prefix}-main`,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.random ? { random: options.random } : {}),
+  });
   const tenantId = `tenant-${prefix}`;
   const apiKey = `key_${randomBytes(18).toString('base64url')}`;
   await deps.apiKeys.issue(apiKey, tenantId, Date.now());
@@ -71,6 +79,7 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
 
   return {
     config,
+    prefix,
     clients: aws,
     deps,
     tenantId,

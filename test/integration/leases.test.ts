@@ -40,6 +40,17 @@ describe('leases', () => {
     expect(run?.leaseOwner).toBe(results[0] === 'succeeded' ? 'worker-a' : 'worker-b');
   });
 
+  it('grants one lease when twenty workers race for the same run', async () => {
+    for (let round = 0; round < 5; round++) {
+      const { runId } = await createRun();
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => scheduler.deps.runs.lease(runId, { owner: `racer-${i}`, now: Date.now() })),
+      );
+      expect(results.filter((result) => result.kind === 'leased')).toHaveLength(1);
+      expect((await scheduler.deps.runs.get(runId))?.version).toBe(1);
+    }
+  });
+
   it('lets exactly one of two runtimes execute a run whose message was delivered twice', async () => {
     const { runId } = await createRun();
     await scheduler.sendDispatch(runId); // a duplicate beside the one the API sent
@@ -90,7 +101,7 @@ describe('leases', () => {
     }
   });
 
-  it('hands a run whose worker died to the next worker once the lease expires, and fences the late worker', async () => {
+  it('records the attempt of a worker that died as WORKER_LOST once its lease expires, retries it, and fences the late worker', async () => {
     const { runId } = await createRun();
     // Worker A leases the run and "dies": it never records an outcome.
     const leasedByA = await scheduler.deps.runs.lease(runId, { owner: 'worker-a', now: Date.now() });
@@ -98,18 +109,24 @@ describe('leases', () => {
     if (leasedByA.kind !== 'leased') return;
     const expiresAt = Date.parse(leasedByA.run.leaseExpiresAt ?? '');
 
-    // Before expiry, nobody else may take it.
-    expect((await executeRun(scheduler.workerDeps('worker-b'), runId))).toBe('held');
+    // Before expiry, its message is a copy of a run in progress.
+    expect(await executeRun(scheduler.workerDeps('worker-b'), runId)).toBe('held');
 
-    // After expiry, worker B (whose clock is past the lease) takes it over and completes it.
+    // After expiry, worker B (whose clock is past the lease) records the loss and plans attempt 2.
     const later = () => expiresAt + 1_000;
-    expect(await executeRun(scheduler.workerDeps('worker-b', later), runId)).toBe('succeeded');
-    const run = await scheduler.deps.runs.get(runId);
-    expect(run).toMatchObject({ status: 'SUCCEEDED', leaseOwner: 'worker-b', version: 2 });
+    expect(await executeRun(scheduler.workerDeps('worker-b', later), runId)).toBe('worker-lost');
+    const lost = await scheduler.deps.runs.get(runId);
+    expect(lost).toMatchObject({ status: 'FAILED', attempt: 1, error: { code: 'WORKER_LOST', retryable: true } });
+    const retryId = runId.replace(/\.1$/, '.2');
+    const retry = await scheduler.deps.runs.get(retryId);
+    expect(retry).toMatchObject({ attempt: 2, trigger: 'retry', scheduledFor: lost?.scheduledFor });
+    expect(await executeRun(scheduler.workerDeps('worker-c', () => Date.parse(retry?.availableAt ?? '') + 10), retryId)).toBe('succeeded');
 
     // Worker A comes back and tries to record its outcome under its old fencing version.
-    const late = await scheduler.deps.runs.complete(runId, leasedByA.run.version, { status: 'FAILED', now: Date.now(), error: null });
+    const late = await scheduler.deps.runs.complete(runId, leasedByA.run.version, { status: 'SUCCEEDED', now: Date.now(), error: null });
     expect(late).toBe('fenced');
-    expect((await scheduler.deps.runs.get(runId))?.status).toBe('SUCCEEDED');
+    expect((await scheduler.deps.runs.get(runId))?.status).toBe('FAILED');
+    // Two workers racing to record the same loss record it once.
+    expect(await executeRun(scheduler.workerDeps('worker-d', later), runId)).toBe('duplicate');
   });
 });

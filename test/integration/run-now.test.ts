@@ -68,15 +68,16 @@ describe('a job that runs now', () => {
     expect(listed.body.items.map((j: { jobId: string }) => j.jobId)).toContain(job.jobId);
   });
 
-  it('records FAILED with the target status when the target answers 500', async () => {
+  it('records the target status when the target answers 500 and no retry is allowed', async () => {
     const failing = await startTarget(() => ({ status: 500 }));
     try {
-      const created = await scheduler.api('POST', '/v1/jobs', jobBody(failing.url));
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(failing.url, { retryPolicy: { maxAttempts: 1 } }));
       const run = await eventually(
         async () => (await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}/runs`)).body.items[0],
-        (r) => r?.status === 'FAILED',
+        (r) => r?.status === 'DEAD',
       );
       expect(run.error).toEqual({ code: 'HTTP_500', message: 'target answered 500', retryable: true });
+      expect(run.reason).toBe('the retry budget of 1 attempts is spent');
       expect(failing.calls).toHaveLength(1);
     } finally {
       await failing.stop();
@@ -86,11 +87,11 @@ describe('a job that runs now', () => {
   it('times a slow target out at its timeout', async () => {
     const slow = await startTarget(() => new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 3_000)));
     try {
-      const body = jobBody(slow.url, { target: { kind: 'http', url: slow.url, timeoutSeconds: 1 } });
+      const body = jobBody(slow.url, { target: { kind: 'http', url: slow.url, timeoutSeconds: 1 }, retryPolicy: { maxAttempts: 1 } });
       const created = await scheduler.api('POST', '/v1/jobs', body);
       const run = await eventually(
         async () => (await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}/runs`)).body.items[0],
-        (r) => r?.status === 'TIMED_OUT',
+        (r) => r?.status === 'DEAD',
       );
       expect(run.error).toMatchObject({ code: 'TIMEOUT', retryable: true });
     } finally {

@@ -9,8 +9,8 @@ describe('run state machine', () => {
     }
   });
 
-  it('leases only waiting runs, or running runs whose lease is taken over', () => {
-    expect(sourcesOf('RUNNING')).toEqual(['SCHEDULED', 'QUEUED', 'RUNNING']);
+  it('leases only waiting runs; a running run is never leased twice', () => {
+    expect(sourcesOf('RUNNING')).toEqual(['SCHEDULED', 'QUEUED']);
   });
 
   it('records outcomes only from RUNNING', () => {

@@ -1,0 +1,102 @@
+// Use cases on runs: cancel, replay (one, or in bulk from the dead runs), and the dead-run list.
+import { z } from 'zod';
+import { ConflictError, NotFoundError } from '../core/errors';
+import { logger } from '../core/logger';
+import { parseOrThrow } from '../core/validation';
+import type { Run } from '../domain/run';
+import { isTerminal } from '../domain/run';
+import { nextFireTimeAfter } from '../domain/schedule';
+import type { Page } from '../store/runs-repository';
+import type { SchedulerDeps } from './deps';
+import { advanceChain } from './job-lifecycle';
+import { planRun } from './plan-run';
+
+async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
+  const run = await deps.runs.get(runId);
+  if (!run || run.tenantId !== tenantId) throw new NotFoundError(`No run ${runId}`);
+  return run;
+}
+
+/**
+ * A waiting run never starts; a running one is marked CANCELLED at once and its worker aborts the
+ * target call at its next heartbeat (its outcome is fenced off). A finished run is a 409.
+ */
+export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
+  const run = await tenantRun(deps, tenantId, runId);
+  const now = deps.clock();
+  const reason = 'cancelled by request';
+  const cancelled =
+    run.status === 'RUNNING'
+      ? await deps.runs.cancelRunning(runId, now, reason)
+      : await deps.runs.retirePending(runId, 'CANCELLED', reason, now);
+  const after = await tenantRun(deps, tenantId, runId);
+  if (!cancelled && after.status !== 'CANCELLED') throw new ConflictError(`The run is ${after.status}; only a run that has not finished can be cancelled`);
+  // A cancelled pending occurrence must not stop the schedule: the chain moves on past it.
+  if (cancelled && run.trigger === 'schedule' && run.status !== 'RUNNING') {
+    const job = await deps.jobs.get(tenantId, run.jobId);
+    if (job?.nextRunId === runId && job.status === 'ACTIVE') {
+      const next = nextFireTimeAfter(job.schedule, Date.parse(run.scheduledFor));
+      await advanceChain(deps, job, run, next === null ? null : { scheduledFor: next }, false, now);
+    }
+  }
+  logger.info('run cancelled', { runId, jobId: run.jobId, tenantId, previousStatus: run.status });
+  return after;
+}
+
+/** A new run of the same occurrence, with a fresh retry budget. */
+export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
+  const original = await tenantRun(deps, tenantId, runId);
+  if (!isTerminal(original.status)) throw new ConflictError(`The run is ${original.status}; only a finished run can be replayed`);
+  const job = await deps.jobs.get(tenantId, original.jobId);
+  if (!job) throw new NotFoundError(`The job ${original.jobId} of this run no longer exists`);
+  if (job.status === 'CANCELLED') throw new ConflictError('The job of this run is CANCELLED');
+  const now = deps.clock();
+  const attempt = original.attempt + 1;
+  const plan = planRun(deps.config, job, { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now }, now);
+  const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };
+  if (!(await deps.runs.replay(original, replay, now))) {
+    throw new ConflictError(`The run was replayed already`);
+  }
+  if (plan.dispatch) await deps.dispatch.send([plan.dispatch], now);
+  logger.info('run replayed', { runId, replayRunId: plan.run.runId, jobId: job.jobId, tenantId });
+  return plan.run;
+}
+
+const limitSchema = z.coerce.number().int().min(1).max(100).default(20);
+const isoInstant = z.iso.datetime({ offset: true }).transform((value) => new Date(value).toISOString());
+
+const deadQuery = z.strictObject({
+  limit: limitSchema,
+  cursor: z.string().min(1).max(2048).optional(),
+  jobId: z.string().min(1).max(128).optional(),
+  from: isoInstant.optional(),
+  to: isoInstant.optional(),
+});
+
+export async function listDeadRuns(deps: SchedulerDeps, tenantId: string, query: Record<string, string | undefined>): Promise<Page<Run>> {
+  const q = parseOrThrow(deadQuery, query, 'Invalid query');
+  return deps.runs.listDead(tenantId, q.limit, { jobId: q.jobId, from: q.from, to: q.to }, q.cursor);
+}
+
+const bulkReplaySchema = z.strictObject({
+  jobId: z.string().min(1).max(128).optional(),
+  from: isoInstant.optional(),
+  to: isoInstant.optional(),
+  limit: z.number().int().min(1).max(100).default(100),
+});
+
+/** Replays the tenant's dead runs of a job and/or a time range, up to `limit` per call. */
+export async function replayDeadRuns(deps: SchedulerDeps, tenantId: string, body: unknown): Promise<{ replayed: Run[]; remaining: boolean }> {
+  const request = parseOrThrow(bulkReplaySchema, body ?? {});
+  const page = await deps.runs.listDead(tenantId, request.limit, { jobId: request.jobId, from: request.from, to: request.to });
+  const replayed: Run[] = [];
+  for (const dead of page.items) {
+    try {
+      replayed.push(await replayRun(deps, tenantId, dead.runId));
+    } catch (error) {
+      // Replayed meanwhile, or its job deleted: leave it.
+      if (!(error instanceof ConflictError || error instanceof NotFoundError)) throw error;
+    }
+  }
+  return { replayed, remaining: page.nextCursor !== null };
+}
