@@ -15,7 +15,12 @@ import { planRun } from './plan-run';
 /** A message that arrives this close to its run's time waits in the worker rather than in SQS. */
 const MAX_IN_WORKER_WAIT_MS = 2_000;
 /** Seconds a received message stays invisible beyond its run's lease. */
-const VISIBILITY_SLACK_SECONDS = 2;
+const VISIBILITY_SLACK_SECONDS = 1;
+/**
+ * A message for a run whose lease ends within this many milliseconds is kept for a recheck when the
+ * lease has ended, not dropped: it may be the one message of a worker that is about to be found lost.
+ */
+const HELD_RECHECK_WINDOW_MS = 5_000;
 
 export type ExecuteResult =
   | 'skipped'
@@ -29,6 +34,8 @@ export type ExecuteResult =
   | 'missing'
   | 'duplicate'
   | 'held'
+  /** Held under a lease that ends soon: the message must stay, to come back when it has ended. */
+  | 'recheck'
   | 'worker-lost'
   | 'requeued';
 
@@ -60,12 +67,20 @@ export async function executeRun(deps: SchedulerDeps, runId: string, message: Di
     case 'finished':
       logger.info('duplicate dispatch message for a finished run; dropped', runFields(lease.run));
       return 'duplicate';
-    case 'held':
+    case 'held': {
+      const remainingMs = lease.run.leaseExpiresAt ? Date.parse(lease.run.leaseExpiresAt) - deps.clock() : Infinity;
+      if (message.receiptHandle && remainingMs <= HELD_RECHECK_WINDOW_MS) {
+        // Back just after the lease ends: if its worker is gone by then, this message recovers the run.
+        await deps.dispatch.setVisibility(message.receiptHandle, Math.max(0, Math.ceil(remainingMs / 1000)) + VISIBILITY_SLACK_SECONDS);
+        logger.info('run is leased by another worker until shortly; message kept for a recheck', { ...runFields(lease.run), leaseOwner: lease.run.leaseOwner, remainingMs });
+        return 'recheck';
+      }
       logger.info('run is leased by another worker; dropped this copy of its message', {
         ...runFields(lease.run),
         leaseOwner: lease.run.leaseOwner,
       });
       return 'held';
+    }
     case 'expired':
       return recordWorkerLost(deps, lease.run, lease.budgetFrom);
     case 'leased':

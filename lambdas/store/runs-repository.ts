@@ -268,7 +268,10 @@ export class RunsRepository {
     });
   }
 
-  /** The tenant's DEAD runs not yet replayed, newest first; optionally of one job or a time range. */
+  /**
+   * The tenant's DEAD runs not yet replayed, newest first; optionally of one job or a time range.
+   * A job filter is applied after DynamoDB's Limit, so pages are read until this one is full.
+   */
   async listDead(tenantId: string, limit: number, filter: DeadFilter = {}, cursor?: string): Promise<Page<Run>> {
     const names: Record<string, string> = { '#tenant': 'deadTenantId', '#sort': 'deadSort' };
     const values: Record<string, unknown> = {
@@ -282,20 +285,31 @@ export class RunsRepository {
       values[':jobId'] = filter.jobId;
       filterExpression = '#jobId = :jobId';
     }
-    const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        IndexName: RUNS_DEAD_INDEX,
-        KeyConditionExpression: '#tenant = :tenant AND #sort BETWEEN :from AND :to',
-        FilterExpression: filterExpression,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        ScanIndexForward: false,
-        Limit: limit,
-        ExclusiveStartKey: cursor ? decodeCursorOrThrow(cursor, { deadTenantId: tenantId }) : undefined,
-      }),
-    );
-    return { items: items.map(itemToRun), nextCursor: encodeCursor(last) };
+    const found: Item[] = [];
+    let start = cursor ? decodeCursorOrThrow(cursor, { deadTenantId: tenantId }) : undefined;
+    do {
+      const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: RUNS_DEAD_INDEX,
+          KeyConditionExpression: '#tenant = :tenant AND #sort BETWEEN :from AND :to',
+          FilterExpression: filterExpression,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ScanIndexForward: false,
+          Limit: filterExpression ? Math.max(limit, 50) : limit,
+          ExclusiveStartKey: start,
+        }),
+      );
+      found.push(...items);
+      start = last;
+    } while (start && found.length < limit);
+    if (found.length > limit) {
+      // Resume after the last item returned, not after the last one read.
+      const lastItem = found[limit - 1] as Item;
+      start = { pk: lastItem.pk, sk: lastItem.sk, deadTenantId: lastItem.deadTenantId, deadSort: lastItem.deadSort };
+    }
+    return { items: found.slice(0, limit).map(itemToRun), nextCursor: encodeCursor(start) };
   }
 
   /**

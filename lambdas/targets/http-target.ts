@@ -1,6 +1,7 @@
 // Calls an HTTP target: the payload as a JSON body, the occurrence's idempotency key and the run's
 // identity as headers, aborted at the attempt's timeout. Redirects are not followed, so a target
-// cannot bounce the scheduler to an address it would not call directly.
+// cannot bounce the scheduler to an address it would not call directly. A failed call is retryable
+// for 408, 429 and 5xx unless the target answers `X-Retryable: false` (or `true` to retry a 4xx).
 import type { HttpTarget } from '../domain/job';
 import { occurrenceKey } from '../domain/run';
 import { parseRetryAfter } from '../domain/retry';
@@ -8,6 +9,17 @@ import type { TargetInvocation, TargetResult } from './target';
 
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
+}
+
+/** The header by which a target overrides the class of its failure (`false`: do not retry). */
+export const RETRYABLE_HEADER = 'x-retryable';
+
+/** The target's own word on retrying wins over the status code's class. */
+export function classifyStatus(status: number, retryableHeader: string | null): boolean {
+  const said = retryableHeader?.trim().toLowerCase();
+  if (said === 'false') return false;
+  if (said === 'true') return true;
+  return isRetryableStatus(status);
 }
 
 export async function callHttpTarget(target: HttpTarget, invocation: TargetInvocation): Promise<TargetResult> {
@@ -44,7 +56,7 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
       error: {
         code: `HTTP_${response.status}`,
         message: redirect ? `target answered ${response.status}; redirects are not followed` : `target answered ${response.status}`,
-        retryable: isRetryableStatus(response.status),
+        retryable: classifyStatus(response.status, response.headers.get(RETRYABLE_HEADER)),
       },
     };
   } catch (error) {

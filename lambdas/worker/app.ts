@@ -35,8 +35,9 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
         return failLater(deps, record);
       }
       try {
-        await executeRun(deps, message.runId, { receiptHandle: record.receiptHandle });
-        return { itemIdentifier: record.messageId, ok: true };
+        const result = await executeRun(deps, message.runId, { receiptHandle: record.receiptHandle });
+        // Kept for a recheck: executeRun has set when the message comes back.
+        return { itemIdentifier: record.messageId, ok: result !== 'recheck' };
       } catch (error) {
         logger.error('dispatch message failed; it will be delivered again', {
           messageId: record.messageId,

@@ -6,7 +6,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Message } from '@aws-sdk/client-sqs';
-import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { createApiHandler } from '../../lambdas/api/app';
@@ -139,7 +139,6 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const ticker = createTickerHandler(deps);
   const queueUrl = deps.config.dispatchQueueUrl;
   const queueArn = `arn:aws:sqs:local:000000000000:${queueUrl.split('/').pop() ?? 'dispatch'}`;
-  const abort = new AbortController();
   let stopping = false;
 
   const server: Server = createServer((request: IncomingMessage, response: ServerResponse) => {
@@ -184,9 +183,19 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
             WaitTimeSeconds: options.pollWaitSeconds ?? 2,
             MessageSystemAttributeNames: ['All'],
           }),
-          { abortSignal: abort.signal },
         );
         messages = received.Messages ?? [];
+        if (stopping && messages.length > 0) {
+          // Received while stopping: hand them straight back rather than hide them for the
+          // queue's visibility timeout.
+          await clients.sqs.send(
+            new ChangeMessageVisibilityBatchCommand({
+              QueueUrl: queueUrl,
+              Entries: messages.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '', VisibilityTimeout: 0 })),
+            }),
+          );
+          return;
+        }
       } catch (error) {
         if (stopping) return;
         console.error('local poller: ReceiveMessage failed; retrying in 1 s', error instanceof Error ? error.message : error);
@@ -239,7 +248,6 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     stop: async () => {
       stopping = true;
       if (timer) clearInterval(timer);
-      abort.abort();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await closed;

@@ -1,9 +1,16 @@
 // Moves messages from a dead-letter queue back to its source queue. Works on AWS and on emulators
 // that lack StartMessageMoveTask (moto). A message is deleted from the DLQ only after it was sent.
+// Like StartMessageMoveTask, it moves the messages that were there when it started: a message that
+// fails again and comes back meanwhile is not moved round and round.
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 
-export async function redriveMessages(sqs: SQSClient, fromUrl: string, toUrl: string, max = Infinity): Promise<number> {
+export async function redriveMessages(sqs: SQSClient, fromUrl: string, toUrl: string, limit = Infinity): Promise<number> {
+  const { Attributes: attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: fromUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+  );
+  const present = Number(attributes.ApproximateNumberOfMessages ?? 0) + Number(attributes.ApproximateNumberOfMessagesNotVisible ?? 0);
+  const max = Math.min(limit, present);
   let moved = 0;
   while (moved < max) {
     const { Messages: messages = [] } = await sqs.send(

@@ -41,6 +41,8 @@ export interface Scheduler {
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   /** Another process-like worker over the same resources, with its own identity and clock. */
   workerDeps(workerId: string, clock?: () => number): SchedulerDeps;
+  /** Starts another runtime over the same resources with `count` pollers (stopped by `stop`). */
+  startWorkers(count: number): Promise<LocalRuntime>;
   sendRawMessage(body: string): Promise<void>;
   sendDispatch(runId: string): Promise<void>;
   queueDepth(): Promise<number>;
@@ -77,6 +79,7 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
     pollWaitSeconds: 1,
   });
 
+  const extraRuntimes: LocalRuntime[] = [];
   return {
     config,
     prefix,
@@ -101,6 +104,18 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
     workerDeps(workerId, clock) {
       return createDeps(config, aws, { workerId, ...(clock ? { clock } : {}) });
     },
+    async startWorkers(count) {
+      const workers = await startLocalRuntime({
+        deps: createDeps(config, aws, { workerId: `${prefix}-workers-${extraRuntimes.length}`, ...(options.random ? { random: options.random } : {}) }),
+        clients: aws,
+        port: 0,
+        workerConcurrency: count,
+        tickIntervalMs: 0,
+        pollWaitSeconds: 1,
+      });
+      extraRuntimes.push(workers);
+      return workers;
+    },
     async sendRawMessage(body) {
       await aws.sqs.send(new SendMessageCommand({ QueueUrl: config.dispatchQueueUrl, MessageBody: body }));
     },
@@ -118,7 +133,7 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
       return count;
     },
     async stop() {
-      await runtime.stop();
+      await Promise.all([runtime.stop(), ...extraRuntimes.map((extra) => extra.stop())]);
       await aws.sqs.send(new PurgeQueueCommand({ QueueUrl: config.dispatchQueueUrl })).catch(() => undefined);
     },
   };
@@ -136,6 +151,14 @@ export interface TargetCall {
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
   readonly at: number;
+  /** When the caller hung up before an answer was sent (an aborted call), if it did. */
+  abortedAt?: number;
+}
+
+export interface TargetAnswer {
+  readonly status: number;
+  readonly body?: string;
+  readonly headers?: Record<string, string>;
 }
 
 export interface TargetServer {
@@ -146,7 +169,7 @@ export interface TargetServer {
 
 /** A real HTTP target on loopback that records every call; `respond` decides the answer. */
 export async function startTarget(
-  respond: (call: TargetCall, index: number) => Promise<{ status: number; body?: string }> | { status: number; body?: string } = () => ({ status: 200 }),
+  respond: (call: TargetCall, index: number) => Promise<TargetAnswer> | TargetAnswer = () => ({ status: 200 }),
 ): Promise<TargetServer> {
   const calls: TargetCall[] = [];
   const server: Server = createServer((request, response) => {
@@ -161,8 +184,12 @@ export async function startTarget(
         at: Date.now(),
       };
       const index = calls.push(call) - 1;
-      void Promise.resolve(respond(call, index)).then(({ status, body }) => {
-        response.writeHead(status, { 'content-type': 'application/json' });
+      response.on('close', () => {
+        if (!response.writableEnded) call.abortedAt = Date.now();
+      });
+      void Promise.resolve(respond(call, index)).then(({ status, body, headers }) => {
+        if (response.destroyed) return;
+        response.writeHead(status, { 'content-type': 'application/json', ...headers });
         response.end(body ?? '{}');
       });
     });

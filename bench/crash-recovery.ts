@@ -1,0 +1,157 @@
+// Recovery after a worker crash, in local mode. Each trial starts the local runtime (`scripts/dev.ts`)
+// in a child process, lets it lease a run whose target hangs, kills it with SIGKILL, and starts
+// fresh pollers in this process. It reports, per trial and as percentiles:
+//   expiry -> recorded   the dead worker's lease expiry to its attempt being recorded WORKER_LOST
+//   expiry -> lease      the lease expiry to the next attempt's lease (the recovery time)
+//   kill -> lease        the kill to the next lease (what a user waits beyond the lease)
+//
+//   npm run bench:crash-recovery -- [--trials 5] [--timeout 3] [--margin 2] [--initial-delay 0]
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createDeps } from '../lambdas/app/deps';
+import { logger } from '../lambdas/core/logger';
+import type { Run } from '../lambdas/domain/run';
+import { createAwsClients } from '../lambdas/store/aws';
+import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
+import { createLocalResources } from '../scripts/local/resources';
+import { startLocalRuntime } from '../scripts/local/runtime';
+
+const { values } = parseArgs({
+  options: {
+    trials: { type: 'string', default: '5' },
+    timeout: { type: 'string', default: '3' },
+    margin: { type: 'string', default: '2' },
+    'initial-delay': { type: 'string', default: '0' },
+  },
+});
+const trials = Number(values.trials);
+const timeoutSeconds = Number(values.timeout);
+const marginSeconds = Number(values.margin);
+const initialDelaySeconds = Number(values['initial-delay']);
+
+logger.setLogLevel('WARN');
+const root = path.resolve(import.meta.dirname, '..');
+const emulator = await ensureEmulator();
+Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
+const clients = createAwsClients();
+const prefix = `bench-${randomUUID().slice(0, 8)}`;
+const config = await createLocalResources(clients, prefix, { leaseMarginSeconds: marginSeconds });
+const deps = createDeps(config, clients, { workerId: 'bench-api' });
+const apiKey = `bench_${randomBytes(18).toString('base64url')}`;
+await deps.apiKeys.issue(apiKey, 'bench', Date.now());
+const api = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
+
+// The first call of each job hangs (its worker is killed during it); the retry's call answers.
+const seen = new Map<string, number>();
+let calls = 0;
+const target = createServer((request, response) => {
+  request.resume();
+  calls++;
+  const jobId = String(request.headers['x-job-id']);
+  const count = (seen.get(jobId) ?? 0) + 1;
+  seen.set(jobId, count);
+  if (count === 1) {
+    setTimeout(() => response.destroyed || response.writeHead(200).end('{}'), 60_000).unref();
+  } else {
+    request.on('end', () => response.writeHead(200).end('{}'));
+  }
+});
+await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;
+
+function startChild(): ChildProcess {
+  const child = spawn(process.execPath, [path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(root, 'scripts', 'dev.ts')], {
+    cwd: root,
+    detached: true,
+    stdio: 'ignore',
+    env: { ...process.env, LOCAL_PREFIX: prefix, PORT: '0', TICK_INTERVAL_SECONDS: '0', WORKER_CONCURRENCY: '1', LEASE_MARGIN_SECONDS: String(marginSeconds), POWERTOOLS_LOG_LEVEL: 'WARN' },
+  });
+  return child;
+}
+
+async function killChild(child: ChildProcess): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  process.kill(-child.pid, 'SIGKILL');
+  await exited;
+}
+
+async function waitFor<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (accept(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+
+console.log(`emulator ${emulator.endpoint} (${emulator.origin}); ${trials} trials; job timeout ${timeoutSeconds} s + lease margin ${marginSeconds} s = lease ${timeoutSeconds + marginSeconds} s; retry initial delay ${initialDelaySeconds} s`);
+console.log('trial   expiry->recorded ms   expiry->lease ms   kill->lease ms   target calls');
+const recorded: number[] = [];
+const recovery: number[] = [];
+const afterKill: number[] = [];
+try {
+  for (let trial = 1; trial <= trials; trial++) {
+    const response = await fetch(`${api.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: `crash-${trial}-${randomUUID().slice(0, 6)}`,
+        type: 'bench',
+        schedule: { kind: 'now' },
+        target: { kind: 'http', url: targetUrl },
+        timeoutSeconds,
+        retryPolicy: { maxAttempts: 3, initialDelaySeconds, maxDelaySeconds: Math.max(1, initialDelaySeconds) },
+      }),
+    });
+    if (response.status !== 201) throw new Error(`create failed: ${response.status} ${await response.text()}`);
+    const { job } = (await response.json()) as { job: { jobId: string; nextRunId: string } };
+    const callsBefore = calls;
+
+    const child = startChild();
+    await waitFor(() => Promise.resolve(calls), (n) => n > callsBefore, 30_000, 'the first call');
+    await killChild(child);
+    const killedAt = Date.now();
+
+    const workers = await startLocalRuntime({ deps: createDeps(config, clients, { workerId: `bench-standby-${trial}` }), clients, port: 0, workerConcurrency: 2, tickIntervalMs: 0, pollWaitSeconds: 1 });
+    const runs = await waitFor(
+      async () => (await deps.runs.listByJob(job.jobId, 10)).items,
+      (items: Run[]) => items.some((run) => run.status === 'SUCCEEDED'),
+      60_000,
+      'the retry to succeed',
+    );
+    await workers.stop();
+    const lost = runs.find((run) => run.runId === job.nextRunId);
+    const next = runs.find((run) => run.attempt === 2);
+    if (!lost?.leaseExpiresAt || !lost.finishedAt || !next?.startedAt || lost.error?.code !== 'WORKER_LOST') {
+      throw new Error(`unexpected runs: ${JSON.stringify(runs)}`);
+    }
+    const expiry = Date.parse(lost.leaseExpiresAt);
+    recorded.push(Date.parse(lost.finishedAt) - expiry);
+    recovery.push(Date.parse(next.startedAt) - expiry);
+    afterKill.push(Date.parse(next.startedAt) - killedAt);
+    console.log(
+      `${String(trial).padStart(5)}   ${String(recorded.at(-1)).padStart(16)}   ${String(recovery.at(-1)).padStart(16)}   ${String(afterKill.at(-1)).padStart(14)}   ${String(seen.get(job.jobId)).padStart(12)}`,
+    );
+  }
+  for (const [name, list] of [
+    ['expiry->recorded', recorded],
+    ['expiry->lease', recovery],
+    ['kill->lease', afterKill],
+  ] as const) {
+    const sorted = [...list].sort((a, b) => a - b);
+    console.log(`${name.padEnd(17)} p50 ${percentile(sorted, 50)} ms, p95 ${percentile(sorted, 95)} ms, max ${sorted.at(-1)} ms`);
+  }
+} finally {
+  await api.stop();
+  target.closeAllConnections();
+  target.close();
+}

@@ -1,0 +1,120 @@
+// A worker process killed during a run. The local runtime (`scripts/dev.ts`, as `npm run dev` starts
+// it) runs in a child process over this test's tables and queues; it is killed with SIGKILL while
+// the target is answering, then started again. The emulator keeps running throughout.
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Scheduler, TargetServer } from './harness';
+import { eventually, jobBody, startScheduler, startTarget } from './harness';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+
+/** `npm run dev` in its own process group, over the scheduler's resources, with pollers only. */
+function startRuntimeProcess(scheduler: Scheduler): ChildProcess {
+  const child = spawn(process.execPath, [tsxCli, path.join(root, 'scripts', 'dev.ts')], {
+    cwd: root,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      LOCAL_PREFIX: scheduler.prefix,
+      PORT: '0',
+      TICK_INTERVAL_SECONDS: '0',
+      WORKER_CONCURRENCY: '1',
+      LEASE_MARGIN_SECONDS: String(scheduler.config.leaseMarginSeconds),
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+    },
+  });
+  child.stdout?.resume();
+  child.stderr?.resume();
+  return child;
+}
+
+function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  process.kill(-child.pid, 'SIGKILL'); // the whole group: tsx and the node process it runs
+  return exited;
+}
+
+describe('a worker process killed during a run', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    // This process only serves the API; the child processes are the workers. Lease margin 2 s.
+    scheduler = await startScheduler({ workerConcurrency: 0, tuning: { leaseMarginSeconds: 2 } });
+    // The first call never answers in time (its worker dies during it); later calls succeed.
+    target = await startTarget((_call, index) => (index === 0 ? new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 30_000)) : { status: 200 }));
+  });
+  afterAll(async () => {
+    await Promise.all(children.map(kill));
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('finishes the run after the lease expires, records the lost attempt, and calls the target at most twice', async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { timeoutSeconds: 4, retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 } }),
+    );
+    expect(created.status).toBe(201);
+    const { jobId, nextRunId: runId } = created.body.job;
+
+    const first = startRuntimeProcess(scheduler);
+    children.push(first);
+    await eventually(() => Promise.resolve(target.calls.length), (n) => n === 1, 30_000);
+    const leased = (await scheduler.api('GET', `/v1/runs/${runId}`)).body;
+    expect(leased).toMatchObject({ status: 'RUNNING', leaseOwner: expect.stringMatching(/^local-\d+$/) });
+    await kill(first);
+
+    // Restart the runtime, as an operator (or Lambda) would.
+    const second = startRuntimeProcess(scheduler);
+    children.push(second);
+    const runs = await eventually(
+      async () => (await scheduler.api('GET', `/v1/jobs/${jobId}/runs`)).body.items as Record<string, any>[],
+      (items) => items.some((run) => run.status === 'SUCCEEDED'),
+      45_000,
+    );
+    const [retry, lost] = runs; // newest first
+    expect(lost).toMatchObject({ runId, attempt: 1, status: 'FAILED', leaseOwner: leased.leaseOwner, error: { code: 'WORKER_LOST', retryable: true } });
+    expect(retry).toMatchObject({ attempt: 2, trigger: 'retry', status: 'SUCCEEDED', leaseOwner: expect.stringMatching(/^local-\d+$/) });
+    expect(retry!.leaseOwner).not.toBe(lost!.leaseOwner);
+    // The new attempt was leased only after the dead worker's lease had expired.
+    expect(Date.parse(retry!.startedAt)).toBeGreaterThan(Date.parse(lost!.leaseExpiresAt));
+    expect(target.calls.length).toBeLessThanOrEqual(2);
+    expect(target.calls.map((call) => call.headers['x-attempt'])).toEqual(['1', '2']);
+    expect(target.calls[0]?.abortedAt).toBeDefined(); // the killed process's connection dropped
+  });
+
+  it('keeps a message that arrives while a lease is about to end, and recovers the run with it', async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { timeoutSeconds: 1, retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 } }),
+    );
+    const { jobId, nextRunId: runId } = created.body.job;
+    // A worker takes the lease (3 s) and dies at once, before it could touch the message.
+    const ghost = await scheduler.workerDeps('ghost').runs.lease(runId, { owner: 'ghost', now: Date.now() });
+    expect(ghost.kind).toBe('leased');
+    const calls = target.calls.length;
+
+    // The message reaches a live worker while the lease still holds: it must not be dropped.
+    await scheduler.startWorkers(1);
+    const runs = await eventually(
+      async () => (await scheduler.api('GET', `/v1/jobs/${jobId}/runs`)).body.items as Record<string, any>[],
+      (items) => items.some((run) => run.status === 'SUCCEEDED'),
+      20_000,
+    );
+    expect(runs.map((run) => [run.attempt, run.status, run.error?.code ?? null])).toEqual([
+      [2, 'SUCCEEDED', null],
+      [1, 'FAILED', 'WORKER_LOST'],
+    ]);
+    expect(runs[1]).toMatchObject({ runId, leaseOwner: 'ghost' });
+    expect(target.calls.length - calls).toBe(1);
+  });
+});
