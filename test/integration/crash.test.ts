@@ -92,6 +92,7 @@ describe('a worker process killed during a run', () => {
   });
 
   it('keeps a message that arrives while a lease is about to end, and recovers the run with it', async () => {
+    await Promise.all(children.map(kill)); // no worker but the one this test starts
     const created = await scheduler.api(
       'POST',
       '/v1/jobs',
