@@ -24,7 +24,7 @@ export interface SchedulerFunctionProps {
   readonly logRetentionDays: number;
 }
 
-export type DynamoAction = 'GetItem' | 'Query' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
+export type DynamoAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
 export type SqsAction = 'SendMessage' | 'GetQueueAttributes';
 
 export class SchedulerFunction extends Construct {
@@ -72,5 +72,10 @@ export class SchedulerFunction extends Construct {
 
   grantQueue(queue: IQueue, actions: readonly SqsAction[]): void {
     this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: actions.map((action) => `sqs:${action}`), resources: [queue.queueArn] }));
+  }
+
+  /** GetMetricData reads, for the health endpoint; CloudWatch does not scope this action to resources. */
+  grantMetricReads(): void {
+    this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['cloudwatch:GetMetricData'], resources: ['*'] }));
   }
 }

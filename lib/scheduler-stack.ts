@@ -56,9 +56,12 @@ export class SchedulerStack extends Stack {
     });
     // PutItem/DeleteItem on jobs: create, CAS replace, and releasing a deleted job's name.
     this.api.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'DeleteItem']);
-    this.api.grantTable(runsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem']);
+    // BatchGetItem on runs: the health endpoint checks the runs workers report in flight.
+    this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem']);
     this.api.grantQueue(dispatchQueue, ['SendMessage', 'GetQueueAttributes']);
     this.api.grantQueue(dispatchDlq, ['GetQueueAttributes']);
+    // The health endpoint's oldest-message age comes from the AWS/SQS metric.
+    this.api.grantMetricReads();
 
     this.worker = new SchedulerFunction(this, 'Worker', {
       ...common,

@@ -79,7 +79,7 @@ export const runsTable: TableDefinition = {
       indexName: RUNS_TIME_INDEX,
       partitionKey: { name: 'gateKey', type: 'S' },
       sortKey: { name: 'gateAt', type: 'S' },
-      projection: ['runId', 'tenantId', 'jobId', 'status', 'availableAt'],
+      projection: ['runId', 'tenantId', 'jobId', 'jobType', 'status', 'availableAt'],
     },
     {
       // Sparse: DEAD runs not yet replayed, per tenant, newest first by when they died.

@@ -71,7 +71,7 @@ describe('storage', () => {
             { AttributeName: 'gateKey', KeyType: 'HASH' },
             { AttributeName: 'gateAt', KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['runId', 'tenantId', 'jobId', 'status', 'availableAt'] },
+          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['runId', 'tenantId', 'jobId', 'jobType', 'status', 'availableAt'] },
         }),
       ]),
     });
@@ -122,6 +122,7 @@ describe('least privilege', () => {
     const dlq = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy === undefined);
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler HTTP API')))).toEqual({
       'dynamodb:GetItem': [jobs, runs].sort(),
+      'dynamodb:BatchGetItem': [runs],
       'dynamodb:Query': [jobs, runs].sort(),
       'dynamodb:PutItem': [jobs, runs].sort(),
       'dynamodb:DeleteItem': [jobs],
@@ -129,6 +130,8 @@ describe('least privilege', () => {
       'sqs:SendMessage': [queue],
       'sqs:GetQueueAttributes': [dlq, queue].sort(),
     });
+    const api = grantsOf(functionId('Job scheduler HTTP API'));
+    expect([...api.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action))).toEqual(['cloudwatch:GetMetricData']);
   });
 
   it('lets the worker lease and record runs, move a job chain on, and consume the dispatch queue', () => {
