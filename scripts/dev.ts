@@ -1,5 +1,7 @@
 // `npm run dev`: the whole scheduler on this machine against a local AWS emulator.
 import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
 import { createDeps } from '../lambdas/app/deps';
 import { createAwsClients } from '../lambdas/store/aws';
 import { tuningFromEnv } from '../lambdas/core/config';
@@ -8,6 +10,7 @@ import { createLocalResources } from './local/resources';
 import { ECHO_PATH, startLocalRuntime } from './local/runtime';
 
 const DEV_TENANT = 'dev';
+const METRICS_FILE = path.resolve(import.meta.dirname, '..', '.local', 'metrics.jsonl');
 
 function intFromEnv(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -24,7 +27,12 @@ async function main(): Promise<void> {
 
   const clients = createAwsClients();
   const config = await createLocalResources(clients, process.env.LOCAL_PREFIX ?? 'scheduler', tuningFromEnv());
-  const deps = createDeps(config, clients, { workerId: `local-${process.pid}` });
+  // Metric lines (EMF) go to a file, as Lambda's go to CloudWatch Logs, not over the console.
+  mkdirSync(path.dirname(METRICS_FILE), { recursive: true });
+  const deps = createDeps(config, clients, {
+    workerId: `local-${process.pid}`,
+    metricSink: (line) => appendFileSync(METRICS_FILE, `${line}\n`),
+  });
 
   const generated = !process.env.DEV_API_KEY;
   const apiKey = process.env.DEV_API_KEY ?? `dev_${randomBytes(18).toString('base64url')}`;
@@ -45,6 +53,7 @@ async function main(): Promise<void> {
 Job scheduler running locally
   API        http://localhost:${runtime.port}/v1
   API key    ${apiKey}   (tenant "${DEV_TENANT}"${generated ? '; set DEV_API_KEY to choose it' : ''})
+  Metrics    ${path.relative(process.cwd(), METRICS_FILE)} (Embedded Metric Format lines, as Lambda would log them)
   Emulator   ${emulator.endpoint} (${emulator.origin === 'started' ? 'moto, started now; it keeps running after Ctrl-C, stop it with npm run emulator:stop' : 'already running, reused'})
 
 Try it:

@@ -3,6 +3,7 @@ import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { MethodNotAllowedError, NotFoundError, ValidationError } from '../core/errors';
 import type { SchedulerDeps } from '../app/deps';
+import { flushTelemetry } from '../app/flush-telemetry';
 import { checkHealth } from '../app/health';
 import { createJob, getJob, getRun, listJobRuns, listJobs, previewSchedule } from '../app/jobs';
 import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob } from '../app/job-lifecycle';
@@ -127,7 +128,7 @@ function routes(deps: SchedulerDeps): Route[] {
     {
       method: 'GET',
       pattern: /^\/v1\/health$/,
-      handle: async () => json(200, await checkHealth(deps)),
+      handle: async ({ tenantId, query }) => json(200, await checkHealth(deps, tenantId, query)),
     },
   ];
 }
@@ -155,6 +156,7 @@ export function createApiHandler(deps: SchedulerDeps) {
   };
 
   return middy<ApiEvent, ApiResult, Error, Context>()
+    .use(flushTelemetry(deps))
     .use(problemDetails())
     .handler(route);
 }

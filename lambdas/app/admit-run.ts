@@ -53,7 +53,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
     }
     if (overlap.action === 'cancel-previous' && previous) {
       const cancelled = await deps.runs.complete(previous.runId, previous.version, { status: 'CANCELLED', now, error: null, reason: overlap.reason });
-      logger.info('previous occurrence cancelled by overlap policy', { runId: previous.runId, jobId: job.jobId, cancelled: cancelled === 'recorded' });
+      if (cancelled === 'recorded') deps.telemetry.runEnded(previous, 'CANCELLED', overlap.reason, { supersededBy: run.runId });
     }
   }
 
@@ -65,7 +65,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
 
 async function end(deps: SchedulerDeps, run: Run, status: 'SKIPPED' | 'CANCELLED', reason: string, now: number): Promise<Admission> {
   const recorded = await deps.runs.complete(run.runId, run.version, { status, now, error: null, reason });
-  logger.info(status === 'SKIPPED' ? 'run skipped' : 'run cancelled', { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, reason });
   if (recorded === 'fenced') return { kind: 'stopped', outcome: 'fenced' };
+  deps.telemetry.runEnded(run, status, reason);
   return { kind: 'stopped', outcome: status === 'SKIPPED' ? 'skipped' : 'cancelled' };
 }

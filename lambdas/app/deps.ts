@@ -8,6 +8,11 @@ import { JobsRepository } from '../store/jobs-repository';
 import { RunsRepository } from '../store/runs-repository';
 import { SchedulerStateRepository } from '../store/scheduler-state-repository';
 import type { TargetInvoker } from '../targets/target';
+import type { MetricSink } from '../core/metrics';
+import { MetricsRecorder } from '../core/metrics';
+import { TelemetryStore } from '../store/telemetry-store';
+import { QueueMetrics } from '../store/queue-metrics';
+import { Telemetry } from './telemetry';
 import { targetInvoker } from '../targets/invoker';
 
 export interface SchedulerDeps {
@@ -25,13 +30,25 @@ export interface SchedulerDeps {
   readonly workerId: string;
   /** Uniform in [0, 1): the jitter of retry backoff; injectable so that tests can pin it. */
   readonly random: () => number;
+  /** Metrics and health roll-ups; flushed by the handlers once per invocation. */
+  readonly telemetry: Telemetry;
+  readonly telemetryStore: TelemetryStore;
+  readonly queueMetrics: QueueMetrics;
+}
+
+export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random'>> {
+  /** Where EMF lines go (standard output by default). */
+  readonly metricSink?: MetricSink;
 }
 
 export function createDeps(
   config: SchedulerConfig,
   clients: AwsClients,
-  overrides: Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random'>> = {},
+  overrides: DepsOverrides = {},
 ): SchedulerDeps {
+  const clock = overrides.clock ?? Date.now;
+  const workerId = overrides.workerId ?? `worker-${process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? randomUUID().slice(0, 8)}`;
+  const telemetryStore = new TelemetryStore(clients.dynamo, config.jobsTable);
   return {
     config,
     jobs: new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable),
@@ -41,8 +58,11 @@ export function createDeps(
     dispatch: new DispatchQueue(clients.sqs, config.dispatchQueueUrl),
     dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),
     targets: overrides.targets ?? targetInvoker,
-    clock: overrides.clock ?? Date.now,
+    clock,
     random: overrides.random ?? Math.random,
-    workerId: overrides.workerId ?? `worker-${process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? randomUUID().slice(0, 8)}`,
+    workerId,
+    telemetryStore,
+    queueMetrics: new QueueMetrics(clients.cloudwatch),
+    telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

@@ -7,6 +7,7 @@ import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
 import { decideRetry } from '../domain/retry';
 import type { AttemptOutcome, Run, RunError } from '../domain/run';
+import type { LeaseResult } from '../store/runs-repository';
 import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
 import { admitRun } from './admit-run';
@@ -45,6 +46,7 @@ export interface DispatchContext {
 }
 
 export async function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
+  const receivedAt = deps.clock();
   let lease = await deps.runs.lease(runId, { owner: deps.workerId, now: deps.clock() });
   // SQS delays are whole seconds (rounded down) and at most 900 s: a message may come a little
   // early. Wait out a short remainder here; send a longer one back to the queue.
@@ -91,32 +93,60 @@ export async function executeRun(deps: SchedulerDeps, runId: string, message: Di
   const leasedAt = Date.parse(run.startedAt ?? run.updatedAt);
   // If this worker dies, the message comes back when the lease has expired, not an hour later.
   if (message.receiptHandle) await deps.dispatch.setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS);
+  try {
+    return await executeLeased(deps, run, lease, leasedAt, receivedAt, message);
+  } finally {
+    deps.telemetry.released(run.runId);
+  }
+}
+
+async function executeLeased(
+  deps: SchedulerDeps,
+  run: Run,
+  lease: Extract<LeaseResult, { kind: 'leased' }>,
+  leasedAt: number,
+  receivedAt: number,
+  message: DispatchContext,
+): Promise<ExecuteResult> {
+  const job = await deps.jobs.getAnyTenant(run.jobId);
+  if (!job) {
+    const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false };
+    const now = deps.clock();
+    if ((await deps.runs.finishAttempt(run, { status: 'DEAD', now, error, reason: 'the job no longer exists' }, null)) === 'recorded') {
+      deps.telemetry.runFinished(run, 'DEAD', now - leasedAt, false);
+      logger.info('run finished', { ...runFields(run), status: 'DEAD', durationMs: now - leasedAt, errorCode: error.code });
+    }
+    return 'dead';
+  }
+  const admission = await admitRun(deps, job, run, lease.backfillRemaining);
+  if (admission.kind === 'stopped') return admission.outcome;
+
+  deps.telemetry.runStarted(run, receivedAt);
   logger.info('run started', {
     ...runFields(run),
     status: run.status,
     leaseOwner: run.leaseOwner,
     fencingToken: run.version,
     startLagMs: leasedAt - Date.parse(run.scheduledFor),
+    schedulingLagMs: receivedAt - Date.parse(run.availableAt),
   });
-
-  const job = await deps.jobs.getAnyTenant(run.jobId);
-  if (!job) {
-    const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false };
-    await deps.runs.finishAttempt(run, { status: 'DEAD', now: deps.clock(), error, reason: 'the job no longer exists' }, null);
-    return 'dead';
-  }
-  const admission = await admitRun(deps, job, run, lease.backfillRemaining);
-  if (admission.kind === 'stopped') return admission.outcome;
 
   const result = await invokeWithHeartbeat(deps, job, run, lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload, message);
   if (result === 'lease-lost') {
     const now = await deps.runs.get(run.runId);
     logger.warn('lease lost or run cancelled during the call; outcome discarded', { ...runFields(run), status: now?.status });
-    return now?.status === 'CANCELLED' ? 'cancelled' : 'fenced';
+    if (now?.status === 'CANCELLED') return 'cancelled';
+    deps.telemetry.leaseExpired(run, false);
+    return 'fenced';
   }
 
   const finishedAt = deps.clock();
   const outcome = await recordOutcome(deps, job, run, lease.budgetFrom, result, finishedAt, admission.reason);
+  if (outcome.recorded === 'fenced') {
+    logger.warn('lease lost before the outcome was recorded; outcome discarded', { ...runFields(run), fencingToken: run.version });
+    deps.telemetry.leaseExpired(run, false);
+    return 'fenced';
+  }
   logger.info('run finished', {
     ...runFields(run),
     status: outcome.status,
@@ -124,10 +154,7 @@ export async function executeRun(deps: SchedulerDeps, runId: string, message: Di
     errorCode: result.ok ? undefined : result.error.code,
     retryRunId: outcome.retry?.runId,
   });
-  if (outcome.recorded === 'fenced') {
-    logger.warn('lease lost before the outcome was recorded; outcome discarded', { ...runFields(run), fencingToken: run.version });
-    return 'fenced';
-  }
+  deps.telemetry.runFinished(run, outcome.status, finishedAt - leasedAt, outcome.retry !== undefined);
   if (job.overlapPolicy === 'buffer-one' && run.trigger === 'schedule') await wakeBuffered(deps, job.jobId, finishedAt);
   return outcome.status === 'SUCCEEDED' ? 'succeeded' : outcome.status === 'DEAD' ? 'dead' : outcome.status === 'TIMED_OUT' ? 'timed-out' : 'failed';
 }
@@ -198,7 +225,10 @@ async function recordOutcome(
   const status: AttemptOutcome = result.timedOut ? 'TIMED_OUT' : 'FAILED';
   const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now);
   const recorded = await deps.runs.finishAttempt(run, { status, now, error: result.error, reason }, retry);
-  if (recorded === 'recorded') await sendPlanned(deps, retry, now);
+  if (recorded === 'recorded') {
+    deps.telemetry.runCreated(retry.run);
+    await sendPlanned(deps, retry, now);
+  }
   return { status, recorded, retry: retry.run };
 }
 
@@ -216,8 +246,19 @@ async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: numbe
     { leaseExpiredBefore: now },
   );
   if (recorded === 'fenced') return 'held';
-  if (retry) await sendPlanned(deps, retry, now);
-  logger.warn('worker lost during a run; attempt recorded as failed', { ...runFields(run), leaseOwner: run.leaseOwner, retryRunId: retry?.run.runId });
+  deps.telemetry.leaseExpired(run, true);
+  deps.telemetry.runFinished(run, retry ? 'FAILED' : 'DEAD', now - Date.parse(run.startedAt ?? run.updatedAt), retry !== null);
+  if (retry) {
+    deps.telemetry.runCreated(retry.run);
+    await sendPlanned(deps, retry, now);
+  }
+  logger.warn('worker lost during a run; attempt recorded as failed', {
+    ...runFields(run),
+    status: retry ? 'FAILED' : 'DEAD',
+    errorCode: error.code,
+    leaseOwner: run.leaseOwner,
+    retryRunId: retry?.run.runId,
+  });
   return 'worker-lost';
 }
 
@@ -235,6 +276,7 @@ async function sendPlanned(deps: SchedulerDeps, plan: ReturnType<typeof planRetr
   if (!plan.dispatch) return;
   try {
     await deps.dispatch.send([plan.dispatch], now);
+    deps.telemetry.runQueued(plan.run);
   } catch (error) {
     logger.error('dispatch of a retry failed; the ticker will redeliver', { runId: plan.run.runId, error: error instanceof Error ? error.message : String(error) });
   }

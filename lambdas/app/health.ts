@@ -1,35 +1,180 @@
-// GET /v1/health: is the scheduler keeping up? Queue depths, the dead-letter queue, and whether the
-// ticker is running.
-import type { SchedulerDeps } from './deps';
+// GET /v1/health: is the scheduler keeping up, and what is it doing? Queues and the ticker are the
+// deployment's (shared by every tenant); runs, lag and in-flight work are the caller's tenant's only.
+// Run figures come from the workers' per-minute roll-ups; in-flight runs from the workers'
+// registry, each checked against its run item, which is the truth.
+import { z } from 'zod';
+import { logger } from '../core/logger';
+import { parseOrThrow } from '../core/validation';
+import type { Histogram } from '../domain/histogram';
+import { merge, percentile, totalOf } from '../domain/histogram';
 import type { QueueDepth } from '../store/dispatch-queue';
+import type { Counters, OutcomeCounter } from '../store/telemetry-store';
+import { OUTCOME_COUNTERS } from '../store/telemetry-store';
+import type { SchedulerDeps } from './deps';
+import { minuteOf } from './telemetry';
 
 /** The ticker runs every minute; past this without a completed tick it is reported as late. */
 const TICKER_STALE_MS = 3 * 60_000;
+/** The start-lag promise: p99 under 2 s. */
+const START_LAG_TARGET_MS = 2_000;
+/** Workers whose registry entry is older than this are not consulted. */
+const WORKER_HORIZON_MS = 60 * 60_000;
+const DEAD_COUNT_CAP = 1_000;
+
+export interface QueueHealth extends QueueDepth {
+  /** From CloudWatch (AWS/SQS); null when the backend publishes no SQS metrics (moto). */
+  readonly oldestMessageAgeSeconds: number | null;
+}
+
+export interface InFlightRun {
+  readonly runId: string;
+  readonly jobId: string;
+  readonly jobType: string;
+  readonly attempt: number;
+  readonly startedAt: string | null;
+  readonly leaseOwner: string | null;
+  readonly leaseExpiresAt: string | null;
+  /** The lease has run out and no worker has taken the run over yet. */
+  readonly leaseExpired: boolean;
+}
+
+export interface MinuteFigures {
+  readonly minute: string;
+  readonly started: number;
+  readonly succeeded: number;
+  readonly errors: number;
+}
 
 export interface HealthReport {
   readonly status: 'ok' | 'degraded';
   readonly checkedAt: string;
   readonly problems: string[];
-  readonly queues: { readonly dispatch: QueueDepth; readonly dispatchDlq: QueueDepth };
+  readonly queues: { readonly dispatch: QueueHealth; readonly dispatchDlq: QueueHealth };
   readonly ticker: { readonly lastCompletedAt: string | null; readonly sinceLastCompletionSeconds: number | null; readonly lastReport: Record<string, number> | null };
+  readonly runs: {
+    readonly windowMinutes: number;
+    /** RUNNING now; the other statuses: attempts that ended so in the window. */
+    readonly byStatus: Record<'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'DEAD' | 'SKIPPED' | 'CANCELLED', number>;
+    readonly started: number;
+    readonly retried: number;
+    readonly workerLost: number;
+    /** Succeeded / (succeeded + failed + timed out + dead), in percent; null with no outcomes. */
+    readonly successRate: number | null;
+    readonly startLagMs: { readonly p50: number | null; readonly p95: number | null; readonly p99: number | null; readonly samples: number };
+    readonly perMinute: MinuteFigures[];
+    /** DEAD runs waiting for a replay (all time), counted up to 1,000. */
+    readonly deadAwaitingReplay: { readonly count: number; readonly capped: boolean };
+  };
+  readonly inFlight: InFlightRun[];
 }
 
-export async function checkHealth(deps: SchedulerDeps): Promise<HealthReport> {
+const healthQuery = z.strictObject({
+  minutes: z.coerce.number().int().min(1).max(60).default(15),
+});
+
+export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: Record<string, string | undefined> = {}): Promise<HealthReport> {
+  const { minutes } = parseOrThrow(healthQuery, query, 'Invalid query');
   const now = deps.clock();
-  const [dispatch, dispatchDlq, ticker] = await Promise.all([deps.dispatch.depth(), deps.dispatchDlq.depth(), deps.state.ticker()]);
+  const minuteStarts = Array.from({ length: minutes }, (_, i) => minuteOf(now - i * 60_000)).reverse();
+
+  const [dispatch, dispatchDlq, dispatchAge, dlqAge, ticker, rollups, workers, dead] = await Promise.all([
+    deps.dispatch.depth(),
+    deps.dispatchDlq.depth(),
+    oldestAge(deps, deps.config.dispatchQueueUrl, now),
+    oldestAge(deps, deps.config.dispatchDlqUrl, now),
+    deps.state.ticker(),
+    Promise.all(minuteStarts.map((minute) => deps.telemetryStore.rollupsOf(tenantId, minute))),
+    deps.telemetryStore.workersSeenSince(now - WORKER_HORIZON_MS),
+    deps.runs.countDead(tenantId, DEAD_COUNT_CAP),
+  ]);
+
+  const totals: Counters = {};
+  const lag: Histogram = {};
+  const perMinute: MinuteFigures[] = minuteStarts.map((minute, index) => {
+    const minuteCounts: Counters = {};
+    for (const rollup of rollups[index] ?? []) {
+      for (const counter of OUTCOME_COUNTERS) add(minuteCounts, counter, rollup.counts[counter] ?? 0);
+      merge(lag, rollup.startLag);
+    }
+    for (const counter of OUTCOME_COUNTERS) add(totals, counter, minuteCounts[counter] ?? 0);
+    return {
+      minute,
+      started: minuteCounts.started ?? 0,
+      succeeded: minuteCounts.succeeded ?? 0,
+      errors: (minuteCounts.failed ?? 0) + (minuteCounts.timedOut ?? 0) + (minuteCounts.dead ?? 0),
+    };
+  });
+
+  // The registry says which runs to look at; the run items say whether they are still running.
+  const held = workers.flatMap((worker) => worker.runs.filter((entry) => entry.tenantId === tenantId).map((entry) => entry.runId));
+  const running = (await deps.runs.getMany(held)).filter((run) => run.status === 'RUNNING' && run.tenantId === tenantId);
+  const inFlight: InFlightRun[] = running
+    .map((run) => ({
+      runId: run.runId,
+      jobId: run.jobId,
+      jobType: run.jobType,
+      attempt: run.attempt,
+      startedAt: run.startedAt,
+      leaseOwner: run.leaseOwner,
+      leaseExpiresAt: run.leaseExpiresAt,
+      leaseExpired: run.leaseExpiresAt !== null && Date.parse(run.leaseExpiresAt) < now,
+    }))
+    .sort((a, b) => (a.startedAt ?? '').localeCompare(b.startedAt ?? ''));
+
+  const succeeded = totals.succeeded ?? 0;
+  const outcomes = succeeded + (totals.failed ?? 0) + (totals.timedOut ?? 0) + (totals.dead ?? 0);
+  const p99 = percentile(lag, 99);
   const since = ticker.lastCompletedAt ? now - Date.parse(ticker.lastCompletedAt) : null;
+
   const problems: string[] = [];
   if (dispatchDlq.visible + dispatchDlq.inFlight > 0) problems.push('the dispatch dead-letter queue holds messages');
   if (since === null || since > TICKER_STALE_MS) problems.push('the ticker has not completed a tick in the last 3 minutes');
+  if (p99 !== null && p99 > START_LAG_TARGET_MS) problems.push(`start lag p99 is ${p99} ms over the last ${minutes} minutes (target: under ${START_LAG_TARGET_MS} ms)`);
+  if (inFlight.some((run) => run.leaseExpired)) problems.push('runs hold expired leases (their workers were lost; they are retried when their messages return)');
+
   return {
     status: problems.length === 0 ? 'ok' : 'degraded',
     checkedAt: new Date(now).toISOString(),
     problems,
-    queues: { dispatch, dispatchDlq },
+    queues: { dispatch: { ...dispatch, oldestMessageAgeSeconds: dispatchAge }, dispatchDlq: { ...dispatchDlq, oldestMessageAgeSeconds: dlqAge } },
     ticker: {
       lastCompletedAt: ticker.lastCompletedAt,
       sinceLastCompletionSeconds: since === null ? null : Math.round(since / 1000),
       lastReport: ticker.lastReport,
     },
+    runs: {
+      windowMinutes: minutes,
+      byStatus: {
+        RUNNING: inFlight.length,
+        SUCCEEDED: succeeded,
+        FAILED: totals.failed ?? 0,
+        TIMED_OUT: totals.timedOut ?? 0,
+        DEAD: totals.dead ?? 0,
+        SKIPPED: totals.skipped ?? 0,
+        CANCELLED: totals.cancelled ?? 0,
+      },
+      started: totals.started ?? 0,
+      retried: totals.retried ?? 0,
+      workerLost: totals.workerLost ?? 0,
+      successRate: outcomes === 0 ? null : Math.round((succeeded / outcomes) * 10_000) / 100,
+      startLagMs: { p50: percentile(lag, 50), p95: percentile(lag, 95), p99, samples: totalOf(lag) },
+      perMinute,
+      deadAwaitingReplay: dead,
+    },
+    inFlight,
   };
+}
+
+function add(counters: Counters, counter: OutcomeCounter, n: number): void {
+  if (n) counters[counter] = (counters[counter] ?? 0) + n;
+}
+
+async function oldestAge(deps: SchedulerDeps, queueUrl: string, now: number): Promise<number | null> {
+  try {
+    return await deps.queueMetrics.oldestMessageAgeSeconds(queueUrl, now);
+  } catch (error) {
+    // CloudWatch unavailable (or not emulated): the rest of the report still stands.
+    logger.warn('could not read the oldest message age', { queueUrl, error: error instanceof Error ? error.message : String(error) });
+    return null;
+  }
 }

@@ -53,6 +53,7 @@ async function mutateJob(
       releaseName: mutation.releaseName,
     });
     if (result === 'replaced') {
+      if (mutation.plan) deps.telemetry.runCreated(mutation.plan.run);
       await mutation.afterCommit?.();
       return mutation.next;
     }
@@ -70,6 +71,7 @@ async function dispatchPlan(deps: SchedulerDeps, plan: RunPlan | undefined, now:
   if (!plan?.dispatch) return;
   try {
     await deps.dispatch.send([plan.dispatch], now);
+    deps.telemetry.runQueued(plan.run);
   } catch (error) {
     // The run has a check-back in the time index; the ticker will send it.
     logger.error('dispatch failed; the ticker will redeliver', { runId: plan.run.runId, error: error instanceof Error ? error.message : String(error) });
@@ -98,7 +100,9 @@ export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: str
         nextRunId: null,
       }),
       afterCommit: async () => {
-        if (pendingId) await deps.runs.retirePending(pendingId, 'SKIPPED', 'job paused', now);
+        if (pendingId && (await deps.runs.retirePending(pendingId, 'SKIPPED', 'job paused', now))) {
+          deps.telemetry.runEnded({ runId: pendingId, tenantId, jobId, jobType: current.type }, 'SKIPPED', 'job paused');
+        }
       },
     };
   });
@@ -144,7 +148,7 @@ export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: st
       // Every run of the job that has not started ends CANCELLED. A run leased meanwhile sees the
       // job CANCELLED and ends the same way.
       for (const run of await deps.runs.pendingOfJob(jobId)) {
-        await deps.runs.retirePending(run.runId, 'CANCELLED', 'job deleted', now);
+        if (await deps.runs.retirePending(run.runId, 'CANCELLED', 'job deleted', now)) deps.telemetry.runEnded(run, 'CANCELLED', 'job deleted');
       }
     },
   }));
@@ -183,22 +187,24 @@ export async function patchJob(deps: SchedulerDeps, tenantId: string, jobId: str
       // length follows the timeout, and its time the schedule).
       const first = firstFireTime(merged.schedule, now);
       if (first === null) {
-        return { next: { ...updated, status: 'COMPLETED', nextRunAt: null, nextRunId: null }, afterCommit: () => retire(current.nextRunId) };
+        return { next: { ...updated, status: 'COMPLETED', nextRunAt: null, nextRunId: null }, afterCommit: () => retire(current.nextRunId, current.type) };
       }
       const plan = planRun(deps.config, updated, { scheduledFor: first, attempt: attemptFor(first, pending), trigger: 'schedule' }, now);
       return {
         next: { ...updated, nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId },
         plan,
         afterCommit: async () => {
-          await retire(current.nextRunId);
+          await retire(current.nextRunId, current.type);
           await dispatchPlan(deps, plan, now);
         },
       };
     },
     ifMatch,
   );
-  async function retire(runId: string | null): Promise<void> {
-    if (runId) await deps.runs.retirePending(runId, 'SKIPPED', 'job definition changed', deps.clock());
+  async function retire(runId: string | null, jobType: string): Promise<void> {
+    if (runId && (await deps.runs.retirePending(runId, 'SKIPPED', 'job definition changed', deps.clock()))) {
+      deps.telemetry.runEnded({ runId, tenantId, jobId, jobType }, 'SKIPPED', 'job definition changed');
+    }
   }
   logger.info('job updated', { jobId, tenantId, version: job.version });
   return viewOf(job);
@@ -218,6 +224,7 @@ export async function triggerJob(deps: SchedulerDeps, tenantId: string, jobId: s
     ...(request.payload !== undefined ? { payloadOverride: request.payload } : {}),
   }, now);
   if (!(await deps.runs.create(plan))) throw new ConflictError('A manual run was triggered at this same instant; try again');
+  deps.telemetry.runCreated(plan.run);
   await dispatchPlan(deps, plan, now);
   logger.info('job triggered', { jobId, tenantId, runId: plan.run.runId });
   return plan.run;
@@ -264,6 +271,7 @@ export async function advanceChain(
     };
     const result = await deps.jobs.replace(next, current, { newRuns: plan ? [plan] : [] });
     if (result === 'replaced') {
+      if (plan) deps.telemetry.runCreated(plan.run);
       await dispatchPlan(deps, plan, now);
       return true;
     }

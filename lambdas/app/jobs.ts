@@ -74,9 +74,11 @@ export async function createJob(
     return { job: viewOf(existing), nextRunAt: existing.nextRunAt, created: false };
   }
 
+  if (plan) deps.telemetry.runCreated(plan.run);
   if (plan?.dispatch) {
     try {
       await deps.dispatch.send([plan.dispatch], now);
+      deps.telemetry.runQueued(plan.run);
     } catch (error) {
       // The run is stored and carries a check-back entry in the time index: the ticker sends it
       // again after the redelivery grace. The create itself succeeded.

@@ -30,6 +30,7 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
       ? await deps.runs.cancelRunning(runId, now, reason)
       : await deps.runs.retirePending(runId, 'CANCELLED', reason, now);
   const after = await tenantRun(deps, tenantId, runId);
+  if (cancelled) deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
   if (!cancelled && after.status !== 'CANCELLED') throw new ConflictError(`The run is ${after.status}; only a run that has not finished can be cancelled`);
   // A cancelled pending occurrence must not stop the schedule: the chain moves on past it.
   if (cancelled && run.trigger === 'schedule' && run.status !== 'RUNNING') {
@@ -39,7 +40,6 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
       await advanceChain(deps, job, run, next === null ? null : { scheduledFor: next }, false, now);
     }
   }
-  logger.info('run cancelled', { runId, jobId: run.jobId, tenantId, previousStatus: run.status });
   return after;
 }
 
@@ -57,7 +57,11 @@ export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: st
   if (!(await deps.runs.replay(original, replay, now))) {
     throw new ConflictError(`The run was replayed already`);
   }
-  if (plan.dispatch) await deps.dispatch.send([plan.dispatch], now);
+  deps.telemetry.runCreated(plan.run);
+  if (plan.dispatch) {
+    await deps.dispatch.send([plan.dispatch], now);
+    deps.telemetry.runQueued(plan.run);
+  }
   logger.info('run replayed', { runId, replayRunId: plan.run.runId, jobId: job.jobId, tenantId });
   return plan.run;
 }

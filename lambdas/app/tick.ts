@@ -45,7 +45,10 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number): Promise<T
     );
     for (const entry of toRelease) {
       const next = checkBackAt(Date.parse(entry.availableAt), now, config);
-      if (await deps.runs.markQueued(entry.runId, now, next, config.timeIndexShards)) released++;
+      if (await deps.runs.markQueued(entry.runId, now, next, config.timeIndexShards)) {
+        released++;
+        deps.telemetry.runQueued(entry);
+      }
     }
   }
 

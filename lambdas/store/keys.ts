@@ -15,6 +15,12 @@ export const idempotencyKey = (tenantId: string, key: string): Key => ({ pk: `ID
 export const apiKeyKey = (keyHash: string): Key => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' });
 export const schedulerStateKey = (name: string): Key => ({ pk: `SCHEDULER#${name}`, sk: 'STATE' });
 export const runKey = (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'RUN' });
+/** One worker's roll-up of a tenant's runs in one minute (many workers share the partition). */
+export const statsKey = (tenantId: string, minute: string, workerId: string): Key => ({ pk: `STATS#${tenantId}#${minute}`, sk: `WORKER#${workerId}` });
+export const statsPartition = (tenantId: string, minute: string): string => `STATS#${tenantId}#${minute}`;
+/** The registry of live workers and the runs they hold (one partition, one item per worker). */
+export const WORKERS_PARTITION = 'WORKERS';
+export const workerKey = (workerId: string): Key => ({ pk: WORKERS_PARTITION, sk: `WORKER#${workerId}` });
 
 const pad = (n: number, width: number): string => String(n).padStart(width, '0');
 

@@ -2,12 +2,13 @@
 // (ReturnValuesOnConditionCheckFailure) so callers learn why without a second request.
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { BatchGetCommandOutput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttemptOutcome, Run, RunError, RunStatus } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import { ValidationError } from '../core/errors';
+import { NO_JOB_TYPE } from '../core/metrics';
 import { RUNS_BY_JOB_INDEX, RUNS_DEAD_INDEX, RUNS_TIME_INDEX } from './schema';
 import type { Item, RunItemExtras } from './keys';
 import { backfillRemainingOf, budgetFromOf, deadAttributes, decodeCursor, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, runKey, runToItem } from './keys';
@@ -23,6 +24,7 @@ export interface TimeIndexEntry {
   readonly runId: string;
   readonly tenantId: string;
   readonly jobId: string;
+  readonly jobType: string;
   readonly status: RunStatus;
   readonly availableAt: string;
   readonly gateAt: string;
@@ -268,6 +270,46 @@ export class RunsRepository {
     });
   }
 
+  /** Several runs by id (any order; missing ones are left out). */
+  async getMany(runIds: readonly string[]): Promise<Run[]> {
+    const runs: Run[] = [];
+    const unique = [...new Set(runIds)];
+    for (let start = 0; start < unique.length; start += 100) {
+      let keys: Record<string, unknown>[] | undefined = unique.slice(start, start + 100).map(runKey);
+      for (let round = 0; keys && keys.length > 0 && round < 5; round++) {
+        const output: BatchGetCommandOutput = await this.dynamo.send(
+          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }),
+        );
+        runs.push(...(output.Responses?.[this.tableName] ?? []).map(itemToRun));
+        keys = output.UnprocessedKeys?.[this.tableName]?.Keys;
+      }
+    }
+    return runs;
+  }
+
+  /** How many DEAD runs of the tenant await a replay, counted up to `cap`. */
+  async countDead(tenantId: string, cap: number): Promise<{ count: number; capped: boolean }> {
+    let count = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: RUNS_DEAD_INDEX,
+          KeyConditionExpression: '#tenant = :tenant',
+          ExpressionAttributeNames: { '#tenant': 'deadTenantId' },
+          ExpressionAttributeValues: { ':tenant': tenantId },
+          Select: 'COUNT',
+          Limit: cap - count,
+          ExclusiveStartKey: start,
+        }),
+      );
+      count += page.Count ?? 0;
+      start = page.LastEvaluatedKey;
+    } while (start && count < cap);
+    return { count, capped: start !== undefined };
+  }
+
   /**
    * The tenant's DEAD runs not yet replayed, newest first; optionally of one job or a time range.
    * A job filter is applied after DynamoDB's Limit, so pages are read until this one is full.
@@ -446,6 +488,7 @@ export class RunsRepository {
           runId: String(item.runId),
           tenantId: String(item.tenantId),
           jobId: String(item.jobId),
+          jobType: typeof item.jobType === 'string' ? item.jobType : NO_JOB_TYPE,
           status: item.status as RunStatus,
           availableAt: String(item.availableAt),
           gateAt: String(item.gateAt),

@@ -4,6 +4,8 @@ import type { Context } from 'aws-lambda';
 import type { SchedulerDeps } from '../app/deps';
 import type { TickReport } from '../app/tick';
 import { tick } from '../app/tick';
+import { flushTelemetry } from '../app/flush-telemetry';
+import { Metric } from '../core/metrics';
 
 /** What EventBridge Scheduler sends: the schedule's own time, when the target input asks for it. */
 export interface TickEvent {
@@ -11,8 +13,25 @@ export interface TickEvent {
 }
 
 export function createTickerHandler(deps: SchedulerDeps) {
-  return middy<TickEvent, TickReport, Error, Context>().handler((event) => {
-    const scheduledAt = event?.scheduledTime ? Date.parse(event.scheduledTime) : undefined;
-    return tick(deps, Number.isNaN(scheduledAt) ? undefined : scheduledAt);
-  });
+  return middy<TickEvent, TickReport, Error, Context>()
+    .use(flushTelemetry(deps))
+    .handler(async (event) => {
+      const scheduledAt = event?.scheduledTime ? Date.parse(event.scheduledTime) : undefined;
+      const startedAt = deps.clock();
+      const { metrics } = deps.telemetry;
+      metrics.count(Metric.TickerRuns);
+      try {
+        const report = await tick(deps, Number.isNaN(scheduledAt) ? undefined : scheduledAt);
+        metrics.count(Metric.TickerReleased, undefined, report.released);
+        metrics.count(Metric.TickerRedelivered, undefined, report.redelivered);
+        metrics.count(Metric.TickerRepairedJobs, undefined, report.repairedJobs);
+        metrics.add(Metric.TickerLag, Math.max(0, report.lagMs));
+        return report;
+      } catch (error) {
+        metrics.count(Metric.TickerErrors);
+        throw error;
+      } finally {
+        metrics.add(Metric.TickerDuration, deps.clock() - startedAt);
+      }
+    });
 }

@@ -7,6 +7,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { logger } from '../core/logger';
 import type { SchedulerDeps } from '../app/deps';
 import { executeRun } from '../app/execute-run';
+import { flushTelemetry } from '../app/flush-telemetry';
 import { decodeDispatchMessage } from '../store/dispatch-queue';
 import type { SQSRecord } from 'aws-lambda';
 
@@ -55,5 +56,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
 }
 
 export function createWorkerHandler(deps: SchedulerDeps) {
-  return middy<SQSEvent, SQSBatchResponse, Error, Context>().handler((event) => processDispatchBatch(deps, event));
+  return middy<SQSEvent, SQSBatchResponse, Error, Context>()
+    .use(flushTelemetry(deps))
+    .handler((event) => processDispatchBatch(deps, event));
 }

@@ -36,6 +36,8 @@ export interface Scheduler {
   readonly deps: SchedulerDeps;
   readonly tenantId: string;
   readonly apiKey: string;
+  /** The EMF lines this scheduler's process wrote (its API, workers and ticker). */
+  readonly metricLines: string[];
   /** A runtime serving the API; its pollers run only when `workerConcurrency` > 0. */
   readonly runtime: LocalRuntime;
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
@@ -62,8 +64,10 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
   const aws = awsClients();
   const prefix = `it-${randomUUID().slice(0, 8)}`;
   const config = await createLocalResources(aws, prefix, options.tuning);
+  const metricLines: string[] = [];
   const deps = createDeps(config, aws, {
     workerId: `${prefix}-main`,
+    metricSink: (line) => metricLines.push(line),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
   });
@@ -87,6 +91,7 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
     deps,
     tenantId,
     apiKey,
+    metricLines,
     runtime,
     async api(method, path, body, headers = {}) {
       const response = await fetch(`${runtime.url}${path}`, {
@@ -102,11 +107,15 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
       return { status: response.status, body: text ? JSON.parse(text) : null };
     },
     workerDeps(workerId, clock) {
-      return createDeps(config, aws, { workerId, ...(clock ? { clock } : {}) });
+      return createDeps(config, aws, { workerId, metricSink: (line) => metricLines.push(line), ...(clock ? { clock } : {}) });
     },
     async startWorkers(count) {
       const workers = await startLocalRuntime({
-        deps: createDeps(config, aws, { workerId: `${prefix}-workers-${extraRuntimes.length}`, ...(options.random ? { random: options.random } : {}) }),
+        deps: createDeps(config, aws, {
+          workerId: `${prefix}-workers-${extraRuntimes.length}`,
+          metricSink: (line) => metricLines.push(line),
+          ...(options.random ? { random: options.random } : {}),
+        }),
         clients: aws,
         port: 0,
         workerConcurrency: count,

@@ -89,7 +89,7 @@ describe('the ticker', () => {
       const health = await scheduler.api('GET', '/v1/health');
       expect(health.status).toBe(200);
       expect(health.body.ticker.lastCompletedAt).not.toBeNull();
-      expect(health.body.queues.dispatchDlq).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+      expect(health.body.queues.dispatchDlq).toEqual({ visible: 0, inFlight: 0, delayed: 0, oldestMessageAgeSeconds: null });
     });
   });
 });

@@ -1,0 +1,201 @@
+// What the scheduler reports about its runs: metrics (EMF lines, for CloudWatch and the dashboard)
+// and, from the workers, per-tenant roll-ups and the runs each worker holds (for GET /v1/health).
+// Use cases record events here; the handlers flush once per invocation.
+import { logger } from '../core/logger';
+import type { MetricName } from '../core/metrics';
+import { Metric, MetricsRecorder } from '../core/metrics';
+import type { Histogram } from '../domain/histogram';
+import { record } from '../domain/histogram';
+import type { Run } from '../domain/run';
+import type { Counters, InFlightEntry, OutcomeCounter, TelemetryStore } from '../store/telemetry-store';
+
+/** A run that is still running this long after its lease is registered as in flight. */
+const REGISTER_AFTER_MS = 1_000;
+/** Roll-ups of minutes older than this are no longer written. */
+const KEEP_MINUTES = 20;
+
+type Outcome = 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'DEAD';
+
+const OUTCOME_METRIC: Record<Outcome, MetricName> = {
+  SUCCEEDED: Metric.RunsSucceeded,
+  FAILED: Metric.RunsFailed,
+  TIMED_OUT: Metric.RunsTimedOut,
+  DEAD: Metric.RunsDead,
+};
+const OUTCOME_COUNTER: Record<Outcome, OutcomeCounter> = { SUCCEEDED: 'succeeded', FAILED: 'failed', TIMED_OUT: 'timedOut', DEAD: 'dead' };
+
+interface PendingRollup {
+  readonly tenantId: string;
+  readonly minute: string;
+  readonly counts: Counters;
+  readonly startLag: Histogram;
+  dirty: boolean;
+}
+
+type RunRef = Pick<Run, 'runId' | 'tenantId' | 'jobType'>;
+/** What a transition's log line names: enough to find the run, never its payload. */
+export type RunLine = Pick<Run, 'runId' | 'tenantId' | 'jobId' | 'jobType'> & { readonly attempt?: number; readonly scheduledFor?: string; readonly availableAt?: string };
+
+export class Telemetry {
+  private readonly rollups = new Map<string, PendingRollup>();
+  private readonly inFlight = new Map<string, InFlightEntry>();
+  private readonly registerTimers = new Map<string, NodeJS.Timeout>();
+  private registryDirty = false;
+  private seq = 0;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly metrics: MetricsRecorder,
+    private readonly store: TelemetryStore | null,
+    private readonly workerId: string,
+    private readonly clock: () => number,
+  ) {}
+
+  static metricsOnly(clock: () => number = Date.now): Telemetry {
+    return new Telemetry(new MetricsRecorder(), null, 'none', clock);
+  }
+
+  /** A run was written (SCHEDULED in the time index, or QUEUED when it goes straight to the queue). */
+  runCreated(run: RunLine & Pick<Run, 'status'>): void {
+    this.metrics.count(Metric.RunsCreated, run.jobType);
+    logger.info('run created', { ...lineOf(run), status: run.status, scheduledFor: run.scheduledFor, availableAt: run.availableAt });
+  }
+
+  /** A run's message was sent to the dispatch queue. */
+  runQueued(run: RunLine): void {
+    this.metrics.count(Metric.RunsQueued, run.jobType);
+    logger.info('run queued', { ...lineOf(run), status: 'QUEUED', availableAt: run.availableAt });
+  }
+
+  /** A worker took the lease: `receivedAt` is when its message reached the worker. */
+  runStarted(run: Run, receivedAt: number): void {
+    const due = Date.parse(run.availableAt);
+    const leasedAt = Date.parse(run.startedAt ?? run.updatedAt);
+    const startLag = leasedAt - Date.parse(run.scheduledFor);
+    this.metrics.count(Metric.RunsStarted, run.jobType);
+    this.metrics.add(Metric.StartLag, Math.max(0, startLag), run.jobType);
+    this.metrics.add(Metric.SchedulingLag, Math.max(0, receivedAt - due), run.jobType);
+    const rollup = this.rollupOf(run.tenantId, leasedAt);
+    bump(rollup, 'started');
+    record(rollup.startLag, startLag);
+    rollup.dirty = true;
+    if (this.store) {
+      const timer = setTimeout(() => {
+        this.registerTimers.delete(run.runId);
+        this.inFlight.set(run.runId, { runId: run.runId, tenantId: run.tenantId, jobId: run.jobId, attempt: run.attempt, startedAt: new Date(leasedAt).toISOString() });
+        this.registryDirty = true;
+        void this.writeRegistry();
+      }, REGISTER_AFTER_MS);
+      timer.unref();
+      this.registerTimers.set(run.runId, timer);
+    }
+  }
+
+  /** The attempt ended with an outcome; `retried` when a retry run was written with it. */
+  runFinished(run: RunRef, outcome: Outcome, durationMs: number, retried: boolean): void {
+    this.metrics.count(OUTCOME_METRIC[outcome], run.jobType);
+    this.metrics.add(Metric.RunDuration, Math.max(0, durationMs), run.jobType);
+    const rollup = this.rollupOf(run.tenantId, this.clock());
+    bump(rollup, OUTCOME_COUNTER[outcome]);
+    if (retried) {
+      this.metrics.count(Metric.RunsRetried, run.jobType);
+      bump(rollup, 'retried');
+    }
+    this.released(run.runId);
+  }
+
+  /** A run ended without executing (SKIPPED) or was cancelled. */
+  runEnded(run: RunLine, status: 'SKIPPED' | 'CANCELLED', reason: string, fields: Record<string, unknown> = {}): void {
+    logger.info(status === 'SKIPPED' ? 'run skipped' : 'run cancelled', { ...lineOf(run), status, reason, ...fields });
+    this.metrics.count(status === 'SKIPPED' ? Metric.RunsSkipped : Metric.RunsCancelled, run.jobType);
+    bump(this.rollupOf(run.tenantId, this.clock()), status === 'SKIPPED' ? 'skipped' : 'cancelled');
+    this.released(run.runId);
+  }
+
+  /**
+   * A worker found a lease expired: another worker's (`recorded`: its attempt is now on the record
+   * as WORKER_LOST) or its own, after a stall (its outcome was fenced off).
+   */
+  leaseExpired(run: RunRef, recorded: boolean): void {
+    this.metrics.count(Metric.LeaseExpirations, run.jobType);
+    if (!recorded) return;
+    this.metrics.count(Metric.WorkerLost, run.jobType);
+    bump(this.rollupOf(run.tenantId, this.clock()), 'workerLost');
+  }
+
+  /** The worker stopped holding a run (whatever the reason). */
+  released(runId: string): void {
+    const timer = this.registerTimers.get(runId);
+    if (timer) {
+      clearTimeout(timer);
+      this.registerTimers.delete(runId);
+    }
+    if (this.inFlight.delete(runId)) this.registryDirty = true;
+  }
+
+  /** Writes the metric lines, the changed roll-ups and the registry if it changed. Never throws. */
+  async flush(): Promise<void> {
+    this.metrics.flush();
+    if (!this.store) return;
+    const now = this.clock();
+    const oldest = minuteOf(now - KEEP_MINUTES * 60_000);
+    const writes: Promise<void>[] = [];
+    for (const [key, rollup] of this.rollups) {
+      if (rollup.minute < oldest) {
+        this.rollups.delete(key);
+        continue;
+      }
+      if (!rollup.dirty) continue;
+      rollup.dirty = false;
+      const store = this.store;
+      writes.push(store.putRollup(this.workerId, { tenantId: rollup.tenantId, minute: rollup.minute, counts: { ...rollup.counts }, startLag: { ...rollup.startLag } }, ++this.seq, now));
+    }
+    writes.push(this.writeRegistry());
+    const results = await Promise.allSettled(writes);
+    for (const result of results) {
+      if (result.status === 'rejected') {
+        logger.warn('telemetry write failed; health figures may lag', { error: result.reason instanceof Error ? result.reason.message : String(result.reason) });
+      }
+    }
+  }
+
+  private writeRegistry(): Promise<void> {
+    if (!this.store || !this.registryDirty) return this.writing;
+    this.registryDirty = false;
+    const store = this.store;
+    const runs = [...this.inFlight.values()];
+    const now = this.clock();
+    const seq = ++this.seq;
+    this.writing = this.writing
+      .then(() => store.putWorker({ workerId: this.workerId, lastSeenAt: new Date(now).toISOString(), runs }, seq, now))
+      .catch((error: unknown) => {
+        this.registryDirty = true;
+        logger.warn('worker registry write failed', { error: error instanceof Error ? error.message : String(error) });
+      });
+    return this.writing;
+  }
+
+  private rollupOf(tenantId: string, at: number): PendingRollup {
+    const minute = minuteOf(at);
+    const key = `${tenantId}#${minute}`;
+    let rollup = this.rollups.get(key);
+    if (!rollup) {
+      rollup = { tenantId, minute, counts: {}, startLag: {}, dirty: false };
+      this.rollups.set(key, rollup);
+    }
+    return rollup;
+  }
+}
+
+function lineOf(run: RunLine): Record<string, unknown> {
+  return { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, jobType: run.jobType, attempt: run.attempt };
+}
+
+function bump(rollup: PendingRollup, counter: OutcomeCounter): void {
+  rollup.counts[counter] = (rollup.counts[counter] ?? 0) + 1;
+  rollup.dirty = true;
+}
+
+export function minuteOf(at: number): string {
+  return new Date(Math.floor(at / 60_000) * 60_000).toISOString();
+}

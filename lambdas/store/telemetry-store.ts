@@ -1,0 +1,133 @@
+// What the health endpoint reads, kept in the jobs table: per-minute roll-ups of each tenant's runs
+// (one item per worker process and minute, overwritten with that worker's running totals) and a
+// registry of workers with the runs they hold. Both expire by TTL. Workers write them at most once
+// per batch, so they cost a fraction of a write per run, not a write per run.
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Histogram } from '../domain/histogram';
+import { WORKERS_PARTITION, statsKey, statsPartition, workerKey } from './keys';
+
+/** Counts of what happened to a tenant's runs in a minute, by what a health report shows. */
+export const OUTCOME_COUNTERS = ['started', 'succeeded', 'failed', 'timedOut', 'dead', 'retried', 'skipped', 'cancelled', 'workerLost'] as const;
+export type OutcomeCounter = (typeof OUTCOME_COUNTERS)[number];
+export type Counters = Partial<Record<OutcomeCounter, number>>;
+
+export interface MinuteRollup {
+  readonly tenantId: string;
+  /** The minute, as an ISO instant at its start. */
+  readonly minute: string;
+  readonly counts: Counters;
+  readonly startLag: Histogram;
+}
+
+export interface InFlightEntry {
+  readonly runId: string;
+  readonly tenantId: string;
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly startedAt: string;
+}
+
+export interface WorkerRecord {
+  readonly workerId: string;
+  readonly lastSeenAt: string;
+  readonly runs: InFlightEntry[];
+}
+
+const ROLLUP_TTL_SECONDS = 24 * 3600;
+const WORKER_TTL_SECONDS = 3600;
+
+export class TelemetryStore {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /**
+   * Writes this worker's running totals for a tenant's minute. `seq` grows with every write of the
+   * process, so an older snapshot that arrives late cannot replace a newer one.
+   */
+  async putRollup(workerId: string, rollup: MinuteRollup, seq: number, now: number): Promise<void> {
+    try {
+      await this.dynamo.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            ...statsKey(rollup.tenantId, rollup.minute, workerId),
+            counts: rollup.counts,
+            startLag: rollup.startLag,
+            seq,
+            expiresAtEpoch: Math.floor(now / 1000) + ROLLUP_TTL_SECONDS,
+          },
+          ConditionExpression: 'attribute_not_exists(#seq) OR #seq < :seq',
+          ExpressionAttributeNames: { '#seq': 'seq' },
+          ExpressionAttributeValues: { ':seq': seq },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  /** Every worker's roll-up of a tenant's minute. */
+  async rollupsOf(tenantId: string, minute: string): Promise<MinuteRollup[]> {
+    const rollups: MinuteRollup[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': 'pk' },
+          ExpressionAttributeValues: { ':pk': statsPartition(tenantId, minute) },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        rollups.push({ tenantId, minute, counts: (item.counts ?? {}) as Counters, startLag: (item.startLag ?? {}) as Histogram });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return rollups;
+  }
+
+  async putWorker(record: WorkerRecord, seq: number, now: number): Promise<void> {
+    try {
+      await this.dynamo.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...workerKey(record.workerId), ...record, seq, expiresAtEpoch: Math.floor(now / 1000) + WORKER_TTL_SECONDS },
+          ConditionExpression: 'attribute_not_exists(#seq) OR #seq < :seq',
+          ExpressionAttributeNames: { '#seq': 'seq' },
+          ExpressionAttributeValues: { ':seq': seq },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  /** Workers seen since `since` (epoch ms), with the runs they last said they hold. */
+  async workersSeenSince(since: number): Promise<WorkerRecord[]> {
+    const workers: WorkerRecord[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: '#pk = :pk',
+          FilterExpression: '#lastSeenAt >= :since',
+          ExpressionAttributeNames: { '#pk': 'pk', '#lastSeenAt': 'lastSeenAt' },
+          ExpressionAttributeValues: { ':pk': WORKERS_PARTITION, ':since': new Date(since).toISOString() },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        workers.push({ workerId: String(item.workerId), lastSeenAt: String(item.lastSeenAt), runs: (item.runs ?? []) as InFlightEntry[] });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return workers;
+  }
+}
