@@ -127,7 +127,7 @@ async function executeLeased(
     status: run.status,
     leaseOwner: run.leaseOwner,
     fencingToken: run.version,
-    startLagMs: leasedAt - Date.parse(run.scheduledFor),
+    startLagMs: leasedAt - Date.parse(run.availableAt),
     schedulingLagMs: receivedAt - Date.parse(run.availableAt),
   });
 

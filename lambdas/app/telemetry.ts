@@ -69,9 +69,10 @@ export class Telemetry {
 
   /** A worker took the lease: `receivedAt` is when its message reached the worker. */
   runStarted(run: Run, receivedAt: number): void {
+    // Due: when this attempt was to start (the occurrence's time, or a retry's backoff end).
     const due = Date.parse(run.availableAt);
     const leasedAt = Date.parse(run.startedAt ?? run.updatedAt);
-    const startLag = leasedAt - Date.parse(run.scheduledFor);
+    const startLag = leasedAt - due;
     this.metrics.count(Metric.RunsStarted, run.jobType);
     this.metrics.add(Metric.StartLag, Math.max(0, startLag), run.jobType);
     this.metrics.add(Metric.SchedulingLag, Math.max(0, receivedAt - due), run.jobType);

@@ -4,6 +4,7 @@ import type { Context } from 'aws-lambda';
 import type { SchedulerDeps } from '../app/deps';
 import type { TickReport } from '../app/tick';
 import { tick } from '../app/tick';
+import { logger } from '../core/logger';
 import { flushTelemetry } from '../app/flush-telemetry';
 import { Metric } from '../core/metrics';
 
@@ -29,6 +30,7 @@ export function createTickerHandler(deps: SchedulerDeps) {
         return report;
       } catch (error) {
         metrics.count(Metric.TickerErrors);
+        logger.error('tick failed', { error: error instanceof Error ? error.message : String(error) });
         throw error;
       } finally {
         metrics.add(Metric.TickerDuration, deps.clock() - startedAt);
