@@ -8,13 +8,15 @@ import { checkHealth } from '../app/health';
 import { createJob, getJob, getRun, listJobRuns, listJobs, previewSchedule } from '../app/jobs';
 import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob } from '../app/job-lifecycle';
 import { cancelRun, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
-import { Authenticator } from './auth';
+import type { Caller } from '../app/authenticate';
+import { callerOf } from './auth';
 import type { ApiEvent, ApiResult } from './http';
 import { header, json, jsonBody, problemDetails } from './http';
 
 interface RouteContext {
   readonly event: ApiEvent;
   readonly tenantId: string;
+  readonly caller: Caller;
   readonly params: Readonly<Record<string, string>>;
   readonly query: Readonly<Record<string, string | undefined>>;
 }
@@ -43,14 +45,14 @@ function routes(deps: SchedulerDeps): Route[] {
     {
       method: 'POST',
       pattern: /^\/v1\/jobs$/,
-      handle: async ({ event, tenantId }) => {
+      handle: async ({ event, tenantId, caller }) => {
         const idempotencyKey = header(event, 'idempotency-key');
         if (idempotencyKey !== undefined && !/^[\x21-\x7e]{1,128}$/.test(idempotencyKey)) {
           throw new ValidationError('Invalid Idempotency-Key', [
             { path: 'headers.Idempotency-Key', message: 'must be 1 to 128 visible ASCII characters' },
           ]);
         }
-        const result = await createJob(deps, tenantId, jsonBody(event, true), idempotencyKey);
+        const result = await createJob(deps, tenantId, jsonBody(event, true), idempotencyKey, caller.limits);
         return json(201, { job: result.job, nextRunAt: result.nextRunAt }, { location: `/v1/jobs/${result.job.jobId}` });
       },
     },
@@ -135,7 +137,6 @@ function routes(deps: SchedulerDeps): Route[] {
 
 export function createApiHandler(deps: SchedulerDeps) {
   const table = routes(deps);
-  const authenticator = new Authenticator(deps.apiKeys, deps.clock);
 
   const route = async (event: ApiEvent): Promise<ApiResult> => {
     const path = event.rawPath.replace(/\/+$/, '') || '/';
@@ -145,11 +146,12 @@ export function createApiHandler(deps: SchedulerDeps) {
     const found = matching.find((candidate) => candidate.method === method);
     if (!found) throw new MethodNotAllowedError(`${method} is not allowed on ${path}`);
     // Authenticate before anything else is read, so that an anonymous caller learns nothing.
-    const tenantId = await authenticator.tenantOf(event);
+    const caller = await callerOf(event, deps.authenticator, deps.config.tenantDefaults);
     const id = found.pattern.exec(path)?.[1];
     return found.handle({
       event,
-      tenantId,
+      tenantId: caller.tenantId,
+      caller,
       params: id === undefined ? {} : { id },
       query: event.queryStringParameters ?? {},
     });

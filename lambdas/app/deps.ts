@@ -7,6 +7,10 @@ import { DispatchQueue } from '../store/dispatch-queue';
 import { JobsRepository } from '../store/jobs-repository';
 import { RunsRepository } from '../store/runs-repository';
 import { SchedulerStateRepository } from '../store/scheduler-state-repository';
+import { TenantsRepository } from '../store/tenants-repository';
+import { InFlightSlots } from '../store/in-flight-slots';
+import { TenantLimitsCache } from './tenant-limits';
+import { Authenticator } from './authenticate';
 import type { TargetInvoker } from '../targets/target';
 import type { MetricSink } from '../core/metrics';
 import { MetricsRecorder } from '../core/metrics';
@@ -20,6 +24,12 @@ export interface SchedulerDeps {
   readonly jobs: JobsRepository;
   readonly runs: RunsRepository;
   readonly apiKeys: ApiKeysRepository;
+  readonly tenants: TenantsRepository;
+  /** Resolves API keys to callers (the authorizer's code, with its cache). */
+  readonly authenticator: Authenticator;
+  /** Tenants' limits as the worker applies them (cached). */
+  readonly tenantLimits: TenantLimitsCache;
+  readonly inFlight: InFlightSlots;
   readonly state: SchedulerStateRepository;
   readonly dispatch: DispatchQueue;
   readonly dispatchDlq: DispatchQueue;
@@ -49,11 +59,17 @@ export function createDeps(
   const clock = overrides.clock ?? Date.now;
   const workerId = overrides.workerId ?? `worker-${process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? randomUUID().slice(0, 8)}`;
   const telemetryStore = new TelemetryStore(clients.dynamo, config.jobsTable);
+  const apiKeys = new ApiKeysRepository(clients.dynamo, config.jobsTable);
+  const tenants = new TenantsRepository(clients.dynamo, config.jobsTable);
   return {
     config,
     jobs: new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable),
     runs: new RunsRepository(clients.dynamo, config.runsTable),
-    apiKeys: new ApiKeysRepository(clients.dynamo, config.jobsTable),
+    apiKeys,
+    tenants,
+    authenticator: new Authenticator(apiKeys, tenants, config.tenantDefaults, clock),
+    tenantLimits: new TenantLimitsCache(tenants, config.tenantDefaults, clock),
+    inFlight: new InFlightSlots(clients.dynamo, config.jobsTable),
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
     dispatch: new DispatchQueue(clients.sqs, config.dispatchQueueUrl),
     dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),

@@ -38,14 +38,53 @@ export type ExecuteResult =
   /** Held under a lease that ends soon: the message must stay, to come back when it has ended. */
   | 'recheck'
   | 'worker-lost'
-  | 'requeued';
+  | 'requeued'
+  /** The tenant is at its in-flight limit: the run waits, its message sent again with a delay. */
+  | 'deferred';
 
 export interface DispatchContext {
   /** The SQS receipt handle, so the message's visibility can follow the lease. */
   readonly receiptHandle?: string;
+  /** The run's tenant, from the message: its in-flight limit applies before the lease. */
+  readonly tenantId?: string;
+  /** How often this run already waited for an in-flight slot. */
+  readonly deferrals?: number;
 }
 
+/** Longest wait of a deferred run before it tries for a slot again. */
+const MAX_DEFERRAL_SECONDS = 16;
+
 export async function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
+  const { tenantId } = message;
+  const limit = tenantId ? (await deps.tenantLimits.of(tenantId)).maxInFlightRuns : null;
+  if (!tenantId || limit === null) return executeMessage(deps, runId, message);
+
+  const slot = await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => liveness(deps, runIds));
+  if (slot === null) {
+    // Waits, never dropped: the message goes round again after a growing delay, with a fresh
+    // receive count (a kept message would count towards the DLQ).
+    const deferrals = (message.deferrals ?? 0) + 1;
+    const delaySeconds = Math.min(MAX_DEFERRAL_SECONDS, 2 ** Math.min(deferrals - 1, 4)) + (deps.random() < 0.5 ? 0 : 1);
+    await deps.dispatch.send([{ runId, tenantId, availableAt: deps.clock() + delaySeconds * 1000, deferrals }], deps.clock());
+    deps.telemetry.runDeferred({ runId, tenantId }, deferrals, delaySeconds);
+    return 'deferred';
+  }
+  let result: ExecuteResult | undefined;
+  try {
+    result = await executeMessage(deps, runId, message);
+    return result;
+  } finally {
+    // Another worker runs this run (a duplicate message): the slot is its run's, and stays.
+    if (result !== 'held' && result !== 'recheck') await deps.inFlight.release(tenantId, slot, runId);
+  }
+}
+
+async function liveness(deps: SchedulerDeps, runIds: readonly string[]) {
+  const runs = await deps.runs.getMany(runIds);
+  return new Map(runs.map((run) => [run.runId, { running: run.status === 'RUNNING', leaseExpiresAt: run.leaseExpiresAt ? Date.parse(run.leaseExpiresAt) : null }]));
+}
+
+async function executeMessage(deps: SchedulerDeps, runId: string, message: DispatchContext): Promise<ExecuteResult> {
   const receivedAt = deps.clock();
   let lease = await deps.runs.lease(runId, { owner: deps.workerId, now: deps.clock() });
   // SQS delays are whole seconds (rounded down) and at most 900 s: a message may come a little

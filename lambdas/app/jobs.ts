@@ -2,7 +2,8 @@
 // tenant from the authenticated request, never from the body.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { ConflictError, NotFoundError, ValidationError } from '../core/errors';
+import { ConflictError, NotFoundError, TooManyRequestsError, ValidationError } from '../core/errors';
+import type { TenantLimits } from '../domain/tenant';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
 import { parseOrThrow } from '../core/validation';
@@ -35,6 +36,7 @@ export async function createJob(
   tenantId: string,
   body: unknown,
   idempotencyKey?: string,
+  limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<CreateJobResult> {
   const spec = parseOrThrow(jobSpecSchema, body, 'Invalid job');
   const now = deps.clock();
@@ -61,7 +63,14 @@ export async function createJob(
   const idempotency = idempotencyKey
     ? { key: idempotencyKey, requestHash: hashRequest(body), expiresAtEpoch: Math.floor(now / 1000) + IDEMPOTENCY_TTL_SECONDS }
     : undefined;
-  const result = await deps.jobs.insert(job, plan, idempotency);
+  const result = await deps.jobs.insert(job, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs, createsPerSecond: limits.createsPerSecond, now });
+  if (result.kind === 'rate-limited') {
+    throw new TooManyRequestsError(`Over this tenant's limit of ${limits.createsPerSecond} job creates per second`, result.retryAfterMs / 1000);
+  }
+  if (result.kind === 'too-many-active-jobs') {
+    // Waiting helps only once jobs complete or are deleted: a minute is a fair first guess.
+    throw new TooManyRequestsError(`This tenant has ${limits.maxActiveJobs} active or paused jobs, its limit; delete or complete some first`, 60);
+  }
   if (result.kind === 'name-taken') {
     throw new ConflictError(`A job named "${spec.name}" already exists`, [{ path: 'name', message: 'is already used by another job' }]);
   }

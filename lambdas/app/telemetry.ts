@@ -61,6 +61,12 @@ export class Telemetry {
     logger.info('run created', { ...lineOf(run), status: run.status, scheduledFor: run.scheduledFor, availableAt: run.availableAt });
   }
 
+  /** A run waits for an in-flight slot of its tenant; its message comes back after `delaySeconds`. */
+  runDeferred(run: Pick<RunLine, 'runId' | 'tenantId'>, deferrals: number, delaySeconds: number): void {
+    this.metrics.count(Metric.RunsDeferred);
+    logger.info('run deferred: tenant at its in-flight limit', { runId: run.runId, tenantId: run.tenantId, status: 'QUEUED', deferrals, delaySeconds });
+  }
+
   /** A run's message was sent to the dispatch queue. */
   runQueued(run: RunLine): void {
     this.metrics.count(Metric.RunsQueued, run.jobType);

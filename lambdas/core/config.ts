@@ -1,6 +1,8 @@
 // Configuration from the environment, read once when a process starts. A missing required value
 // fails at start, not on the first request.
 import { z } from 'zod';
+import type { TenantLimits } from '../domain/tenant';
+import { DEFAULT_TENANT_LIMITS, tenantLimitsSchema } from '../domain/tenant';
 
 /** Tunables of the time gate and leases; each can be overridden per deployment. */
 export const DEFAULT_TUNING = {
@@ -34,6 +36,21 @@ const envSchema = z.object({
   /** Shards per minute of the time index. */
   TIME_INDEX_SHARDS: z.coerce.number().int().min(1).max(1000).default(DEFAULT_TUNING.timeIndexShards),
   FAILED_MESSAGE_RETRY_SECONDS: seconds(DEFAULT_TUNING.failedMessageRetrySeconds),
+  /** Limits of tenants that have none of their own, as JSON: {"maxActiveJobs":…,"maxInFlightRuns":…,"createsPerSecond":…}. */
+  TENANT_DEFAULT_LIMITS: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (!raw) return DEFAULT_TENANT_LIMITS;
+      try {
+        const parsed = tenantLimitsSchema.partial().safeParse(JSON.parse(raw));
+        if (parsed.success) return { ...DEFAULT_TENANT_LIMITS, ...parsed.data };
+      } catch {
+        // reported below
+      }
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON object of tenant limits' });
+      return z.NEVER;
+    }),
 });
 
 export interface SchedulerConfig extends Readonly<Tuning> {
@@ -42,6 +59,8 @@ export interface SchedulerConfig extends Readonly<Tuning> {
   readonly dispatchQueueUrl: string;
   readonly dispatchDlqUrl: string;
   readonly localMode: boolean;
+  /** Limits of a tenant that has none of its own. */
+  readonly tenantDefaults: TenantLimits;
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfig {
@@ -57,6 +76,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfi
     dispatchQueueUrl: e.DISPATCH_QUEUE_URL,
     dispatchDlqUrl: e.DISPATCH_DLQ_URL,
     localMode: e.SCHEDULER_MODE === 'local',
+    tenantDefaults: e.TENANT_DEFAULT_LIMITS,
     nearHorizonSeconds: e.NEAR_HORIZON_SECONDS,
     tickerHorizonSeconds: e.TICKER_HORIZON_SECONDS,
     redeliveryGraceSeconds: e.REDELIVERY_GRACE_SECONDS,

@@ -61,3 +61,11 @@ export class UnsupportedMediaTypeError extends ProblemError {
   readonly status = 415;
   readonly title = 'Unsupported media type';
 }
+
+export class TooManyRequestsError extends ProblemError {
+  readonly status = 429;
+  readonly title = 'Too many requests';
+  constructor(detail: string, retryAfterSeconds: number) {
+    super(detail, [], { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
+  }
+}

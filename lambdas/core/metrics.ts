@@ -23,6 +23,8 @@ export const Metric = {
   RunsDead: 'RunsDead',
   RunsSkipped: 'RunsSkipped',
   RunsCancelled: 'RunsCancelled',
+  /** A run waited because its tenant was at its in-flight limit (counted per wait). */
+  RunsDeferred: 'RunsDeferred',
   /** When the message reached a worker minus when the run was due: the time gate's lag. */
   SchedulingLag: 'SchedulingLag',
   /** When the run was leased minus when it was due: what a user sees. */
@@ -54,6 +56,7 @@ const UNITS: Record<MetricName, MetricUnit> = {
   RunsDead: 'Count',
   RunsSkipped: 'Count',
   RunsCancelled: 'Count',
+  RunsDeferred: 'Count',
   SchedulingLag: 'Milliseconds',
   StartLag: 'Milliseconds',
   RunDuration: 'Milliseconds',

@@ -1,11 +1,25 @@
-// API keys, stored as SHA-256 hashes: a leaked table does not leak usable keys.
+// API keys, stored as SHA-256 hashes: a leaked table does not leak usable keys. Each key has a
+// record under its hash (for lookups) and one under its tenant (to list and revoke by key id).
 import { createHash } from 'node:crypto';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { apiKeyKey } from './keys';
+import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { apiKeyKey, tenantApiKeyKey, tenantPartition } from './keys';
 
 export function hashApiKey(apiKey: string): string {
   return createHash('sha256').update(apiKey, 'utf8').digest('hex');
+}
+
+/** A key's public name: derived from its hash, so it says nothing about the key. */
+export function keyIdOf(apiKey: string): string {
+  return `key_${hashApiKey(apiKey).slice(0, 16)}`;
+}
+
+export interface ApiKeyRecord {
+  readonly keyId: string;
+  readonly tenantId: string;
+  readonly createdAt: string;
+  readonly revokedAt: string | null;
 }
 
 export class ApiKeysRepository {
@@ -16,19 +30,79 @@ export class ApiKeysRepository {
 
   /** The tenant a key belongs to, or null for an unknown or revoked key. */
   async tenantOf(apiKey: string): Promise<string | null> {
-    const { Item: item } = await this.dynamo.send(
-      new GetCommand({ TableName: this.tableName, Key: apiKeyKey(hashApiKey(apiKey)) }),
-    );
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: apiKeyKey(hashApiKey(apiKey)) }));
     if (!item || item.revokedAt) return null;
     return typeof item.tenantId === 'string' ? item.tenantId : null;
   }
 
-  async issue(apiKey: string, tenantId: string, now: number): Promise<void> {
+  /**
+   * Stores a key for a tenant and returns its key id. Storing a key the tenant already holds is a
+   * no-op; a key of another tenant, or a revoked one, is refused.
+   */
+  async issue(apiKey: string, tenantId: string, now: number): Promise<string> {
+    const keyHash = hashApiKey(apiKey);
+    const keyId = keyIdOf(apiKey);
+    const createdAt = new Date(now).toISOString();
+    try {
+      await this.put(keyHash, keyId, tenantId, createdAt);
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const { Item: existing } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: apiKeyKey(keyHash), ConsistentRead: true }));
+      if (existing?.tenantId !== tenantId || existing.revokedAt) throw new Error('This API key is already stored for another tenant, or was revoked', { cause: error });
+    }
+    return keyId;
+  }
+
+  private async put(keyHash: string, keyId: string, tenantId: string, createdAt: string): Promise<void> {
     await this.dynamo.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: { ...apiKeyKey(hashApiKey(apiKey)), tenantId, createdAt: new Date(now).toISOString() },
+      new TransactWriteCommand({
+        TransactItems: [
+          { Put: { TableName: this.tableName, Item: { ...apiKeyKey(keyHash), tenantId, keyId, createdAt }, ConditionExpression: 'attribute_not_exists(pk)' } },
+          { Put: { TableName: this.tableName, Item: { ...tenantApiKeyKey(tenantId, keyId), tenantId, keyId, keyHash, createdAt }, ConditionExpression: 'attribute_not_exists(pk)' } },
+        ],
       }),
     );
+  }
+
+  /** Revokes a tenant's key by id: 'revoked', 'already-revoked' or 'not-found'. */
+  async revoke(tenantId: string, keyId: string, now: number): Promise<'revoked' | 'already-revoked' | 'not-found'> {
+    const { Item: record } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: tenantApiKeyKey(tenantId, keyId), ConsistentRead: true }));
+    if (!record) return 'not-found';
+    if (record.revokedAt) return 'already-revoked';
+    const revokedAt = new Date(now).toISOString();
+    const update = (key: Record<string, string>) => ({
+      Update: {
+        TableName: this.tableName,
+        Key: key,
+        UpdateExpression: 'SET #revokedAt = :now',
+        ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#revokedAt)',
+        ExpressionAttributeNames: { '#revokedAt': 'revokedAt' },
+        ExpressionAttributeValues: { ':now': revokedAt },
+      },
+    });
+    try {
+      await this.dynamo.send(new TransactWriteCommand({ TransactItems: [update(apiKeyKey(String(record.keyHash))), update(tenantApiKeyKey(tenantId, keyId))] }));
+      return 'revoked';
+    } catch (error) {
+      if (error instanceof TransactionCanceledException) return 'already-revoked';
+      throw error;
+    }
+  }
+
+  async list(tenantId: string): Promise<ApiKeyRecord[]> {
+    const { Items: items = [] } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': tenantPartition(tenantId), ':prefix': 'KEY#' },
+        ConsistentRead: true,
+      }),
+    );
+    return items.map((item) => ({
+      keyId: String(item.keyId),
+      tenantId: String(item.tenantId),
+      createdAt: String(item.createdAt),
+      revokedAt: typeof item.revokedAt === 'string' ? item.revokedAt : null,
+    }));
   }
 }

@@ -1,11 +1,18 @@
-// The dispatch queue and its wire format. Messages carry a run id and nothing else: the run item
-// is the truth, so a stale or duplicated message can never carry stale data.
+// The dispatch queue and its wire format. Messages carry a run id, its tenant (for the in-flight
+// limit, before the run is read) and how often it was deferred; nothing of the run itself: the run
+// item is the truth, so a stale or duplicated message can never carry stale data.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import { MAX_SQS_DELAY_SECONDS } from './schema';
 
-const messageSchema = z.object({ v: z.literal(1), runId: z.string().min(1).max(256) });
+const messageSchema = z.object({
+  v: z.literal(1),
+  runId: z.string().min(1).max(256),
+  tenantId: z.string().min(1).max(256).optional(),
+  /** Times the run waited for an in-flight slot of its tenant. */
+  deferrals: z.number().int().min(0).max(1000).optional(),
+});
 export type DispatchMessage = z.infer<typeof messageSchema>;
 
 export interface Dispatch {
@@ -13,10 +20,11 @@ export interface Dispatch {
   readonly tenantId: string;
   /** When the run becomes due; the message is delayed until then (at most 900 s ahead). */
   readonly availableAt: number;
+  readonly deferrals?: number;
 }
 
-export function encodeDispatchMessage(runId: string): string {
-  return JSON.stringify({ v: 1, runId } satisfies DispatchMessage);
+export function encodeDispatchMessage(runId: string, tenantId?: string, deferrals?: number): string {
+  return JSON.stringify({ v: 1, runId, ...(tenantId ? { tenantId } : {}), ...(deferrals ? { deferrals } : {}) } satisfies DispatchMessage);
 }
 
 /** The run id of a dispatch message, or null for a body this scheduler did not write. */
@@ -59,7 +67,7 @@ export class DispatchQueue {
           QueueUrl: this.queueUrl,
           Entries: batch.map((dispatch, index) => ({
             Id: String(index),
-            MessageBody: encodeDispatchMessage(dispatch.runId),
+            MessageBody: encodeDispatchMessage(dispatch.runId, dispatch.tenantId, dispatch.deferrals),
             DelaySeconds: delaySecondsUntil(dispatch.availableAt, now),
             // Fair queues: a tenant with a deep backlog yields to quiet tenants.
             MessageGroupId: dispatch.tenantId,

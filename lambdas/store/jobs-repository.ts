@@ -2,7 +2,9 @@
 // idempotent create, and the job's first run are written in one transaction, so a job never exists
 // without its first occurrence and a name or key is never taken twice.
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+
+type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { Job, JobStatus } from '../domain/job';
@@ -16,7 +18,17 @@ export interface NewRun {
 import { JOBS_BY_TENANT_INDEX, JOBS_NEXT_RUN_INDEX } from './schema';
 import type { Page } from './runs-repository';
 import { decodeCursorOrThrow } from './runs-repository';
-import { encodeCursor, idempotencyKey, itemToJob, jobKey, jobNameKey, jobToItem, runToItem } from './keys';
+import { createRateKey, encodeCursor, idempotencyKey, itemToJob, jobKey, jobNameKey, jobToItem, runToItem, tenantUsageKey } from './keys';
+
+/** Jobs that count against a tenant's active-jobs limit. */
+export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
+
+/** The tenant limits a create is checked against, in the same transaction. */
+export interface CreateGuards {
+  readonly maxActiveJobs: number | null;
+  readonly createsPerSecond: number | null;
+  readonly now: number;
+}
 
 export interface IdempotencyRecord {
   readonly key: string;
@@ -29,6 +41,8 @@ export interface IdempotencyRecord {
 export type InsertResult =
   | { readonly kind: 'created' }
   | { readonly kind: 'name-taken' }
+  | { readonly kind: 'too-many-active-jobs' }
+  | { readonly kind: 'rate-limited'; readonly retryAfterMs: number }
   | { readonly kind: 'idempotent-replay'; readonly jobId: string; readonly requestHash: string };
 
 export interface JobFilter {
@@ -43,9 +57,9 @@ export class JobsRepository {
     private readonly runsTable: string,
   ) {}
 
-  async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord): Promise<InsertResult> {
+  async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
     const notExists = 'attribute_not_exists(pk)';
-    const items = [
+    const items: TransactItems = [
       { Put: { TableName: this.jobsTable, Item: jobToItem(job), ConditionExpression: notExists } },
       {
         Put: {
@@ -72,6 +86,23 @@ export class JobsRepository {
         : []),
       ...(firstRun ? [{ Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ConditionExpression: notExists } }] : []),
     ];
+    // The tenant's usage counter and this second's create count, checked and counted with the job.
+    const usageIndex = guards && isLive(job.status) ? items.length : -1;
+    if (usageIndex >= 0) items.push(this.countActive(job.tenantId, 1, guards?.maxActiveJobs ?? null));
+    const second = guards ? Math.floor(guards.now / 1000) : 0;
+    const rateIndex = guards && guards.createsPerSecond !== null ? items.length : -1;
+    if (rateIndex >= 0 && guards?.createsPerSecond != null) {
+      items.push({
+        Update: {
+          TableName: this.jobsTable,
+          Key: createRateKey(job.tenantId, second),
+          UpdateExpression: 'ADD #creates :one SET #expiresAtEpoch = :expires',
+          ConditionExpression: 'attribute_not_exists(#creates) OR #creates < :limit',
+          ExpressionAttributeNames: { '#creates': 'creates', '#expiresAtEpoch': 'expiresAtEpoch' },
+          ExpressionAttributeValues: { ':one': 1, ':limit': guards.createsPerSecond, ':expires': second + 120 },
+        },
+      });
+    }
     try {
       await this.dynamo.send(new TransactWriteCommand({ TransactItems: items }));
       return { kind: 'created' };
@@ -85,8 +116,24 @@ export class JobsRepository {
         if (previous) return { kind: 'idempotent-replay', ...previous };
       }
       if (failed(1)) return { kind: 'name-taken' };
+      if (rateIndex >= 0 && failed(rateIndex)) return { kind: 'rate-limited', retryAfterMs: (second + 1) * 1000 - (guards?.now ?? 0) };
+      if (usageIndex >= 0 && failed(usageIndex)) return { kind: 'too-many-active-jobs' };
       throw error;
     }
+  }
+
+  /** An update of the tenant's active-jobs counter, refused past `max` when it adds. */
+  private countActive(tenantId: string, delta: 1 | -1, max: number | null) {
+    return {
+      Update: {
+        TableName: this.jobsTable,
+        Key: tenantUsageKey(tenantId),
+        UpdateExpression: 'ADD #activeJobs :delta',
+        ...(delta > 0 && max !== null ? { ConditionExpression: 'attribute_not_exists(#activeJobs) OR #activeJobs < :max' } : {}),
+        ExpressionAttributeNames: { '#activeJobs': 'activeJobs' },
+        ExpressionAttributeValues: { ':delta': delta, ...(delta > 0 && max !== null ? { ':max': max } : {}) },
+      },
+    };
   }
 
   private async findIdempotencyRecord(tenantId: string, key: string): Promise<{ jobId: string; requestHash: string } | null> {
@@ -146,7 +193,7 @@ export class JobsRepository {
    * are the condition (a compare-and-swap). New runs and the release of the job's name are written
    * in the same transaction.
    */
-  async replace(next: Job, expected: Pick<Job, 'version' | 'nextRunId'>, extra: ReplaceExtras = {}): Promise<ReplaceResult> {
+  async replace(next: Job, expected: Pick<Job, 'version' | 'nextRunId' | 'status'>, extra: ReplaceExtras = {}): Promise<ReplaceResult> {
     const jobPut = {
       Put: {
         TableName: this.jobsTable,
@@ -162,11 +209,13 @@ export class JobsRepository {
     const nameDelete = extra.releaseName
       ? [{ Delete: { TableName: this.jobsTable, Key: jobNameKey(next.tenantId, next.name), ConditionExpression: '#jobId = :jobId', ExpressionAttributeNames: { '#jobId': 'jobId' }, ExpressionAttributeValues: { ':jobId': next.jobId } } }]
       : [];
+    // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit.
+    const usage = isLive(expected.status) && !isLive(next.status) ? [this.countActive(next.tenantId, -1, null)] : [];
     try {
-      if (runPuts.length === 0 && nameDelete.length === 0) {
+      if (runPuts.length === 0 && nameDelete.length === 0 && usage.length === 0) {
         await this.dynamo.send(new PutCommand(jobPut.Put));
       } else {
-        await this.dynamo.send(new TransactWriteCommand({ TransactItems: [jobPut, ...runPuts, ...nameDelete] }));
+        await this.dynamo.send(new TransactWriteCommand({ TransactItems: [jobPut, ...runPuts, ...nameDelete, ...usage] }));
       }
       return 'replaced';
     } catch (error) {

@@ -13,6 +13,17 @@ export const jobNameKey = (tenantId: string, name: string): Key => ({ pk: `JOBNA
 /** Remembers the result of a create made with an Idempotency-Key. */
 export const idempotencyKey = (tenantId: string, key: string): Key => ({ pk: `IDEMPOTENCY#${tenantId}#${key}`, sk: 'CREATE' });
 export const apiKeyKey = (keyHash: string): Key => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' });
+/** A tenant's profile (name, limits) and its usage counters, in one partition with its key records. */
+export const tenantKey = (tenantId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: 'PROFILE' });
+export const tenantUsageKey = (tenantId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: 'USAGE' });
+export const tenantApiKeyKey = (tenantId: string, keyId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: `KEY#${keyId}` });
+export const tenantPartition = (tenantId: string): string => `TENANT#${tenantId}`;
+/** Counts a tenant's job creates in one second (a fixed window; expires by TTL). */
+export const createRateKey = (tenantId: string, epochSecond: number): Key => ({ pk: `RATE#${tenantId}#${epochSecond}`, sk: 'CREATES' });
+/** One of a tenant's in-flight slots: held by one run while it is leased. */
+export const inFlightSlotKey = (tenantId: string, slot: number): Key => ({ pk: `INFLIGHT#${tenantId}`, sk: `SLOT#${String(slot).padStart(6, '0')}` });
+export const inFlightPartition = (tenantId: string): string => `INFLIGHT#${tenantId}`;
+export const slotNumberOf = (sk: string): number => Number(sk.slice('SLOT#'.length));
 export const schedulerStateKey = (name: string): Key => ({ pk: `SCHEDULER#${name}`, sk: 'STATE' });
 export const runKey = (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'RUN' });
 /** One worker's roll-up of a tenant's runs in one minute (many workers share the partition). */

@@ -36,7 +36,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
         return failLater(deps, record);
       }
       try {
-        const result = await executeRun(deps, message.runId, { receiptHandle: record.receiptHandle });
+        const result = await executeRun(deps, message.runId, { receiptHandle: record.receiptHandle, tenantId: message.tenantId, deferrals: message.deferrals });
         // Kept for a recheck: executeRun has set when the message comes back.
         return { itemIdentifier: record.messageId, ok: result !== 'recheck' };
       } catch (error) {

@@ -1,5 +1,7 @@
 // Creates the local tables and queues from the definitions the CDK stack uses, and returns the
 // scheduler configuration that points at them. Safe to call again: existing resources are kept.
+import type { TenantLimits } from '../../lambdas/domain/tenant';
+import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { CreateTableCommand, DescribeTableCommand, ResourceInUseException, UpdateTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -106,7 +108,12 @@ async function ensureQueue(sqs: SQSClient, name: string, definition: QueueDefini
   return { url, arn };
 }
 
-export async function createLocalResources(clients: AwsClients, prefix: string, tuning: Partial<Tuning> = {}): Promise<SchedulerConfig> {
+export async function createLocalResources(
+  clients: AwsClients,
+  prefix: string,
+  tuning: Partial<Tuning> = {},
+  tenantDefaults: Partial<TenantLimits> = {},
+): Promise<SchedulerConfig> {
   const jobs = `${prefix}-jobs`;
   const runs = `${prefix}-runs`;
   await Promise.all([ensureTable(clients.dynamo, jobs, jobsTable), ensureTable(clients.dynamo, runs, runsTable)]);
@@ -118,6 +125,7 @@ export async function createLocalResources(clients: AwsClients, prefix: string, 
     dispatchQueueUrl: dispatch.url,
     dispatchDlqUrl: dlq.url,
     localMode: true,
+    tenantDefaults: { ...DEFAULT_TENANT_LIMITS, ...tenantDefaults },
     ...DEFAULT_TUNING,
     ...tuning,
   };

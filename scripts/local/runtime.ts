@@ -9,10 +9,12 @@ import type { Message } from '@aws-sdk/client-sqs';
 import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
+import { createAuthorizerHandler } from '../../lambdas/authorizer/app';
 import { createApiHandler } from '../../lambdas/api/app';
 import type { ApiEvent } from '../../lambdas/api/http';
 import { MAX_BODY_BYTES } from '../../lambdas/api/http';
 import type { AwsClients } from '../../lambdas/store/aws';
+import { decodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
 import { workerConsumer } from '../../lambdas/store/schema';
 import { createTickerHandler } from '../../lambdas/ticker/app';
 import { createWorkerHandler } from '../../lambdas/worker/app';
@@ -32,6 +34,84 @@ export interface LocalRuntimeOptions {
   readonly tickIntervalMs: number;
   /** How long each ReceiveMessage long-polls. */
   readonly pollWaitSeconds?: number;
+  /** Messages fetched ahead for fair delivery across tenants (default 2,000). */
+  readonly fairBufferSize?: number;
+}
+
+const DEFAULT_FAIR_BUFFER = 2_000;
+/** Concurrent ReceiveMessage loops filling the fair buffer. */
+const FETCHERS = 2;
+
+/** The message group (tenant) of a dispatch message: its MessageGroupId, or the tenant in its body. */
+function groupOf(message: Message): string {
+  const group = message.Attributes?.MessageGroupId;
+  if (group) return group;
+  return decodeDispatchMessage(message.Body ?? '')?.tenantId ?? '';
+}
+
+/**
+ * Received messages by group, handed out round robin across groups: one message of each group in
+ * turn, so that a batch mixes tenants and a group with one message waits behind no other group's
+ * backlog.
+ */
+export class FairBuffer {
+  private readonly groups = new Map<string, Message[]>();
+  private size = 0;
+  private closed = false;
+  private waitingTakers: (() => void)[] = [];
+  private waitingFetchers: (() => void)[] = [];
+
+  constructor(private readonly capacity: number) {}
+
+  get full(): boolean {
+    return this.size >= this.capacity;
+  }
+
+  add(group: string, message: Message): void {
+    const queue = this.groups.get(group);
+    if (queue) queue.push(message);
+    else this.groups.set(group, [message]);
+    this.size++;
+    this.waitingTakers.shift()?.();
+  }
+
+  /** Up to `max` messages, round robin across groups; waits for one if there is none. */
+  async take(max: number): Promise<Message[]> {
+    while (this.size === 0 && !this.closed) await new Promise<void>((resolve) => this.waitingTakers.push(resolve));
+    const batch: Message[] = [];
+    while (batch.length < max && this.size > 0) {
+      for (const [group, queue] of this.groups) {
+        const message = queue.shift();
+        // Map order is insertion order: a group that had its turn goes to the back.
+        this.groups.delete(group);
+        if (queue.length > 0) this.groups.set(group, queue);
+        if (!message) continue;
+        batch.push(message);
+        this.size--;
+        break;
+      }
+    }
+    if (batch.length > 0) this.waitingFetchers.splice(0).forEach((resolve) => resolve());
+    return batch;
+  }
+
+  async waitForRoom(): Promise<void> {
+    if (!this.full || this.closed) return;
+    await new Promise<void>((resolve) => this.waitingFetchers.push(resolve));
+  }
+
+  close(): void {
+    this.closed = true;
+    this.waitingTakers.splice(0).forEach((resolve) => resolve());
+    this.waitingFetchers.splice(0).forEach((resolve) => resolve());
+  }
+
+  drain(): Message[] {
+    const all = [...this.groups.values()].flat();
+    this.groups.clear();
+    this.size = 0;
+    return all;
+  }
 }
 
 export interface LocalRuntime {
@@ -135,6 +215,7 @@ function toSqsRecord(message: Message, queueArn: string): SQSRecord {
 export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
   const { deps, clients } = options;
   const api = createApiHandler(deps);
+  const authorizer = createAuthorizerHandler(deps.authenticator);
   const worker = createWorkerHandler(deps);
   const ticker = createTickerHandler(deps);
   const queueUrl = deps.config.dispatchQueueUrl;
@@ -157,7 +238,23 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           response.end(JSON.stringify({ ok: true }));
           return;
         }
-        const result = await api(toApiEvent(request, body), lambdaContext('api'));
+        const event = toApiEvent(request, body);
+        // API Gateway's part: no Authorization header, no call; otherwise the authorizer first, its
+        // answer passed on as the request's authorizer context.
+        const authorization = event.headers.authorization;
+        if (!authorization) {
+          response.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
+          response.end(JSON.stringify({ message: 'Unauthorized' }));
+          return;
+        }
+        const verdict = await authorizer({ headers: { authorization } });
+        if (!verdict.isAuthorized) {
+          response.writeHead(403, { 'content-type': 'application/json' });
+          response.end(JSON.stringify({ message: 'Forbidden' }));
+          return;
+        }
+        (event.requestContext as { authorizer?: unknown }).authorizer = { lambda: verdict.context };
+        const result = await api(event, lambdaContext('api'));
         response.writeHead(result.statusCode ?? 200, result.headers as Record<string, string> | undefined);
         response.end(result.body ?? '');
       } catch (error) {
@@ -170,10 +267,32 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   await new Promise<void>((resolve) => server.listen(options.port, options.host ?? '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
 
-  // Pollers: receive a batch, hand it to the worker as the event source mapping would, delete
-  // what succeeded; reported failures stay in flight until their visibility timeout ends.
-  const poll = async (): Promise<void> => {
+  // The event source mapping's part, with SQS fair queues' delivery order: fetchers receive
+  // messages into a buffer by message group (the tenant), and workers take batches from it round
+  // robin across groups, so a tenant with a deep backlog does not hold up a quiet one. moto serves
+  // a standard queue in order and knows nothing of fair queues; this is the local stand-in for what
+  // SQS does in AWS (decision 0024). The worker handler, batches, partial batch failures and
+  // deletes are as the mapping does them; reported failures stay in flight until their visibility
+  // timeout ends.
+  const delivery = new FairBuffer(options.fairBufferSize ?? DEFAULT_FAIR_BUFFER);
+  const returnToQueue = async (messages: Message[]): Promise<void> => {
+    for (let start = 0; start < messages.length; start += 10) {
+      await clients.sqs
+        .send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: messages.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '', VisibilityTimeout: 0 })),
+          }),
+        )
+        .catch(() => undefined);
+    }
+  };
+  const fetch = async (): Promise<void> => {
     while (!stopping) {
+      if (delivery.full) {
+        await delivery.waitForRoom();
+        continue;
+      }
       let messages: Message[];
       try {
         const received = await clients.sqs.send(
@@ -185,23 +304,24 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           }),
         );
         messages = received.Messages ?? [];
-        if (stopping && messages.length > 0) {
-          // Received while stopping: hand them straight back rather than hide them for the
-          // queue's visibility timeout.
-          await clients.sqs.send(
-            new ChangeMessageVisibilityBatchCommand({
-              QueueUrl: queueUrl,
-              Entries: messages.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '', VisibilityTimeout: 0 })),
-            }),
-          );
-          return;
-        }
       } catch (error) {
         if (stopping) return;
         console.error('local poller: ReceiveMessage failed; retrying in 1 s', error instanceof Error ? error.message : error);
         await new Promise((resolve) => setTimeout(resolve, 1000));
         continue;
       }
+      if (stopping) {
+        // Received while stopping: hand them straight back rather than hide them for the queue's
+        // visibility timeout.
+        await returnToQueue(messages);
+        return;
+      }
+      for (const message of messages) delivery.add(groupOf(message), message);
+    }
+  };
+  const work = async (): Promise<void> => {
+    while (!stopping) {
+      const messages = await delivery.take(workerConsumer.batchSize);
       if (messages.length === 0) continue;
       const event: SQSEvent = { Records: messages.map((message) => toSqsRecord(message, queueArn)) };
       let failed: Set<string>;
@@ -213,17 +333,18 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         failed = new Set(event.Records.map((record) => record.messageId));
       }
       const done = messages.filter((message) => !failed.has(message.MessageId ?? ''));
-      if (done.length > 0) {
+      for (let start = 0; start < done.length; start += 10) {
         await clients.sqs.send(
           new DeleteMessageBatchCommand({
             QueueUrl: queueUrl,
-            Entries: done.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '' })),
+            Entries: done.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '' })),
           }),
         );
       }
     }
   };
-  const pollers = Array.from({ length: options.workerConcurrency }, () => poll());
+  const fetchers = options.workerConcurrency > 0 ? Array.from({ length: FETCHERS }, () => fetch()) : [];
+  const pollers = [...fetchers, ...Array.from({ length: options.workerConcurrency }, () => work())];
 
   let ticking: Promise<void> | null = null;
   const tickNow = async (): Promise<void> => {
@@ -251,7 +372,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await closed;
+      delivery.close();
       await Promise.allSettled(pollers);
+      // Messages fetched but not yet handed to a worker go back to the queue at once.
+      await returnToQueue(delivery.drain());
       if (ticking) await ticking;
     },
   };

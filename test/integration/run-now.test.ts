@@ -145,11 +145,14 @@ describe('authentication', () => {
   afterAll(async () => scheduler.stop());
 
   it('answers 401 without a key or with an unknown key, and 404 for another tenant', async () => {
+    // No Authorization header: refused at the gateway, before the authorizer (as API Gateway does).
     const anonymous = await fetch(`${scheduler.runtime.url}/v1/jobs`);
     expect(anonymous.status).toBe(401);
-    expect(anonymous.headers.get('content-type')).toBe('application/problem+json');
+    expect(await anonymous.json()).toEqual({ message: 'Unauthorized' });
+    // An unknown key: the authorizer marks it, the API answers the contract's problem.
     const unknown = await scheduler.api('GET', '/v1/jobs', undefined, { authorization: 'Bearer not-a-real-key-0000000' });
     expect(unknown.status).toBe(401);
+    expect(unknown.body).toMatchObject({ status: 401, title: 'Unauthorized', detail: 'Unknown or revoked API key' });
 
     const created = await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/unused'));
     const otherKey = 'other-tenant-key-0123456789';

@@ -1,0 +1,13 @@
+// Lambda entry point of the API authorizer: clients and the key cache live for the container.
+import { Authenticator } from '../app/authenticate';
+import { readConfig } from '../core/config';
+import { ApiKeysRepository } from '../store/api-keys-repository';
+import { createAwsClients } from '../store/aws';
+import { TenantsRepository } from '../store/tenants-repository';
+import { createAuthorizerHandler } from './app';
+
+const config = readConfig();
+const clients = createAwsClients();
+export const handler = createAuthorizerHandler(
+  new Authenticator(new ApiKeysRepository(clients.dynamo, config.jobsTable), new TenantsRepository(clients.dynamo, config.jobsTable), config.tenantDefaults, Date.now),
+);

@@ -1,0 +1,43 @@
+// A tenant's limits. Every tenant has them: the deployment's defaults, overridden per tenant by the
+// admin command. `null` means no limit.
+import { z } from 'zod';
+
+export interface TenantLimits {
+  /** Jobs that are ACTIVE or PAUSED at once. */
+  readonly maxActiveJobs: number | null;
+  /** Runs leased at once; more wait in the queue (deferred, never dropped). */
+  readonly maxInFlightRuns: number | null;
+  /** Job creates per second (a one-second window). */
+  readonly createsPerSecond: number | null;
+}
+
+export const DEFAULT_TENANT_LIMITS: TenantLimits = {
+  maxActiveJobs: 10_000,
+  maxInFlightRuns: null,
+  createsPerSecond: 100,
+};
+
+const limit = (max: number) => z.number().int().min(1).max(max).nullable();
+
+export const tenantLimitsSchema = z.strictObject({
+  maxActiveJobs: limit(10_000_000),
+  maxInFlightRuns: limit(100_000),
+  createsPerSecond: limit(100_000),
+});
+
+export const tenantIdSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{1,62}$/, 'must be 2 to 63 lowercase letters, digits or hyphens, starting with a letter or digit');
+
+export interface Tenant {
+  readonly tenantId: string;
+  readonly name: string;
+  readonly limits: TenantLimits;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** The tenant's limits over the deployment's defaults. */
+export function effectiveLimits(defaults: TenantLimits, own: Partial<TenantLimits> | undefined): TenantLimits {
+  return { ...defaults, ...(own ?? {}) };
+}

@@ -1,0 +1,129 @@
+// A tenant's in-flight limit as a set of slots: `limit` small items, each held by at most one run
+// while it is leased. Taking a slot is one conditional put; giving it back, one conditional delete.
+// A slot whose run is no longer running (its worker died, it was cancelled) is taken over by the
+// next run that finds no free slot, after checking that run's item: the run item is the truth, so
+// a crash never leaks a slot for long.
+import { createHash } from 'node:crypto';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { inFlightPartition, inFlightSlotKey, slotNumberOf } from './keys';
+
+/** A slot taken this recently by a run that is not yet RUNNING is left alone: it is about to lease. */
+export const SLOT_GRACE_MS = 10_000;
+const SLOT_TTL_SECONDS = 24 * 3600;
+const FREE_SLOT_TRIES = 3;
+
+export interface SlotHolder {
+  readonly slot: number;
+  readonly runId: string;
+  readonly acquiredAt: number;
+}
+
+/** What the slot store needs to know about a run to tell whether its slot is still in use. */
+export type RunLiveness = (runIds: readonly string[]) => Promise<Map<string, { running: boolean; leaseExpiresAt: number | null }>>;
+
+export class InFlightSlots {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /** Takes a slot for the run, or returns null when all `limit` slots are held by live runs. */
+  async acquire(tenantId: string, runId: string, limit: number, now: number, liveness: RunLiveness): Promise<number | null> {
+    // The run's own slot first: one write in the common case, and a redelivered message finds the
+    // slot its run already holds.
+    const home = homeSlot(runId, limit);
+    if (await this.take(tenantId, home, runId, now, null)) return home;
+
+    const holders = await this.holders(tenantId);
+    const mine = holders.find((holder) => holder.runId === runId && holder.slot < limit);
+    if (mine) return mine.slot;
+    const held = new Set(holders.map((holder) => holder.slot));
+    const free = Array.from({ length: limit }, (_, slot) => slot).filter((slot) => !held.has(slot));
+    for (const slot of pick(free, FREE_SLOT_TRIES, runId)) {
+      if (await this.take(tenantId, slot, runId, now, null)) return slot;
+    }
+
+    // Every slot is held: take over one whose run is not running any more.
+    const suspects = holders.filter((holder) => holder.slot < limit && holder.acquiredAt < now - SLOT_GRACE_MS);
+    if (suspects.length === 0) return null;
+    const live = await liveness(suspects.map((holder) => holder.runId));
+    for (const holder of suspects) {
+      const state = live.get(holder.runId);
+      const stale = !state || !state.running || (state.leaseExpiresAt !== null && state.leaseExpiresAt < now);
+      if (stale && (await this.take(tenantId, holder.slot, runId, now, holder))) return holder.slot;
+    }
+    return null;
+  }
+
+  /** Gives the slot back, if this run still holds it. */
+  async release(tenantId: string, slot: number, runId: string): Promise<void> {
+    try {
+      await this.dynamo.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: inFlightSlotKey(tenantId, slot),
+          ConditionExpression: '#runId = :runId',
+          ExpressionAttributeNames: { '#runId': 'runId' },
+          ExpressionAttributeValues: { ':runId': runId },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  async holders(tenantId: string): Promise<SlotHolder[]> {
+    const holders: SlotHolder[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': inFlightPartition(tenantId) },
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        holders.push({ slot: slotNumberOf(String(item.sk)), runId: String(item.runId), acquiredAt: Number(item.acquiredAt) });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return holders;
+  }
+
+  /** Puts the run in the slot if it is free, already the run's, or still held by `replacing`. */
+  private async take(tenantId: string, slot: number, runId: string, now: number, replacing: SlotHolder | null): Promise<boolean> {
+    try {
+      await this.dynamo.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...inFlightSlotKey(tenantId, slot), runId, acquiredAt: now, expiresAtEpoch: Math.floor(now / 1000) + SLOT_TTL_SECONDS },
+          ConditionExpression: replacing
+            ? '#runId = :previous AND #acquiredAt = :previousAt'
+            : 'attribute_not_exists(pk) OR #runId = :runId',
+          ExpressionAttributeNames: replacing ? { '#runId': 'runId', '#acquiredAt': 'acquiredAt' } : { '#runId': 'runId' },
+          ExpressionAttributeValues: replacing ? { ':previous': replacing.runId, ':previousAt': replacing.acquiredAt } : { ':runId': runId },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+}
+
+export function homeSlot(runId: string, limit: number): number {
+  return createHash('sha256').update(runId).digest().readUInt32BE(0) % limit;
+}
+
+/** Up to `count` of the candidates, spread by the run id so that racing runs try different ones. */
+function pick(candidates: number[], count: number, runId: string): number[] {
+  if (candidates.length <= count) return candidates;
+  const offset = homeSlot(runId, candidates.length);
+  return Array.from({ length: count }, (_, i) => candidates[(offset + i * Math.ceil(candidates.length / count)) % candidates.length]!);
+}
