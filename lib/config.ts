@@ -12,11 +12,34 @@ export interface SchedulerStackConfig {
   readonly warmThroughput?: WarmThroughput;
   /** An SNS topic that alarms notify, if any. */
   readonly alarmTopicArn?: string;
+  /** Alarm thresholds (lib/observability.ts; what each alarm means: docs/operations.md#alarms). */
+  readonly alarms: AlarmThresholds;
   /** Time gate and lease tunables (see lambdas/core/config.ts). */
   readonly tuning: Tuning;
 }
 
+export interface AlarmThresholds {
+  /** DeadRunsRising fires when more runs than this end DEAD in 5 minutes (0: any dead run). */
+  readonly deadRunsThreshold: number;
+  /** StartLagP99High fires when start lag p99 is over this many ms in 3 of 5 minutes; also the
+   * objective line on the dashboard. */
+  readonly startLagP99Ms: number;
+  /** OldestMessageTooOld fires when the dispatch queue's oldest message is older than this for 3
+   * minutes in a row. */
+  readonly oldestMessageAgeSeconds: number;
+  /** TickerNotRunning fires when fewer ticks than this ran in 5 minutes (the ticker runs 5). */
+  readonly minTicksPerFiveMinutes: number;
+}
+
+export const defaultAlarmThresholds: AlarmThresholds = {
+  deadRunsThreshold: 0,
+  startLagP99Ms: 2000,
+  oldestMessageAgeSeconds: 1200,
+  minTicksPerFiveMinutes: 1,
+};
+
 export const defaultConfig: SchedulerStackConfig = {
   logRetentionDays: 30,
   tuning: { ...DEFAULT_TUNING },
+  alarms: { ...defaultAlarmThresholds },
 };

@@ -7,13 +7,11 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
-import { ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
-import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { Topic } from 'aws-cdk-lib/aws-sns';
 import { workerConsumer } from '../lambdas/store/schema';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
 import { SchedulerFunction } from './scheduler-function';
+import { SchedulerObservability } from './observability';
 import { SchedulerStorage } from './storage';
 
 export interface SchedulerStackProps extends StackProps {
@@ -26,6 +24,7 @@ export class SchedulerStack extends Stack {
   readonly worker: SchedulerFunction;
   readonly ticker: SchedulerFunction;
   readonly httpApi: HttpApi;
+  readonly observability: SchedulerObservability;
 
   constructor(scope: Construct, id: string, props: SchedulerStackProps = {}) {
     super(scope, id, props);
@@ -112,21 +111,20 @@ export class SchedulerStack extends Stack {
       integration: new HttpLambdaIntegration('ApiIntegration', this.api.fn),
     });
 
-    // Messages that failed before any run could record them: someone should look (docs/operations.md).
-    const dlqAlarm = dispatchDlq
-      .metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' })
-      .createAlarm(this, 'DispatchDlqNotEmpty', {
-        alarmDescription: 'The dispatch DLQ holds messages: see "Messages in the dispatch DLQ" in docs/operations.md',
-        threshold: 0,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      });
-    if (config.alarmTopicArn) dlqAlarm.addAlarmAction(new SnsAction(Topic.fromTopicArn(this, 'AlarmTopic', config.alarmTopicArn)));
+    // Dashboard and alarms (docs/operations.md#dashboard, #alarms).
+    this.observability = new SchedulerObservability(this, 'Observability', {
+      functions: { api: this.api.fn, worker: this.worker.fn, ticker: this.ticker.fn },
+      dispatchQueue,
+      dispatchDlq,
+      tables: { jobs: jobsTable, runs: runsTable },
+      thresholds: config.alarms,
+      alarmTopicArn: config.alarmTopicArn,
+    });
 
     new CfnOutput(this, 'ApiUrl', { value: this.httpApi.apiEndpoint });
     new CfnOutput(this, 'JobsTableName', { value: jobsTable.tableName });
     new CfnOutput(this, 'DispatchDlqUrl', { value: dispatchDlq.queueUrl });
     new CfnOutput(this, 'DispatchQueueUrl', { value: dispatchQueue.queueUrl });
+    new CfnOutput(this, 'DashboardUrl', { value: this.observability.dashboardUrl });
   }
 }
