@@ -1,6 +1,8 @@
 // Typed settings of a deployment, given to the stack by bin/ (or a test).
 import type { WarmThroughput } from 'aws-cdk-lib/aws-dynamodb';
 import type { Tuning } from '../lambdas/core/config';
+import type { TenantLimits } from '../lambdas/domain/tenant';
+import { DEFAULT_TENANT_LIMITS } from '../lambdas/domain/tenant';
 import { DEFAULT_TUNING } from '../lambdas/core/config';
 
 export interface SchedulerStackConfig {
@@ -14,6 +16,8 @@ export interface SchedulerStackConfig {
   readonly alarmTopicArn?: string;
   /** Alarm thresholds (lib/observability.ts; what each alarm means: docs/operations.md#alarms). */
   readonly alarms: AlarmThresholds;
+  /** Limits of tenants that have none of their own (the admin command sets a tenant's). */
+  readonly tenantDefaults: TenantLimits;
   /** Time gate and lease tunables (see lambdas/core/config.ts). */
   readonly tuning: Tuning;
 }
@@ -42,4 +46,5 @@ export const defaultConfig: SchedulerStackConfig = {
   logRetentionDays: 30,
   tuning: { ...DEFAULT_TUNING },
   alarms: { ...defaultAlarmThresholds },
+  tenantDefaults: { ...DEFAULT_TENANT_LIMITS },
 };

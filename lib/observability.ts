@@ -34,7 +34,7 @@ export type SchedulerAlarmName =
   | 'LambdaThrottles';
 
 export interface SchedulerObservabilityProps {
-  readonly functions: { readonly api: IFunction; readonly worker: IFunction; readonly ticker: IFunction };
+  readonly functions: { readonly api: IFunction; readonly worker: IFunction; readonly ticker: IFunction; readonly authorizer: IFunction };
   readonly dispatchQueue: IQueue;
   readonly dispatchDlq: IQueue;
   readonly tables: { readonly jobs: ITableV2; readonly runs: ITableV2 };
@@ -83,6 +83,7 @@ export class SchedulerObservability extends Construct {
       ['api', functions.api],
       ['worker', functions.worker],
       ['ticker', functions.ticker],
+      ['authorizer', functions.authorizer],
     ] as const;
     const tableList = [
       ['jobs', tables.jobs],
@@ -378,7 +379,7 @@ export class SchedulerObservability extends Construct {
       }),
     );
 
-    this.dashboard.addWidgets(header('## 5. Lambda\nThe API, worker and ticker functions.'));
+    this.dashboard.addWidgets(header('## 5. Lambda\nThe API, worker, ticker and authorizer functions.'));
     this.dashboard.addWidgets(
       graph({
         title: 'Lambda concurrent executions (max)',

@@ -16,7 +16,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 export interface SchedulerFunctionProps {
   /** Folder under lambdas/ whose handler.ts is the entry point. */
-  readonly entry: 'api' | 'worker' | 'ticker';
+  readonly entry: 'api' | 'worker' | 'ticker' | 'authorizer';
   readonly description: string;
   readonly timeout: Duration;
   readonly memorySize?: number;

@@ -3,6 +3,10 @@ import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
 import type { StackProps } from 'aws-cdk-lib';
 import { HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { HttpLambdaAuthorizer, HttpLambdaResponseType } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+
+/** How long API Gateway keeps an authorizer answer per Authorization header. */
+export const AUTHORIZER_CACHE_SECONDS = 60;
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
@@ -23,6 +27,7 @@ export class SchedulerStack extends Stack {
   readonly api: SchedulerFunction;
   readonly worker: SchedulerFunction;
   readonly ticker: SchedulerFunction;
+  readonly authorizer: SchedulerFunction;
   readonly httpApi: HttpApi;
   readonly observability: SchedulerObservability;
 
@@ -44,6 +49,7 @@ export class SchedulerStack extends Stack {
       LEASE_MARGIN_SECONDS: String(config.tuning.leaseMarginSeconds),
       TIME_INDEX_SHARDS: String(config.tuning.timeIndexShards),
       FAILED_MESSAGE_RETRY_SECONDS: String(config.tuning.failedMessageRetrySeconds),
+      TENANT_DEFAULT_LIMITS: JSON.stringify(config.tenantDefaults),
     };
     const common = { environment, logRetentionDays: config.logRetentionDays };
 
@@ -53,8 +59,9 @@ export class SchedulerStack extends Stack {
       description: 'Job scheduler HTTP API',
       timeout: Duration.seconds(29),
     });
-    // PutItem/DeleteItem on jobs: create, CAS replace, and releasing a deleted job's name.
-    this.api.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'DeleteItem']);
+    // PutItem/DeleteItem on jobs: create, CAS replace, and releasing a deleted job's name;
+    // UpdateItem: the tenant's active-jobs and creates-per-second counters.
+    this.api.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
     // BatchGetItem on runs: the health endpoint checks the runs workers report in flight.
     this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem']);
     this.api.grantQueue(dispatchQueue, ['SendMessage', 'GetQueueAttributes']);
@@ -69,8 +76,10 @@ export class SchedulerStack extends Stack {
       timeout: Duration.seconds(workerConsumer.functionTimeoutSeconds),
       memorySize: 1024,
     });
-    this.worker.grantTable(runsTable, ['GetItem', 'PutItem', 'UpdateItem']);
-    this.worker.grantTable(jobsTable, ['GetItem', 'PutItem']);
+    // BatchGetItem on runs and Query/DeleteItem on jobs: in-flight slots (taken, checked, given back);
+    // UpdateItem on jobs: a job that completes frees its place under the tenant's limit.
+    this.worker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem']);
+    this.worker.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
     this.worker.grantQueue(dispatchQueue, ['SendMessage']);
     this.worker.fn.addEventSource(
       new SqsEventSource(dispatchQueue, {
@@ -101,6 +110,16 @@ export class SchedulerStack extends Stack {
       }),
     });
 
+    // The authorizer: API key in, tenant and limits out, cached by API Gateway per key.
+    this.authorizer = new SchedulerFunction(this, 'Authorizer', {
+      ...common,
+      entry: 'authorizer',
+      description: 'Job scheduler API authorizer: resolves API keys to tenants',
+      timeout: Duration.seconds(10),
+      memorySize: 256,
+    });
+    this.authorizer.grantTable(jobsTable, ['GetItem']);
+
     this.httpApi = new HttpApi(this, 'HttpApi', {
       description: 'Job scheduler API (v1)',
       createDefaultStage: true,
@@ -109,11 +128,16 @@ export class SchedulerStack extends Stack {
       path: '/v1/{proxy+}',
       methods: [HttpMethod.ANY],
       integration: new HttpLambdaIntegration('ApiIntegration', this.api.fn),
+      authorizer: new HttpLambdaAuthorizer('ApiKeyAuthorizer', this.authorizer.fn, {
+        responseTypes: [HttpLambdaResponseType.SIMPLE],
+        identitySource: ['$request.header.Authorization'],
+        resultsCacheTtl: Duration.seconds(AUTHORIZER_CACHE_SECONDS),
+      }),
     });
 
     // Dashboard and alarms (docs/operations.md#dashboard, #alarms).
     this.observability = new SchedulerObservability(this, 'Observability', {
-      functions: { api: this.api.fn, worker: this.worker.fn, ticker: this.ticker.fn },
+      functions: { api: this.api.fn, worker: this.worker.fn, ticker: this.ticker.fn, authorizer: this.authorizer.fn },
       dispatchQueue,
       dispatchDlq,
       tables: { jobs: jobsTable, runs: runsTable },

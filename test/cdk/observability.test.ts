@@ -273,7 +273,7 @@ describe('dashboard', () => {
   });
 
   describe('5. Lambda', () => {
-    const functions = () => [functionId('Job scheduler HTTP API'), functionId('Job scheduler worker'), functionId('Job scheduler ticker')];
+    const functions = () => [functionId('Job scheduler HTTP API'), functionId('Job scheduler worker'), functionId('Job scheduler ticker'), functionId('Job scheduler API authorizer')];
 
     it.each([
       ['Lambda concurrent executions (max)', 'ConcurrentExecutions', 'Maximum'],
@@ -446,15 +446,16 @@ describe('alarms', () => {
     expect(a).toMatchObject({ Threshold: 1, ComparisonOperator: 'LessThanThreshold', EvaluationPeriods: 1, TreatMissingData: 'breaching' });
   });
 
-  it('LambdaThrottles: a throttle of any of the three functions in 5 minutes', () => {
+  it('LambdaThrottles: a throttle of any of the four functions in 5 minutes', () => {
     const a = alarm('LambdaThrottles');
     const [expression, ...inputs] = a.Metrics as any[];
-    expect(expression).toMatchObject({ Expression: 'FILL(api, 0) + FILL(worker, 0) + FILL(ticker, 0)', ReturnData: true });
+    expect(expression).toMatchObject({ Expression: 'FILL(api, 0) + FILL(worker, 0) + FILL(ticker, 0) + FILL(authorizer, 0)', ReturnData: true });
     expect(inputs.map((m) => [m.Id, m.MetricStat.Metric.MetricName, m.MetricStat.Stat, m.MetricStat.Period, m.MetricStat.Metric.Dimensions])).toEqual(
       [
         ['api', 'Job scheduler HTTP API'],
         ['worker', 'Job scheduler worker'],
         ['ticker', 'Job scheduler ticker'],
+        ['authorizer', 'Job scheduler API authorizer'],
       ].map(([id, description]) => [id, 'Throttles', 'Sum', 300, [{ Name: 'FunctionName', Value: { Ref: functionId(description!) } }]]),
     );
     expect(a).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 1, TreatMissingData: 'notBreaching' });

@@ -126,7 +126,7 @@ describe('least privilege', () => {
       'dynamodb:Query': [jobs, runs].sort(),
       'dynamodb:PutItem': [jobs, runs].sort(),
       'dynamodb:DeleteItem': [jobs],
-      'dynamodb:UpdateItem': [runs],
+      'dynamodb:UpdateItem': [jobs, runs].sort(),
       'sqs:SendMessage': [queue],
       'sqs:GetQueueAttributes': [dlq, queue].sort(),
     });
@@ -139,8 +139,11 @@ describe('least privilege', () => {
     const runs = tableId('"AttributeName":"gateKey"');
     const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler worker')))).toEqual({
-      'dynamodb:UpdateItem': [runs],
+      'dynamodb:UpdateItem': [jobs, runs].sort(),
       'dynamodb:GetItem': [jobs, runs].sort(),
+      'dynamodb:BatchGetItem': [runs],
+      'dynamodb:Query': [jobs],
+      'dynamodb:DeleteItem': [jobs],
       'dynamodb:PutItem': [jobs, runs].sort(),
       'sqs:SendMessage': [queue],
       'sqs:ReceiveMessage': [queue],
@@ -162,6 +165,13 @@ describe('least privilege', () => {
       'dynamodb:PutItem': [jobs, runs].sort(),
       'sqs:SendMessage': [queue],
     });
+  });
+
+  it('lets the authorizer read API keys and tenants, and nothing more', () => {
+    const jobs = tableId('"AttributeName":"tenantSort"');
+    const grants = grantsOf(functionId('Job scheduler API authorizer'));
+    expect(dynamoAndSqs(grants)).toEqual({ 'dynamodb:GetItem': [jobs] });
+    expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action))).toEqual([]);
   });
 });
 
@@ -186,6 +196,21 @@ describe('wiring', () => {
         RetryPolicy: { MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 0 },
       }),
     });
+  });
+
+  it('puts the API key authorizer in front of every /v1 route, cached per Authorization header', () => {
+    const authorizers = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::ApiGatewayV2::Authorizer');
+    expect(authorizers).toHaveLength(1);
+    const [authorizerId, authorizer] = authorizers[0]!;
+    expect(authorizer.Properties).toMatchObject({
+      AuthorizerType: 'REQUEST',
+      AuthorizerPayloadFormatVersion: '2.0',
+      EnableSimpleResponses: true,
+      IdentitySource: ['$request.header.Authorization'],
+      AuthorizerResultTtlInSeconds: 60,
+    });
+    expect(JSON.stringify(authorizer.Properties.AuthorizerUri)).toContain(functionId('Job scheduler API authorizer'));
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'ANY /v1/{proxy+}', AuthorizationType: 'CUSTOM', AuthorizerId: { Ref: authorizerId } });
   });
 
   it('routes every /v1 path of the HTTP API to the API function', () => {

@@ -1,0 +1,38 @@
+// `npm run admin -- <command>`: tenants, limits and API keys (see scripts/ops/admin.ts for the
+// commands). Local emulator by default; `--jobs-table <name>` for a deployment.
+import { parseArgs } from 'node:util';
+import { readConfig } from '../lambdas/core/config';
+import { DEFAULT_TENANT_LIMITS } from '../lambdas/domain/tenant';
+import { ApiKeysRepository } from '../lambdas/store/api-keys-repository';
+import { createAwsClients } from '../lambdas/store/aws';
+import { TenantsRepository } from '../lambdas/store/tenants-repository';
+import { emulatorEnvironment, ensureEmulator } from './local/emulator';
+import { createLocalResources } from './local/resources';
+import { AdminUsageError, runAdmin } from './ops/admin';
+
+const argv = process.argv.slice(2);
+const { values } = parseArgs({ args: argv, strict: false, allowPositionals: true });
+let jobsTable = typeof values['jobs-table'] === 'string' ? values['jobs-table'] : undefined;
+let defaults = DEFAULT_TENANT_LIMITS;
+if (!jobsTable) {
+  const emulator = await ensureEmulator();
+  Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
+  const config = await createLocalResources(createAwsClients(), process.env.LOCAL_PREFIX ?? 'scheduler');
+  jobsTable = config.jobsTable;
+} else if (process.env.TENANT_DEFAULT_LIMITS) {
+  defaults = readConfig({ ...process.env, JOBS_TABLE: jobsTable, RUNS_TABLE: '-', DISPATCH_QUEUE_URL: '-', DISPATCH_DLQ_URL: '-' }).tenantDefaults;
+}
+const clients = createAwsClients();
+try {
+  const output = await runAdmin(argv, {
+    tenants: new TenantsRepository(clients.dynamo, jobsTable),
+    apiKeys: new ApiKeysRepository(clients.dynamo, jobsTable),
+    defaults,
+    now: Date.now,
+  });
+  console.log(JSON.stringify(output, null, 2));
+} catch (error) {
+  if (!(error instanceof AdminUsageError)) throw error;
+  console.error(error.message);
+  process.exitCode = 2;
+}

@@ -1,0 +1,119 @@
+// The admin commands: tenants, their limits and their API keys. Plain functions over the
+// repositories, so that tests run them against the emulator; scripts/admin.ts is the CLI.
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import type { Tenant, TenantLimits } from '../../lambdas/domain/tenant';
+import { tenantIdSchema, tenantLimitsSchema } from '../../lambdas/domain/tenant';
+import type { ApiKeysRepository } from '../../lambdas/store/api-keys-repository';
+import type { TenantsRepository } from '../../lambdas/store/tenants-repository';
+
+export interface AdminContext {
+  readonly tenants: TenantsRepository;
+  readonly apiKeys: ApiKeysRepository;
+  readonly defaults: TenantLimits;
+  readonly now: () => number;
+}
+
+export class AdminUsageError extends Error {}
+
+export const ADMIN_USAGE = `Usage: npm run admin -- <command> [options]
+  tenant create <tenant-id> [--name <name>] [limits]   create a tenant and issue its first API key
+  tenant show <tenant-id>                              profile, limits in force, usage and keys
+  tenant limits <tenant-id> [limits]                   change some of its limits
+  key issue <tenant-id>                                issue another API key (printed once)
+  key list <tenant-id>                                 its keys (ids, created, revoked)
+  key revoke <tenant-id> <key-id>                      revoke a key (takes effect within 2 minutes)
+limits: --max-active-jobs <n|none> --max-in-flight-runs <n|none> --creates-per-second <n|none>
+target: local emulator by default; --jobs-table <JobsTableName output> for a deployment (AWS credentials)`;
+
+const LIMIT_OPTIONS = {
+  'max-active-jobs': 'maxActiveJobs',
+  'max-in-flight-runs': 'maxInFlightRuns',
+  'creates-per-second': 'createsPerSecond',
+} as const;
+
+/** Runs one admin command; returns what to print. Bad input throws AdminUsageError and changes nothing. */
+export async function runAdmin(argv: readonly string[], ctx: AdminContext): Promise<Record<string, unknown>> {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      'max-active-jobs': { type: 'string' },
+      'max-in-flight-runs': { type: 'string' },
+      'creates-per-second': { type: 'string' },
+      'jobs-table': { type: 'string' },
+    },
+  });
+  const [noun, verb, id, keyId] = positionals;
+  const tenantId = (): string => {
+    const parsed = tenantIdSchema.safeParse(id);
+    if (!parsed.success) throw new AdminUsageError(`tenant id: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    return parsed.data;
+  };
+  const limits = (): Partial<TenantLimits> => {
+    const given: Record<string, number | null> = {};
+    for (const [option, field] of Object.entries(LIMIT_OPTIONS)) {
+      const raw = values[option as keyof typeof LIMIT_OPTIONS];
+      if (raw === undefined) continue;
+      given[field] = raw === 'none' ? null : Number(raw);
+    }
+    const parsed = tenantLimitsSchema.partial().safeParse(given);
+    if (!parsed.success) {
+      throw new AdminUsageError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message} (a whole number, or none)`).join('; '));
+    }
+    return parsed.data;
+  };
+  const existing = async (): Promise<Tenant> => {
+    const tenant = await ctx.tenants.get(tenantId());
+    if (!tenant) throw new AdminUsageError(`no tenant ${tenantId()}; create it with: tenant create ${tenantId()}`);
+    return tenant;
+  };
+
+  switch (`${noun ?? ''} ${verb ?? ''}`) {
+    case 'tenant create': {
+      const own = limits();
+      const name = z.string().min(1).max(200).safeParse(values.name ?? tenantId());
+      if (!name.success) throw new AdminUsageError('name: 1 to 200 characters');
+      const at = new Date(ctx.now()).toISOString();
+      const tenant: Tenant = { tenantId: tenantId(), name: name.data, limits: { ...ctx.defaults, ...own }, createdAt: at, updatedAt: at };
+      if (!(await ctx.tenants.create(tenant))) throw new AdminUsageError(`tenant ${tenant.tenantId} exists already`);
+      const apiKey = newApiKey();
+      const issuedKeyId = await ctx.apiKeys.issue(apiKey, tenant.tenantId, ctx.now());
+      return { tenant, apiKey, keyId: issuedKeyId, note: 'The API key is shown once; store it now.' };
+    }
+    case 'tenant show': {
+      const tenant = await existing();
+      return { tenant, usage: await ctx.tenants.usage(tenant.tenantId), keys: await ctx.apiKeys.list(tenant.tenantId) };
+    }
+    case 'tenant limits': {
+      await existing();
+      const changes = limits();
+      if (Object.keys(changes).length === 0) throw new AdminUsageError('give at least one limit to change');
+      return { tenant: await ctx.tenants.setLimits(tenantId(), changes, ctx.now()), note: 'Running functions pick the new limits up within 2 minutes.' };
+    }
+    case 'key issue': {
+      const tenant = await existing();
+      const apiKey = newApiKey();
+      return { tenantId: tenant.tenantId, apiKey, keyId: await ctx.apiKeys.issue(apiKey, tenant.tenantId, ctx.now()), note: 'The API key is shown once; store it now.' };
+    }
+    case 'key list': {
+      const tenant = await existing();
+      return { tenantId: tenant.tenantId, keys: await ctx.apiKeys.list(tenant.tenantId) };
+    }
+    case 'key revoke': {
+      const tenant = await existing();
+      if (!keyId || !/^key_[0-9a-f]{16}$/.test(keyId)) throw new AdminUsageError('key id: as `key list` shows it, e.g. key_0123456789abcdef');
+      const outcome = await ctx.apiKeys.revoke(tenant.tenantId, keyId, ctx.now());
+      if (outcome === 'not-found') throw new AdminUsageError(`tenant ${tenant.tenantId} has no key ${keyId}`);
+      return { tenantId: tenant.tenantId, keyId, outcome, note: 'Requests with this key are refused within 2 minutes (authorizer caches).' };
+    }
+    default:
+      throw new AdminUsageError(ADMIN_USAGE);
+  }
+}
+
+export function newApiKey(): string {
+  return `sk_${randomBytes(24).toString('base64url')}`;
+}
