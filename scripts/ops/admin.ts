@@ -35,7 +35,7 @@ const LIMIT_OPTIONS = {
 
 /** Runs one admin command; returns what to print. Bad input throws AdminUsageError and changes nothing. */
 export async function runAdmin(argv: readonly string[], ctx: AdminContext): Promise<Record<string, unknown>> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseOrExplain({
     args: [...argv],
     allowPositionals: true,
     options: {
@@ -111,6 +111,14 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
     }
     default:
       throw new AdminUsageError(ADMIN_USAGE);
+  }
+}
+
+function parseOrExplain<T extends Parameters<typeof parseArgs>[0]>(config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (error) {
+    throw new AdminUsageError(`${error instanceof Error ? error.message : String(error)}\n${ADMIN_USAGE}`);
   }
 }
 

@@ -10,6 +10,7 @@ import { inject } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { createDeps } from '../../lambdas/app/deps';
 import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
+import type { TenantLimits } from '../../lambdas/domain/tenant';
 import type { AwsClients } from '../../lambdas/store/aws';
 import { createAwsClients } from '../../lambdas/store/aws';
 import { encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
@@ -58,6 +59,8 @@ export interface SchedulerOptions {
   readonly clock?: () => number;
   /** Pins the jitter of retry backoff (1 waits the whole bound, 0 none). */
   readonly random?: () => number;
+  /** The test tenant's own limits (a tenant profile is written when given). */
+  readonly tenantLimits?: Partial<TenantLimits>;
 }
 
 export async function startScheduler(options: SchedulerOptions = {}): Promise<Scheduler> {
@@ -74,6 +77,10 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
   const tenantId = `tenant-${prefix}`;
   const apiKey = `key_${randomBytes(18).toString('base64url')}`;
   await deps.apiKeys.issue(apiKey, tenantId, Date.now());
+  if (options.tenantLimits) {
+    const at = new Date().toISOString();
+    await deps.tenants.create({ tenantId, name: tenantId, limits: { ...config.tenantDefaults, ...options.tenantLimits }, createdAt: at, updatedAt: at });
+  }
   const runtime = await startLocalRuntime({
     deps,
     clients: aws,

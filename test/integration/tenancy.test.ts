@@ -1,0 +1,222 @@
+// Tenants against the emulator: the admin command's tenants and keys, revoked keys, create limits
+// (429 with Retry-After, nothing written), active-jobs accounting as jobs end, and the in-flight
+// limit: runs of a tenant at its limit wait and all run, never more at once than the limit.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emulatorEnvironment } from '../../scripts/local/emulator';
+import { runAdmin } from '../../scripts/ops/admin';
+import type { Scheduler, TargetServer } from './harness';
+import { eventually, jobBody, startScheduler, startTarget } from './harness';
+
+const run = promisify(execFile);
+
+async function apiWith(url: string, key: string, method: string, path: string, body?: unknown) {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+}
+
+const cron = (name: string) => ({ ...jobBody('http://127.0.0.1:9/unused', { name }), schedule: { kind: 'cron', expression: '0 3 * * *', timezone: 'UTC' } });
+
+describe('tenants and keys', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(() => scheduler.stop());
+
+  it('creates a tenant with the admin command, whose key works; a revoked key is refused', async () => {
+    // The CLI itself, as an operator runs it, against this test's tables.
+    const tenantId = `acme-${scheduler.prefix}`;
+    const { stdout } = await run(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'scripts/admin.ts', 'tenant', 'create', tenantId, '--name', 'Acme', '--max-in-flight-runs', '5'], {
+      env: { ...process.env, ...emulatorEnvironment(inject('awsEndpoint')), LOCAL_PREFIX: scheduler.prefix },
+    });
+    const created = JSON.parse(stdout) as { apiKey: string; keyId: string; tenant: { limits: Record<string, unknown> } };
+    expect(created.tenant.limits).toEqual({ ...scheduler.config.tenantDefaults, maxInFlightRuns: 5 });
+    expect(created.apiKey).toMatch(/^sk_/);
+    expect((await apiWith(scheduler.runtime.url, created.apiKey, 'GET', '/v1/jobs')).status).toBe(200);
+
+    // Keys are stored hashed: the table holds no key in clear.
+    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: scheduler.config.tenantDefaults, now: Date.now };
+    const shown = await runAdmin(['tenant', 'show', tenantId], ctx);
+    expect(JSON.stringify(shown)).not.toContain(created.apiKey);
+    expect(shown).toMatchObject({ usage: { activeJobs: 0 }, keys: [{ keyId: created.keyId, revokedAt: null }] });
+
+    const second = (await runAdmin(['key', 'issue', tenantId], ctx)) as { apiKey: string; keyId: string };
+    expect(await runAdmin(['key', 'revoke', tenantId, created.keyId], ctx)).toMatchObject({ outcome: 'revoked' });
+    expect(await runAdmin(['key', 'revoke', tenantId, created.keyId], ctx)).toMatchObject({ outcome: 'already-revoked' });
+    // A process that never saw the key (no cached answer) refuses it at once; the other key works.
+    const fresh = await scheduler.startWorkers(0);
+    expect((await apiWith(fresh.url, created.apiKey, 'GET', '/v1/jobs')).status).toBe(401);
+    expect((await apiWith(fresh.url, second.apiKey, 'GET', '/v1/jobs')).status).toBe(200);
+  });
+
+  it('refuses bad admin input and changes nothing', async () => {
+    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: scheduler.config.tenantDefaults, now: Date.now };
+    await expect(runAdmin(['tenant', 'create', 'Bad_Id'], ctx)).rejects.toThrow(/tenant id/);
+    await expect(runAdmin(['tenant', 'create', `ok-${scheduler.prefix}`, '--creates-per-second=-3'], ctx)).rejects.toThrow(/createsPerSecond/);
+    expect(await scheduler.deps.tenants.get(`ok-${scheduler.prefix}`)).toBeNull();
+    await expect(runAdmin(['tenant', 'limits', `missing-${scheduler.prefix}`, '--max-active-jobs', '3'], ctx)).rejects.toThrow(/no tenant/);
+    await runAdmin(['tenant', 'create', `keys-${scheduler.prefix}`], ctx);
+    await expect(runAdmin(['key', 'revoke', `keys-${scheduler.prefix}`, 'not-a-key-id'], ctx)).rejects.toThrow(/key id/);
+    await expect(runAdmin(['key', 'revoke', `keys-${scheduler.prefix}`, 'key_0000000000000000'], ctx)).rejects.toThrow(/has no key/);
+    await expect(runAdmin(['tenant', 'create', `keys-${scheduler.prefix}`], ctx)).rejects.toThrow(/exists already/);
+    expect(await scheduler.deps.apiKeys.list(`keys-${scheduler.prefix}`)).toHaveLength(1);
+    await expect(runAdmin(['frobnicate'], ctx)).rejects.toThrow(/Usage/);
+  });
+});
+
+describe('create limits', () => {
+  it('answers 429 with Retry-After past the creates-per-second limit, and writes nothing for the refused', async () => {
+    // One fixed instant: every create falls in the same one-second window.
+    const at = Date.parse('2030-01-01T00:00:00.250Z');
+    const scheduler = await startScheduler({ workerConcurrency: 0, clock: () => at, tenantLimits: { createsPerSecond: 3 } });
+    try {
+      const responses = await Promise.all(Array.from({ length: 7 }, (_, i) => scheduler.api('POST', '/v1/jobs', cron(`rate-${i}`))));
+      const statuses = responses.map((response) => response.status).sort();
+      expect(statuses).toEqual([201, 201, 201, 429, 429, 429, 429]);
+      const refused = responses.find((response) => response.status === 429)!;
+      expect(refused.body).toMatchObject({ status: 429, title: 'Too many requests' });
+      expect((await scheduler.api('GET', '/v1/jobs?limit=100')).body.items).toHaveLength(3);
+      expect(await scheduler.deps.tenants.usage(scheduler.tenantId)).toEqual({ activeJobs: 3 });
+      const raw = await fetch(`${scheduler.runtime.url}/v1/jobs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(cron('rate-late')),
+      });
+      expect(raw.status).toBe(429);
+      expect(raw.headers.get('retry-after')).toBe('1');
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
+  it('holds active and paused jobs to the limit; a deleted or completed job frees its place', async () => {
+    const target = await startTarget();
+    const scheduler = await startScheduler({ tenantLimits: { maxActiveJobs: 2 } });
+    try {
+      const a = await scheduler.api('POST', '/v1/jobs', cron('active-a'));
+      const b = await scheduler.api('POST', '/v1/jobs', cron('active-b'));
+      expect([a.status, b.status]).toEqual([201, 201]);
+      expect((await scheduler.api('POST', `/v1/jobs/${b.body.job.jobId}/pause`)).status).toBe(200);
+      const over = await scheduler.api('POST', '/v1/jobs', cron('active-c'));
+      expect(over.status).toBe(429);
+      expect(over.body.detail).toMatch(/2 active or paused jobs/);
+
+      expect((await scheduler.api('DELETE', `/v1/jobs/${a.body.job.jobId}`)).status).toBeLessThan(300);
+      expect(await scheduler.deps.tenants.usage(scheduler.tenantId)).toEqual({ activeJobs: 1 });
+      // A run-now job is active until its one run starts, then COMPLETED: its place comes back.
+      const once = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'active-once' }));
+      expect(once.status).toBe(201);
+      expect((await scheduler.api('POST', '/v1/jobs', cron('active-d'))).status).toBe(429);
+      await eventually(() => scheduler.deps.tenants.usage(scheduler.tenantId), (usage) => usage.activeJobs === 1);
+      expect((await scheduler.api('POST', '/v1/jobs', cron('active-e'))).status).toBe(201);
+      expect(await scheduler.deps.tenants.usage(scheduler.tenantId)).toEqual({ activeJobs: 2 });
+    } finally {
+      await scheduler.stop();
+      await target.stop();
+    }
+  });
+
+  it('counts one job for concurrent creates with the same Idempotency-Key', async () => {
+    const scheduler = await startScheduler({ workerConcurrency: 0, tenantLimits: { maxActiveJobs: 5 } });
+    try {
+      const body = cron('idem');
+      const responses = await Promise.all(Array.from({ length: 8 }, () => scheduler.api('POST', '/v1/jobs', body, { 'idempotency-key': 'same-key-1' })));
+      expect(new Set(responses.map((response) => response.body.job?.jobId)).size).toBe(1);
+      expect(await scheduler.deps.tenants.usage(scheduler.tenantId)).toEqual({ activeJobs: 1 });
+    } finally {
+      await scheduler.stop();
+    }
+  });
+});
+
+describe('the in-flight limit', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  let running = 0;
+  let peak = 0;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 6, tenantLimits: { maxInFlightRuns: 2 } });
+    target = await startTarget(async () => {
+      running++;
+      peak = Math.max(peak, running);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      running--;
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('never runs more of a tenant at once than its limit; the others wait and all run', async () => {
+    const created = await Promise.all(Array.from({ length: 8 }, (_, i) => scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `limited-${i}` }))));
+    expect(created.every((response) => response.status === 201)).toBe(true);
+    const runIds = created.map((response) => response.body.job.nextRunId as string);
+    await eventually(
+      async () => Promise.all(runIds.map(async (runId) => (await scheduler.api('GET', `/v1/runs/${runId}`)).body.status as string)),
+      (statuses) => statuses.every((status) => status === 'SUCCEEDED'),
+      60_000,
+    );
+    expect(target.calls).toHaveLength(8);
+    expect(peak).toBe(2);
+    // Some waited: deferrals are counted, and every slot is free again.
+    const deferred = scheduler.metricLines.map((line) => JSON.parse(line) as Record<string, unknown>).flatMap((doc) => [doc.RunsDeferred ?? []].flat() as number[]);
+    expect(deferred.length).toBeGreaterThan(0);
+    expect(await scheduler.deps.inFlight.holders(scheduler.tenantId)).toEqual([]);
+  });
+});
+
+describe('in-flight slots under contention', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(() => scheduler.stop());
+
+  const allRunning = () => Promise.resolve(new Map<string, { running: boolean; leaseExpiresAt: number | null }>());
+
+  it('gives exactly `limit` of many racing runs a slot, and a freed slot to the next', async () => {
+    const tenant = `race-${scheduler.prefix}`;
+    const now = Date.now();
+    // Liveness that says every holder is running with a live lease: no takeover.
+    const live = (runIds: readonly string[]) => Promise.resolve(new Map(runIds.map((id) => [id, { running: true, leaseExpiresAt: now + 60_000 }])));
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => scheduler.deps.inFlight.acquire(tenant, `run-${i}`, 3, now, live)));
+    const winners = results.filter((slot) => slot !== null);
+    expect(winners).toHaveLength(3);
+    expect(new Set(winners).size).toBe(3);
+    expect(await allRunning()).toEqual(new Map());
+
+    const holder = (await scheduler.deps.inFlight.holders(tenant))[0]!;
+    await scheduler.deps.inFlight.release(tenant, holder.slot, holder.runId);
+    expect(await scheduler.deps.inFlight.acquire(tenant, 'run-next', 3, now, live)).toBe(holder.slot);
+    // A run that holds a slot gets the same slot again (a redelivered message).
+    expect(await scheduler.deps.inFlight.acquire(tenant, 'run-next', 3, now, live)).toBe(holder.slot);
+  });
+
+  it('takes over the slot of a run whose worker died (lease expired), not one still running', async () => {
+    const tenant = `dead-${scheduler.prefix}`;
+    const then = Date.now() - 60_000;
+    const alive = (runIds: readonly string[]) => Promise.resolve(new Map(runIds.map((id) => [id, { running: true, leaseExpiresAt: Date.now() + 60_000 }])));
+    expect(await scheduler.deps.inFlight.acquire(tenant, 'crashed-run', 1, then, alive)).toBe(0);
+    // Still running under a live lease: no slot for another run.
+    expect(await scheduler.deps.inFlight.acquire(tenant, 'waiting-run', 1, Date.now(), alive)).toBeNull();
+    // Its worker died: the lease has expired, the slot is taken over once, by one of two racers.
+    const expired = (runIds: readonly string[]) => Promise.resolve(new Map(runIds.map((id) => [id, { running: true, leaseExpiresAt: Date.now() - 30_000 }])));
+    const [a, b] = await Promise.all([
+      scheduler.deps.inFlight.acquire(tenant, 'waiting-run', 1, Date.now(), expired),
+      scheduler.deps.inFlight.acquire(tenant, 'other-run', 1, Date.now(), expired),
+    ]);
+    expect([a, b].filter((slot) => slot === 0)).toHaveLength(1);
+    expect((await scheduler.deps.inFlight.holders(tenant)).map((h) => h.runId)).not.toContain('crashed-run');
+  });
+});
