@@ -53,13 +53,21 @@ export interface DispatchContext {
 
 /** Longest wait of a deferred run before it tries for a slot again. */
 const MAX_DEFERRAL_SECONDS = 16;
+/** How long a tenant found at its in-flight limit is taken to be full, in this process. */
+const FULL_MEMO_MS = 500;
+const tenantsFull = new Map<string, number>();
 
 export async function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
   const { tenantId } = message;
   const limit = tenantId ? (await deps.tenantLimits.of(tenantId)).maxInFlightRuns : null;
   if (!tenantId || limit === null) return executeMessage(deps, runId, message);
 
-  const slot = await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => liveness(deps, runIds));
+  // A tenant found full a moment ago in this process is full still, unless this process gave a
+  // slot back since: defer without asking DynamoDB (a deep backlog would otherwise cost reads and
+  // writes per message, per round).
+  const fullUntil = tenantsFull.get(tenantId) ?? 0;
+  const slot = fullUntil > deps.clock() ? null : await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => liveness(deps, runIds));
+  if (slot === null && fullUntil <= deps.clock()) tenantsFull.set(tenantId, deps.clock() + FULL_MEMO_MS);
   if (slot === null) {
     // Waits, never dropped: the message goes round again after a growing delay, with a fresh
     // receive count (a kept message would count towards the DLQ).
@@ -75,7 +83,10 @@ export async function executeRun(deps: SchedulerDeps, runId: string, message: Di
     return result;
   } finally {
     // Another worker runs this run (a duplicate message): the slot is its run's, and stays.
-    if (result !== 'held' && result !== 'recheck') await deps.inFlight.release(tenantId, slot, runId);
+    if (result !== 'held' && result !== 'recheck') {
+      await deps.inFlight.release(tenantId, slot, runId);
+      tenantsFull.delete(tenantId);
+    }
   }
 }
 

@@ -1,15 +1,39 @@
-"""moto in server mode, with DynamoDB's per-item atomicity.
+"""moto in server mode, with DynamoDB's per-item atomicity and cheap transactions.
 
 moto serves requests on many threads and does not lock its DynamoDB tables, so two conditional
 writes to one item can both pass their condition. Real DynamoDB never allows that, and the
 scheduler's leases depend on it. This launcher serialises DynamoDB requests (SQS and the other
 services stay concurrent, so long polls do not block anything) and then starts moto as usual.
+
+moto also backs up every table a transaction touches with a deep copy, once per item of the
+transaction, to roll back a failed one: the cost of a transaction grows with the size of the table
+(and its memory churn took moto past 18 GB in a benchmark of a thousand jobs). Requests are
+serialised here, so it is enough to back up the items the transaction names and put them back if
+it fails; this launcher does that instead.
+
+Its SQS receive checks each message it returns against the queue's retention period by computing
+all the queue's attributes, counts of visible, in-flight and delayed messages included, each a scan
+of the queue with two clock reads per message; it also rebuilds the set of in-flight message groups
+(which only FIFO queues use) on every call. A receive from a queue of a thousand messages took
+40 ms to 250 ms. Here the retention check reads the one attribute it needs, the scans read the
+clock once, and a standard queue has no pending groups.
+
+Finally, moto finds the service of every request by listing its modules and matching hundreds of
+URL patterns, under a lock; a third of its time under load went there. The answer for a host is
+always the same, so it is remembered.
 """
+import copy
 import sys
 import threading
 
+import moto.dynamodb.models as dynamodb_models
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.responses import DynamoHandler
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.server import main
+from moto.sqs.models import Queue
+import moto.sqs.models as sqs_models
 
 _lock = threading.Lock()
 _call_action = DynamoHandler.call_action
@@ -21,6 +45,111 @@ def _serialised_call_action(self):  # type: ignore[no-untyped-def]
 
 
 DynamoHandler.call_action = _serialised_call_action  # type: ignore[method-assign]
+
+
+class _NoTableCopies:
+    """moto's module-level `copy`, except that a whole table is not copied (see below)."""
+
+    def __getattr__(self, name):  # type: ignore[no-untyped-def]
+        return getattr(copy, name)
+
+    @staticmethod
+    def deepcopy(value, memo=None):  # type: ignore[no-untyped-def]
+        if isinstance(value, dynamodb_models.Table):
+            return value
+        return copy.deepcopy(value, memo)
+
+
+dynamodb_models.copy = _NoTableCopies()  # type: ignore[assignment]
+_transact_write_items = DynamoDBBackend.transact_write_items
+
+
+def _key_of(table, op):  # type: ignore[no-untyped-def]
+    attributes = op.get("Key") or op.get("Item") or {}
+    hash_value = DynamoType(attributes[table.hash_key_attr])
+    range_value = DynamoType(attributes[table.range_key_attr]) if table.range_key_attr else None
+    return hash_value, range_value
+
+
+def _transact_with_item_backups(self, transact_items):  # type: ignore[no-untyped-def]
+    backups = []
+    for entry in transact_items:
+        _, op = next(iter(entry.items()))
+        table = self.tables.get(op.get("TableName"))
+        if table is None:
+            continue
+        try:
+            hash_value, range_value = _key_of(table, op)
+        except KeyError:
+            continue  # moto reports the malformed request itself
+        backups.append((table, hash_value, range_value, copy.deepcopy(table.get_item(hash_value, range_value))))
+    try:
+        return _transact_write_items(self, transact_items)
+    except Exception:
+        for table, hash_value, range_value, item in reversed(backups):
+            if item is None:
+                try:
+                    if range_value is not None:
+                        table.items[hash_value].pop(range_value, None)
+                    else:
+                        table.items.pop(hash_value, None)
+                except KeyError:
+                    pass
+            elif range_value is not None:
+                table.items[hash_value][range_value] = item
+            else:
+                table.items[hash_value] = item
+        raise
+
+
+DynamoDBBackend.transact_write_items = _transact_with_item_backups  # type: ignore[method-assign]
+
+def _visible_messages(self):  # type: ignore[no-untyped-def]
+    now = sqs_models.unix_time_millis()
+    return [message for message in self._messages if now > message.visible_at and now >= message.delayed_until]
+
+
+_pending_message_groups = Queue.pending_message_groups.fget  # type: ignore[attr-defined]
+
+
+def _fifo_pending_message_groups(self):  # type: ignore[no-untyped-def]
+    return _pending_message_groups(self) if self.fifo_queue else set()
+
+
+def _delayed_count(self):  # type: ignore[no-untyped-def]
+    now = sqs_models.unix_time_millis()
+    return sum(1 for message in self._messages if now < message.delayed_until)
+
+
+def _not_visible_count(self):  # type: ignore[no-untyped-def]
+    now = sqs_models.unix_time_millis()
+    return sum(1 for message in self._messages if not now > message.visible_at)
+
+
+def _valid_for_retention(self, queue_name, message):  # type: ignore[no-untyped-def]
+    retention_period = int(self.get_queue(queue_name).message_retention_period)
+    return retention_period + message.sent_timestamp / 1000 > sqs_models.unix_time()
+
+
+Queue.messages = property(_visible_messages)  # type: ignore[assignment]
+Queue.approximate_number_of_messages_delayed = property(_delayed_count)  # type: ignore[assignment]
+Queue.approximate_number_of_messages_not_visible = property(_not_visible_count)  # type: ignore[assignment]
+sqs_models.SQSBackend.is_message_valid_based_on_retention_period = _valid_for_retention  # type: ignore[method-assign]
+Queue.pending_message_groups = property(_fifo_pending_message_groups)  # type: ignore[assignment]
+
+_get_backend_for_host = DomainDispatcherApplication.get_backend_for_host
+_backend_by_host: dict = {}
+
+
+def _cached_backend_for_host(self, host):  # type: ignore[no-untyped-def]
+    if host is None:
+        return None
+    if host not in _backend_by_host:
+        _backend_by_host[host] = _get_backend_for_host(self, host)
+    return _backend_by_host[host]
+
+
+DomainDispatcherApplication.get_backend_for_host = _cached_backend_for_host  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     main(sys.argv[1:])

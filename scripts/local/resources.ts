@@ -3,10 +3,10 @@
 import type { TenantLimits } from '../../lambdas/domain/tenant';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
-import { CreateTableCommand, DescribeTableCommand, ResourceInUseException, UpdateTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, ResourceInUseException, UpdateTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
 import { DEFAULT_TUNING } from '../../lambdas/core/config';
 import type { AwsClients } from '../../lambdas/store/aws';
@@ -129,4 +129,14 @@ export async function createLocalResources(
     ...DEFAULT_TUNING,
     ...tuning,
   };
+}
+
+/** Deletes a prefix's tables and queues: the emulator keeps everything in memory. */
+export async function deleteLocalResources(clients: AwsClients, config: SchedulerConfig): Promise<void> {
+  await Promise.allSettled([
+    clients.dynamo.send(new DeleteTableCommand({ TableName: config.jobsTable })),
+    clients.dynamo.send(new DeleteTableCommand({ TableName: config.runsTable })),
+    clients.sqs.send(new DeleteQueueCommand({ QueueUrl: config.dispatchQueueUrl })),
+    clients.sqs.send(new DeleteQueueCommand({ QueueUrl: config.dispatchDlqUrl })),
+  ]);
 }

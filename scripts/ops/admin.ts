@@ -114,7 +114,7 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
   }
 }
 
-function parseOrExplain<T extends Parameters<typeof parseArgs>[0]>(config: T): ReturnType<typeof parseArgs<T>> {
+function parseOrExplain<T extends NonNullable<Parameters<typeof parseArgs>[0]>>(config: T): ReturnType<typeof parseArgs<T>> {
   try {
     return parseArgs(config);
   } catch (error) {

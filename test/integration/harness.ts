@@ -4,7 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
@@ -15,7 +15,7 @@ import type { AwsClients } from '../../lambdas/store/aws';
 import { createAwsClients } from '../../lambdas/store/aws';
 import { encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
 import { emulatorEnvironment } from '../../scripts/local/emulator';
-import { createLocalResources } from '../../scripts/local/resources';
+import { createLocalResources, deleteLocalResources } from '../../scripts/local/resources';
 import type { LocalRuntime } from '../../scripts/local/runtime';
 import { startLocalRuntime } from '../../scripts/local/runtime';
 
@@ -150,7 +150,8 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
     },
     async stop() {
       await Promise.all([runtime.stop(), ...extraRuntimes.map((extra) => extra.stop())]);
-      await aws.sqs.send(new PurgeQueueCommand({ QueueUrl: config.dispatchQueueUrl })).catch(() => undefined);
+      // The emulator keeps everything in memory: leave nothing behind.
+      await deleteLocalResources(aws, config);
     },
   };
 }
