@@ -118,6 +118,8 @@ export async function createLocalResources(clients: AwsClients, prefix: string, 
     dispatchQueueUrl: dispatch.url,
     dispatchDlqUrl: dlq.url,
     localMode: true,
+    // Local mode already calls loopback (see egressPolicyOf); other private addresses stay refused.
+    allowPrivateTargets: false,
     ...DEFAULT_TUNING,
     ...tuning,
   };
