@@ -93,7 +93,11 @@ function routes(deps: SchedulerDeps): Route[] {
       body: json_(jobSpecSchema, true),
       handle: async ({ event, tenantId, body }) => {
         const result = await createJob(deps, tenantId, body, idempotencyKeyOf(event));
-        return json(201, { job: result.job, nextRunAt: result.nextRunAt }, { location: `/v1/jobs/${result.job.jobId}` });
+        // A replay answers as the first request did (201), and says it is one.
+        return json(201, { job: result.job, nextRunAt: result.nextRunAt }, {
+          location: `/v1/jobs/${result.job.jobId}`,
+          ...(result.created ? {} : { 'idempotent-replayed': 'true' }),
+        });
       },
     },
     {

@@ -68,7 +68,9 @@ export async function createJob(
   }
   if (result.kind === 'idempotent-replay') {
     if (result.requestHash !== idempotency?.requestHash) {
-      throw new ConflictError('This Idempotency-Key was already used with a different request body');
+      throw new ConflictError('This Idempotency-Key was already used with a different request body', [
+        { path: 'headers.Idempotency-Key', message: 'was already used with a different request body' },
+      ]);
     }
     const existing = await deps.jobs.get(tenantId, result.jobId);
     if (!existing) throw new ConflictError('This Idempotency-Key belongs to a job that no longer exists');
