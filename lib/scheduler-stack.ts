@@ -14,6 +14,7 @@ import { workerConsumer } from '../lambdas/store/schema';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
 import { SchedulerFunction } from './scheduler-function';
+import { applySecuritySettings } from './security';
 import { SchedulerStorage } from './storage';
 
 export interface SchedulerStackProps extends StackProps {
@@ -39,6 +40,7 @@ export class SchedulerStack extends Stack {
       DISPATCH_QUEUE_URL: dispatchQueue.queueUrl,
       DISPATCH_DLQ_URL: dispatchDlq.queueUrl,
       SCHEDULER_MODE: 'aws',
+      ALLOW_PRIVATE_TARGETS: String(config.allowPrivateTargets ?? false),
       NEAR_HORIZON_SECONDS: String(config.tuning.nearHorizonSeconds),
       TICKER_HORIZON_SECONDS: String(config.tuning.tickerHorizonSeconds),
       REDELIVERY_GRACE_SECONDS: String(config.tuning.redeliveryGraceSeconds),
@@ -111,6 +113,8 @@ export class SchedulerStack extends Stack {
       methods: [HttpMethod.ANY],
       integration: new HttpLambdaIntegration('ApiIntegration', this.api.fn),
     });
+
+    applySecuritySettings(this, { httpApi: this.httpApi, functions: [this.api, this.worker, this.ticker], metricsReader: this.api, logRetentionDays: config.logRetentionDays });
 
     // Messages that failed before any run could record them: someone should look (docs/operations.md).
     const dlqAlarm = dispatchDlq
