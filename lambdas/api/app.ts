@@ -208,7 +208,7 @@ function param(params: Readonly<Record<string, string>>, name: string): string {
 /**
  * Checks every input of a request against its route before any use case runs: path parameters,
  * the query string and the body, with one 400 naming every failing field (`path.jobId`,
- * `query.limit`, `schedule.kind`). Returns the parsed body.
+ * `limit`, `schedule.kind`). Returns the parsed body.
  */
 function validateRequest(found: Route, event: ApiEvent, params: Readonly<Record<string, string>>, query: Readonly<Record<string, string | undefined>>): unknown {
   const errors: FieldError[] = [];
@@ -218,7 +218,8 @@ function validateRequest(found: Route, event: ApiEvent, params: Readonly<Record<
     if (!result.success) errors.push(...toFieldErrors(result.error.issues, `path.${name}`));
   }
   const queryResult = (found.query ?? NO_QUERY).safeParse(query);
-  if (!queryResult.success) errors.push(...toFieldErrors(queryResult.error.issues, 'query'));
+  // Query parameters are named as they are spelled in the URL (as before this check moved here).
+  if (!queryResult.success) errors.push(...toFieldErrors(queryResult.error.issues));
 
   let body: unknown;
   try {
