@@ -18,6 +18,11 @@ export interface SchedulerStackConfig {
   readonly alarms: AlarmThresholds;
   /** Limits of tenants that have none of their own (the admin command sets a tenant's). */
   readonly tenantDefaults: TenantLimits;
+  /**
+   * Lets HTTP targets resolve to private addresses (RFC 1918, 100.64/10, fc00::/7) and loopback,
+   * for targets inside the deployment's own network. Metadata and link-local stay refused.
+   */
+  readonly allowPrivateTargets?: boolean;
   /** Time gate and lease tunables (see lambdas/core/config.ts). */
   readonly tuning: Tuning;
 }

@@ -36,7 +36,15 @@ export class SchedulerFunction extends Construct {
       retention: props.logRetentionDays as logs.RetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    // Its own role with write access to its own log group only, instead of the managed
+    // AWSLambdaBasicExecutionRole, whose logs:* grant covers every log group of the account.
+    const role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `Execution role of: ${props.description}`,
+    });
+    logGroup.grantWrite(role);
     this.fn = new NodejsFunction(this, 'Function', {
+      role,
       entry: path.join(root, 'lambdas', props.entry, 'handler.ts'),
       handler: 'handler',
       description: props.description,

@@ -16,6 +16,7 @@ import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
 import { SchedulerFunction } from './scheduler-function';
 import { SchedulerObservability } from './observability';
+import { applySecuritySettings } from './security';
 import { SchedulerStorage } from './storage';
 
 export interface SchedulerStackProps extends StackProps {
@@ -43,6 +44,7 @@ export class SchedulerStack extends Stack {
       DISPATCH_QUEUE_URL: dispatchQueue.queueUrl,
       DISPATCH_DLQ_URL: dispatchDlq.queueUrl,
       SCHEDULER_MODE: 'aws',
+      ALLOW_PRIVATE_TARGETS: String(config.allowPrivateTargets ?? false),
       NEAR_HORIZON_SECONDS: String(config.tuning.nearHorizonSeconds),
       TICKER_HORIZON_SECONDS: String(config.tuning.tickerHorizonSeconds),
       REDELIVERY_GRACE_SECONDS: String(config.tuning.redeliveryGraceSeconds),
@@ -134,6 +136,8 @@ export class SchedulerStack extends Stack {
         resultsCacheTtl: Duration.seconds(AUTHORIZER_CACHE_SECONDS),
       }),
     });
+
+    applySecuritySettings(this, { httpApi: this.httpApi, functions: [this.api, this.worker, this.ticker, this.authorizer], metricsReader: this.api, logRetentionDays: config.logRetentionDays });
 
     // Dashboard and alarms (docs/operations.md#dashboard, #alarms).
     this.observability = new SchedulerObservability(this, 'Observability', {

@@ -2,6 +2,7 @@
 // JSON responses, and the one mapping of errors to RFC 9457 problem+json.
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { FieldError } from '../core/errors';
 import { PayloadTooLargeError, ProblemError, UnsupportedMediaTypeError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 
@@ -51,25 +52,66 @@ export function header(event: ApiEvent, name: string): string | undefined {
   return undefined;
 }
 
+/** JSON nested deeper than this is refused: validating and storing it would recurse without bound. */
+export const MAX_JSON_DEPTH = 32;
+/** Keys that could reach an object's prototype in code that copies JSON by assignment. */
+const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+const MAX_SHAPE_ERRORS = 20;
+
 /** The JSON body of a request; absent, oversized, non-JSON and malformed bodies are refused. */
 export function jsonBody(event: ApiEvent, required: boolean): unknown {
-  const raw = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
+  const encoded = event.body ?? '';
+  // Measured before decoding or parsing anything: an oversized body costs no more than its length.
+  const size = event.isBase64Encoded ? Math.floor((encoded.length * 3) / 4) : Buffer.byteLength(encoded, 'utf8');
+  if (size > MAX_BODY_BYTES) {
+    throw new PayloadTooLargeError(`The body must be at most ${MAX_BODY_BYTES} bytes`);
+  }
+  const raw = event.isBase64Encoded ? Buffer.from(encoded, 'base64').toString('utf8') : encoded;
   if (raw.trim() === '') {
     if (required) throw new ValidationError('A JSON body is required', [{ path: '(body)', message: 'is missing' }]);
     return undefined;
-  }
-  if (Buffer.byteLength(raw, 'utf8') > MAX_BODY_BYTES) {
-    throw new PayloadTooLargeError(`The body must be at most ${MAX_BODY_BYTES} bytes`);
   }
   const contentType = header(event, 'content-type');
   if (contentType && !/^application\/(.+\+)?json\b/i.test(contentType)) {
     throw new UnsupportedMediaTypeError('Send the body as application/json');
   }
+  let value: unknown;
   try {
-    return JSON.parse(raw) as unknown;
+    value = JSON.parse(raw) as unknown;
   } catch (error) {
     throw new ValidationError('The body is not valid JSON', [
       { path: '(body)', message: error instanceof Error ? error.message : 'cannot be parsed' },
     ]);
   }
+  const problems = jsonShapeProblems(value);
+  if (problems.length > 0) throw new ValidationError('Invalid request', problems);
+  return value;
+}
+
+/**
+ * Walks parsed JSON without recursion: nesting beyond MAX_JSON_DEPTH and prototype keys are
+ * refused, each with its path (`payload.a.0`), so that nothing downstream recurses without bound
+ * or copies a `__proto__` key onto a prototype.
+ */
+export function jsonShapeProblems(root: unknown, maxDepth = MAX_JSON_DEPTH): FieldError[] {
+  const problems: FieldError[] = [];
+  const stack: { value: unknown; depth: number; path: string }[] = [{ value: root, depth: 0, path: '' }];
+  while (stack.length > 0 && problems.length < MAX_SHAPE_ERRORS) {
+    const { value, depth, path } = stack.pop() as { value: unknown; depth: number; path: string };
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth >= maxDepth) {
+      problems.push({ path: path || '(body)', message: `nests deeper than ${maxDepth} levels` });
+      continue;
+    }
+    const entries: [string, unknown][] = Array.isArray(value) ? value.map((item, index) => [String(index), item]) : Object.entries(value);
+    for (const [key, child] of entries) {
+      const childPath = path ? `${path}.${key}` : key;
+      if (!Array.isArray(value) && FORBIDDEN_KEYS.has(key)) {
+        problems.push({ path: childPath, message: 'is a reserved key name' });
+        continue;
+      }
+      stack.push({ value: child, depth: depth + 1, path: childPath });
+    }
+  }
+  return problems;
 }

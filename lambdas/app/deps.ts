@@ -18,6 +18,8 @@ import { TelemetryStore } from '../store/telemetry-store';
 import { QueueMetrics } from '../store/queue-metrics';
 import { Telemetry } from './telemetry';
 import { targetInvoker } from '../targets/invoker';
+import type { Egress, HostResolver } from '../targets/egress';
+import { egressPolicyOf, systemResolver } from '../targets/egress';
 
 export interface SchedulerDeps {
   readonly config: SchedulerConfig;
@@ -34,6 +36,8 @@ export interface SchedulerDeps {
   readonly dispatch: DispatchQueue;
   readonly dispatchDlq: DispatchQueue;
   readonly targets: TargetInvoker;
+  /** Where targets may connect, from the configuration; names resolve through `resolve`. */
+  readonly egress: Egress;
   /** Epoch milliseconds; injectable so that tests can move time. */
   readonly clock: () => number;
   /** Names this process in leases (`leaseOwner`). */
@@ -49,6 +53,8 @@ export interface SchedulerDeps {
 export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random'>> {
   /** Where EMF lines go (standard output by default). */
   readonly metricSink?: MetricSink;
+  /** How target host names resolve (the system's resolver by default); tests inject their own. */
+  readonly resolveHost?: HostResolver;
 }
 
 export function createDeps(
@@ -74,6 +80,7 @@ export function createDeps(
     dispatch: new DispatchQueue(clients.sqs, config.dispatchQueueUrl),
     dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),
     targets: overrides.targets ?? targetInvoker,
+    egress: { policy: egressPolicyOf(config), resolve: overrides.resolveHost ?? systemResolver },
     clock,
     random: overrides.random ?? Math.random,
     workerId,

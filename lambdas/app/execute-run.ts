@@ -246,6 +246,7 @@ async function invokeWithHeartbeat(
       payload,
       timeoutMs: (run.leaseSeconds - deps.config.leaseMarginSeconds) * 1000,
       signal: cancel.signal,
+      egress: deps.egress,
     });
     return lost ? 'lease-lost' : result;
   } finally {

@@ -4,7 +4,7 @@
 // registry, each checked against its run item, which is the truth.
 import { z } from 'zod';
 import { logger } from '../core/logger';
-import { parseOrThrow } from '../core/validation';
+import { limitParam, parseOrThrow } from '../core/validation';
 import type { Histogram } from '../domain/histogram';
 import { merge, percentile, totalOf } from '../domain/histogram';
 import type { QueueDepth } from '../store/dispatch-queue';
@@ -68,8 +68,8 @@ export interface HealthReport {
   readonly inFlight: InFlightRun[];
 }
 
-const healthQuery = z.strictObject({
-  minutes: z.coerce.number().int().min(1).max(60).default(15),
+export const healthQuery = z.strictObject({
+  minutes: limitParam(15, 60),
 });
 
 export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: Record<string, string | undefined> = {}): Promise<HealthReport> {

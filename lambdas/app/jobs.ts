@@ -6,12 +6,13 @@ import { ConflictError, NotFoundError, TooManyRequestsError, ValidationError } f
 import type { TenantLimits } from '../domain/tenant';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
-import { parseOrThrow } from '../core/validation';
-import type { Job, JobSpec, JobStatus } from '../domain/job';
+import { cursorParam, limitParam, parseOrThrow } from '../core/validation';
+import type { Job, JobStatus, Target } from '../domain/job';
 import { jobSpecSchema, scheduleSchema } from '../domain/job';
 import type { Run } from '../domain/run';
 import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
 import type { Page } from '../store/runs-repository';
+import { urlRefusal } from '../targets/address-policy';
 import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
@@ -41,7 +42,7 @@ export async function createJob(
   const spec = parseOrThrow(jobSpecSchema, body, 'Invalid job');
   const now = deps.clock();
   validateSchedule(spec.schedule, now);
-  checkTarget(spec, deps.config.localMode);
+  checkTarget(deps, spec.target);
 
   const first = firstFireTime(spec.schedule, now);
   const at = new Date(now).toISOString();
@@ -76,7 +77,9 @@ export async function createJob(
   }
   if (result.kind === 'idempotent-replay') {
     if (result.requestHash !== idempotency?.requestHash) {
-      throw new ConflictError('This Idempotency-Key was already used with a different request body');
+      throw new ConflictError('This Idempotency-Key was already used with a different request body', [
+        { path: 'headers.Idempotency-Key', message: 'was already used with a different request body' },
+      ]);
     }
     const existing = await deps.jobs.get(tenantId, result.jobId);
     if (!existing) throw new ConflictError('This Idempotency-Key belongs to a job that no longer exists');
@@ -103,15 +106,20 @@ export async function createJob(
   return { job: viewOf(job), nextRunAt: job.nextRunAt, created: true };
 }
 
-function checkTarget(spec: JobSpec, localMode: boolean): void {
-  const { target } = spec;
+/**
+ * What the deployment can call: a supported kind, and for HTTP a scheme and host the egress policy
+ * allows as far as can be told without DNS (literal addresses, `localhost`, metadata names). The
+ * worker checks the resolved addresses again on every call.
+ */
+export function checkTarget(deps: SchedulerDeps, target: Target): void {
   if (!(SUPPORTED_TARGET_KINDS as readonly string[]).includes(target.kind)) {
     throw new ValidationError('Invalid job', [
       { path: 'target.kind', message: `${target.kind} targets are not supported by this deployment; use one of: ${SUPPORTED_TARGET_KINDS.join(', ')}` },
     ]);
   }
-  if (target.kind === 'http' && !localMode && new URL(target.url).protocol !== 'https:') {
-    throw new ValidationError('Invalid job', [{ path: 'target.url', message: 'must use https' }]);
+  if (target.kind === 'http') {
+    const refusal = urlRefusal(target.url, deps.egress.policy);
+    if (refusal) throw new ValidationError('Invalid job', [{ path: 'target.url', message: refusal }]);
   }
 }
 
@@ -151,14 +159,13 @@ export async function getJob(deps: SchedulerDeps, tenantId: string, jobId: strin
   return { ...viewOf(job), recentRuns: recent.items };
 }
 
-const limitSchema = z.coerce.number().int().min(1).max(100).default(20);
-const listJobsQuery = z.strictObject({
+export const listJobsQuery = z.strictObject({
   status: z.enum(['ACTIVE', 'PAUSED', 'COMPLETED', 'CANCELLED']).optional(),
   type: z.string().min(1).max(64).optional(),
-  limit: limitSchema,
-  cursor: z.string().min(1).max(2048).optional(),
+  limit: limitParam(20, 100),
+  cursor: cursorParam.optional(),
 });
-const pageQuery = z.strictObject({ limit: limitSchema, cursor: z.string().min(1).max(2048).optional() });
+export const pageQuery = z.strictObject({ limit: limitParam(20, 100), cursor: cursorParam.optional() });
 
 export async function listJobs(deps: SchedulerDeps, tenantId: string, query: Record<string, string | undefined>): Promise<Page<JobView>> {
   const q = parseOrThrow(listJobsQuery, query, 'Invalid query');
@@ -185,7 +192,7 @@ export async function getRun(deps: SchedulerDeps, tenantId: string, runId: strin
   return run;
 }
 
-const previewSchema = z.strictObject({
+export const previewSchema = z.strictObject({
   schedule: scheduleSchema,
   from: z.iso.datetime({ offset: true }).optional(),
   count: z.number().int().min(1).max(100).default(5),

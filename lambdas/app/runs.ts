@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { ConflictError, NotFoundError } from '../core/errors';
 import { logger } from '../core/logger';
-import { parseOrThrow } from '../core/validation';
+import { cursorParam, limitParam, parseOrThrow, resourceId } from '../core/validation';
 import type { Run } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import { nextFireTimeAfter } from '../domain/schedule';
@@ -66,13 +66,12 @@ export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: st
   return plan.run;
 }
 
-const limitSchema = z.coerce.number().int().min(1).max(100).default(20);
 const isoInstant = z.iso.datetime({ offset: true }).transform((value) => new Date(value).toISOString());
 
-const deadQuery = z.strictObject({
-  limit: limitSchema,
-  cursor: z.string().min(1).max(2048).optional(),
-  jobId: z.string().min(1).max(128).optional(),
+export const deadQuery = z.strictObject({
+  limit: limitParam(20, 100),
+  cursor: cursorParam.optional(),
+  jobId: resourceId.optional(),
   from: isoInstant.optional(),
   to: isoInstant.optional(),
 });
@@ -82,8 +81,8 @@ export async function listDeadRuns(deps: SchedulerDeps, tenantId: string, query:
   return deps.runs.listDead(tenantId, q.limit, { jobId: q.jobId, from: q.from, to: q.to }, q.cursor);
 }
 
-const bulkReplaySchema = z.strictObject({
-  jobId: z.string().min(1).max(128).optional(),
+export const bulkReplaySchema = z.strictObject({
+  jobId: resourceId.optional(),
   from: isoInstant.optional(),
   to: isoInstant.optional(),
   limit: z.number().int().min(1).max(100).default(100),

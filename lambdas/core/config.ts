@@ -25,6 +25,8 @@ const envSchema = z.object({
   DISPATCH_DLQ_URL: z.string().min(1),
   /** `local` allows plain-http targets; `aws` requires https. */
   SCHEDULER_MODE: z.enum(['aws', 'local']).default('aws'),
+  /** `true` lets targets resolve to private addresses (RFC 1918, 100.64/10, fc00::/7) and loopback. */
+  ALLOW_PRIVATE_TARGETS: z.enum(['true', 'false']).default('false'),
   /** Runs due within this many seconds go straight to SQS with a delay; later ones wait in the time index. */
   NEAR_HORIZON_SECONDS: seconds(DEFAULT_TUNING.nearHorizonSeconds).pipe(z.number().max(900)),
   /** How far ahead of now the ticker releases runs from the time index. */
@@ -61,6 +63,8 @@ export interface SchedulerConfig extends Readonly<Tuning> {
   readonly localMode: boolean;
   /** Limits of a tenant that has none of its own. */
   readonly tenantDefaults: TenantLimits;
+  /** Targets may be private addresses (see lambdas/targets/address-policy.ts). */
+  readonly allowPrivateTargets: boolean;
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfig {
@@ -77,6 +81,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfi
     dispatchDlqUrl: e.DISPATCH_DLQ_URL,
     localMode: e.SCHEDULER_MODE === 'local',
     tenantDefaults: e.TENANT_DEFAULT_LIMITS,
+    allowPrivateTargets: e.ALLOW_PRIVATE_TARGETS === 'true',
     nearHorizonSeconds: e.NEAR_HORIZON_SECONDS,
     tickerHorizonSeconds: e.TICKER_HORIZON_SECONDS,
     redeliveryGraceSeconds: e.REDELIVERY_GRACE_SECONDS,

@@ -5,6 +5,10 @@ export const MAX_PAYLOAD_BYTES = 64 * 1024;
 /** A Lambda worker lives at most 900 s; a run must finish inside it with room to record the outcome. */
 export const MAX_TIMEOUT_SECONDS = 840;
 const MAX_DELAY_SECONDS = 366 * 24 * 3600;
+export const MAX_TARGET_HEADERS = 20;
+export const MAX_TARGET_HEADER_VALUE_BYTES = 1024;
+/** Names and values of a target's headers together, well under what servers accept (8 KiB). */
+export const MAX_TARGET_HEADER_BYTES = 4096;
 
 /** Headers the scheduler sets itself; a job may not override them. */
 export const RESERVED_HEADERS = [
@@ -44,20 +48,34 @@ export const scheduleSchema = z.discriminatedUnion('kind', [
 export type Schedule = z.infer<typeof scheduleSchema>;
 
 const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name');
+/** Visible ASCII, spaces and tabs: no CR or LF (header injection), nothing a socket would refuse. */
+const headerValue = z.string().max(MAX_TARGET_HEADER_VALUE_BYTES).regex(/^[\t\x20-\x7e]*$/, 'must be visible ASCII, spaces or tabs');
 
 export const httpTargetSchema = z.strictObject({
   kind: z.literal('http'),
-  url: z.url({ protocol: /^https?$/, message: 'must be an http or https URL' }).max(2048),
+  url: z
+    .url({ protocol: /^https?$/, message: 'must be an http or https URL' })
+    .max(2048)
+    .refine((url) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === ''), 'must not carry credentials; use a header'),
   method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('POST'),
   headers: z
-    .record(headerName, z.string().max(1024))
+    .record(headerName, headerValue)
     .default({})
     .check((ctx) => {
       const names = Object.keys(ctx.value);
-      if (names.length > 20) {
-        ctx.issues.push({ code: 'custom', message: 'at most 20 headers', input: ctx.value });
+      if (names.length > MAX_TARGET_HEADERS) {
+        ctx.issues.push({ code: 'custom', message: `at most ${MAX_TARGET_HEADERS} headers`, input: ctx.value });
       }
+      const bytes = names.reduce((sum, name) => sum + name.length + (ctx.value[name]?.length ?? 0), 0);
+      if (bytes > MAX_TARGET_HEADER_BYTES) {
+        ctx.issues.push({ code: 'custom', message: `at most ${MAX_TARGET_HEADER_BYTES} bytes of names and values together`, input: ctx.value });
+      }
+      const seen = new Set<string>();
       for (const name of names) {
+        if (seen.has(name.toLowerCase())) {
+          ctx.issues.push({ code: 'custom', message: 'is given twice (header names are case-insensitive)', input: name, path: [name] });
+        }
+        seen.add(name.toLowerCase());
         if ((RESERVED_HEADERS as readonly string[]).includes(name.toLowerCase())) {
           ctx.issues.push({
             code: 'custom',
@@ -94,22 +112,31 @@ export type RetryPolicy = z.infer<typeof retryPolicySchema>;
 
 const jsonValue: z.ZodType<unknown> = z.json();
 
+const jobSpecShape = {
+  name: identifier(128),
+  type: identifier(64),
+  schedule: scheduleSchema,
+  target: targetSchema,
+  payload: jsonValue.default({}),
+  retryPolicy: retryPolicySchema.default({ maxAttempts: 3, initialDelaySeconds: 1, maxDelaySeconds: 300 }),
+  timeoutSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).default(300),
+  delivery: z.enum(['at-least-once', 'at-most-once', 'exactly-once']).default('at-least-once'),
+  overlapPolicy: z.enum(['allow', 'skip', 'buffer-one', 'cancel-running']).default('allow'),
+  misfirePolicy: z.enum(['fire-once', 'skip', 'backfill']).default('fire-once'),
+  /** Under `backfill`, at most this many missed occurrences run (the oldest first). */
+  backfillLimit: z.number().int().min(1).max(1000).default(10),
+  priority: z.enum(['high', 'normal', 'low']).default('normal'),
+};
+
+/** The fields a PATCH may carry: those of a job spec, each optional; the merged job is checked whole. */
+export const jobPatchSchema = z.strictObject(
+  Object.fromEntries(Object.entries(jobSpecShape).map(([field, schema]) => [field, schema.optional()])) as {
+    [K in keyof typeof jobSpecShape]: z.ZodOptional<(typeof jobSpecShape)[K]>;
+  },
+);
+
 export const jobSpecSchema = z
-  .strictObject({
-    name: identifier(128),
-    type: identifier(64),
-    schedule: scheduleSchema,
-    target: targetSchema,
-    payload: jsonValue.default({}),
-    retryPolicy: retryPolicySchema.default({ maxAttempts: 3, initialDelaySeconds: 1, maxDelaySeconds: 300 }),
-    timeoutSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).default(300),
-    delivery: z.enum(['at-least-once', 'at-most-once', 'exactly-once']).default('at-least-once'),
-    overlapPolicy: z.enum(['allow', 'skip', 'buffer-one', 'cancel-running']).default('allow'),
-    misfirePolicy: z.enum(['fire-once', 'skip', 'backfill']).default('fire-once'),
-    /** Under `backfill`, at most this many missed occurrences run (the oldest first). */
-    backfillLimit: z.number().int().min(1).max(1000).default(10),
-    priority: z.enum(['high', 'normal', 'low']).default('normal'),
-  })
+  .strictObject(jobSpecShape)
   .check((ctx) => {
     const size = Buffer.byteLength(JSON.stringify(ctx.value.payload ?? null), 'utf8');
     if (size > MAX_PAYLOAD_BYTES) {

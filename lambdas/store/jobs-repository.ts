@@ -30,6 +30,8 @@ export interface CreateGuards {
   readonly now: number;
 }
 
+const MAX_INSERT_ATTEMPTS = 4;
+
 export interface IdempotencyRecord {
   readonly key: string;
   /** Hash of the request body: the same key with another body is a conflict. */
@@ -57,7 +59,7 @@ export class JobsRepository {
     private readonly runsTable: string,
   ) {}
 
-  async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
+  async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards, attempt = 1): Promise<InsertResult> {
     const notExists = 'attribute_not_exists(pk)';
     const items: TransactItems = [
       { Put: { TableName: this.jobsTable, Item: jobToItem(job), ConditionExpression: notExists } },
@@ -109,6 +111,12 @@ export class JobsRepository {
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
       const reasons = error.CancellationReasons ?? [];
+      // Concurrent retries of one create collide inside DynamoDB as TransactionConflict; once the
+      // winner has committed, trying again meets its idempotency record and replays it.
+      if (reasons.some((reason) => reason.Code === 'TransactionConflict') && attempt < MAX_INSERT_ATTEMPTS) {
+        await new Promise((resolve) => setTimeout(resolve, 20 * attempt + Math.random() * 30));
+        return this.insert(job, firstRun, idempotency, guards, attempt + 1);
+      }
       const failed = (index: number): boolean => reasons[index]?.Code === 'ConditionalCheckFailed';
       // The idempotency record decides first: a replayed request may also collide on its name.
       if (idempotency && failed(2)) {

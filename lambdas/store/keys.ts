@@ -142,6 +142,9 @@ export function encodeCursor(key: Record<string, unknown> | undefined): string |
   return key ? Buffer.from(JSON.stringify(key), 'utf8').toString('base64url') : null;
 }
 
+/** The sort key of each index a listing pages through, by the index's partition key. */
+const INDEX_SORT_KEY: Readonly<Record<string, string>> = { tenantId: 'tenantSort', jobId: 'jobSort', deadTenantId: 'deadSort' };
+
 export function decodeCursor(cursor: string, expect: Record<string, string>): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -151,7 +154,12 @@ export function decodeCursor(cursor: string, expect: Record<string, string>): Re
     for (const [name, expected] of Object.entries(expect)) {
       if (record[name] !== expected) return null;
     }
-    if (!Object.values(record).every((v) => typeof v === 'string')) return null;
+    // Exactly the keys of a LastEvaluatedKey of that index, as non-empty strings: anything else
+    // would reach DynamoDB as an invalid ExclusiveStartKey (a 500, not the 400 it deserves).
+    const wanted = new Set(['pk', 'sk', ...Object.keys(expect).flatMap((name) => [name, INDEX_SORT_KEY[name] ?? name])]);
+    const keys = Object.keys(record);
+    if (keys.length !== wanted.size || !keys.every((key) => wanted.has(key))) return null;
+    if (!Object.values(record).every((v) => typeof v === 'string' && v.length > 0 && v.length <= 1024)) return null;
     return record;
   } catch {
     return null;

@@ -1,11 +1,19 @@
 // Calls an HTTP target: the payload as a JSON body, the occurrence's idempotency key and the run's
-// identity as headers, aborted at the attempt's timeout. Redirects are not followed, so a target
-// cannot bounce the scheduler to an address it would not call directly. A failed call is retryable
+// identity as headers, aborted at the attempt's timeout. The host is resolved and every address
+// checked against the deployment's egress policy before connecting, and the connection goes to a
+// checked address. Redirects are not followed, so a target cannot bounce the scheduler to an
+// address it would not call directly. A failed call is retryable
 // for 408, 429 and 5xx unless the target answers `X-Retryable: false` (or `true` to retry a 4xx).
+import type { LookupAddress } from 'node:dns';
+import type { IncomingHttpHeaders, RequestOptions } from 'node:http';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import type { LookupFunction } from 'node:net';
 import type { HttpTarget } from '../domain/job';
 import { occurrenceKey } from '../domain/run';
 import { parseRetryAfter } from '../domain/retry';
 import type { TargetInvocation, TargetResult } from './target';
+import { resolveTarget } from './egress';
 
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
@@ -22,33 +30,107 @@ export function classifyStatus(status: number, retryableHeader: string | null): 
   return isRetryableStatus(status);
 }
 
+/** A response body is drained (so its connection can be reused) up to this much, then dropped. */
+const MAX_DRAINED_BYTES = 1024 * 1024;
+
+// Target connections have their own pools, apart from the SDK's.
+const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) } as const;
+
+/** A `lookup` that answers with the addresses already checked, and never asks DNS again. */
+function pinnedLookup(addresses: readonly LookupAddress[]): LookupFunction {
+  return (_hostname, options, callback) => {
+    const usable = addresses.filter((candidate) => !options.family || candidate.family === options.family);
+    const chosen = usable.length > 0 ? usable : addresses;
+    if (options.all) {
+      callback(null, [...chosen]);
+      return;
+    }
+    const first = chosen[0];
+    if (!first) callback(Object.assign(new Error('no checked address'), { code: 'ENOTFOUND' }), '', 0);
+    else callback(null, first.address, first.family);
+  };
+}
+
+interface TargetResponse {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+}
+
+function send(url: URL, options: RequestOptions, body: string | undefined): Promise<TargetResponse> {
+  const transport = url.protocol === 'https:' ? https : http;
+  return new Promise<TargetResponse>((resolve, reject) => {
+    const request = transport.request(url, options, (response) => {
+      let drained = 0;
+      const answer = { status: response.statusCode ?? 0, headers: response.headers };
+      response.on('data', (chunk: Buffer) => {
+        drained += chunk.length;
+        // The content is never recorded; a target that keeps talking only loses its connection.
+        if (drained > MAX_DRAINED_BYTES) {
+          response.destroy();
+          resolve(answer);
+        }
+      });
+      response.on('end', () => resolve(answer));
+      response.on('error', reject);
+      response.on('close', () => {
+        if (!response.complete && drained <= MAX_DRAINED_BYTES) reject(new Error('the target closed the connection before the end of its answer'));
+      });
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+const header = (headers: IncomingHttpHeaders, name: string): string | null => {
+  const value = headers[name];
+  return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
+};
+
 export async function callHttpTarget(target: HttpTarget, invocation: TargetInvocation): Promise<TargetResult> {
-  const { run, payload, timeoutMs } = invocation;
+  const { run, payload, timeoutMs, egress } = invocation;
   const timeout = AbortSignal.timeout(timeoutMs);
+  const signal = invocation.signal ? AbortSignal.any([timeout, invocation.signal]) : timeout;
   const hasBody = target.method !== 'GET';
   try {
-    const response = await fetch(target.url, {
-      method: target.method,
-      redirect: 'manual',
-      signal: invocation.signal ? AbortSignal.any([timeout, invocation.signal]) : timeout,
-      headers: {
-        ...target.headers,
-        ...(hasBody ? { 'content-type': 'application/json' } : {}),
-        'idempotency-key': occurrenceKey(run.jobId, run.scheduledFor),
-        'x-job-id': run.jobId,
-        'x-run-id': run.runId,
-        'x-attempt': String(run.attempt),
-        'user-agent': 'job-scheduler/1',
+    const url = new URL(target.url);
+    if (url.protocol !== 'https:' && !(egress.policy.allowPlainHttp && url.protocol === 'http:')) {
+      return blocked('TARGET_URL_REFUSED', `${url.protocol} targets are not called by this deployment; use https`);
+    }
+    // Checked after resolution, on every call: the answer a name gives can change at any time.
+    const resolved = await resolveTarget(url.hostname, egress);
+    if (resolved.kind === 'blocked') {
+      return blocked(
+        'TARGET_ADDRESS_BLOCKED',
+        `${url.hostname} resolves to ${resolved.address}, a ${resolved.addressClass} address, which this deployment does not call`,
+      );
+    }
+    const body = hasBody ? JSON.stringify(payload) : undefined;
+    const response = await send(
+      url,
+      {
+        method: target.method,
+        agent: agents[url.protocol === 'https:' ? 'https:' : 'http:'],
+        // Connect only to the addresses checked above; Host and SNI stay the target's name.
+        lookup: pinnedLookup(resolved.addresses),
+        signal,
+        headers: {
+          ...target.headers,
+          ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}),
+          'idempotency-key': occurrenceKey(run.jobId, run.scheduledFor),
+          'x-job-id': run.jobId,
+          'x-run-id': run.runId,
+          'x-attempt': String(run.attempt),
+          'user-agent': 'job-scheduler/1',
+        },
       },
-      body: hasBody ? JSON.stringify(payload) : undefined,
-    });
-    // Drain the body so the connection is released; its content is not recorded.
-    await response.arrayBuffer().catch(() => undefined);
+      body,
+    );
+    // Redirects are not followed (decision 0010): a 3xx is the answer.
     if (response.status >= 200 && response.status < 300) {
       return { ok: true, detail: `HTTP ${response.status}` };
     }
     const redirect = response.status >= 300 && response.status < 400;
-    const retryAfterSeconds = parseRetryAfter(response.headers.get('retry-after'), Date.now());
+    const retryAfterSeconds = parseRetryAfter(header(response.headers, 'retry-after'), Date.now());
     return {
       ok: false,
       timedOut: false,
@@ -56,7 +138,7 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
       error: {
         code: `HTTP_${response.status}`,
         message: redirect ? `target answered ${response.status}; redirects are not followed` : `target answered ${response.status}`,
-        retryable: classifyStatus(response.status, response.headers.get(RETRYABLE_HEADER)),
+        retryable: classifyStatus(response.status, header(response.headers, RETRYABLE_HEADER)),
       },
     };
   } catch (error) {
@@ -70,7 +152,12 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
     if (invocation.signal?.aborted) {
       return { ok: false, timedOut: false, error: { code: 'ABORTED', message: 'the run was cancelled or its lease lost', retryable: false } };
     }
-    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
+    const cause = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
     return { ok: false, timedOut: false, error: { code: 'NETWORK_ERROR', message: cause, retryable: true } };
   }
+}
+
+/** A target the deployment refuses to call: permanent, as calling again would be refused again. */
+function blocked(code: 'TARGET_ADDRESS_BLOCKED' | 'TARGET_URL_REFUSED', message: string): TargetResult {
+  return { ok: false, timedOut: false, error: { code, message, retryable: false } };
 }

@@ -2,6 +2,7 @@
 // what a failure means for the run.
 import type { Job } from '../domain/job';
 import type { Run, RunError } from '../domain/run';
+import type { Egress } from './egress';
 
 export interface TargetInvocation {
   readonly job: Job;
@@ -10,6 +11,8 @@ export interface TargetInvocation {
   readonly timeoutMs: number;
   /** Aborted when the run is cancelled or its lease lost. */
   readonly signal?: AbortSignal;
+  /** Where network targets may connect (the deployment's policy) and how names are resolved. */
+  readonly egress: Egress;
 }
 
 export type TargetResult =

@@ -126,6 +126,8 @@ export async function createLocalResources(
     dispatchDlqUrl: dlq.url,
     localMode: true,
     tenantDefaults: { ...DEFAULT_TENANT_LIMITS, ...tenantDefaults },
+    // Local mode already calls loopback (see egressPolicyOf); other private addresses stay refused.
+    allowPrivateTargets: false,
     ...DEFAULT_TUNING,
     ...tuning,
   };

@@ -154,12 +154,14 @@ async function readBody(request: IncomingMessage): Promise<string | null> {
 /** The API Gateway HTTP API (payload 2.0) event for a Node request. */
 function toApiEvent(request: IncomingMessage, body: string): ApiEvent {
   const url = new URL(request.url ?? '/', 'http://localhost');
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(request.headers)) {
-    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(',') : value;
-  }
-  const query: Record<string, string> = {};
-  for (const [name, value] of url.searchParams) query[name] = query[name] === undefined ? value : `${query[name]},${value}`;
+  const headers: Record<string, string> = Object.fromEntries(
+    Object.entries(request.headers).flatMap(([name, value]) => (value === undefined ? [] : [[name, Array.isArray(value) ? value.join(',') : value]])),
+  );
+  // A Map, not assignment into an object: a parameter named `__proto__` must arrive as a parameter
+  // (as API Gateway's JSON event carries it), not vanish into the object's prototype.
+  const joined = new Map<string, string>();
+  for (const [name, value] of url.searchParams) joined.set(name, joined.has(name) ? `${joined.get(name) ?? ''},${value}` : value);
+  const query: Record<string, string> = Object.fromEntries(joined);
   const now = new Date();
   return {
     version: '2.0',

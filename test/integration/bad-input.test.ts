@@ -41,6 +41,45 @@ describe('bad input', () => {
     expect((await scheduler.api('GET', '/v1/jobs?cursor=bm90LWEtY3Vyc29y')).status).toBe(400);
   });
 
+  const hostile: [string, string, string, unknown, Record<string, string>, string[]][] = [
+    ['a malformed job id', 'GET', '/v1/jobs/job%20x', undefined, {}, ['path.jobId']],
+    ['a job id over 128 characters', 'POST', `/v1/jobs/${'j'.repeat(129)}/pause`, undefined, {}, ['path.jobId']],
+    ['a malformed run id', 'POST', '/v1/runs/run$1/cancel', undefined, {}, ['path.runId']],
+    ['a query parameter a route does not take', 'GET', '/v1/runs/job_x.1.1?verbose=1', undefined, {}, ['verbose']],
+    ['a limit spelled as hex', 'GET', '/v1/jobs?limit=0x10', undefined, {}, ['limit']],
+    ['a limit in exponent form', 'GET', '/v1/dead-runs?limit=1e2', undefined, {}, ['limit']],
+    ['a cursor that is not base64url', 'GET', '/v1/jobs?cursor=%7B%22pk%22%3A1%7D', undefined, {}, ['cursor']],
+    ['a health window of 0 minutes', 'GET', '/v1/health?minutes=0', undefined, {}, ['minutes']],
+    ['a body on a route that takes none', 'POST', '/v1/jobs/job_x/pause', { force: true }, {}, ['(body)']],
+    ['a __proto__ key in the payload', 'POST', '/v1/jobs', '{"name":"p","type":"t","schedule":{"kind":"now"},"target":{"kind":"http","url":"https://example.com"},"payload":{"__proto__":{"admin":true}}}', {}, ['payload.__proto__']],
+    ['a constructor key in a trigger payload', 'POST', '/v1/jobs/job_x/trigger', { payload: { constructor: { prototype: 1 } } }, {}, ['payload.constructor']],
+    ['JSON nested 40 levels deep', 'POST', '/v1/schedules/preview', `{"schedule":{"kind":"now"},"from":${'['.repeat(40)}${']'.repeat(40)}}`, {}, ['from.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0']],
+    ['a target header with CR LF', 'POST', '/v1/jobs', jobBody('https://example.com', { target: { kind: 'http', url: 'https://example.com', headers: { 'X-A': 'a\r\nHost: evil' } } }), {}, ['target.headers.X-A']],
+    ['a target header given twice', 'POST', '/v1/jobs', jobBody('https://example.com', { target: { kind: 'http', url: 'https://example.com', headers: { 'X-A': '1', 'x-a': '2' } } }), {}, ['target.headers.x-a']],
+    ['credentials in a target URL', 'POST', '/v1/jobs', jobBody('https://user:secret@example.com/'), {}, ['target.url']],
+    ['an unknown field in a PATCH', 'PATCH', '/v1/jobs/job_x', { colour: 'blue' }, {}, ['colour']],
+    ['an Idempotency-Key with a space', 'POST', '/v1/jobs', jobBody('https://example.com'), { 'idempotency-key': 'a b' }, ['headers.Idempotency-Key']],
+    ['an If-Match that is not a version', 'PATCH', '/v1/jobs/job_x', { priority: 'high' }, { 'if-match': 'abc' }, ['headers.If-Match']],
+  ];
+
+  it.each(hostile)('refuses %s with a 400 naming the field', async (_name, method, path, body, headers, paths) => {
+    const response = await scheduler.api(method, path, body, headers);
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ status: 400, title: 'Invalid request' });
+    expect(response.body.errors.map((e: { path: string }) => e.path)).toEqual(paths);
+  });
+
+  it('refuses an oversized body before parsing it with a 413 problem', async () => {
+    const huge = `{"name":"${'x'.repeat(300 * 1024)}"`; // not even valid JSON: size decides first
+    const response = await fetch(`${scheduler.runtime.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },
+      body: huge,
+    });
+    expect(response.status).toBe(413);
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+  });
+
   it('has written nothing and sent nothing after all of that', async () => {
     // The API key issued by the harness (its lookup record and its tenant's record of it) is all
     // the jobs table holds.

@@ -12,6 +12,7 @@ import { createDeps } from '../../lambdas/app/deps';
 import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
 import type { TenantLimits } from '../../lambdas/domain/tenant';
 import type { AwsClients } from '../../lambdas/store/aws';
+import type { HostResolver } from '../../lambdas/targets/egress';
 import { createAwsClients } from '../../lambdas/store/aws';
 import { encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
 import { emulatorEnvironment } from '../../scripts/local/emulator';
@@ -50,6 +51,8 @@ export interface Scheduler {
   sendDispatch(runId: string): Promise<void>;
   queueDepth(): Promise<number>;
   countItems(table: 'jobs' | 'runs'): Promise<number>;
+  /** Jobs (with their name guards and idempotency records) and runs; not API keys or telemetry. */
+  countJobAndRunItems(): Promise<{ jobs: number; runs: number }>;
   stop(): Promise<void>;
 }
 
@@ -61,18 +64,23 @@ export interface SchedulerOptions {
   readonly random?: () => number;
   /** The test tenant's own limits (a tenant profile is written when given). */
   readonly tenantLimits?: Partial<TenantLimits>;
+  /** Configuration over the local defaults, e.g. `{ localMode: false }` for AWS-mode target rules. */
+  readonly config?: Partial<Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets'>>;
+  /** How target host names resolve (the system's resolver by default). */
+  readonly resolveHost?: HostResolver;
 }
 
 export async function startScheduler(options: SchedulerOptions = {}): Promise<Scheduler> {
   const aws = awsClients();
   const prefix = `it-${randomUUID().slice(0, 8)}`;
-  const config = await createLocalResources(aws, prefix, options.tuning);
+  const config: SchedulerConfig = { ...(await createLocalResources(aws, prefix, options.tuning)), ...options.config };
   const metricLines: string[] = [];
   const deps = createDeps(config, aws, {
     workerId: `${prefix}-main`,
     metricSink: (line) => metricLines.push(line),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
+    ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
   });
   const tenantId = `tenant-${prefix}`;
   const apiKey = `key_${randomBytes(18).toString('base64url')}`;
@@ -147,6 +155,19 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
         new ScanCommand({ TableName: table === 'jobs' ? config.jobsTable : config.runsTable, Select: 'COUNT' }),
       );
       return count;
+    },
+    async countJobAndRunItems() {
+      const count = async (tableName: string): Promise<number> => {
+        let total = 0;
+        let start: Record<string, unknown> | undefined;
+        do {
+          const page = await aws.dynamo.send(new ScanCommand({ TableName: tableName, ProjectionExpression: 'pk', ExclusiveStartKey: start }));
+          total += (page.Items ?? []).filter((item) => !/^(APIKEY#|TENANT#|RATE#|INFLIGHT#|STATS#|SCHEDULER#|WORKERS$)/.test(String(item.pk))).length;
+          start = page.LastEvaluatedKey;
+        } while (start);
+        return total;
+      };
+      return { jobs: await count(config.jobsTable), runs: await count(config.runsTable) };
     },
     async stop() {
       await Promise.all([runtime.stop(), ...extraRuntimes.map((extra) => extra.stop())]);

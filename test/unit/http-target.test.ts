@@ -1,5 +1,13 @@
-import { describe, expect, it } from 'vitest';
-import { classifyStatus, isRetryableStatus } from '../../lambdas/targets/http-target';
+import type { Server } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Job } from '../../lambdas/domain/job';
+import type { Run } from '../../lambdas/domain/run';
+import { PUBLIC_HTTPS_ONLY } from '../../lambdas/targets/address-policy';
+import type { Egress, HostResolver } from '../../lambdas/targets/egress';
+import { egressPolicyOf } from '../../lambdas/targets/egress';
+import { callHttpTarget, classifyStatus, isRetryableStatus } from '../../lambdas/targets/http-target';
 
 describe('HTTP failure classes', () => {
   it('retries 408, 429 and 5xx, and no other 4xx', () => {
@@ -13,5 +21,81 @@ describe('HTTP failure classes', () => {
     expect(classifyStatus(409, 'true')).toBe(true);
     expect(classifyStatus(503, null)).toBe(true);
     expect(classifyStatus(400, 'maybe')).toBe(false);
+  });
+});
+
+describe('HTTP target egress guard', () => {
+  let server: Server;
+  let port: number;
+  const connections: number[] = [];
+  const requests: { host: string | undefined }[] = [];
+
+  beforeAll(async () => {
+    server = createServer((request, response) => {
+      requests.push({ host: request.headers.host });
+      response.writeHead(204).end();
+    });
+    server.on('connection', () => connections.push(Date.now()));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  beforeEach(() => {
+    connections.length = 0;
+    requests.length = 0;
+  });
+
+  const run = { runId: 'job_x.1.1', jobId: 'job_x', scheduledFor: '2026-01-01T00:00:00.000Z', attempt: 1 } as Run;
+  const job = { target: { kind: 'http' } } as Job;
+  const call = (url: string, egress: Egress) =>
+    callHttpTarget({ kind: 'http', url, method: 'POST', headers: {} }, { job, run, payload: { a: 1 }, timeoutMs: 2_000, egress });
+  const resolving = (...answers: string[][]) => {
+    const asked: string[] = [];
+    const resolve: HostResolver = (hostname) => {
+      asked.push(hostname);
+      const answer = answers[Math.min(asked.length - 1, answers.length - 1)] ?? [];
+      return Promise.resolve(answer.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+    };
+    return { asked, resolve };
+  };
+
+  it('refuses a name that resolves to loopback under the AWS policy, without connecting', async () => {
+    const dns = resolving(['127.0.0.1']);
+    const result = await call(`http://rebind.example:${port}/hook`, { policy: { ...PUBLIC_HTTPS_ONLY, allowPlainHttp: true }, resolve: dns.resolve });
+    expect(result).toMatchObject({ ok: false, error: { code: 'TARGET_ADDRESS_BLOCKED', retryable: false } });
+    expect(!result.ok && result.error.message).toMatch(/127\.0\.0\.1, a loopback address/);
+    expect(connections).toHaveLength(0);
+  });
+
+  it('refuses a name when any of its addresses is blocked', async () => {
+    const dns = resolving(['93.184.215.14', '10.0.0.7']);
+    const result = await call(`https://mixed.example:${port}/`, { policy: PUBLIC_HTTPS_ONLY, resolve: dns.resolve });
+    expect(result).toMatchObject({ ok: false, error: { code: 'TARGET_ADDRESS_BLOCKED' } });
+    expect(!result.ok && result.error.message).toMatch(/10\.0\.0\.7, a private address/);
+  });
+
+  it('refuses literal addresses and plain http under the AWS policy, and never asks DNS for a literal', async () => {
+    const dns = resolving(['8.8.8.8']);
+    const aws = { policy: PUBLIC_HTTPS_ONLY, resolve: dns.resolve };
+    expect(await call(`https://127.0.0.1:${port}/`, aws)).toMatchObject({ error: { code: 'TARGET_ADDRESS_BLOCKED' } });
+    expect(await call(`https://[::ffff:7f00:1]:${port}/`, aws)).toMatchObject({ error: { code: 'TARGET_ADDRESS_BLOCKED' } });
+    expect(await call(`https://169.254.169.254/latest/meta-data/`, aws)).toMatchObject({ error: { code: 'TARGET_ADDRESS_BLOCKED' } });
+    expect(await call(`http://example.com:${port}/`, aws)).toMatchObject({ error: { code: 'TARGET_URL_REFUSED', retryable: false } });
+    expect(dns.asked).toEqual([]);
+    expect(connections).toHaveLength(0);
+  });
+
+  it('connects to the address it checked, resolving once, with the name as Host', async () => {
+    // A second answer (the rebinding) would point elsewhere; the socket must never ask for it.
+    const dns = resolving(['127.0.0.1'], ['10.9.9.9']);
+    const result = await call(`http://pinned.example:${port}/hook`, { policy: egressPolicyOf({ localMode: true, allowPrivateTargets: false }), resolve: dns.resolve });
+    expect(result).toEqual({ ok: true, detail: 'HTTP 204' });
+    expect(dns.asked).toEqual(['pinned.example']);
+    expect(requests).toEqual([{ host: `pinned.example:${port}` }]);
+  });
+
+  it('treats a name that does not resolve as a retryable network error', async () => {
+    const result = await call(`https://nowhere.invalid/`, { policy: PUBLIC_HTTPS_ONLY, resolve: () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.invalid'), { code: 'ENOTFOUND' })) });
+    expect(result).toMatchObject({ ok: false, error: { code: 'NETWORK_ERROR', retryable: true } });
   });
 });

@@ -1,0 +1,93 @@
+// cdk-nag's AwsSolutions pack over the synthesized stack: no finding may stand without a
+// suppression (lib/security.ts gives each its reason), and the security settings the design asks
+// for are in the template: encrypted tables and queues, API access logs that carry no secrets.
+import { App, Aspects, Stack } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SchedulerStack } from '../../lib/scheduler-stack';
+
+type Resource = { Type: string; Properties: Record<string, unknown>; Metadata?: { cdk_nag?: { rules_to_suppress?: { id: string; reason: string }[] } } };
+
+let stack: SchedulerStack;
+let resources: Record<string, Resource>;
+
+const nagFindings = (of: Stack, level: 'error' | 'warning'): string[] => {
+  const annotations = Annotations.fromStack(of);
+  const found = level === 'error' ? annotations.findError('*', Match.stringLikeRegexp('AwsSolutions-.*')) : annotations.findWarning('*', Match.stringLikeRegexp('AwsSolutions-.*'));
+  return found.map((finding) => `${finding.id}: ${JSON.stringify(finding.entry.data).slice(0, 200)}`);
+};
+
+beforeAll(() => {
+  // Skip bundling: the checks read the template, not the code assets.
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  stack = new SchedulerStack(app, 'Nag', { env: { account: '123456789012', region: 'us-east-1' } });
+  Aspects.of(stack).add(new AwsSolutionsChecks());
+  resources = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+});
+
+describe('cdk-nag AwsSolutions', () => {
+  it('reports no unsuppressed error', () => {
+    expect(nagFindings(stack, 'error')).toEqual([]);
+  });
+
+  it('reports no unsuppressed warning', () => {
+    expect(nagFindings(stack, 'warning')).toEqual([]);
+  });
+
+  it('gives every suppression a reason of its own', () => {
+    const suppressions = Object.values(resources).flatMap((r) => r.Metadata?.cdk_nag?.rules_to_suppress ?? []);
+    expect(suppressions.length).toBeGreaterThan(0);
+    for (const { id, reason } of suppressions) expect({ id, long: reason.length >= 60 }).toEqual({ id, long: true });
+    expect(new Set(suppressions.map((s) => s.id))).toEqual(new Set(['AwsSolutions-IAM5', 'AwsSolutions-L1']));
+  });
+
+  it('does flag what it should: an unencrypted queue without a DLQ in another stack', () => {
+    const app = new App();
+    const careless = new Stack(app, 'Careless');
+    new sqs.Queue(careless, 'Queue', { encryption: sqs.QueueEncryption.UNENCRYPTED });
+    Aspects.of(careless).add(new AwsSolutionsChecks());
+    app.synth();
+    expect(nagFindings(careless, 'error').join('\n')).toMatch(/AwsSolutions-SQS3/);
+  });
+});
+
+describe('security settings in the template', () => {
+  it('encrypts every table and queue', () => {
+    const tables = Object.values(resources).filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable');
+    const queues = Object.values(resources).filter((r) => r.Type === 'AWS::SQS::Queue');
+    expect(tables).toHaveLength(2);
+    expect(queues).toHaveLength(2);
+    for (const table of tables) expect(table.Properties.SSESpecification).toMatchObject({ SSEEnabled: true });
+    for (const queue of queues) expect(queue.Properties.SqsManagedSseEnabled === true || queue.Properties.KmsMasterKeyId !== undefined).toBe(true);
+  });
+
+  it('logs API access to its own log group, with no header, query string or body in the format', () => {
+    const stages = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Stage');
+    expect(stages).toHaveLength(1);
+    const settings = stages[0]!.Properties.AccessLogSettings as { DestinationArn: unknown; Format: string };
+    expect(JSON.stringify(settings.DestinationArn)).toMatch(/ApiAccessLogs/);
+    const format = JSON.parse(settings.Format) as Record<string, string>;
+    expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status', routeKey: '$context.routeKey' });
+    expect(settings.Format).not.toMatch(/header|querystring|requestBody|authorizer|apiKey/i);
+  });
+
+  it('gives the functions roles without AWS managed policies', () => {
+    const roles = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Role' && JSON.stringify(r.Properties.AssumeRolePolicyDocument).includes('lambda.amazonaws.com'));
+    // The API, worker, ticker and authorizer.
+    expect(roles).toHaveLength(4);
+    for (const role of roles) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+  });
+
+  it('refuses private target addresses unless the deployment allows them', () => {
+    const envOf = (of: Stack) =>
+      Object.values(Template.fromStack(of).toJSON().Resources as Record<string, Resource>)
+        .filter((r) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description).startsWith('Job scheduler'))
+        .map((r) => (r.Properties.Environment as { Variables: Record<string, string> }).Variables.ALLOW_PRIVATE_TARGETS);
+    expect(envOf(stack)).toEqual(['false', 'false', 'false', 'false']);
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const open = new SchedulerStack(app, 'Open', { env: { account: '123456789012', region: 'us-east-1' }, config: { allowPrivateTargets: true } });
+    expect(envOf(open)).toEqual(['true', 'true', 'true', 'true']);
+  });
+});
