@@ -55,19 +55,32 @@ export interface DispatchContext {
 const MAX_DEFERRAL_SECONDS = 16;
 /** How long a tenant found at its in-flight limit is taken to be full, in this process. */
 const FULL_MEMO_MS = 500;
-const tenantsFull = new Map<string, number>();
+const tenantsFull = new Map<string, { until: number; permits: number }>();
+
+function mayTry(tenantId: string, now: number): boolean {
+  const full = tenantsFull.get(tenantId);
+  if (!full || full.until <= now) return true;
+  if (full.permits === 0) return false;
+  full.permits--;
+  return true;
+}
+
+function markFull(tenantId: string, now: number): void {
+  const full = tenantsFull.get(tenantId);
+  if (full && full.until > now) return;
+  tenantsFull.set(tenantId, { until: now + FULL_MEMO_MS, permits: 0 });
+}
 
 export async function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
   const { tenantId } = message;
   const limit = tenantId ? (await deps.tenantLimits.of(tenantId)).maxInFlightRuns : null;
   if (!tenantId || limit === null) return executeMessage(deps, runId, message);
 
-  // A tenant found full a moment ago in this process is full still, unless this process gave a
-  // slot back since: defer without asking DynamoDB (a deep backlog would otherwise cost reads and
-  // writes per message, per round).
-  const fullUntil = tenantsFull.get(tenantId) ?? 0;
-  const slot = fullUntil > deps.clock() ? null : await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => liveness(deps, runIds));
-  if (slot === null && fullUntil <= deps.clock()) tenantsFull.set(tenantId, deps.clock() + FULL_MEMO_MS);
+  // A tenant found full a moment ago in this process is full still, except for the slots this
+  // process gave back since (one try each): defer without asking DynamoDB, as a deep backlog would
+  // otherwise cost a query and a write per message, per round.
+  const slot = mayTry(tenantId, deps.clock()) ? await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => liveness(deps, runIds)) : null;
+  if (slot === null) markFull(tenantId, deps.clock());
   if (slot === null) {
     // Waits, never dropped: the message goes round again after a growing delay, with a fresh
     // receive count (a kept message would count towards the DLQ).
@@ -85,7 +98,8 @@ export async function executeRun(deps: SchedulerDeps, runId: string, message: Di
     // Another worker runs this run (a duplicate message): the slot is its run's, and stays.
     if (result !== 'held' && result !== 'recheck') {
       await deps.inFlight.release(tenantId, slot, runId);
-      tenantsFull.delete(tenantId);
+      const full = tenantsFull.get(tenantId);
+      if (full) full.permits++;
     }
   }
 }
