@@ -11,6 +11,7 @@ import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { createDeps } from '../../lambdas/app/deps';
 import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
 import type { TenantLimits } from '../../lambdas/domain/tenant';
+import type { RequestCounter } from '../../lambdas/store/request-counter';
 import type { AwsClients } from '../../lambdas/store/aws';
 import type { HostResolver } from '../../lambdas/targets/egress';
 import { createAwsClients } from '../../lambdas/store/aws';
@@ -64,6 +65,8 @@ export interface SchedulerOptions {
   readonly random?: () => number;
   /** The test tenant's own limits (a tenant profile is written when given). */
   readonly tenantLimits?: Partial<TenantLimits>;
+  /** Counts the requests of the scheduler's handlers (not the runtime's SQS polling). */
+  readonly requestCounter?: RequestCounter;
   /** Configuration over the local defaults, e.g. `{ localMode: false }` for AWS-mode target rules. */
   readonly config?: Partial<Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets'>>;
   /** How target host names resolve (the system's resolver by default). */
@@ -75,7 +78,13 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
   const prefix = `it-${randomUUID().slice(0, 8)}`;
   const config: SchedulerConfig = { ...(await createLocalResources(aws, prefix, options.tuning)), ...options.config };
   const metricLines: string[] = [];
-  const deps = createDeps(config, aws, {
+  // Counted requests need clients of their own: the shared ones serve every test.
+  let handlerClients = aws;
+  if (options.requestCounter) {
+    handlerClients = createAwsClients();
+    options.requestCounter.attach(handlerClients);
+  }
+  const deps = createDeps(config, handlerClients, {
     workerId: `${prefix}-main`,
     metricSink: (line) => metricLines.push(line),
     ...(options.clock ? { clock: options.clock } : {}),

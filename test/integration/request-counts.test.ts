@@ -1,0 +1,93 @@
+// What one execution costs in AWS requests, counted at the SDK against the emulator: the handlers'
+// calls for a run-now job from create to success, for a further run of a recurring job, and for a
+// run that fails once and is retried. Counts, not times: a change that adds a request per run fails
+// here. (The SQS polling of the event source mapping is the runtime's and is not counted.)
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RequestCounter } from '../../lambdas/store/request-counter';
+import { RunsRepository } from '../../lambdas/store/runs-repository';
+import type { Scheduler, TargetServer } from './harness';
+import { awsClients, eventually, jobBody, startScheduler, startTarget } from './harness';
+
+describe('requests per execution', () => {
+  const counter = new RequestCounter();
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  // The test's own reads go through clients the counter does not see.
+  let runs: RunsRepository;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ requestCounter: counter, workerConcurrency: 1 });
+    runs = new RunsRepository(awsClients().dynamo, scheduler.config.runsTable);
+    let flakyCalls = 0;
+    target = await startTarget((call) => ({ status: call.path.endsWith('/flaky') && flakyCalls++ === 0 ? 503 : 200 }));
+    // The key's lookup is cached from here on, as the authorizer's answer is in AWS.
+    expect((await scheduler.api('GET', '/v1/jobs?limit=1')).status).toBe(200);
+    // Likewise the tenant's limits in the worker (read once a minute per process).
+    await scheduler.deps.tenantLimits.of(scheduler.tenantId);
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  async function finished(runId: string): Promise<void> {
+    await eventually(() => runs.get(runId), (run) => run?.status === 'SUCCEEDED');
+    // The worker writes its roll-up when the batch ends, just after the outcome.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+
+  it('a run-now job: created, queued, leased, called and recorded', async () => {
+    counter.reset();
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-now' }));
+    await finished(created.body.job.nextRunId);
+    const tally = counter.tally();
+    expect(tally.calls).toEqual({
+      // API: the job, its name, its first run and the tenant's counters in one transaction; the message.
+      'dynamodb.TransactWriteItems': 2, // create; and the worker marking the one-shot job COMPLETED with its run started
+      'sqs.SendMessageBatch': 1,
+      // Worker: lease, read the job, message visibility to the lease, record the outcome, the minute's
+      // roll-up (one per worker batch, whatever its size).
+      'dynamodb.UpdateItem': 2,
+      'dynamodb.GetItem': 1,
+      'sqs.ChangeMessageVisibility': 1,
+      'dynamodb.PutItem': 1,
+    });
+  });
+
+  it('a delayed run: the same, the message held by SQS until due', async () => {
+    counter.reset();
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-delay', schedule: { kind: 'delay', seconds: 1 } }));
+    await finished(created.body.job.nextRunId);
+    const tally = counter.tally();
+    expect(tally.calls).toEqual({
+      'dynamodb.TransactWriteItems': 2,
+      'sqs.SendMessageBatch': 1,
+      'dynamodb.UpdateItem': 2,
+      'dynamodb.GetItem': 1,
+      'sqs.ChangeMessageVisibility': 1,
+      'dynamodb.PutItem': 1,
+    });
+  });
+
+  it('a run that fails once and is retried: the failed attempt and its retry written together', async () => {
+    counter.reset();
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(`${target.url}/flaky`, { name: 'count-retry', retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 } }),
+    );
+    const first = created.body.job.nextRunId as string;
+    await eventually(() => runs.get(first), (run) => run?.status === 'FAILED');
+    // The retry is the same occurrence's attempt 2: the run id ends in its attempt.
+    await finished(first.replace(/\.1$/, '.2'));
+    const tally = counter.tally();
+    expect(tally.calls).toEqual({
+      'dynamodb.TransactWriteItems': 3, // create; job completed with the first start; the failed attempt with its retry run
+      'sqs.SendMessageBatch': 2, // the first run; the retry
+      'dynamodb.UpdateItem': 3, // two leases, one success (the failure is in the transaction)
+      'dynamodb.GetItem': 2, // the job, read by each attempt
+      'sqs.ChangeMessageVisibility': 2,
+      'dynamodb.PutItem': 2, // a roll-up per worker batch
+    });
+  });
+});
