@@ -6,8 +6,9 @@
 import { createHash } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DeleteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { inFlightPartition, inFlightSlotKey, slotNumberOf } from './keys';
+import { queryAll } from './query-all';
 
 /** A slot taken this recently by a run that is not yet RUNNING is left alone: it is about to lease. */
 export const SLOT_GRACE_MS = 10_000;
@@ -75,25 +76,18 @@ export class InFlightSlots {
   }
 
   async holders(tenantId: string): Promise<SlotHolder[]> {
-    const holders: SlotHolder[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.dynamo.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': inFlightPartition(tenantId) },
-          ConsistentRead: true,
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        holders.push({ slot: slotNumberOf(String(item.sk)), runId: String(item.runId), acquiredAt: Number(item.acquiredAt) });
-      }
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return holders;
+    return queryAll(
+      this.dynamo,
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': inFlightPartition(tenantId) },
+        ConsistentRead: true,
+      },
+      (item) => ({ slot: slotNumberOf(String(item.sk)), runId: String(item.runId), acquiredAt: Number(item.acquiredAt) }),
+    );
   }
+
 
   /** Puts the run in the slot if it is free, already the run's, or still held by `replacing`. */
   private async take(tenantId: string, slot: number, runId: string, now: number, replacing: SlotHolder | null): Promise<boolean> {

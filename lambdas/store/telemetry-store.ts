@@ -2,9 +2,10 @@
 // (one item per worker process and minute, overwritten with that worker's running totals) and a
 // registry of workers with the runs they hold. Both expire by TTL. Workers write them at most once
 // per batch, so they cost a fraction of a write per run, not a write per run.
+import { queryAll } from './query-all';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Histogram } from '../domain/histogram';
 import { WORKERS_PARTITION, statsKey, statsPartition, workerKey } from './keys';
 
@@ -72,24 +73,16 @@ export class TelemetryStore {
 
   /** Every worker's roll-up of a tenant's minute. */
   async rollupsOf(tenantId: string, minute: string): Promise<MinuteRollup[]> {
-    const rollups: MinuteRollup[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.dynamo.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: '#pk = :pk',
-          ExpressionAttributeNames: { '#pk': 'pk' },
-          ExpressionAttributeValues: { ':pk': statsPartition(tenantId, minute) },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        rollups.push({ tenantId, minute, counts: (item.counts ?? {}) as Counters, startLag: (item.startLag ?? {}) as Histogram });
-      }
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return rollups;
+    return queryAll(
+      this.dynamo,
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': 'pk' },
+        ExpressionAttributeValues: { ':pk': statsPartition(tenantId, minute) },
+      },
+      (item) => ({ tenantId, minute, counts: (item.counts ?? {}), startLag: (item.startLag ?? {}) as Histogram }),
+    );
   }
 
   async putWorker(record: WorkerRecord, seq: number, now: number): Promise<void> {
@@ -110,24 +103,17 @@ export class TelemetryStore {
 
   /** Workers seen since `since` (epoch ms), with the runs they last said they hold. */
   async workersSeenSince(since: number): Promise<WorkerRecord[]> {
-    const workers: WorkerRecord[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.dynamo.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: '#pk = :pk',
-          FilterExpression: '#lastSeenAt >= :since',
-          ExpressionAttributeNames: { '#pk': 'pk', '#lastSeenAt': 'lastSeenAt' },
-          ExpressionAttributeValues: { ':pk': WORKERS_PARTITION, ':since': new Date(since).toISOString() },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        workers.push({ workerId: String(item.workerId), lastSeenAt: String(item.lastSeenAt), runs: (item.runs ?? []) as InFlightEntry[] });
-      }
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return workers;
+    return queryAll(
+      this.dynamo,
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: '#pk = :pk',
+        FilterExpression: '#lastSeenAt >= :since',
+        ExpressionAttributeNames: { '#pk': 'pk', '#lastSeenAt': 'lastSeenAt' },
+        ExpressionAttributeValues: { ':pk': WORKERS_PARTITION, ':since': new Date(since).toISOString() },
+      },
+      (item) => ({ workerId: String(item.workerId), lastSeenAt: String(item.lastSeenAt), runs: (item.runs ?? []) as InFlightEntry[] }),
+    );
   }
+
 }
