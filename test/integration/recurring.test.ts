@@ -159,7 +159,11 @@ describe('recurring jobs and control', () => {
     const { jobId, runId } = await createCron();
     const stale = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { payload: { v: 2 } }, { 'if-match': '99' });
     expect(stale.status).toBe(412);
-    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', expression: '0 3 * * *', timezone: 'Europe/Paris' } }, { 'if-match': '1' });
+    // Some hours ahead in Paris, so that the new occurrence waits in the time index (SCHEDULED)
+    // whatever the time of day the test runs at.
+    const parisHour = Number(new Intl.DateTimeFormat('en-GB', { hour: 'numeric', hourCycle: 'h23', timeZone: 'Europe/Paris' }).format(new Date()));
+    const expression = `0 ${(parisHour + 6) % 24} * * *`;
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', expression, timezone: 'Europe/Paris' } }, { 'if-match': '1' });
     expect(patched.status).toBe(200);
     expect(patched.body.version).toBe(2);
     expect(new Date(patched.body.nextRunAt).getUTCMinutes()).toBe(0);

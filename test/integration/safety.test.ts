@@ -174,7 +174,9 @@ describe('tenant isolation', () => {
     keyB = `key_${randomBytes(18).toString('base64url')}`;
     await scheduler.deps.apiKeys.issue(keyB, `tenant-b-${scheduler.prefix}`, Date.now());
 
-    const pending = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'cron', expression: '0 3 * * *', timezone: 'Europe/Paris' } }));
+    // Hours ahead whatever the time of day, so that the occurrence stays pending through the test.
+    const parisHour = Number(new Intl.DateTimeFormat('en-GB', { hour: 'numeric', hourCycle: 'h23', timeZone: 'Europe/Paris' }).format(new Date()));
+    const pending = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'cron', expression: `0 ${(parisHour + 6) % 24} * * *`, timezone: 'Europe/Paris' } }));
     pendingJob = pending.body.job.jobId;
     pendingRun = pending.body.job.nextRunId;
     const dead = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { retryPolicy: { maxAttempts: 1 } }));
