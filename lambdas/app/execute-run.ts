@@ -55,20 +55,21 @@ export interface DispatchContext {
 const MAX_DEFERRAL_SECONDS = 16;
 /** How long a tenant found at its in-flight limit is taken to be full, in this process. */
 const FULL_MEMO_MS = 500;
-const tenantsFull = new Map<string, { until: number; permits: number }>();
+/** Per tenant: full until when, and the slots this process gave back since (one try each). */
+const tenantsFull = new Map<string, { until: number; freed: number[] }>();
 
-function mayTry(tenantId: string, now: number): boolean {
+/** Whether to try for a slot: yes, unless the tenant was found full a moment ago. The slot to try first. */
+function mayTry(tenantId: string, now: number): { readonly try: boolean; readonly freed?: number } {
   const full = tenantsFull.get(tenantId);
-  if (!full || full.until <= now) return true;
-  if (full.permits === 0) return false;
-  full.permits--;
-  return true;
+  if (!full || full.until <= now) return { try: true };
+  const freed = full.freed.shift();
+  return freed === undefined ? { try: false } : { try: true, freed };
 }
 
 function markFull(tenantId: string, now: number): void {
   const full = tenantsFull.get(tenantId);
   if (full && full.until > now) return;
-  tenantsFull.set(tenantId, { until: now + FULL_MEMO_MS, permits: 0 });
+  tenantsFull.set(tenantId, { until: now + FULL_MEMO_MS, freed: [] });
 }
 
 export async function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
@@ -79,7 +80,8 @@ export async function executeRun(deps: SchedulerDeps, runId: string, message: Di
   // A tenant found full a moment ago in this process is full still, except for the slots this
   // process gave back since (one try each): defer without asking DynamoDB, as a deep backlog would
   // otherwise cost a query and a write per message, per round.
-  const slot = mayTry(tenantId, deps.clock()) ? await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => liveness(deps, runIds)) : null;
+  const attempt = mayTry(tenantId, deps.clock());
+  const slot = attempt.try ? await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => liveness(deps, runIds), attempt.freed) : null;
   if (slot === null) markFull(tenantId, deps.clock());
   if (slot === null) {
     // Waits, never dropped: the message goes round again after a growing delay, with a fresh
@@ -98,8 +100,7 @@ export async function executeRun(deps: SchedulerDeps, runId: string, message: Di
     // Another worker runs this run (a duplicate message): the slot is its run's, and stays.
     if (result !== 'held' && result !== 'recheck') {
       await deps.inFlight.release(tenantId, slot, runId);
-      const full = tenantsFull.get(tenantId);
-      if (full) full.permits++;
+      tenantsFull.get(tenantId)?.freed.push(slot);
     }
   }
 }

@@ -31,11 +31,12 @@ export class InFlightSlots {
   ) {}
 
   /** Takes a slot for the run, or returns null when all `limit` slots are held by live runs. */
-  async acquire(tenantId: string, runId: string, limit: number, now: number, liveness: RunLiveness): Promise<number | null> {
-    // The run's own slot first: one write in the common case, and a redelivered message finds the
-    // slot its run already holds.
+  async acquire(tenantId: string, runId: string, limit: number, now: number, liveness: RunLiveness, freed?: number): Promise<number | null> {
+    // A slot this process has just given back, if any, then the run's own slot: one write in the
+    // common case, and a redelivered message finds the slot its run already holds.
+    if (freed !== undefined && freed < limit && (await this.take(tenantId, freed, runId, now, null))) return freed;
     const home = homeSlot(runId, limit);
-    if (await this.take(tenantId, home, runId, now, null)) return home;
+    if (home !== freed && (await this.take(tenantId, home, runId, now, null))) return home;
 
     const holders = await this.holders(tenantId);
     const mine = holders.find((holder) => holder.runId === runId && holder.slot < limit);
