@@ -39,10 +39,10 @@ describe('worker pools and priorities', () => {
 
   it('runs a default-pool job while a slow pool works through its backlog', async () => {
     for (let i = 0; i < 4; i++) await create('export', `slow/export-${i}`);
-    await eventually(async () => calls('/hook/slow/export').length, (n) => n >= 1);
+    await eventually(() => Promise.resolve(calls('/hook/slow/export').length), (n) => n >= 1);
 
     const billing = await create('billing', 'fast/billing');
-    await eventually(async () => calls('/hook/fast/billing').length, (n) => n === 1);
+    await eventually(() => Promise.resolve(calls('/hook/fast/billing').length), (n) => n === 1);
     // The billing run did not wait for the export backlog: at most the running export and one more
     // had started when it ran (a single shared queue would have put it fifth).
     expect(calls('/hook/slow/export').length).toBeLessThanOrEqual(2);
@@ -58,15 +58,15 @@ describe('worker pools and priorities', () => {
     expect(health.body.queues.pools.slow).toMatchObject({ jobTypes: ['export'], standard: { oldestMessageAgeSeconds: null }, high: { visible: 0 }, dlq: { visible: 0 } });
     expect(health.body.queues.pools.default.standard).toEqual(health.body.queues.dispatch);
     // The rest of the backlog still runs, one at a time.
-    await eventually(async () => calls('/hook/slow/export').length, (n) => n === 4, 30_000);
+    await eventually(() => Promise.resolve(calls('/hook/slow/export').length), (n) => n === 4, 30_000);
   });
 
   it('takes a pool\'s high runs before the normal ones waiting in it', async () => {
     for (let i = 0; i < 4; i++) await create('report', `slow/report-normal-${i}`, { priority: i % 2 === 0 ? 'normal' : 'low' });
-    await eventually(async () => calls('/hook/slow/report').length, (n) => n >= 1);
+    await eventually(() => Promise.resolve(calls('/hook/slow/report').length), (n) => n >= 1);
 
     const urgent = await create('report', 'slow/report-high', { priority: 'high' });
-    await eventually(async () => calls('/hook/slow/report').length, (n) => n === 5, 30_000);
+    await eventually(() => Promise.resolve(calls('/hook/slow/report').length), (n) => n === 5, 30_000);
     const order = calls('/hook/slow/report').map((call) => call.path.replace('/hook/slow/', ''));
     // Four normal and low runs were waiting before it; the high run came before at least two of them.
     expect(order.indexOf('report-high')).toBeLessThanOrEqual(2);
