@@ -57,7 +57,15 @@ export class SchedulerStack extends Stack {
       ...(otherPools.length > 0
         ? {
             DISPATCH_POOLS: this.toJsonString(
-              otherPools.map((pool) => ({ name: pool.name, jobTypes: pool.jobTypes, queueUrl: pool.standard.queueUrl, highQueueUrl: pool.high.queueUrl, dlqUrl: pool.dlq.queueUrl })),
+              otherPools.map((pool) => ({
+                name: pool.name,
+                jobTypes: pool.jobTypes,
+                queueUrl: pool.standard.queueUrl,
+                highQueueUrl: pool.high.queueUrl,
+                dlqUrl: pool.dlq.queueUrl,
+                // The API refuses jobs whose timeout does not fit in their pool's worker.
+                timeoutSeconds: config.pools.find((definition) => definition.name === pool.name)?.timeoutSeconds,
+              })),
             ),
           }
         : {}),

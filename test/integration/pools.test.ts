@@ -77,4 +77,19 @@ describe('worker pools and priorities', () => {
     );
     expect(run.body.items[0]).toMatchObject({ priority: 'high' });
   });
+
+  it('refuses a job whose timeout does not fit in its pool\'s worker, on create and on PATCH', async () => {
+    const tooLong = await scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/fast/x`, { type: 'export', timeoutSeconds: 55 }));
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.errors).toEqual([{ path: 'timeoutSeconds', message: 'must be at most 50 for job type export: its worker pool slow stops after 60 s' }]);
+
+    const job = await scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/fast/x`, { type: 'billing', schedule: { kind: 'delay', seconds: 3600 } }));
+    expect(job.status).toBe(201);
+    const moved = await scheduler.api('PATCH', `/v1/jobs/${job.body.job.jobId}`, { type: 'export' }, { 'if-match': String(job.body.job.version) });
+    expect(moved.status).toBe(400);
+    expect(moved.body.errors).toEqual([expect.objectContaining({ path: 'timeoutSeconds' })]);
+    const fits = await scheduler.api('PATCH', `/v1/jobs/${job.body.job.jobId}`, { type: 'export', timeoutSeconds: 50, priority: 'high' }, { 'if-match': String(job.body.job.version) });
+    expect(fits.status).toBe(200);
+    expect(fits.body.job ?? fits.body).toMatchObject({ type: 'export', priority: 'high' });
+  });
 });
