@@ -93,3 +93,42 @@ describe('worker pools and priorities', () => {
     expect(fits.body.job ?? fits.body).toMatchObject({ type: 'export', priority: 'high' });
   });
 });
+
+describe('the ticker and pools', () => {
+  let scheduler: Scheduler;
+
+  beforeAll(async () => {
+    // Everything not due now waits in the time index; no pollers, so the queues can be read.
+    scheduler = await startScheduler({
+      workerConcurrency: 0,
+      tuning: { nearHorizonSeconds: 0 },
+      pools: [{ name: 'reports', jobTypes: ['report'], maxConcurrency: 1, timeoutSeconds: 60 }],
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+  });
+
+  it('releases a run to its pool and lane: it reads the priority the time index does not carry', async () => {
+    const later = { schedule: { kind: 'delay', seconds: 30 }, timeoutSeconds: 30 };
+    for (const [type, priority] of [['report', 'high'], ['report', 'low'], ['billing', 'high'], ['billing', 'normal']] as const) {
+      expect((await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/hook', { type, priority, ...later }))).status).toBe(201);
+    }
+    const depths = async () => {
+      const waiting = async (url: string | undefined) => {
+        const depth = await scheduler.deps.dispatch.queue(url!).depth();
+        return depth.visible + depth.delayed + depth.inFlight;
+      };
+      const reports = scheduler.config.pools!.find((pool) => pool.name === 'reports')!;
+      return {
+        defaultStandard: await waiting(scheduler.config.dispatchQueueUrl),
+        defaultHigh: await waiting(scheduler.config.dispatchHighQueueUrl),
+        reportsStandard: await waiting(reports.queueUrl),
+        reportsHigh: await waiting(reports.highQueueUrl),
+      };
+    };
+    expect(await depths()).toEqual({ defaultStandard: 0, defaultHigh: 0, reportsStandard: 0, reportsHigh: 0 });
+    await scheduler.runtime.tickNow();
+    expect(await depths()).toEqual({ defaultStandard: 1, defaultHigh: 1, reportsStandard: 1, reportsHigh: 1 });
+  });
+});
