@@ -4,12 +4,22 @@ import type { Tuning } from '../lambdas/core/config';
 import type { TenantLimits } from '../lambdas/domain/tenant';
 import { DEFAULT_TENANT_LIMITS } from '../lambdas/domain/tenant';
 import { DEFAULT_TUNING } from '../lambdas/core/config';
+import type { PoolDefinition } from '../lambdas/store/schema';
 
 export interface SchedulerStackConfig {
   /** Lambda log retention in days. */
   readonly logRetentionDays: number;
-  /** Concurrency cap of the worker's event source mapping (2 to 1000); undefined leaves it open. */
+  /**
+   * Concurrency cap of each of the default pool's event source mappings (its standard and high
+   * lanes; 2 to 1000); undefined leaves them open.
+   */
   readonly workerMaxConcurrency?: number;
+  /**
+   * Worker pools by job type: each has its own queues (standard lane, high lane, DLQ), its own worker
+   * function with `timeoutSeconds`, and event source mappings capped at `maxConcurrency` per lane.
+   * Job types no pool lists run in the implicit `default` pool. See docs/operations.md#pools-and-priorities.
+   */
+  readonly pools: readonly PoolDefinition[];
   /** Pre-warmed DynamoDB throughput for launch-day bursts; see docs/capacity.md. */
   readonly warmThroughput?: WarmThroughput;
   /** An SNS topic that alarms notify, if any. */
@@ -52,4 +62,5 @@ export const defaultConfig: SchedulerStackConfig = {
   tuning: { ...DEFAULT_TUNING },
   alarms: { ...defaultAlarmThresholds },
   tenantDefaults: { ...DEFAULT_TENANT_LIMITS },
+  pools: [],
 };

@@ -37,6 +37,13 @@ export interface SchedulerObservabilityProps {
   readonly functions: { readonly api: IFunction; readonly worker: IFunction; readonly ticker: IFunction; readonly authorizer: IFunction };
   readonly dispatchQueue: IQueue;
   readonly dispatchDlq: IQueue;
+  /**
+   * Every worker pool (the default one included, first), with its lanes, DLQ and worker. Each
+   * queue gets a line on the queue graphs; each lane an oldest-message alarm and each DLQ a
+   * not-empty alarm (the default pool's standard lane and DLQ keep OldestMessageTooOld and
+   * DispatchDlqNotEmpty).
+   */
+  readonly pools?: readonly PoolObservability[];
   readonly tables: { readonly jobs: ITableV2; readonly runs: ITableV2 };
   /** Thresholds; the missing ones come from `defaultAlarmThresholds`. */
   readonly thresholds?: Partial<AlarmThresholds>;
@@ -44,6 +51,14 @@ export interface SchedulerObservabilityProps {
   readonly alarmTopicArn?: string;
   /** Default: `<stack name>-scheduler`. */
   readonly dashboardName?: string;
+}
+
+export interface PoolObservability {
+  readonly name: string;
+  readonly standard: IQueue;
+  readonly high: IQueue;
+  readonly dlq: IQueue;
+  readonly worker: IFunction;
 }
 
 /** A scheduler metric under the [Service] dimension set: the whole deployment. */
@@ -71,6 +86,8 @@ function byJobType(name: MetricName, statistic = 'Sum'): cw.MathExpression {
 export class SchedulerObservability extends Construct {
   readonly dashboard: cw.Dashboard;
   readonly alarms: Record<SchedulerAlarmName, cw.Alarm>;
+  /** The per-pool queue alarms, by alarm name suffix (e.g. PoolSlowDlqNotEmpty, OldestHighMessageTooOld). */
+  readonly poolAlarms: Record<string, cw.Alarm>;
   readonly thresholds: AlarmThresholds;
 
   constructor(scope: Construct, id: string, props: SchedulerObservabilityProps) {
@@ -79,20 +96,32 @@ export class SchedulerObservability extends Construct {
     const thresholds: AlarmThresholds = { ...defaultAlarmThresholds, ...props.thresholds };
     this.thresholds = thresholds;
     const { functions, dispatchQueue, dispatchDlq, tables } = props;
-    const functionList = [
+    const otherPools = (props.pools ?? []).filter((pool) => pool.name !== 'default');
+    const defaultHigh = (props.pools ?? []).find((pool) => pool.name === 'default')?.high;
+    /** A pool's name as a metric id (letters, digits, underscores) and as an alarm name part. */
+    const metricIdOf = (name: string) => name.replace(/-/g, '_');
+    const pascalOf = (name: string) => name.split('-').map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join('');
+    const functionList: (readonly [string, IFunction])[] = [
       ['api', functions.api],
       ['worker', functions.worker],
+      ...otherPools.map((pool) => [`worker_${metricIdOf(pool.name)}`, pool.worker] as const),
       ['ticker', functions.ticker],
       ['authorizer', functions.authorizer],
-    ] as const;
+    ];
     const tableList = [
       ['jobs', tables.jobs],
       ['runs', tables.runs],
     ] as const;
-    const queueList = [
+    const queueList: (readonly [string, IQueue])[] = [
       ['dispatch', dispatchQueue],
+      ...(defaultHigh ? [['dispatch high', defaultHigh] as const] : []),
       ['DLQ', dispatchDlq],
-    ] as const;
+      ...otherPools.flatMap((pool) => [
+        [`${pool.name}`, pool.standard] as const,
+        [`${pool.name} high`, pool.high] as const,
+        [`${pool.name} DLQ`, pool.dlq] as const,
+      ]),
+    ];
 
     // ---- Alarms ----
     const alarm = (name: SchedulerAlarmName, alarmProps: Omit<cw.AlarmProps, 'alarmName'>): cw.Alarm =>
@@ -193,7 +222,7 @@ export class SchedulerObservability extends Construct {
           usingMetrics: Object.fromEntries(
             functionList.map(([name, fn]) => [name, fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum' })]),
           ),
-          label: 'throttles (api + worker + ticker)',
+          label: 'throttles (api + workers + ticker)',
           period: FIVE_MINUTES,
         }),
         threshold: 0,
@@ -204,9 +233,42 @@ export class SchedulerObservability extends Construct {
       }),
     };
 
+    // The same two queue alarms for every other lane and DLQ: a pool that stops consuming, or whose
+    // messages fail, is seen on its own.
+    const oldestAlarm = (id: string, queue: IQueue, what: string): cw.Alarm =>
+      alarm(id as SchedulerAlarmName, {
+        alarmDescription:
+          `${what}'s oldest message is older than ${thresholds.oldestMessageAgeSeconds} s for 3 minutes in a row: ` +
+          `its workers do not keep up, or do not consume at all. ${RUNBOOK} and "Pools and priorities" there.`,
+        metric: queue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum', label: what }),
+        threshold: thresholds.oldestMessageAgeSeconds,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 3,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      });
+    this.poolAlarms = {};
+    if (defaultHigh) this.poolAlarms.OldestHighMessageTooOld = oldestAlarm('OldestHighMessageTooOld', defaultHigh, 'The default pool\'s high lane');
+    for (const pool of otherPools) {
+      const id = `Pool${pascalOf(pool.name)}`;
+      this.poolAlarms[`${id}DlqNotEmpty`] = alarm(`${id}DlqNotEmpty` as SchedulerAlarmName, {
+        alarmDescription:
+          `The DLQ of pool ${pool.name} holds messages: dispatch messages failed ${dispatchQueueDefinition.maxReceiveCount} receives before ` +
+          `any outcome could be recorded. ${RUNBOOK} and "Messages in the dispatch DLQ" there.`,
+        metric: pool.dlq.metricApproximateNumberOfMessagesVisible({ period: ONE_MINUTE, statistic: 'Maximum' }),
+        threshold: 0,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      });
+      this.poolAlarms[`${id}OldestMessageTooOld`] = oldestAlarm(`${id}OldestMessageTooOld`, pool.standard, `Pool ${pool.name}'s standard lane`);
+      this.poolAlarms[`${id}OldestHighMessageTooOld`] = oldestAlarm(`${id}OldestHighMessageTooOld`, pool.high, `Pool ${pool.name}'s high lane`);
+    }
+    const allAlarms = [...Object.values(this.alarms), ...Object.values(this.poolAlarms)];
+
     if (props.alarmTopicArn) {
       const action = new SnsAction(Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn));
-      for (const a of Object.values(this.alarms)) a.addAlarmAction(action);
+      for (const a of allAlarms) a.addAlarmAction(action);
     }
 
     // ---- Dashboard ----
@@ -273,7 +335,7 @@ export class SchedulerObservability extends Construct {
       }),
       new cw.AlarmStatusWidget({
         title: 'Alarms',
-        alarms: Object.values(this.alarms),
+        alarms: allAlarms,
         width: 12,
         height: 5,
       }),
@@ -353,7 +415,7 @@ export class SchedulerObservability extends Construct {
     );
 
     this.dashboard.addWidgets(
-      header('## 4. Queues\nThe dispatch queue feeds the workers; messages that fail 5 receives move to its DLQ (it should stay empty).'),
+      header('## 4. Queues\nEach worker pool has a standard lane (normal and low runs), a high lane and a DLQ; `dispatch` is the default pool. Lanes feed their pool\'s workers; messages that fail 5 receives move to the pool\'s DLQ (it should stay empty).'),
     );
     this.dashboard.addWidgets(
       graph({

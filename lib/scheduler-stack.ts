@@ -11,7 +11,8 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
-import { workerConsumer } from '../lambdas/store/schema';
+import { DEFAULT_POOL_NAME, validatePools, workerConsumer } from '../lambdas/store/schema';
+import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
 import { SchedulerFunction } from './scheduler-function';
@@ -26,7 +27,10 @@ export interface SchedulerStackProps extends StackProps {
 export class SchedulerStack extends Stack {
   readonly storage: SchedulerStorage;
   readonly api: SchedulerFunction;
+  /** The default pool's worker. */
   readonly worker: SchedulerFunction;
+  /** Every pool's worker, the default one included, by pool name. */
+  readonly workers: Record<string, SchedulerFunction>;
   readonly ticker: SchedulerFunction;
   readonly authorizer: SchedulerFunction;
   readonly httpApi: HttpApi;
@@ -35,14 +39,36 @@ export class SchedulerStack extends Stack {
   constructor(scope: Construct, id: string, props: SchedulerStackProps = {}) {
     super(scope, id, props);
     const config: SchedulerStackConfig = { ...defaultConfig, ...props.config };
-    this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput });
-    const { jobsTable, runsTable, dispatchQueue, dispatchDlq } = this.storage;
+    // The event source mapping's maxConcurrency is 2 at least.
+    validatePools(config.pools, { minConcurrency: 2 });
+    this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput, pools: config.pools });
+    const { jobsTable, runsTable, dispatchQueue, dispatchHighQueue, dispatchDlq, pools } = this.storage;
+    const otherPools = pools.filter((pool) => pool.name !== DEFAULT_POOL_NAME);
+    /** Where any run may be sent: both lanes of every pool. */
+    const lanes = pools.flatMap((pool) => [pool.standard, pool.high]);
 
     const environment = {
       JOBS_TABLE: jobsTable.tableName,
       RUNS_TABLE: runsTable.tableName,
       DISPATCH_QUEUE_URL: dispatchQueue.queueUrl,
       DISPATCH_DLQ_URL: dispatchDlq.queueUrl,
+      DISPATCH_HIGH_QUEUE_URL: dispatchHighQueue.queueUrl,
+      // The routing table: job type -> pool -> lane queue URLs (lambdas/store/dispatch-queue.ts).
+      ...(otherPools.length > 0
+        ? {
+            DISPATCH_POOLS: this.toJsonString(
+              otherPools.map((pool) => ({
+                name: pool.name,
+                jobTypes: pool.jobTypes,
+                queueUrl: pool.standard.queueUrl,
+                highQueueUrl: pool.high.queueUrl,
+                dlqUrl: pool.dlq.queueUrl,
+                // The API refuses jobs whose timeout does not fit in their pool's worker.
+                timeoutSeconds: config.pools.find((definition) => definition.name === pool.name)?.timeoutSeconds,
+              })),
+            ),
+          }
+        : {}),
       SCHEDULER_MODE: 'aws',
       ALLOW_PRIVATE_TARGETS: String(config.allowPrivateTargets ?? false),
       NEAR_HORIZON_SECONDS: String(config.tuning.nearHorizonSeconds),
@@ -66,31 +92,51 @@ export class SchedulerStack extends Stack {
     this.api.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
     // BatchGetItem on runs: the health endpoint checks the runs workers report in flight.
     this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem']);
-    this.api.grantQueue(dispatchQueue, ['SendMessage', 'GetQueueAttributes']);
-    this.api.grantQueue(dispatchDlq, ['GetQueueAttributes']);
+    // SendMessage: a new run goes to its pool's lane; GetQueueAttributes: the health report's depths.
+    for (const lane of lanes) this.api.grantQueue(lane, ['SendMessage', 'GetQueueAttributes']);
+    for (const pool of pools) this.api.grantQueue(pool.dlq, ['GetQueueAttributes']);
     // The health endpoint's oldest-message age comes from the AWS/SQS metric.
     this.api.grantMetricReads();
 
-    this.worker = new SchedulerFunction(this, 'Worker', {
-      ...common,
-      entry: 'worker',
-      description: 'Job scheduler worker: leases and executes runs from the dispatch queue',
-      timeout: Duration.seconds(workerConsumer.functionTimeoutSeconds),
-      memorySize: 1024,
-    });
-    // BatchGetItem on runs and Query/DeleteItem on jobs: in-flight slots (taken, checked, given back);
-    // UpdateItem on jobs: a job that completes frees its place under the tenant's limit.
-    this.worker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem']);
-    this.worker.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
-    this.worker.grantQueue(dispatchQueue, ['SendMessage']);
-    this.worker.fn.addEventSource(
-      new SqsEventSource(dispatchQueue, {
-        batchSize: workerConsumer.batchSize,
-        maxBatchingWindow: workerConsumer.maxBatchingWindowSeconds > 0 ? Duration.seconds(workerConsumer.maxBatchingWindowSeconds) : undefined,
-        reportBatchItemFailures: workerConsumer.reportBatchItemFailures,
-        maxConcurrency: config.workerMaxConcurrency,
-      }),
-    );
+    // One worker function per pool (the same code, the pool's timeout), fed by one event source
+    // mapping per lane, each capped at the pool's concurrency (decision 0050).
+    const workerOf = (pool: PoolQueues, timeoutSeconds: number, maxConcurrency: number | undefined, batchSize: number): SchedulerFunction => {
+      const isDefault = pool.name === DEFAULT_POOL_NAME;
+      const worker = new SchedulerFunction(this, isDefault ? 'Worker' : `Worker${pool.standard.node.id.replace(/Dispatch$/, '')}`, {
+        ...common,
+        entry: 'worker',
+        description: isDefault
+          ? 'Job scheduler worker: leases and executes runs from the dispatch queue'
+          : `Job scheduler pool worker (${pool.name}: ${pool.jobTypes.join(', ')}): leases and executes runs from its pool's queues`.slice(0, 256),
+        timeout: Duration.seconds(timeoutSeconds),
+        memorySize: 1024,
+      });
+      // BatchGetItem on runs and Query/DeleteItem on jobs: in-flight slots (taken, checked, given back);
+      // UpdateItem on jobs: a job that completes frees its place under the tenant's limit.
+      worker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem']);
+      worker.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
+      // Retries follow the job as it is now: a PATCH may have moved it to another pool or lane.
+      for (const lane of lanes) worker.grantQueue(lane, ['SendMessage']);
+      for (const lane of [pool.standard, pool.high]) {
+        worker.fn.addEventSource(
+          new SqsEventSource(lane, {
+            batchSize,
+            maxBatchingWindow: workerConsumer.maxBatchingWindowSeconds > 0 ? Duration.seconds(workerConsumer.maxBatchingWindowSeconds) : undefined,
+            reportBatchItemFailures: workerConsumer.reportBatchItemFailures,
+            maxConcurrency,
+          }),
+        );
+      }
+      return worker;
+    };
+    this.workers = {};
+    for (const pool of pools) {
+      const definition = config.pools.find((candidate) => candidate.name === pool.name);
+      this.workers[pool.name] = definition
+        ? workerOf(pool, definition.timeoutSeconds, definition.maxConcurrency, definition.batchSize ?? workerConsumer.batchSize)
+        : workerOf(pool, workerConsumer.functionTimeoutSeconds, config.workerMaxConcurrency, workerConsumer.batchSize);
+    }
+    this.worker = this.workers[DEFAULT_POOL_NAME]!;
 
     this.ticker = new SchedulerFunction(this, 'Ticker', {
       ...common,
@@ -98,9 +144,10 @@ export class SchedulerStack extends Stack {
       description: 'Job scheduler ticker: releases due runs from the time index and repairs lost messages',
       timeout: Duration.seconds(50),
     });
-    this.ticker.grantTable(runsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem']);
+    // BatchGetItem on runs: the priority (the lane) of the runs it releases or redelivers.
+    this.ticker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem']);
     this.ticker.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem']);
-    this.ticker.grantQueue(dispatchQueue, ['SendMessage']);
+    for (const lane of lanes) this.ticker.grantQueue(lane, ['SendMessage']);
     new Schedule(this, 'TickerSchedule', {
       description: 'Drives the job scheduler ticker once a minute',
       schedule: ScheduleExpression.rate(Duration.minutes(1)),
@@ -137,13 +184,14 @@ export class SchedulerStack extends Stack {
       }),
     });
 
-    applySecuritySettings(this, { httpApi: this.httpApi, functions: [this.api, this.worker, this.ticker, this.authorizer], metricsReader: this.api, logRetentionDays: config.logRetentionDays });
+    applySecuritySettings(this, { httpApi: this.httpApi, functions: [this.api, ...Object.values(this.workers), this.ticker, this.authorizer], metricsReader: this.api, logRetentionDays: config.logRetentionDays });
 
     // Dashboard and alarms (docs/operations.md#dashboard, #alarms).
     this.observability = new SchedulerObservability(this, 'Observability', {
       functions: { api: this.api.fn, worker: this.worker.fn, ticker: this.ticker.fn, authorizer: this.authorizer.fn },
       dispatchQueue,
       dispatchDlq,
+      pools: pools.map((pool) => ({ ...pool, worker: this.workers[pool.name]!.fn })),
       tables: { jobs: jobsTable, runs: runsTable },
       thresholds: config.alarms,
       alarmTopicArn: config.alarmTopicArn,

@@ -4,11 +4,23 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { AttributeType, IndexDefinition, QueueDefinition, TableDefinition } from '../lambdas/store/schema';
-import { dispatchDeadLetterQueue, dispatchQueue, jobsTable, runsTable } from '../lambdas/store/schema';
+import type { AttributeType, IndexDefinition, PoolDefinition, QueueDefinition, TableDefinition } from '../lambdas/store/schema';
+import { DEFAULT_POOL_NAME, jobsTable, poolQueues, runsTable, workerConsumer } from '../lambdas/store/schema';
 
 export interface StorageProps {
   readonly warmThroughput?: dynamodb.WarmThroughput;
+  /** Pools besides the default one; each gets its own lanes and DLQ. */
+  readonly pools?: readonly PoolDefinition[];
+}
+
+/** The queues of one worker pool: both lanes redrive into its DLQ. */
+export interface PoolQueues {
+  readonly name: string;
+  readonly jobTypes: readonly string[];
+  /** Normal and low runs. */
+  readonly standard: sqs.Queue;
+  readonly high: sqs.Queue;
+  readonly dlq: sqs.Queue;
 }
 
 const attributeType = (type: AttributeType): dynamodb.AttributeType =>
@@ -60,14 +72,26 @@ function queue(scope: Construct, definition: QueueDefinition, deadLetterQueue?: 
 export class SchedulerStorage extends Construct {
   readonly jobsTable: dynamodb.TableV2;
   readonly runsTable: dynamodb.TableV2;
+  /** The default pool's standard lane and DLQ (their construct ids predate pools). */
   readonly dispatchQueue: sqs.Queue;
+  readonly dispatchHighQueue: sqs.Queue;
   readonly dispatchDlq: sqs.Queue;
+  /** Every pool, the default one first. */
+  readonly pools: readonly PoolQueues[];
 
   constructor(scope: Construct, id: string, props: StorageProps = {}) {
     super(scope, id);
     this.jobsTable = table(this, jobsTable, props);
     this.runsTable = table(this, runsTable, props);
-    this.dispatchDlq = queue(this, dispatchDeadLetterQueue);
-    this.dispatchQueue = queue(this, dispatchQueue, this.dispatchDlq);
+    const poolOf = (pool: Pick<PoolDefinition, 'name' | 'jobTypes' | 'timeoutSeconds'>): PoolQueues => {
+      const definitions = poolQueues(pool);
+      const dlq = queue(this, definitions.dlq);
+      return { name: pool.name, jobTypes: pool.jobTypes, standard: queue(this, definitions.standard, dlq), high: queue(this, definitions.high, dlq), dlq };
+    };
+    const defaultPool = poolOf({ name: DEFAULT_POOL_NAME, jobTypes: [], timeoutSeconds: workerConsumer.functionTimeoutSeconds });
+    this.dispatchQueue = defaultPool.standard;
+    this.dispatchHighQueue = defaultPool.high;
+    this.dispatchDlq = defaultPool.dlq;
+    this.pools = [defaultPool, ...(props.pools ?? []).map(poolOf)];
   }
 }

@@ -8,6 +8,7 @@ import { createAwsClients } from '../lambdas/store/aws';
 import { TenantsRepository } from '../lambdas/store/tenants-repository';
 import { emulatorEnvironment, ensureEmulator } from './local/emulator';
 import { createLocalResources } from './local/resources';
+import { localPoolsFromEnv } from './local/pools';
 import { AdminUsageError, runAdmin } from './ops/admin';
 
 const argv = process.argv.slice(2);
@@ -17,7 +18,7 @@ let defaults = DEFAULT_TENANT_LIMITS;
 if (!jobsTable) {
   const emulator = await ensureEmulator();
   Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
-  const config = await createLocalResources(createAwsClients(), process.env.LOCAL_PREFIX ?? 'scheduler');
+  const config = await createLocalResources(createAwsClients(), process.env.LOCAL_PREFIX ?? 'scheduler', {}, {}, localPoolsFromEnv());
   jobsTable = config.jobsTable;
 } else if (process.env.TENANT_DEFAULT_LIMITS) {
   defaults = readConfig({ ...process.env, JOBS_TABLE: jobsTable, RUNS_TABLE: '-', DISPATCH_QUEUE_URL: '-', DISPATCH_DLQ_URL: '-' }).tenantDefaults;

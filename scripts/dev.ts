@@ -7,6 +7,7 @@ import { createAwsClients } from '../lambdas/store/aws';
 import { tuningFromEnv } from '../lambdas/core/config';
 import { emulatorEnvironment, ensureEmulator } from './local/emulator';
 import { createLocalResources } from './local/resources';
+import { localPoolsFromEnv } from './local/pools';
 import { ECHO_PATH, startLocalRuntime } from './local/runtime';
 
 const DEV_TENANT = 'dev';
@@ -26,7 +27,7 @@ async function main(): Promise<void> {
   Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
 
   const clients = createAwsClients();
-  const config = await createLocalResources(clients, process.env.LOCAL_PREFIX ?? 'scheduler', tuningFromEnv());
+  const config = await createLocalResources(clients, process.env.LOCAL_PREFIX ?? 'scheduler', tuningFromEnv(), {}, localPoolsFromEnv());
   // Metric lines (EMF) go to a file, as Lambda's go to CloudWatch Logs, not over the console.
   mkdirSync(path.dirname(METRICS_FILE), { recursive: true });
   const deps = createDeps(config, clients, {

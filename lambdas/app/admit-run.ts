@@ -42,7 +42,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
       if (!(await deps.runs.giveBack(run.runId, run.version, now, checkBackAt(now + wait * 1000, now, deps.config), deps.config.timeIndexShards, overlap.reason))) {
         return { kind: 'stopped', outcome: 'fenced' };
       }
-      await deps.dispatch.send([{ runId: run.runId, tenantId: run.tenantId, availableAt: now + wait * 1000 }], now);
+      await deps.dispatch.send([{ runId: run.runId, tenantId: run.tenantId, availableAt: now + wait * 1000, jobType: run.jobType, priority: run.priority }], now);
       logger.info('occurrence buffered behind a running one', { runId: run.runId, jobId: job.jobId, waitingFor: previous.runId });
       return { kind: 'stopped', outcome: 'waiting' };
     }

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { SchedulerConfig } from '../core/config';
 import type { AwsClients } from '../store/aws';
 import { ApiKeysRepository } from '../store/api-keys-repository';
-import { DispatchQueue } from '../store/dispatch-queue';
+import { DispatchQueue, DispatchRouter } from '../store/dispatch-queue';
 import { JobsRepository } from '../store/jobs-repository';
 import { RunsRepository } from '../store/runs-repository';
 import { SchedulerStateRepository } from '../store/scheduler-state-repository';
@@ -33,7 +33,8 @@ export interface SchedulerDeps {
   readonly tenantLimits: TenantLimitsCache;
   readonly inFlight: InFlightSlots;
   readonly state: SchedulerStateRepository;
-  readonly dispatch: DispatchQueue;
+  /** Every pool's dispatch queues; sends route by job type and priority. */
+  readonly dispatch: DispatchRouter;
   readonly dispatchDlq: DispatchQueue;
   readonly targets: TargetInvoker;
   /** Where targets may connect, from the configuration; names resolve through `resolve`. */
@@ -77,7 +78,11 @@ export function createDeps(
     tenantLimits: new TenantLimitsCache(tenants, config.tenantDefaults, clock),
     inFlight: new InFlightSlots(clients.dynamo, config.jobsTable),
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
-    dispatch: new DispatchQueue(clients.sqs, config.dispatchQueueUrl),
+    dispatch: new DispatchRouter(
+      clients.sqs,
+      { queueUrl: config.dispatchQueueUrl, dlqUrl: config.dispatchDlqUrl, ...(config.dispatchHighQueueUrl ? { highQueueUrl: config.dispatchHighQueueUrl } : {}) },
+      config.pools,
+    ),
     dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),
     targets: overrides.targets ?? targetInvoker,
     egress: { policy: egressPolicyOf(config), resolve: overrides.resolveHost ?? systemResolver },

@@ -49,6 +49,8 @@ export interface DispatchContext {
   readonly tenantId?: string;
   /** How often this run already waited for an in-flight slot. */
   readonly deferrals?: number;
+  /** The queue the message came from (its pool and lane): receipt handles and deferrals use it. */
+  readonly queueUrl?: string;
 }
 
 /** Longest wait of a deferred run before it tries for a slot again. */
@@ -88,7 +90,7 @@ export async function executeRun(deps: SchedulerDeps, runId: string, message: Di
     // receive count (a kept message would count towards the DLQ).
     const deferrals = (message.deferrals ?? 0) + 1;
     const delaySeconds = Math.min(MAX_DEFERRAL_SECONDS, 2 ** Math.min(deferrals - 1, 4)) + (deps.random() < 0.5 ? 0 : 1);
-    await deps.dispatch.send([{ runId, tenantId, availableAt: deps.clock() + delaySeconds * 1000, deferrals }], deps.clock());
+    await deps.dispatch.send([{ runId, tenantId, availableAt: deps.clock() + delaySeconds * 1000, deferrals, ...(message.queueUrl ? { queueUrl: message.queueUrl } : {}) }], deps.clock());
     deps.telemetry.runDeferred({ runId, tenantId }, deferrals, delaySeconds);
     return 'deferred';
   }
@@ -119,7 +121,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
     const availableAt = Date.parse(lease.run.availableAt);
     const waitMs = availableAt - deps.clock();
     if (waitMs > MAX_IN_WORKER_WAIT_MS || round >= 3) {
-      await deps.dispatch.send([{ runId, tenantId: lease.run.tenantId, availableAt }], deps.clock());
+      await deps.dispatch.send([{ runId, tenantId: lease.run.tenantId, availableAt, jobType: lease.run.jobType, priority: lease.run.priority }], deps.clock());
       logger.info('run not due yet; sent again for the remaining delay', { ...runFields(lease.run), waitMs });
       return 'requeued';
     }
@@ -138,7 +140,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
       const remainingMs = lease.run.leaseExpiresAt ? Date.parse(lease.run.leaseExpiresAt) - deps.clock() : Infinity;
       if (message.receiptHandle && remainingMs <= HELD_RECHECK_WINDOW_MS) {
         // Back just after the lease ends: if its worker is gone by then, this message recovers the run.
-        await deps.dispatch.setVisibility(message.receiptHandle, Math.max(0, Math.ceil(remainingMs / 1000)) + VISIBILITY_SLACK_SECONDS);
+        await deps.dispatch.setVisibility(message.receiptHandle, Math.max(0, Math.ceil(remainingMs / 1000)) + VISIBILITY_SLACK_SECONDS, message.queueUrl);
         logger.info('run is leased by another worker until shortly; message kept for a recheck', { ...runFields(lease.run), leaseOwner: lease.run.leaseOwner, remainingMs });
         return 'recheck';
       }
@@ -157,7 +159,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
   const { run } = lease;
   const leasedAt = Date.parse(run.startedAt ?? run.updatedAt);
   // If this worker dies, the message comes back when the lease has expired, not an hour later.
-  if (message.receiptHandle) await deps.dispatch.setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS);
+  if (message.receiptHandle) await deps.dispatch.setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl);
   try {
     return await executeLeased(deps, run, lease, leasedAt, receivedAt, message);
   } finally {
@@ -247,7 +249,7 @@ async function invokeWithHeartbeat(
           cancel.abort();
           return;
         }
-        if (message.receiptHandle) await deps.dispatch.setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS);
+        if (message.receiptHandle) await deps.dispatch.setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl);
       } catch (error) {
         // A missed beat is not fatal: the lease has two more intervals to run.
         logger.warn('heartbeat failed', { ...runFields(run), error: error instanceof Error ? error.message : String(error) });
@@ -353,7 +355,7 @@ async function wakeBuffered(deps: SchedulerDeps, jobId: string, now: number): Pr
   const job = await deps.jobs.getAnyTenant(jobId);
   const pending = job?.nextRunId ? await deps.runs.get(job.nextRunId) : null;
   if (pending?.status === 'QUEUED' && Date.parse(pending.availableAt) <= now) {
-    await deps.dispatch.send([{ runId: pending.runId, tenantId: pending.tenantId, availableAt: now }], now);
+    await deps.dispatch.send([{ runId: pending.runId, tenantId: pending.tenantId, availableAt: now, jobType: pending.jobType, priority: pending.priority }], now);
   }
 }
 

@@ -8,6 +8,7 @@ import { limitParam, parseOrThrow } from '../core/validation';
 import type { Histogram } from '../domain/histogram';
 import { merge, percentile, totalOf } from '../domain/histogram';
 import type { QueueDepth } from '../store/dispatch-queue';
+import { DEFAULT_POOL } from '../store/dispatch-queue';
 import type { Counters, OutcomeCounter } from '../store/telemetry-store';
 import { OUTCOME_COUNTERS } from '../store/telemetry-store';
 import type { SchedulerDeps } from './deps';
@@ -24,6 +25,15 @@ const DEAD_COUNT_CAP = 1_000;
 export interface QueueHealth extends QueueDepth {
   /** From CloudWatch (AWS/SQS); null when the backend publishes no SQS metrics (moto). */
   readonly oldestMessageAgeSeconds: number | null;
+}
+
+export interface PoolHealth {
+  readonly jobTypes: readonly string[];
+  /** Normal and low runs. */
+  readonly standard: QueueHealth;
+  /** High runs; null when the pool has no high lane (its high runs share the standard lane). */
+  readonly high: QueueHealth | null;
+  readonly dlq: QueueHealth;
 }
 
 export interface InFlightRun {
@@ -49,7 +59,13 @@ export interface HealthReport {
   readonly status: 'ok' | 'degraded';
   readonly checkedAt: string;
   readonly problems: string[];
-  readonly queues: { readonly dispatch: QueueHealth; readonly dispatchDlq: QueueHealth };
+  readonly queues: {
+    /** The default pool's standard lane and DLQ (as before pools). */
+    readonly dispatch: QueueHealth;
+    readonly dispatchDlq: QueueHealth;
+    /** Every pool, the default one included: its lanes and its DLQ. */
+    readonly pools: Record<string, PoolHealth>;
+  };
   readonly ticker: { readonly lastCompletedAt: string | null; readonly sinceLastCompletionSeconds: number | null; readonly lastReport: Record<string, number> | null };
   readonly runs: {
     readonly windowMinutes: number;
@@ -77,11 +93,17 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
   const now = deps.clock();
   const minuteStarts = Array.from({ length: minutes }, (_, i) => minuteOf(now - i * 60_000)).reverse();
 
-  const [dispatch, dispatchDlq, dispatchAge, dlqAge, ticker, rollups, workers, dead] = await Promise.all([
-    deps.dispatch.depth(),
-    deps.dispatchDlq.depth(),
-    oldestAge(deps, deps.config.dispatchQueueUrl, now),
-    oldestAge(deps, deps.config.dispatchDlqUrl, now),
+  const queueHealth = async (queueUrl: string): Promise<QueueHealth> => {
+    const [depth, age] = await Promise.all([deps.dispatch.queue(queueUrl).depth(), oldestAge(deps, queueUrl, now)]);
+    return { ...depth, oldestMessageAgeSeconds: age };
+  };
+  const [pools, ticker, rollups, workers, dead] = await Promise.all([
+    Promise.all(
+      deps.dispatch.pools.map(async (pool): Promise<[string, PoolHealth]> => {
+        const [standard, high, dlq] = await Promise.all([queueHealth(pool.queueUrl), pool.highQueueUrl ? queueHealth(pool.highQueueUrl) : null, queueHealth(pool.dlqUrl)]);
+        return [pool.name, { jobTypes: pool.jobTypes, standard, high, dlq }];
+      }),
+    ).then((entries) => Object.fromEntries(entries)),
     deps.state.ticker(),
     Promise.all(minuteStarts.map((minute) => deps.telemetryStore.rollupsOf(tenantId, minute))),
     deps.telemetryStore.workersSeenSince(now - WORKER_HORIZON_MS),
@@ -127,7 +149,9 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
   const since = ticker.lastCompletedAt ? now - Date.parse(ticker.lastCompletedAt) : null;
 
   const problems: string[] = [];
-  if (dispatchDlq.visible + dispatchDlq.inFlight > 0) problems.push('the dispatch dead-letter queue holds messages');
+  for (const [name, pool] of Object.entries(pools)) {
+    if (pool.dlq.visible + pool.dlq.inFlight > 0) problems.push(name === DEFAULT_POOL ? 'the dispatch dead-letter queue holds messages' : `the dead-letter queue of pool ${name} holds messages`);
+  }
   if (since === null || since > TICKER_STALE_MS) problems.push('the ticker has not completed a tick in the last 3 minutes');
   if (p99 !== null && p99 > START_LAG_TARGET_MS) problems.push(`start lag p99 is ${p99} ms over the last ${minutes} minutes (target: under ${START_LAG_TARGET_MS} ms)`);
   if (inFlight.some((run) => run.leaseExpired)) problems.push('runs hold expired leases (their workers were lost; they are retried when their messages return)');
@@ -136,7 +160,7 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
     status: problems.length === 0 ? 'ok' : 'degraded',
     checkedAt: new Date(now).toISOString(),
     problems,
-    queues: { dispatch: { ...dispatch, oldestMessageAgeSeconds: dispatchAge }, dispatchDlq: { ...dispatchDlq, oldestMessageAgeSeconds: dlqAge } },
+    queues: { dispatch: pools[DEFAULT_POOL]!.standard, dispatchDlq: pools[DEFAULT_POOL]!.dlq, pools },
     ticker: {
       lastCompletedAt: ticker.lastCompletedAt,
       sinceLastCompletionSeconds: since === null ? null : Math.round(since / 1000),

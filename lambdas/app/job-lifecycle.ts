@@ -15,7 +15,7 @@ import { firstFireTime, nextFireTimeAfter, validateSchedule } from '../domain/sc
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
 import type { SchedulerDeps } from './deps';
-import { checkTarget, viewOf } from './jobs';
+import { checkPoolTimeout, checkTarget, viewOf } from './jobs';
 import type { JobView } from './jobs';
 
 const MAX_CAS_ATTEMPTS = 5;
@@ -176,6 +176,7 @@ export async function patchJob(deps: SchedulerDeps, tenantId: string, jobId: str
       const { jobId: _j, tenantId: _t, status: _s, createdAt: _c, updatedAt: _u, version: _v, nextRunAt: _n, nextRunId: _r, lastStartedRunId: _l, pausedAt: _p, pausedPending: _pp, ...spec } = current;
       const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes }, 'Invalid job');
       if ('target' in changes) checkTarget(deps, merged.target);
+      checkPoolTimeout(deps, merged);
       const schedulingChanged =
         JSON.stringify(merged.schedule) !== JSON.stringify(current.schedule) ||
         merged.timeoutSeconds !== current.timeoutSeconds ||

@@ -7,8 +7,8 @@ import type { TenantLimits } from '../domain/tenant';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
 import { cursorParam, limitParam, parseOrThrow } from '../core/validation';
-import type { Job, JobStatus, Target } from '../domain/job';
-import { jobSpecSchema, scheduleSchema } from '../domain/job';
+import type { Job, JobSpec, JobStatus, Target } from '../domain/job';
+import { attemptTimeoutSeconds, jobSpecSchema, scheduleSchema } from '../domain/job';
 import type { Run } from '../domain/run';
 import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
 import type { Page } from '../store/runs-repository';
@@ -43,6 +43,7 @@ export async function createJob(
   const now = deps.clock();
   validateSchedule(spec.schedule, now);
   checkTarget(deps, spec.target);
+  checkPoolTimeout(deps, spec);
 
   const first = firstFireTime(spec.schedule, now);
   const at = new Date(now).toISOString();
@@ -120,6 +121,25 @@ export function checkTarget(deps: SchedulerDeps, target: Target): void {
   if (target.kind === 'http') {
     const refusal = urlRefusal(target.url, deps.egress.policy);
     if (refusal) throw new ValidationError('Invalid job', [{ path: 'target.url', message: refusal }]);
+  }
+}
+
+/** Seconds a pool's worker keeps beyond a run's timeout, to record the outcome before Lambda stops it. */
+export const POOL_TIMEOUT_HEADROOM_SECONDS = 10;
+
+/**
+ * A job must fit in its pool's worker: a run that outlasted the function's timeout would be cut off
+ * and retried as a lost worker, again and again. Pools without a known timeout (the default pool,
+ * 900 s against runs of at most 840 s) need no check.
+ */
+export function checkPoolTimeout(deps: SchedulerDeps, spec: Pick<JobSpec, 'type' | 'timeoutSeconds' | 'target'>): void {
+  const pool = deps.dispatch.poolOf(spec.type);
+  if (pool.timeoutSeconds === undefined) return;
+  const limit = pool.timeoutSeconds - POOL_TIMEOUT_HEADROOM_SECONDS;
+  if (attemptTimeoutSeconds(spec) > limit) {
+    throw new ValidationError('Invalid job', [
+      { path: 'timeoutSeconds', message: `must be at most ${limit} for job type ${spec.type}: its worker pool ${pool.name} stops after ${pool.timeoutSeconds} s` },
+    ]);
   }
 }
 

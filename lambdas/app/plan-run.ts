@@ -36,6 +36,7 @@ export function planRun(
     jobId: job.jobId,
     tenantId: job.tenantId,
     jobType: job.type,
+    priority: job.priority,
     scheduledFor,
     attempt: occurrence.attempt,
     status: placement.status,
@@ -62,6 +63,6 @@ export function planRun(
       ...(occurrence.payloadOverride !== undefined ? { payloadOverride: occurrence.payloadOverride } : {}),
       ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
     },
-    dispatch: placement.status === 'QUEUED' ? { runId: run.runId, tenantId: run.tenantId, availableAt } : null,
+    dispatch: placement.status === 'QUEUED' ? { runId: run.runId, tenantId: run.tenantId, availableAt, jobType: run.jobType, priority: run.priority } : null,
   };
 }

@@ -38,11 +38,18 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number): Promise<T
   let released = 0;
   let redelivered = 0;
   const toRelease = entries.filter((entry) => entry.status === 'SCHEDULED');
+  const lost = entries.filter((entry) => entry.status === 'QUEUED' && Date.parse(entry.gateAt) <= now);
+  // The time index carries the job type (the pool) but not the priority (the lane): read it from the runs.
+  const priorities = await prioritiesOf(deps, [...toRelease, ...lost].map((entry) => entry.runId));
+  const dispatchOf = (entry: (typeof entries)[number]) => ({
+    runId: entry.runId,
+    tenantId: entry.tenantId,
+    availableAt: Date.parse(entry.availableAt),
+    jobType: entry.jobType,
+    priority: priorities.get(entry.runId),
+  });
   if (toRelease.length > 0) {
-    await deps.dispatch.send(
-      toRelease.map((entry) => ({ runId: entry.runId, tenantId: entry.tenantId, availableAt: Date.parse(entry.availableAt) })),
-      now,
-    );
+    await deps.dispatch.send(toRelease.map(dispatchOf), now);
     for (const entry of toRelease) {
       const next = checkBackAt(Date.parse(entry.availableAt), now, config);
       if (await deps.runs.markQueued(entry.runId, now, next, config.timeIndexShards)) {
@@ -52,12 +59,11 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number): Promise<T
     }
   }
 
-  const lost = entries.filter((entry) => entry.status === 'QUEUED' && Date.parse(entry.gateAt) <= now);
   for (const entry of lost) {
     // Claim the redelivery first so that a second ticker does not send it again.
     const next = now + config.redeliveryGraceSeconds * 1000;
     if (await deps.runs.moveCheckBack(entry.runId, entry.gateAt, next, config.timeIndexShards)) {
-      await deps.dispatch.send([{ runId: entry.runId, tenantId: entry.tenantId, availableAt: Date.parse(entry.availableAt) }], now);
+      await deps.dispatch.send([dispatchOf(entry)], now);
       logger.warn('queued run was not leased within the grace; message sent again', {
         runId: entry.runId,
         jobId: entry.jobId,
@@ -86,6 +92,15 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number): Promise<T
   await deps.state.recordTick(cursor, deps.clock(), { ...report });
   logger.info('tick completed', { ...report });
   return report;
+}
+
+/** The priorities of runs that have one other than normal (runs are read 100 at a time). */
+async function prioritiesOf(deps: SchedulerDeps, runIds: readonly string[]): Promise<Map<string, 'high' | 'normal' | 'low'>> {
+  const priorities = new Map<string, 'high' | 'normal' | 'low'>();
+  for (let start = 0; start < runIds.length; start += 100) {
+    for (const run of await deps.runs.getMany(runIds.slice(start, start + 100))) if (run.priority) priorities.set(run.runId, run.priority);
+  }
+  return priorities;
 }
 
 async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {

@@ -3,6 +3,19 @@
 import { z } from 'zod';
 import type { TenantLimits } from '../domain/tenant';
 import { DEFAULT_TENANT_LIMITS, tenantLimitsSchema } from '../domain/tenant';
+import type { PoolRoute } from '../store/dispatch-queue';
+
+/** A worker pool as DISPATCH_POOLS carries it (the default pool is DISPATCH_QUEUE_URL and friends). */
+export const poolRouteSchema = z.strictObject({
+  name: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/),
+  jobTypes: z.array(z.string().min(1).max(64)).max(100),
+  queueUrl: z.string().min(1),
+  highQueueUrl: z.string().min(1).optional(),
+  dlqUrl: z.string().min(1),
+  maxConcurrency: z.number().int().min(1).max(1000).optional(),
+  timeoutSeconds: z.number().int().min(1).max(900).optional(),
+  batchSize: z.number().int().min(1).max(10).optional(),
+});
 
 /** Tunables of the time gate and leases; each can be overridden per deployment. */
 export const DEFAULT_TUNING = {
@@ -23,6 +36,23 @@ const envSchema = z.object({
   RUNS_TABLE: z.string().min(1),
   DISPATCH_QUEUE_URL: z.string().min(1),
   DISPATCH_DLQ_URL: z.string().min(1),
+  /** The default pool's high lane; without it, high runs of the default pool share its queue. */
+  DISPATCH_HIGH_QUEUE_URL: z.string().min(1).optional(),
+  /** The other worker pools, as JSON: [{ name, jobTypes, queueUrl, highQueueUrl, dlqUrl }]. */
+  DISPATCH_POOLS: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (!raw) return [];
+      try {
+        const parsed = z.array(poolRouteSchema).max(20).safeParse(JSON.parse(raw));
+        if (parsed.success) return parsed.data;
+      } catch {
+        // reported below
+      }
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON array of worker pools' });
+      return z.NEVER;
+    }),
   /** `local` allows plain-http targets; `aws` requires https. */
   SCHEDULER_MODE: z.enum(['aws', 'local']).default('aws'),
   /** `true` lets targets resolve to private addresses (RFC 1918, 100.64/10, fc00::/7) and loopback. */
@@ -60,6 +90,10 @@ export interface SchedulerConfig extends Readonly<Tuning> {
   readonly runsTable: string;
   readonly dispatchQueueUrl: string;
   readonly dispatchDlqUrl: string;
+  /** The default pool's high lane, if it has one. */
+  readonly dispatchHighQueueUrl?: string;
+  /** Worker pools besides the default one (job type → own queues); see docs/operations.md#pools-and-priorities. */
+  readonly pools?: readonly PoolRoute[];
   readonly localMode: boolean;
   /** Limits of a tenant that has none of its own. */
   readonly tenantDefaults: TenantLimits;
@@ -79,6 +113,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfi
     runsTable: e.RUNS_TABLE,
     dispatchQueueUrl: e.DISPATCH_QUEUE_URL,
     dispatchDlqUrl: e.DISPATCH_DLQ_URL,
+    ...(e.DISPATCH_HIGH_QUEUE_URL ? { dispatchHighQueueUrl: e.DISPATCH_HIGH_QUEUE_URL } : {}),
+    pools: e.DISPATCH_POOLS,
     localMode: e.SCHEDULER_MODE === 'local',
     tenantDefaults: e.TENANT_DEFAULT_LIMITS,
     allowPrivateTargets: e.ALLOW_PRIVATE_TARGETS === 'true',

@@ -27,6 +27,8 @@ export interface Run {
   readonly jobId: string;
   readonly tenantId: string;
   readonly jobType: string;
+  /** The job's priority when the run was made (absent on runs older than priorities: normal). */
+  readonly priority?: 'high' | 'normal' | 'low';
   /** The occurrence this run belongs to: its scheduled fire time. */
   readonly scheduledFor: string;
   readonly attempt: number;

@@ -4,7 +4,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
-import { MAX_SQS_DELAY_SECONDS } from './schema';
+import { DEFAULT_POOL_NAME, MAX_SQS_DELAY_SECONDS } from './schema';
 
 const messageSchema = z.object({
   v: z.literal(1),
@@ -21,7 +21,35 @@ export interface Dispatch {
   /** When the run becomes due; the message is delayed until then (at most 900 s ahead). */
   readonly availableAt: number;
   readonly deferrals?: number;
+  /** The run's job type: it picks the worker pool (see DispatchRouter). */
+  readonly jobType?: string;
+  /** The run's priority: `high` goes to the pool's high lane, `normal` and `low` to its standard lane. */
+  readonly priority?: Priority;
+  /** Send to exactly this queue (a deferred message goes back to the lane it came from). */
+  readonly queueUrl?: string;
 }
+
+export type Priority = 'high' | 'normal' | 'low';
+
+/** A worker pool's queues, as the functions are told them (DISPATCH_POOLS) or local resources make them. */
+export interface PoolRoute {
+  readonly name: string;
+  /** Job types this pool runs; the default pool runs every type no other pool lists. */
+  readonly jobTypes: readonly string[];
+  /** The standard lane: `normal` and `low` runs. */
+  readonly queueUrl: string;
+  /** The high lane; without one, `high` runs share the standard lane. */
+  readonly highQueueUrl?: string;
+  readonly dlqUrl: string;
+  /** Concurrent batches per lane (the event source mapping's maxConcurrency; local pollers). */
+  readonly maxConcurrency?: number;
+  /** Seconds the pool's worker may run (its function timeout). */
+  readonly timeoutSeconds?: number;
+  /** Messages per batch (default workerConsumer.batchSize). */
+  readonly batchSize?: number;
+}
+
+export const DEFAULT_POOL = DEFAULT_POOL_NAME;
 
 export function encodeDispatchMessage(runId: string, tenantId?: string, deferrals?: number): string {
   return JSON.stringify({ v: 1, runId, ...(tenantId ? { tenantId } : {}), ...(deferrals ? { deferrals } : {}) } satisfies DispatchMessage);
@@ -148,5 +176,92 @@ export class DispatchQueue {
       inFlight: Number(attributes.ApproximateNumberOfMessagesNotVisible ?? 0),
       delayed: Number(attributes.ApproximateNumberOfMessagesDelayed ?? 0),
     };
+  }
+}
+
+/** One lane of one pool, with its queue. */
+export interface Lane {
+  readonly pool: string;
+  readonly lane: 'high' | 'standard';
+  readonly queueUrl: string;
+  readonly queue: DispatchQueue;
+}
+
+/**
+ * The dispatch queues of every worker pool and lane. A run goes to the pool of its job type (the
+ * default pool for types no pool lists) and, there, to the high lane or the standard lane by its
+ * priority; every send path routes through here, so the API, retries, the ticker's releases and
+ * redeliveries all agree. Receipt handles are queue-specific: visibility changes name the queue the
+ * message came from (the default pool's standard lane when none is given).
+ */
+export class DispatchRouter {
+  readonly pools: readonly PoolRoute[];
+  private readonly byJobType = new Map<string, PoolRoute>();
+  private readonly queues = new Map<string, DispatchQueue>();
+  readonly defaultPool: PoolRoute;
+
+  constructor(
+    private readonly sqs: SQSClient,
+    defaultPool: Omit<PoolRoute, 'name' | 'jobTypes'>,
+    pools: readonly PoolRoute[] = [],
+  ) {
+    this.defaultPool = { ...defaultPool, name: DEFAULT_POOL, jobTypes: [] };
+    this.pools = [this.defaultPool, ...pools.filter((pool) => pool.name !== DEFAULT_POOL)];
+    for (const pool of this.pools) for (const jobType of pool.jobTypes) this.byJobType.set(jobType, pool);
+  }
+
+  /** The queue of one URL (one client per queue, each batching its own sends). */
+  queue(queueUrl: string): DispatchQueue {
+    let queue = this.queues.get(queueUrl);
+    if (!queue) {
+      queue = new DispatchQueue(this.sqs, queueUrl);
+      this.queues.set(queueUrl, queue);
+    }
+    return queue;
+  }
+
+  poolOf(jobType: string | undefined): PoolRoute {
+    return (jobType !== undefined && this.byJobType.get(jobType)) || this.defaultPool;
+  }
+
+  /** The queue a run of this job type and priority is sent to. */
+  queueUrlFor(jobType: string | undefined, priority: Priority | undefined): string {
+    const pool = this.poolOf(jobType);
+    return priority === 'high' && pool.highQueueUrl ? pool.highQueueUrl : pool.queueUrl;
+  }
+
+  /** Every lane of every pool (the consumers' view). */
+  lanes(): Lane[] {
+    return this.pools.flatMap((pool) => [
+      ...(pool.highQueueUrl ? [{ pool: pool.name, lane: 'high' as const, queueUrl: pool.highQueueUrl, queue: this.queue(pool.highQueueUrl) }] : []),
+      { pool: pool.name, lane: 'standard' as const, queueUrl: pool.queueUrl, queue: this.queue(pool.queueUrl) },
+    ]);
+  }
+
+  /** The URL of a known dispatch queue from its ARN (an SQS record's eventSourceARN): same queue name. */
+  queueUrlOfArn(arn: string | undefined): string {
+    const name = arn?.split(':').pop();
+    const urls = this.pools.flatMap((pool) => [pool.queueUrl, ...(pool.highQueueUrl ? [pool.highQueueUrl] : [])]);
+    return urls.find((url) => name !== undefined && url.split('/').pop() === name) ?? this.defaultPool.queueUrl;
+  }
+
+  async send(dispatches: readonly Dispatch[], now: number): Promise<void> {
+    const byQueue = new Map<string, Dispatch[]>();
+    for (const dispatch of dispatches) {
+      const url = dispatch.queueUrl ?? this.queueUrlFor(dispatch.jobType, dispatch.priority);
+      byQueue.set(url, [...(byQueue.get(url) ?? []), dispatch]);
+    }
+    const results = await Promise.allSettled([...byQueue].map(([url, batch]) => this.queue(url).send(batch, now)));
+    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  async setVisibility(receiptHandle: string, seconds: number, queueUrl?: string): Promise<void> {
+    await this.queue(queueUrl ?? this.defaultPool.queueUrl).setVisibility(receiptHandle, seconds);
+  }
+
+  /** The default pool's standard lane (what `queues.dispatch` of the health report shows). */
+  async depth(): Promise<QueueDepth> {
+    return this.queue(this.defaultPool.queueUrl).depth();
   }
 }

@@ -111,6 +111,64 @@ export const dispatchDeadLetterQueue: QueueDefinition = {
   maxMessageSizeBytes: 1024 * 1024,
 };
 
+/**
+ * A worker pool: the job types it runs, with its own queues (a standard lane for normal and low
+ * runs, a high lane, a DLQ), its own worker timeout and concurrency. Job types no pool lists run
+ * in the implicit `default` pool (the dispatch queue above, workerConsumer's timeout).
+ */
+export interface PoolDefinition {
+  /** Lower-case letters, digits and dashes; `default` is the implicit pool. */
+  readonly name: string;
+  readonly jobTypes: readonly string[];
+  /** Concurrent batches per lane: the event source mapping's maxConcurrency (2 to 1000 in AWS). */
+  readonly maxConcurrency: number;
+  /** The pool's worker function timeout (its runs' timeoutSeconds must fit inside it). */
+  readonly timeoutSeconds: number;
+  /** Messages per batch; default workerConsumer.batchSize. */
+  readonly batchSize?: number;
+}
+
+export const DEFAULT_POOL_NAME = 'default';
+
+/** Construct ids and local name parts of a pool's queues. */
+export function poolQueues(pool: Pick<PoolDefinition, 'name' | 'timeoutSeconds'>): { readonly standard: QueueDefinition; readonly high: QueueDefinition; readonly dlq: QueueDefinition } {
+  if (pool.name === DEFAULT_POOL_NAME) {
+    // The default pool keeps the ids it had before pools, so deployed queues are not replaced.
+    return { standard: dispatchQueue, high: { ...dispatchQueue, id: 'DispatchHigh' }, dlq: dispatchDeadLetterQueue };
+  }
+  const id = `Pool${pool.name.split('-').map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join('')}`;
+  // Six times the pool's worker timeout, as the event source mapping requires.
+  const lane = { ...dispatchQueue, visibilityTimeoutSeconds: 6 * pool.timeoutSeconds };
+  return { standard: { ...lane, id: `${id}Dispatch` }, high: { ...lane, id: `${id}DispatchHigh` }, dlq: { ...dispatchDeadLetterQueue, id: `${id}DispatchDlq` } };
+}
+
+/** Checks a deployment's pools: names, job types listed once, limits the event source mapping accepts. */
+export function validatePools(pools: readonly PoolDefinition[], { minConcurrency }: { minConcurrency: number }): void {
+  const seenTypes = new Map<string, string>();
+  const seenNames = new Set<string>();
+  for (const pool of pools) {
+    if (!/^[a-z][a-z0-9-]{0,31}$/.test(pool.name)) throw new Error(`pool name "${pool.name}": use lower-case letters, digits and dashes, starting with a letter (at most 32)`);
+    if (pool.name === DEFAULT_POOL_NAME) throw new Error('pool name "default" is the implicit pool of every job type no pool lists');
+    if (seenNames.has(pool.name)) throw new Error(`pool "${pool.name}" is defined twice`);
+    seenNames.add(pool.name);
+    if (pool.jobTypes.length === 0) throw new Error(`pool "${pool.name}" lists no job type`);
+    for (const jobType of pool.jobTypes) {
+      const other = seenTypes.get(jobType);
+      if (other) throw new Error(`job type "${jobType}" is in pools "${other}" and "${pool.name}"`);
+      seenTypes.set(jobType, pool.name);
+    }
+    if (!Number.isInteger(pool.maxConcurrency) || pool.maxConcurrency < minConcurrency || pool.maxConcurrency > 1000) {
+      throw new Error(`pool "${pool.name}": maxConcurrency must be a whole number from ${minConcurrency} to 1000`);
+    }
+    if (!Number.isInteger(pool.timeoutSeconds) || pool.timeoutSeconds < 10 || pool.timeoutSeconds > 900) {
+      throw new Error(`pool "${pool.name}": timeoutSeconds must be a whole number from 10 to 900 (a Lambda function's limit)`);
+    }
+    if (pool.batchSize !== undefined && (!Number.isInteger(pool.batchSize) || pool.batchSize < 1 || pool.batchSize > 10)) {
+      throw new Error(`pool "${pool.name}": batchSize must be a whole number from 1 to 10`);
+    }
+  }
+}
+
 /** How the worker consumes the dispatch queue, in AWS (event source mapping) and locally (poller). */
 export const workerConsumer = {
   batchSize: 10,

@@ -16,7 +16,7 @@ async function failLater(deps: SchedulerDeps, record: SQSRecord): Promise<{ item
     // Back after a short while rather than the queue's visibility timeout (sized for the longest
     // run): transient faults retry promptly, and poison messages reach the DLQ after
     // maxReceiveCount short rounds.
-    await deps.dispatch.setVisibility(record.receiptHandle, deps.config.failedMessageRetrySeconds);
+    await deps.dispatch.setVisibility(record.receiptHandle, deps.config.failedMessageRetrySeconds, deps.dispatch.queueUrlOfArn(record.eventSourceARN));
   } catch (error) {
     logger.warn('could not shorten the visibility of a failed message', {
       messageId: record.messageId,
@@ -36,7 +36,13 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
         return failLater(deps, record);
       }
       try {
-        const result = await executeRun(deps, message.runId, { receiptHandle: record.receiptHandle, tenantId: message.tenantId, deferrals: message.deferrals });
+        const result = await executeRun(deps, message.runId, {
+          receiptHandle: record.receiptHandle,
+          tenantId: message.tenantId,
+          deferrals: message.deferrals,
+          // The pool and lane it came from: its receipt handle is that queue's.
+          queueUrl: deps.dispatch.queueUrlOfArn(record.eventSourceARN),
+        });
         // Kept for a recheck: executeRun has set when the message comes back.
         return { itemIdentifier: record.messageId, ok: result !== 'recheck' };
       } catch (error) {

@@ -10,8 +10,9 @@ import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand } fro
 import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
 import { DEFAULT_TUNING } from '../../lambdas/core/config';
 import type { AwsClients } from '../../lambdas/store/aws';
-import type { IndexDefinition, QueueDefinition, TableDefinition } from '../../lambdas/store/schema';
-import { dispatchDeadLetterQueue, dispatchQueue, jobsTable, runsTable } from '../../lambdas/store/schema';
+import type { IndexDefinition, PoolDefinition, QueueDefinition, TableDefinition } from '../../lambdas/store/schema';
+import { DEFAULT_POOL_NAME, jobsTable, poolQueues, runsTable, validatePools, workerConsumer } from '../../lambdas/store/schema';
+import type { PoolRoute } from '../../lambdas/store/dispatch-queue';
 
 function projectionOf(definition: IndexDefinition) {
   const { projection } = definition;
@@ -113,17 +114,39 @@ export async function createLocalResources(
   prefix: string,
   tuning: Partial<Tuning> = {},
   tenantDefaults: Partial<TenantLimits> = {},
+  pools: readonly PoolDefinition[] = [],
 ): Promise<SchedulerConfig> {
+  // Locally a pool may have one poller (AWS's event source mapping needs two).
+  validatePools(pools, { minConcurrency: 1 });
   const jobs = `${prefix}-jobs`;
   const runs = `${prefix}-runs`;
   await Promise.all([ensureTable(clients.dynamo, jobs, jobsTable), ensureTable(clients.dynamo, runs, runsTable)]);
-  const dlq = await ensureQueue(clients.sqs, `${prefix}-dispatch-dlq`, dispatchDeadLetterQueue);
-  const dispatch = await ensureQueue(clients.sqs, `${prefix}-dispatch`, dispatchQueue, dlq.arn);
+  // Every pool's lanes and DLQ, from the same definitions as the stack's (both lanes redrive to the DLQ).
+  const poolResources = async (pool: Pick<PoolDefinition, 'name' | 'timeoutSeconds'>) => {
+    const queues = poolQueues(pool);
+    const base = pool.name === DEFAULT_POOL_NAME ? `${prefix}-dispatch` : `${prefix}-pool-${pool.name}`;
+    const dlq = await ensureQueue(clients.sqs, `${base}-dlq`, queues.dlq);
+    const [standard, high] = await Promise.all([ensureQueue(clients.sqs, base, queues.standard, dlq.arn), ensureQueue(clients.sqs, `${base}-high`, queues.high, dlq.arn)]);
+    return { queueUrl: standard.url, highQueueUrl: high.url, dlqUrl: dlq.url };
+  };
+  const dispatch = await poolResources({ name: DEFAULT_POOL_NAME, timeoutSeconds: workerConsumer.functionTimeoutSeconds });
+  const routes: PoolRoute[] = await Promise.all(
+    pools.map(async (pool) => ({
+      name: pool.name,
+      jobTypes: [...pool.jobTypes],
+      maxConcurrency: pool.maxConcurrency,
+      timeoutSeconds: pool.timeoutSeconds,
+      ...(pool.batchSize !== undefined ? { batchSize: pool.batchSize } : {}),
+      ...(await poolResources(pool)),
+    })),
+  );
   return {
     jobsTable: jobs,
     runsTable: runs,
-    dispatchQueueUrl: dispatch.url,
-    dispatchDlqUrl: dlq.url,
+    dispatchQueueUrl: dispatch.queueUrl,
+    dispatchHighQueueUrl: dispatch.highQueueUrl,
+    dispatchDlqUrl: dispatch.dlqUrl,
+    pools: routes,
     localMode: true,
     tenantDefaults: { ...DEFAULT_TENANT_LIMITS, ...tenantDefaults },
     // Local mode already calls loopback (see egressPolicyOf); other private addresses stay refused.
@@ -138,7 +161,11 @@ export async function deleteLocalResources(clients: AwsClients, config: Schedule
   await Promise.allSettled([
     clients.dynamo.send(new DeleteTableCommand({ TableName: config.jobsTable })),
     clients.dynamo.send(new DeleteTableCommand({ TableName: config.runsTable })),
-    clients.sqs.send(new DeleteQueueCommand({ QueueUrl: config.dispatchQueueUrl })),
-    clients.sqs.send(new DeleteQueueCommand({ QueueUrl: config.dispatchDlqUrl })),
+    ...[
+      config.dispatchQueueUrl,
+      config.dispatchDlqUrl,
+      ...(config.dispatchHighQueueUrl ? [config.dispatchHighQueueUrl] : []),
+      ...(config.pools ?? []).flatMap((pool) => [pool.queueUrl, pool.dlqUrl, ...(pool.highQueueUrl ? [pool.highQueueUrl] : [])]),
+    ].map((url) => clients.sqs.send(new DeleteQueueCommand({ QueueUrl: url }))),
   ]);
 }

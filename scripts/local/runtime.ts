@@ -28,7 +28,10 @@ export interface LocalRuntimeOptions {
   /** 0 picks a free port. */
   readonly port: number;
   readonly host?: string;
-  /** Concurrent pollers, as the event source mapping runs concurrent batches. */
+  /**
+   * Concurrent pollers per lane of the default pool, as the event source mapping runs concurrent
+   * batches; other pools use their own maxConcurrency. 0 runs no poller at all.
+   */
   readonly workerConcurrency: number;
   /** Ticker period; 0 disables the timer (tests drive the ticker themselves). */
   readonly tickIntervalMs: number;
@@ -220,8 +223,6 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const authorizer = createAuthorizerHandler(deps.authenticator);
   const worker = createWorkerHandler(deps);
   const ticker = createTickerHandler(deps);
-  const queueUrl = deps.config.dispatchQueueUrl;
-  const queueArn = `arn:aws:sqs:local:000000000000:${queueUrl.split('/').pop() ?? 'dispatch'}`;
   let stopping = false;
 
   const server: Server = createServer((request: IncomingMessage, response: ServerResponse) => {
@@ -275,78 +276,96 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   // a standard queue in order and knows nothing of fair queues; this is the local stand-in for what
   // SQS does in AWS (decision 0024). The worker handler, batches, partial batch failures and
   // deletes are as the mapping does them; reported failures stay in flight until their visibility
-  // timeout ends.
-  const delivery = new FairBuffer(options.fairBufferSize ?? DEFAULT_FAIR_BUFFER);
-  const returnToQueue = async (messages: Message[]): Promise<void> => {
-    for (let start = 0; start < messages.length; start += 10) {
-      await clients.sqs
-        .send(
-          new ChangeMessageVisibilityBatchCommand({
-            QueueUrl: queueUrl,
-            Entries: messages.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '', VisibilityTimeout: 0 })),
-          }),
-        )
-        .catch(() => undefined);
-    }
-  };
-  const fetch = async (): Promise<void> => {
-    while (!stopping) {
-      if (delivery.full) {
-        await delivery.waitForRoom();
-        continue;
+  // timeout ends. As in AWS, every lane of every pool has a consumer of its own (one mapping per
+  // queue), with the pool's concurrency and batch size (decision 0050): a slow pool or a deep
+  // standard lane never holds up another pool or the high lane.
+  const consumers = deps.dispatch.lanes().map((lane) => {
+    const pool = deps.dispatch.pools.find((candidate) => candidate.name === lane.pool);
+    const concurrency = options.workerConcurrency > 0 && lane.pool !== deps.dispatch.defaultPool.name ? (pool?.maxConcurrency ?? options.workerConcurrency) : options.workerConcurrency;
+    return consume(lane.queueUrl, concurrency, pool?.batchSize ?? workerConsumer.batchSize, lane.lane === 'high' ? 1 : FETCHERS);
+  });
+
+  function consume(queueUrl: string, concurrency: number, batchSize: number, fetchers: number) {
+    const queueArn = `arn:aws:sqs:local:000000000000:${queueUrl.split('/').pop() ?? 'dispatch'}`;
+    const delivery = new FairBuffer(options.fairBufferSize ?? DEFAULT_FAIR_BUFFER);
+    const returnToQueue = async (messages: Message[]): Promise<void> => {
+      for (let start = 0; start < messages.length; start += 10) {
+        await clients.sqs
+          .send(
+            new ChangeMessageVisibilityBatchCommand({
+              QueueUrl: queueUrl,
+              Entries: messages.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '', VisibilityTimeout: 0 })),
+            }),
+          )
+          .catch(() => undefined);
       }
-      let messages: Message[];
-      try {
-        const received = await clients.sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: queueUrl,
-            MaxNumberOfMessages: workerConsumer.batchSize,
-            WaitTimeSeconds: options.pollWaitSeconds ?? 2,
-            MessageSystemAttributeNames: ['All'],
-          }),
-        );
-        messages = received.Messages ?? [];
-      } catch (error) {
-        if (stopping) return;
-        console.error('local poller: ReceiveMessage failed; retrying in 1 s', error instanceof Error ? error.message : error);
-        await new Promise((resolve) => setTimeout(resolve, 1000));
-        continue;
+    };
+    const fetch = async (): Promise<void> => {
+      while (!stopping) {
+        if (delivery.full) {
+          await delivery.waitForRoom();
+          continue;
+        }
+        let messages: Message[];
+        try {
+          const received = await clients.sqs.send(
+            new ReceiveMessageCommand({
+              QueueUrl: queueUrl,
+              MaxNumberOfMessages: workerConsumer.batchSize,
+              WaitTimeSeconds: options.pollWaitSeconds ?? 2,
+              MessageSystemAttributeNames: ['All'],
+            }),
+          );
+          messages = received.Messages ?? [];
+        } catch (error) {
+          if (stopping) return;
+          console.error('local poller: ReceiveMessage failed; retrying in 1 s', error instanceof Error ? error.message : error);
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          continue;
+        }
+        if (stopping) {
+          // Received while stopping: hand them straight back rather than hide them for the queue's
+          // visibility timeout.
+          await returnToQueue(messages);
+          return;
+        }
+        for (const message of messages) delivery.add(groupOf(message), message);
       }
-      if (stopping) {
-        // Received while stopping: hand them straight back rather than hide them for the queue's
-        // visibility timeout.
-        await returnToQueue(messages);
-        return;
+    };
+    const work = async (): Promise<void> => {
+      while (!stopping) {
+        const messages = await delivery.take(batchSize);
+        if (messages.length === 0) continue;
+        const event: SQSEvent = { Records: messages.map((message) => toSqsRecord(message, queueArn)) };
+        let failed: Set<string>;
+        try {
+          const response = await worker(event, lambdaContext('worker'));
+          failed = new Set((response?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier));
+        } catch (error) {
+          console.error('local poller: worker invocation failed; the whole batch will be retried', error);
+          failed = new Set(event.Records.map((record) => record.messageId));
+        }
+        const done = messages.filter((message) => !failed.has(message.MessageId ?? ''));
+        for (let start = 0; start < done.length; start += 10) {
+          await clients.sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: queueUrl,
+              Entries: done.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '' })),
+            }),
+          );
+        }
       }
-      for (const message of messages) delivery.add(groupOf(message), message);
-    }
-  };
-  const work = async (): Promise<void> => {
-    while (!stopping) {
-      const messages = await delivery.take(workerConsumer.batchSize);
-      if (messages.length === 0) continue;
-      const event: SQSEvent = { Records: messages.map((message) => toSqsRecord(message, queueArn)) };
-      let failed: Set<string>;
-      try {
-        const response = await worker(event, lambdaContext('worker'));
-        failed = new Set((response?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier));
-      } catch (error) {
-        console.error('local poller: worker invocation failed; the whole batch will be retried', error);
-        failed = new Set(event.Records.map((record) => record.messageId));
-      }
-      const done = messages.filter((message) => !failed.has(message.MessageId ?? ''));
-      for (let start = 0; start < done.length; start += 10) {
-        await clients.sqs.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: queueUrl,
-            Entries: done.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '' })),
-          }),
-        );
-      }
-    }
-  };
-  const fetchers = options.workerConcurrency > 0 ? Array.from({ length: FETCHERS }, () => fetch()) : [];
-  const pollers = [...fetchers, ...Array.from({ length: options.workerConcurrency }, () => work())];
+    };
+    const loops = concurrency > 0 ? [...Array.from({ length: fetchers }, () => fetch()), ...Array.from({ length: concurrency }, () => work())] : [];
+    return {
+      stop: async (): Promise<void> => {
+        delivery.close();
+        await Promise.allSettled(loops);
+        // Messages fetched but not yet handed to a worker go back to the queue at once.
+        await returnToQueue(delivery.drain());
+      },
+    };
+  }
 
   let ticking: Promise<void> | null = null;
   const tickNow = async (): Promise<void> => {
@@ -374,10 +393,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await closed;
-      delivery.close();
-      await Promise.allSettled(pollers);
-      // Messages fetched but not yet handed to a worker go back to the queue at once.
-      await returnToQueue(delivery.drain());
+      await Promise.all(consumers.map((consumer) => consumer.stop()));
       if (ticking) await ticking;
     },
   };

@@ -25,6 +25,8 @@ const ALARMS = [
   'TickerErrors',
   'TickerNotRunning',
   'LambdaThrottles',
+  // The default pool's high lane (decision 0050).
+  'OldestHighMessageTooOld',
 ] as const;
 
 function synth(id: string, config?: Partial<SchedulerStackConfig>): Record<string, Resource> {
@@ -84,8 +86,15 @@ const logicalIdOf = (type: string, predicate: (r: Resource) => boolean) => {
 };
 const functionId = (description: string) =>
   logicalIdOf('AWS::Lambda::Function', (r) => String(r.Properties.Description).startsWith(description));
-const queueId = () => logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
-const dlqId = () => logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy === undefined);
+/** The default pool's standard lane, high lane and DLQ, by their construct ids (Storage/Dispatch, …). */
+const queueIdMatching = (pattern: RegExp) => {
+  const found = Object.entries(resources).filter(([id, r]) => r.Type === 'AWS::SQS::Queue' && pattern.test(id));
+  expect(found).toHaveLength(1);
+  return found[0]![0];
+};
+const queueId = () => queueIdMatching(/^StorageDispatch[0-9A-F]{8}$/);
+const highId = () => queueIdMatching(/^StorageDispatchHigh[0-9A-F]{8}$/);
+const dlqId = () => queueIdMatching(/^StorageDispatchDlq[0-9A-F]{8}$/);
 const tableId = (attribute: string) =>
   logicalIdOf('AWS::DynamoDB::GlobalTable', (r) => JSON.stringify(r.Properties.AttributeDefinitions).includes(`"${attribute}"`));
 
@@ -259,10 +268,11 @@ describe('dashboard', () => {
       ['Messages visible (waiting)', 'ApproximateNumberOfMessagesVisible'],
       ['Messages in flight (received, not deleted)', 'ApproximateNumberOfMessagesNotVisible'],
       ['Age of oldest message', 'ApproximateAgeOfOldestMessage'],
-    ])('%s: %s of the dispatch queue and its DLQ', (title, metricName) => {
+    ])('%s: %s of the dispatch queue, its high lane and its DLQ', (title, metricName) => {
       const series = seriesOf(widget(title));
       expect(series.map((s) => [s.namespace, s.metricName, s.options.stat, s.dimensions])).toEqual([
         ['AWS/SQS', metricName, 'Maximum', { QueueName: `<GetAtt:${queueId()}.QueueName>` }],
+        ['AWS/SQS', metricName, 'Maximum', { QueueName: `<GetAtt:${highId()}.QueueName>` }],
         ['AWS/SQS', metricName, 'Maximum', { QueueName: `<GetAtt:${dlqId()}.QueueName>` }],
       ]);
     });

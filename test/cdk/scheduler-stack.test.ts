@@ -49,6 +49,16 @@ function grantsOf(fnId: string): Map<string, Set<string>> {
   return grants;
 }
 
+/** The default pool's queues by construct id: Storage/Dispatch, Storage/DispatchHigh, Storage/DispatchDlq. */
+function queueIdMatching(pattern: RegExp, of: Record<string, Resource> = resources): string {
+  const found = Object.entries(of).filter(([id, r]) => r.Type === 'AWS::SQS::Queue' && pattern.test(id));
+  expect(found).toHaveLength(1);
+  return found[0]![0];
+}
+const dispatchId = (of?: Record<string, Resource>) => queueIdMatching(/^StorageDispatch[0-9A-F]{8}$/, of);
+const highId = (of?: Record<string, Resource>) => queueIdMatching(/^StorageDispatchHigh[0-9A-F]{8}$/, of);
+const dlqIdOf = (of?: Record<string, Resource>) => queueIdMatching(/^StorageDispatchDlq[0-9A-F]{8}$/, of);
+
 const tableId = (prefix: string) => logicalIdOf('AWS::DynamoDB::GlobalTable', (r) => JSON.stringify(r).includes(prefix) || false);
 
 describe('storage', () => {
@@ -78,7 +88,7 @@ describe('storage', () => {
   });
 
   it('parks poison messages in an encrypted DLQ through a redrive policy', () => {
-    const dlqId = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy === undefined);
+    const dlqId = dlqIdOf();
     template.hasResourceProperties('AWS::SQS::Queue', {
       VisibilityTimeout: dispatchQueue.visibilityTimeoutSeconds,
       MaximumMessageSize: 1024 * 1024,
@@ -118,8 +128,8 @@ describe('least privilege', () => {
   it('lets the API write jobs and runs and send dispatches, and nothing more', () => {
     const jobs = tableId('"AttributeName":"tenantSort"');
     const runs = tableId('"AttributeName":"gateKey"');
-    const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
-    const dlq = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy === undefined);
+    const lanes = [dispatchId(), highId()].sort();
+    const dlq = dlqIdOf();
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler HTTP API')))).toEqual({
       'dynamodb:GetItem': [jobs, runs].sort(),
       'dynamodb:BatchGetItem': [runs],
@@ -127,8 +137,8 @@ describe('least privilege', () => {
       'dynamodb:PutItem': [jobs, runs].sort(),
       'dynamodb:DeleteItem': [jobs],
       'dynamodb:UpdateItem': [jobs, runs].sort(),
-      'sqs:SendMessage': [queue],
-      'sqs:GetQueueAttributes': [dlq, queue].sort(),
+      'sqs:SendMessage': lanes,
+      'sqs:GetQueueAttributes': [dlq, ...lanes].sort(),
     });
     const api = grantsOf(functionId('Job scheduler HTTP API'));
     expect([...api.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action))).toEqual(['cloudwatch:GetMetricData']);
@@ -137,7 +147,7 @@ describe('least privilege', () => {
   it('lets the worker lease and record runs, move a job chain on, and consume the dispatch queue', () => {
     const jobs = tableId('"AttributeName":"tenantSort"');
     const runs = tableId('"AttributeName":"gateKey"');
-    const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
+    const lanes = [dispatchId(), highId()].sort();
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler worker')))).toEqual({
       'dynamodb:UpdateItem': [jobs, runs].sort(),
       'dynamodb:GetItem': [jobs, runs].sort(),
@@ -145,25 +155,26 @@ describe('least privilege', () => {
       'dynamodb:Query': [jobs],
       'dynamodb:DeleteItem': [jobs],
       'dynamodb:PutItem': [jobs, runs].sort(),
-      'sqs:SendMessage': [queue],
-      'sqs:ReceiveMessage': [queue],
-      'sqs:ChangeMessageVisibility': [queue],
-      'sqs:GetQueueUrl': [queue],
-      'sqs:DeleteMessage': [queue],
-      'sqs:GetQueueAttributes': [queue],
+      'sqs:SendMessage': lanes,
+      'sqs:ReceiveMessage': lanes,
+      'sqs:ChangeMessageVisibility': lanes,
+      'sqs:GetQueueUrl': lanes,
+      'sqs:DeleteMessage': lanes,
+      'sqs:GetQueueAttributes': lanes,
     });
   });
 
   it('lets the ticker read the time index, update runs and its own state, and send dispatches', () => {
     const jobs = tableId('"AttributeName":"tenantSort"');
     const runs = tableId('"AttributeName":"gateKey"');
-    const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler ticker')))).toEqual({
       'dynamodb:Query': [jobs, runs].sort(),
       'dynamodb:UpdateItem': [jobs, runs].sort(),
       'dynamodb:GetItem': [jobs, runs].sort(),
+      // The priorities (lanes) of the runs it sends.
+      'dynamodb:BatchGetItem': [runs],
       'dynamodb:PutItem': [jobs, runs].sort(),
-      'sqs:SendMessage': [queue],
+      'sqs:SendMessage': [dispatchId(), highId()].sort(),
     });
   });
 
@@ -176,14 +187,15 @@ describe('least privilege', () => {
 });
 
 describe('wiring', () => {
-  it('feeds the worker from the dispatch queue with partial batch responses', () => {
-    const queue = logicalIdOf('AWS::SQS::Queue', (r) => r.Properties.RedrivePolicy !== undefined);
-    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
-      EventSourceArn: { 'Fn::GetAtt': [queue, 'Arn'] },
-      FunctionName: { Ref: functionId('Job scheduler worker') },
-      BatchSize: workerConsumer.batchSize,
-      FunctionResponseTypes: ['ReportBatchItemFailures'],
-    });
+  it('feeds the worker from the dispatch queue and its high lane with partial batch responses', () => {
+    for (const queue of [dispatchId(), highId()]) {
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        EventSourceArn: { 'Fn::GetAtt': [queue, 'Arn'] },
+        FunctionName: { Ref: functionId('Job scheduler worker') },
+        BatchSize: workerConsumer.batchSize,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+      });
+    }
   });
 
   it('drives the ticker every minute from EventBridge Scheduler, passing the scheduled time', () => {

@@ -13,6 +13,7 @@ import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
 import type { TenantLimits } from '../../lambdas/domain/tenant';
 import type { RequestCounter } from '../../lambdas/store/request-counter';
 import type { AwsClients } from '../../lambdas/store/aws';
+import type { PoolDefinition } from '../../lambdas/store/schema';
 import type { HostResolver } from '../../lambdas/targets/egress';
 import { createAwsClients } from '../../lambdas/store/aws';
 import { encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
@@ -71,12 +72,14 @@ export interface SchedulerOptions {
   readonly config?: Partial<Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets'>>;
   /** How target host names resolve (the system's resolver by default). */
   readonly resolveHost?: HostResolver;
+  /** Worker pools besides the default one, each with its own queues and pollers. */
+  readonly pools?: readonly PoolDefinition[];
 }
 
 export async function startScheduler(options: SchedulerOptions = {}): Promise<Scheduler> {
   const aws = awsClients();
   const prefix = `it-${randomUUID().slice(0, 8)}`;
-  const config: SchedulerConfig = { ...(await createLocalResources(aws, prefix, options.tuning)), ...options.config };
+  const config: SchedulerConfig = { ...(await createLocalResources(aws, prefix, options.tuning, {}, options.pools)), ...options.config };
   const metricLines: string[] = [];
   // Counted requests need clients of their own: the shared ones serve every test.
   let handlerClients = aws;

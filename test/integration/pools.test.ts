@@ -1,0 +1,134 @@
+// Worker pools and priorities against the emulator: a job type in a pool of its own does not hold
+// up other job types, and high runs of a pool are taken before the normal ones waiting in it.
+// Assertions are on order and counts, not on timings.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Scheduler, TargetServer } from './harness';
+import { eventually, jobBody, startScheduler, startTarget } from './harness';
+
+const SLOW_CALL_MS = 2_500;
+
+describe('worker pools and priorities', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({
+      workerConcurrency: 2,
+      pools: [
+        // One run at a time: a backlog of exports queues up behind the one running.
+        { name: 'slow', jobTypes: ['export'], maxConcurrency: 1, timeoutSeconds: 60, batchSize: 1 },
+        { name: 'reports', jobTypes: ['report'], maxConcurrency: 1, timeoutSeconds: 60, batchSize: 1 },
+      ],
+    });
+    target = await startTarget(async (call) => {
+      if (call.path.startsWith('/hook/slow')) await new Promise((resolve) => setTimeout(resolve, SLOW_CALL_MS));
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const calls = (prefix: string) => target.calls.filter((call) => call.path.startsWith(prefix));
+  const create = async (type: string, path: string, extra: Record<string, unknown> = {}) => {
+    const response = await scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/${path}`, { type, timeoutSeconds: 30, ...extra }));
+    expect(response.status).toBe(201);
+    return response.body.job as { jobId: string };
+  };
+
+  it('runs a default-pool job while a slow pool works through its backlog', async () => {
+    for (let i = 0; i < 4; i++) await create('export', `slow/export-${i}`);
+    await eventually(() => Promise.resolve(calls('/hook/slow/export').length), (n) => n >= 1);
+
+    const billing = await create('billing', 'fast/billing');
+    await eventually(() => Promise.resolve(calls('/hook/fast/billing').length), (n) => n === 1);
+    // The billing run did not wait for the export backlog: at most the running export and one more
+    // had started when it ran (a single shared queue would have put it fifth).
+    expect(calls('/hook/slow/export').length).toBeLessThanOrEqual(2);
+    const runs = await eventually(
+      () => scheduler.api('GET', `/v1/jobs/${billing.jobId}/runs`),
+      (response) => response.body.items?.[0]?.status === 'SUCCEEDED',
+    );
+    expect(runs.body.items[0]).toMatchObject({ jobType: 'billing', priority: 'normal' });
+
+    // Every pool and lane is in the health report; the defaults keep their old keys.
+    const health = await scheduler.api('GET', '/v1/health');
+    expect(Object.keys(health.body.queues.pools).sort()).toEqual(['default', 'reports', 'slow']);
+    expect(health.body.queues.pools.slow).toMatchObject({ jobTypes: ['export'], standard: { oldestMessageAgeSeconds: null }, high: { visible: 0 }, dlq: { visible: 0 } });
+    expect(health.body.queues.pools.default.standard).toEqual(health.body.queues.dispatch);
+    // The rest of the backlog still runs, one at a time.
+    await eventually(() => Promise.resolve(calls('/hook/slow/export').length), (n) => n === 4, 30_000);
+  });
+
+  it('takes a pool\'s high runs before the normal ones waiting in it', async () => {
+    for (let i = 0; i < 4; i++) await create('report', `slow/report-normal-${i}`, { priority: i % 2 === 0 ? 'normal' : 'low' });
+    await eventually(() => Promise.resolve(calls('/hook/slow/report').length), (n) => n >= 1);
+
+    const urgent = await create('report', 'slow/report-high', { priority: 'high' });
+    await eventually(() => Promise.resolve(calls('/hook/slow/report').length), (n) => n === 5, 30_000);
+    const order = calls('/hook/slow/report').map((call) => call.path.replace('/hook/slow/', ''));
+    // Four normal and low runs were waiting before it; the high run came before at least two of them.
+    expect(order.indexOf('report-high')).toBeLessThanOrEqual(2);
+    expect(order.slice(-2).every((name) => name.startsWith('report-normal'))).toBe(true);
+    const run = await eventually(
+      () => scheduler.api('GET', `/v1/jobs/${urgent.jobId}/runs`),
+      (response) => response.body.items?.[0]?.status === 'SUCCEEDED',
+    );
+    expect(run.body.items[0]).toMatchObject({ priority: 'high' });
+  });
+
+  it('refuses a job whose timeout does not fit in its pool\'s worker, on create and on PATCH', async () => {
+    const tooLong = await scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/fast/x`, { type: 'export', timeoutSeconds: 55 }));
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.errors).toEqual([{ path: 'timeoutSeconds', message: 'must be at most 50 for job type export: its worker pool slow stops after 60 s' }]);
+
+    const job = await scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/fast/x`, { type: 'billing', schedule: { kind: 'delay', seconds: 3600 } }));
+    expect(job.status).toBe(201);
+    const moved = await scheduler.api('PATCH', `/v1/jobs/${job.body.job.jobId}`, { type: 'export' }, { 'if-match': String(job.body.job.version) });
+    expect(moved.status).toBe(400);
+    expect(moved.body.errors).toEqual([expect.objectContaining({ path: 'timeoutSeconds' })]);
+    const fits = await scheduler.api('PATCH', `/v1/jobs/${job.body.job.jobId}`, { type: 'export', timeoutSeconds: 50, priority: 'high' }, { 'if-match': String(job.body.job.version) });
+    expect(fits.status).toBe(200);
+    expect(fits.body.job ?? fits.body).toMatchObject({ type: 'export', priority: 'high' });
+  });
+});
+
+describe('the ticker and pools', () => {
+  let scheduler: Scheduler;
+
+  beforeAll(async () => {
+    // Everything not due now waits in the time index; no pollers, so the queues can be read.
+    scheduler = await startScheduler({
+      workerConcurrency: 0,
+      tuning: { nearHorizonSeconds: 0 },
+      pools: [{ name: 'reports', jobTypes: ['report'], maxConcurrency: 1, timeoutSeconds: 60 }],
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+  });
+
+  it('releases a run to its pool and lane: it reads the priority the time index does not carry', async () => {
+    const later = { schedule: { kind: 'delay', seconds: 30 }, timeoutSeconds: 30 };
+    for (const [type, priority] of [['report', 'high'], ['report', 'low'], ['billing', 'high'], ['billing', 'normal']] as const) {
+      expect((await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/hook', { type, priority, ...later }))).status).toBe(201);
+    }
+    const depths = async () => {
+      const waiting = async (url: string | undefined) => {
+        const depth = await scheduler.deps.dispatch.queue(url!).depth();
+        return depth.visible + depth.delayed + depth.inFlight;
+      };
+      const reports = scheduler.config.pools!.find((pool) => pool.name === 'reports')!;
+      return {
+        defaultStandard: await waiting(scheduler.config.dispatchQueueUrl),
+        defaultHigh: await waiting(scheduler.config.dispatchHighQueueUrl),
+        reportsStandard: await waiting(reports.queueUrl),
+        reportsHigh: await waiting(reports.highQueueUrl),
+      };
+    };
+    expect(await depths()).toEqual({ defaultStandard: 0, defaultHigh: 0, reportsStandard: 0, reportsHigh: 0 });
+    await scheduler.runtime.tickNow();
+    expect(await depths()).toEqual({ defaultStandard: 1, defaultHigh: 1, reportsStandard: 1, reportsHigh: 1 });
+  });
+});

@@ -1,0 +1,83 @@
+// Routing of dispatches to worker pools and lanes, and the routing table as the functions read it.
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
+import { readConfig } from '../../lambdas/core/config';
+import { DispatchRouter } from '../../lambdas/store/dispatch-queue';
+
+const base = 'https://sqs.us-east-1.amazonaws.com/123456789012';
+const sent: { QueueUrl: string; ids: string[] }[] = [];
+const sqs = {
+  send: (command: { input: { QueueUrl: string; Entries: { MessageBody: string }[] } }) => {
+    sent.push({ QueueUrl: command.input.QueueUrl, ids: command.input.Entries.map((entry) => (JSON.parse(entry.MessageBody) as { runId: string }).runId) });
+    return Promise.resolve({ Failed: [] });
+  },
+} as unknown as SQSClient;
+
+const router = new DispatchRouter(sqs, { queueUrl: `${base}/d`, highQueueUrl: `${base}/d-high`, dlqUrl: `${base}/d-dlq` }, [
+  { name: 'exports', jobTypes: ['export', 'archive'], queueUrl: `${base}/exports`, highQueueUrl: `${base}/exports-high`, dlqUrl: `${base}/exports-dlq` },
+  { name: 'nohigh', jobTypes: ['plain'], queueUrl: `${base}/plain`, dlqUrl: `${base}/plain-dlq` },
+]);
+
+describe('DispatchRouter', () => {
+  it('sends a run to its job type\'s pool, and within it to the high lane or the standard lane by priority', () => {
+    expect(router.queueUrlFor('export', 'normal')).toBe(`${base}/exports`);
+    expect(router.queueUrlFor('archive', 'low')).toBe(`${base}/exports`);
+    expect(router.queueUrlFor('export', 'high')).toBe(`${base}/exports-high`);
+    expect(router.queueUrlFor('billing', 'high')).toBe(`${base}/d-high`);
+    expect(router.queueUrlFor('billing', undefined)).toBe(`${base}/d`);
+    expect(router.queueUrlFor(undefined, undefined)).toBe(`${base}/d`);
+    // A pool without a high lane takes its high runs on the standard lane.
+    expect(router.queueUrlFor('plain', 'high')).toBe(`${base}/plain`);
+  });
+
+  it('batches sends per queue, and sends a message with a queue URL back to exactly that queue', async () => {
+    sent.length = 0;
+    await router.send(
+      [
+        { runId: 'a', tenantId: 't', availableAt: 0, jobType: 'export', priority: 'high' },
+        { runId: 'b', tenantId: 't', availableAt: 0, jobType: 'export' },
+        { runId: 'c', tenantId: 't', availableAt: 0, jobType: 'other', priority: 'low' },
+        { runId: 'd', tenantId: 't', availableAt: 0, jobType: 'other', priority: 'low' },
+        { runId: 'e', tenantId: 't', availableAt: 0, queueUrl: `${base}/exports-high` },
+      ],
+      0,
+    );
+    expect(sent.map((entry) => [entry.QueueUrl, entry.ids.sort()]).sort()).toEqual(
+      [
+        [`${base}/d`, ['c', 'd']],
+        [`${base}/exports`, ['b']],
+        [`${base}/exports-high`, ['a', 'e']],
+      ].sort(),
+    );
+  });
+
+  it('finds the queue of an event source ARN by its name, the default lane when unknown', () => {
+    expect(router.queueUrlOfArn('arn:aws:sqs:us-east-1:123456789012:exports-high')).toBe(`${base}/exports-high`);
+    expect(router.queueUrlOfArn('arn:aws:sqs:us-east-1:123456789012:d')).toBe(`${base}/d`);
+    expect(router.queueUrlOfArn('arn:aws:sqs:us-east-1:123456789012:elsewhere')).toBe(`${base}/d`);
+    expect(router.queueUrlOfArn(undefined)).toBe(`${base}/d`);
+    expect(router.lanes().map((lane) => `${lane.pool}/${lane.lane}`)).toEqual(['default/high', 'default/standard', 'exports/high', 'exports/standard', 'nohigh/standard']);
+  });
+});
+
+describe('the routing table in the environment', () => {
+  const env = { JOBS_TABLE: 'j', RUNS_TABLE: 'r', DISPATCH_QUEUE_URL: 'q', DISPATCH_DLQ_URL: 'dlq' };
+
+  it('reads DISPATCH_HIGH_QUEUE_URL and DISPATCH_POOLS', () => {
+    const pools = [{ name: 'exports', jobTypes: ['export'], queueUrl: 'e', highQueueUrl: 'eh', dlqUrl: 'ed', timeoutSeconds: 300 }];
+    const config = readConfig({ ...env, DISPATCH_HIGH_QUEUE_URL: 'qh', DISPATCH_POOLS: JSON.stringify(pools) });
+    expect(config.dispatchHighQueueUrl).toBe('qh');
+    expect(config.pools).toEqual(pools);
+  });
+
+  it('has no other pool and no high lane without them, as before pools', () => {
+    const config = readConfig(env);
+    expect(config.pools).toEqual([]);
+    expect(config.dispatchHighQueueUrl).toBeUndefined();
+  });
+
+  it('fails at start on a table that is not a list of pools', () => {
+    expect(() => readConfig({ ...env, DISPATCH_POOLS: '{"name":"x"}' })).toThrow(/DISPATCH_POOLS: must be a JSON array of worker pools/);
+    expect(() => readConfig({ ...env, DISPATCH_POOLS: '[{"name":"x","jobTypes":["a"],"queueUrl":"q","dlqUrl":"d","extra":1}]' })).toThrow(/DISPATCH_POOLS/);
+  });
+});
