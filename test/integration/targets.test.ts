@@ -141,3 +141,58 @@ describe('sqs and eventbridge targets against the emulator', () => {
     expect(run.error.code).toMatch(/^EVENTBRIDGE_|ResourceNotFound/);
   });
 });
+
+describe('targets the deployment allows (AWS mode)', () => {
+  let scheduler: Scheduler;
+  const allowedFunction = 'arn:aws:lambda:us-east-1:123456789012:function:invoices';
+  const allowedQueueUrl = 'https://sqs.us-east-1.amazonaws.com/123456789012/exports';
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({
+      workerConcurrency: 0,
+      config: {
+        localMode: false,
+        allowedTargets: {
+          lambdaFunctionArns: [allowedFunction],
+          sqsQueueArns: ['arn:aws:sqs:us-east-1:123456789012:exports'],
+          eventBusArns: ['arn:aws:events:us-east-1:123456789012:event-bus/billing'],
+        },
+      },
+    });
+  });
+  afterAll(() => scheduler.stop());
+
+  const create = (target: Record<string, unknown>) =>
+    scheduler.api('POST', '/v1/jobs', { name: `job-${randomUUID().slice(0, 8)}`, type: 'targets', schedule: { kind: 'delay', seconds: 3600 }, target });
+
+  it('creates jobs whose function (any qualifier), queue and bus the stack granted', async () => {
+    expect((await create({ kind: 'lambda', functionArn: allowedFunction })).status).toBe(201);
+    expect((await create({ kind: 'lambda', functionArn: `${allowedFunction}:live` })).status).toBe(201);
+    expect((await create({ kind: 'sqs', queueUrl: allowedQueueUrl })).status).toBe(201);
+    expect((await create({ kind: 'eventbridge', eventBusName: 'billing', source: 's', detailType: 'd' })).status).toBe(201);
+    expect((await create({ kind: 'eventbridge', eventBusName: 'arn:aws:events:us-east-1:123456789012:event-bus/billing', source: 's', detailType: 'd' })).status).toBe(201);
+  });
+
+  it('refuses, with a 400 naming the field, a function, queue or bus it was not granted, and writes nothing', async () => {
+    const before = await scheduler.countJobAndRunItems();
+    const cases: [Record<string, unknown>, string][] = [
+      [{ kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:123456789012:function:payroll' }, 'target.functionArn'],
+      [{ kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/payroll' }, 'target.queueUrl'],
+      [{ kind: 'sqs', queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/exports' }, 'target.queueUrl'],
+      [{ kind: 'eventbridge', eventBusName: 'default', source: 's', detailType: 'd' }, 'target.eventBusName'],
+    ];
+    for (const [target, path] of cases) {
+      const answer = await create(target);
+      expect(answer.status, JSON.stringify(target)).toBe(400);
+      expect(answer.body.errors).toEqual([{ path, message: expect.stringContaining('stack property targets.') }]);
+    }
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+  });
+
+  it('refuses a PATCH to a target it was not granted', async () => {
+    const created = await create({ kind: 'lambda', functionArn: allowedFunction });
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${created.body.job.jobId}`, { target: { kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:123456789012:function:other' } });
+    expect(patched.status).toBe(400);
+    expect(patched.body.errors).toEqual([{ path: 'target.functionArn', message: expect.any(String) }]);
+  });
+});
