@@ -140,6 +140,8 @@ export const POOL_TIMEOUT_HEADROOM_SECONDS = 10;
  * 900 s against runs of at most 840 s) need no check.
  */
 export function checkPoolTimeout(deps: SchedulerDeps, spec: Pick<JobSpec, 'type' | 'timeoutSeconds' | 'target'>): void {
+  // An external worker runs outside the pool's function; the function only offers the run.
+  if (spec.target.kind === 'external') return;
   const pool = deps.dispatch.poolOf(spec.type);
   if (pool.timeoutSeconds === undefined) return;
   const limit = pool.timeoutSeconds - POOL_TIMEOUT_HEADROOM_SECONDS;

@@ -15,7 +15,7 @@ export interface TargetClients {
   readonly eventbridge: EventBridgeClient;
 }
 
-export const SUPPORTED_TARGET_KINDS = ['http', 'lambda', 'sqs', 'eventbridge'] as const;
+export const SUPPORTED_TARGET_KINDS = ['http', 'lambda', 'sqs', 'eventbridge', 'external'] as const;
 
 export function createTargetInvoker(clients: TargetClients): TargetInvoker {
   return {
@@ -30,6 +30,9 @@ export function createTargetInvoker(clients: TargetClients): TargetInvoker {
           return callSqsTarget(clients.sqs, target, invocation);
         case 'eventbridge':
           return callEventBridgeTarget(clients.eventbridge, target, invocation);
+        case 'external':
+          // Never called: the worker offers such runs to external workers instead (execute-run).
+          return { ok: false, timedOut: false, error: { code: 'EXTERNAL_TARGET', message: 'external runs are claimed by external workers', retryable: false } };
       }
     },
   };
