@@ -132,4 +132,14 @@ describe('external workers', () => {
       error: { code: 'BAD_EXPORT', retryable: false },
     });
   });
+
+  it('one run, eight workers claiming at once: exactly one gets it', async () => {
+    const { runId } = await externalJob('export-race', { items: 1 }, 10);
+    await eventually(() => getRun(runId), (run) => run.status === 'QUEUED' && run.startedAt !== null);
+    const workers = Array.from({ length: 8 }, (_, index) => new WorkerClient({ baseUrl: scheduler.runtime.url, apiKey: scheduler.apiKey, workerId: `racer-${index}` }));
+    const claims = await Promise.all(workers.map((worker) => worker.claim({ jobType: 'export-race' })));
+    const winners = claims.filter((claim) => claim !== null);
+    expect(winners).toHaveLength(1);
+    expect((await getRun(runId)).leaseOwner).toBe(winners[0]!.run.leaseOwner);
+  });
 });
