@@ -142,4 +142,18 @@ describe('external workers', () => {
     expect(winners).toHaveLength(1);
     expect((await getRun(runId)).leaseOwner).toBe(winners[0]!.run.leaseOwner);
   });
+
+  it("another tenant's worker neither sees nor touches this tenant's runs", async () => {
+    const otherKey = `key_${randomBytes(18).toString('base64url')}`;
+    await scheduler.deps.apiKeys.issue(otherKey, `other-${scheduler.prefix}`, Date.now());
+    const other = new WorkerClient({ baseUrl: scheduler.runtime.url, apiKey: otherKey });
+    const { runId } = await externalJob('export-tenant', { items: 1 }, 10);
+    await eventually(() => getRun(runId), (run) => run.status === 'QUEUED' && run.startedAt !== null);
+    expect(await other.claim({ jobType: 'export-tenant', waitSeconds: 1 })).toBeNull();
+    const claim = (await claimOf('export-tenant'))!;
+    await expect(other.heartbeat(runId, claim.leaseToken)).rejects.toMatchObject({ name: 'WorkerApiError', status: 404 });
+    await expect(other.complete(runId, claim.leaseToken)).rejects.toMatchObject({ status: 404 });
+    expect((await getRun(runId)).status).toBe('RUNNING');
+    await client.complete(runId, claim.leaseToken);
+  });
 });
