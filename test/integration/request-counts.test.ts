@@ -91,4 +91,32 @@ describe('requests per execution', () => {
       'dynamodb.PutItem': 2, // a roll-up per worker batch
     });
   });
+
+  it('an at-most-once run: the same, plus the write that consumes the attempt before the call', async () => {
+    counter.reset();
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-at-most-once', delivery: 'at-most-once' }));
+    await finished(created.body.job.nextRunId);
+    expect(counter.tally().calls).toEqual({
+      'dynamodb.TransactWriteItems': 1, // create (a run-now job is COMPLETED from it)
+      'sqs.SendMessageBatch': 1,
+      'dynamodb.UpdateItem': 3, // lease, consume, outcome
+      'dynamodb.GetItem': 1,
+      'sqs.ChangeMessageVisibilityBatch': 1,
+      'dynamodb.PutItem': 1,
+    });
+  });
+
+  it('an exactly-once run: the ledger read before the call, and the outcome written with its effect', async () => {
+    counter.reset();
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-exactly-once', delivery: 'exactly-once' }));
+    await finished(created.body.job.nextRunId);
+    expect(counter.tally().calls).toEqual({
+      'dynamodb.TransactWriteItems': 2, // create; the outcome with the occurrence's effect
+      'sqs.SendMessageBatch': 1,
+      'dynamodb.UpdateItem': 1, // the lease
+      'dynamodb.GetItem': 2, // the job; the ledger
+      'sqs.ChangeMessageVisibilityBatch': 1,
+      'dynamodb.PutItem': 1,
+    });
+  });
 });
