@@ -80,11 +80,26 @@ export interface QueueDepth {
   readonly delayed: number;
 }
 
-interface PendingVisibility {
-  readonly receiptHandle: string;
-  readonly seconds: number;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
+/** A request waiting to share a batch call, with how to settle its caller. */
+type Pending<T> = T & { readonly resolve: () => void; readonly reject: (error: unknown) => void };
+type PendingVisibility = Pending<{ readonly receiptHandle: string; readonly seconds: number }>;
+type PendingSend = Pending<{ readonly dispatch: Dispatch; readonly now: number }>;
+
+/**
+ * Makes one batch call for the waiting requests (entry ids are their positions) and settles each
+ * caller: the entries SQS refused, or all of them if the call failed, are rejected.
+ */
+async function settleBatch(batch: readonly Pending<object>[], refused: string, call: () => Promise<readonly { Id?: string; Code?: string; Message?: string }[]>): Promise<void> {
+  try {
+    const failed = new Map((await call()).map((entry) => [Number(entry.Id), `${entry.Code ?? 'unknown'}${entry.Message ? `: ${entry.Message}` : ''}`]));
+    batch.forEach((entry, index) => {
+      const reason = failed.get(index);
+      if (reason === undefined) entry.resolve();
+      else entry.reject(new Error(`${refused}: ${reason}`));
+    });
+  } catch (error) {
+    for (const entry of batch) entry.reject(error);
+  }
 }
 
 /** Options of a visibility change. */
@@ -94,13 +109,6 @@ export interface VisibilityOptions {
    * of one worker batch land within a few milliseconds of each other). 0: send it alone, now.
    */
   readonly coalesceMs?: number;
-}
-
-interface PendingSend {
-  readonly dispatch: Dispatch;
-  readonly now: number;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
 }
 
 export class DispatchQueue {
@@ -147,7 +155,7 @@ export class DispatchQueue {
   }
 
   private async sendBatch(batch: PendingSend[]): Promise<void> {
-    try {
+    await settleBatch(batch, 'send refused', async () => {
       const result = await this.sqs.send(
         new SendMessageBatchCommand({
           QueueUrl: this.queueUrl,
@@ -160,15 +168,8 @@ export class DispatchQueue {
           })),
         }),
       );
-      const failed = new Map((result.Failed ?? []).map((entry) => [Number(entry.Id), entry.Code ?? 'unknown']));
-      batch.forEach((entry, index) => {
-        const code = failed.get(index);
-        if (code === undefined) entry.resolve();
-        else entry.reject(new Error(code));
-      });
-    } catch (error) {
-      for (const entry of batch) entry.reject(error);
-    }
+      return result.Failed ?? [];
+    });
   }
 
   private pendingVisibility: PendingVisibility[] = [];
@@ -195,22 +196,15 @@ export class DispatchQueue {
   }
 
   private async changeVisibilityBatch(batch: PendingVisibility[]): Promise<void> {
-    try {
+    await settleBatch(batch, 'visibility change refused', async () => {
       const result = await this.sqs.send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: this.queueUrl,
           Entries: batch.map((entry, index) => ({ Id: String(index), ReceiptHandle: entry.receiptHandle, VisibilityTimeout: entry.seconds })),
         }),
       );
-      const failed = new Map((result.Failed ?? []).map((entry) => [Number(entry.Id), `${entry.Code ?? 'unknown'}: ${entry.Message ?? ''}`]));
-      batch.forEach((entry, index) => {
-        const reason = failed.get(index);
-        if (reason === undefined) entry.resolve();
-        else entry.reject(new Error(`visibility change refused: ${reason}`));
-      });
-    } catch (error) {
-      for (const entry of batch) entry.reject(error);
-    }
+      return result.Failed ?? [];
+    });
   }
 
   async depth(): Promise<QueueDepth> {
