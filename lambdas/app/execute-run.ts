@@ -57,6 +57,9 @@ export interface DispatchContext {
   readonly queueUrl?: string;
 }
 
+/** How long a lease's visibility change waits for the other leases of its batch to share a request. */
+const LEASE_VISIBILITY_COALESCE_MS = 20;
+
 /** Longest wait of a deferred run before it tries for a slot again. */
 const MAX_DEFERRAL_SECONDS = 16;
 /** How long a tenant found at its in-flight limit is taken to be full, in this process. */
@@ -162,11 +165,18 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
 
   const { run } = lease;
   const leasedAt = Date.parse(run.startedAt ?? run.updatedAt);
-  // If this worker dies, the message comes back when the lease has expired, not an hour later.
-  if (message.receiptHandle) await deps.dispatch.setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl);
+  // If this worker dies, the message comes back when the lease has expired, not an hour later. The
+  // leases of one batch share a ChangeMessageVisibilityBatch request, made while the runs go on;
+  // it is settled before the run's message is acknowledged (deleted) or handed back.
+  const followLease = message.receiptHandle
+    ? deps.dispatch
+        .setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl, { coalesceMs: LEASE_VISIBILITY_COALESCE_MS })
+        .catch((error: unknown) => logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { runId: run.runId, error }))
+    : undefined;
   try {
     return await executeLeased(deps, run, lease, leasedAt, receivedAt, message);
   } finally {
+    await followLease;
     deps.telemetry.released(run.runId);
   }
 }

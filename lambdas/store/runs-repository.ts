@@ -11,7 +11,7 @@ import { ValidationError } from '../core/errors';
 import { NO_JOB_TYPE } from '../core/metrics';
 import { RUNS_BY_JOB_INDEX, RUNS_CLAIM_INDEX, RUNS_DEAD_INDEX, RUNS_TIME_INDEX } from './schema';
 import type { Item, RunItemExtras } from './keys';
-import { backfillRemainingOf, budgetFromOf, checkpointOf, claimSortOf, deadAttributes, decodeCursor, effectKey, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, runIdOfClaimSort, runKey, runToItem } from './keys';
+import { backfillRemainingOf, budgetFromOf, checkpointOf, claimSortOf, deadAttributes, decodeCursor, effectKey, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, RUN_PK_PREFIX, runIdOfClaimSort, runKey, runToItem } from './keys';
 
 export interface DeadFilter {
   readonly jobId?: string;
@@ -719,19 +719,31 @@ export class RunsRepository {
 
   /** Runs of a job that have not started yet (the newest hundred occurrences are looked at). */
   async pendingOfJob(jobId: string): Promise<Run[]> {
-    const { Items: items = [] } = await this.dynamo.send(
+    // The byJob index holds keys only (a run's updates then never write to it), so the status is
+    // read from the runs themselves.
+    const { Items: keys = [] } = await this.dynamo.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: RUNS_BY_JOB_INDEX,
         KeyConditionExpression: '#jobId = :jobId',
-        FilterExpression: '#status IN (:scheduled, :queued)',
-        ExpressionAttributeNames: { '#jobId': 'jobId', '#status': 'status' },
-        ExpressionAttributeValues: { ':jobId': jobId, ':scheduled': 'SCHEDULED', ':queued': 'QUEUED' },
+        ExpressionAttributeNames: { '#jobId': 'jobId' },
+        ExpressionAttributeValues: { ':jobId': jobId },
         ScanIndexForward: false,
         Limit: 100,
       }),
     );
-    return items.map(itemToRun);
+    const runs = await this.inKeyOrder(keys);
+    return runs.filter((run) => run.status === 'SCHEDULED' || run.status === 'QUEUED');
+  }
+
+  /** The runs whose index entries are given, in the entries' order (runs deleted since are left out). */
+  private async inKeyOrder(keys: readonly Record<string, unknown>[]): Promise<Run[]> {
+    const runIds = keys.flatMap((key) => (typeof key.pk === 'string' && key.pk.startsWith(RUN_PK_PREFIX) ? [key.pk.slice(RUN_PK_PREFIX.length)] : []));
+    const byId = new Map((await this.getMany(runIds)).map((run) => [run.runId, run]));
+    return runIds.flatMap((runId) => {
+      const run = byId.get(runId);
+      return run ? [run] : [];
+    });
   }
 
   /** Entries of one partition of the time index that are due by `horizon`. */
@@ -828,7 +840,7 @@ export class RunsRepository {
         ExclusiveStartKey: cursor ? decodeCursorOrThrow(cursor, { jobId }) : undefined,
       }),
     );
-    return { items: items.map(itemToRun), nextCursor: encodeCursor(last) };
+    return { items: await this.inKeyOrder(items), nextCursor: encodeCursor(last) };
   }
 }
 
