@@ -174,7 +174,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
         .catch((error: unknown) => logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { runId: run.runId, error }))
     : undefined;
   try {
-    return await executeLeased(deps, run, lease, leasedAt, receivedAt, message);
+    return await executeLeased(deps, run, lease, leasedAt, receivedAt, message, followLease);
   } finally {
     await followLease;
     deps.telemetry.released(run.runId);
@@ -188,6 +188,7 @@ async function executeLeased(
   leasedAt: number,
   receivedAt: number,
   message: DispatchContext,
+  followLease: Promise<unknown> | undefined,
 ): Promise<ExecuteResult> {
   const job = await deps.jobs.getAnyTenant(run.jobId);
   if (!job) {
@@ -214,6 +215,11 @@ async function executeLeased(
   });
 
   if (job.target.kind === 'external') return offerToExternalWorkers(deps, job, run);
+  // The message must follow the lease before the target can act: a worker that dies after the call
+  // would otherwise leave its message invisible for the queue's timeout (90 min), not lease + 1 s,
+  // and the second call at-least-once promises would come that late (decision 0064). The batch's
+  // visibility change is on its way since the lease; this waits for the rest of it.
+  await followLease;
   const gate = await passDeliveryGate(deps, job, run);
   if (gate !== 'call') return gate;
 
