@@ -22,7 +22,7 @@ export default tseslint.config(
     languageOptions: { globals: { console: 'readonly', process: 'readonly' } },
   },
   {
-    files: ['scripts/**', 'bench/**', 'bin/**'],
+    files: ['scripts/**', 'bench/**', 'bin/**', 'examples/**'],
     rules: { 'no-console': 'off' },
   },
   {

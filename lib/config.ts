@@ -5,6 +5,7 @@ import type { TenantLimits } from '../lambdas/domain/tenant';
 import { DEFAULT_TENANT_LIMITS } from '../lambdas/domain/tenant';
 import { DEFAULT_TUNING } from '../lambdas/core/config';
 import type { PoolDefinition } from '../lambdas/store/schema';
+import type { TargetAllowlist } from '../lambdas/domain/target-allowlist';
 
 export interface SchedulerStackConfig {
   /** Lambda log retention in days. */
@@ -33,6 +34,12 @@ export interface SchedulerStackConfig {
    * for targets inside the deployment's own network. Metadata and link-local stay refused.
    */
   readonly allowPrivateTargets?: boolean;
+  /**
+   * The AWS resources jobs may target: Lambda functions (unqualified ARNs; every version and alias
+   * is allowed), SQS queues and EventBridge buses. The workers are granted exactly these and the API
+   * refuses a job naming anything else (400). Empty by default: only http targets.
+   */
+  readonly targets?: Partial<TargetAllowlist>;
   /** Time gate and lease tunables (see lambdas/core/config.ts). */
   readonly tuning: Tuning;
 }

@@ -3,6 +3,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import type { Duration } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import type { TargetAllowlist } from '../lambdas/domain/target-allowlist';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -80,6 +81,20 @@ export class SchedulerFunction extends Construct {
 
   grantQueue(queue: IQueue, actions: readonly SqsAction[]): void {
     this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: actions.map((action) => `sqs:${action}`), resources: [queue.queueArn] }));
+  }
+
+  /**
+   * The AWS targets a deployment allows, and nothing else: invoke the listed functions (any version
+   * or alias of each), send to the listed queues, put events on the listed buses.
+   */
+  grantTargets(targets: TargetAllowlist): void {
+    if (targets.lambdaFunctionArns.length > 0) {
+      this.fn.addToRolePolicy(
+        new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: targets.lambdaFunctionArns.flatMap((arn) => [arn, `${arn}:*`]) }),
+      );
+    }
+    if (targets.sqsQueueArns.length > 0) this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [...targets.sqsQueueArns] }));
+    if (targets.eventBusArns.length > 0) this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [...targets.eventBusArns] }));
   }
 
   /** GetMetricData reads, for the health endpoint; CloudWatch does not scope this action to resources. */

@@ -12,6 +12,7 @@ import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } f
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
 import { DEFAULT_POOL_NAME, validatePools, workerConsumer } from '../lambdas/store/schema';
+import { targetAllowlistSchema } from '../lambdas/domain/target-allowlist';
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
@@ -46,6 +47,8 @@ export class SchedulerStack extends Stack {
     const otherPools = pools.filter((pool) => pool.name !== DEFAULT_POOL_NAME);
     /** Where any run may be sent: both lanes of every pool. */
     const lanes = pools.flatMap((pool) => [pool.standard, pool.high]);
+    // Checked here, so a malformed ARN fails the synth rather than every create.
+    const targets = targetAllowlistSchema.parse(config.targets ?? {});
 
     const environment = {
       JOBS_TABLE: jobsTable.tableName,
@@ -71,6 +74,7 @@ export class SchedulerStack extends Stack {
         : {}),
       SCHEDULER_MODE: 'aws',
       ALLOW_PRIVATE_TARGETS: String(config.allowPrivateTargets ?? false),
+      ALLOWED_TARGETS: JSON.stringify(targets),
       NEAR_HORIZON_SECONDS: String(config.tuning.nearHorizonSeconds),
       TICKER_HORIZON_SECONDS: String(config.tuning.tickerHorizonSeconds),
       REDELIVERY_GRACE_SECONDS: String(config.tuning.redeliveryGraceSeconds),
@@ -117,6 +121,8 @@ export class SchedulerStack extends Stack {
       worker.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
       // Retries follow the job as it is now: a PATCH may have moved it to another pool or lane.
       for (const lane of lanes) worker.grantQueue(lane, ['SendMessage']);
+      // The lambda, sqs and eventbridge targets the deployment allows, and only those.
+      worker.grantTargets(targets);
       for (const lane of [pool.standard, pool.high]) {
         worker.fn.addEventSource(
           new SqsEventSource(lane, {

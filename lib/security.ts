@@ -55,6 +55,12 @@ export function applySecuritySettings(stack: Stack, props: SecurityProps): void 
           appliesTo: [{ regex: '/^Resource::<.+\\.Arn>\\/index\\/\\*$/g' }],
         },
         {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'A lambda target allowed by the stack property targets.lambdaFunctionArns may be invoked at any version or alias (function ARN + :*), as a job may name a qualified ARN; no other function is granted.',
+          appliesTo: [{ regex: '/^Resource::arn:aws[a-z-]*:lambda:[a-z0-9-]+:\\d{12}:function:[A-Za-z0-9_-]+:\\*$/g' }],
+        },
+        {
           id: 'AwsSolutions-L1',
           reason:
             'The runtime is pinned (Node.js 22, matching the esbuild target) and moved deliberately with the code; a "latest" runtime would change under a deployed stack.',

@@ -12,6 +12,7 @@ import { checkHealth, healthQuery } from '../app/health';
 import { createJob, getJob, getRun, listJobRuns, listJobs, listJobsQuery, pageQuery, previewSchedule, previewSchema } from '../app/jobs';
 import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob, triggerSchema } from '../app/job-lifecycle';
 import { bulkReplaySchema, cancelRun, deadQuery, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
+import { claimRun, claimSchema, completeRun, completeSchema, failRun, failSchema, heartbeatRun, heartbeatSchema } from '../app/external-workers';
 import type { Caller } from '../app/authenticate';
 import { callerOf } from './auth';
 import type { ApiEvent, ApiResult } from './http';
@@ -170,6 +171,34 @@ function routes(deps: SchedulerDeps): Route[] {
       path: '/v1/runs/{runId}/replay',
       body: NO_BODY,
       handle: async ({ tenantId, params }) => json(202, { run: await replayRun(deps, tenantId, param(params, 'runId')) }),
+    },
+    {
+      method: 'POST',
+      path: '/v1/workers/claim',
+      body: json_(claimSchema, false),
+      handle: async ({ tenantId, body }) => {
+        const claimed = await claimRun(deps, tenantId, claimSchema.parse(body ?? {}));
+        // Nothing to do within waitSeconds: the worker asks again.
+        return claimed ? json(200, claimed) : { statusCode: 204, headers: {}, body: '' };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/runs/{runId}/heartbeat',
+      body: json_(heartbeatSchema, true),
+      handle: async ({ tenantId, params, body }) => json(200, await heartbeatRun(deps, tenantId, param(params, 'runId'), heartbeatSchema.parse(body))),
+    },
+    {
+      method: 'POST',
+      path: '/v1/runs/{runId}/complete',
+      body: json_(completeSchema, true),
+      handle: async ({ tenantId, params, body }) => json(200, await completeRun(deps, tenantId, param(params, 'runId'), completeSchema.parse(body))),
+    },
+    {
+      method: 'POST',
+      path: '/v1/runs/{runId}/fail',
+      body: json_(failSchema, true),
+      handle: async ({ tenantId, params, body }) => json(200, await failRun(deps, tenantId, param(params, 'runId'), failSchema.parse(body))),
     },
     {
       method: 'GET',

@@ -3,7 +3,7 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { FieldError } from '../core/errors';
-import { PayloadTooLargeError, ProblemError, UnsupportedMediaTypeError, ValidationError } from '../core/errors';
+import { PayloadTooLargeError, ProblemError, StaleLeaseError, UnsupportedMediaTypeError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 
 export type ApiEvent = APIGatewayProxyEventV2;
@@ -20,12 +20,19 @@ export function json(statusCode: number, body: unknown, headers: Record<string, 
   };
 }
 
-function problem(status: number, title: string, detail: string, errors: readonly { path: string; message: string }[] = [], headers: Record<string, string> = {}): ApiResult {
+function problem(
+  status: number,
+  title: string,
+  detail: string,
+  errors: readonly { path: string; message: string }[] = [],
+  headers: Record<string, string> = {},
+  extensions: Record<string, unknown> = {},
+): ApiResult {
   const slug = title.toLowerCase().replace(/[^a-z]+/g, '-');
   return {
     statusCode: status,
     headers: { 'content-type': 'application/problem+json', ...headers },
-    body: JSON.stringify({ type: `urn:job-scheduler:problem:${slug}`, title, status, detail, errors }),
+    body: JSON.stringify({ type: `urn:job-scheduler:problem:${slug}`, title, status, detail, errors, ...extensions }),
   };
 }
 
@@ -35,7 +42,8 @@ export function problemDetails(): MiddlewareObj<ApiEvent, ApiResult> {
     onError: (request) => {
       const { error } = request;
       if (error instanceof ProblemError) {
-        request.response = problem(error.status, error.title, error.message, error.errors, { ...error.headers });
+        const extensions = error instanceof StaleLeaseError ? { runStatus: error.runStatus } : {};
+        request.response = problem(error.status, error.title, error.message, error.errors, { ...error.headers }, extensions);
         return;
       }
       logger.error('unhandled error in API', { error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) });

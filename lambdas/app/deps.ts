@@ -17,7 +17,7 @@ import { MetricsRecorder } from '../core/metrics';
 import { TelemetryStore } from '../store/telemetry-store';
 import { QueueMetrics } from '../store/queue-metrics';
 import { Telemetry } from './telemetry';
-import { targetInvoker } from '../targets/invoker';
+import { createTargetInvoker } from '../targets/invoker';
 import type { Egress, HostResolver } from '../targets/egress';
 import { egressPolicyOf, systemResolver } from '../targets/egress';
 
@@ -84,7 +84,7 @@ export function createDeps(
       config.pools,
     ),
     dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),
-    targets: overrides.targets ?? targetInvoker,
+    targets: overrides.targets ?? createTargetInvoker(clients.targets),
     egress: { policy: egressPolicyOf(config), resolve: overrides.resolveHost ?? systemResolver },
     clock,
     random: overrides.random ?? Math.random,

@@ -41,6 +41,8 @@ export type ExecuteResult =
   | 'recheck'
   | 'worker-lost'
   | 'requeued'
+  /** A run of an external target, handed to external workers to claim over the API. */
+  | 'offered'
   /** The tenant is at its in-flight limit: the run waits, its message sent again with a delay. */
   | 'deferred';
 
@@ -156,7 +158,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
       return 'held';
     }
     case 'expired':
-      return recordWorkerLost(deps, lease.run, lease.budgetFrom);
+      return recordWorkerLost(deps, lease.run, lease.budgetFrom, lease.checkpoint);
     case 'leased':
       break;
   }
@@ -172,7 +174,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
         .catch((error: unknown) => logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { runId: run.runId, error }))
     : undefined;
   try {
-    return await executeLeased(deps, run, lease, leasedAt, receivedAt, message);
+    return await executeLeased(deps, run, lease, leasedAt, receivedAt, message, followLease);
   } finally {
     await followLease;
     deps.telemetry.released(run.runId);
@@ -186,6 +188,7 @@ async function executeLeased(
   leasedAt: number,
   receivedAt: number,
   message: DispatchContext,
+  followLease: Promise<unknown> | undefined,
 ): Promise<ExecuteResult> {
   const job = await deps.jobs.getAnyTenant(run.jobId);
   if (!job) {
@@ -211,6 +214,12 @@ async function executeLeased(
     schedulingLagMs: receivedAt - Date.parse(run.availableAt),
   });
 
+  if (job.target.kind === 'external') return offerToExternalWorkers(deps, job, run);
+  // The message must follow the lease before the target can act: a worker that dies after the call
+  // would otherwise leave its message invisible for the queue's timeout (90 min), not lease + 1 s,
+  // and the second call at-least-once promises would come that late (decision 0064). The batch's
+  // visibility change is on its way since the lease; this waits for the rest of it.
+  await followLease;
   const gate = await passDeliveryGate(deps, job, run);
   if (gate !== 'call') return gate;
 
@@ -250,15 +259,7 @@ async function executeLeased(
  * At-least-once asks nothing (no request).
  */
 async function passDeliveryGate(deps: SchedulerDeps, job: Job, run: Run): Promise<'call' | ExecuteResult> {
-  if (job.delivery === 'exactly-once') {
-    const effect = await deps.runs.effectOf(occurrenceKey(run.jobId, run.scheduledFor));
-    if (!effect) return 'call';
-    const reason = `exactly-once: the effect of this occurrence was recorded by run ${effect.runId} (attempt ${effect.attempt}); the target is not called again`;
-    const recorded = await deps.runs.complete(run.runId, run.version, { status: 'SKIPPED', now: deps.clock(), error: null, reason });
-    if (recorded === 'fenced') return 'fenced';
-    deps.telemetry.runEnded(run, 'SKIPPED', reason);
-    return 'skipped';
-  }
+  if (job.delivery === 'exactly-once') return effectGate(deps, run);
   if (job.delivery === 'at-most-once') {
     if (await deps.runs.consume(run.runId, run.version, deps.clock())) return 'call';
     const now = await deps.runs.get(run.runId);
@@ -266,6 +267,32 @@ async function passDeliveryGate(deps: SchedulerDeps, job: Job, run: Run): Promis
     return now?.status === 'CANCELLED' ? 'cancelled' : 'fenced';
   }
   return 'call';
+}
+
+/** Exactly-once: an occurrence whose effect the ledger holds ends SKIPPED, naming the run that recorded it. */
+async function effectGate(deps: SchedulerDeps, run: Run): Promise<'call' | ExecuteResult> {
+  const effect = await deps.runs.effectOf(occurrenceKey(run.jobId, run.scheduledFor));
+  if (!effect) return 'call';
+  const reason = `exactly-once: the effect of this occurrence was recorded by run ${effect.runId} (attempt ${effect.attempt}); the target is not called again`;
+  const recorded = await deps.runs.complete(run.runId, run.version, { status: 'SKIPPED', now: deps.clock(), error: null, reason });
+  if (recorded === 'fenced') return 'fenced';
+  deps.telemetry.runEnded(run, 'SKIPPED', reason);
+  return 'skipped';
+}
+
+/**
+ * A run of an external target is not called: after admission it is offered to external workers
+ * (RUNNING -> QUEUED with an entry in the claimable index), who claim it over the API. Exactly-once
+ * still checks the ledger first; at-most-once consumes the attempt at the claim.
+ */
+async function offerToExternalWorkers(deps: SchedulerDeps, job: Job, run: Run): Promise<ExecuteResult> {
+  if (job.delivery === 'exactly-once') {
+    const gate = await effectGate(deps, run);
+    if (gate !== 'call') return gate;
+  }
+  if (!(await deps.runs.offer(run, deps.clock()))) return 'fenced';
+  logger.info('run offered to external workers', { ...runFields(run), fencingToken: fencingTokenOf(run) });
+  return 'offered';
 }
 
 /**
@@ -313,8 +340,12 @@ async function invokeWithHeartbeat(
   }
 }
 
-/** Records an attempt's outcome; a retryable failure with budget left plans the next attempt. */
-async function recordOutcome(
+/**
+ * Records an attempt's outcome; a retryable failure with budget left plans the next attempt, which
+ * receives the attempt's checkpoint (external workers). Used by the worker and by the external
+ * workers' complete and fail calls.
+ */
+export async function recordOutcome(
   deps: SchedulerDeps,
   job: Job,
   run: Run,
@@ -322,13 +353,14 @@ async function recordOutcome(
   result: TargetResult,
   now: number,
   reason: string | null,
+  carried: { readonly checkpoint?: unknown; readonly result?: unknown } = {},
 ): Promise<{ status: AttemptOutcome; recorded: 'recorded' | 'fenced'; retry?: Run }> {
   if (result.ok) {
     const effect =
       job.delivery === 'exactly-once'
         ? { occurrence: occurrenceKey(run.jobId, run.scheduledFor), runId: run.runId, attempt: run.attempt, fencingToken: fencingTokenOf(run), recordedAt: new Date(now).toISOString() }
         : undefined;
-    const recorded = await deps.runs.finishAttempt(run, { status: 'SUCCEEDED', now, error: null, reason }, null, effect ? { effect } : {});
+    const recorded = await deps.runs.finishAttempt(run, { status: 'SUCCEEDED', now, error: null, reason, result: carried.result }, null, effect ? { effect } : {});
     if (recorded === 'effect-exists') logger.warn('exactly-once: another attempt recorded this occurrence\'s effect first; one effect kept', runFields(run));
     return { status: 'SUCCEEDED', recorded: recorded === 'fenced' ? 'fenced' : 'recorded' };
   }
@@ -342,7 +374,7 @@ async function recordOutcome(
     return { status: 'DEAD', recorded };
   }
   const status: AttemptOutcome = result.timedOut ? 'TIMED_OUT' : 'FAILED';
-  const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now);
+  const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, carried.checkpoint);
   const recorded = (await deps.runs.finishAttempt(run, { status, now, error: result.error, reason }, retry)) === 'fenced' ? 'fenced' : 'recorded';
   if (recorded === 'recorded') {
     deps.telemetry.runCreated(retry.run);
@@ -352,7 +384,7 @@ async function recordOutcome(
 }
 
 /** The message of a lost worker came back after its lease expired: that attempt failed. */
-async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: number): Promise<ExecuteResult> {
+async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: number, checkpoint?: unknown): Promise<ExecuteResult> {
   const now = deps.clock();
   const job = await deps.jobs.getAnyTenant(run.jobId);
   // At-most-once: a consumed attempt may have reached its target; it is never called again.
@@ -365,7 +397,7 @@ async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: numbe
     : job
       ? decideRetry(job.retryPolicy, { retryable: true }, run.attempt - budgetFrom + 1, deps.random)
       : null;
-  const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now) : null;
+  const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, checkpoint) : null;
   const recorded = await deps.runs.finishAttempt(
     run,
     { status: retry ? 'FAILED' : 'DEAD', now, error, reason: decision?.why ?? 'the job no longer exists' },
@@ -389,12 +421,13 @@ async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: numbe
   return 'worker-lost';
 }
 
-function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, availableAt: number, now: number) {
+function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, availableAt: number, now: number, checkpoint?: unknown) {
   const plan = planRun(deps.config, job, {
     scheduledFor: Date.parse(run.scheduledFor),
     attempt: run.attempt + 1,
     trigger: 'retry',
     availableAt,
+    ...(checkpoint !== undefined ? { checkpoint } : {}),
   }, now);
   return { ...plan, extras: { ...plan.extras, budgetFrom } };
 }

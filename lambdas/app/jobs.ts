@@ -14,6 +14,7 @@ import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/sc
 import type { Page } from '../store/runs-repository';
 import { urlRefusal } from '../targets/address-policy';
 import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
+import { NO_TARGETS_ALLOWED, targetRefusal } from '../domain/target-allowlist';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 
@@ -110,9 +111,10 @@ export async function createJob(
 }
 
 /**
- * What the deployment can call: a supported kind, and for HTTP a scheme and host the egress policy
- * allows as far as can be told without DNS (literal addresses, `localhost`, metadata names). The
- * worker checks the resolved addresses again on every call.
+ * What the deployment can call: a supported kind; for HTTP a scheme and host the egress policy
+ * allows as far as can be told without DNS (literal addresses, `localhost`, metadata names), which
+ * the worker checks again on every call; for Lambda, SQS and EventBridge a resource the stack
+ * granted (stack property `targets`), as the worker's call to anything else would be denied.
  */
 export function checkTarget(deps: SchedulerDeps, target: Target): void {
   if (!(SUPPORTED_TARGET_KINDS as readonly string[]).includes(target.kind)) {
@@ -123,7 +125,12 @@ export function checkTarget(deps: SchedulerDeps, target: Target): void {
   if (target.kind === 'http') {
     const refusal = urlRefusal(target.url, deps.egress.policy);
     if (refusal) throw new ValidationError('Invalid job', [{ path: 'target.url', message: refusal }]);
+    return;
   }
+  // AWS targets: only what the stack granted the workers (any, in local mode).
+  if (deps.config.localMode) return;
+  const refusal = targetRefusal(target, deps.config.allowedTargets ?? NO_TARGETS_ALLOWED);
+  if (refusal) throw new ValidationError('Invalid job', [refusal]);
 }
 
 /** Seconds a pool's worker keeps beyond a run's timeout, to record the outcome before Lambda stops it. */
@@ -135,6 +142,8 @@ export const POOL_TIMEOUT_HEADROOM_SECONDS = 10;
  * 900 s against runs of at most 840 s) need no check.
  */
 export function checkPoolTimeout(deps: SchedulerDeps, spec: Pick<JobSpec, 'type' | 'timeoutSeconds' | 'target'>): void {
+  // An external worker runs outside the pool's function; the function only offers the run.
+  if (spec.target.kind === 'external') return;
   const pool = deps.dispatch.poolOf(spec.type);
   if (pool.timeoutSeconds === undefined) return;
   const limit = pool.timeoutSeconds - POOL_TIMEOUT_HEADROOM_SECONDS;

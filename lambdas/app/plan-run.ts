@@ -1,7 +1,7 @@
 // Builds a new run of an occurrence and decides where it waits (the time gate).
 import type { SchedulerConfig } from '../core/config';
 import type { Job } from '../domain/job';
-import { attemptTimeoutSeconds } from '../domain/job';
+import { leaseSecondsOf } from '../domain/job';
 import type { Run, RunTrigger } from '../domain/run';
 import { occurrenceKey, runIdFor } from '../domain/run';
 import { placeRun } from '../domain/time-gate';
@@ -24,6 +24,8 @@ export function planRun(
     payloadOverride?: unknown;
     backfillRemaining?: number;
     reason?: string | null;
+    /** The last checkpoint an external worker saved on the previous attempt of this occurrence. */
+    checkpoint?: unknown;
   },
   now: number,
 ): RunPlan {
@@ -47,7 +49,7 @@ export function planRun(
     leaseOwner: null,
     leaseExpiresAt: null,
     version: 0,
-    leaseSeconds: attemptTimeoutSeconds(job) + config.leaseMarginSeconds,
+    leaseSeconds: leaseSecondsOf(job, config.leaseMarginSeconds),
     progress: null,
     error: null,
     reason: occurrence.reason ?? null,
@@ -63,6 +65,7 @@ export function planRun(
       gate: { at: placement.gateAt, shards: config.timeIndexShards },
       ...(occurrence.payloadOverride !== undefined ? { payloadOverride: occurrence.payloadOverride } : {}),
       ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
+      ...(occurrence.checkpoint !== undefined ? { checkpoint: occurrence.checkpoint } : {}),
     },
     dispatch: placement.status === 'QUEUED' ? { runId: run.runId, tenantId: run.tenantId, availableAt, jobType: run.jobType, priority: run.priority } : null,
   };

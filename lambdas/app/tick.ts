@@ -1,7 +1,7 @@
 // The ticker: once a minute it walks the time index from its cursor to the horizon. Runs waiting
 // far ahead (SCHEDULED) that fall inside the horizon are sent with their exact remaining delay
 // and marked QUEUED; queued runs still unleased after the redelivery grace had their message lost
-// and are sent again. Every write is conditional, so two tickers at once change nothing more than one.
+// and are sent again; external workers' runs whose lease ended unrenewed are sent for recovery. Every write is conditional, so two tickers at once change nothing more than one.
 import { logger } from '../core/logger';
 import { checkBackAt, minuteBuckets } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
@@ -69,6 +69,18 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number): Promise<T
         jobId: entry.jobId,
         tenantId: entry.tenantId,
       });
+      redelivered++;
+    }
+  }
+
+  // External workers' leases that ended without a heartbeat: a message to the dispatch queue lets a
+  // worker find the lease expired and record the attempt as lost (and retry it with its checkpoint).
+  const lapsed = entries.filter((entry) => entry.status === 'RUNNING' && Date.parse(entry.gateAt) <= now);
+  for (const entry of lapsed) {
+    const next = now + config.redeliveryGraceSeconds * 1000;
+    if (await deps.runs.moveLeaseCheck(entry.runId, entry.gateAt, next, config.timeIndexShards)) {
+      await deps.dispatch.send([{ ...dispatchOf(entry), availableAt: now }], now);
+      logger.warn("an external worker's lease ended without a heartbeat; sent for recovery", { runId: entry.runId, jobId: entry.jobId, tenantId: entry.tenantId });
       redelivered++;
     }
   }

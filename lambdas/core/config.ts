@@ -4,6 +4,8 @@ import { z } from 'zod';
 import type { TenantLimits } from '../domain/tenant';
 import { DEFAULT_TENANT_LIMITS, tenantLimitsSchema } from '../domain/tenant';
 import type { PoolRoute } from '../store/dispatch-queue';
+import type { TargetAllowlist } from '../domain/target-allowlist';
+import { NO_TARGETS_ALLOWED, targetAllowlistSchema } from '../domain/target-allowlist';
 
 /** A worker pool as DISPATCH_POOLS carries it (the default pool is DISPATCH_QUEUE_URL and friends). */
 export const poolRouteSchema = z.strictObject({
@@ -55,6 +57,21 @@ const envSchema = z.object({
     }),
   /** `local` allows plain-http targets; `aws` requires https. */
   SCHEDULER_MODE: z.enum(['aws', 'local']).default('aws'),
+  /** The AWS resources jobs may target, as JSON {lambdaFunctionArns, sqsQueueArns, eventBusArns}; local mode allows any. */
+  ALLOWED_TARGETS: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (!raw) return NO_TARGETS_ALLOWED;
+      try {
+        const parsed = targetAllowlistSchema.safeParse(JSON.parse(raw));
+        if (parsed.success) return parsed.data;
+      } catch {
+        // reported below
+      }
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON object of target ARNs' });
+      return z.NEVER;
+    }),
   /** `true` lets targets resolve to private addresses (RFC 1918, 100.64/10, fc00::/7) and loopback. */
   ALLOW_PRIVATE_TARGETS: z.enum(['true', 'false']).default('false'),
   /** Runs due within this many seconds go straight to SQS with a delay; later ones wait in the time index. */
@@ -99,6 +116,8 @@ export interface SchedulerConfig extends Readonly<Tuning> {
   readonly tenantDefaults: TenantLimits;
   /** Targets may be private addresses (see lambdas/targets/address-policy.ts). */
   readonly allowPrivateTargets: boolean;
+  /** The Lambda functions, SQS queues and event buses jobs may target (ignored in local mode: any). */
+  readonly allowedTargets?: TargetAllowlist;
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfig {
@@ -118,6 +137,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfi
     localMode: e.SCHEDULER_MODE === 'local',
     tenantDefaults: e.TENANT_DEFAULT_LIMITS,
     allowPrivateTargets: e.ALLOW_PRIVATE_TARGETS === 'true',
+    allowedTargets: e.ALLOWED_TARGETS,
     nearHorizonSeconds: e.NEAR_HORIZON_SECONDS,
     tickerHorizonSeconds: e.TICKER_HORIZON_SECONDS,
     redeliveryGraceSeconds: e.REDELIVERY_GRACE_SECONDS,

@@ -47,6 +47,16 @@ export class ConflictError extends ProblemError {
   readonly title = 'Conflict';
 }
 
+/**
+ * An external worker's lease token is no longer the run's: the run was taken over, finished, or
+ * cancelled. `runStatus` (a problem extension member) tells a worker which, so it can stop.
+ */
+export class StaleLeaseError extends ConflictError {
+  constructor(readonly runStatus: string) {
+    super(runStatus === 'CANCELLED' ? 'The run was cancelled; stop working on it' : `The lease token is stale (the run is ${runStatus}); stop working on it`);
+  }
+}
+
 export class PreconditionFailedError extends ProblemError {
   readonly status = 412;
   readonly title = 'Precondition failed';

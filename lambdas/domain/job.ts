@@ -7,6 +7,9 @@ export const MAX_PAYLOAD_BYTES = 64 * 1024;
 export const MAX_TIMEOUT_SECONDS = 840;
 const MAX_DELAY_SECONDS = 366 * 24 * 3600;
 export const MAX_TARGET_HEADERS = 20;
+/** An external worker's lease: it must heartbeat within this many seconds or its run is retried. */
+export const DEFAULT_EXTERNAL_LEASE_SECONDS = 300;
+export const MAX_EXTERNAL_LEASE_SECONDS = 3600;
 export const MAX_TARGET_HEADER_VALUE_BYTES = 1024;
 /** Names and values of a target's headers together, well under what servers accept (8 KiB). */
 export const MAX_TARGET_HEADER_BYTES = 4096;
@@ -100,6 +103,8 @@ export const targetSchema = z.discriminatedUnion('kind', [
     detailType: z.string().min(1).max(128),
     source: z.string().min(1).max(256),
   }),
+  // Run by a worker outside Lambda that claims it over the API and heartbeats within the lease.
+  z.strictObject({ kind: z.literal('external'), leaseSeconds: z.number().int().min(1).max(MAX_EXTERNAL_LEASE_SECONDS).default(DEFAULT_EXTERNAL_LEASE_SECONDS) }),
 ]);
 export type Target = z.infer<typeof targetSchema>;
 export type HttpTarget = z.infer<typeof httpTargetSchema>;
@@ -180,6 +185,14 @@ export interface Job extends JobSpec {
   readonly pausedAt?: string | null;
   /** The occurrence that was pending when the job was paused; resume starts from it. */
   readonly pausedPending?: { readonly runId: string; readonly scheduledFor: string } | null;
+}
+
+/**
+ * How long a lease on a run of this job lasts: its attempt timeout plus a margin for a Lambda worker;
+ * for an external worker, the target's lease (renewed by each heartbeat, so a run may last longer).
+ */
+export function leaseSecondsOf(job: Pick<JobSpec, 'timeoutSeconds' | 'target'>, leaseMarginSeconds: number): number {
+  return job.target.kind === 'external' ? job.target.leaseSeconds : attemptTimeoutSeconds(job) + leaseMarginSeconds;
 }
 
 /** The execution timeout of one attempt: the job's, narrowed by the target's own where it has one. */

@@ -55,6 +55,8 @@ export interface Run {
   readonly delivery?: Delivery;
   /** At-most-once: when the attempt was recorded as consumed, just before its target was called. */
   readonly consumedAt?: string | null;
+  /** What an external worker reported when it completed the run. */
+  readonly result?: unknown;
   readonly createdAt: string;
   readonly updatedAt: string;
 }

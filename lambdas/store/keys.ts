@@ -80,7 +80,13 @@ export interface RunItemExtras {
   readonly backfillRemaining?: number;
   /** The attempt from which this occurrence's retry budget counts (a replay starts anew). */
   readonly budgetFrom?: number;
+  /** The checkpoint an external worker saved on the previous attempt: the next claim hands it over. */
+  readonly checkpoint?: unknown;
 }
+
+/** Sort key of a run in the claimable index: its job type, when it became due, its id. */
+export const claimSortOf = (run: Pick<Run, 'jobType' | 'availableAt' | 'runId'>): string => `${run.jobType}#${run.availableAt}#${run.runId}`;
+export const runIdOfClaimSort = (claimSort: string): string => claimSort.slice(claimSort.lastIndexOf('#') + 1);
 
 export function gateAttributes(runId: string, gateAt: number, shards: number): { gateKey: string; gateAt: string } {
   const at = new Date(gateAt).toISOString();
@@ -100,6 +106,7 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
     ...(extras.gate ? gateAttributes(run.runId, extras.gate.at, extras.gate.shards) : {}),
     ...(extras.backfillRemaining !== undefined ? { backfillRemaining: extras.backfillRemaining } : {}),
     ...(extras.budgetFrom !== undefined ? { budgetFrom: extras.budgetFrom } : {}),
+    ...(extras.checkpoint !== undefined ? { checkpointJson: JSON.stringify(extras.checkpoint) } : {}),
   };
 }
 
@@ -116,6 +123,11 @@ export function itemToRun(item: Item): Run {
     budgetFrom: _bf,
     deadTenantId: _dt,
     deadSort: _ds,
+    // An external worker's lease token is its secret: never part of a run as the API shows it.
+    leaseToken: _lt,
+    claimTenant: _ct,
+    claimSort: _cs,
+    checkpointJson: _cp,
     leaseExpiresAtMs,
     ...rest
   } = item;
@@ -134,6 +146,11 @@ export function deadAttributes(tenantId: string, finishedAt: string, runId: stri
 
 export function backfillRemainingOf(item: Item): number | undefined {
   return typeof item.backfillRemaining === 'number' ? item.backfillRemaining : undefined;
+}
+
+/** The checkpoint saved on a run (by an external worker's heartbeat, or carried from the attempt before). */
+export function checkpointOf(item: Item): unknown {
+  return typeof item.checkpointJson === 'string' ? (JSON.parse(item.checkpointJson) as unknown) : undefined;
 }
 
 export function payloadOverrideOf(item: Item): unknown {

@@ -9,9 +9,9 @@ import type { AttemptOutcome, Run, RunError, RunStatus } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import { ValidationError } from '../core/errors';
 import { NO_JOB_TYPE } from '../core/metrics';
-import { RUNS_BY_JOB_INDEX, RUNS_DEAD_INDEX, RUNS_TIME_INDEX } from './schema';
+import { RUNS_BY_JOB_INDEX, RUNS_CLAIM_INDEX, RUNS_DEAD_INDEX, RUNS_TIME_INDEX } from './schema';
 import type { Item, RunItemExtras } from './keys';
-import { backfillRemainingOf, budgetFromOf, deadAttributes, decodeCursor, effectKey, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, RUN_PK_PREFIX, runKey, runToItem } from './keys';
+import { backfillRemainingOf, budgetFromOf, checkpointOf, claimSortOf, deadAttributes, decodeCursor, effectKey, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, RUN_PK_PREFIX, runIdOfClaimSort, runKey, runToItem } from './keys';
 
 export interface DeadFilter {
   readonly jobId?: string;
@@ -45,8 +45,8 @@ export type LeaseResult =
   | { readonly kind: 'early'; readonly run: Run }
   /** Another worker holds a live lease. */
   | { readonly kind: 'held'; readonly run: Run }
-  /** Running under a lease that expired: its worker was lost. */
-  | { readonly kind: 'expired'; readonly run: Run; readonly budgetFrom: number }
+  /** Running under a lease that expired: its worker was lost. The checkpoint it saved goes to the retry. */
+  | { readonly kind: 'expired'; readonly run: Run; readonly budgetFrom: number; readonly checkpoint?: unknown }
   /** Already finished (or cancelled, skipped): a duplicate delivery. */
   | { readonly kind: 'finished'; readonly run: Run };
 
@@ -68,6 +68,9 @@ interface FinishUpdate {
   readonly ExpressionAttributeNames: Record<string, string>;
   readonly ExpressionAttributeValues: Record<string, unknown>;
 }
+
+/** An external worker's lease is checked this long after it ends, so a beat just in time is not raced. */
+const LEASE_CHECK_SLACK_MS = 1_000;
 
 export interface LeaseRequest {
   readonly owner: string;
@@ -164,7 +167,7 @@ export class RunsRepository {
     const withReason = outcome.reason !== undefined && outcome.reason !== null;
     const recorded = await this.conditionalUpdate({
       Key: runKey(runId),
-      UpdateExpression: `SET #status = :outcome, #finishedAt = :now, #updatedAt = :now, #error = :error${withReason ? ', #reason = :reason' : ''}`,
+      UpdateExpression: `SET #status = :outcome, #finishedAt = :now, #updatedAt = :now, #error = :error${withReason ? ', #reason = :reason' : ''} REMOVE #gateKey, #gateAt`,
       ConditionExpression: '#status = :running AND #version = :version',
       ExpressionAttributeNames: {
         '#status': 'status',
@@ -172,6 +175,8 @@ export class RunsRepository {
         '#updatedAt': 'updatedAt',
         '#error': 'error',
         '#version': 'version',
+        '#gateKey': 'gateKey',
+        '#gateAt': 'gateAt',
         ...(withReason ? { '#reason': 'reason' } : {}),
       },
       ExpressionAttributeValues: {
@@ -193,7 +198,7 @@ export class RunsRepository {
    */
   async finishAttempt(
     run: Run,
-    outcome: { status: AttemptOutcome; now: number; error: RunError | null; reason?: string | null },
+    outcome: { status: AttemptOutcome; now: number; error: RunError | null; reason?: string | null; result?: unknown },
     retry: { run: Run; extras: RunItemExtras } | null,
     options: { leaseExpiredBefore?: number; effect?: EffectRecord } = {},
   ): Promise<'recorded' | 'fenced' | 'effect-exists'> {
@@ -217,6 +222,11 @@ export class RunsRepository {
     };
     let update = 'SET #status = :outcome, #finishedAt = :now, #updatedAt = :now, #error = :error, #reason = :reason';
     let condition = '#status = :running AND #version = :version';
+    if (outcome.result !== undefined) {
+      names['#result'] = 'result';
+      values[':result'] = outcome.result;
+      update += ', #result = :result';
+    }
     if (dead) {
       names['#deadTenantId'] = 'deadTenantId';
       names['#deadSort'] = 'deadSort';
@@ -224,6 +234,11 @@ export class RunsRepository {
       values[':deadSort'] = dead.deadSort;
       update += ', #deadTenantId = :deadTenantId, #deadSort = :deadSort';
     }
+    // An external worker's run carries a lease check-back in the time index: a finished run leaves it
+    // (for any other run this removes nothing, at no cost).
+    names['#gateKey'] = 'gateKey';
+    names['#gateAt'] = 'gateAt';
+    update += ' REMOVE #gateKey, #gateAt';
     if (options.leaseExpiredBefore !== undefined) {
       names['#leaseExpiresAtMs'] = 'leaseExpiresAtMs';
       values[':expiredBefore'] = options.leaseExpiredBefore;
@@ -311,6 +326,191 @@ export class RunsRepository {
     });
   }
 
+  /**
+   * Hands a leased run of an external target to external workers: RUNNING -> QUEUED (fenced by the
+   * leased version) with an entry in the claimable index. It waits there, without a check-back,
+   * until a worker claims it.
+   */
+  async offer(run: Run, now: number): Promise<boolean> {
+    return this.conditionalUpdate({
+      Key: runKey(run.runId),
+      UpdateExpression: 'SET #status = :queued, #updatedAt = :now, #claimTenant = :tenant, #claimSort = :sort REMOVE #leaseExpiresAtMs',
+      ConditionExpression: '#status = :running AND #version = :version',
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#updatedAt': 'updatedAt',
+        '#claimTenant': 'claimTenant',
+        '#claimSort': 'claimSort',
+        '#leaseExpiresAtMs': 'leaseExpiresAtMs',
+        '#version': 'version',
+      },
+      ExpressionAttributeValues: {
+        ':queued': 'QUEUED',
+        ':running': 'RUNNING',
+        ':version': run.version,
+        ':now': new Date(now).toISOString(),
+        ':tenant': run.tenantId,
+        ':sort': claimSortOf(run),
+      },
+    });
+  }
+
+  /** Run ids waiting for an external worker of this tenant (and job type), the longest-waiting first. */
+  async claimable(tenantId: string, jobType: string | undefined, limit: number): Promise<{ runId: string; leaseMs: number }[]> {
+    const { Items: items = [] } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: RUNS_CLAIM_INDEX,
+        KeyConditionExpression: jobType ? '#tenant = :tenant AND begins_with(#sort, :type)' : '#tenant = :tenant',
+        ExpressionAttributeNames: { '#tenant': 'claimTenant', ...(jobType ? { '#sort': 'claimSort' } : {}) },
+        ExpressionAttributeValues: { ':tenant': tenantId, ...(jobType ? { ':type': `${jobType}#` } : {}) },
+        Limit: limit,
+      }),
+    );
+    return items.map((item) => ({ runId: runIdOfClaimSort(String(item.claimSort)), leaseMs: Number(item.leaseMs) }));
+  }
+
+  /**
+   * An external worker claims an offered run: RUNNING under `owner` with a secret lease token, a new
+   * fencing version, and a check-back in the time index at the lease's end (moved by each heartbeat),
+   * by which the ticker finds a worker that stopped beating. Null when another worker claimed it first.
+   */
+  async claim(runId: string, tenantId: string, claim: { owner: string; leaseToken: string; now: number; shards: number; leaseMs: number }): Promise<{ run: Run; payloadOverride: unknown; checkpoint: unknown } | null> {
+    const gate = gateAttributes(runId, claim.now + claim.leaseMs + LEASE_CHECK_SLACK_MS, claim.shards);
+    const now = new Date(claim.now).toISOString();
+    try {
+      const { Attributes: item } = await this.dynamo.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: runKey(runId),
+          UpdateExpression:
+            'SET #status = :running, #leaseOwner = :owner, #leaseToken = :token, #leaseExpiresAtMs = #leaseMs + :nowMs, #startedAt = :now, #updatedAt = :now, ' +
+            '#version = #version + :one, #gateKey = :gateKey, #gateAt = :gateAt REMOVE #claimTenant, #claimSort',
+          ConditionExpression: '#status = :queued AND #claimTenant = :tenant',
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#leaseOwner': 'leaseOwner',
+            '#leaseToken': 'leaseToken',
+            '#leaseExpiresAtMs': 'leaseExpiresAtMs',
+            '#leaseMs': 'leaseMs',
+            '#startedAt': 'startedAt',
+            '#updatedAt': 'updatedAt',
+            '#version': 'version',
+            '#gateKey': 'gateKey',
+            '#gateAt': 'gateAt',
+            '#claimTenant': 'claimTenant',
+            '#claimSort': 'claimSort',
+          },
+          ExpressionAttributeValues: {
+            ':running': 'RUNNING',
+            ':queued': 'QUEUED',
+            ':owner': claim.owner,
+            ':token': claim.leaseToken,
+            ':nowMs': claim.now,
+            ':now': now,
+            ':one': 1,
+            ':gateKey': gate.gateKey,
+            ':gateAt': gate.gateAt,
+            ':tenant': tenantId,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      if (!item) return null;
+      return { run: itemToRun(item), payloadOverride: payloadOverrideOf(item), checkpoint: checkpointOf(item) };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * An external worker's heartbeat: extends its lease (and moves the check-back with it), and
+   * records progress and a checkpoint, if the token is still the run's. Otherwise says why.
+   */
+  async beat(
+    runId: string,
+    tenantId: string,
+    beat: { leaseToken: string; now: number; shards: number; progress?: unknown; checkpoint?: unknown },
+  ): Promise<{ kind: 'extended'; run: Run } | { kind: 'missing' } | { kind: 'stale'; status: string }> {
+    const names: Record<string, string> = {
+      '#status': 'status',
+      '#leaseToken': 'leaseToken',
+      '#leaseExpiresAtMs': 'leaseExpiresAtMs',
+      '#leaseMs': 'leaseMs',
+      '#updatedAt': 'updatedAt',
+      '#tenantId': 'tenantId',
+      '#gateKey': 'gateKey',
+      '#gateAt': 'gateAt',
+    };
+    const values: Record<string, unknown> = {
+      ':running': 'RUNNING',
+      ':token': beat.leaseToken,
+      ':tenant': tenantId,
+      ':nowMs': beat.now,
+      ':now': new Date(beat.now).toISOString(),
+    };
+    let update = 'SET #leaseExpiresAtMs = #leaseMs + :nowMs, #updatedAt = :now, #gateKey = :gateKey, #gateAt = :gateAt';
+    if (beat.progress !== undefined) {
+      names['#progress'] = 'progress';
+      values[':progress'] = beat.progress;
+      update += ', #progress = :progress';
+    }
+    if (beat.checkpoint !== undefined) {
+      names['#checkpointJson'] = 'checkpointJson';
+      values[':checkpoint'] = JSON.stringify(beat.checkpoint);
+      update += ', #checkpointJson = :checkpoint';
+    }
+    // The lease's new end is only known inside DynamoDB (leaseMs lives on the run): read it first.
+    const current = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
+    const item = current.Item;
+    if (!item || item.tenantId !== tenantId) return { kind: 'missing' };
+    if (item.status !== 'RUNNING' || item.leaseToken !== beat.leaseToken) return { kind: 'stale', status: String(item.status) };
+    const gate = gateAttributes(runId, beat.now + Number(item.leaseMs) + LEASE_CHECK_SLACK_MS, beat.shards);
+    values[':gateKey'] = gate.gateKey;
+    values[':gateAt'] = gate.gateAt;
+    try {
+      const { Attributes: updated } = await this.dynamo.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: runKey(runId),
+          UpdateExpression: update,
+          ConditionExpression: '#status = :running AND #leaseToken = :token AND #tenantId = :tenant',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      if (!updated) throw new Error(`heartbeat of ${runId} returned no attributes`);
+      return { kind: 'extended', run: itemToRun(updated) };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const old = error.Item ? unmarshall(error.Item) : undefined;
+      return old ? { kind: 'stale', status: String(old.status) } : { kind: 'missing' };
+    }
+  }
+
+  /** A run with what an external worker's call must match (its lease token) and what a retry carries. */
+  async getLeased(runId: string): Promise<{ run: Run; leaseToken: string | null; budgetFrom: number; checkpoint: unknown } | null> {
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
+    if (!item) return null;
+    const leaseToken = typeof item.leaseToken === 'string' ? item.leaseToken : null;
+    return { run: itemToRun(item), leaseToken, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item) };
+  }
+
+  /** The ticker found an external worker's lease check-back passed: claim the recovery (once). */
+  async moveLeaseCheck(runId: string, previousGateAt: string, checkBackAt: number, shards: number): Promise<boolean> {
+    const gate = gateAttributes(runId, checkBackAt, shards);
+    return this.conditionalUpdate({
+      Key: runKey(runId),
+      UpdateExpression: 'SET #gateKey = :gateKey, #gateAt = :gateAt',
+      ConditionExpression: '#status = :running AND #gateAt = :previous',
+      ExpressionAttributeNames: { '#status': 'status', '#gateKey': 'gateKey', '#gateAt': 'gateAt' },
+      ExpressionAttributeValues: { ':running': 'RUNNING', ':previous': previousGateAt, ':gateKey': gate.gateKey, ':gateAt': gate.gateAt },
+    });
+  }
+
   /** Extends a live lease (a heartbeat); false when the lease was lost or the run cancelled. */
   async heartbeat(runId: string, version: number, now: number): Promise<boolean> {
     return this.conditionalUpdate({
@@ -332,9 +532,9 @@ export class RunsRepository {
   async cancelRunning(runId: string, now: number, reason: string): Promise<boolean> {
     return this.conditionalUpdate({
       Key: runKey(runId),
-      UpdateExpression: 'SET #status = :cancelled, #finishedAt = :now, #updatedAt = :now, #reason = :reason',
+      UpdateExpression: 'SET #status = :cancelled, #finishedAt = :now, #updatedAt = :now, #reason = :reason REMOVE #gateKey, #gateAt',
       ConditionExpression: '#status = :running',
-      ExpressionAttributeNames: { '#status': 'status', '#finishedAt': 'finishedAt', '#updatedAt': 'updatedAt', '#reason': 'reason' },
+      ExpressionAttributeNames: { '#status': 'status', '#finishedAt': 'finishedAt', '#updatedAt': 'updatedAt', '#reason': 'reason', '#gateKey': 'gateKey', '#gateAt': 'gateAt' },
       ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':running': 'RUNNING', ':now': new Date(now).toISOString(), ':reason': reason },
     });
   }
@@ -650,7 +850,7 @@ function whyNotLeased(item: Item | undefined, now: string, nowMs: number): Lease
   if (isTerminal(run.status)) return { kind: 'finished', run };
   if (run.status === 'RUNNING') {
     const expiresAt = typeof item.leaseExpiresAtMs === 'number' ? item.leaseExpiresAtMs : Infinity;
-    return expiresAt < nowMs ? { kind: 'expired', run, budgetFrom: budgetFromOf(item) } : { kind: 'held', run };
+    return expiresAt < nowMs ? { kind: 'expired', run, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item) } : { kind: 'held', run };
   }
   if (run.availableAt > now) return { kind: 'early', run };
   // Waiting and due, yet the condition failed: it changed between the read and the write.

@@ -35,6 +35,7 @@ export const RUNS_BY_JOB_INDEX = 'byJobKeys';
 export const RUNS_TIME_INDEX = 'timeIndex';
 export const JOBS_NEXT_RUN_INDEX = 'byNextRun';
 export const RUNS_DEAD_INDEX = 'deadByTenant';
+export const RUNS_CLAIM_INDEX = 'claimable';
 /** Partitions of the jobs' byNextRun index. */
 export const NEXT_RUN_SHARDS = 8;
 
@@ -90,6 +91,14 @@ export const runsTable: TableDefinition = {
       partitionKey: { name: 'deadTenantId', type: 'S' },
       sortKey: { name: 'deadSort', type: 'S' },
       projection: 'all',
+    },
+    {
+      // Sparse: runs of external targets that are due and wait for an external worker to claim
+      // them, per tenant, by job type and then due time (decision 0062).
+      indexName: RUNS_CLAIM_INDEX,
+      partitionKey: { name: 'claimTenant', type: 'S' },
+      sortKey: { name: 'claimSort', type: 'S' },
+      projection: ['leaseMs'],
     },
   ],
 };

@@ -190,4 +190,25 @@ describe('delivery semantics without a crash', () => {
       await target.stop();
     }
   });
+
+  it('at-most-once: a worker lost before the consume write never called the target, so the run is retried and called once', async () => {
+    const quick = await startScheduler({ workerConcurrency: 0, tuning: { leaseMarginSeconds: 2 } });
+    const target = await startTarget();
+    try {
+      const created = await quick.api('POST', '/v1/jobs', jobBody(target.url, { delivery: 'at-most-once', timeoutSeconds: 1, retryPolicy: retryQuickly }));
+      const { jobId, nextRunId: runId } = created.body.job;
+      // A worker takes the lease (3 s) and dies before consuming the attempt.
+      expect((await quick.workerDeps('ghost').runs.lease(runId, { owner: 'ghost', now: Date.now() })).kind).toBe('leased');
+      await quick.startWorkers(1);
+      const runs = await eventually(() => runsOf(quick, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'), 20_000);
+      expect(runs.map((run) => [run.attempt, run.status, run.error?.code ?? null, run.consumedAt ? 'consumed' : null])).toEqual([
+        [1, 'FAILED', 'WORKER_LOST', null],
+        [2, 'SUCCEEDED', null, 'consumed'],
+      ]);
+      expect(target.calls).toHaveLength(1);
+    } finally {
+      await target.stop();
+      await quick.stop();
+    }
+  });
 });

@@ -28,7 +28,7 @@ interface RouteUnderTest {
   /** Which kind of id the path takes, if any. */
   readonly id?: 'job' | 'run';
   readonly query: boolean;
-  readonly body: 'job' | 'patch' | 'trigger' | 'preview' | 'bulk' | 'none';
+  readonly body: 'job' | 'patch' | 'trigger' | 'preview' | 'bulk' | 'claim' | 'beat' | 'complete' | 'fail' | 'none';
   /** A header this route reads, which a hostile value must make it refuse. */
   readonly header?: 'idempotency-key' | 'if-match';
 }
@@ -50,7 +50,19 @@ const ROUTES: readonly RouteUnderTest[] = [
   { method: 'POST', path: () => '/v1/dead-runs/replay', query: false, body: 'bulk' },
   { method: 'POST', path: () => '/v1/schedules/preview', query: false, body: 'preview' },
   { method: 'GET', path: () => '/v1/health', query: true, body: 'none' },
+  { method: 'POST', path: () => '/v1/workers/claim', query: false, body: 'claim' },
+  { method: 'POST', path: (id) => `/v1/runs/${id}/heartbeat`, id: 'run', query: false, body: 'beat' },
+  { method: 'POST', path: (id) => `/v1/runs/${id}/complete`, id: 'run', query: false, body: 'complete' },
+  { method: 'POST', path: (id) => `/v1/runs/${id}/fail`, id: 'run', query: false, body: 'fail' },
 ];
+
+/** A lease token of the right shape (no run has it): external-worker routes need one to get past validation. */
+const SHAPED_TOKEN = 'a'.repeat(32);
+const VALID_WORKER_BODIES: Partial<Record<RouteUnderTest['body'], unknown>> = {
+  beat: { leaseToken: SHAPED_TOKEN },
+  complete: { leaseToken: SHAPED_TOKEN },
+  fail: { leaseToken: SHAPED_TOKEN, error: { code: 'X', message: 'm', retryable: true } },
+};
 
 const deep = (levels: number, leaf: string): string => `${'['.repeat(levels)}${leaf}${']'.repeat(levels)}`;
 const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -135,7 +147,39 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
   };
 
   const badBodyFor = (kind: RouteUnderTest['body']): unknown => {
+    const badToken = () => pick<unknown>(['', 'short', 't'.repeat(200), 'has space in it here!!', 42, null]);
     switch (kind) {
+      case 'claim':
+        return pick<unknown>([
+          { waitSeconds: pick([-1, 21, 'ten', 1.5, null]) },
+          { jobType: pick(['', 't'.repeat(65), 'a b', 42]) },
+          { workerId: pick(['', 'w'.repeat(65), 'a/b']) },
+          { extra: true },
+          [],
+          null,
+          'claim',
+        ]);
+      case 'beat':
+        return pick<unknown>([
+          {},
+          { leaseToken: badToken() },
+          { leaseToken: SHAPED_TOKEN, checkpoint: { blob: 'p'.repeat(70 * 1024) } },
+          { leaseToken: SHAPED_TOKEN, progress: JSON.parse('{"__proto__":1}') as unknown },
+          { leaseToken: SHAPED_TOKEN, extra: 1 },
+          [],
+          null,
+        ]);
+      case 'complete':
+        return pick<unknown>([{}, { leaseToken: badToken() }, { leaseToken: SHAPED_TOKEN, result: { blob: 'r'.repeat(70 * 1024) } }, { leaseToken: SHAPED_TOKEN, status: 'SUCCEEDED' }, [], 'done']);
+      case 'fail':
+        return pick<unknown>([
+          { leaseToken: SHAPED_TOKEN },
+          { leaseToken: badToken(), error: { code: 'X', message: 'm', retryable: true } },
+          { leaseToken: SHAPED_TOKEN, error: { code: '', message: 'm', retryable: true } },
+          { leaseToken: SHAPED_TOKEN, error: { code: 'X', message: 'm', retryable: 'yes' } },
+          { leaseToken: SHAPED_TOKEN, error: { code: 'X', message: 'm'.repeat(2000), retryable: false } },
+          { leaseToken: SHAPED_TOKEN, error: 'broken' },
+        ]);
       case 'job':
         return chance(0.8) ? badJob() : hostile();
       case 'patch':
@@ -271,6 +315,9 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
       body = chance(0.25) ? rawBodies() : JSON.stringify(badBodyFor(route.body));
       headers['content-type'] = chance(0.15) ? pick(BAD_CONTENT_TYPES) : 'application/json';
       if (chance(0.05)) body = `{"blob":"${'z'.repeat(300 * 1024)}"}`;
+    } else if (VALID_WORKER_BODIES[route.body] !== undefined) {
+      body = JSON.stringify(VALID_WORKER_BODIES[route.body]);
+      headers['content-type'] = 'application/json';
     } else if (route.body === 'job' || route.body === 'preview' || route.body === 'patch') {
       // A route that needs a body gets a valid one when another part is the hostile one.
       body = JSON.stringify(

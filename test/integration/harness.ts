@@ -15,7 +15,7 @@ import type { RequestCounter } from '../../lambdas/store/request-counter';
 import type { AwsClients } from '../../lambdas/store/aws';
 import type { PoolDefinition } from '../../lambdas/store/schema';
 import type { HostResolver } from '../../lambdas/targets/egress';
-import { createAwsClients } from '../../lambdas/store/aws';
+import { createAwsClients, createTargetClients } from '../../lambdas/store/aws';
 import { encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
 import { emulatorEnvironment } from '../../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../../scripts/local/resources';
@@ -69,11 +69,13 @@ export interface SchedulerOptions {
   /** Counts the requests of the scheduler's handlers (not the runtime's SQS polling). */
   readonly requestCounter?: RequestCounter;
   /** Configuration over the local defaults, e.g. `{ localMode: false }` for AWS-mode target rules. */
-  readonly config?: Partial<Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets'>>;
+  readonly config?: Partial<Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets' | 'allowedTargets'>>;
   /** How target host names resolve (the system's resolver by default). */
   readonly resolveHost?: HostResolver;
   /** Worker pools besides the default one, each with its own queues and pollers. */
   readonly pools?: readonly PoolDefinition[];
+  /** Where the lambda target's client sends invocations (LAMBDA_ENDPOINT_URL; e.g. MiniStack). */
+  readonly lambdaEndpoint?: string;
 }
 
 export async function startScheduler(options: SchedulerOptions = {}): Promise<Scheduler> {
@@ -87,6 +89,7 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
     handlerClients = createAwsClients();
     options.requestCounter.attach(handlerClients);
   }
+  if (options.lambdaEndpoint) handlerClients = { ...handlerClients, targets: createTargetClients(options.lambdaEndpoint) };
   const deps = createDeps(config, handlerClients, {
     workerId: `${prefix}-main`,
     metricSink: (line) => metricLines.push(line),

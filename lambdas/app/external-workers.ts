@@ -1,0 +1,137 @@
+// External workers: runs of `external` targets are offered (not called) by the worker, and a worker
+// outside Lambda claims one over the API, heartbeats within its lease (with progress and a
+// checkpoint), and completes or fails it, each call carrying the lease token the claim returned.
+// A token that is no longer the run's (taken over, finished, cancelled) is a 409 naming the run's
+// status. A lease that ends unrenewed is found by the ticker through the run's check-back entry and
+// the attempt is recorded as a lost worker; its retry hands the last checkpoint to the next claim.
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { NotFoundError, StaleLeaseError } from '../core/errors';
+import { logger } from '../core/logger';
+import { resourceId } from '../core/validation';
+import { fencingTokenOf } from '../domain/delivery';
+import { MAX_PAYLOAD_BYTES } from '../domain/job';
+import type { Run } from '../domain/run';
+import { occurrenceKey } from '../domain/run';
+import type { SchedulerDeps } from './deps';
+import { recordOutcome } from './execute-run';
+
+/** The longest a claim waits for work: well inside API Gateway's 30 s. */
+export const MAX_CLAIM_WAIT_SECONDS = 20;
+const CLAIM_POLL_MS = 500;
+const CLAIM_CANDIDATES = 10;
+const MAX_CHECKPOINT_BYTES = MAX_PAYLOAD_BYTES;
+
+const boundedJson = (what: string) =>
+  z.json().refine((value) => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8') <= MAX_CHECKPOINT_BYTES, `${what} must be at most ${MAX_CHECKPOINT_BYTES} bytes of JSON`);
+
+export const claimSchema = z.strictObject({
+  jobType: resourceId.optional(),
+  waitSeconds: z.number().int().min(0).max(MAX_CLAIM_WAIT_SECONDS).default(0),
+  /** Names the worker in the run's leaseOwner (e.g. its host and process). */
+  workerId: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/).optional(),
+});
+const leaseToken = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'must be the lease token the claim returned');
+export const heartbeatSchema = z.strictObject({ leaseToken, progress: boundedJson('progress').optional(), checkpoint: boundedJson('checkpoint').optional() });
+export const completeSchema = z.strictObject({ leaseToken, result: boundedJson('result').optional() });
+export const failSchema = z.strictObject({
+  leaseToken,
+  error: z.strictObject({ code: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/), message: z.string().max(1024), retryable: z.boolean() }),
+});
+
+/** What a claim hands an external worker. The lease token is its secret: the only place it appears. */
+export interface ClaimedRun {
+  readonly run: Run;
+  readonly leaseToken: string;
+  readonly leaseExpiresAt: string;
+  readonly leaseSeconds: number;
+  readonly attempt: number;
+  readonly fencingToken: number;
+  readonly idempotencyKey: string;
+  readonly payload: unknown;
+  /** The last checkpoint saved by a previous attempt of this occurrence, or null. */
+  readonly checkpoint: unknown;
+}
+
+export async function claimRun(deps: SchedulerDeps, tenantId: string, body: z.infer<typeof claimSchema>): Promise<ClaimedRun | null> {
+  const deadline = deps.clock() + body.waitSeconds * 1000;
+  for (;;) {
+    for (const candidate of await deps.runs.claimable(tenantId, body.jobType, CLAIM_CANDIDATES)) {
+      const token = randomBytes(24).toString('base64url');
+      const claimed = await deps.runs.claim(candidate.runId, tenantId, {
+        owner: `external:${body.workerId ?? 'worker'}`,
+        leaseToken: token,
+        now: deps.clock(),
+        shards: deps.config.timeIndexShards,
+        leaseMs: candidate.leaseMs,
+      });
+      // Claimed by another worker since the index was read: try the next one.
+      if (!claimed) continue;
+      const { run } = claimed;
+      const job = await deps.jobs.getAnyTenant(run.jobId);
+      // At-most-once: the claim consumes the attempt; a worker that vanishes is not replaced.
+      if (run.delivery === 'at-most-once') await deps.runs.consume(run.runId, run.version, deps.clock());
+      deps.telemetry.runStarted(run, deps.clock());
+      logger.info('run claimed by an external worker', { runId: run.runId, jobId: run.jobId, tenantId, attempt: run.attempt, leaseOwner: run.leaseOwner, fencingToken: fencingTokenOf(run) });
+      return {
+        run,
+        leaseToken: token,
+        leaseExpiresAt: run.leaseExpiresAt ?? new Date(deps.clock() + run.leaseSeconds * 1000).toISOString(),
+        leaseSeconds: run.leaseSeconds,
+        attempt: run.attempt,
+        fencingToken: fencingTokenOf(run),
+        idempotencyKey: occurrenceKey(run.jobId, run.scheduledFor),
+        payload: claimed.payloadOverride !== undefined ? claimed.payloadOverride : (job?.payload ?? null),
+        checkpoint: claimed.checkpoint ?? null,
+      };
+    }
+    if (deps.clock() + CLAIM_POLL_MS > deadline) return null;
+    await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
+  }
+}
+
+export async function heartbeatRun(
+  deps: SchedulerDeps,
+  tenantId: string,
+  runId: string,
+  body: z.infer<typeof heartbeatSchema>,
+): Promise<{ run: Run; leaseExpiresAt: string | null }> {
+  const beat = await deps.runs.beat(runId, tenantId, { ...body, now: deps.clock(), shards: deps.config.timeIndexShards });
+  if (beat.kind === 'missing') throw new NotFoundError(`No run ${runId}`);
+  if (beat.kind === 'stale') throw new StaleLeaseError(beat.status);
+  return { run: beat.run, leaseExpiresAt: beat.run.leaseExpiresAt };
+}
+
+/** The run under this lease token, or the 404/409 that says why not. */
+async function leasedRun(deps: SchedulerDeps, tenantId: string, runId: string, token: string) {
+  const found = await deps.runs.getLeased(runId);
+  if (!found || found.run.tenantId !== tenantId) throw new NotFoundError(`No run ${runId}`);
+  if (found.run.status !== 'RUNNING' || found.leaseToken !== token) throw new StaleLeaseError(found.run.status);
+  const job = await deps.jobs.getAnyTenant(found.run.jobId);
+  if (!job) throw new StaleLeaseError('DEAD');
+  return { ...found, job };
+}
+
+export async function completeRun(deps: SchedulerDeps, tenantId: string, runId: string, body: z.infer<typeof completeSchema>): Promise<Run> {
+  const { run, job, budgetFrom } = await leasedRun(deps, tenantId, runId, body.leaseToken);
+  const now = deps.clock();
+  const outcome = await recordOutcome(deps, job, run, budgetFrom, { ok: true, detail: 'completed by an external worker' }, now, null, { result: body.result });
+  return finished(deps, run, outcome, now);
+}
+
+export async function failRun(deps: SchedulerDeps, tenantId: string, runId: string, body: z.infer<typeof failSchema>): Promise<Run> {
+  const { run, job, budgetFrom, checkpoint } = await leasedRun(deps, tenantId, runId, body.leaseToken);
+  const now = deps.clock();
+  const outcome = await recordOutcome(deps, job, run, budgetFrom, { ok: false, timedOut: false, error: body.error }, now, null, { checkpoint });
+  return finished(deps, run, outcome, now);
+}
+
+async function finished(deps: SchedulerDeps, run: Run, outcome: Awaited<ReturnType<typeof recordOutcome>>, now: number): Promise<Run> {
+  if (outcome.recorded === 'fenced') {
+    const current = await deps.runs.get(run.runId);
+    throw new StaleLeaseError(current?.status ?? 'DEAD');
+  }
+  deps.telemetry.runFinished(run, outcome.status, now - Date.parse(run.startedAt ?? run.updatedAt), outcome.retry !== undefined);
+  logger.info('run finished by an external worker', { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, status: outcome.status, retryRunId: outcome.retry?.runId });
+  return (await deps.runs.get(run.runId)) ?? run;
+}

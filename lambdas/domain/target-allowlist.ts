@@ -1,0 +1,55 @@
+// Which AWS resources a deployment may target: the ARNs given to the stack (which grants exactly
+// those to the workers). The API refuses a job naming anything else, as the worker's call would be
+// denied; local mode allows any.
+import { z } from 'zod';
+import type { Target } from './job';
+
+export const targetAllowlistSchema = z.strictObject({
+  lambdaFunctionArns: z.array(z.string().regex(/^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]+$/)).default([]),
+  sqsQueueArns: z.array(z.string().regex(/^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]+(\.fifo)?$/)).default([]),
+  eventBusArns: z.array(z.string().regex(/^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[A-Za-z0-9._/-]+$/)).default([]),
+});
+export type TargetAllowlist = z.infer<typeof targetAllowlistSchema>;
+export const NO_TARGETS_ALLOWED: TargetAllowlist = { lambdaFunctionArns: [], sqsQueueArns: [], eventBusArns: [] };
+
+/** A function ARN without its version or alias: the grant covers every qualifier of an allowed function. */
+export function unqualifiedFunctionArn(arn: string): string {
+  return arn.split(':').slice(0, 7).join(':');
+}
+
+/** The ARN of a queue from its URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`), or null. */
+export function queueArnOfUrl(queueUrl: string): string | null {
+  if (!URL.canParse(queueUrl)) return null;
+  const url = new URL(queueUrl);
+  const [account, name, ...rest] = url.pathname.split('/').filter(Boolean);
+  if (!account || !name || rest.length > 0) return null;
+  const host = /^(?:sqs\.([a-z0-9-]+)|([a-z0-9-]+)\.queue)\.amazonaws\.com(\.cn)?$/.exec(url.hostname);
+  const region = host?.[1] ?? host?.[2];
+  if (!region) return null;
+  const partition = host?.[3] ? 'aws-cn' : region.startsWith('us-gov-') ? 'aws-us-gov' : 'aws';
+  return `arn:${partition}:sqs:${region}:${account}:${name}`;
+}
+
+/** Why the deployment refuses this target (a field path and a message), or null when it allows it. */
+export function targetRefusal(target: Target, allowed: TargetAllowlist): { path: string; message: string } | null {
+  switch (target.kind) {
+    case 'lambda':
+      return allowed.lambdaFunctionArns.map(unqualifiedFunctionArn).includes(unqualifiedFunctionArn(target.functionArn))
+        ? null
+        : { path: 'target.functionArn', message: 'is not a function this deployment may invoke (stack property targets.lambdaFunctionArns)' };
+    case 'sqs': {
+      const arn = queueArnOfUrl(target.queueUrl);
+      return arn !== null && allowed.sqsQueueArns.includes(arn)
+        ? null
+        : { path: 'target.queueUrl', message: 'is not a queue this deployment may send to (stack property targets.sqsQueueArns)' };
+    }
+    case 'eventbridge': {
+      const bus = target.eventBusName;
+      // A bus is named by its ARN, or by its name in the deployment's own account and region.
+      const ok = bus.startsWith('arn:') ? allowed.eventBusArns.includes(bus) : allowed.eventBusArns.some((arn) => arn.endsWith(`:event-bus/${bus}`));
+      return ok ? null : { path: 'target.eventBusName', message: 'is not an event bus this deployment may put events on (stack property targets.eventBusArns)' };
+    }
+    default:
+      return null;
+  }
+}

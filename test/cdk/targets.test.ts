@@ -1,0 +1,90 @@
+// The AWS targets a deployment allows (stack property `targets`): every worker is granted exactly
+// those (invoke the functions at any qualifier, send to the queues, put events on the buses), no
+// other function is, the API learns them to refuse anything else, and cdk-nag passes with them.
+import { App, Aspects } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { describe, expect, it } from 'vitest';
+import { SchedulerStack } from '../../lib/scheduler-stack';
+
+type Resource = { Type: string; Properties: Record<string, any> };
+type Statement = { Action: string | string[]; Resource: unknown };
+
+const FUNCTION = 'arn:aws:lambda:us-east-1:123456789012:function:invoices';
+const QUEUE = 'arn:aws:sqs:us-east-1:123456789012:exports';
+const BUS = 'arn:aws:events:us-east-1:123456789012:event-bus/billing';
+
+function synth(targets?: Record<string, string[]>, nag = false): Record<string, Resource> {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new SchedulerStack(app, 'Targets', {
+    env: { account: '123456789012', region: 'us-east-1' },
+    config: { pools: [{ name: 'exports', jobTypes: ['export'], maxConcurrency: 5, timeoutSeconds: 900 }], ...(targets ? { targets } : {}) },
+  });
+  if (nag) {
+    Aspects.of(stack).add(new AwsSolutionsChecks());
+    app.synth();
+    const findings = [
+      ...Annotations.fromStack(stack).findError('*', Match.stringLikeRegexp('AwsSolutions-.*')),
+      ...Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('AwsSolutions-.*')),
+    ];
+    expect(findings.map((finding) => `${finding.id}: ${JSON.stringify(finding.entry.data).slice(0, 200)}`)).toEqual([]);
+  }
+  return Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+}
+
+/** Statements of the policies attached to each function's role, by the function's description. */
+function statementsByFunction(resources: Record<string, Resource>): Map<string, Statement[]> {
+  const byFunction = new Map<string, Statement[]>();
+  for (const fn of Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function')) {
+    const roleRef = fn.Properties.Role?.['Fn::GetAtt']?.[0] as string | undefined;
+    if (!roleRef) continue;
+    const statements = Object.values(resources)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleRef))
+      .flatMap((r) => r.Properties.PolicyDocument.Statement as Statement[]);
+    byFunction.set(String(fn.Properties.Description), statements);
+  }
+  return byFunction;
+}
+
+const targetActions = /^(lambda:InvokeFunction|sqs:SendMessage|events:PutEvents)$/;
+function targetGrants(statements: Statement[]): { action: string; resources: unknown }[] {
+  return statements
+    .flatMap((statement) => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]).map((action) => ({ action, resources: statement.Resource })))
+    .filter(({ action, resources }) => targetActions.test(action) && (action !== 'sqs:SendMessage' || JSON.stringify(resources).includes('arn:aws:sqs')));
+}
+
+describe('stack property targets', () => {
+  it('grants every worker exactly the allowed functions (any qualifier), queues and buses', () => {
+    const byFunction = statementsByFunction(synth({ lambdaFunctionArns: [FUNCTION], sqsQueueArns: [QUEUE], eventBusArns: [BUS] }));
+    const workers = [...byFunction.keys()].filter((description) => description.includes('worker'));
+    expect(workers).toHaveLength(2); // the default pool's and the exports pool's
+    for (const worker of workers) {
+      expect(targetGrants(byFunction.get(worker)!)).toEqual([
+        { action: 'lambda:InvokeFunction', resources: [FUNCTION, `${FUNCTION}:*`] },
+        { action: 'sqs:SendMessage', resources: QUEUE },
+        { action: 'events:PutEvents', resources: BUS },
+      ]);
+    }
+    for (const [description, statements] of byFunction) {
+      if (!workers.includes(description)) expect(targetGrants(statements), description).toEqual([]);
+    }
+  });
+
+  it('tells every function the allowlist, which the API checks at create and PATCH', () => {
+    const resources = synth({ lambdaFunctionArns: [FUNCTION] });
+    const api = Object.values(resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Description === 'Job scheduler HTTP API');
+    expect(JSON.parse(api!.Properties.Environment.Variables.ALLOWED_TARGETS as string)).toEqual({ lambdaFunctionArns: [FUNCTION], sqsQueueArns: [], eventBusArns: [] });
+  });
+
+  it('grants no target action at all without the property', () => {
+    for (const [description, statements] of statementsByFunction(synth())) expect(targetGrants(statements), description).toEqual([]);
+  });
+
+  it('refuses a malformed ARN at synth', () => {
+    expect(() => synth({ lambdaFunctionArns: ['arn:aws:lambda:us-east-1:123456789012:function:*'] })).toThrow();
+  });
+
+  it('passes cdk-nag with targets allowed', () => {
+    synth({ lambdaFunctionArns: [FUNCTION], sqsQueueArns: [QUEUE], eventBusArns: [BUS] }, true);
+  });
+});
