@@ -1,0 +1,243 @@
+// Throughput and start lag under load in local mode, against the emulator's own limit.
+//
+//   npm run bench:load -- --rate 50 --seconds 30 --tenants 4 --mix now:0.5,delay:0.5 [--peer bullmq]
+//
+// In one invocation:
+//   1. raw: the emulator's limit for the minimal calls of an execution, with no scheduler code
+//      (bench/raw-limit.ts), at full concurrency;
+//   2. the scheduler (the local runtime: real API, worker and ticker handlers against the emulator,
+//      tenants and keys made with the admin module) offered --rate runs/s for --seconds, open loop,
+//      over HTTP, run-now and delayed runs across --tenants tenants;
+//   3. the scheduler again at half the raw limit, for start lag under a load it can carry;
+//   4. with --peer bullmq, phases 2 and 3 through BullMQ on a local Redis (bench/peers/).
+// Start lag is lease time minus due time (startedAt - scheduledFor), read back from the runs table.
+// Throughput counts executions that finished in the steady window (after the warm-up, before the
+// load stops). Figures only: nothing here asserts a time.
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { createDeps } from '../lambdas/app/deps';
+import { logger } from '../lambdas/core/logger';
+import { isTerminal } from '../lambdas/domain/run';
+import { createAwsClients } from '../lambdas/store/aws';
+import { RequestCounter } from '../lambdas/store/request-counter';
+import { RunsRepository } from '../lambdas/store/runs-repository';
+import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
+import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
+import { startLocalRuntime } from '../scripts/local/runtime';
+import { runAdmin } from '../scripts/ops/admin';
+import { createBullmqSystem } from './peers/bullmq';
+import { ensureRedis, stopRedis } from './peers/redis';
+import { measureRawLimit } from './raw-limit';
+import type { Execution, PhaseFigures, RunKind, SystemUnderTest, WorkloadSpec } from './support';
+import { drive, parseMix, phaseFigures, printTable, sleep, startTarget } from './support';
+
+const { values } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '50' },
+    seconds: { type: 'string', default: '30' },
+    tenants: { type: 'string', default: '4' },
+    mix: { type: 'string', default: 'now:0.5,delay:0.5' },
+    'max-delay': { type: 'string', default: '5' },
+    concurrency: { type: 'string', default: '8' },
+    'raw-seconds': { type: 'string', default: '20' },
+    'raw-concurrency': { type: 'string', default: '16' },
+    /** Skip the raw measurement and use this limit (executions/s) instead. */
+    'raw-limit': { type: 'string' },
+    'half-seconds': { type: 'string' },
+    'drain-seconds': { type: 'string', default: '120' },
+    peer: { type: 'string' },
+    /** Which systems to drive: scheduler, and the peer if --peer is given. */
+    only: { type: 'string' },
+  },
+});
+const number = (name: keyof typeof values): number => {
+  const value = Number(values[name]);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
+  return value;
+};
+const tenantCount = Math.floor(number('tenants'));
+const mix = parseMix(values.mix);
+const concurrency = Math.floor(number('concurrency'));
+const seconds = number('seconds');
+const maxDelaySeconds = Math.floor(number('max-delay'));
+const drainMs = number('drain-seconds') * 1000;
+// Delayed runs come due from 1 s to --max-delay after the first create: the window opens after that.
+const warmupSeconds = Math.min(seconds / 2, maxDelaySeconds + 2);
+if (values.peer !== undefined && values.peer !== 'bullmq') throw new Error('--peer: only bullmq is known');
+const systems = (values.only ?? ['scheduler', ...(values.peer ? [values.peer] : [])].join(',')).split(',');
+
+const terminalStatus = (status: string): boolean => isTerminal(status as Parameters<typeof isTerminal>[0]);
+
+/** The scheduler as the load bench drives it: its local runtime over tables and queues of its own. */
+async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest> {
+  // The handlers' and pollers' clients are counted; the bench's own reads go through others.
+  const clients = createAwsClients();
+  const counter = new RequestCounter();
+  counter.attach(clients);
+  const readClients = createAwsClients();
+  const prefix = `load-${randomUUID().slice(0, 8)}`;
+  const config = await createLocalResources(readClients, prefix);
+  const deps = createDeps(config, clients, { workerId: `${prefix}-worker`, metricSink: () => undefined });
+  const runs = new RunsRepository(readClients.dynamo, config.runsTable);
+  const keys: string[] = [];
+  for (let i = 0; i < tenantCount; i++) {
+    const created = await runAdmin(['tenant', 'create', `${prefix}-t${i}`, '--creates-per-second', 'none', '--max-active-jobs', 'none'], {
+      tenants: deps.tenants,
+      apiKeys: deps.apiKeys,
+      defaults: config.tenantDefaults,
+      now: Date.now,
+    });
+    if (typeof created.apiKey !== 'string') throw new Error('admin: tenant create returned no API key');
+    keys.push(created.apiKey);
+  }
+  const runtime = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency: concurrency, tickIntervalMs: 60_000 });
+  let submitted: { runId: string; kind: RunKind }[] = [];
+  let phase = '';
+
+  return {
+    name: 'scheduler',
+    beginPhase() {
+      submitted = [];
+      phase = randomUUID().slice(0, 6);
+      counter.reset();
+      return Promise.resolve();
+    },
+    async submit(item) {
+      const tenantIndex = Number(item.tenant.slice('tenant-'.length));
+      const response = await fetch(`${runtime.url}/v1/jobs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys[tenantIndex % keys.length] ?? ''}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: `load-${phase}-${item.index}`,
+          type: 'bench',
+          schedule: item.kind === 'now' ? { kind: 'now' } : { kind: 'delay', seconds: item.delaySeconds },
+          target: { kind: 'http', url: targetUrl },
+        }),
+      });
+      const text = await response.text();
+      if (response.status !== 201) throw new Error(`POST /v1/jobs answered ${response.status}: ${text.slice(0, 200)}`);
+      const body = JSON.parse(text) as { job?: { nextRunId?: unknown } };
+      const runId = body.job?.nextRunId;
+      if (typeof runId !== 'string') throw new Error('POST /v1/jobs answered without a nextRunId');
+      submitted.push({ runId, kind: item.kind });
+    },
+    async collect(timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      const ended = new Map<string, Execution>();
+      const kinds = new Map(submitted.map(({ runId, kind }) => [runId, kind]));
+      for (;;) {
+        const open = submitted.filter(({ runId }) => !ended.has(runId)).map(({ runId }) => runId);
+        if (open.length === 0 || Date.now() > deadline) break;
+        for (const run of await runs.getMany(open)) {
+          if (!terminalStatus(run.status)) continue;
+          ended.set(run.runId, {
+            kind: kinds.get(run.runId) ?? 'now',
+            dueAt: Date.parse(run.scheduledFor),
+            startedAt: run.startedAt ? Date.parse(run.startedAt) : null,
+            finishedAt: run.finishedAt ? Date.parse(run.finishedAt) : null,
+            succeeded: run.status === 'SUCCEEDED',
+          });
+        }
+        if (ended.size < submitted.length) await sleep(1000);
+      }
+      // Runs that never ended count as errors.
+      return submitted.map(({ runId, kind }) => ended.get(runId) ?? { kind, dueAt: Number.NaN, startedAt: null, finishedAt: null, succeeded: false });
+    },
+    phaseNotes(executions) {
+      const { calls } = counter.tally();
+      const per = (filter: (name: string) => boolean) =>
+        (Object.entries(calls).reduce((sum, [name, count]) => (filter(name) ? sum + count : sum), 0) / Math.max(1, executions)).toFixed(2);
+      return [
+        `AWS requests per execution ${per(() => true)} (DynamoDB ${per((name) => name.startsWith('dynamodb.'))}, SQS ${per((name) => name.startsWith('sqs.'))}, incl. the pollers' receives and deletes)`,
+        `worker pollers ${concurrency} x batches of 10`,
+      ];
+    },
+    async stop() {
+      await runtime.stop();
+      await deleteLocalResources(readClients, config);
+    },
+  };
+}
+
+async function runPhase(system: SystemUnderTest, phase: string, spec: WorkloadSpec): Promise<PhaseFigures> {
+  console.log(`[${system.name}] ${phase}: offering ${spec.rate.toFixed(1)} runs/s for ${spec.seconds} s ...`);
+  await system.beginPhase();
+  const driven = await drive(spec, 64, (item) => system.submit(item));
+  const executions = await system.collect(drainMs);
+  const figures = phaseFigures(system.name, phase, spec, driven, executions, warmupSeconds, system.phaseNotes(executions.length));
+  console.log(`[${system.name}] ${phase}: ${figures.executionsPerSecond.toFixed(1)} executions/s, lag p99 ${figures.lag.p99} ms, errors ${figures.errors}`);
+  // Let the emulator settle (deletes, idle polls) between phases.
+  await sleep(2000);
+  return figures;
+}
+
+// Per-run INFO lines would drown the table.
+logger.setLogLevel('ERROR');
+const emulator = await ensureEmulator();
+Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
+const target = await startTarget();
+const tenants = Array.from({ length: tenantCount }, (_, i) => `tenant-${i}`);
+const workload = (rate: number, phaseSeconds = seconds): WorkloadSpec => ({ rate, seconds: phaseSeconds, tenants, mix, maxDelaySeconds });
+
+console.log(
+  `emulator ${emulator.endpoint} (${emulator.origin}); ${tenantCount} tenants; mix now ${mix.now.toFixed(2)} / delay ${mix.delay.toFixed(2)} (1-${maxDelaySeconds} s); ` +
+    `${seconds} s per phase, warm-up ${warmupSeconds} s; node ${process.version}, pid ${process.pid}`,
+);
+
+let rawLimit: number;
+let rawNote: string;
+if (values['raw-limit']) {
+  rawLimit = number('raw-limit');
+  rawNote = `raw limit given: ${rawLimit} executions/s`;
+} else {
+  console.log(`[raw] the minimal calls per execution, ${values['raw-concurrency']} producers and consumers, ${values['raw-seconds']} s ...`);
+  const raw = await measureRawLimit({ seconds: number('raw-seconds'), concurrency: Math.floor(number('raw-concurrency')), maxBacklog: 200, warmupSeconds: 3, targetUrl: target.url });
+  rawLimit = raw.executionsPerSecond;
+  const perExecution = Object.entries(raw.requestsPerExecution)
+    .map(([name, count]) => `${name} ${count.toFixed(2)}`)
+    .join(', ');
+  rawNote = `raw: ${raw.executionsPerSecond.toFixed(1)} executions/s (${raw.executions} executions, ${raw.errors} errors${raw.firstError ? `, first: ${raw.firstError}` : ''}); requests per execution: ${perExecution}`;
+  console.log(rawNote);
+}
+const halfRate = rawLimit / 2;
+const halfSeconds = values['half-seconds'] ? number('half-seconds') : seconds;
+
+const rows: PhaseFigures[] = [];
+try {
+  for (const name of systems) {
+    let system: SystemUnderTest;
+    let redisStarted = false;
+    if (name === 'scheduler') system = await createSchedulerSystem(target.url);
+    else if (name === 'bullmq') {
+      const redis = await ensureRedis();
+      redisStarted = redis.origin === 'started';
+      // As many parallel executions as the scheduler's pollers (batches of 10, run concurrently).
+      system = createBullmqSystem({ host: redis.host, port: redis.port, targetUrl: target.url, concurrency: concurrency * 10 });
+    } else throw new Error(`--only: unknown system ${name}`);
+    try {
+      rows.push(await runPhase(system, `rate ${number('rate')}/s`, workload(number('rate'))));
+      rows.push(await runPhase(system, 'half raw', workload(halfRate, halfSeconds)));
+    } finally {
+      await system.stop();
+      if (redisStarted) stopRedis();
+    }
+  }
+} finally {
+  await target.close();
+}
+
+console.log('');
+console.log(rawNote);
+printTable(rows);
+const scheduler = rows.find((row) => row.system === 'scheduler' && row.phase.startsWith('rate'));
+const half = rows.find((row) => row.system === 'scheduler' && row.phase === 'half raw');
+if (scheduler) {
+  const ratio = scheduler.executionsPerSecond / rawLimit;
+  const saturated = scheduler.executionsPerSecond < 0.95 * scheduler.offeredRate;
+  console.log(
+    `ratio scheduler/raw: ${ratio.toFixed(2)} (goal >= 0.7)` +
+      (saturated ? '' : `; the scheduler kept up with the offered ${scheduler.offeredRate}/s, so this is a lower bound: offer more to find its limit`),
+  );
+}
+if (half) console.log(`start lag at half the raw limit (${halfRate.toFixed(1)}/s): p99 ${half.lag.p99} ms (goal < 500 ms)`);
+process.exit(0);
