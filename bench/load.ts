@@ -8,7 +8,8 @@
 //   2. the scheduler (the local runtime: real API, worker and ticker handlers against the emulator,
 //      tenants and keys made with the admin module) offered --rate runs/s for --seconds, open loop,
 //      over HTTP, run-now and delayed runs across --tenants tenants;
-//   3. the scheduler again at half the raw limit, for start lag under a load it can carry;
+//   3. the scheduler again at half the raw limit (the issue's lag goal), and at half of what it
+//      sustained in step 2 (its lag under a load it carries);
 //   4. with --peer bullmq, phases 2 and 3 through BullMQ on a local Redis (bench/peers/).
 // Start lag is lease time minus due time (startedAt - scheduledFor), read back from the runs table.
 // Throughput counts executions that finished in the steady window (after the warm-up, before the
@@ -27,6 +28,7 @@ import { startLocalRuntime } from '../scripts/local/runtime';
 import { runAdmin } from '../scripts/ops/admin';
 import { createBullmqSystem } from './peers/bullmq';
 import { ensureRedis, stopRedis } from './peers/redis';
+import { CallTimer } from './call-timer';
 import { measureRawLimit } from './raw-limit';
 import type { Execution, PhaseFigures, RunKind, SystemUnderTest, WorkloadSpec } from './support';
 import { drive, parseMix, phaseFigures, printTable, sleep, startTarget } from './support';
@@ -41,11 +43,15 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '8' },
     'raw-seconds': { type: 'string', default: '20' },
     'raw-concurrency': { type: 'string', default: '16' },
+    /** plain (the yardstick), scheduler (the same calls on the scheduler's tables and indexes), or both. */
+    'raw-schema': { type: 'string', default: 'plain' },
     /** Skip the raw measurement and use this limit (executions/s) instead. */
     'raw-limit': { type: 'string' },
     'half-seconds': { type: 'string' },
     'drain-seconds': { type: 'string', default: '120' },
     peer: { type: 'string' },
+    /** 'no' skips the phase at half of the system's own sustained rate. */
+    'half-own': { type: 'string', default: 'yes' },
     /** Which systems to drive: scheduler, and the peer if --peer is given. */
     only: { type: 'string' },
   },
@@ -62,7 +68,7 @@ const seconds = number('seconds');
 const maxDelaySeconds = Math.floor(number('max-delay'));
 const drainMs = number('drain-seconds') * 1000;
 // Delayed runs come due from 1 s to --max-delay after the first create: the window opens after that.
-const warmupSeconds = Math.min(seconds / 2, maxDelaySeconds + 2);
+const warmupOf = (spec: WorkloadSpec): number => Math.min(spec.seconds / 2, maxDelaySeconds + 2);
 if (values.peer !== undefined && values.peer !== 'bullmq') throw new Error('--peer: only bullmq is known');
 const systems = (values.only ?? ['scheduler', ...(values.peer ? [values.peer] : [])].join(',')).split(',');
 
@@ -74,6 +80,8 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
   const clients = createAwsClients();
   const counter = new RequestCounter();
   counter.attach(clients);
+  const timer = new CallTimer();
+  timer.attach(clients);
   const readClients = createAwsClients();
   const prefix = `load-${randomUUID().slice(0, 8)}`;
   const config = await createLocalResources(readClients, prefix);
@@ -93,6 +101,8 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
   const runtime = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency: concurrency, tickIntervalMs: 60_000 });
   let submitted: { runId: string; kind: RunKind }[] = [];
   let phase = '';
+  /** Runs that ended otherwise than SUCCEEDED, by status and error code. */
+  const notSucceeded = new Map<string, number>();
 
   return {
     name: 'scheduler',
@@ -100,6 +110,8 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
       submitted = [];
       phase = randomUUID().slice(0, 6);
       counter.reset();
+      timer.reset();
+      notSucceeded.clear();
       return Promise.resolve();
     },
     async submit(item) {
@@ -130,6 +142,10 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
         if (open.length === 0 || Date.now() > deadline) break;
         for (const run of await runs.getMany(open)) {
           if (!terminalStatus(run.status)) continue;
+          if (run.status !== 'SUCCEEDED') {
+            const why = `${run.status}${run.error ? ` ${run.error.code}` : ''}`;
+            notSucceeded.set(why, (notSucceeded.get(why) ?? 0) + 1);
+          }
           ended.set(run.runId, {
             kind: kinds.get(run.runId) ?? 'now',
             dueAt: Date.parse(run.scheduledFor),
@@ -150,6 +166,13 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
       return [
         `AWS requests per execution ${per(() => true)} (DynamoDB ${per((name) => name.startsWith('dynamodb.'))}, SQS ${per((name) => name.startsWith('sqs.'))}, incl. the pollers' receives and deletes)`,
         `worker pollers ${concurrency} x batches of 10`,
+        // Where the handlers waited: time per call as the SDK saw it, the heaviest first.
+        `calls (count, mean ms): ${timer
+          .report()
+          .slice(0, 8)
+          .map(([name, times]) => `${name} ${times.count} x ${times.meanMs.toFixed(1)}`)
+          .join(', ')}`,
+        ...(notSucceeded.size > 0 ? [`not succeeded: ${[...notSucceeded].map(([why, count]) => `${count} ${why}`).join(', ')}`] : []),
       ];
     },
     async stop() {
@@ -164,7 +187,7 @@ async function runPhase(system: SystemUnderTest, phase: string, spec: WorkloadSp
   await system.beginPhase();
   const driven = await drive(spec, 64, (item) => system.submit(item));
   const executions = await system.collect(drainMs);
-  const figures = phaseFigures(system.name, phase, spec, driven, executions, warmupSeconds, system.phaseNotes(executions.length));
+  const figures = phaseFigures(system.name, phase, spec, driven, executions, warmupOf(spec), system.phaseNotes(executions.length));
   console.log(`[${system.name}] ${phase}: ${figures.executionsPerSecond.toFixed(1)} executions/s, lag p99 ${figures.lag.p99} ms, errors ${figures.errors}`);
   // Let the emulator settle (deletes, idle polls) between phases.
   await sleep(2000);
@@ -181,24 +204,32 @@ const workload = (rate: number, phaseSeconds = seconds): WorkloadSpec => ({ rate
 
 console.log(
   `emulator ${emulator.endpoint} (${emulator.origin}); ${tenantCount} tenants; mix now ${mix.now.toFixed(2)} / delay ${mix.delay.toFixed(2)} (1-${maxDelaySeconds} s); ` +
-    `${seconds} s per phase, warm-up ${warmupSeconds} s; node ${process.version}, pid ${process.pid}`,
+    `${seconds} s per phase, warm-up ${warmupOf(workload(1))} s; node ${process.version}, pid ${process.pid}`,
 );
 
 let rawLimit: number;
-let rawNote: string;
+const rawNotes: string[] = [];
 if (values['raw-limit']) {
   rawLimit = number('raw-limit');
-  rawNote = `raw limit given: ${rawLimit} executions/s`;
+  rawNotes.push(`raw limit given: ${rawLimit} executions/s`);
 } else {
-  console.log(`[raw] the minimal calls per execution, ${values['raw-concurrency']} producers and consumers, ${values['raw-seconds']} s ...`);
-  const raw = await measureRawLimit({ seconds: number('raw-seconds'), concurrency: Math.floor(number('raw-concurrency')), maxBacklog: 200, warmupSeconds: 3, targetUrl: target.url });
-  rawLimit = raw.executionsPerSecond;
-  const perExecution = Object.entries(raw.requestsPerExecution)
-    .map(([name, count]) => `${name} ${count.toFixed(2)}`)
-    .join(', ');
-  rawNote = `raw: ${raw.executionsPerSecond.toFixed(1)} executions/s (${raw.executions} executions, ${raw.errors} errors${raw.firstError ? `, first: ${raw.firstError}` : ''}); requests per execution: ${perExecution}`;
-  console.log(rawNote);
+  const schemas = values['raw-schema'] === 'both' ? (['plain', 'scheduler'] as const) : ([values['raw-schema']] as const);
+  rawLimit = Number.NaN;
+  for (const schema of schemas) {
+    if (schema !== 'plain' && schema !== 'scheduler') throw new Error('--raw-schema: plain, scheduler or both');
+    console.log(`[raw ${schema}] the minimal calls per execution, ${values['raw-concurrency']} producers and consumers, ${values['raw-seconds']} s ...`);
+    const raw = await measureRawLimit({ seconds: number('raw-seconds'), concurrency: Math.floor(number('raw-concurrency')), maxBacklog: 200, warmupSeconds: 3, targetUrl: target.url, schema });
+    // The yardstick is the plain one: the least any design on these services pays.
+    if (schema === 'plain' || schemas.length === 1) rawLimit = raw.executionsPerSecond;
+    const perExecution = Object.entries(raw.requestsPerExecution)
+      .map(([name, count]) => `${name} ${count.toFixed(2)}`)
+      .join(', ');
+    const note = `raw (${schema} tables): ${raw.executionsPerSecond.toFixed(1)} executions/s (${raw.executions} executions, ${raw.errors} errors${raw.firstError ? `, first: ${raw.firstError}` : ''}); requests per execution: ${perExecution}`;
+    rawNotes.push(note);
+    console.log(note);
+  }
 }
+const rawNote = rawNotes.join('\n');
 const halfRate = rawLimit / 2;
 const halfSeconds = values['half-seconds'] ? number('half-seconds') : seconds;
 
@@ -217,6 +248,9 @@ try {
     try {
       rows.push(await runPhase(system, `rate ${number('rate')}/s`, workload(number('rate'))));
       rows.push(await runPhase(system, 'half raw', workload(halfRate, halfSeconds)));
+      // And at half of what this system itself sustained: its lag under a load it carries.
+      const own = rows.at(-2)?.executionsPerSecond ?? Number.NaN;
+      if (values['half-own'] !== 'no' && Number.isFinite(own) && own > 0) rows.push(await runPhase(system, 'half own', workload(own / 2, halfSeconds)));
     } finally {
       await system.stop();
       if (redisStarted) stopRedis();

@@ -11,6 +11,8 @@ import { CreateQueueCommand, DeleteMessageBatchCommand, DeleteQueueCommand, Rece
 import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
+import { jobsTable, runsTable } from '../lambdas/store/schema';
+import { createTableInput } from '../scripts/local/resources';
 
 export interface RawLimitOptions {
   readonly seconds: number;
@@ -20,6 +22,12 @@ export interface RawLimitOptions {
   readonly maxBacklog: number;
   readonly warmupSeconds: number;
   readonly targetUrl: string;
+  /**
+   * `plain`: one table without indexes (the least any design pays). `scheduler`: the scheduler's
+   * own jobs and runs tables with their indexes, the items carrying the index keys the scheduler's
+   * items carry (so the emulator maintains the same indexes), still without scheduler code.
+   */
+  readonly schema: 'plain' | 'scheduler';
 }
 
 export interface RawLimitResult {
@@ -36,7 +44,12 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
   const clients = createAwsClients();
   const prefix = `raw-${randomUUID().slice(0, 8)}`;
   const tableName = `${prefix}-table`;
-  await clients.dynamo.send(
+  const jobsTableName = options.schema === 'scheduler' ? `${prefix}-jobs` : tableName;
+  if (options.schema === 'scheduler') {
+    await clients.dynamo.send(new CreateTableCommand(createTableInput(tableName, runsTable)));
+    await clients.dynamo.send(new CreateTableCommand(createTableInput(jobsTableName, jobsTable)));
+  } else
+    await clients.dynamo.send(
     new CreateTableCommand({
       TableName: tableName,
       BillingMode: 'PAY_PER_REQUEST',
@@ -78,12 +91,15 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
       created++;
       const id = randomUUID();
       const at = new Date().toISOString();
+      // The index keys the scheduler's job and run items carry (byTenant, byNextRun; byJob, timeIndex).
+      const jobIndexKeys = options.schema === 'scheduler' ? { tenantId: 'raw', tenantSort: `${at}#${id}`, nextRunShard: String(created % 8), nextRunAt: at } : {};
+      const runIndexKeys = options.schema === 'scheduler' ? { jobId: id, jobSort: `${at}#0001`, gateKey: `${at.slice(0, 16)}#${String(created % 8).padStart(3, '0')}`, gateAt: at } : {};
       try {
         await clients.dynamo.send(
           new TransactWriteCommand({
             TransactItems: [
-              { Put: { TableName: tableName, Item: { pk: `JOB#${id}`, sk: 'JOB', status: 'ACTIVE', createdAt: at }, ConditionExpression: 'attribute_not_exists(pk)' } },
-              { Put: { TableName: tableName, Item: { pk: `RUN#${id}`, sk: 'RUN', status: 'QUEUED', scheduledFor: at }, ConditionExpression: 'attribute_not_exists(pk)' } },
+              { Put: { TableName: jobsTableName, Item: { pk: `JOB#${id}`, sk: 'JOB', status: 'ACTIVE', createdAt: at, ...jobIndexKeys }, ConditionExpression: 'attribute_not_exists(pk)' } },
+              { Put: { TableName: tableName, Item: { pk: `RUN#${id}`, sk: 'RUN', status: 'QUEUED', scheduledFor: at, ...runIndexKeys }, ConditionExpression: 'attribute_not_exists(pk)' } },
             ],
           }),
         );
@@ -102,7 +118,8 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
         new UpdateCommand({
           TableName: tableName,
           Key: key,
-          UpdateExpression: 'SET #s = :running, leaseOwner = :owner, startedAt = :now',
+          // Leaving the time index as the scheduler's lease does (REMOVE of an absent attribute is a no-op).
+          UpdateExpression: 'SET #s = :running, leaseOwner = :owner, startedAt = :now REMOVE gateKey, gateAt',
           ConditionExpression: '#s = :queued',
           ExpressionAttributeNames: { '#s': 'status' },
           ExpressionAttributeValues: { ':running': 'RUNNING', ':queued': 'QUEUED', ':owner': owner, ':now': new Date().toISOString() },
@@ -160,7 +177,11 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
     await Promise.all([...Array.from({ length: options.concurrency }, produce), ...Array.from({ length: options.concurrency }, consume)]);
     tally = counter.tally();
   } finally {
-    await Promise.allSettled([clients.dynamo.send(new DeleteTableCommand({ TableName: tableName })), clients.sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }))]);
+    await Promise.allSettled([
+      clients.dynamo.send(new DeleteTableCommand({ TableName: tableName })),
+      ...(jobsTableName === tableName ? [] : [clients.dynamo.send(new DeleteTableCommand({ TableName: jobsTableName }))]),
+      clients.sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl })),
+    ]);
   }
   return {
     executionsPerSecond: finishedInWindow / Math.max(1, options.seconds - options.warmupSeconds),
