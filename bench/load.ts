@@ -15,6 +15,9 @@
 // Throughput counts executions that finished in the steady window (after the warm-up, before the
 // load stops). Figures only: nothing here asserts a time.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createDeps } from '../lambdas/app/deps';
 import { logger } from '../lambdas/core/logger';
@@ -52,7 +55,9 @@ const { values } = parseArgs({
     peer: { type: 'string' },
     /** 'no' skips the phase at half of the system's own sustained rate. */
     'half-own': { type: 'string', default: 'yes' },
-    /** Which systems to drive: scheduler, and the peer if --peer is given. */
+    /** 'no' skips the phase at half the raw limit. */
+    'half-raw': { type: 'string', default: 'yes' },
+    /** Which systems to drive (comma-separated): scheduler, bullmq, or raw for the raw limit alone. */
     only: { type: 'string' },
   },
 });
@@ -71,6 +76,26 @@ const drainMs = number('drain-seconds') * 1000;
 const warmupOf = (spec: WorkloadSpec): number => Math.min(spec.seconds / 2, maxDelaySeconds + 2);
 if (values.peer !== undefined && values.peer !== 'bullmq') throw new Error('--peer: only bullmq is known');
 const systems = (values.only ?? ['scheduler', ...(values.peer ? [values.peer] : [])].join(',')).split(',');
+
+/**
+ * CPU time the emulator has used so far (ms), when it is the moto this project started (its pid in
+ * .local/moto.pid) on Linux; null otherwise. Per execution, it is the emulator's cost of an
+ * execution, which the machine's noise (2 shared cores) disturbs far less than a rate does.
+ */
+function emulatorCpuMs(): number | null {
+  try {
+    const pid = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '.local', 'moto.pid'), 'utf8').trim();
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // utime and stime (fields 14 and 15 of stat; 12 and 13 after the command name), in ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+const emulatorCpuNote = (before: number | null, executions: number): string[] => {
+  const after = emulatorCpuMs();
+  return before === null || after === null || executions === 0 ? [] : [`emulator CPU ${((after - before) / executions).toFixed(1)} ms per execution`];
+};
 
 const terminalStatus = (status: string): boolean => isTerminal(status as Parameters<typeof isTerminal>[0]);
 
@@ -185,9 +210,12 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
 async function runPhase(system: SystemUnderTest, phase: string, spec: WorkloadSpec): Promise<PhaseFigures> {
   console.log(`[${system.name}] ${phase}: offering ${spec.rate.toFixed(1)} runs/s for ${spec.seconds} s ...`);
   await system.beginPhase();
+  const cpuBefore = system.name === 'scheduler' ? emulatorCpuMs() : null;
   const driven = await drive(spec, 64, (item) => system.submit(item));
   const executions = await system.collect(drainMs);
-  const figures = phaseFigures(system.name, phase, spec, driven, executions, warmupOf(spec), system.phaseNotes(executions.length));
+  // (The collect's own reads, a BatchGetItem of up to 100 open runs a second, are in the CPU figure.)
+  const notes = [...system.phaseNotes(executions.length), ...emulatorCpuNote(cpuBefore, executions.filter((execution) => execution.succeeded).length)];
+  const figures = phaseFigures(system.name, phase, spec, driven, executions, warmupOf(spec), notes);
   console.log(`[${system.name}] ${phase}: ${figures.executionsPerSecond.toFixed(1)} executions/s, lag p99 ${figures.lag.p99} ms, errors ${figures.errors}`);
   // Let the emulator settle (deletes, idle polls) between phases.
   await sleep(2000);
@@ -218,13 +246,16 @@ if (values['raw-limit']) {
   for (const schema of schemas) {
     if (schema !== 'plain' && schema !== 'scheduler') throw new Error('--raw-schema: plain, scheduler or both');
     console.log(`[raw ${schema}] the minimal calls per execution, ${values['raw-concurrency']} producers and consumers, ${values['raw-seconds']} s ...`);
+    const cpuBefore = emulatorCpuMs();
     const raw = await measureRawLimit({ seconds: number('raw-seconds'), concurrency: Math.floor(number('raw-concurrency')), maxBacklog: 200, warmupSeconds: 3, targetUrl: target.url, schema });
     // The yardstick is the plain one: the least any design on these services pays.
     if (schema === 'plain' || schemas.length === 1) rawLimit = raw.executionsPerSecond;
     const perExecution = Object.entries(raw.requestsPerExecution)
       .map(([name, count]) => `${name} ${count.toFixed(2)}`)
       .join(', ');
-    const note = `raw (${schema} tables): ${raw.executionsPerSecond.toFixed(1)} executions/s (${raw.executions} executions, ${raw.errors} errors${raw.firstError ? `, first: ${raw.firstError}` : ''}); requests per execution: ${perExecution}`;
+    const note =
+      `raw (${schema} tables): ${raw.executionsPerSecond.toFixed(1)} executions/s (${raw.executions} executions, ${raw.errors} errors${raw.firstError ? `, first: ${raw.firstError}` : ''}); ` +
+      `requests per execution: ${perExecution}${emulatorCpuNote(cpuBefore, raw.executions).map((text) => `; ${text}`).join('')}`;
     rawNotes.push(note);
     console.log(note);
   }
@@ -236,6 +267,8 @@ const halfSeconds = values['half-seconds'] ? number('half-seconds') : seconds;
 const rows: PhaseFigures[] = [];
 try {
   for (const name of systems) {
+    // `--only raw`: the emulator's raw limit alone.
+    if (name === 'raw') continue;
     let system: SystemUnderTest;
     let redisStarted = false;
     if (name === 'scheduler') system = await createSchedulerSystem(target.url);
@@ -247,9 +280,9 @@ try {
     } else throw new Error(`--only: unknown system ${name}`);
     try {
       rows.push(await runPhase(system, `rate ${number('rate')}/s`, workload(number('rate'))));
-      rows.push(await runPhase(system, 'half raw', workload(halfRate, halfSeconds)));
+      const own = rows.at(-1)?.executionsPerSecond ?? Number.NaN;
+      if (values['half-raw'] !== 'no') rows.push(await runPhase(system, 'half raw', workload(halfRate, halfSeconds)));
       // And at half of what this system itself sustained: its lag under a load it carries.
-      const own = rows.at(-2)?.executionsPerSecond ?? Number.NaN;
       if (values['half-own'] !== 'no' && Number.isFinite(own) && own > 0) rows.push(await runPhase(system, 'half own', workload(own / 2, halfSeconds)));
     } finally {
       await system.stop();

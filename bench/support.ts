@@ -231,6 +231,10 @@ export async function startTarget(): Promise<LocalTarget> {
       response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
+  // Longer than any phase: Node's default (5 s) closes idle sockets while the scheduler's
+  // keep-alive agent may be reusing one, and the run fails with a NETWORK_ERROR (then retries).
+  server.keepAliveTimeout = 120_000;
+  server.headersTimeout = 121_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
