@@ -52,6 +52,8 @@ const { values } = parseArgs({
     'raw-limit': { type: 'string' },
     'half-seconds': { type: 'string' },
     'drain-seconds': { type: 'string', default: '120' },
+    /** The local ticker's period (s); 0 runs no ticker (every run here is within the near horizon, so none needs it). */
+    'tick-seconds': { type: 'string', default: '60' },
     peer: { type: 'string' },
     /** 'no' skips the phase at half of the system's own sustained rate. */
     'half-own': { type: 'string', default: 'yes' },
@@ -123,7 +125,7 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
     if (typeof created.apiKey !== 'string') throw new Error('admin: tenant create returned no API key');
     keys.push(created.apiKey);
   }
-  const runtime = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency: concurrency, tickIntervalMs: 60_000 });
+  const runtime = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency: concurrency, tickIntervalMs: Number(values['tick-seconds']) * 1000 });
   let submitted: { runId: string; kind: RunKind }[] = [];
   let phase = '';
   /** Runs that ended otherwise than SUCCEEDED, by status and error code. */
