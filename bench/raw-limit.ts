@@ -1,13 +1,13 @@
 // The emulator's own limit: the minimal sequence of AWS calls an execution needs, issued directly
 // with no scheduler code, at full concurrency. Per execution: one transaction putting a job and its
-// run, one SendMessage; then, per received batch of up to 10, one ReceiveMessage and one
-// DeleteMessageBatch, and per message a conditional lease (UpdateItem), the call to the HTTP target
-// and a conditional completion (UpdateItem). This is what any durable at-least-once scheduler on
+// run, one SendMessage; then, per received batch of up to 10, one ReceiveMessage, one
+// ChangeMessageVisibilityBatch and one DeleteMessageBatch, and per message a conditional lease
+// (UpdateItem), the call to the HTTP target and a conditional completion (UpdateItem). This is what any durable at-least-once scheduler on
 // DynamoDB and SQS must spend; the load bench divides the scheduler's throughput by it.
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import type { Message } from '@aws-sdk/client-sqs';
-import { CreateQueueCommand, DeleteMessageBatchCommand, DeleteQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, CreateQueueCommand, DeleteMessageBatchCommand, DeleteQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
@@ -155,7 +155,18 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
         continue;
       }
       if (messages.length === 0) continue;
+      // The message follows the lease: one visibility change per batch, sent while the runs go on
+      // (as the worker does, decision 0031).
+      const visibility = clients.sqs
+        .send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: messages.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '', VisibilityTimeout: 60 })),
+          }),
+        )
+        .catch(fail);
       const outcomes = await Promise.all(messages.map(execute));
+      await visibility;
       const done = messages.filter((_, index) => outcomes[index]);
       if (done.length > 0) {
         try {

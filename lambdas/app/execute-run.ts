@@ -7,6 +7,8 @@ import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
 import { decideRetry } from '../domain/retry';
 import type { AttemptOutcome, Run, RunError } from '../domain/run';
+import { occurrenceKey } from '../domain/run';
+import { fencingTokenOf } from '../domain/delivery';
 import type { LeaseResult } from '../store/runs-repository';
 import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
@@ -52,6 +54,9 @@ export interface DispatchContext {
   /** The queue the message came from (its pool and lane): receipt handles and deferrals use it. */
   readonly queueUrl?: string;
 }
+
+/** How long a lease's visibility change waits for the other leases of its batch to share a request. */
+const LEASE_VISIBILITY_COALESCE_MS = 20;
 
 /** Longest wait of a deferred run before it tries for a slot again. */
 const MAX_DEFERRAL_SECONDS = 16;
@@ -158,11 +163,18 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
 
   const { run } = lease;
   const leasedAt = Date.parse(run.startedAt ?? run.updatedAt);
-  // If this worker dies, the message comes back when the lease has expired, not an hour later.
-  if (message.receiptHandle) await deps.dispatch.setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl);
+  // If this worker dies, the message comes back when the lease has expired, not an hour later. The
+  // leases of one batch share a ChangeMessageVisibilityBatch request, made while the runs go on;
+  // it is settled before the run's message is acknowledged (deleted) or handed back.
+  const followLease = message.receiptHandle
+    ? deps.dispatch
+        .setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl, { coalesceMs: LEASE_VISIBILITY_COALESCE_MS })
+        .catch((error: unknown) => logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { runId: run.runId, error }))
+    : undefined;
   try {
     return await executeLeased(deps, run, lease, leasedAt, receivedAt, message);
   } finally {
+    await followLease;
     deps.telemetry.released(run.runId);
   }
 }
@@ -193,10 +205,14 @@ async function executeLeased(
     ...runFields(run),
     status: run.status,
     leaseOwner: run.leaseOwner,
-    fencingToken: run.version,
+    fencingToken: fencingTokenOf(run),
+    delivery: job.delivery,
     startLagMs: leasedAt - Date.parse(run.availableAt),
     schedulingLagMs: receivedAt - Date.parse(run.availableAt),
   });
+
+  const gate = await passDeliveryGate(deps, job, run);
+  if (gate !== 'call') return gate;
 
   const result = await invokeWithHeartbeat(deps, job, run, lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload, message);
   if (result === 'lease-lost') {
@@ -224,6 +240,32 @@ async function executeLeased(
   deps.telemetry.runFinished(run, outcome.status, finishedAt - leasedAt, outcome.retry !== undefined);
   if (job.overlapPolicy === 'buffer-one' && run.trigger === 'schedule') await wakeBuffered(deps, job.jobId, finishedAt);
   return outcome.status === 'SUCCEEDED' ? 'succeeded' : outcome.status === 'DEAD' ? 'dead' : outcome.status === 'TIMED_OUT' ? 'timed-out' : 'failed';
+}
+
+/**
+ * What the job's delivery semantics ask before the target is called. Exactly-once: an occurrence
+ * whose effect is in the ledger already (a replay, a duplicate attempt) is not called again, and the
+ * run ends SKIPPED naming the run that recorded it. At-most-once: the attempt is recorded as consumed
+ * first; a lease lost before that write means another worker owns the run, and nothing is called.
+ * At-least-once asks nothing (no request).
+ */
+async function passDeliveryGate(deps: SchedulerDeps, job: Job, run: Run): Promise<'call' | ExecuteResult> {
+  if (job.delivery === 'exactly-once') {
+    const effect = await deps.runs.effectOf(occurrenceKey(run.jobId, run.scheduledFor));
+    if (!effect) return 'call';
+    const reason = `exactly-once: the effect of this occurrence was recorded by run ${effect.runId} (attempt ${effect.attempt}); the target is not called again`;
+    const recorded = await deps.runs.complete(run.runId, run.version, { status: 'SKIPPED', now: deps.clock(), error: null, reason });
+    if (recorded === 'fenced') return 'fenced';
+    deps.telemetry.runEnded(run, 'SKIPPED', reason);
+    return 'skipped';
+  }
+  if (job.delivery === 'at-most-once') {
+    if (await deps.runs.consume(run.runId, run.version, deps.clock())) return 'call';
+    const now = await deps.runs.get(run.runId);
+    logger.warn('at-most-once: lease lost before the attempt was consumed; target not called', { ...runFields(run), status: now?.status });
+    return now?.status === 'CANCELLED' ? 'cancelled' : 'fenced';
+  }
+  return 'call';
 }
 
 /**
@@ -282,17 +324,26 @@ async function recordOutcome(
   reason: string | null,
 ): Promise<{ status: AttemptOutcome; recorded: 'recorded' | 'fenced'; retry?: Run }> {
   if (result.ok) {
-    const recorded = await deps.runs.finishAttempt(run, { status: 'SUCCEEDED', now, error: null, reason }, null);
-    return { status: 'SUCCEEDED', recorded };
+    const effect =
+      job.delivery === 'exactly-once'
+        ? { occurrence: occurrenceKey(run.jobId, run.scheduledFor), runId: run.runId, attempt: run.attempt, fencingToken: fencingTokenOf(run), recordedAt: new Date(now).toISOString() }
+        : undefined;
+    const recorded = await deps.runs.finishAttempt(run, { status: 'SUCCEEDED', now, error: null, reason }, null, effect ? { effect } : {});
+    if (recorded === 'effect-exists') logger.warn('exactly-once: another attempt recorded this occurrence\'s effect first; one effect kept', runFields(run));
+    return { status: 'SUCCEEDED', recorded: recorded === 'fenced' ? 'fenced' : 'recorded' };
   }
-  const decision = decideRetry(job.retryPolicy, { retryable: result.error.retryable, retryAfterSeconds: result.retryAfterSeconds }, run.attempt - budgetFrom + 1, deps.random);
+  // At-most-once: the target may have acted on a failed call, so it is never called again.
+  const decision =
+    job.delivery === 'at-most-once'
+      ? { retry: false as const, delayMs: 0, why: 'at-most-once: a failed attempt is not retried' }
+      : decideRetry(job.retryPolicy, { retryable: result.error.retryable, retryAfterSeconds: result.retryAfterSeconds }, run.attempt - budgetFrom + 1, deps.random);
   if (!decision.retry) {
-    const recorded = await deps.runs.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why }, null);
+    const recorded = (await deps.runs.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why }, null)) === 'fenced' ? 'fenced' : 'recorded';
     return { status: 'DEAD', recorded };
   }
   const status: AttemptOutcome = result.timedOut ? 'TIMED_OUT' : 'FAILED';
   const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now);
-  const recorded = await deps.runs.finishAttempt(run, { status, now, error: result.error, reason }, retry);
+  const recorded = (await deps.runs.finishAttempt(run, { status, now, error: result.error, reason }, retry)) === 'fenced' ? 'fenced' : 'recorded';
   if (recorded === 'recorded') {
     deps.telemetry.runCreated(retry.run);
     await sendPlanned(deps, retry, now);
@@ -304,8 +355,16 @@ async function recordOutcome(
 async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: number): Promise<ExecuteResult> {
   const now = deps.clock();
   const job = await deps.jobs.getAnyTenant(run.jobId);
-  const error: RunError = { code: 'WORKER_LOST', message: `the lease of ${run.leaseOwner ?? 'its worker'} expired before an outcome was recorded`, retryable: true };
-  const decision = job ? decideRetry(job.retryPolicy, { retryable: true }, run.attempt - budgetFrom + 1, deps.random) : null;
+  // At-most-once: a consumed attempt may have reached its target; it is never called again.
+  const consumed = typeof run.consumedAt === 'string';
+  const error: RunError = consumed
+    ? { code: 'OUTCOME_UNKNOWN', message: `the lease of ${run.leaseOwner ?? 'its worker'} expired after the attempt was consumed; the target may or may not have been called`, retryable: false }
+    : { code: 'WORKER_LOST', message: `the lease of ${run.leaseOwner ?? 'its worker'} expired before an outcome was recorded`, retryable: true };
+  const decision = consumed
+    ? { retry: false as const, delayMs: 0, why: 'at-most-once: the attempt was consumed before its worker was lost; it is not called again' }
+    : job
+      ? decideRetry(job.retryPolicy, { retryable: true }, run.attempt - budgetFrom + 1, deps.random)
+      : null;
   const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now) : null;
   const recorded = await deps.runs.finishAttempt(
     run,

@@ -52,7 +52,9 @@ export async function createJob(
     ...spec,
     jobId,
     tenantId,
-    status: first === null ? 'COMPLETED' : 'ACTIVE',
+    // A run-now job's one occurrence is queued by this create: there is nothing left to schedule,
+    // so it is COMPLETED from the start (decision 0029) and its run needs no write to the job.
+    status: first === null || spec.schedule.kind === 'now' ? 'COMPLETED' : 'ACTIVE',
     createdAt: at,
     updatedAt: at,
     version: 1,

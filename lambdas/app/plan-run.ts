@@ -53,6 +53,7 @@ export function planRun(
     reason: occurrence.reason ?? null,
     idempotencyKey: occurrenceKey(job.jobId, scheduledFor),
     trigger: occurrence.trigger,
+    delivery: job.delivery,
     createdAt: at,
     updatedAt: at,
   };

@@ -1,5 +1,6 @@
 // Job definitions: the request schema (what a caller may send) and the stored job (what we keep).
 import { z } from 'zod';
+import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
 
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
 /** A Lambda worker lives at most 900 s; a run must finish inside it with room to record the outcome. */
@@ -120,7 +121,7 @@ const jobSpecShape = {
   payload: jsonValue.default({}),
   retryPolicy: retryPolicySchema.default({ maxAttempts: 3, initialDelaySeconds: 1, maxDelaySeconds: 300 }),
   timeoutSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).default(300),
-  delivery: z.enum(['at-least-once', 'at-most-once', 'exactly-once']).default('at-least-once'),
+  delivery: z.enum(DELIVERY_MODES).default(DEFAULT_DELIVERY),
   overlapPolicy: z.enum(['allow', 'skip', 'buffer-one', 'cancel-running']).default('allow'),
   misfirePolicy: z.enum(['fire-once', 'skip', 'backfill']).default('fire-once'),
   /** Under `backfill`, at most this many missed occurrences run (the oldest first). */

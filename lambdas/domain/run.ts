@@ -1,5 +1,6 @@
 // Runs and their state machine. A run is one attempt of one occurrence of a job; every change of
 // its status is a conditional write whose condition is the `from` side of a transition below.
+import type { Delivery } from './delivery';
 
 export const RUN_STATUSES = [
   'SCHEDULED',
@@ -50,6 +51,10 @@ export interface Run {
   readonly reason: string | null;
   readonly idempotencyKey: string;
   readonly trigger: RunTrigger;
+  /** The job's delivery semantics when the run was made (absent on older runs: at-least-once). */
+  readonly delivery?: Delivery;
+  /** At-most-once: when the attempt was recorded as consumed, just before its target was called. */
+  readonly consumedAt?: string | null;
   readonly createdAt: string;
   readonly updatedAt: string;
 }

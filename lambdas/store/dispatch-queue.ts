@@ -2,7 +2,7 @@
 // limit, before the run is read) and how often it was deferred; nothing of the run itself: the run
 // item is the truth, so a stale or duplicated message can never carry stale data.
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import { DEFAULT_POOL_NAME, MAX_SQS_DELAY_SECONDS } from './schema';
 
@@ -80,11 +80,35 @@ export interface QueueDepth {
   readonly delayed: number;
 }
 
-interface PendingSend {
-  readonly dispatch: Dispatch;
-  readonly now: number;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
+/** A request waiting to share a batch call, with how to settle its caller. */
+type Pending<T> = T & { readonly resolve: () => void; readonly reject: (error: unknown) => void };
+type PendingVisibility = Pending<{ readonly receiptHandle: string; readonly seconds: number }>;
+type PendingSend = Pending<{ readonly dispatch: Dispatch; readonly now: number }>;
+
+/**
+ * Makes one batch call for the waiting requests (entry ids are their positions) and settles each
+ * caller: the entries SQS refused, or all of them if the call failed, are rejected.
+ */
+async function settleBatch(batch: readonly Pending<object>[], refused: string, call: () => Promise<readonly { Id?: string; Code?: string; Message?: string }[]>): Promise<void> {
+  try {
+    const failed = new Map((await call()).map((entry) => [Number(entry.Id), `${entry.Code ?? 'unknown'}${entry.Message ? `: ${entry.Message}` : ''}`]));
+    batch.forEach((entry, index) => {
+      const reason = failed.get(index);
+      if (reason === undefined) entry.resolve();
+      else entry.reject(new Error(`${refused}: ${reason}`));
+    });
+  } catch (error) {
+    for (const entry of batch) entry.reject(error);
+  }
+}
+
+/** Options of a visibility change. */
+export interface VisibilityOptions {
+  /**
+   * Wait this long for other changes to share a ChangeMessageVisibilityBatch request (the leases
+   * of one worker batch land within a few milliseconds of each other). 0: send it alone, now.
+   */
+  readonly coalesceMs?: number;
 }
 
 export class DispatchQueue {
@@ -131,7 +155,7 @@ export class DispatchQueue {
   }
 
   private async sendBatch(batch: PendingSend[]): Promise<void> {
-    try {
+    await settleBatch(batch, 'send refused', async () => {
       const result = await this.sqs.send(
         new SendMessageBatchCommand({
           QueueUrl: this.queueUrl,
@@ -144,20 +168,43 @@ export class DispatchQueue {
           })),
         }),
       );
-      const failed = new Map((result.Failed ?? []).map((entry) => [Number(entry.Id), entry.Code ?? 'unknown']));
-      batch.forEach((entry, index) => {
-        const code = failed.get(index);
-        if (code === undefined) entry.resolve();
-        else entry.reject(new Error(code));
-      });
-    } catch (error) {
-      for (const entry of batch) entry.reject(error);
-    }
+      return result.Failed ?? [];
+    });
   }
 
+  private pendingVisibility: PendingVisibility[] = [];
+  private visibilityTimer: NodeJS.Timeout | undefined;
+
   /** Sets when a received message becomes visible again: `seconds` from now. */
-  async setVisibility(receiptHandle: string, seconds: number): Promise<void> {
-    await this.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.queueUrl, ReceiptHandle: receiptHandle, VisibilityTimeout: seconds }));
+  async setVisibility(receiptHandle: string, seconds: number, options: VisibilityOptions = {}): Promise<void> {
+    if (!options.coalesceMs) {
+      await this.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.queueUrl, ReceiptHandle: receiptHandle, VisibilityTimeout: seconds }));
+      return;
+    }
+    await new Promise<void>((resolve, reject) => {
+      this.pendingVisibility.push({ receiptHandle, seconds, resolve, reject });
+      if (this.pendingVisibility.length >= 10) this.flushVisibility();
+      else this.visibilityTimer ??= setTimeout(() => this.flushVisibility(), options.coalesceMs);
+    });
+  }
+
+  private flushVisibility(): void {
+    clearTimeout(this.visibilityTimer);
+    this.visibilityTimer = undefined;
+    const pending = this.pendingVisibility.splice(0);
+    for (let start = 0; start < pending.length; start += 10) void this.changeVisibilityBatch(pending.slice(start, start + 10));
+  }
+
+  private async changeVisibilityBatch(batch: PendingVisibility[]): Promise<void> {
+    await settleBatch(batch, 'visibility change refused', async () => {
+      const result = await this.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: this.queueUrl,
+          Entries: batch.map((entry, index) => ({ Id: String(index), ReceiptHandle: entry.receiptHandle, VisibilityTimeout: entry.seconds })),
+        }),
+      );
+      return result.Failed ?? [];
+    });
   }
 
   async depth(): Promise<QueueDepth> {
@@ -256,8 +303,8 @@ export class DispatchRouter {
     if (failed) throw failed.reason;
   }
 
-  async setVisibility(receiptHandle: string, seconds: number, queueUrl?: string): Promise<void> {
-    await this.queue(queueUrl ?? this.defaultPool.queueUrl).setVisibility(receiptHandle, seconds);
+  async setVisibility(receiptHandle: string, seconds: number, queueUrl?: string, options: VisibilityOptions = {}): Promise<void> {
+    await this.queue(queueUrl ?? this.defaultPool.queueUrl).setVisibility(receiptHandle, seconds, options);
   }
 
   /** The default pool's standard lane (what `queues.dispatch` of the health report shows). */

@@ -25,7 +25,10 @@ export const inFlightSlotKey = (tenantId: string, slot: number): Key => ({ pk: `
 export const inFlightPartition = (tenantId: string): string => `INFLIGHT#${tenantId}`;
 export const slotNumberOf = (sk: string): number => Number(sk.slice('SLOT#'.length));
 export const schedulerStateKey = (name: string): Key => ({ pk: `SCHEDULER#${name}`, sk: 'STATE' });
-export const runKey = (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'RUN' });
+export const RUN_PK_PREFIX = 'RUN#';
+export const runKey = (runId: string): Key => ({ pk: `${RUN_PK_PREFIX}${runId}`, sk: 'RUN' });
+/** The exactly-once ledger: one item per occurrence whose effect was recorded (runs table). */
+export const effectKey = (occurrence: string): Key => ({ pk: `EFFECT#${occurrence}`, sk: 'EFFECT' });
 /** One worker's roll-up of a tenant's runs in one minute (many workers share the partition). */
 export const statsKey = (tenantId: string, minute: string, workerId: string): Key => ({ pk: `STATS#${tenantId}#${minute}`, sk: `WORKER#${workerId}` });
 export const statsPartition = (tenantId: string, minute: string): string => `STATS#${tenantId}#${minute}`;

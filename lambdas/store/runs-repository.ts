@@ -11,7 +11,7 @@ import { ValidationError } from '../core/errors';
 import { NO_JOB_TYPE } from '../core/metrics';
 import { RUNS_BY_JOB_INDEX, RUNS_DEAD_INDEX, RUNS_TIME_INDEX } from './schema';
 import type { Item, RunItemExtras } from './keys';
-import { backfillRemainingOf, budgetFromOf, deadAttributes, decodeCursor, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, runKey, runToItem } from './keys';
+import { backfillRemainingOf, budgetFromOf, deadAttributes, decodeCursor, effectKey, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, RUN_PK_PREFIX, runKey, runToItem } from './keys';
 
 export interface DeadFilter {
   readonly jobId?: string;
@@ -49,6 +49,25 @@ export type LeaseResult =
   | { readonly kind: 'expired'; readonly run: Run; readonly budgetFrom: number }
   /** Already finished (or cancelled, skipped): a duplicate delivery. */
   | { readonly kind: 'finished'; readonly run: Run };
+
+/** The ledger entry of an occurrence whose effect was recorded (exactly-once delivery). */
+export interface EffectRecord {
+  readonly occurrence: string;
+  readonly runId: string;
+  readonly attempt: number;
+  readonly fencingToken: number;
+  readonly recordedAt: string;
+}
+
+/** The conditional update that ends an attempt, alone or inside a transaction. */
+interface FinishUpdate {
+  readonly TableName: string;
+  readonly Key: Record<string, unknown>;
+  readonly UpdateExpression: string;
+  readonly ConditionExpression: string;
+  readonly ExpressionAttributeNames: Record<string, string>;
+  readonly ExpressionAttributeValues: Record<string, unknown>;
+}
 
 export interface LeaseRequest {
   readonly owner: string;
@@ -176,8 +195,8 @@ export class RunsRepository {
     run: Run,
     outcome: { status: AttemptOutcome; now: number; error: RunError | null; reason?: string | null },
     retry: { run: Run; extras: RunItemExtras } | null,
-    options: { leaseExpiredBefore?: number } = {},
-  ): Promise<'recorded' | 'fenced'> {
+    options: { leaseExpiredBefore?: number; effect?: EffectRecord } = {},
+  ): Promise<'recorded' | 'fenced' | 'effect-exists'> {
     const now = new Date(outcome.now).toISOString();
     const dead = outcome.status === 'DEAD' ? deadAttributes(run.tenantId, now, run.runId) : null;
     const names: Record<string, string> = {
@@ -210,7 +229,7 @@ export class RunsRepository {
       values[':expiredBefore'] = options.leaseExpiredBefore;
       condition += ' AND #leaseExpiresAtMs < :expiredBefore';
     }
-    const finish = {
+    const finish: FinishUpdate = {
       TableName: this.tableName,
       Key: runKey(run.runId),
       UpdateExpression: update,
@@ -218,6 +237,7 @@ export class RunsRepository {
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
     };
+    if (options.effect) return this.finishWithEffect(finish, options.effect);
     if (!retry) return (await this.conditionalUpdate(finish)) ? 'recorded' : 'fenced';
     try {
       await this.dynamo.send(
@@ -240,6 +260,55 @@ export class RunsRepository {
       }
       throw error;
     }
+  }
+
+  /**
+   * The outcome and the occurrence's entry in the effect ledger, together. When another attempt
+   * recorded the occurrence's effect first, the outcome is recorded alone ('effect-exists'): the
+   * ledger keeps one effect per occurrence.
+   */
+  private async finishWithEffect(finish: FinishUpdate, effect: EffectRecord): Promise<'recorded' | 'fenced' | 'effect-exists'> {
+    const put = {
+      Put: { TableName: this.tableName, Item: { ...effectKey(effect.occurrence), ...effect }, ConditionExpression: 'attribute_not_exists(pk)' },
+    };
+    try {
+      await this.dynamo.send(new TransactWriteCommand({ TransactItems: [{ Update: finish }, put] }));
+      return 'recorded';
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const [first, second] = error.CancellationReasons ?? [];
+      if (first?.Code === 'ConditionalCheckFailed') return 'fenced';
+      if (second?.Code === 'ConditionalCheckFailed') return (await this.conditionalUpdate(finish)) ? 'effect-exists' : 'fenced';
+      throw error;
+    }
+  }
+
+  /** The recorded effect of an occurrence (exactly-once delivery), or null when none was recorded. */
+  async effectOf(occurrence: string): Promise<EffectRecord | null> {
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: effectKey(occurrence), ConsistentRead: true }));
+    if (!item) return null;
+    return {
+      occurrence: String(item.occurrence),
+      runId: String(item.runId),
+      attempt: Number(item.attempt),
+      fencingToken: Number(item.fencingToken),
+      recordedAt: String(item.recordedAt),
+    };
+  }
+
+  /**
+   * At-most-once: records the attempt as consumed before its target is called, fenced by the
+   * leased version. Once consumed, the attempt is never called again (a lost worker's run ends
+   * instead of being retried). False when the lease was lost or the run cancelled.
+   */
+  async consume(runId: string, version: number, now: number): Promise<boolean> {
+    return this.conditionalUpdate({
+      Key: runKey(runId),
+      UpdateExpression: 'SET #consumedAt = :now, #updatedAt = :now',
+      ConditionExpression: '#status = :running AND #version = :version AND attribute_not_exists(#consumedAt)',
+      ExpressionAttributeNames: { '#consumedAt': 'consumedAt', '#updatedAt': 'updatedAt', '#status': 'status', '#version': 'version' },
+      ExpressionAttributeValues: { ':now': new Date(now).toISOString(), ':running': 'RUNNING', ':version': version },
+    });
   }
 
   /** Extends a live lease (a heartbeat); false when the lease was lost or the run cancelled. */
@@ -450,19 +519,31 @@ export class RunsRepository {
 
   /** Runs of a job that have not started yet (the newest hundred occurrences are looked at). */
   async pendingOfJob(jobId: string): Promise<Run[]> {
-    const { Items: items = [] } = await this.dynamo.send(
+    // The byJob index holds keys only (a run's updates then never write to it), so the status is
+    // read from the runs themselves.
+    const { Items: keys = [] } = await this.dynamo.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: RUNS_BY_JOB_INDEX,
         KeyConditionExpression: '#jobId = :jobId',
-        FilterExpression: '#status IN (:scheduled, :queued)',
-        ExpressionAttributeNames: { '#jobId': 'jobId', '#status': 'status' },
-        ExpressionAttributeValues: { ':jobId': jobId, ':scheduled': 'SCHEDULED', ':queued': 'QUEUED' },
+        ExpressionAttributeNames: { '#jobId': 'jobId' },
+        ExpressionAttributeValues: { ':jobId': jobId },
         ScanIndexForward: false,
         Limit: 100,
       }),
     );
-    return items.map(itemToRun);
+    const runs = await this.inKeyOrder(keys);
+    return runs.filter((run) => run.status === 'SCHEDULED' || run.status === 'QUEUED');
+  }
+
+  /** The runs whose index entries are given, in the entries' order (runs deleted since are left out). */
+  private async inKeyOrder(keys: readonly Record<string, unknown>[]): Promise<Run[]> {
+    const runIds = keys.flatMap((key) => (typeof key.pk === 'string' && key.pk.startsWith(RUN_PK_PREFIX) ? [key.pk.slice(RUN_PK_PREFIX.length)] : []));
+    const byId = new Map((await this.getMany(runIds)).map((run) => [run.runId, run]));
+    return runIds.flatMap((runId) => {
+      const run = byId.get(runId);
+      return run ? [run] : [];
+    });
   }
 
   /** Entries of one partition of the time index that are due by `horizon`. */
@@ -559,7 +640,7 @@ export class RunsRepository {
         ExclusiveStartKey: cursor ? decodeCursorOrThrow(cursor, { jobId }) : undefined,
       }),
     );
-    return { items: items.map(itemToRun), nextCursor: encodeCursor(last) };
+    return { items: await this.inKeyOrder(items), nextCursor: encodeCursor(last) };
   }
 }
 

@@ -30,7 +30,8 @@ export interface QueueDefinition {
 }
 
 export const JOBS_BY_TENANT_INDEX = 'byTenant';
-export const RUNS_BY_JOB_INDEX = 'byJob';
+/** Named for its projection: changing a projection means a new index (decision 0029). */
+export const RUNS_BY_JOB_INDEX = 'byJobKeys';
 export const RUNS_TIME_INDEX = 'timeIndex';
 export const JOBS_NEXT_RUN_INDEX = 'byNextRun';
 export const RUNS_DEAD_INDEX = 'deadByTenant';
@@ -68,10 +69,12 @@ export const runsTable: TableDefinition = {
   sortKey: { name: 'sk', type: 'S' },
   indexes: [
     {
+      // Keys only: a run is written three or more times (queued, leased, finished), and an index
+      // that projects what changes would be written each time too. Listing reads the runs.
       indexName: RUNS_BY_JOB_INDEX,
       partitionKey: { name: 'jobId', type: 'S' },
       sortKey: { name: 'jobSort', type: 'S' },
-      projection: 'all',
+      projection: 'keys',
     },
     {
       // Sparse: only runs not yet leased carry `gateKey` (SCHEDULED at their due time, QUEUED at a

@@ -1,5 +1,5 @@
-// Calls an HTTP target: the payload as a JSON body, the occurrence's idempotency key and the run's
-// identity as headers, aborted at the attempt's timeout. The host is resolved and every address
+// Calls an HTTP target: the payload as a JSON body, the occurrence's idempotency key, the run's
+// identity and its fencing token (X-Fencing-Token) as headers, aborted at the attempt's timeout. The host is resolved and every address
 // checked against the deployment's egress policy before connecting, and the connection goes to a
 // checked address. Redirects are not followed, so a target cannot bounce the scheduler to an
 // address it would not call directly. A failed call is retryable
@@ -10,6 +10,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { HttpTarget } from '../domain/job';
+import { fencingTokenOf } from '../domain/delivery';
 import { occurrenceKey } from '../domain/run';
 import { parseRetryAfter } from '../domain/retry';
 import type { TargetInvocation, TargetResult } from './target';
@@ -120,6 +121,7 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
           'x-job-id': run.jobId,
           'x-run-id': run.runId,
           'x-attempt': String(run.attempt),
+          'x-fencing-token': String(fencingTokenOf(run)),
           'user-agent': 'job-scheduler/1',
         },
       },

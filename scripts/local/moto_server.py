@@ -18,6 +18,10 @@ of the queue with two clock reads per message; it also rebuilds the set of in-fl
 40 ms to 250 ms. Here the retention check reads the one attribute it needs, the scans read the
 clock once, and a standard queue has no pending groups.
 
+moto knows nothing of SQS fair queues: it hands out a standard queue's messages in arrival order,
+so one tenant's backlog delays every other tenant's messages. Here the visible messages are ordered
+as a fair queue delivers them (see FAIR_QUEUE_MIN_IN_FLIGHT below).
+
 Finally, moto finds the service of every request by listing its modules and matching hundreds of
 URL patterns, under a lock; a third of its time under load went there. The answer for a host is
 always the same, so it is remembered.
@@ -104,9 +108,44 @@ def _transact_with_item_backups(self, transact_items):  # type: ignore[no-untype
 
 DynamoDBBackend.transact_write_items = _transact_with_item_backups  # type: ignore[method-assign]
 
+# SQS fair queues (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-fair-queues-detailed.html):
+# on a standard queue, a message group (tenant) with more than 10% of the queue's in-flight
+# messages and at least 30 of its own in flight is a noisy neighbour; while quiet groups have
+# messages waiting, consumers get those first, and among noisy groups the one with the fewest in
+# flight first. Messages without a group are each their own tenant. moto delivers in arrival order;
+# this orders the visible messages the way SQS would hand them out. (SQS's second measure, a
+# group's share of recent processing time, is not emulated: it needs the consumer's timings.)
+FAIR_QUEUE_MIN_IN_FLIGHT = 30
+FAIR_QUEUE_MIN_SHARE = 0.1
+
+
 def _visible_messages(self):  # type: ignore[no-untyped-def]
     now = sqs_models.unix_time_millis()
-    return [message for message in self._messages if now > message.visible_at and now >= message.delayed_until]
+    visible = []
+    in_flight_by_group: dict = {}
+    in_flight = 0
+    for message in self._messages:
+        if now > message.visible_at:
+            if now >= message.delayed_until:
+                visible.append(message)
+        elif message.approximate_receive_count > 0:
+            in_flight += 1
+            if message.group_id is not None:
+                in_flight_by_group[message.group_id] = in_flight_by_group.get(message.group_id, 0) + 1
+    if self.fifo_queue or not in_flight_by_group:
+        return visible
+    noisy = {
+        group
+        for group, count in in_flight_by_group.items()
+        if count >= FAIR_QUEUE_MIN_IN_FLIGHT and count > FAIR_QUEUE_MIN_SHARE * in_flight
+    }
+    if not noisy:
+        return visible
+    quiet = [message for message in visible if message.group_id not in noisy]
+    loud = [message for message in visible if message.group_id in noisy]
+    # A stable sort: within a group, messages keep their arrival order.
+    loud.sort(key=lambda message: in_flight_by_group[message.group_id])
+    return quiet + loud
 
 
 _pending_message_groups = Queue.pending_message_groups.fget  # type: ignore[attr-defined]

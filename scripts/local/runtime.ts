@@ -37,11 +37,11 @@ export interface LocalRuntimeOptions {
   readonly tickIntervalMs: number;
   /** How long each ReceiveMessage long-polls. */
   readonly pollWaitSeconds?: number;
-  /** Messages fetched ahead for fair delivery across tenants (default 2,000). */
+  /** Messages fetched ahead for fair delivery across tenants (default 100). */
   readonly fairBufferSize?: number;
 }
 
-const DEFAULT_FAIR_BUFFER = 2_000;
+const DEFAULT_FAIR_BUFFER = 100;
 /** Concurrent ReceiveMessage loops filling the fair buffer. */
 const FETCHERS = 2;
 

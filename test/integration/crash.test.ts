@@ -2,42 +2,10 @@
 // it) runs in a child process over this test's tables and queues; it is killed with SIGKILL while
 // the target is answering, then started again. The emulator keeps running throughout.
 import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
-
-const root = path.resolve(import.meta.dirname, '../..');
-const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
-
-/** `npm run dev` in its own process group, over the scheduler's resources, with pollers only. */
-function startRuntimeProcess(scheduler: Scheduler): ChildProcess {
-  const child = spawn(process.execPath, [tsxCli, path.join(root, 'scripts', 'dev.ts')], {
-    cwd: root,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      LOCAL_PREFIX: scheduler.prefix,
-      PORT: '0',
-      TICK_INTERVAL_SECONDS: '0',
-      WORKER_CONCURRENCY: '1',
-      LEASE_MARGIN_SECONDS: String(scheduler.config.leaseMarginSeconds),
-      POWERTOOLS_LOG_LEVEL: 'WARN',
-    },
-  });
-  child.stdout?.resume();
-  child.stderr?.resume();
-  return child;
-}
-
-function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  process.kill(-child.pid, 'SIGKILL'); // the whole group: tsx and the node process it runs
-  return exited;
-}
+import { killProcess as kill, startRuntimeProcess } from './worker-process';
 
 describe('a worker process killed during a run', () => {
   let scheduler: Scheduler;

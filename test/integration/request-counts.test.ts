@@ -42,14 +42,15 @@ describe('requests per execution', () => {
     await finished(created.body.job.nextRunId);
     const tally = counter.tally();
     expect(tally.calls).toEqual({
-      // API: the job, its name, its first run and the tenant's counters in one transaction; the message.
-      'dynamodb.TransactWriteItems': 2, // create; and the worker marking the one-shot job COMPLETED with its run started
+      // API: the job (COMPLETED from the start), its name, its run and the creates-per-second
+      // counter in one transaction; the message.
+      'dynamodb.TransactWriteItems': 1,
       'sqs.SendMessageBatch': 1,
-      // Worker: lease, read the job, message visibility to the lease, record the outcome, the minute's
-      // roll-up (one per worker batch, whatever its size).
+      // Worker: lease, read the job, message visibility to the lease (one request per worker batch),
+      // record the outcome, the minute's roll-up (one per worker batch, whatever its size).
       'dynamodb.UpdateItem': 2,
       'dynamodb.GetItem': 1,
-      'sqs.ChangeMessageVisibility': 1,
+      'sqs.ChangeMessageVisibilityBatch': 1,
       'dynamodb.PutItem': 1,
     });
   });
@@ -60,11 +61,11 @@ describe('requests per execution', () => {
     await finished(created.body.job.nextRunId);
     const tally = counter.tally();
     expect(tally.calls).toEqual({
-      'dynamodb.TransactWriteItems': 2,
+      'dynamodb.TransactWriteItems': 2, // create; the worker marking the one-shot job COMPLETED as its run starts
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 2,
       'dynamodb.GetItem': 1,
-      'sqs.ChangeMessageVisibility': 1,
+      'sqs.ChangeMessageVisibilityBatch': 1,
       'dynamodb.PutItem': 1,
     });
   });
@@ -82,12 +83,40 @@ describe('requests per execution', () => {
     await finished(first.replace(/\.1$/, '.2'));
     const tally = counter.tally();
     expect(tally.calls).toEqual({
-      'dynamodb.TransactWriteItems': 3, // create; job completed with the first start; the failed attempt with its retry run
+      'dynamodb.TransactWriteItems': 2, // create; the failed attempt with its retry run
       'sqs.SendMessageBatch': 2, // the first run; the retry
       'dynamodb.UpdateItem': 3, // two leases, one success (the failure is in the transaction)
       'dynamodb.GetItem': 2, // the job, read by each attempt
-      'sqs.ChangeMessageVisibility': 2,
+      'sqs.ChangeMessageVisibilityBatch': 2,
       'dynamodb.PutItem': 2, // a roll-up per worker batch
+    });
+  });
+
+  it('an at-most-once run: the same, plus the write that consumes the attempt before the call', async () => {
+    counter.reset();
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-at-most-once', delivery: 'at-most-once' }));
+    await finished(created.body.job.nextRunId);
+    expect(counter.tally().calls).toEqual({
+      'dynamodb.TransactWriteItems': 1, // create (a run-now job is COMPLETED from it)
+      'sqs.SendMessageBatch': 1,
+      'dynamodb.UpdateItem': 3, // lease, consume, outcome
+      'dynamodb.GetItem': 1,
+      'sqs.ChangeMessageVisibilityBatch': 1,
+      'dynamodb.PutItem': 1,
+    });
+  });
+
+  it('an exactly-once run: the ledger read before the call, and the outcome written with its effect', async () => {
+    counter.reset();
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-exactly-once', delivery: 'exactly-once' }));
+    await finished(created.body.job.nextRunId);
+    expect(counter.tally().calls).toEqual({
+      'dynamodb.TransactWriteItems': 2, // create; the outcome with the occurrence's effect
+      'sqs.SendMessageBatch': 1,
+      'dynamodb.UpdateItem': 1, // the lease
+      'dynamodb.GetItem': 2, // the job; the ledger
+      'sqs.ChangeMessageVisibilityBatch': 1,
+      'dynamodb.PutItem': 1,
     });
   });
 });

@@ -112,8 +112,13 @@ describe('create limits', () => {
 
       expect((await scheduler.api('DELETE', `/v1/jobs/${a.body.job.jobId}`)).status).toBeLessThan(300);
       expect(await scheduler.deps.tenants.usage(scheduler.tenantId)).toEqual({ activeJobs: 1 });
-      // A run-now job is active until its one run starts, then COMPLETED: its place comes back.
-      const once = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'active-once' }));
+      // A run-now job is COMPLETED from the start (its one run is queued): it never takes a place.
+      const now = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'active-now' }));
+      expect(now.status).toBe(201);
+      expect(now.body.job.status).toBe('COMPLETED');
+      expect(await scheduler.deps.tenants.usage(scheduler.tenantId)).toEqual({ activeJobs: 1 });
+      // A delayed one-shot job is active until its one run starts, then COMPLETED: its place comes back.
+      const once = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'active-once', schedule: { kind: 'delay', seconds: 1 } }));
       expect(once.status).toBe(201);
       expect((await scheduler.api('POST', '/v1/jobs', cron('active-d'))).status).toBe(429);
       await eventually(() => scheduler.deps.tenants.usage(scheduler.tenantId), (usage) => usage.activeJobs === 1);

@@ -1,0 +1,33 @@
+// What a non-HTTP target receives: the run's context around the job's payload. The same envelope
+// is the Lambda event, the SQS message body and the EventBridge event detail, so a consumer reads
+// one shape whichever way the scheduler reaches it.
+import type { Job } from '../domain/job';
+import type { Run } from '../domain/run';
+import { fencingTokenOf } from '../domain/delivery';
+import { occurrenceKey } from '../domain/run';
+
+export const ENVELOPE_VERSION = 'job-scheduler/1';
+
+export interface TargetEnvelope {
+  readonly scheduler: typeof ENVELOPE_VERSION;
+  readonly job: { readonly jobId: string; readonly name: string; readonly type: string; readonly delivery: Job['delivery'] };
+  readonly run: { readonly runId: string; readonly attempt: number; readonly scheduledFor: string; readonly trigger: Run['trigger'] };
+  readonly attempt: number;
+  /** The occurrence's key (`jobId#scheduledFor`): the same for every attempt; deduplicate effects by it. */
+  readonly idempotencyKey: string;
+  /** Grows strictly across the attempts of an occurrence: refuse writes carrying a lower one. */
+  readonly fencingToken: number;
+  readonly payload: unknown;
+}
+
+export function envelopeOf(job: Job, run: Run, payload: unknown): TargetEnvelope {
+  return {
+    scheduler: ENVELOPE_VERSION,
+    job: { jobId: job.jobId, name: job.name, type: job.type, delivery: job.delivery },
+    run: { runId: run.runId, attempt: run.attempt, scheduledFor: run.scheduledFor, trigger: run.trigger },
+    attempt: run.attempt,
+    idempotencyKey: occurrenceKey(run.jobId, run.scheduledFor),
+    fencingToken: fencingTokenOf(run),
+    payload,
+  };
+}

@@ -1,0 +1,193 @@
+// Delivery semantics against the emulator, each shown by the crash that matters: a worker process
+// (the local runtime, as `npm run dev` runs it) is killed with SIGKILL after its target has acted
+// and before the outcome is recorded, then a fresh worker process takes over.
+//
+// - at-least-once: the target is called a second time (same idempotency key, higher fencing token);
+// - at-most-once: the attempt was consumed before the call, so it is never called again and the
+//   run ends DEAD with OUTCOME_UNKNOWN; a failed attempt is not retried either;
+// - exactly-once: the second call carries the same Idempotency-Key, the ledger holds one effect for
+//   the occurrence, and a later attempt (a replay) is not called at all.
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fencingTokenOf } from '../../lambdas/domain/delivery';
+import { occurrenceKey } from '../../lambdas/domain/run';
+import type { Run } from '../../lambdas/domain/run';
+import type { Scheduler, TargetCall, TargetServer } from './harness';
+import { eventually, jobBody, startScheduler, startTarget } from './harness';
+import { killProcess, startRuntimeProcess } from './worker-process';
+
+type RunBody = Record<string, any>;
+
+async function runsOf(scheduler: Scheduler, jobId: string): Promise<RunBody[]> {
+  const { body } = await scheduler.api('GET', `/v1/jobs/${jobId}/runs?limit=100`);
+  return (body.items as RunBody[]).sort((a, b) => a.attempt - b.attempt);
+}
+
+const retryQuickly = { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 };
+
+describe('delivery semantics under a worker crash after the target call', () => {
+  let target: TargetServer;
+  const schedulers: Scheduler[] = [];
+  const children: ChildProcess[] = [];
+  /** The worker process the target kills when it has acted (the first call of each job). */
+  let current: ChildProcess | undefined;
+  /** Effects the target applied, by idempotency key (a target that deduplicates). */
+  const effects = new Map<string, number>();
+  const killOnFirstCall = new Set<string>();
+
+  function worker(scheduler: Scheduler): ChildProcess {
+    current = startRuntimeProcess(scheduler);
+    children.push(current);
+    return current;
+  }
+
+  beforeAll(async () => {
+    target = await startTarget(async (call: TargetCall) => {
+      const key = String(call.headers['idempotency-key']);
+      // The target acts (idempotently, by key) before it answers...
+      if (!effects.has(key)) effects.set(key, 1);
+      const name = JSON.parse(call.body).name as string;
+      if (killOnFirstCall.delete(name) && current) {
+        // ...and the worker dies before it can record the outcome.
+        await killProcess(current);
+        return new Promise(() => undefined);
+      }
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    await Promise.all(children.map(killProcess));
+    await Promise.all(schedulers.map((scheduler) => scheduler.stop()));
+    await target.stop();
+  });
+
+  /**
+   * A job of this delivery on a scheduler of its own (a killed process's last long poll may still
+   * take a message from its queue), whose first call kills the worker process making it.
+   */
+  async function crashAfterCall(delivery: string): Promise<{ scheduler: Scheduler; jobId: string; runId: string; name: string }> {
+    // This process serves the API only; child processes are the workers. Leases: 4 s + 2 s margin.
+    const scheduler = await startScheduler({ workerConcurrency: 0, tuning: { leaseMarginSeconds: 2 } });
+    schedulers.push(scheduler);
+    const name = `crash-${delivery}`;
+    killOnFirstCall.add(name);
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name, payload: { name }, delivery, timeoutSeconds: 4, retryPolicy: retryQuickly }));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    worker(scheduler);
+    await eventually(() => Promise.resolve(killOnFirstCall.has(name)), (pending) => !pending, 30_000);
+    worker(scheduler); // restarted, as Lambda (or an operator) would
+    return { scheduler, jobId: created.body.job.jobId, runId: created.body.job.nextRunId, name };
+  }
+
+  const callsOf = (name: string) => target.calls.filter((call) => JSON.parse(call.body).name === name);
+
+  it('at-least-once: a crash after the call leads to a second call of the same occurrence', async () => {
+    const { scheduler, jobId, name } = await crashAfterCall('at-least-once');
+    const runs = await eventually(() => runsOf(scheduler, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'), 45_000);
+    expect(runs.map((run) => [run.attempt, run.status, run.error?.code ?? null])).toEqual([
+      [1, 'FAILED', 'WORKER_LOST'],
+      [2, 'SUCCEEDED', null],
+    ]);
+    const calls = callsOf(name);
+    expect(calls.map((call) => call.headers['x-attempt'])).toEqual(['1', '2']);
+    // One occurrence, one key; the fencing token grows across the attempts (a new run each).
+    expect(new Set(calls.map((call) => call.headers['idempotency-key'])).size).toBe(1);
+    const tokens = calls.map((call) => Number(call.headers['x-fencing-token']));
+    expect(tokens[1]).toBeGreaterThan(tokens[0]!);
+    expect(tokens).toEqual(runs.map((run) => fencingTokenOf({ attempt: run.attempt, version: run.version })));
+  });
+
+  it('at-most-once: a consumed attempt is never called again; the run ends DEAD with OUTCOME_UNKNOWN', async () => {
+    const { scheduler, jobId, runId, name } = await crashAfterCall('at-most-once');
+    const dead = await eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body, (run) => run.status === 'DEAD', 45_000);
+    expect(dead).toMatchObject({
+      attempt: 1,
+      delivery: 'at-most-once',
+      consumedAt: expect.any(String),
+      error: { code: 'OUTCOME_UNKNOWN', retryable: false },
+      reason: expect.stringContaining('at-most-once'),
+    });
+    // The attempt was consumed before the call, not after.
+    expect(Date.parse(dead.consumedAt)).toBeLessThanOrEqual(callsOf(name)[0]!.at);
+    // No retry, no redelivery: the message that recovered the run does not call the target.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(callsOf(name)).toHaveLength(1);
+    expect((await runsOf(scheduler, jobId)).map((run) => run.status)).toEqual(['DEAD']);
+    expect((await scheduler.api('GET', `/v1/dead-runs?jobId=${jobId}`)).body.items.map((run: RunBody) => run.runId)).toEqual([runId]);
+  });
+
+  it('exactly-once: the second call carries the same Idempotency-Key, and the ledger records one effect', async () => {
+    const { scheduler, jobId, name } = await crashAfterCall('exactly-once');
+    const runs = await eventually(() => runsOf(scheduler, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'), 45_000);
+    expect(runs.map((run) => [run.attempt, run.status])).toEqual([
+      [1, 'FAILED'],
+      [2, 'SUCCEEDED'],
+    ]);
+    const key = occurrenceKey(jobId, runs[0]!.scheduledFor);
+    expect(callsOf(name).map((call) => call.headers['idempotency-key'])).toEqual([key, key]);
+    expect(effects.get(key)).toBe(1); // the target deduplicated by the key
+    expect(await scheduler.deps.runs.effectOf(key)).toMatchObject({ occurrence: key, runId: runs[1]!.runId, attempt: 2 });
+
+    // A replay of the occurrence is another attempt: the ledger answers, the target is not called.
+    const replayed = await scheduler.api('POST', `/v1/runs/${runs[1]!.runId}/replay`);
+    expect(replayed.status).toBe(202);
+    const skipped = await eventually(async () => (await scheduler.api('GET', `/v1/runs/${replayed.body.run.runId}`)).body, (run) => run.status === 'SKIPPED', 30_000);
+    expect(skipped.reason).toContain(`recorded by run ${runs[1]!.runId}`);
+    expect(callsOf(name)).toHaveLength(2);
+    expect(await scheduler.deps.runs.effectOf(key)).toMatchObject({ runId: runs[1]!.runId });
+  });
+});
+
+describe('delivery semantics without a crash', () => {
+  let scheduler: Scheduler;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler();
+  });
+  afterAll(() => scheduler.stop());
+
+  it('at-most-once: a failed attempt is not retried, whatever its class', async () => {
+    const target = await startTarget(() => ({ status: 503 }));
+    try {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { delivery: 'at-most-once', retryPolicy: { maxAttempts: 5, initialDelaySeconds: 0, maxDelaySeconds: 1 } }));
+      const runId = created.body.job.nextRunId as string;
+      const dead = await eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body, (run) => run.status === 'DEAD');
+      expect(dead).toMatchObject({ error: { code: 'HTTP_503', retryable: true }, reason: 'at-most-once: a failed attempt is not retried', consumedAt: expect.any(String) });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(target.calls).toHaveLength(1);
+    } finally {
+      await target.stop();
+    }
+  });
+
+  it('exactly-once: two attempts racing to record the effect of one occurrence record it once', async () => {
+    const target = await startTarget(() => new Promise(() => undefined)); // never answers: the runs stay leased
+    try {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { delivery: 'exactly-once', schedule: { kind: 'delay', seconds: 3600 } }));
+      const job = created.body.job;
+      const first = (await scheduler.deps.runs.get(job.nextRunId)) as Run;
+      // Two attempts of the same occurrence, each leased by its own worker.
+      const second: Run = { ...first, runId: `${first.runId.replace(/\.1$/, '')}.2`, attempt: 2, status: 'QUEUED', availableAt: new Date(0).toISOString() };
+      await scheduler.deps.runs.create({ run: { ...first, status: 'QUEUED', availableAt: new Date(0).toISOString() }, extras: {} }).catch(() => false);
+      await scheduler.deps.runs.create({ run: second, extras: {} });
+      await scheduler.deps.runs.retirePending(first.runId, 'SKIPPED', 'test', Date.now());
+      const one = await scheduler.workerDeps('w1').runs.lease(second.runId, { owner: 'w1', now: Date.now() });
+      const third: Run = { ...second, runId: second.runId.replace(/\.2$/, '.3'), attempt: 3 };
+      await scheduler.deps.runs.create({ run: third, extras: {} });
+      const two = await scheduler.workerDeps('w2').runs.lease(third.runId, { owner: 'w2', now: Date.now() });
+      if (one.kind !== 'leased' || two.kind !== 'leased') throw new Error('both attempts should be leased');
+      const occurrence = occurrenceKey(job.jobId, first.scheduledFor);
+      const effectOf = (run: Run) => ({ occurrence, runId: run.runId, attempt: run.attempt, fencingToken: fencingTokenOf(run), recordedAt: new Date().toISOString() });
+      const results = await Promise.all(
+        [one.run, two.run].map((run) => scheduler.deps.runs.finishAttempt(run, { status: 'SUCCEEDED', now: Date.now(), error: null }, null, { effect: effectOf(run) })),
+      );
+      expect(results.sort()).toEqual(['effect-exists', 'recorded']);
+      const effect = await scheduler.deps.runs.effectOf(occurrence);
+      expect([one.run.runId, two.run.runId]).toContain(effect?.runId);
+      expect((await scheduler.deps.runs.get(one.run.runId))?.status).toBe('SUCCEEDED');
+      expect((await scheduler.deps.runs.get(two.run.runId))?.status).toBe('SUCCEEDED');
+    } finally {
+      await target.stop();
+    }
+  });
+});
