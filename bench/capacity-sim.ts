@@ -73,11 +73,11 @@ const fmt = (value: number, digits = 0): string => value.toLocaleString('en-US',
 const seconds = (ms: number): string => (ms >= 100_000 ? `${fmt(ms / 1000)} s` : `${fmt(ms / 1000, 1)} s`);
 
 /**
- * Write units of marking one released run QUEUED: the run item (1), its time-index entry moved to
- * the check-back bucket (a delete and a put in the index: 2), the byJob index (projection ALL: 1).
- * Items under 1 KB.
+ * Write units of marking one released run QUEUED: the run item (1) and its time-index entry moved
+ * to the check-back bucket (a delete and a put in the index: 2). byJobKeys holds keys only and its
+ * keys do not change (decision 0029). Items under 1 KB.
  */
-const MARK_WRITE_UNITS = 1 + 2 + 1;
+const MARK_WRITE_UNITS = 1 + 2;
 
 interface ShardFigures {
   readonly shards: number;
@@ -232,7 +232,7 @@ console.log(
   `Planned ticker (a worker per shard, priority in the index, ${writeConcurrency} writes in flight per shard, ` +
     `under the partition limit and ${fmt(tableBudget)} table write units/s for releases)`,
 );
-console.log('shards  per shard  marks/s per index partition  limited by  table write units/s (4 per release)  fits the horizon');
+console.log('shards  per shard  marks/s per index partition  limited by  table write units/s (3 per release)  fits the horizon');
 // Released runs must be queued before they are due: the horizon less one tick period.
 const releaseWindowMs = DEFAULT_TUNING.tickerHorizonSeconds * 1000 - 60_000;
 for (const f of figures) {
