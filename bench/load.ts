@@ -112,7 +112,10 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
   const readClients = createAwsClients();
   const prefix = `load-${randomUUID().slice(0, 8)}`;
   const config = await createLocalResources(readClients, prefix);
-  const deps = createDeps(config, clients, { workerId: `${prefix}-worker`, metricSink: () => undefined });
+  // The API and the workers as AWS runs them: apart, each with its own telemetry. One process
+  // sharing one deps would flush the workers' roll-ups after every API request (a PutItem each).
+  const deps = createDeps(config, clients, { workerId: `${prefix}-api`, metricSink: () => undefined });
+  const workerDeps = createDeps(config, clients, { workerId: `${prefix}-worker`, metricSink: () => undefined });
   const runs = new RunsRepository(readClients.dynamo, config.runsTable);
   const keys: string[] = [];
   for (let i = 0; i < tenantCount; i++) {
@@ -125,7 +128,8 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
     if (typeof created.apiKey !== 'string') throw new Error('admin: tenant create returned no API key');
     keys.push(created.apiKey);
   }
-  const runtime = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency: concurrency, tickIntervalMs: Number(values['tick-seconds']) * 1000 });
+  const runtime = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
+  const workers = await startLocalRuntime({ deps: workerDeps, clients, port: 0, workerConcurrency: concurrency, tickIntervalMs: Number(values['tick-seconds']) * 1000 });
   let submitted: { runId: string; kind: RunKind }[] = [];
   let phase = '';
   /** Runs that ended otherwise than SUCCEEDED, by status and error code. */
@@ -203,7 +207,7 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
       ];
     },
     async stop() {
-      await runtime.stop();
+      await Promise.all([runtime.stop(), workers.stop()]);
       await deleteLocalResources(readClients, config);
     },
   };
