@@ -3,6 +3,7 @@
 // `node --cpu-prof --import tsx bench/load.ts ...` (see docs/performance.md).
 //
 //   npm run bench:profile-summary -- <file.cpuprofile> [--top 25]
+//   npm run bench:profile-summary -- <file.folded>     (py-spy record --format raw of the emulator)
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
@@ -25,7 +26,39 @@ interface CpuProfile {
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' } } });
 const file = positionals[0];
-if (!file) throw new Error('usage: bench/profile-summary.ts <file.cpuprofile> [--top 25]');
+if (!file) throw new Error('usage: bench/profile-summary.ts <file.cpuprofile | file.folded> [--top 25]');
+
+/** Where moto's samples went, by the deepest frame that says what the thread was doing. */
+function motoAreaOf(frames: readonly string[]): string {
+  const leaf = frames.at(-1) ?? '';
+  if (/Condition\.wait|Event\.wait/.test(leaf)) return 'waiting (long polls, condition variables)';
+  if (/select \(selectors|\.select \(/.test(leaf)) return 'waiting (sockets)';
+  const has = (pattern: RegExp) => frames.some((frame) => pattern.test(frame));
+  if (has(/_serialised_call_action/) && /acquire|_serialised_call_action \(moto_server/.test(leaf)) return 'waiting for the DynamoDB lock';
+  if (has(/moto\/dynamodb\/(models|parsing|comparisons)/)) return 'DynamoDB work (moto/dynamodb models, expressions)';
+  if (has(/moto\/sqs\/models/)) return 'SQS work (moto/sqs models)';
+  if (has(/moto\/core\/(parse|serialize)|moto\/core\/responses|json \(|dynamo_json_dump|responses\.py/)) return 'request parsing and response serialising (moto core)';
+  if (has(/logging\//)) return 'access log (werkzeug)';
+  if (has(/werkzeug|socketserver|socket\.py|http\/server|threading/)) return 'HTTP server, connections and threads';
+  return 'other';
+}
+
+if (file.endsWith('.folded')) {
+  // py-spy --format raw: one "frame;frame;... count" line per distinct stack.
+  const areas = new Map<string, number>();
+  let total = 0;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const cut = line.lastIndexOf(' ');
+    if (cut <= 0) continue;
+    const count = Number(line.slice(cut + 1));
+    const area = motoAreaOf(line.slice(0, cut).split(';'));
+    areas.set(area, (areas.get(area) ?? 0) + count);
+    total += count;
+  }
+  console.log(`${file}: ${total} samples (threads not idle)`);
+  for (const [area, count] of [...areas].sort((a, b) => b[1] - a[1])) console.log(`${((100 * count) / total).toFixed(1).padStart(5)} %  ${area}`);
+  process.exit(0);
+}
 const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
 
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
