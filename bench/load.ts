@@ -34,7 +34,7 @@ import { ensureRedis, stopRedis } from './peers/redis';
 import { CallTimer } from './call-timer';
 import { measureRawLimit } from './raw-limit';
 import type { Execution, PhaseFigures, RunKind, SystemUnderTest, WorkloadSpec } from './support';
-import { drive, parseMix, phaseFigures, printTable, sleep, startTarget } from './support';
+import { drive, lagFigures, parseMix, phaseFigures, printTable, sleep, startTarget } from './support';
 
 const { values } = parseArgs({
   options: {
@@ -115,7 +115,15 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
   // The API and the workers as AWS runs them: apart, each with its own telemetry. One process
   // sharing one deps would flush the workers' roll-ups after every API request (a PutItem each).
   const deps = createDeps(config, clients, { workerId: `${prefix}-api`, metricSink: () => undefined });
-  const workerDeps = createDeps(config, clients, { workerId: `${prefix}-worker`, metricSink: () => undefined });
+  // The worker's EMF lines carry SchedulingLag: when a run's message reached the worker, minus due.
+  const schedulingLags: number[] = [];
+  const workerDeps = createDeps(config, clients, {
+    workerId: `${prefix}-worker`,
+    metricSink: (line) => {
+      const doc = JSON.parse(line) as { SchedulingLag?: number | number[] };
+      if (doc.SchedulingLag !== undefined) schedulingLags.push(...[doc.SchedulingLag].flat());
+    },
+  });
   const runs = new RunsRepository(readClients.dynamo, config.runsTable);
   const keys: string[] = [];
   for (let i = 0; i < tenantCount; i++) {
@@ -142,6 +150,7 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
       phase = randomUUID().slice(0, 6);
       counter.reset();
       timer.reset();
+      schedulingLags.length = 0;
       notSucceeded.clear();
       return Promise.resolve();
     },
@@ -198,6 +207,10 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
       return [
         `AWS requests per execution ${per(() => true)} (DynamoDB ${per((name) => name.startsWith('dynamodb.'))}, SQS ${per((name) => name.startsWith('sqs.'))}, incl. the pollers' receives and deletes)`,
         `worker pollers ${concurrency} x batches of 10`,
+        // Of the start lag, the part before the message reached a worker (SQS delivery, polling, buffering).
+        ...(schedulingLags.length > 0
+          ? [(({ p50, p95, p99 }) => `message reached a worker p50/p95/p99 ${p50}/${p95}/${p99} ms after due`)(lagFigures(schedulingLags))]
+          : []),
         // Where the handlers waited: time per call as the SDK saw it, the heaviest first.
         `calls (count, mean ms): ${timer
           .report()
