@@ -2,7 +2,8 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'cdk.out/**', '.local/**', 'coverage/**'] },
+  // The BullMQ peer has its own packages and typecheck (npm run bench:peer:install).
+  { ignores: ['node_modules/**', 'cdk.out/**', '.local/**', 'coverage/**', 'bench/peers/bullmq.ts', 'bench/peers/node_modules/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -29,7 +29,7 @@ import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
 import { startLocalRuntime } from '../scripts/local/runtime';
 import { runAdmin } from '../scripts/ops/admin';
-import { createBullmqSystem } from './peers/bullmq';
+import { loadBullmqPeer } from './peers/peer';
 import { ensureRedis, stopRedis } from './peers/redis';
 import { CallTimer } from './call-timer';
 import { measureRawLimit } from './raw-limit';
@@ -296,6 +296,7 @@ try {
       const redis = await ensureRedis();
       redisStarted = redis.origin === 'started';
       // As many parallel executions as the scheduler's pollers (batches of 10, run concurrently).
+      const createBullmqSystem = await loadBullmqPeer();
       system = createBullmqSystem({ host: redis.host, port: redis.port, targetUrl: target.url, concurrency: concurrency * 10 });
     } else throw new Error(`--only: unknown system ${name}`);
     try {

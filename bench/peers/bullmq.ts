@@ -6,6 +6,8 @@
 // BullMQ's open-source queue has no per-tenant isolation (groups are BullMQ Pro), so the tenant
 // only travels in the job's data. Used by `npm run bench:load -- --peer bullmq`, or on its own:
 //
+// Its packages are bench/peers' own (see peer.ts); `npm run bench:peer:bullmq` installs them first.
+//
 //   npm run bench:peer:bullmq -- [--rate 50] [--seconds 30] [--tenants 4] [--mix now:0.5,delay:0.5]
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -14,6 +16,7 @@ import type { Job } from 'bullmq';
 import { Queue, Worker } from 'bullmq';
 import type { Execution, RunKind, SystemUnderTest, WorkItem, WorkloadSpec } from '../support';
 import { drive, parseMix, phaseFigures, printTable, sleep, startTarget } from '../support';
+import type { BullmqOptions } from './peer';
 import { ensureRedis, stopRedis } from './redis';
 
 interface BenchJobData {
@@ -29,13 +32,6 @@ interface Tracked {
   succeeded?: boolean;
 }
 
-export interface BullmqOptions {
-  readonly host: string;
-  readonly port: number;
-  readonly targetUrl: string;
-  /** Jobs processed at once by the worker. */
-  readonly concurrency: number;
-}
 
 export function createBullmqSystem(options: BullmqOptions): SystemUnderTest {
   const connection = { host: options.host, port: options.port, maxRetriesPerRequest: null };
