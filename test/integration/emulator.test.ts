@@ -1,16 +1,30 @@
 // The emulator as the scheduler relies on it: scripts/local/moto_server.py gives moto's standard
-// queues the delivery order of SQS fair queues. These tests pin that behaviour down against the
-// emulator process, since the fairness the scheduler claims in local mode rests on it.
+// queues the delivery order of SQS fair queues, and answers a query from the partition it names
+// rather than by walking the table. These tests pin both down against the emulator process: the
+// fairness the scheduler claims in local mode rests on the first, and every index read the ticker
+// and the API make goes through the second, which must answer exactly as a walk of the table would.
 import { randomUUID } from 'node:crypto';
+import {
+  CreateTableCommand,
+  DeleteItemCommand,
+  DeleteTableCommand,
+  PutItemCommand,
+  QueryCommand,
+  TransactWriteItemsCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, QueryCommandInput } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand, ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { awsClients } from './harness';
 
 const queues: string[] = [];
+const tables: string[] = [];
 
 afterEach(async () => {
-  const { sqs } = awsClients();
+  const { sqs, dynamo } = awsClients();
   await Promise.all(queues.splice(0).map((QueueUrl) => sqs.send(new DeleteQueueCommand({ QueueUrl })).catch(() => undefined)));
+  await Promise.all(tables.splice(0).map((TableName) => dynamo.send(new DeleteTableCommand({ TableName })).catch(() => undefined)));
 });
 
 async function queue(): Promise<string> {
@@ -65,5 +79,165 @@ describe('fair queues in the emulator', () => {
     await send(url, 'c', 1);
 
     expect(await receive(url)).toEqual(['c-0', 'b-40', 'b-41', 'b-42', 'b-43', 'b-44', 'a-50', 'a-51', 'a-52', 'a-53']);
+  });
+});
+
+describe('queries in the emulator read one partition', () => {
+  const s = (value: string): AttributeValue => ({ S: value });
+
+  async function table(): Promise<string> {
+    const name = `partitions-${randomUUID().slice(0, 8)}`;
+    await awsClients().dynamo.send(
+      new CreateTableCommand({
+        TableName: name,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: 'pk', AttributeType: 'S' },
+          { AttributeName: 'sk', AttributeType: 'S' },
+          { AttributeName: 'shard', AttributeType: 'S' },
+          { AttributeName: 'due', AttributeType: 'S' },
+        ],
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: 'byShard',
+            KeySchema: [
+              { AttributeName: 'shard', KeyType: 'HASH' },
+              { AttributeName: 'due', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'KEYS_ONLY' },
+          },
+        ],
+      }),
+    );
+    tables.push(name);
+    return name;
+  }
+
+  async function put(name: string, pk: string, sk: string, index?: { shard: string; due: string }): Promise<void> {
+    const item: Record<string, AttributeValue> = { pk: s(pk), sk: s(sk), payload: s('x') };
+    if (index) Object.assign(item, { shard: s(index.shard), due: s(index.due) });
+    await awsClients().dynamo.send(new PutItemCommand({ TableName: name, Item: item }));
+  }
+
+  /** Every page of a query, as `pk/sk` strings in the order DynamoDB returns them. */
+  async function query(input: QueryCommandInput): Promise<string[]> {
+    const keys: string[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await awsClients().dynamo.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+      for (const item of page.Items ?? []) keys.push(`${item.pk?.S}/${item.sk?.S}`);
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return keys;
+  }
+
+  const shard = (name: string, value: string, extra: Partial<QueryCommandInput> = {}): Promise<string[]> =>
+    query({
+      TableName: name,
+      IndexName: 'byShard',
+      KeyConditionExpression: '#shard = :shard',
+      ExpressionAttributeNames: { '#shard': 'shard' },
+      ExpressionAttributeValues: { ':shard': s(value) },
+      ...extra,
+    });
+
+  it('answers an index query from its partition, in key order, across pages and with a range condition', async () => {
+    const name = await table();
+    await put(name, 'a', '1', { shard: 'S1', due: '03' });
+    await put(name, 'b', '1', { shard: 'S1', due: '01' });
+    await put(name, 'c', '1', { shard: 'S2', due: '02' });
+    await put(name, 'd', '1'); // not in the index
+
+    expect(await shard(name, 'S1')).toEqual(['b/1', 'a/1']);
+    expect(await shard(name, 'S1', { Limit: 1 })).toEqual(['b/1', 'a/1']);
+    expect(await shard(name, 'S1', { ScanIndexForward: false })).toEqual(['a/1', 'b/1']);
+    expect(
+      await shard(name, 'S1', {
+        KeyConditionExpression: '#shard = :shard AND #due <= :due',
+        ExpressionAttributeNames: { '#shard': 'shard', '#due': 'due' },
+        ExpressionAttributeValues: { ':shard': s('S1'), ':due': s('02') },
+      }),
+    ).toEqual(['b/1']);
+    expect(await shard(name, 'S2')).toEqual(['c/1']);
+    expect(await shard(name, 'S9')).toEqual([]);
+  });
+
+  it('follows items that move between partitions, leave the index, are deleted, or are made by an update', async () => {
+    const name = await table();
+    await put(name, 'a', '1', { shard: 'S1', due: '01' });
+    await put(name, 'b', '1', { shard: 'S1', due: '02' });
+    await put(name, 'c', '1', { shard: 'S1', due: '03' });
+    expect(await shard(name, 'S1')).toEqual(['a/1', 'b/1', 'c/1']); // the map exists from here on
+
+    const { dynamo: dynamodb } = awsClients();
+    await dynamodb.send(
+      new UpdateItemCommand({
+        TableName: name,
+        Key: { pk: s('a'), sk: s('1') },
+        UpdateExpression: 'SET #shard = :shard',
+        ExpressionAttributeNames: { '#shard': 'shard' },
+        ExpressionAttributeValues: { ':shard': s('S2') },
+      }),
+    );
+    await dynamodb.send(new UpdateItemCommand({ TableName: name, Key: { pk: s('b'), sk: s('1') }, UpdateExpression: 'REMOVE #shard, #due', ExpressionAttributeNames: { '#shard': 'shard', '#due': 'due' } }));
+    await dynamodb.send(new DeleteItemCommand({ TableName: name, Key: { pk: s('c'), sk: s('1') } }));
+    await dynamodb.send(
+      new UpdateItemCommand({
+        TableName: name,
+        Key: { pk: s('e'), sk: s('1') },
+        UpdateExpression: 'SET #shard = :shard, #due = :due',
+        ExpressionAttributeNames: { '#shard': 'shard', '#due': 'due' },
+        ExpressionAttributeValues: { ':shard': s('S1'), ':due': s('00') },
+      }),
+    );
+    await put(name, 'c', '1', { shard: 'S2', due: '00' }); // back, in the other partition
+
+    expect(await shard(name, 'S1')).toEqual(['e/1']);
+    expect(await shard(name, 'S2')).toEqual(['c/1', 'a/1']);
+  });
+
+  it('leaves a partition as it was when a transaction that would have changed it fails', async () => {
+    const name = await table();
+    await put(name, 'a', '1', { shard: 'S1', due: '01' });
+    expect(await shard(name, 'S1')).toEqual(['a/1']);
+
+    const failed = awsClients().dynamo.send(
+      new TransactWriteItemsCommand({
+        TransactItems: [
+          { Put: { TableName: name, Item: { pk: s('n'), sk: s('1'), shard: s('S1'), due: s('00') } } },
+          {
+            Update: {
+              TableName: name,
+              Key: { pk: s('a'), sk: s('1') },
+              UpdateExpression: 'SET #shard = :shard',
+              ExpressionAttributeNames: { '#shard': 'shard' },
+              ExpressionAttributeValues: { ':shard': s('S2') },
+            },
+          },
+          { ConditionCheck: { TableName: name, Key: { pk: s('zz'), sk: s('1') }, ConditionExpression: 'attribute_exists(pk)' } },
+        ],
+      }),
+    );
+    await expect(failed).rejects.toThrow(/cancel/i);
+
+    expect(await shard(name, 'S1')).toEqual(['a/1']);
+    expect(await shard(name, 'S2')).toEqual([]);
+  });
+
+  it('answers a table query from the items under its hash key', async () => {
+    const name = await table();
+    await put(name, 'a', '2');
+    await put(name, 'a', '1');
+    await put(name, 'b', '1');
+    const byKey = (pk: string): Promise<string[]> =>
+      query({ TableName: name, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': s(pk) } });
+
+    expect(await byKey('a')).toEqual(['a/1', 'a/2']);
+    expect(await byKey('b')).toEqual(['b/1']);
+    expect(await byKey('none')).toEqual([]);
   });
 });
