@@ -1,6 +1,7 @@
 // The dispatch queue and its wire format. Messages carry a run id, its tenant (for the in-flight
 // limit, before the run is read) and how often it was deferred; nothing of the run itself: the run
 // item is the truth, so a stale or duplicated message can never carry stale data.
+import { Coalescer } from './coalescer';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
@@ -105,10 +106,11 @@ async function settleBatch(batch: readonly Pending<object>[], refused: string, c
 /** Options of a visibility change. */
 export interface VisibilityOptions {
   /**
-   * Wait this long for other changes to share a ChangeMessageVisibilityBatch request (the leases
-   * of one worker batch land within a few milliseconds of each other). 0: send it alone, now.
+   * Share a ChangeMessageVisibilityBatch request with the changes made around it (the leases of
+   * one worker batch land within a few milliseconds of each other): it goes once none has joined
+   * for `quietMs`, and at most `capMs` after the first. Absent: send it alone, now.
    */
-  readonly coalesceMs?: number;
+  readonly coalesce?: { readonly quietMs: number; readonly capMs: number };
 }
 
 export class DispatchQueue {
@@ -172,27 +174,17 @@ export class DispatchQueue {
     });
   }
 
-  private pendingVisibility: PendingVisibility[] = [];
-  private visibilityTimer: NodeJS.Timeout | undefined;
+  private visibilityBatches: Coalescer<PendingVisibility> | undefined;
 
   /** Sets when a received message becomes visible again: `seconds` from now. */
   async setVisibility(receiptHandle: string, seconds: number, options: VisibilityOptions = {}): Promise<void> {
-    if (!options.coalesceMs) {
+    if (!options.coalesce) {
       await this.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.queueUrl, ReceiptHandle: receiptHandle, VisibilityTimeout: seconds }));
       return;
     }
-    await new Promise<void>((resolve, reject) => {
-      this.pendingVisibility.push({ receiptHandle, seconds, resolve, reject });
-      if (this.pendingVisibility.length >= 10) this.flushVisibility();
-      else this.visibilityTimer ??= setTimeout(() => this.flushVisibility(), options.coalesceMs);
-    });
-  }
-
-  private flushVisibility(): void {
-    clearTimeout(this.visibilityTimer);
-    this.visibilityTimer = undefined;
-    const pending = this.pendingVisibility.splice(0);
-    for (let start = 0; start < pending.length; start += 10) void this.changeVisibilityBatch(pending.slice(start, start + 10));
+    this.visibilityBatches ??= new Coalescer({ maxBatch: 10, ...options.coalesce }, (batch) => void this.changeVisibilityBatch(batch));
+    const batches = this.visibilityBatches;
+    await new Promise<void>((resolve, reject) => batches.add({ receiptHandle, seconds, resolve, reject }));
   }
 
   private async changeVisibilityBatch(batch: PendingVisibility[]): Promise<void> {

@@ -1,11 +1,12 @@
 // Jobs in DynamoDB: a job, the guard that keeps its name unique within the tenant, the record of an
 // idempotent create, and the job's first run are written in one transaction, so a job never exists
 // without its first occurrence and a name or key is never taken twice.
+import { Coalescer } from './coalescer';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { BatchGetCommandOutput, DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 
 type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { Job, JobStatus } from '../domain/job';
 import type { Run } from '../domain/run';
@@ -51,6 +52,21 @@ export interface JobFilter {
   readonly status?: JobStatus;
   readonly type?: string;
 }
+
+/** Options of a job read. */
+export interface JobReadOptions {
+  /** Share a BatchGetItem with the reads made around it (see `Coalescer`). Absent: read alone, now. */
+  readonly coalesce?: { readonly quietMs: number; readonly capMs: number };
+}
+
+interface PendingJobRead {
+  readonly jobId: string;
+  readonly resolve: (job: Job | null) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** DynamoDB's limit of keys in one BatchGetItem request. */
+const BATCH_GET_MAX_KEYS = 100;
 
 export class JobsRepository {
   constructor(
@@ -157,12 +173,65 @@ export class JobsRepository {
     return job && job.tenantId === tenantId ? job : null;
   }
 
-  /** For the scheduler's own paths (worker, ticker), which act for every tenant. */
-  async getAnyTenant(jobId: string, consistent = true): Promise<Job | null> {
+  /**
+   * For the scheduler's own paths (worker, ticker), which act for every tenant. With `coalesce`, a
+   * strongly consistent read shares one BatchGetItem with the reads made around it (the runs of a
+   * worker batch read their jobs within milliseconds of each other): one request for up to 100
+   * jobs instead of one each, for the same read units.
+   */
+  async getAnyTenant(jobId: string, consistent = true, options: JobReadOptions = {}): Promise<Job | null> {
+    if (options.coalesce && consistent) {
+      this.reads ??= new Coalescer({ maxBatch: BATCH_GET_MAX_KEYS, ...options.coalesce }, (batch) => void this.readBatch(batch));
+      const reads = this.reads;
+      return new Promise<Job | null>((resolve, reject) => reads.add({ jobId, resolve, reject }));
+    }
     const { Item: item } = await this.dynamo.send(
       new GetCommand({ TableName: this.jobsTable, Key: jobKey(jobId), ConsistentRead: consistent }),
     );
     return item ? itemToJob(item) : null;
+  }
+
+  private reads: Coalescer<PendingJobRead> | undefined;
+
+  private async readBatch(pending: readonly PendingJobRead[]): Promise<void> {
+    try {
+      const jobs = await this.getManyAnyTenant(pending.map((read) => read.jobId));
+      for (const read of pending) read.resolve(jobs.get(read.jobId) ?? null);
+    } catch (error) {
+      for (const read of pending) read.reject(error);
+    }
+  }
+
+  /**
+   * Strongly consistent reads of jobs by id, in BatchGetItem requests of up to 100. Keys DynamoDB
+   * leaves unprocessed are asked again; any still unanswered after that are read one by one, so a
+   * job missing from the answer is a job that does not exist, never one that was not read.
+   */
+  private async getManyAnyTenant(jobIds: readonly string[]): Promise<Map<string, Job>> {
+    const jobs = new Map<string, Job>();
+    const unique = [...new Set(jobIds)];
+    for (let start = 0; start < unique.length; start += BATCH_GET_MAX_KEYS) {
+      let keys: Record<string, unknown>[] | undefined = unique.slice(start, start + BATCH_GET_MAX_KEYS).map(jobKey);
+      for (let round = 0; keys && keys.length > 0 && round < 3; round++) {
+        if (round > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** round));
+        const output: BatchGetCommandOutput = await this.dynamo.send(
+          new BatchGetCommand({ RequestItems: { [this.jobsTable]: { Keys: keys, ConsistentRead: true } } }),
+        );
+        for (const item of output.Responses?.[this.jobsTable] ?? []) {
+          const job = itemToJob(item);
+          jobs.set(job.jobId, job);
+        }
+        keys = output.UnprocessedKeys?.[this.jobsTable]?.Keys;
+      }
+      for (const key of keys ?? []) {
+        const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.jobsTable, Key: key, ConsistentRead: true }));
+        if (item) {
+          const job = itemToJob(item);
+          jobs.set(job.jobId, job);
+        }
+      }
+    }
+    return jobs;
   }
 
   /** The tenant's jobs, newest first. */

@@ -47,7 +47,7 @@ export interface Scheduler {
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   /** Another process-like worker over the same resources, with its own identity and clock. */
   workerDeps(workerId: string, clock?: () => number): SchedulerDeps;
-  /** Starts another runtime over the same resources with `count` pollers (stopped by `stop`). */
+  /** Starts another runtime over the same resources with `count` pollers (stopped by `stop`); its requests are counted too. */
   startWorkers(count: number): Promise<LocalRuntime>;
   sendRawMessage(body: string): Promise<void>;
   sendDispatch(runId: string): Promise<void>;
@@ -141,7 +141,8 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
     },
     async startWorkers(count) {
       const workers = await startLocalRuntime({
-        deps: createDeps(config, aws, {
+        // The handlers' clients: counted when the scheduler counts requests.
+        deps: createDeps(config, handlerClients, {
           workerId: `${prefix}-workers-${extraRuntimes.length}`,
           metricSink: (line) => metricLines.push(line),
           ...(options.random ? { random: options.random } : {}),

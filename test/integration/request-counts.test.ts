@@ -46,10 +46,10 @@ describe('requests per execution', () => {
       // counter in one transaction; the message.
       'dynamodb.TransactWriteItems': 1,
       'sqs.SendMessageBatch': 1,
-      // Worker: lease, read the job, message visibility to the lease (one request per worker batch),
-      // record the outcome, the minute's roll-up (one per worker batch, whatever its size).
+      // Worker: lease, read the job (one request per worker batch), message visibility to the lease
+      // (likewise), record the outcome, the minute's roll-up (one per worker batch, whatever its size).
       'dynamodb.UpdateItem': 2,
-      'dynamodb.GetItem': 1,
+      'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
       'dynamodb.PutItem': 1,
     });
@@ -64,7 +64,7 @@ describe('requests per execution', () => {
       'dynamodb.TransactWriteItems': 2, // create; the worker marking the one-shot job COMPLETED as its run starts
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 2,
-      'dynamodb.GetItem': 1,
+      'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
       'dynamodb.PutItem': 1,
     });
@@ -86,7 +86,7 @@ describe('requests per execution', () => {
       'dynamodb.TransactWriteItems': 2, // create; the failed attempt with its retry run
       'sqs.SendMessageBatch': 2, // the first run; the retry
       'dynamodb.UpdateItem': 3, // two leases, one success (the failure is in the transaction)
-      'dynamodb.GetItem': 2, // the job, read by each attempt
+      'dynamodb.BatchGetItem': 2, // the job, read by each attempt
       'sqs.ChangeMessageVisibilityBatch': 2,
       'dynamodb.PutItem': 2, // a roll-up per worker batch
     });
@@ -100,7 +100,7 @@ describe('requests per execution', () => {
       'dynamodb.TransactWriteItems': 1, // create (a run-now job is COMPLETED from it)
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 3, // lease, consume, outcome
-      'dynamodb.GetItem': 1,
+      'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
       'dynamodb.PutItem': 1,
     });
@@ -114,9 +114,50 @@ describe('requests per execution', () => {
       'dynamodb.TransactWriteItems': 2, // create; the outcome with the occurrence's effect
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 1, // the lease
-      'dynamodb.GetItem': 2, // the job; the ledger
+      'dynamodb.BatchGetItem': 1, // the job
+      'dynamodb.GetItem': 1, // the ledger
       'sqs.ChangeMessageVisibilityBatch': 1,
       'dynamodb.PutItem': 1,
     });
+  });
+});
+
+describe('requests per worker batch', () => {
+  const counter = new RequestCounter();
+  let scheduler: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    // No pollers until the runs wait in the queue, so that one receive takes them together.
+    scheduler = await startScheduler({ requestCounter: counter, workerConcurrency: 0 });
+    target = await startTarget(() => ({ status: 200 }));
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('the runs of one batch share the job read and the visibility change', async () => {
+    const runs = new RunsRepository(awsClients().dynamo, scheduler.config.runsTable);
+    const created = await Promise.all(
+      Array.from({ length: 10 }, (_, index) => scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `count-batch-${index}` }))),
+    );
+    const runIds = created.map((response) => response.body.job.nextRunId as string);
+    counter.reset();
+    await scheduler.startWorkers(1);
+    await eventually(() => runs.getMany(runIds), (found) => found.length === 10 && found.every((run) => run.status === 'SUCCEEDED'));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the batch's roll-up
+
+    const { calls } = counter.tally();
+    expect(calls['dynamodb.UpdateItem']).toBe(20); // a lease and an outcome each: conditional, per run
+    expect(calls['dynamodb.GetItem']).toBe(1); // the tenant's limits, read once by the new worker process
+    expect(calls['dynamodb.PutItem']).toBe(1); // one roll-up: the ten came in one batch
+    // The job reads and the visibility changes share requests: one each on AWS, where a batch's
+    // leases land together; here the emulator serialises the leases, so they can trickle in past
+    // the 40 ms cap and split in two or three. Ten would mean no sharing at all.
+    for (const shared of ['dynamodb.BatchGetItem', 'sqs.ChangeMessageVisibilityBatch']) {
+      expect(calls[shared]).toBeGreaterThanOrEqual(1);
+      expect(calls[shared]).toBeLessThanOrEqual(5);
+    }
   });
 });
