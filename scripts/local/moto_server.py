@@ -31,11 +31,22 @@ holds. The map is built from the table the first time an index is queried and th
 write; it may hold keys that have since left the partition, which moto's own key checks drop (and
 the map forgets), so a query returns exactly what moto's full walk would.
 
+moto 5.2 writes every DynamoDB answer by walking the operation's output shape from botocore's model,
+trying several spellings of each member's name at every level of every item: under load a quarter of
+moto's CPU went there, more than to DynamoDB's own work. An item operation's answer is already the
+wire format (moto's `DynamoResult` holds it as plain JSON values), so here it is written with
+`json.dumps`; anything the shortcut cannot write as it stands (binary values, timestamps, other
+operations) goes through moto's serializer as before. With MOTO_LAUNCHER_VERIFY=1 the launcher
+writes both and reports any difference on stderr, which is how the shortcut was checked against the
+integration suite.
+
 Finally, moto finds the service of every request by listing its modules and matching hundreds of
 URL patterns, under a lock; a third of its time under load went there. The answer for a host is
 always the same, so it is remembered.
 """
 import copy
+import json
+import os
 import sys
 import threading
 
@@ -247,6 +258,45 @@ def _update_and_remember(self, table_name, *args, **kwargs):  # type: ignore[no-
 dynamodb_models.Table.query = _query_partition  # type: ignore[method-assign]
 dynamodb_models.Table.put_item = _put_and_remember  # type: ignore[method-assign]
 DynamoDBBackend.update_item = _update_and_remember  # type: ignore[method-assign]
+
+# DynamoDB answers written as JSON directly (see the module's docstring).
+_ITEM_OPERATIONS = frozenset(
+    {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem", "TransactWriteItems", "TransactGetItems"}
+)
+_JSON_HEADERS = {"Content-Type": "application/x-amz-json-1.0"}
+_VERIFY = os.environ.get("MOTO_LAUNCHER_VERIFY") == "1"
+_output_members: dict = {}
+
+
+def _item_answer(self, context):  # type: ignore[no-untyped-def]
+    name = context.operation_model.name
+    if name not in _ITEM_OPERATIONS or not isinstance(self.result, dict):
+        return _dynamo_execute_result(self, context)
+    members = _output_members.get(name)
+    if members is None:
+        output = context.operation_model.output_shape
+        members = _output_members[name] = frozenset(output.members) if output is not None else frozenset()
+    try:
+        # Only the output shape's members, as moto's serializer writes (it drops legacy fields).
+        body = json.dumps({key: value for key, value in self.result.items() if key in members}, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _dynamo_execute_result(self, context)  # bytes (binary attributes) or timestamps
+    if _VERIFY:
+        status, headers, expected = _dynamo_execute_result(self, context)
+        same = status == 200 and json.loads(expected or "{}") == json.loads(body)
+        same = same and {k.lower(): v for k, v in headers.items()} == {k.lower(): v for k, v in _JSON_HEADERS.items()}
+        if not same:
+            print(f"moto launcher: {name} answer differs: {status} {dict(headers)} {expected} != {body}", file=sys.stderr, flush=True)
+    return 200, dict(_JSON_HEADERS), body
+
+
+try:  # moto 5.2 and later; before, moto wrote DynamoDB answers as JSON itself
+    from moto.dynamodb.responses import DynamoResult
+
+    _dynamo_execute_result = DynamoResult.execute_result
+    DynamoResult.execute_result = _item_answer  # type: ignore[method-assign]
+except ImportError:
+    pass
 
 # SQS fair queues (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-fair-queues-detailed.html):
 # on a standard queue, a message group (tenant) with more than 10% of the queue's in-flight
