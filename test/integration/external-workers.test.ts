@@ -238,8 +238,10 @@ describe('external workers under delivery semantics', () => {
   it('at-most-once: the claim consumes the attempt; a lease that lapses ends DEAD with OUTCOME_UNKNOWN, and nothing is offered again', async () => {
     const { jobId, runId } = await externalJob('amo-lapse', 'at-most-once');
     const claim = await claimOf('amo-lapse');
-    // Consumed by the claim itself, before the worker was handed the run.
-    expect(await getRun(runId)).toMatchObject({ status: 'RUNNING', delivery: 'at-most-once', consumedAt: expect.any(String) });
+    // Consumed by the claim itself, before the worker was handed the run, as the claim's run says.
+    const claimed = await getRun(runId);
+    expect(claimed).toMatchObject({ status: 'RUNNING', delivery: 'at-most-once', consumedAt: expect.any(String) });
+    expect(claim.run).toMatchObject({ runId, consumedAt: claimed.consumedAt });
 
     // The worker dies without a heartbeat; the ticker finds the lapsed lease.
     await lapse(claim);
