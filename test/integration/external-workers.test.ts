@@ -402,7 +402,7 @@ describe('external workers under delivery semantics', () => {
       if (race.order === 'complete-first') expect(outcome, label).toEqual(wonByComplete(race));
       if (race.order === 'recovery-first') expect(outcome, label).toEqual(wonByRecovery());
     }
-  });
+  }, 120_000); // five lease lapses of 2 s each, waited out one after another
 
   it('two completes with one lease token at once: one records the outcome (200), the other is refused (409)', async () => {
     const pairs = await Promise.all(
