@@ -5,7 +5,7 @@ import type { TenantLimits } from '../lambdas/domain/tenant';
 import { DEFAULT_TENANT_LIMITS } from '../lambdas/domain/tenant';
 import { DEFAULT_TUNING } from '../lambdas/core/config';
 import type { PoolDefinition } from '../lambdas/store/schema';
-import type { TargetAllowlist } from '../lambdas/domain/target-allowlist';
+import type { DeploymentTargets } from '../lambdas/domain/target-allowlist';
 
 export interface SchedulerStackConfig {
   /** Lambda log retention in days. */
@@ -36,10 +36,11 @@ export interface SchedulerStackConfig {
   readonly allowPrivateTargets?: boolean;
   /**
    * The AWS resources jobs may target: Lambda functions (unqualified ARNs; every version and alias
-   * is allowed), SQS queues and EventBridge buses. The workers are granted exactly these and the API
-   * refuses a job naming anything else (400). Empty by default: only http targets.
+   * is allowed), SQS queues and EventBridge buses, and the customer-managed KMS keys (key ARNs) of
+   * those queues and buses that are encrypted with one. The workers are granted exactly these and the
+   * API refuses a job naming anything else (400). Empty by default: only http targets.
    */
-  readonly targets?: Partial<TargetAllowlist>;
+  readonly targets?: Partial<DeploymentTargets>;
   /** Time gate and lease tunables (see lambdas/core/config.ts). */
   readonly tuning: Tuning;
 }

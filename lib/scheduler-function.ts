@@ -3,7 +3,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import type { Duration } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
-import type { TargetAllowlist } from '../lambdas/domain/target-allowlist';
+import type { DeploymentTargets } from '../lambdas/domain/target-allowlist';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -85,9 +85,10 @@ export class SchedulerFunction extends Construct {
 
   /**
    * The AWS targets a deployment allows, and nothing else: invoke the listed functions (any version
-   * or alias of each), send to the listed queues, put events on the listed buses.
+   * or alias of each), send to the listed queues, put events on the listed buses, and use the listed
+   * KMS keys of encrypted queues and buses for what a send needs (a data key, and its decryption).
    */
-  grantTargets(targets: TargetAllowlist): void {
+  grantTargets(targets: DeploymentTargets): void {
     if (targets.lambdaFunctionArns.length > 0) {
       this.fn.addToRolePolicy(
         new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: targets.lambdaFunctionArns.flatMap((arn) => [arn, `${arn}:*`]) }),
@@ -95,6 +96,9 @@ export class SchedulerFunction extends Construct {
     }
     if (targets.sqsQueueArns.length > 0) this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [...targets.sqsQueueArns] }));
     if (targets.eventBusArns.length > 0) this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [...targets.eventBusArns] }));
+    if (targets.kmsKeyArns.length > 0) {
+      this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [...targets.kmsKeyArns] }));
+    }
   }
 
   /** GetMetricData reads, for the health endpoint; CloudWatch does not scope this action to resources. */

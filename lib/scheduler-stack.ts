@@ -12,7 +12,7 @@ import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } f
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
 import { DEFAULT_POOL_NAME, validatePools, workerConsumer } from '../lambdas/store/schema';
-import { targetAllowlistSchema } from '../lambdas/domain/target-allowlist';
+import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-allowlist';
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
@@ -48,7 +48,7 @@ export class SchedulerStack extends Stack {
     /** Where any run may be sent: both lanes of every pool. */
     const lanes = pools.flatMap((pool) => [pool.standard, pool.high]);
     // Checked here, so a malformed ARN fails the synth rather than every create.
-    const targets = targetAllowlistSchema.parse(config.targets ?? {});
+    const targets = deploymentTargetsSchema.parse(config.targets ?? {});
 
     const environment = {
       JOBS_TABLE: jobsTable.tableName,
@@ -74,7 +74,7 @@ export class SchedulerStack extends Stack {
         : {}),
       SCHEDULER_MODE: 'aws',
       ALLOW_PRIVATE_TARGETS: String(config.allowPrivateTargets ?? false),
-      ALLOWED_TARGETS: JSON.stringify(targets),
+      ALLOWED_TARGETS: JSON.stringify(allowlistOf(targets)),
       NEAR_HORIZON_SECONDS: String(config.tuning.nearHorizonSeconds),
       TICKER_HORIZON_SECONDS: String(config.tuning.tickerHorizonSeconds),
       REDELIVERY_GRACE_SECONDS: String(config.tuning.redeliveryGraceSeconds),

@@ -67,10 +67,17 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: z.in
       });
       // Claimed by another worker since the index was read: try the next one.
       if (!claimed) continue;
-      const { run } = claimed;
+      let { run } = claimed;
+      // At-most-once: the claim consumes the attempt; a worker that vanishes is not replaced. An
+      // attempt that could not be consumed (cancelled, or recovered as lost while this call stalled)
+      // is not handed out: the worker would call a target that a retry may call too.
+      if (run.delivery === 'at-most-once') {
+        const consumedAt = deps.clock();
+        if (!(await deps.runs.consume(run.runId, run.version, consumedAt))) continue;
+        const at = new Date(consumedAt).toISOString();
+        run = { ...run, consumedAt: at, updatedAt: at };
+      }
       const job = await deps.jobs.getAnyTenant(run.jobId);
-      // At-most-once: the claim consumes the attempt; a worker that vanishes is not replaced.
-      if (run.delivery === 'at-most-once') await deps.runs.consume(run.runId, run.version, deps.clock());
       deps.telemetry.runStarted(run, deps.clock());
       logger.info('run claimed by an external worker', { runId: run.runId, jobId: run.jobId, tenantId, attempt: run.attempt, leaseOwner: run.leaseOwner, fencingToken: fencingTokenOf(run) });
       return {

@@ -12,6 +12,37 @@ export const targetAllowlistSchema = z.strictObject({
 export type TargetAllowlist = z.infer<typeof targetAllowlistSchema>;
 export const NO_TARGETS_ALLOWED: TargetAllowlist = { lambdaFunctionArns: [], sqsQueueArns: [], eventBusArns: [] };
 
+/**
+ * The stack property `targets`: the allowlist, and the customer-managed KMS keys that encrypt listed
+ * queues or buses (sending to them needs kms:GenerateDataKey and kms:Decrypt on the key). The keys are
+ * granted to the workers only; the API checks jobs against the allowlist alone, so they stay here.
+ * Key ARNs (a key id, or mrk-… for a multi-Region key), not aliases: an IAM grant on an alias ARN
+ * does not cover the key it names.
+ */
+export const deploymentTargetsSchema = targetAllowlistSchema
+  .extend({
+    kmsKeyArns: z
+      .array(
+        z
+          .string()
+          .regex(
+            /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})$/,
+            'must be the ARN of a KMS key (arn:aws:kms:<region>:<account>:key/<key id>), not of an alias',
+          ),
+      )
+      .default([]),
+  })
+  .refine((targets) => targets.kmsKeyArns.length === 0 || targets.sqsQueueArns.length + targets.eventBusArns.length > 0, {
+    path: ['kmsKeyArns'],
+    message: 'are the keys of listed queues or buses, and none is listed (sqsQueueArns, eventBusArns)',
+  });
+export type DeploymentTargets = z.infer<typeof deploymentTargetsSchema>;
+
+/** What the API checks jobs against (ALLOWED_TARGETS): the allowlist without the keys. */
+export function allowlistOf({ kmsKeyArns: _keys, ...allowlist }: DeploymentTargets): TargetAllowlist {
+  return allowlist;
+}
+
 /** A function ARN without its version or alias: the grant covers every qualifier of an allowed function. */
 export function unqualifiedFunctionArn(arn: string): string {
   return arn.split(':').slice(0, 7).join(':');

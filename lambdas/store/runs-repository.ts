@@ -70,7 +70,7 @@ interface FinishUpdate {
 }
 
 /** An external worker's lease is checked this long after it ends, so a beat just in time is not raced. */
-const LEASE_CHECK_SLACK_MS = 1_000;
+export const LEASE_CHECK_SLACK_MS = 1_000;
 
 export interface LeaseRequest {
   readonly owner: string;

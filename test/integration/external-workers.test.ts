@@ -2,15 +2,23 @@
 // and the example worker (examples/external-worker.ts) claim runs of `external` jobs, heartbeat with
 // checkpoints and complete them; a stale token is a 409; a lease that ends without a heartbeat is
 // recovered by the ticker and retried, and the retry's claim receives the last checkpoint; a
-// cancellation is seen at the next heartbeat.
+// cancellation is seen at the next heartbeat. Under at-most-once the claim consumes the attempt and a
+// lapsed lease ends DEAD; under exactly-once complete records the occurrence's effect and a later
+// attempt is skipped; a complete racing the recovery of its lease, or another complete, loses cleanly.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Claim } from '../../clients/worker-client';
+import type { Claim, Problem } from '../../clients/worker-client';
 import { LeaseLostError, RunCancelledError, WorkerClient } from '../../clients/worker-client';
 import type { ExportCheckpoint, ExportPayload } from '../../examples/external-worker';
 import { processExport } from '../../examples/external-worker';
+import type { SchedulerDeps } from '../../lambdas/app/deps';
+import { executeRun } from '../../lambdas/app/execute-run';
 import { tick } from '../../lambdas/app/tick';
+import type { Delivery } from '../../lambdas/domain/delivery';
 import { fencingTokenOf } from '../../lambdas/domain/delivery';
+import type { Run } from '../../lambdas/domain/run';
+import { isTerminal } from '../../lambdas/domain/run';
+import { LEASE_CHECK_SLACK_MS } from '../../lambdas/store/runs-repository';
 import type { Scheduler } from './harness';
 import { eventually, startScheduler } from './harness';
 
@@ -155,5 +163,270 @@ describe('external workers', () => {
     await expect(other.complete(runId, claim.leaseToken)).rejects.toMatchObject({ status: 404 });
     expect((await getRun(runId)).status).toBe('RUNNING');
     await client.complete(runId, claim.leaseToken);
+  });
+});
+
+// External workers under each delivery semantics (decision 0062), and the races of an external
+// worker's calls with each other and with the recovery of a lapsed lease. A lease "lapses" by
+// waiting it out (1 s, plus the check-back slack) without a heartbeat; the ticker then finds the
+// check-back and sends the run to the dispatch queue, where a worker records the lost attempt.
+/** An answer of heartbeat, complete or fail: a Run (or the heartbeat's view) when 200, a problem otherwise. */
+interface Answer {
+  readonly status: number;
+  readonly body: unknown;
+}
+const runOf = (answer: Answer): Run => answer.body as Run;
+const problemOf = (answer: Answer): Problem => answer.body as Problem;
+
+describe('external workers under delivery semantics', () => {
+  let scheduler: Scheduler;
+  let client: WorkerClient;
+  /** A worker receiving the ticker's recovery message runs this; tests call it directly to race it. */
+  let recoverer: SchedulerDeps;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler();
+    client = new WorkerClient({ baseUrl: scheduler.runtime.url, apiKey: scheduler.apiKey, workerId: 'semantics-worker' });
+    recoverer = scheduler.workerDeps('recoverer');
+  });
+  afterAll(() => scheduler.stop());
+
+  async function externalJob(type: string, delivery: Delivery): Promise<{ jobId: string; runId: string }> {
+    const created = await scheduler.api('POST', '/v1/jobs', {
+      name: `semantics-${type}`,
+      type,
+      delivery,
+      schedule: { kind: 'now' },
+      target: { kind: 'external', leaseSeconds: 1 },
+      payload: { type },
+      retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    return { jobId: created.body.job.jobId as string, runId: created.body.job.nextRunId as string };
+  }
+
+  async function claimOf(jobType: string): Promise<Claim> {
+    const claim = await client.claim({ jobType, waitSeconds: 10 });
+    if (!claim) throw new Error(`no run of ${jobType} was offered`);
+    return claim;
+  }
+
+  const getRun = async (runId: string): Promise<Run> => (await scheduler.api('GET', `/v1/runs/${runId}`)).body as Run;
+  const runsOf = async (jobId: string): Promise<[number, string][]> =>
+    ((await scheduler.api('GET', `/v1/jobs/${jobId}/runs?limit=100`)).body.items as Run[])
+      .sort((a, b) => a.attempt - b.attempt)
+      .map((run) => [run.attempt, run.status]);
+  const call = (runId: string, action: 'heartbeat' | 'complete' | 'fail', body: Record<string, unknown>) =>
+    scheduler.api('POST', `/v1/runs/${runId}/${action}`, body) as Promise<Answer>;
+
+  /** Until the claim's lease has ended and its check-back is due: the worker stopped beating. */
+  const lapse = (...claims: Claim[]) =>
+    new Promise((resolve) => setTimeout(resolve, Math.max(...claims.map((claim) => Date.parse(claim.leaseExpiresAt))) + LEASE_CHECK_SLACK_MS + 100 - Date.now()));
+  /** Ticks until the lapsed run has been recovered (the poller handles the tick's message). */
+  const recovered = (runId: string) =>
+    eventually(
+      async () => {
+        await tick(scheduler.deps);
+        return getRun(runId);
+      },
+      (run) => run.status !== 'RUNNING',
+      20_000,
+    );
+  /** Until every dispatch message has been handled: recoveries done, retries offered. */
+  const drained = () => eventually(() => scheduler.queueDepth(), (depth) => depth === 0, 20_000);
+
+  it('at-most-once: the claim consumes the attempt; a lease that lapses ends DEAD with OUTCOME_UNKNOWN, and nothing is offered again', async () => {
+    const { jobId, runId } = await externalJob('amo-lapse', 'at-most-once');
+    const claim = await claimOf('amo-lapse');
+    // Consumed by the claim itself, before the worker was handed the run, as the claim's run says.
+    const claimed = await getRun(runId);
+    expect(claimed).toMatchObject({ status: 'RUNNING', delivery: 'at-most-once', consumedAt: expect.any(String) });
+    expect(claim.run).toMatchObject({ runId, consumedAt: claimed.consumedAt });
+
+    // The worker dies without a heartbeat; the ticker finds the lapsed lease.
+    await lapse(claim);
+    const dead = await recovered(runId);
+    expect(dead).toMatchObject({
+      status: 'DEAD',
+      attempt: 1,
+      leaseOwner: 'external:semantics-worker',
+      error: { code: 'OUTCOME_UNKNOWN', retryable: false },
+      reason: expect.stringContaining('at-most-once: the attempt was consumed'),
+    });
+    // No retry run, and nothing of this job waits for a worker.
+    await drained();
+    expect(await runsOf(jobId)).toEqual([[1, 'DEAD']]);
+    expect(await client.claim({ jobType: 'amo-lapse', waitSeconds: 1 })).toBeNull();
+    // The old token is refused for every call, naming the run's status.
+    for (const [action, body] of [
+      ['heartbeat', {}],
+      ['complete', { result: { late: true } }],
+      ['fail', { error: { code: 'LATE', message: 'too late', retryable: true } }],
+    ] as const) {
+      const answer = await call(runId, action, { leaseToken: claim.leaseToken, ...body });
+      expect(answer, action).toMatchObject({ status: 409, body: { status: 409, runStatus: 'DEAD' } });
+    }
+    expect(await getRun(runId)).toMatchObject({ status: 'DEAD', error: { code: 'OUTCOME_UNKNOWN' } });
+    expect(((await scheduler.api('GET', `/v1/dead-runs?jobId=${jobId}`)).body.items as Run[]).map((run) => run.runId)).toEqual([runId]);
+  });
+
+  it('at-most-once: a failure the worker reports ends the run DEAD, even a retryable one', async () => {
+    const { jobId, runId } = await externalJob('amo-fail', 'at-most-once');
+    const claim = await claimOf('amo-fail');
+    const failed = await client.fail(runId, claim.leaseToken, { code: 'UPSTREAM_DOWN', message: 'the warehouse is down', retryable: true });
+    expect(failed).toMatchObject({ status: 'DEAD', error: { code: 'UPSTREAM_DOWN', retryable: true } });
+    expect((await getRun(runId)).reason).toBe('at-most-once: a failed attempt is not retried');
+    expect(await runsOf(jobId)).toEqual([[1, 'DEAD']]);
+    expect(await client.claim({ jobType: 'amo-fail', waitSeconds: 1 })).toBeNull();
+  });
+
+  it('exactly-once: complete records the one effect of the occurrence; another attempt of it is SKIPPED and never offered', async () => {
+    const { jobId, runId } = await externalJob('eo-ledger', 'exactly-once');
+    const first = await claimOf('eo-ledger');
+    const occurrence = first.idempotencyKey;
+    // Attempt 1's worker is lost: its attempt records no effect.
+    await lapse(first);
+    expect(await recovered(runId)).toMatchObject({ status: 'FAILED', error: { code: 'WORKER_LOST' } });
+    expect(await scheduler.deps.runs.effectOf(occurrence)).toBeNull();
+
+    const second = await claimOf('eo-ledger');
+    expect(second).toMatchObject({ attempt: 2, idempotencyKey: occurrence });
+    expect(await scheduler.deps.runs.effectOf(occurrence)).toBeNull(); // not at the claim
+    expect(await client.complete(second.run.runId, second.leaseToken, { exported: true })).toMatchObject({ status: 'SUCCEEDED' });
+    const effect = await scheduler.deps.runs.effectOf(occurrence);
+    expect(effect).toMatchObject({ occurrence, runId: second.run.runId, attempt: 2, fencingToken: second.fencingToken });
+    // The lost attempt's token is refused.
+    expect(await call(runId, 'complete', { leaseToken: first.leaseToken })).toMatchObject({ status: 409, body: { runStatus: 'FAILED' } });
+
+    // A replay is another attempt of the same occurrence: the ledger answers before it is offered.
+    const replayed = await scheduler.api('POST', `/v1/runs/${second.run.runId}/replay`);
+    expect(replayed.status).toBe(202);
+    const replayRunId = replayed.body.run.runId as string;
+    const skipped = await eventually(() => getRun(replayRunId), (run) => isTerminal(run.status));
+    expect(skipped).toMatchObject({ status: 'SKIPPED', attempt: 3, trigger: 'replay', reason: expect.stringContaining(`recorded by run ${second.run.runId}`) });
+    await drained();
+    expect(await client.claim({ jobType: 'eo-ledger', waitSeconds: 1 })).toBeNull();
+    expect(await runsOf(jobId)).toEqual([
+      [1, 'FAILED'],
+      [2, 'SUCCEEDED'],
+      [3, 'SKIPPED'],
+    ]);
+    expect(await scheduler.deps.runs.effectOf(occurrence)).toEqual(effect);
+  });
+
+  it('a complete racing the recovery of its lapsed lease: exactly one of them wins', async () => {
+    type Order = 'complete-first' | 'recovery-first' | 'together';
+    interface Race {
+      readonly order: Order;
+      readonly delivery: Delivery;
+      readonly jobId: string;
+      readonly runId: string;
+      readonly claim: Claim;
+    }
+    const prepare = async (order: Order, delivery: Delivery, index: number): Promise<Race> => {
+      const type = `race-${index}`;
+      const { jobId, runId } = await externalJob(type, delivery);
+      return { order, delivery, jobId, runId, claim: await claimOf(type) };
+    };
+    /** The recovery: the ticker sends the lapsed run for recovery, and a worker handles that message. */
+    const recover = (race: Race) => Promise.all([tick(scheduler.deps), executeRun(recoverer, race.runId)]);
+    const complete = (race: Race) => call(race.runId, 'complete', { leaseToken: race.claim.leaseToken, result: { by: 'worker' } });
+    const run = async (race: Race): Promise<Awaited<ReturnType<typeof complete>>> => {
+      switch (race.order) {
+        case 'complete-first': {
+          const answer = await complete(race);
+          await recover(race);
+          return answer;
+        }
+        case 'recovery-first':
+          // Recovered before the tick sends anything, so no other worker races this one.
+          expect(await executeRun(recoverer, race.runId)).toBe('worker-lost');
+          return complete(race);
+        case 'together':
+          return (await Promise.all([complete(race), recover(race)]))[0];
+      }
+    };
+    /** What one race left behind, compared whole with the only two outcomes allowed. */
+    const outcomeOf = async (race: Race, answer: Awaited<ReturnType<typeof complete>>) => {
+      const finished = await getRun(race.runId);
+      const effect = await scheduler.deps.runs.effectOf(race.claim.idempotencyKey);
+      return {
+        run: [finished.status, finished.error?.code ?? null, finished.result ?? null],
+        complete: [answer.status, answer.status === 200 ? runOf(answer).status : problemOf(answer).runStatus],
+        runs: await runsOf(race.jobId),
+        effect: effect?.runId ?? null,
+      };
+    };
+    const wonByComplete = (race: Race) => ({
+      run: ['SUCCEEDED', null, { by: 'worker' }],
+      complete: [200, 'SUCCEEDED'],
+      runs: [[1, 'SUCCEEDED']],
+      effect: race.delivery === 'exactly-once' ? race.runId : null,
+    });
+    const wonByRecovery = () => ({
+      run: ['FAILED', 'WORKER_LOST', null],
+      complete: [409, 'FAILED'],
+      runs: [
+        [1, 'FAILED'],
+        [2, 'QUEUED'], // the retry, offered to external workers
+      ],
+      effect: null,
+    });
+
+    // Each order alone first (each winner is known), then several races at once.
+    const orders: [Order, Delivery][] = [
+      ['complete-first', 'at-least-once'],
+      ['recovery-first', 'at-least-once'],
+      ['complete-first', 'exactly-once'],
+      ['recovery-first', 'exactly-once'],
+    ];
+    const outcomes: { race: Race; outcome: Awaited<ReturnType<typeof outcomeOf>> }[] = [];
+    for (const [index, [order, delivery]] of orders.entries()) {
+      const race = await prepare(order, delivery, index);
+      await lapse(race.claim);
+      const answer = await run(race);
+      await drained();
+      outcomes.push({ race, outcome: await outcomeOf(race, answer) });
+    }
+    const together = await Promise.all(
+      Array.from({ length: 6 }, (_, index) => prepare('together', index % 2 === 0 ? 'at-least-once' : 'exactly-once', orders.length + index)),
+    );
+    await lapse(...together.map((race) => race.claim));
+    const answers = await Promise.all(together.map(run));
+    await drained();
+    for (const [index, race] of together.entries()) outcomes.push({ race, outcome: await outcomeOf(race, answers[index]!) });
+
+    for (const { race, outcome } of outcomes) {
+      const label = `${race.order} ${race.delivery} ${race.runId}`;
+      expect([wonByComplete(race), wonByRecovery()], label).toContainEqual(outcome);
+      if (race.order === 'complete-first') expect(outcome, label).toEqual(wonByComplete(race));
+      if (race.order === 'recovery-first') expect(outcome, label).toEqual(wonByRecovery());
+    }
+  }, 120_000); // five lease lapses of 2 s each, waited out one after another
+
+  it('two completes with one lease token at once: one records the outcome (200), the other is refused (409)', async () => {
+    const pairs = await Promise.all(
+      Array.from({ length: 6 }, async (_, index) => {
+        const delivery: Delivery = index % 2 === 0 ? 'at-least-once' : 'exactly-once';
+        const type = `double-complete-${index}`;
+        const { jobId, runId } = await externalJob(type, delivery);
+        const claim = await claimOf(type);
+        const answers = await Promise.all(['a', 'b'].map((by) => call(runId, 'complete', { leaseToken: claim.leaseToken, result: { by } })));
+        return { delivery, jobId, runId, claim, answers };
+      }),
+    );
+    for (const { delivery, jobId, runId, claim, answers } of pairs) {
+      const label = `${delivery} ${runId}`;
+      expect(answers.map((answer) => answer.status).sort(), label).toEqual([200, 409]);
+      const winner = answers.find((answer) => answer.status === 200)!;
+      const loser = answers.find((answer) => answer.status === 409)!;
+      expect(problemOf(loser), label).toMatchObject({ status: 409, runStatus: 'SUCCEEDED' });
+      // The winner's result is the one recorded; the loser wrote nothing.
+      const finished = await getRun(runId);
+      expect(finished, label).toMatchObject({ status: 'SUCCEEDED', result: runOf(winner).result, version: runOf(winner).version });
+      expect(await runsOf(jobId), label).toEqual([[1, 'SUCCEEDED']]);
+      const effect = await scheduler.deps.runs.effectOf(claim.idempotencyKey);
+      expect(effect?.runId ?? null, label).toBe(delivery === 'exactly-once' ? runId : null);
+    }
   });
 });

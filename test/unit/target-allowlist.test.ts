@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { queueArnOfUrl, targetAllowlistSchema, targetRefusal, unqualifiedFunctionArn } from '../../lambdas/domain/target-allowlist';
+import { allowlistOf, deploymentTargetsSchema, queueArnOfUrl, targetAllowlistSchema, targetRefusal, unqualifiedFunctionArn } from '../../lambdas/domain/target-allowlist';
 
 describe('target allowlist', () => {
   it('maps queue URLs of every endpoint form to their ARN', () => {
@@ -21,5 +21,16 @@ describe('target allowlist', () => {
     const none = targetAllowlistSchema.parse({});
     expect(targetRefusal({ kind: 'eventbridge', eventBusName: 'default', source: 's', detailType: 'd' }, none)?.path).toBe('target.eventBusName');
     expect(targetRefusal({ kind: 'http', url: 'https://example.com', method: 'POST', headers: {} }, none)).toBeNull();
+  });
+
+  it('keeps the KMS keys of the stack property out of the allowlist the API checks', () => {
+    const queue = 'arn:aws:sqs:us-east-1:123456789012:q';
+    const key = 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    const targets = deploymentTargetsSchema.parse({ sqsQueueArns: [queue], kmsKeyArns: [key] });
+    expect(targets.kmsKeyArns).toEqual([key]);
+    expect(allowlistOf(targets)).toEqual({ lambdaFunctionArns: [], sqsQueueArns: [queue], eventBusArns: [] });
+    // What the functions parse from ALLOWED_TARGETS (a strict object) accepts what the stack sends.
+    expect(targetAllowlistSchema.safeParse(JSON.parse(JSON.stringify(allowlistOf(targets)))).success).toBe(true);
+    expect(deploymentTargetsSchema.parse({}).kmsKeyArns).toEqual([]);
   });
 });
