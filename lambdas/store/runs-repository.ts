@@ -3,7 +3,7 @@
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { BatchGetCommandOutput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { BatchGetCommandOutput, TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttemptOutcome, Run, RunError, RunStatus } from '../domain/run';
 import { isTerminal } from '../domain/run';
@@ -81,6 +81,9 @@ export interface Page<T> {
   readonly items: T[];
   readonly nextCursor: string | null;
 }
+
+/** Tries of an outcome transaction that keeps meeting TransactionConflict before the error is the caller's. */
+const OUTCOME_TRANSACTION_ATTEMPTS = 4;
 
 export class RunsRepository {
   constructor(
@@ -255,14 +258,10 @@ export class RunsRepository {
     if (options.effect) return this.finishWithEffect(finish, options.effect);
     if (!retry) return (await this.conditionalUpdate(finish)) ? 'recorded' : 'fenced';
     try {
-      await this.dynamo.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Update: finish },
-            { Put: { TableName: this.tableName, Item: runToItem(retry.run, retry.extras), ConditionExpression: 'attribute_not_exists(pk)' } },
-          ],
-        }),
-      );
+      await this.transact([
+        { Update: finish },
+        { Put: { TableName: this.tableName, Item: runToItem(retry.run, retry.extras), ConditionExpression: 'attribute_not_exists(pk)' } },
+      ]);
       return 'recorded';
     } catch (error) {
       if (error instanceof TransactionCanceledException) {
@@ -287,7 +286,7 @@ export class RunsRepository {
       Put: { TableName: this.tableName, Item: { ...effectKey(effect.occurrence), ...effect }, ConditionExpression: 'attribute_not_exists(pk)' },
     };
     try {
-      await this.dynamo.send(new TransactWriteCommand({ TransactItems: [{ Update: finish }, put] }));
+      await this.transact([{ Update: finish }, put]);
       return 'recorded';
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
@@ -295,6 +294,25 @@ export class RunsRepository {
       if (first?.Code === 'ConditionalCheckFailed') return 'fenced';
       if (second?.Code === 'ConditionalCheckFailed') return (await this.conditionalUpdate(finish)) ? 'effect-exists' : 'fenced';
       throw error;
+    }
+  }
+
+  /**
+   * A transaction of a run's outcome. DynamoDB cancels one that meets another transaction on the
+   * same item in flight (TransactionConflict: an external worker's complete racing the ticker's
+   * recovery, or two completes at once) without evaluating its conditions; tried again, the
+   * conditions decide, so the caller learns 'recorded' or 'fenced' rather than an error.
+   */
+  private async transact(items: NonNullable<TransactWriteCommandInput['TransactItems']>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.dynamo.send(new TransactWriteCommand({ TransactItems: items }));
+        return;
+      } catch (error) {
+        const conflict = error instanceof TransactionCanceledException && (error.CancellationReasons ?? []).some((reason) => reason.Code === 'TransactionConflict');
+        if (!conflict || attempt >= OUTCOME_TRANSACTION_ATTEMPTS) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 20 * attempt + Math.random() * 30));
+      }
     }
   }
 
