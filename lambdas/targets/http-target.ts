@@ -57,10 +57,19 @@ interface TargetResponse {
   readonly headers: IncomingHttpHeaders;
 }
 
+/**
+ * A kept-alive connection the target had already closed: the request was written to a socket the
+ * server was closing, before any byte of an answer came back. Node's documentation names this race
+ * (`request.reusedSocket`) and its remedy, one more try on a new connection.
+ */
+class StaleConnectionError extends Error {}
+
 function send(url: URL, options: RequestOptions, body: string | undefined): Promise<TargetResponse> {
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise<TargetResponse>((resolve, reject) => {
+    let answered = false;
     const request = transport.request(url, options, (response) => {
+      answered = true;
       let drained = 0;
       const answer = { status: response.statusCode ?? 0, headers: response.headers };
       response.on('data', (chunk: Buffer) => {
@@ -77,7 +86,11 @@ function send(url: URL, options: RequestOptions, body: string | undefined): Prom
         if (!response.complete && drained <= MAX_DRAINED_BYTES) reject(new Error('the target closed the connection before the end of its answer'));
       });
     });
-    request.on('error', reject);
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      if (request.reusedSocket && !answered && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
+        reject(new StaleConnectionError(error.message, { cause: error }));
+      } else reject(error);
+    });
     request.end(body);
   });
 }
@@ -106,27 +119,38 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
       );
     }
     const body = hasBody ? JSON.stringify(payload) : undefined;
-    const response = await send(
-      url,
-      {
-        method: target.method,
-        agent: agents[url.protocol === 'https:' ? 'https:' : 'http:'],
-        // Connect only to the addresses checked above; Host and SNI stay the target's name.
-        lookup: pinnedLookup(resolved.addresses),
-        signal,
-        headers: {
-          ...target.headers,
-          ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}),
-          'idempotency-key': occurrenceKey(run.jobId, run.scheduledFor),
-          'x-job-id': run.jobId,
-          'x-run-id': run.runId,
-          'x-attempt': String(run.attempt),
-          'x-fencing-token': String(fencingTokenOf(run)),
-          'user-agent': 'job-scheduler/1',
+    const call = (agent: http.Agent) =>
+      send(
+        url,
+        {
+          method: target.method,
+          agent,
+          // Connect only to the addresses checked above; Host and SNI stay the target's name.
+          lookup: pinnedLookup(resolved.addresses),
+          signal,
+          headers: {
+            ...target.headers,
+            ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}),
+            'idempotency-key': occurrenceKey(run.jobId, run.scheduledFor),
+            'x-job-id': run.jobId,
+            'x-run-id': run.runId,
+            'x-attempt': String(run.attempt),
+            'x-fencing-token': String(fencingTokenOf(run)),
+            'user-agent': 'job-scheduler/1',
+          },
         },
-      },
-      body,
-    );
+        body,
+      );
+    const pooled = agents[url.protocol === 'https:' ? 'https:' : 'http:'];
+    let response: TargetResponse;
+    try {
+      response = await call(pooled);
+    } catch (error) {
+      // The target never saw that request: its server closed the idle connection as it was sent.
+      // Sent again once, on a new connection. Not for at-most-once, which never risks a second call.
+      if (!(error instanceof StaleConnectionError) || invocation.job.delivery === 'at-most-once') throw error;
+      response = await call(url.protocol === 'https:' ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false }));
+    }
     // Redirects are not followed (decision 0010): a 3xx is the answer.
     if (response.status >= 200 && response.status < 300) {
       return { ok: true, detail: `HTTP ${response.status}` };

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
+import { createServer as createNetServer } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Job } from '../../lambdas/domain/job';
 import type { Run } from '../../lambdas/domain/run';
@@ -97,5 +98,53 @@ describe('HTTP target egress guard', () => {
   it('treats a name that does not resolve as a retryable network error', async () => {
     const result = await call(`https://nowhere.invalid/`, { policy: PUBLIC_HTTPS_ONLY, resolve: () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.invalid'), { code: 'ENOTFOUND' })) });
     expect(result).toMatchObject({ ok: false, error: { code: 'NETWORK_ERROR', retryable: true } });
+  });
+});
+
+describe('HTTP target on a kept-alive connection the target closes', () => {
+  // A server that answers the first request of a connection and then, like a server whose idle
+  // timeout fires as the next request is written, closes that connection without reading on. A
+  // new connection is answered again.
+  let server: NetServer;
+  let port: number;
+  const requestsPerConnection: number[] = [];
+
+  beforeAll(async () => {
+    server = createNetServer((socket) => {
+      const index = requestsPerConnection.push(0) - 1;
+      socket.on('data', (chunk: Buffer) => {
+        if (!chunk.toString('latin1').includes('\r\n\r\n')) return;
+        requestsPerConnection[index] = (requestsPerConnection[index] ?? 0) + 1;
+        if (requestsPerConnection[index] === 1) socket.write('HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n');
+        else socket.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  beforeEach(() => {
+    requestsPerConnection.length = 0;
+  });
+
+  const run = { runId: 'job_k.1.1', jobId: 'job_k', scheduledFor: '2026-01-01T00:00:00.000Z', attempt: 1 } as Run;
+  const egress: Egress = { policy: egressPolicyOf({ localMode: true, allowPrivateTargets: true }), resolve: () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]) };
+  const call = (delivery: Job['delivery']) =>
+    callHttpTarget(
+      { kind: 'http', url: `http://127.0.0.1:${port}/hook`, method: 'POST', headers: {} },
+      { job: { target: { kind: 'http' }, delivery } as Job, run, payload: {}, timeoutMs: 2_000, egress },
+    );
+
+  it('sends the request again, once, on a new connection', async () => {
+    expect(await call('at-least-once')).toEqual({ ok: true, detail: 'HTTP 204' }); // opens the kept-alive connection
+    expect(await call('at-least-once')).toEqual({ ok: true, detail: 'HTTP 204' }); // met the closing one, then a new one
+    expect(requestsPerConnection).toEqual([2, 1]);
+  });
+
+  it('does not for at-most-once, which never risks a second call', async () => {
+    expect((await call('at-most-once')).ok).toBe(true);
+    const second = await call('at-most-once');
+    expect(second).toMatchObject({ ok: false, error: { code: 'NETWORK_ERROR', retryable: true } });
+    expect(requestsPerConnection.slice(-1)).toEqual([2]);
   });
 });
