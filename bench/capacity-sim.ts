@@ -4,9 +4,10 @@
 // per second per partition, and how long a tick takes given per-call latencies. Arithmetic over
 // the code's own constants (lambdas/app/tick.ts, lambdas/store/keys.ts, schema.ts); no AWS call.
 // It models two tickers:
-//   current:  the code as it is (queries 8 at a time, every entry held in memory, the priorities
-//             read 100 at a time one after another, every message sent, then one conditional
-//             write at a time), inside the ticker function's 50 s timeout;
+//   current:  the code as it is (8 partitions at a time, each worked page by page: the page's
+//             priorities read 100 at a time, 4 reads at once, its messages sent, its runs marked
+//             16 writes at a time; no new page once the 30 s release budget is spent, the cursor
+//             kept so that the next tick goes on), capped at the partition's write limit;
 //   planned:  one worker per shard (fan-out), the priority projected into the time index (no
 //             reads), each page sent and marked as it arrives with --write-concurrency writes in
 //             flight per shard, capped at the partition's write limit.
@@ -105,38 +106,43 @@ function shardFigures(shards: number): ShardFigures {
 }
 
 interface CurrentTick {
-  readonly queryMs: number;
-  readonly prioritiesMs: number;
-  readonly sendMs: number;
-  readonly markMs: number;
-  readonly totalMs: number;
-  readonly markedInTimeout: number;
-  readonly partitionWritesPerSecond: number;
-  readonly heapMb: number;
+  readonly entriesPerPage: number;
+  readonly pageMs: number;
+  readonly releasedPerTick: number;
+  readonly ticksToRelease: number;
+  /** Ticks between the first that sees the minute (horizon ahead) and the minute itself. */
+  readonly ticksBeforeDue: number;
+  readonly marksPerSecondPerPartition: number;
 }
 
-/** The code as it is: every stage finishes before the next begins. */
+/** tick.ts: RELEASE_BUDGET_MS, WRITE_CONCURRENCY; the priority reads run 4 at a time. */
+const RELEASE_BUDGET_MS = 30_000;
+const TICK_WRITE_CONCURRENCY = 16;
+const PRIORITY_READS_AT_ONCE = 4;
+
+/** The code as it is: partitions 8 at a time, each page read, sent and marked before the next. */
 function currentTick(figures: ShardFigures): CurrentTick {
-  // Queries: buckets x shards partitions through a pool of 8; a burst shard's pages follow one
-  // another, the other buckets' partitions are one (near empty) page each.
-  const totalPages = figures.shards * figures.pagesPerShard + (buckets - 1) * figures.shards;
-  const queryMs = Math.max(Math.ceil(totalPages / QUERY_CONCURRENCY), figures.pagesPerShard) * pageMs;
-  const prioritiesMs = Math.ceil(burst / 100) * batchGetMs;
-  const sendAll = Math.ceil(figures.sendBatches / sockets) * sendMs;
-  const markMs = burst * updateMs;
-  const beforeMarks = queryMs + prioritiesMs + sendAll;
-  const markedInTimeout = Math.max(0, Math.min(burst, Math.floor((timeoutS * 1000 - beforeMarks) / updateMs)));
+  const entriesPerPage = Math.min(figures.itemsPerShard, Math.floor(PAGE_BYTES / entryBytes));
+  // Marks: 16 in flight per partition, but a partition of the index takes 1,000 writes a second,
+  // less what the steady traffic already writes there.
+  const room = Math.max(0, PARTITION_WRITE_UNITS - figures.steadyIndexWritesPerPartition);
+  const marksPerSecond = Math.min((TICK_WRITE_CONCURRENCY * 1000) / updateMs, room);
+  const markMs = marksPerSecond > 0 ? (entriesPerPage / marksPerSecond) * 1000 : Number.POSITIVE_INFINITY;
+  const priorityMs = Math.ceil(entriesPerPage / 100 / PRIORITY_READS_AT_ONCE) * batchGetMs;
+  // A page's sends go out together, through the sockets the 8 partitions share.
+  const sendAll = Math.ceil(Math.ceil(entriesPerPage / 10) / Math.max(1, Math.floor(sockets / QUERY_CONCURRENCY))) * sendMs;
+  const perPageMs = pageMs + priorityMs + sendAll + markMs;
+  // Pages are taken while the budget lasts; the page in hand is finished.
+  const pagesPerWorker = Number.isFinite(perPageMs) ? Math.ceil(RELEASE_BUDGET_MS / perPageMs) : 0;
+  const parallel = Math.min(QUERY_CONCURRENCY, figures.shards);
+  const releasedPerTick = Math.min(burst, pagesPerWorker * parallel * entriesPerPage);
   return {
-    queryMs,
-    prioritiesMs,
-    sendMs: sendAll,
-    markMs,
-    totalMs: beforeMarks + markMs,
-    markedInTimeout,
-    // One write at a time, whichever shard: the index partition of one shard sees 1/shards of them.
-    partitionWritesPerSecond: 1000 / updateMs / figures.shards,
-    // Each entry held as a JS object (~7 strings): roughly 450 bytes on the heap.
-    heapMb: (burst * 450) / 1024 / 1024,
+    entriesPerPage,
+    pageMs: perPageMs,
+    releasedPerTick,
+    ticksToRelease: releasedPerTick > 0 ? Math.ceil(burst / releasedPerTick) : Number.POSITIVE_INFINITY,
+    ticksBeforeDue: Math.floor(DEFAULT_TUNING.tickerHorizonSeconds / 60),
+    marksPerSecondPerPartition: marksPerSecond,
   };
 }
 
@@ -196,35 +202,25 @@ for (const f of figures) {
 }
 console.log('');
 
-console.log('Current ticker (one invocation, stages in sequence)');
-console.log('shards  queries  priorities  sends  marks (1 at a time)  total  marked within timeout  writes/s per index partition  heap');
+console.log(`Current ticker (pages worked as read, ${fmt(RELEASE_BUDGET_MS / 1000)} s release budget per tick, one tick a minute)`);
+console.log('shards  entries/page  per page  released per tick  ticks to release  ticks before due  marks/s per index partition  in time');
 for (const f of figures) {
   const t = currentTick(f);
   console.log(
     [
       String(f.shards).padStart(6),
-      seconds(t.queryMs).padStart(7),
-      seconds(t.prioritiesMs).padStart(10),
-      seconds(t.sendMs).padStart(5),
-      seconds(t.markMs).padStart(19),
-      seconds(t.totalMs).padStart(6),
-      `${fmt(t.markedInTimeout)} of ${fmt(burst)}`.padStart(21),
-      fmt(t.partitionWritesPerSecond, 1).padStart(28),
-      `${fmt(t.heapMb)} MB`.padStart(6),
+      fmt(t.entriesPerPage).padStart(12),
+      (Number.isFinite(t.pageMs) ? seconds(t.pageMs) : '-').padStart(8),
+      fmt(t.releasedPerTick).padStart(17),
+      (Number.isFinite(t.ticksToRelease) ? fmt(t.ticksToRelease) : 'never').padStart(16),
+      fmt(t.ticksBeforeDue).padStart(16),
+      fmt(t.marksPerSecondPerPartition).padStart(27),
+      (t.ticksToRelease <= t.ticksBeforeDue ? 'yes' : 'no').padStart(7),
     ].join('  '),
   );
 }
-const sample = currentTick(figures[0]!);
-const firstStageOver = [
-  ['the queries', sample.queryMs],
-  ['the priority reads', sample.queryMs + sample.prioritiesMs],
-  ['the sends', sample.queryMs + sample.prioritiesMs + sample.sendMs],
-  ['the marks', sample.totalMs],
-].find(([, at]) => (at as number) > timeoutS * 1000);
 console.log(
-  firstStageOver
-    ? `-> the ${timeoutS} s timeout ends the tick during ${String(firstStageOver[0])}; the cursor is saved only at the end of a tick, so the next tick starts over on the same entries.`
-    : `-> the tick fits in ${timeoutS} s.`,
+  '-> a tick that spends its budget keeps its cursor; runs it marked have left the partition, so the next tick goes on where it stopped.',
 );
 console.log('');
 

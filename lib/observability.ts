@@ -498,9 +498,9 @@ export class SchedulerObservability extends Construct {
     );
     this.dashboard.addWidgets(
       graph({
-        title: 'Ticks and tick errors',
+        title: 'Ticks, tick errors, ticks out of budget',
         width: 8,
-        left: [sum(Metric.TickerRuns), sum(Metric.TickerErrors)],
+        left: [sum(Metric.TickerRuns), sum(Metric.TickerErrors), sum(Metric.TickerBehind)],
         leftYAxis: count,
       }),
       graph({

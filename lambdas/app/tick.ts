@@ -7,10 +7,18 @@ import { checkBackAt, minuteBuckets } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
 import { repairChain } from './job-lifecycle';
 import { NEXT_RUN_SHARDS } from '../store/schema';
+import type { TimeIndexEntry } from '../store/runs-repository';
 
 /** When the ticker has no cursor yet, it starts this far back. */
 const FIRST_LOOKBACK_MS = 15 * 60_000;
 const QUERY_CONCURRENCY = 8;
+/** Conditional writes of one page in flight at once (markQueued, check-back moves). */
+const WRITE_CONCURRENCY = 16;
+/**
+ * How long a tick may spend releasing before it stops taking new pages. The ticker function's
+ * timeout is 50 s; the rest is for the page in hand, the chain repairs and recording the tick.
+ */
+const RELEASE_BUDGET_MS = 30_000;
 
 export interface TickReport {
   readonly buckets: number;
@@ -18,10 +26,23 @@ export interface TickReport {
   readonly redelivered: number;
   readonly repairedJobs: number;
   readonly lagMs: number;
+  /** False when the release budget ran out: the cursor stays, and the next tick goes on from it. */
+  readonly complete: boolean;
 }
 
-export async function tick(deps: SchedulerDeps, scheduledAt?: number): Promise<TickReport> {
+export interface TickOptions {
+  /** The release budget (tests make it small). */
+  readonly budgetMs?: number;
+  /** Entries per page of the time index (DynamoDB's 1 MB when absent). */
+  readonly pageSize?: number;
+}
+
+type Entry = TimeIndexEntry;
+
+export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: TickOptions = {}): Promise<TickReport> {
   const now = deps.clock();
+  const startedAt = Date.now();
+  const deadline = startedAt + (options.budgetMs ?? RELEASE_BUDGET_MS);
   const { config } = deps;
   const horizon = now + config.tickerHorizonSeconds * 1000;
   const state = await deps.state.ticker();
@@ -31,58 +52,80 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number): Promise<T
   const partitions = buckets.flatMap((bucket) =>
     Array.from({ length: config.timeIndexShards }, (_, shard) => ({ bucket, shard })),
   );
-  const entries = (
-    await mapWithConcurrency(partitions, QUERY_CONCURRENCY, ({ bucket, shard }) => deps.runs.dueInTimeIndex(bucket, shard, horizon))
-  ).flat();
 
   let released = 0;
   let redelivered = 0;
-  const toRelease = entries.filter((entry) => entry.status === 'SCHEDULED');
-  const lost = entries.filter((entry) => entry.status === 'QUEUED' && Date.parse(entry.gateAt) <= now);
-  // The time index carries the job type (the pool) but not the priority (the lane): read it from the runs.
-  const priorities = await prioritiesOf(deps, [...toRelease, ...lost].map((entry) => entry.runId));
-  const dispatchOf = (entry: (typeof entries)[number]) => ({
-    runId: entry.runId,
-    tenantId: entry.tenantId,
-    availableAt: Date.parse(entry.availableAt),
-    jobType: entry.jobType,
-    priority: priorities.get(entry.runId),
-  });
-  if (toRelease.length > 0) {
-    await deps.dispatch.send(toRelease.map(dispatchOf), now);
-    for (const entry of toRelease) {
-      const next = checkBackAt(Date.parse(entry.availableAt), now, config);
-      if (await deps.runs.markQueued(entry.runId, now, next, config.timeIndexShards)) {
-        released++;
-        deps.telemetry.runQueued(entry);
+  let pagesDone = 0;
+  let complete = true;
+
+  // Each page is worked through as it is read: its runs sent, then marked. A page sent and not
+  // yet marked when the function dies is sent again by the next tick, which the lease tolerates
+  // (it accepts a SCHEDULED run once); marked runs have left the page's partition, so every tick
+  // makes progress even when a minute holds more than one tick can release.
+  const releasePage = async (entries: readonly Entry[]): Promise<void> => {
+    const toRelease = entries.filter((entry) => entry.status === 'SCHEDULED');
+    const lost = entries.filter((entry) => entry.status === 'QUEUED' && Date.parse(entry.gateAt) <= now);
+    const lapsed = entries.filter((entry) => entry.status === 'RUNNING' && Date.parse(entry.gateAt) <= now);
+    // The time index carries the job type (the pool) but not the priority (the lane): read it from the runs.
+    const priorities = await prioritiesOf(deps, [...toRelease, ...lost, ...lapsed].map((entry) => entry.runId));
+    const dispatchOf = (entry: Entry) => ({
+      runId: entry.runId,
+      tenantId: entry.tenantId,
+      availableAt: Date.parse(entry.availableAt),
+      jobType: entry.jobType,
+      priority: priorities.get(entry.runId),
+    });
+    if (toRelease.length > 0) {
+      await deps.dispatch.send(toRelease.map(dispatchOf), now);
+      await mapWithConcurrency(toRelease, WRITE_CONCURRENCY, async (entry) => {
+        const next = checkBackAt(Date.parse(entry.availableAt), now, config);
+        if (await deps.runs.markQueued(entry.runId, now, next, config.timeIndexShards)) {
+          released++;
+          deps.telemetry.runQueued(entry);
+        }
+      });
+    }
+
+    await mapWithConcurrency(lost, WRITE_CONCURRENCY, async (entry) => {
+      // Claim the redelivery first so that a second ticker does not send it again.
+      const next = now + config.redeliveryGraceSeconds * 1000;
+      if (await deps.runs.moveCheckBack(entry.runId, entry.gateAt, next, config.timeIndexShards)) {
+        await deps.dispatch.send([dispatchOf(entry)], now);
+        logger.warn('queued run was not leased within the grace; message sent again', {
+          runId: entry.runId,
+          jobId: entry.jobId,
+          tenantId: entry.tenantId,
+        });
+        redelivered++;
+      }
+    });
+
+    // External workers' leases that ended without a heartbeat: a message to the dispatch queue lets a
+    // worker find the lease expired and record the attempt as lost (and retry it with its checkpoint).
+    await mapWithConcurrency(lapsed, WRITE_CONCURRENCY, async (entry) => {
+      const next = now + config.redeliveryGraceSeconds * 1000;
+      if (await deps.runs.moveLeaseCheck(entry.runId, entry.gateAt, next, config.timeIndexShards)) {
+        await deps.dispatch.send([{ ...dispatchOf(entry), availableAt: now }], now);
+        logger.warn("an external worker's lease ended without a heartbeat; sent for recovery", { runId: entry.runId, jobId: entry.jobId, tenantId: entry.tenantId });
+        redelivered++;
+      }
+    });
+  };
+
+  await mapWithConcurrency(partitions, QUERY_CONCURRENCY, async ({ bucket, shard }) => {
+    if (!complete) return; // out of budget: the partitions not yet begun wait for the next tick
+    for await (const page of deps.runs.dueInTimeIndexPages(bucket, shard, horizon, options.pageSize)) {
+      await releasePage(page);
+      pagesDone++;
+      // At least one page per tick, so that a tick always gets somewhere.
+      if (Date.now() >= deadline) {
+        complete = false;
+        return;
       }
     }
-  }
-
-  for (const entry of lost) {
-    // Claim the redelivery first so that a second ticker does not send it again.
-    const next = now + config.redeliveryGraceSeconds * 1000;
-    if (await deps.runs.moveCheckBack(entry.runId, entry.gateAt, next, config.timeIndexShards)) {
-      await deps.dispatch.send([dispatchOf(entry)], now);
-      logger.warn('queued run was not leased within the grace; message sent again', {
-        runId: entry.runId,
-        jobId: entry.jobId,
-        tenantId: entry.tenantId,
-      });
-      redelivered++;
-    }
-  }
-
-  // External workers' leases that ended without a heartbeat: a message to the dispatch queue lets a
-  // worker find the lease expired and record the attempt as lost (and retry it with its checkpoint).
-  const lapsed = entries.filter((entry) => entry.status === 'RUNNING' && Date.parse(entry.gateAt) <= now);
-  for (const entry of lapsed) {
-    const next = now + config.redeliveryGraceSeconds * 1000;
-    if (await deps.runs.moveLeaseCheck(entry.runId, entry.gateAt, next, config.timeIndexShards)) {
-      await deps.dispatch.send([{ ...dispatchOf(entry), availableAt: now }], now);
-      logger.warn("an external worker's lease ended without a heartbeat; sent for recovery", { runId: entry.runId, jobId: entry.jobId, tenantId: entry.tenantId });
-      redelivered++;
-    }
+  });
+  if (!complete) {
+    logger.warn('the tick ran out of its release budget; the next tick goes on from the same cursor', { released, redelivered, pagesDone });
   }
 
   // Recurring jobs whose pending occurrence is long overdue and whose run is gone or ended
@@ -97,21 +140,22 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number): Promise<T
   for (const jobId of overdue) if (await repairChain(deps, jobId, overdueBefore)) repairedJobs++;
 
   // Everything before the current minute has been handled; entries in this minute not yet due
-  // (check-backs) are seen again next tick.
-  const cursor = Math.floor(now / 60_000) * 60_000;
+  // (check-backs) are seen again next tick. A tick that ran out of budget keeps its cursor.
+  const cursor = complete ? Math.floor(now / 60_000) * 60_000 : Math.floor(from / 60_000) * 60_000;
   const lagMs = scheduledAt === undefined ? 0 : now - scheduledAt;
-  const report: TickReport = { buckets: buckets.length, released, redelivered, repairedJobs, lagMs };
-  await deps.state.recordTick(cursor, deps.clock(), { ...report });
+  const report: TickReport = { buckets: buckets.length, released, redelivered, repairedJobs, lagMs, complete };
+  await deps.state.recordTick(cursor, deps.clock(), { buckets: report.buckets, released, redelivered, repairedJobs, lagMs, complete: complete ? 1 : 0 });
   logger.info('tick completed', { ...report });
   return report;
 }
 
-/** The priorities of runs that have one other than normal (runs are read 100 at a time). */
+/** The priorities of runs that have one other than normal (runs are read 100 at a time, 4 reads at once). */
 async function prioritiesOf(deps: SchedulerDeps, runIds: readonly string[]): Promise<Map<string, 'high' | 'normal' | 'low'>> {
   const priorities = new Map<string, 'high' | 'normal' | 'low'>();
-  for (let start = 0; start < runIds.length; start += 100) {
-    for (const run of await deps.runs.getMany(runIds.slice(start, start + 100))) if (run.priority) priorities.set(run.runId, run.priority);
-  }
+  const chunks = Array.from({ length: Math.ceil(runIds.length / 100) }, (_, index) => runIds.slice(index * 100, index * 100 + 100));
+  await mapWithConcurrency(chunks, 4, async (chunk) => {
+    for (const run of await deps.runs.getMany(chunk)) if (run.priority) priorities.set(run.runId, run.priority);
+  });
   return priorities;
 }
 

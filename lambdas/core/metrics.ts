@@ -40,6 +40,8 @@ export const Metric = {
   TickerLag: 'TickerLag',
   TickerDuration: 'TickerDuration',
   TickerErrors: 'TickerErrors',
+  /** A tick that ran out of its release budget: the next one goes on from the same cursor. */
+  TickerBehind: 'TickerBehind',
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];
 
@@ -69,6 +71,7 @@ const UNITS: Record<MetricName, MetricUnit> = {
   TickerLag: 'Milliseconds',
   TickerDuration: 'Milliseconds',
   TickerErrors: 'Count',
+  TickerBehind: 'Count',
 };
 
 export function unitOf(name: MetricName): MetricUnit {

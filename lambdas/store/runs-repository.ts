@@ -767,8 +767,18 @@ export class RunsRepository {
   /** Entries of one partition of the time index that are due by `horizon`. */
   async dueInTimeIndex(bucket: number, shard: number, horizon: number): Promise<TimeIndexEntry[]> {
     const entries: TimeIndexEntry[] = [];
+    for await (const page of this.dueInTimeIndexPages(bucket, shard, horizon)) entries.push(...page);
+    return entries;
+  }
+
+  /**
+   * The same, a page at a time (`pageSize` entries, or DynamoDB's 1 MB), so that a partition of
+   * hundreds of thousands of entries is worked through as it is read, not held whole.
+   */
+  async *dueInTimeIndexPages(bucket: number, shard: number, horizon: number, pageSize?: number): AsyncGenerator<TimeIndexEntry[]> {
     let start: Record<string, unknown> | undefined;
     do {
+      const entries: TimeIndexEntry[] = [];
       const page = await this.dynamo.send(
         new QueryCommand({
           TableName: this.tableName,
@@ -780,6 +790,7 @@ export class RunsRepository {
             ':horizon': new Date(horizon).toISOString(),
           },
           ExclusiveStartKey: start,
+          ...(pageSize ? { Limit: pageSize } : {}),
         }),
       );
       for (const item of page.Items ?? []) {
@@ -794,8 +805,8 @@ export class RunsRepository {
         });
       }
       start = page.LastEvaluatedKey;
+      if (entries.length > 0) yield entries;
     } while (start);
-    return entries;
   }
 
   /** SCHEDULED -> QUEUED once the ticker has sent the run; its index entry becomes a check-back. */

@@ -27,6 +27,7 @@ export function createTickerHandler(deps: SchedulerDeps) {
         metrics.count(Metric.TickerRedelivered, undefined, report.redelivered);
         metrics.count(Metric.TickerRepairedJobs, undefined, report.repairedJobs);
         metrics.add(Metric.TickerLag, Math.max(0, report.lagMs));
+        if (!report.complete) metrics.count(Metric.TickerBehind);
         return report;
       } catch (error) {
         metrics.count(Metric.TickerErrors);

@@ -143,7 +143,7 @@ describe('dashboard', () => {
       'DynamoDB throttled requests',
       'Consumed read capacity units',
       'Consumed write capacity units',
-      'Ticks and tick errors',
+      'Ticks, tick errors, ticks out of budget',
       'Runs released, messages redelivered, chains repaired',
       'Tick duration (max)',
     ]);
@@ -349,7 +349,11 @@ describe('dashboard', () => {
 
   describe('7. Ticker', () => {
     it('counts ticks, errors and the work of each tick, and its duration', () => {
-      expect(visible(widget('Ticks and tick errors'))).toEqual([`${custom('TickerRuns')} Sum`, `${custom('TickerErrors')} Sum`]);
+      expect(visible(widget('Ticks, tick errors, ticks out of budget'))).toEqual([
+        `${custom('TickerRuns')} Sum`,
+        `${custom('TickerErrors')} Sum`,
+        `${custom('TickerBehind')} Sum`,
+      ]);
       expect(visible(widget('Runs released, messages redelivered, chains repaired'))).toEqual(
         [Metric.TickerReleased, Metric.TickerRedelivered, Metric.TickerRepairedJobs].map((name) => `${custom(name)} Sum`),
       );

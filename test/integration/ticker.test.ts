@@ -40,6 +40,35 @@ describe('the ticker', () => {
       expect(startedAt - due).toBeLessThan(2_000);
     });
 
+    it('stops a tick that runs out of budget with its cursor kept, and the next ticks release the rest, each run once', async () => {
+      const due = Date.now() + 4_000;
+      const runIds: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'at', at: new Date(due).toISOString() } }));
+        runIds.push(created.body.job.nextRunId);
+      }
+      const calls = target.calls.length;
+      const cursorBefore = (await scheduler.deps.state.ticker()).cursor;
+
+      // No budget and one entry a page: a tick works one page per partition it has begun, then stops.
+      const first = await tick(scheduler.deps, undefined, { budgetMs: 0, pageSize: 1 });
+      expect(first.complete).toBe(false);
+      expect(first.released).toBeGreaterThanOrEqual(1);
+      expect(first.released).toBeLessThan(12);
+      expect((await scheduler.deps.state.ticker()).cursor).toBe(cursorBefore);
+      const statuses = await Promise.all(runIds.map(async (runId) => (await scheduler.deps.runs.get(runId))?.status));
+      expect(statuses.filter((status) => status === 'QUEUED')).toHaveLength(first.released);
+      expect(statuses.filter((status) => status === 'SCHEDULED')).toHaveLength(12 - first.released);
+
+      let released = first.released;
+      for (let ticks = 0; released < 12 && ticks < 20; ticks++) released += (await tick(scheduler.deps, undefined, { budgetMs: 0, pageSize: 1 })).released;
+      expect(released).toBe(12);
+      expect((await tick(scheduler.deps)).complete).toBe(true);
+      for (const runId of runIds) await eventually(() => scheduler.deps.runs.get(runId), (r) => r?.status === 'SUCCEEDED', 15_000);
+      await eventually(() => scheduler.queueDepth(), (depth) => depth === 0);
+      expect(target.calls.length - calls).toBe(12);
+    });
+
     it('releases each run once when two tickers run at the same time', async () => {
       const due = Date.now() + 4_000;
       const runIds: string[] = [];
