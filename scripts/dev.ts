@@ -30,10 +30,11 @@ async function main(): Promise<void> {
   const config = await createLocalResources(clients, process.env.LOCAL_PREFIX ?? 'scheduler', tuningFromEnv(), {}, localPoolsFromEnv());
   // Metric lines (EMF) go to a file, as Lambda's go to CloudWatch Logs, not over the console.
   mkdirSync(path.dirname(METRICS_FILE), { recursive: true });
-  const deps = createDeps(config, clients, {
-    workerId: `local-${process.pid}`,
-    metricSink: (line) => appendFileSync(METRICS_FILE, `${line}\n`),
-  });
+  const metricSink = (line: string): void => appendFileSync(METRICS_FILE, `${line}\n`);
+  // The API and the workers apart, each with its own telemetry, as AWS runs them (two functions):
+  // sharing one made every API request flush the workers' roll-ups.
+  const deps = createDeps(config, clients, { workerId: `local-${process.pid}-api`, metricSink });
+  const workerDeps = createDeps(config, clients, { workerId: `local-${process.pid}`, metricSink });
 
   const generated = !process.env.DEV_API_KEY;
   const apiKey = process.env.DEV_API_KEY ?? `dev_${randomBytes(18).toString('base64url')}`;
@@ -42,6 +43,7 @@ async function main(): Promise<void> {
 
   const runtime = await startLocalRuntime({
     deps,
+    workerDeps,
     clients,
     port,
     host: process.env.HOST ?? '127.0.0.1',

@@ -24,6 +24,11 @@ export const ECHO_PATH = '/_local/echo';
 
 export interface LocalRuntimeOptions {
   readonly deps: SchedulerDeps;
+  /**
+   * What the worker and ticker handlers use, when not `deps`: AWS runs the API, the workers and the
+   * ticker as separate functions, each process with its own telemetry (roll-ups, worker registry).
+   */
+  readonly workerDeps?: SchedulerDeps;
   readonly clients: AwsClients;
   /** 0 picks a free port. */
   readonly port: number;
@@ -221,8 +226,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const { deps, clients } = options;
   const api = createApiHandler(deps);
   const authorizer = createAuthorizerHandler(deps.authenticator);
-  const worker = createWorkerHandler(deps);
-  const ticker = createTickerHandler(deps);
+  const worker = createWorkerHandler(options.workerDeps ?? deps);
+  const ticker = createTickerHandler(options.workerDeps ?? deps);
   let stopping = false;
 
   const server: Server = createServer((request: IncomingMessage, response: ServerResponse) => {
