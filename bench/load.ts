@@ -34,15 +34,11 @@ import { ensureRedis, stopRedis } from './peers/redis';
 import { CallTimer } from './call-timer';
 import { measureRawLimit } from './raw-limit';
 import type { Execution, PhaseFigures, RunKind, SystemUnderTest, WorkloadSpec } from './support';
-import { drive, lagFigures, parseMix, phaseFigures, printTable, sleep, startTarget } from './support';
+import { WORKLOAD_OPTIONS, drive, lagFigures, parseMix, phaseFigures, printTable, sleep, startTarget } from './support';
 
 const { values } = parseArgs({
   options: {
-    rate: { type: 'string', default: '50' },
-    seconds: { type: 'string', default: '30' },
-    tenants: { type: 'string', default: '4' },
-    mix: { type: 'string', default: 'now:0.5,delay:0.5' },
-    'max-delay': { type: 'string', default: '5' },
+    ...WORKLOAD_OPTIONS,
     concurrency: { type: 'string', default: '8' },
     'raw-seconds': { type: 'string', default: '20' },
     'raw-concurrency': { type: 'string', default: '16' },

@@ -27,6 +27,15 @@ export interface WorkloadSpec {
 }
 
 /** `now:0.5,delay:0.5` → shares of each kind. */
+/** The workload's command-line options, the same for the scheduler and its peer. */
+export const WORKLOAD_OPTIONS = {
+  rate: { type: 'string', default: '50' },
+  seconds: { type: 'string', default: '30' },
+  tenants: { type: 'string', default: '4' },
+  mix: { type: 'string', default: 'now:0.5,delay:0.5' },
+  'max-delay': { type: 'string', default: '5' },
+} as const;
+
 export function parseMix(text: string): Record<RunKind, number> {
   const mix: Record<RunKind, number> = { now: 0, delay: 0 };
   for (const part of text.split(',')) {

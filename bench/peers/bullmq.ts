@@ -15,7 +15,7 @@ import { pathToFileURL } from 'node:url';
 import type { Job } from 'bullmq';
 import { Queue, Worker } from 'bullmq';
 import type { Execution, RunKind, SystemUnderTest, WorkItem, WorkloadSpec } from '../support';
-import { drive, parseMix, phaseFigures, printTable, sleep, startTarget } from '../support';
+import { WORKLOAD_OPTIONS, drive, parseMix, phaseFigures, printTable, sleep, startTarget } from '../support';
 import type { BullmqOptions } from './peer';
 import { ensureRedis, stopRedis } from './redis';
 
@@ -118,11 +118,7 @@ export function createBullmqSystem(options: BullmqOptions): SystemUnderTest {
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({
     options: {
-      rate: { type: 'string', default: '50' },
-      seconds: { type: 'string', default: '30' },
-      tenants: { type: 'string', default: '4' },
-      mix: { type: 'string', default: 'now:0.5,delay:0.5' },
-      'max-delay': { type: 'string', default: '5' },
+      ...WORKLOAD_OPTIONS,
       concurrency: { type: 'string', default: '80' },
     },
   });

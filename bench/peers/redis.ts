@@ -4,10 +4,11 @@
 //
 //   npm run bench:redis -- start|stop        (port: REDIS_PORT, default 6399)
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import * as path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { stopByPidFile } from '../../scripts/local/pid-file';
 
 export const DEFAULT_REDIS_PORT = 6399;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -67,15 +68,7 @@ export async function ensureRedis(port = Number(process.env.REDIS_PORT ?? DEFAUL
 
 /** Stops the redis-server this project started (if any). */
 export function stopRedis(): boolean {
-  if (!existsSync(pidFile)) return false;
-  const pid = Number(readFileSync(pidFile, 'utf8'));
-  rmSync(pidFile);
-  try {
-    process.kill(pid, 'SIGTERM');
-    return true;
-  } catch {
-    return false;
-  }
+  return stopByPidFile(pidFile);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -519,13 +519,18 @@ export class RunsRepository {
 
   /** The ticker found an external worker's lease check-back passed: claim the recovery (once). */
   async moveLeaseCheck(runId: string, previousGateAt: string, checkBackAt: number, shards: number): Promise<boolean> {
+    return this.moveGate(runId, 'RUNNING', previousGateAt, checkBackAt, shards);
+  }
+
+  /** Moves a run's entry in the time index, if it is in `status` and nobody moved it since `previousGateAt` was read. */
+  private moveGate(runId: string, status: RunStatus, previousGateAt: string, checkBackAt: number, shards: number): Promise<boolean> {
     const gate = gateAttributes(runId, checkBackAt, shards);
     return this.conditionalUpdate({
       Key: runKey(runId),
       UpdateExpression: 'SET #gateKey = :gateKey, #gateAt = :gateAt',
-      ConditionExpression: '#status = :running AND #gateAt = :previous',
+      ConditionExpression: '#status = :status AND #gateAt = :previous',
       ExpressionAttributeNames: { '#status': 'status', '#gateKey': 'gateKey', '#gateAt': 'gateAt' },
-      ExpressionAttributeValues: { ':running': 'RUNNING', ':previous': previousGateAt, ':gateKey': gate.gateKey, ':gateAt': gate.gateAt },
+      ExpressionAttributeValues: { ':status': status, ':previous': previousGateAt, ':gateKey': gate.gateKey, ':gateAt': gate.gateAt },
     });
   }
 
@@ -835,14 +840,7 @@ export class RunsRepository {
 
   /** Moves a queued run's check-back, if nobody moved it since `previousGateAt` was read. */
   async moveCheckBack(runId: string, previousGateAt: string, checkBackAt: number, shards: number): Promise<boolean> {
-    const gate = gateAttributes(runId, checkBackAt, shards);
-    return this.conditionalUpdate({
-      Key: runKey(runId),
-      UpdateExpression: 'SET #gateKey = :gateKey, #gateAt = :gateAt',
-      ConditionExpression: '#status = :queued AND #gateAt = :previous',
-      ExpressionAttributeNames: { '#status': 'status', '#gateKey': 'gateKey', '#gateAt': 'gateAt' },
-      ExpressionAttributeValues: { ':queued': 'QUEUED', ':previous': previousGateAt, ':gateKey': gate.gateKey, ':gateAt': gate.gateAt },
-    });
+    return this.moveGate(runId, 'QUEUED', previousGateAt, checkBackAt, shards);
   }
 
   private async conditionalUpdate(input: Omit<UpdateCommandInput, 'TableName'>): Promise<boolean> {

@@ -3,9 +3,10 @@
 // Python refuses pip) and starts it detached, so that it outlives the runtime and keeps every
 // job and run across restarts.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stopByPidFile } from './pid-file';
 
 export const DEFAULT_ENDPOINT = 'http://127.0.0.1:4566';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -68,15 +69,7 @@ export async function ensureEmulator(endpoint = process.env.AWS_ENDPOINT_URL ?? 
 
 /** Stops the moto this project started (if any). */
 export function stopEmulator(): boolean {
-  if (!existsSync(pidFile)) return false;
-  const pid = Number(readFileSync(pidFile, 'utf8'));
-  rmSync(pidFile);
-  try {
-    process.kill(pid, 'SIGTERM');
-    return true;
-  } catch {
-    return false;
-  }
+  return stopByPidFile(pidFile);
 }
 
 /** Credentials and region for an emulator; they are never checked, only required by the SDK. */
