@@ -40,6 +40,12 @@ operations) goes through moto's serializer as before. With MOTO_LAUNCHER_VERIFY=
 writes both and reports any difference on stderr, which is how the shortcut was checked against the
 integration suite.
 
+A long poll in moto sleeps a second at a time between looks at the queue unless a send wakes it,
+so a delayed message that comes due, or an in-flight one whose visibility timeout ends, waited up to
+a second for the next look: delayed runs started up to a second late. SQS answers a long poll as
+soon as a message is available; here the poll sleeps only until the next message of the queue
+becomes visible, if that is sooner than the second.
+
 Finally, moto finds the service of every request by listing its modules and matching hundreds of
 URL patterns, under a lock; a third of its time under load went there. The answer for a host is
 always the same, so it is remembered.
@@ -360,6 +366,18 @@ def _valid_for_retention(self, queue_name, message):  # type: ignore[no-untyped-
     return retention_period + message.sent_timestamp / 1000 > sqs_models.unix_time()
 
 
+def _wait_for_messages(self, timeout):  # type: ignore[no-untyped-def]
+    with self._messages_lock:
+        now = sqs_models.unix_time_millis()
+        soonest = min(
+            (max(message.visible_at, message.delayed_until) for message in self._messages if max(message.visible_at, message.delayed_until) > now),
+            default=None,
+        )
+        wait = timeout if soonest is None else min(timeout, max(0.005, (soonest - now) / 1000 + 0.002))
+        self._messages_lock.wait_for(lambda: self.messages, timeout=wait)
+
+
+Queue.wait_for_messages = _wait_for_messages  # type: ignore[method-assign]
 Queue.messages = property(_visible_messages)  # type: ignore[assignment]
 Queue.approximate_number_of_messages_delayed = property(_delayed_count)  # type: ignore[assignment]
 Queue.approximate_number_of_messages_not_visible = property(_not_visible_count)  # type: ignore[assignment]

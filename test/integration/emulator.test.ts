@@ -82,6 +82,23 @@ describe('fair queues in the emulator', () => {
   });
 });
 
+describe('long polls in the emulator', () => {
+  it('answer as a delayed message comes due, not at the next one-second look', async () => {
+    const url = await queue();
+    const sentAt = Date.now();
+    await awsClients().sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: [{ Id: '0', MessageBody: 'due-in-1s', DelaySeconds: 1 }] }));
+    // The poll starts 0.1 s before the message is due: moto alone looks again a second after the
+    // poll began, 0.9 s after due.
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    const received = await awsClients().sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 1, WaitTimeSeconds: 5 }));
+    const answeredAt = Date.now();
+    expect((received.Messages ?? []).map((message) => message.Body)).toEqual(['due-in-1s']);
+    expect(answeredAt - sentAt).toBeGreaterThanOrEqual(1_000);
+    // Within half a second of due; the one-second look would answer about 0.9 s after it.
+    expect(answeredAt - sentAt).toBeLessThan(1_500);
+  });
+});
+
 describe('queries in the emulator read one partition', () => {
   const s = (value: string): AttributeValue => ({ S: value });
 
