@@ -1,12 +1,13 @@
 // Jobs in DynamoDB: a job, the guard that keeps its name unique within the tenant, the record of an
 // idempotent create, and the job's first run are written in one transaction, so a job never exists
 // without its first occurrence and a name or key is never taken twice.
+import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import type { BatchGetCommandOutput, DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 
 type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { Job, JobStatus } from '../domain/job';
 import type { Run } from '../domain/run';
@@ -65,8 +66,6 @@ interface PendingJobRead {
   readonly reject: (error: unknown) => void;
 }
 
-/** DynamoDB's limit of keys in one BatchGetItem request. */
-const BATCH_GET_MAX_KEYS = 100;
 
 export class JobsRepository {
   constructor(
@@ -202,36 +201,10 @@ export class JobsRepository {
     }
   }
 
-  /**
-   * Strongly consistent reads of jobs by id, in BatchGetItem requests of up to 100. Keys DynamoDB
-   * leaves unprocessed are asked again; any still unanswered after that are read one by one, so a
-   * job missing from the answer is a job that does not exist, never one that was not read.
-   */
+  /** Strongly consistent reads of jobs by id; a job missing from the answer does not exist. */
   private async getManyAnyTenant(jobIds: readonly string[]): Promise<Map<string, Job>> {
-    const jobs = new Map<string, Job>();
-    const unique = [...new Set(jobIds)];
-    for (let start = 0; start < unique.length; start += BATCH_GET_MAX_KEYS) {
-      let keys: Record<string, unknown>[] | undefined = unique.slice(start, start + BATCH_GET_MAX_KEYS).map(jobKey);
-      for (let round = 0; keys && keys.length > 0 && round < 3; round++) {
-        if (round > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** round));
-        const output: BatchGetCommandOutput = await this.dynamo.send(
-          new BatchGetCommand({ RequestItems: { [this.jobsTable]: { Keys: keys, ConsistentRead: true } } }),
-        );
-        for (const item of output.Responses?.[this.jobsTable] ?? []) {
-          const job = itemToJob(item);
-          jobs.set(job.jobId, job);
-        }
-        keys = output.UnprocessedKeys?.[this.jobsTable]?.Keys;
-      }
-      for (const key of keys ?? []) {
-        const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.jobsTable, Key: key, ConsistentRead: true }));
-        if (item) {
-          const job = itemToJob(item);
-          jobs.set(job.jobId, job);
-        }
-      }
-    }
-    return jobs;
+    const items = await batchGetConsistent(this.dynamo, this.jobsTable, [...new Set(jobIds)].map(jobKey));
+    return new Map(items.map(itemToJob).map((job) => [job.jobId, job]));
   }
 
   /** The tenant's jobs, newest first. */

@@ -2,8 +2,9 @@
 // (ReturnValuesOnConditionCheckFailure) so callers learn why without a second request.
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { BatchGetCommandOutput, TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { batchGetConsistent } from './batch-get';
+import type { TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttemptOutcome, Run, RunError, RunStatus } from '../domain/run';
 import { isTerminal } from '../domain/run';
@@ -564,19 +565,7 @@ export class RunsRepository {
 
   /** Several runs by id (any order; missing ones are left out). */
   async getMany(runIds: readonly string[]): Promise<Run[]> {
-    const runs: Run[] = [];
-    const unique = [...new Set(runIds)];
-    for (let start = 0; start < unique.length; start += 100) {
-      let keys: Record<string, unknown>[] | undefined = unique.slice(start, start + 100).map(runKey);
-      for (let round = 0; keys && keys.length > 0 && round < 5; round++) {
-        const output: BatchGetCommandOutput = await this.dynamo.send(
-          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }),
-        );
-        runs.push(...(output.Responses?.[this.tableName] ?? []).map(itemToRun));
-        keys = output.UnprocessedKeys?.[this.tableName]?.Keys;
-      }
-    }
-    return runs;
+    return (await batchGetConsistent(this.dynamo, this.tableName, [...new Set(runIds)].map(runKey))).map(itemToRun);
   }
 
   /** How many DEAD runs of the tenant await a replay, counted up to `cap`. */
