@@ -118,7 +118,8 @@ export class SchedulerStack extends Stack {
       // BatchGetItem on runs and Query/DeleteItem on jobs: in-flight slots (taken, checked, given back);
       // UpdateItem on jobs: a job that completes frees its place under the tenant's limit.
       worker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem']);
-      worker.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
+      // BatchGetItem on jobs: the runs of a batch share one read of their jobs (decision 0033).
+      worker.grantTable(jobsTable, ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
       // Retries follow the job as it is now: a PATCH may have moved it to another pool or lane.
       for (const lane of lanes) worker.grantQueue(lane, ['SendMessage']);
       // The lambda, sqs and eventbridge targets the deployment allows, and only those.

@@ -151,7 +151,8 @@ describe('least privilege', () => {
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler worker')))).toEqual({
       'dynamodb:UpdateItem': [jobs, runs].sort(),
       'dynamodb:GetItem': [jobs, runs].sort(),
-      'dynamodb:BatchGetItem': [runs],
+      // Runs: in-flight slots; jobs: the runs of a batch share one read of their jobs.
+      'dynamodb:BatchGetItem': [jobs, runs].sort(),
       'dynamodb:Query': [jobs],
       'dynamodb:DeleteItem': [jobs],
       'dynamodb:PutItem': [jobs, runs].sort(),
