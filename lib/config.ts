@@ -16,8 +16,14 @@ export interface SchedulerStackConfig {
    */
   readonly workerMaxConcurrency?: number;
   /**
-   * Worker pools by job type: each has its own queues (standard lane, high lane, DLQ), its own worker
-   * function with `timeoutSeconds`, and event source mappings capped at `maxConcurrency` per lane.
+   * Concurrency cap of the default pool's low lane (2 to 1000); default a quarter of
+   * workerMaxConcurrency (at least 2), or 50 when that is unset (decision 0051).
+   */
+  readonly workerLowMaxConcurrency?: number;
+  /**
+   * Worker pools by job type: each has its own queues (high, standard and low lanes, DLQ), its own
+   * worker function with `timeoutSeconds`, and event source mappings capped at `maxConcurrency` for
+   * the high and standard lanes each and `lowMaxConcurrency` for the low lane.
    * Job types no pool lists run in the implicit `default` pool. See docs/operations.md#pools-and-priorities.
    */
   readonly pools: readonly PoolDefinition[];
@@ -54,6 +60,8 @@ export interface AlarmThresholds {
   /** OldestMessageTooOld fires when the dispatch queue's oldest message is older than this for 3
    * minutes in a row. */
   readonly oldestMessageAgeSeconds: number;
+  /** The same for every low lane: low runs are meant to wait while the pool is busy, not this long. */
+  readonly oldestLowMessageAgeSeconds: number;
   /** TickerNotRunning fires when fewer ticks than this ran in 5 minutes (the ticker runs 5). */
   readonly minTicksPerFiveMinutes: number;
 }
@@ -62,6 +70,7 @@ export const defaultAlarmThresholds: AlarmThresholds = {
   deadRunsThreshold: 0,
   startLagP99Ms: 2000,
   oldestMessageAgeSeconds: 1200,
+  oldestLowMessageAgeSeconds: 3600,
   minTicksPerFiveMinutes: 1,
 };
 

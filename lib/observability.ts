@@ -57,6 +57,7 @@ export interface PoolObservability {
   readonly name: string;
   readonly standard: IQueue;
   readonly high: IQueue;
+  readonly low: IQueue;
   readonly dlq: IQueue;
   readonly worker: IFunction;
 }
@@ -97,7 +98,9 @@ export class SchedulerObservability extends Construct {
     this.thresholds = thresholds;
     const { functions, dispatchQueue, dispatchDlq, tables } = props;
     const otherPools = (props.pools ?? []).filter((pool) => pool.name !== 'default');
-    const defaultHigh = (props.pools ?? []).find((pool) => pool.name === 'default')?.high;
+    const defaultPool = (props.pools ?? []).find((pool) => pool.name === 'default');
+    const defaultHigh = defaultPool?.high;
+    const defaultLow = defaultPool?.low;
     /** A pool's name as a metric id (letters, digits, underscores) and as an alarm name part. */
     const metricIdOf = (name: string) => name.replace(/-/g, '_');
     const pascalOf = (name: string) => name.split('-').map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join('');
@@ -115,10 +118,12 @@ export class SchedulerObservability extends Construct {
     const queueList: (readonly [string, IQueue])[] = [
       ['dispatch', dispatchQueue],
       ...(defaultHigh ? [['dispatch high', defaultHigh] as const] : []),
+      ...(defaultLow ? [['dispatch low', defaultLow] as const] : []),
       ['DLQ', dispatchDlq],
       ...otherPools.flatMap((pool) => [
         [`${pool.name}`, pool.standard] as const,
         [`${pool.name} high`, pool.high] as const,
+        [`${pool.name} low`, pool.low] as const,
         [`${pool.name} DLQ`, pool.dlq] as const,
       ]),
     ];
@@ -235,13 +240,13 @@ export class SchedulerObservability extends Construct {
 
     // The same two queue alarms for every other lane and DLQ: a pool that stops consuming, or whose
     // messages fail, is seen on its own.
-    const oldestAlarm = (id: string, queue: IQueue, what: string): cw.Alarm =>
+    const oldestAlarm = (id: string, queue: IQueue, what: string, seconds = thresholds.oldestMessageAgeSeconds): cw.Alarm =>
       alarm(id as SchedulerAlarmName, {
         alarmDescription:
-          `${what}'s oldest message is older than ${thresholds.oldestMessageAgeSeconds} s for 3 minutes in a row: ` +
+          `${what}'s oldest message is older than ${seconds} s for 3 minutes in a row: ` +
           `its workers do not keep up, or do not consume at all. ${RUNBOOK} and "Pools and priorities" there.`,
         metric: queue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum', label: what }),
-        threshold: thresholds.oldestMessageAgeSeconds,
+        threshold: seconds,
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: 3,
         datapointsToAlarm: 3,
@@ -249,6 +254,7 @@ export class SchedulerObservability extends Construct {
       });
     this.poolAlarms = {};
     if (defaultHigh) this.poolAlarms.OldestHighMessageTooOld = oldestAlarm('OldestHighMessageTooOld', defaultHigh, 'The default pool\'s high lane');
+    if (defaultLow) this.poolAlarms.OldestLowMessageTooOld = oldestAlarm('OldestLowMessageTooOld', defaultLow, 'The default pool\'s low lane', thresholds.oldestLowMessageAgeSeconds);
     for (const pool of otherPools) {
       const id = `Pool${pascalOf(pool.name)}`;
       this.poolAlarms[`${id}DlqNotEmpty`] = alarm(`${id}DlqNotEmpty` as SchedulerAlarmName, {
@@ -263,6 +269,7 @@ export class SchedulerObservability extends Construct {
       });
       this.poolAlarms[`${id}OldestMessageTooOld`] = oldestAlarm(`${id}OldestMessageTooOld`, pool.standard, `Pool ${pool.name}'s standard lane`);
       this.poolAlarms[`${id}OldestHighMessageTooOld`] = oldestAlarm(`${id}OldestHighMessageTooOld`, pool.high, `Pool ${pool.name}'s high lane`);
+      this.poolAlarms[`${id}OldestLowMessageTooOld`] = oldestAlarm(`${id}OldestLowMessageTooOld`, pool.low, `Pool ${pool.name}'s low lane`, thresholds.oldestLowMessageAgeSeconds);
     }
     const allAlarms = [...Object.values(this.alarms), ...Object.values(this.poolAlarms)];
 
@@ -415,7 +422,7 @@ export class SchedulerObservability extends Construct {
     );
 
     this.dashboard.addWidgets(
-      header('## 4. Queues\nEach worker pool has a standard lane (normal and low runs), a high lane and a DLQ; `dispatch` is the default pool. Lanes feed their pool\'s workers; messages that fail 5 receives move to the pool\'s DLQ (it should stay empty).'),
+      header('## 4. Queues\nEach worker pool has a lane per priority (high; standard, for normal runs; low) and a DLQ; `dispatch` is the default pool. Lanes feed their pool\'s workers; messages that fail 5 receives move to the pool\'s DLQ (it should stay empty).'),
     );
     this.dashboard.addWidgets(
       graph({

@@ -11,7 +11,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
-import { DEFAULT_POOL_NAME, validatePools, workerConsumer } from '../lambdas/store/schema';
+import { DEFAULT_POOL_NAME, lowLaneConcurrency, validatePools, workerConsumer } from '../lambdas/store/schema';
 import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-allowlist';
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
@@ -42,11 +42,20 @@ export class SchedulerStack extends Stack {
     const config: SchedulerStackConfig = { ...defaultConfig, ...props.config };
     // The event source mapping's maxConcurrency is 2 at least.
     validatePools(config.pools, { minConcurrency: 2 });
+    for (const [name, value] of [['workerMaxConcurrency', config.workerMaxConcurrency], ['workerLowMaxConcurrency', config.workerLowMaxConcurrency]] as const) {
+      if (value !== undefined && (!Number.isInteger(value) || value < 2 || value > 1000)) throw new Error(`${name} must be a whole number from 2 to 1000`);
+    }
     this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput, pools: config.pools });
-    const { jobsTable, runsTable, dispatchQueue, dispatchHighQueue, dispatchDlq, pools } = this.storage;
+    const { jobsTable, runsTable, dispatchQueue, dispatchHighQueue, dispatchLowQueue, dispatchDlq, pools } = this.storage;
     const otherPools = pools.filter((pool) => pool.name !== DEFAULT_POOL_NAME);
-    /** Where any run may be sent: both lanes of every pool. */
-    const lanes = pools.flatMap((pool) => [pool.standard, pool.high]);
+    /** Where any run may be sent: every lane of every pool. */
+    const lanes = pools.flatMap((pool) => [pool.high, pool.standard, pool.low]);
+    const lowConcurrencyOf = (pool: PoolQueues): number => {
+      const definition = config.pools.find((candidate) => candidate.name === pool.name);
+      return definition
+        ? lowLaneConcurrency(definition.maxConcurrency, 2, definition.lowMaxConcurrency)
+        : lowLaneConcurrency(config.workerMaxConcurrency, 2, config.workerLowMaxConcurrency);
+    };
     // Checked here, so a malformed ARN fails the synth rather than every create.
     const targets = deploymentTargetsSchema.parse(config.targets ?? {});
 
@@ -56,6 +65,7 @@ export class SchedulerStack extends Stack {
       DISPATCH_QUEUE_URL: dispatchQueue.queueUrl,
       DISPATCH_DLQ_URL: dispatchDlq.queueUrl,
       DISPATCH_HIGH_QUEUE_URL: dispatchHighQueue.queueUrl,
+      DISPATCH_LOW_QUEUE_URL: dispatchLowQueue.queueUrl,
       // The routing table: job type -> pool -> lane queue URLs (lambdas/store/dispatch-queue.ts).
       ...(otherPools.length > 0
         ? {
@@ -65,6 +75,7 @@ export class SchedulerStack extends Stack {
                 jobTypes: pool.jobTypes,
                 queueUrl: pool.standard.queueUrl,
                 highQueueUrl: pool.high.queueUrl,
+                lowQueueUrl: pool.low.queueUrl,
                 dlqUrl: pool.dlq.queueUrl,
                 // The API refuses jobs whose timeout does not fit in their pool's worker.
                 timeoutSeconds: config.pools.find((definition) => definition.name === pool.name)?.timeoutSeconds,
@@ -103,7 +114,8 @@ export class SchedulerStack extends Stack {
     this.api.grantMetricReads();
 
     // One worker function per pool (the same code, the pool's timeout), fed by one event source
-    // mapping per lane, each capped at the pool's concurrency (decision 0050).
+    // mapping per lane: the high and standard lanes each capped at the pool's concurrency (decision
+    // 0050), the low lane at its own, smaller cap (decision 0051).
     const workerOf = (pool: PoolQueues, timeoutSeconds: number, maxConcurrency: number | undefined, batchSize: number): SchedulerFunction => {
       const isDefault = pool.name === DEFAULT_POOL_NAME;
       const worker = new SchedulerFunction(this, isDefault ? 'Worker' : `Worker${pool.standard.node.id.replace(/Dispatch$/, '')}`, {
@@ -124,13 +136,17 @@ export class SchedulerStack extends Stack {
       for (const lane of lanes) worker.grantQueue(lane, ['SendMessage']);
       // The lambda, sqs and eventbridge targets the deployment allows, and only those.
       worker.grantTargets(targets);
-      for (const lane of [pool.standard, pool.high]) {
+      for (const [lane, laneConcurrency] of [
+        [pool.standard, maxConcurrency],
+        [pool.high, maxConcurrency],
+        [pool.low, lowConcurrencyOf(pool)],
+      ] as const) {
         worker.fn.addEventSource(
           new SqsEventSource(lane, {
             batchSize,
             maxBatchingWindow: workerConsumer.maxBatchingWindowSeconds > 0 ? Duration.seconds(workerConsumer.maxBatchingWindowSeconds) : undefined,
             reportBatchItemFailures: workerConsumer.reportBatchItemFailures,
-            maxConcurrency,
+            maxConcurrency: laneConcurrency,
           }),
         );
       }

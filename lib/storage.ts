@@ -13,13 +13,14 @@ export interface StorageProps {
   readonly pools?: readonly PoolDefinition[];
 }
 
-/** The queues of one worker pool: both lanes redrive into its DLQ. */
+/** The queues of one worker pool: every lane redrives into its DLQ. */
 export interface PoolQueues {
   readonly name: string;
   readonly jobTypes: readonly string[];
-  /** Normal and low runs. */
+  /** Normal runs. */
   readonly standard: sqs.Queue;
   readonly high: sqs.Queue;
+  readonly low: sqs.Queue;
   readonly dlq: sqs.Queue;
 }
 
@@ -75,6 +76,7 @@ export class SchedulerStorage extends Construct {
   /** The default pool's standard lane and DLQ (their construct ids predate pools). */
   readonly dispatchQueue: sqs.Queue;
   readonly dispatchHighQueue: sqs.Queue;
+  readonly dispatchLowQueue: sqs.Queue;
   readonly dispatchDlq: sqs.Queue;
   /** Every pool, the default one first. */
   readonly pools: readonly PoolQueues[];
@@ -86,11 +88,19 @@ export class SchedulerStorage extends Construct {
     const poolOf = (pool: Pick<PoolDefinition, 'name' | 'jobTypes' | 'timeoutSeconds'>): PoolQueues => {
       const definitions = poolQueues(pool);
       const dlq = queue(this, definitions.dlq);
-      return { name: pool.name, jobTypes: pool.jobTypes, standard: queue(this, definitions.standard, dlq), high: queue(this, definitions.high, dlq), dlq };
+      return {
+        name: pool.name,
+        jobTypes: pool.jobTypes,
+        standard: queue(this, definitions.standard, dlq),
+        high: queue(this, definitions.high, dlq),
+        low: queue(this, definitions.low, dlq),
+        dlq,
+      };
     };
     const defaultPool = poolOf({ name: DEFAULT_POOL_NAME, jobTypes: [], timeoutSeconds: workerConsumer.functionTimeoutSeconds });
     this.dispatchQueue = defaultPool.standard;
     this.dispatchHighQueue = defaultPool.high;
+    this.dispatchLowQueue = defaultPool.low;
     this.dispatchDlq = defaultPool.dlq;
     this.pools = [defaultPool, ...(props.pools ?? []).map(poolOf)];
   }

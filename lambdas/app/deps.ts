@@ -80,7 +80,7 @@ export function createDeps(
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
     dispatch: new DispatchRouter(
       clients.sqs,
-      { queueUrl: config.dispatchQueueUrl, dlqUrl: config.dispatchDlqUrl, ...(config.dispatchHighQueueUrl ? { highQueueUrl: config.dispatchHighQueueUrl } : {}) },
+      { queueUrl: config.dispatchQueueUrl, dlqUrl: config.dispatchDlqUrl, ...(config.dispatchHighQueueUrl ? { highQueueUrl: config.dispatchHighQueueUrl } : {}), ...(config.dispatchLowQueueUrl ? { lowQueueUrl: config.dispatchLowQueueUrl } : {}) },
       config.pools,
     ),
     dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),

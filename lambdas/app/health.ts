@@ -29,10 +29,12 @@ export interface QueueHealth extends QueueDepth {
 
 export interface PoolHealth {
   readonly jobTypes: readonly string[];
-  /** Normal and low runs. */
+  /** Normal runs (and high or low runs of a pool without those lanes). */
   readonly standard: QueueHealth;
   /** High runs; null when the pool has no high lane (its high runs share the standard lane). */
   readonly high: QueueHealth | null;
+  /** Low runs; null when the pool has no low lane (its low runs share the standard lane). */
+  readonly low: QueueHealth | null;
   readonly dlq: QueueHealth;
 }
 
@@ -100,8 +102,13 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
   const [pools, ticker, rollups, workers, dead] = await Promise.all([
     Promise.all(
       deps.dispatch.pools.map(async (pool): Promise<[string, PoolHealth]> => {
-        const [standard, high, dlq] = await Promise.all([queueHealth(pool.queueUrl), pool.highQueueUrl ? queueHealth(pool.highQueueUrl) : null, queueHealth(pool.dlqUrl)]);
-        return [pool.name, { jobTypes: pool.jobTypes, standard, high, dlq }];
+        const [standard, high, low, dlq] = await Promise.all([
+          queueHealth(pool.queueUrl),
+          pool.highQueueUrl ? queueHealth(pool.highQueueUrl) : null,
+          pool.lowQueueUrl ? queueHealth(pool.lowQueueUrl) : null,
+          queueHealth(pool.dlqUrl),
+        ]);
+        return [pool.name, { jobTypes: pool.jobTypes, standard, high, low, dlq }];
       }),
     ).then((entries) => Object.fromEntries(entries)),
     deps.state.ticker(),

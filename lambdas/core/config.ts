@@ -13,8 +13,10 @@ export const poolRouteSchema = z.strictObject({
   jobTypes: z.array(z.string().min(1).max(64)).max(100),
   queueUrl: z.string().min(1),
   highQueueUrl: z.string().min(1).optional(),
+  lowQueueUrl: z.string().min(1).optional(),
   dlqUrl: z.string().min(1),
   maxConcurrency: z.number().int().min(1).max(1000).optional(),
+  lowMaxConcurrency: z.number().int().min(1).max(1000).optional(),
   timeoutSeconds: z.number().int().min(1).max(900).optional(),
   batchSize: z.number().int().min(1).max(10).optional(),
 });
@@ -40,7 +42,9 @@ const envSchema = z.object({
   DISPATCH_DLQ_URL: z.string().min(1),
   /** The default pool's high lane; without it, high runs of the default pool share its queue. */
   DISPATCH_HIGH_QUEUE_URL: z.string().min(1).optional(),
-  /** The other worker pools, as JSON: [{ name, jobTypes, queueUrl, highQueueUrl, dlqUrl }]. */
+  /** The default pool's low lane; without it, low runs of the default pool share its queue. */
+  DISPATCH_LOW_QUEUE_URL: z.string().min(1).optional(),
+  /** The other worker pools, as JSON: [{ name, jobTypes, queueUrl, highQueueUrl, lowQueueUrl, dlqUrl }]. */
   DISPATCH_POOLS: z
     .string()
     .optional()
@@ -109,6 +113,8 @@ export interface SchedulerConfig extends Readonly<Tuning> {
   readonly dispatchDlqUrl: string;
   /** The default pool's high lane, if it has one. */
   readonly dispatchHighQueueUrl?: string;
+  /** The default pool's low lane, if it has one. */
+  readonly dispatchLowQueueUrl?: string;
   /** Worker pools besides the default one (job type → own queues); see docs/operations.md#pools-and-priorities. */
   readonly pools?: readonly PoolRoute[];
   readonly localMode: boolean;
@@ -133,6 +139,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfi
     dispatchQueueUrl: e.DISPATCH_QUEUE_URL,
     dispatchDlqUrl: e.DISPATCH_DLQ_URL,
     ...(e.DISPATCH_HIGH_QUEUE_URL ? { dispatchHighQueueUrl: e.DISPATCH_HIGH_QUEUE_URL } : {}),
+    ...(e.DISPATCH_LOW_QUEUE_URL ? { dispatchLowQueueUrl: e.DISPATCH_LOW_QUEUE_URL } : {}),
     pools: e.DISPATCH_POOLS,
     localMode: e.SCHEDULER_MODE === 'local',
     tenantDefaults: e.TENANT_DEFAULT_LIMITS,

@@ -24,7 +24,7 @@ export interface Dispatch {
   readonly deferrals?: number;
   /** The run's job type: it picks the worker pool (see DispatchRouter). */
   readonly jobType?: string;
-  /** The run's priority: `high` goes to the pool's high lane, `normal` and `low` to its standard lane. */
+  /** The run's priority: `high` goes to the pool's high lane, `normal` to its standard lane, `low` to its low lane. */
   readonly priority?: Priority;
   /** Send to exactly this queue (a deferred message goes back to the lane it came from). */
   readonly queueUrl?: string;
@@ -37,13 +37,17 @@ export interface PoolRoute {
   readonly name: string;
   /** Job types this pool runs; the default pool runs every type no other pool lists. */
   readonly jobTypes: readonly string[];
-  /** The standard lane: `normal` and `low` runs. */
+  /** The standard lane: `normal` runs (and `high` or `low` runs of a pool without those lanes). */
   readonly queueUrl: string;
   /** The high lane; without one, `high` runs share the standard lane. */
   readonly highQueueUrl?: string;
+  /** The low lane; without one, `low` runs share the standard lane. */
+  readonly lowQueueUrl?: string;
   readonly dlqUrl: string;
-  /** Concurrent batches per lane (the event source mapping's maxConcurrency; local pollers). */
+  /** Concurrent batches of the high and standard lanes each (the event source mapping's maxConcurrency; local pollers). */
   readonly maxConcurrency?: number;
+  /** Concurrent batches of the low lane (default: lowLaneConcurrency of maxConcurrency). */
+  readonly lowMaxConcurrency?: number;
   /** Seconds the pool's worker may run (its function timeout). */
   readonly timeoutSeconds?: number;
   /** Messages per batch (default workerConsumer.batchSize). */
@@ -218,18 +222,20 @@ export class DispatchQueue {
   }
 }
 
+export type LaneName = 'high' | 'standard' | 'low';
+
 /** One lane of one pool, with its queue. */
 export interface Lane {
   readonly pool: string;
-  readonly lane: 'high' | 'standard';
+  readonly lane: LaneName;
   readonly queueUrl: string;
   readonly queue: DispatchQueue;
 }
 
 /**
  * The dispatch queues of every worker pool and lane. A run goes to the pool of its job type (the
- * default pool for types no pool lists) and, there, to the high lane or the standard lane by its
- * priority; every send path routes through here, so the API, retries, the ticker's releases and
+ * default pool for types no pool lists) and, there, to the lane of its priority (high, standard
+ * for normal, low; decision 0051); every send path routes through here, so the API, retries, the ticker's releases and
  * redeliveries all agree. Receipt handles are queue-specific: visibility changes name the queue the
  * message came from (the default pool's standard lane when none is given).
  */
@@ -266,7 +272,9 @@ export class DispatchRouter {
   /** The queue a run of this job type and priority is sent to. */
   queueUrlFor(jobType: string | undefined, priority: Priority | undefined): string {
     const pool = this.poolOf(jobType);
-    return priority === 'high' && pool.highQueueUrl ? pool.highQueueUrl : pool.queueUrl;
+    if (priority === 'high' && pool.highQueueUrl) return pool.highQueueUrl;
+    if (priority === 'low' && pool.lowQueueUrl) return pool.lowQueueUrl;
+    return pool.queueUrl;
   }
 
   /** Every lane of every pool (the consumers' view). */
@@ -274,13 +282,14 @@ export class DispatchRouter {
     return this.pools.flatMap((pool) => [
       ...(pool.highQueueUrl ? [{ pool: pool.name, lane: 'high' as const, queueUrl: pool.highQueueUrl, queue: this.queue(pool.highQueueUrl) }] : []),
       { pool: pool.name, lane: 'standard' as const, queueUrl: pool.queueUrl, queue: this.queue(pool.queueUrl) },
+      ...(pool.lowQueueUrl ? [{ pool: pool.name, lane: 'low' as const, queueUrl: pool.lowQueueUrl, queue: this.queue(pool.lowQueueUrl) }] : []),
     ]);
   }
 
   /** The URL of a known dispatch queue from its ARN (an SQS record's eventSourceARN): same queue name. */
   queueUrlOfArn(arn: string | undefined): string {
     const name = arn?.split(':').pop();
-    const urls = this.pools.flatMap((pool) => [pool.queueUrl, ...(pool.highQueueUrl ? [pool.highQueueUrl] : [])]);
+    const urls = this.pools.flatMap((pool) => [pool.queueUrl, ...(pool.highQueueUrl ? [pool.highQueueUrl] : []), ...(pool.lowQueueUrl ? [pool.lowQueueUrl] : [])]);
     return urls.find((url) => name !== undefined && url.split('/').pop() === name) ?? this.defaultPool.queueUrl;
   }
 

@@ -11,7 +11,7 @@ import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
 import { DEFAULT_TUNING } from '../../lambdas/core/config';
 import type { AwsClients } from '../../lambdas/store/aws';
 import type { IndexDefinition, PoolDefinition, QueueDefinition, TableDefinition } from '../../lambdas/store/schema';
-import { DEFAULT_POOL_NAME, jobsTable, poolQueues, runsTable, validatePools, workerConsumer } from '../../lambdas/store/schema';
+import { DEFAULT_POOL_NAME, jobsTable, lowLaneConcurrency, poolQueues, runsTable, validatePools, workerConsumer } from '../../lambdas/store/schema';
 import type { PoolRoute } from '../../lambdas/store/dispatch-queue';
 
 function projectionOf(definition: IndexDefinition) {
@@ -121,13 +121,17 @@ export async function createLocalResources(
   const jobs = `${prefix}-jobs`;
   const runs = `${prefix}-runs`;
   await Promise.all([ensureTable(clients.dynamo, jobs, jobsTable), ensureTable(clients.dynamo, runs, runsTable)]);
-  // Every pool's lanes and DLQ, from the same definitions as the stack's (both lanes redrive to the DLQ).
+  // Every pool's lanes and DLQ, from the same definitions as the stack's (every lane redrives to the DLQ).
   const poolResources = async (pool: Pick<PoolDefinition, 'name' | 'timeoutSeconds'>) => {
     const queues = poolQueues(pool);
     const base = pool.name === DEFAULT_POOL_NAME ? `${prefix}-dispatch` : `${prefix}-pool-${pool.name}`;
     const dlq = await ensureQueue(clients.sqs, `${base}-dlq`, queues.dlq);
-    const [standard, high] = await Promise.all([ensureQueue(clients.sqs, base, queues.standard, dlq.arn), ensureQueue(clients.sqs, `${base}-high`, queues.high, dlq.arn)]);
-    return { queueUrl: standard.url, highQueueUrl: high.url, dlqUrl: dlq.url };
+    const [standard, high, low] = await Promise.all([
+      ensureQueue(clients.sqs, base, queues.standard, dlq.arn),
+      ensureQueue(clients.sqs, `${base}-high`, queues.high, dlq.arn),
+      ensureQueue(clients.sqs, `${base}-low`, queues.low, dlq.arn),
+    ]);
+    return { queueUrl: standard.url, highQueueUrl: high.url, lowQueueUrl: low.url, dlqUrl: dlq.url };
   };
   const dispatch = await poolResources({ name: DEFAULT_POOL_NAME, timeoutSeconds: workerConsumer.functionTimeoutSeconds });
   const routes: PoolRoute[] = await Promise.all(
@@ -135,6 +139,7 @@ export async function createLocalResources(
       name: pool.name,
       jobTypes: [...pool.jobTypes],
       maxConcurrency: pool.maxConcurrency,
+      lowMaxConcurrency: lowLaneConcurrency(pool.maxConcurrency, 1, pool.lowMaxConcurrency),
       timeoutSeconds: pool.timeoutSeconds,
       ...(pool.batchSize !== undefined ? { batchSize: pool.batchSize } : {}),
       ...(await poolResources(pool)),
@@ -145,6 +150,7 @@ export async function createLocalResources(
     runsTable: runs,
     dispatchQueueUrl: dispatch.queueUrl,
     dispatchHighQueueUrl: dispatch.highQueueUrl,
+    dispatchLowQueueUrl: dispatch.lowQueueUrl,
     dispatchDlqUrl: dispatch.dlqUrl,
     pools: routes,
     localMode: true,
@@ -165,7 +171,8 @@ export async function deleteLocalResources(clients: AwsClients, config: Schedule
       config.dispatchQueueUrl,
       config.dispatchDlqUrl,
       ...(config.dispatchHighQueueUrl ? [config.dispatchHighQueueUrl] : []),
-      ...(config.pools ?? []).flatMap((pool) => [pool.queueUrl, pool.dlqUrl, ...(pool.highQueueUrl ? [pool.highQueueUrl] : [])]),
+      ...(config.dispatchLowQueueUrl ? [config.dispatchLowQueueUrl] : []),
+      ...(config.pools ?? []).flatMap((pool) => [pool.queueUrl, pool.dlqUrl, ...(pool.highQueueUrl ? [pool.highQueueUrl] : []), ...(pool.lowQueueUrl ? [pool.lowQueueUrl] : [])]),
     ].map((url) => clients.sqs.send(new DeleteQueueCommand({ QueueUrl: url }))),
   ]);
 }

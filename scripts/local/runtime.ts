@@ -15,7 +15,7 @@ import type { ApiEvent } from '../../lambdas/api/http';
 import { MAX_BODY_BYTES } from '../../lambdas/api/http';
 import type { AwsClients } from '../../lambdas/store/aws';
 import { decodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
-import { workerConsumer } from '../../lambdas/store/schema';
+import { lowLaneConcurrency, workerConsumer } from '../../lambdas/store/schema';
 import { createTickerHandler } from '../../lambdas/ticker/app';
 import { createWorkerHandler } from '../../lambdas/worker/app';
 
@@ -283,11 +283,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   // deletes are as the mapping does them; reported failures stay in flight until their visibility
   // timeout ends. As in AWS, every lane of every pool has a consumer of its own (one mapping per
   // queue), with the pool's concurrency and batch size (decision 0050): a slow pool or a deep
-  // standard lane never holds up another pool or the high lane.
+  // standard lane never holds up another pool or the high lane. The low lane gets a quarter of the
+  // pool's concurrency unless the pool says otherwise (decision 0051).
   const consumers = deps.dispatch.lanes().map((lane) => {
     const pool = deps.dispatch.pools.find((candidate) => candidate.name === lane.pool);
-    const concurrency = options.workerConcurrency > 0 && lane.pool !== deps.dispatch.defaultPool.name ? (pool?.maxConcurrency ?? options.workerConcurrency) : options.workerConcurrency;
-    return consume(lane.queueUrl, concurrency, pool?.batchSize ?? workerConsumer.batchSize, lane.lane === 'high' ? 1 : FETCHERS);
+    const laneConcurrency = options.workerConcurrency > 0 && lane.pool !== deps.dispatch.defaultPool.name ? (pool?.maxConcurrency ?? options.workerConcurrency) : options.workerConcurrency;
+    const concurrency = lane.lane === 'low' && laneConcurrency > 0 ? lowLaneConcurrency(laneConcurrency, 1, pool?.lowMaxConcurrency) : laneConcurrency;
+    return consume(lane.queueUrl, concurrency, pool?.batchSize ?? workerConsumer.batchSize, lane.lane === 'standard' ? FETCHERS : 1);
   });
 
   function consume(queueUrl: string, concurrency: number, batchSize: number, fetchers: number) {

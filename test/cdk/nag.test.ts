@@ -58,8 +58,8 @@ describe('security settings in the template', () => {
     const tables = Object.values(resources).filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable');
     const queues = Object.values(resources).filter((r) => r.Type === 'AWS::SQS::Queue');
     expect(tables).toHaveLength(2);
-    // The default pool's standard lane, high lane and DLQ.
-    expect(queues).toHaveLength(3);
+    // The default pool's high, standard and low lanes and its DLQ.
+    expect(queues).toHaveLength(4);
     for (const table of tables) expect(table.Properties.SSESpecification).toMatchObject({ SSEEnabled: true });
     for (const queue of queues) expect(queue.Properties.SqsManagedSseEnabled === true || queue.Properties.KmsMasterKeyId !== undefined).toBe(true);
   });

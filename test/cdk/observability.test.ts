@@ -25,8 +25,9 @@ const ALARMS = [
   'TickerErrors',
   'TickerNotRunning',
   'LambdaThrottles',
-  // The default pool's high lane (decision 0050).
+  // The default pool's high lane (decision 0050) and low lane (decision 0051).
   'OldestHighMessageTooOld',
+  'OldestLowMessageTooOld',
 ] as const;
 
 function synth(id: string, config?: Partial<SchedulerStackConfig>): Record<string, Resource> {
@@ -94,6 +95,7 @@ const queueIdMatching = (pattern: RegExp) => {
 };
 const queueId = () => queueIdMatching(/^StorageDispatch[0-9A-F]{8}$/);
 const highId = () => queueIdMatching(/^StorageDispatchHigh[0-9A-F]{8}$/);
+const lowId = () => queueIdMatching(/^StorageDispatchLow[0-9A-F]{8}$/);
 const dlqId = () => queueIdMatching(/^StorageDispatchDlq[0-9A-F]{8}$/);
 const tableId = (attribute: string) =>
   logicalIdOf('AWS::DynamoDB::GlobalTable', (r) => JSON.stringify(r.Properties.AttributeDefinitions).includes(`"${attribute}"`));
@@ -268,11 +270,12 @@ describe('dashboard', () => {
       ['Messages visible (waiting)', 'ApproximateNumberOfMessagesVisible'],
       ['Messages in flight (received, not deleted)', 'ApproximateNumberOfMessagesNotVisible'],
       ['Age of oldest message', 'ApproximateAgeOfOldestMessage'],
-    ])('%s: %s of the dispatch queue, its high lane and its DLQ', (title, metricName) => {
+    ])('%s: %s of the dispatch queue, its high and low lanes and its DLQ', (title, metricName) => {
       const series = seriesOf(widget(title));
       expect(series.map((s) => [s.namespace, s.metricName, s.options.stat, s.dimensions])).toEqual([
         ['AWS/SQS', metricName, 'Maximum', { QueueName: `<GetAtt:${queueId()}.QueueName>` }],
         ['AWS/SQS', metricName, 'Maximum', { QueueName: `<GetAtt:${highId()}.QueueName>` }],
+        ['AWS/SQS', metricName, 'Maximum', { QueueName: `<GetAtt:${lowId()}.QueueName>` }],
         ['AWS/SQS', metricName, 'Maximum', { QueueName: `<GetAtt:${dlqId()}.QueueName>` }],
       ]);
     });
@@ -490,11 +493,12 @@ describe('alarms', () => {
 
   it('takes its thresholds from the stack config', () => {
     const tuned = synth('Tuned', {
-      alarms: { deadRunsThreshold: 4, startLagP99Ms: 1500, oldestMessageAgeSeconds: 600, minTicksPerFiveMinutes: 3 },
+      alarms: { deadRunsThreshold: 4, startLagP99Ms: 1500, oldestMessageAgeSeconds: 600, oldestLowMessageAgeSeconds: 1800, minTicksPerFiveMinutes: 3 },
     });
     expect(alarm('DeadRunsRising', tuned).Threshold).toBe(4);
     expect(alarm('StartLagP99High', tuned).Threshold).toBe(1500);
     expect(alarm('OldestMessageTooOld', tuned).Threshold).toBe(600);
+    expect(alarm('OldestLowMessageTooOld', tuned).Threshold).toBe(1800);
     expect(alarm('TickerNotRunning', tuned).Threshold).toBe(3);
     const startLag = dashboardOf(tuned).body.widgets.find((w: any) => w.properties.title === 'Start lag (p50, p95, p99)');
     expect(startLag.properties.annotations.horizontal).toEqual([expect.objectContaining({ value: 1500, label: '1.5 s objective' })]);

@@ -6,13 +6,13 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerStackConfig } from '../../lib/config';
 import { SchedulerStack } from '../../lib/scheduler-stack';
-import { dispatchQueue, workerConsumer } from '../../lambdas/store/schema';
+import { dispatchQueue, UNCAPPED_POOL_LOW_LANE_CONCURRENCY, workerConsumer } from '../../lambdas/store/schema';
 
 type Resource = { Type: string; Properties: Record<string, any> };
 
 const POOLS: SchedulerStackConfig['pools'] = [
   { name: 'exports', jobTypes: ['export', 'archive'], maxConcurrency: 3, timeoutSeconds: 300 },
-  { name: 'billing-fast', jobTypes: ['invoice'], maxConcurrency: 20, timeoutSeconds: 60, batchSize: 5 },
+  { name: 'billing-fast', jobTypes: ['invoice'], maxConcurrency: 20, lowMaxConcurrency: 3, timeoutSeconds: 60, batchSize: 5 },
 ];
 
 function synth(id: string, config: Partial<SchedulerStackConfig>): Record<string, Resource> {
@@ -34,6 +34,7 @@ function idMatching(type: string, pattern: RegExp): string {
 const queues = (prefix: string) => ({
   standard: idMatching('AWS::SQS::Queue', new RegExp(`^Storage${prefix}Dispatch[0-9A-F]{8}$`)),
   high: idMatching('AWS::SQS::Queue', new RegExp(`^Storage${prefix}DispatchHigh[0-9A-F]{8}$`)),
+  low: idMatching('AWS::SQS::Queue', new RegExp(`^Storage${prefix}DispatchLow[0-9A-F]{8}$`)),
   dlq: idMatching('AWS::SQS::Queue', new RegExp(`^Storage${prefix}DispatchDlq[0-9A-F]{8}$`)),
 });
 const workerId = (prefix: string) => idMatching('AWS::Lambda::Function', new RegExp(`^${prefix}Function[0-9A-F]{8}$`));
@@ -60,10 +61,10 @@ function sqsGrantsOf(fnId: string): Record<string, string[]> {
 }
 
 describe('worker pools', () => {
-  it('give each pool a standard lane and a high lane that redrive into its own encrypted DLQ, visible for 6x its timeout', () => {
+  it('give each pool a high, a standard and a low lane that redrive into its own encrypted DLQ, visible for 6x its timeout', () => {
     for (const [prefix, timeout] of [['PoolExports', 300], ['PoolBillingFast', 60], ['', workerConsumer.functionTimeoutSeconds]] as const) {
-      const { standard, high, dlq } = queues(prefix);
-      for (const lane of [standard, high]) {
+      const { standard, high, low, dlq } = queues(prefix);
+      for (const lane of [standard, high, low]) {
         const properties = resources[lane]!.Properties;
         expect(properties.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': [dlq, 'Arn'] }, maxReceiveCount: dispatchQueue.maxReceiveCount });
         expect(properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * timeout);
@@ -71,36 +72,64 @@ describe('worker pools', () => {
       }
       expect(resources[dlq]!.Properties.RedrivePolicy).toBeUndefined();
     }
-    expect(Object.values(resources).filter((r) => r.Type === 'AWS::SQS::Queue')).toHaveLength(9);
+    expect(Object.values(resources).filter((r) => r.Type === 'AWS::SQS::Queue')).toHaveLength(12);
   });
 
-  it('give each pool a worker with its own timeout, fed from both lanes at the pool\'s concurrency and batch size', () => {
-    for (const [prefix, pool, concurrency, timeout, batchSize] of [
-      ['WorkerPoolExports', 'PoolExports', 3, 300, 10],
-      ['WorkerPoolBillingFast', 'PoolBillingFast', 20, 60, 5],
+  /** Each mapping of a function: its queue id, with the concurrency and batch size it was given. */
+  const feedsOf = (fnId: string) =>
+    Object.fromEntries(
+      mappingsOf(fnId).map((m) => {
+        expect(m.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
+        return [m.Properties.EventSourceArn['Fn::GetAtt'][0] as string, { batchSize: m.Properties.BatchSize, concurrency: m.Properties.ScalingConfig?.MaximumConcurrency }];
+      }),
+    );
+
+  it('give each pool a worker with its own timeout, fed from its lanes: high and standard at the pool\'s concurrency, low at a quarter or as set', () => {
+    for (const [prefix, pool, concurrency, lowConcurrency, timeout, batchSize] of [
+      // A quarter of 3 is below the mapping's minimum of 2.
+      ['WorkerPoolExports', 'PoolExports', 3, 2, 300, 10],
+      ['WorkerPoolBillingFast', 'PoolBillingFast', 20, 3, 60, 5],
     ] as const) {
       const fn = workerId(prefix);
       expect(resources[fn]!.Properties.Timeout).toBe(timeout);
-      const { standard, high } = queues(pool);
-      const mappings = mappingsOf(fn);
-      expect(mappings.map((m) => m.Properties.EventSourceArn['Fn::GetAtt'][0]).sort()).toEqual([standard, high].sort());
-      for (const m of mappings) {
-        expect(m.Properties).toMatchObject({ BatchSize: batchSize, FunctionResponseTypes: ['ReportBatchItemFailures'], ScalingConfig: { MaximumConcurrency: concurrency } });
-      }
+      const { standard, high, low } = queues(pool);
+      expect(feedsOf(fn)).toEqual({
+        [standard]: { batchSize, concurrency },
+        [high]: { batchSize, concurrency },
+        [low]: { batchSize, concurrency: lowConcurrency },
+      });
     }
-    // The default pool's worker consumes the default lanes only.
+    // The default pool's worker consumes the default lanes only: uncapped, but for the low lane.
     const defaultWorker = workerId('Worker');
     expect(resources[defaultWorker]!.Properties.Timeout).toBe(workerConsumer.functionTimeoutSeconds);
-    const { standard, high } = queues('');
-    expect(mappingsOf(defaultWorker).map((m) => m.Properties.EventSourceArn['Fn::GetAtt'][0]).sort()).toEqual([standard, high].sort());
+    const { standard, high, low } = queues('');
+    expect(feedsOf(defaultWorker)).toEqual({
+      [standard]: { batchSize: 10, concurrency: undefined },
+      [high]: { batchSize: 10, concurrency: undefined },
+      [low]: { batchSize: 10, concurrency: UNCAPPED_POOL_LOW_LANE_CONCURRENCY },
+    });
+  });
+
+  it('cap the default pool\'s low lane at a quarter of workerMaxConcurrency, or at workerLowMaxConcurrency', () => {
+    const capped = (config: Partial<SchedulerStackConfig>) => {
+      const synthesized = synth('Capped', config);
+      const fn = Object.entries(synthesized).find(([id, r]) => r.Type === 'AWS::Lambda::Function' && /^WorkerFunction[0-9A-F]{8}$/.test(id))![0];
+      return Object.values(synthesized)
+        .filter((r) => r.Type === 'AWS::Lambda::EventSourceMapping' && r.Properties.FunctionName.Ref === fn)
+        .map((m) => [String(m.Properties.EventSourceArn['Fn::GetAtt'][0]).replace(/[0-9A-F]{8}$/, ''), m.Properties.ScalingConfig.MaximumConcurrency])
+        .sort();
+    };
+    expect(capped({ workerMaxConcurrency: 40 })).toEqual([['StorageDispatch', 40], ['StorageDispatchHigh', 40], ['StorageDispatchLow', 10]]);
+    expect(capped({ workerMaxConcurrency: 40, workerLowMaxConcurrency: 4 })).toEqual([['StorageDispatch', 40], ['StorageDispatchHigh', 40], ['StorageDispatchLow', 4]]);
+    expect(() => synth('Bad', { workerLowMaxConcurrency: 1 })).toThrow(/workerLowMaxConcurrency must be a whole number from 2 to 1000/);
   });
 
   it('let a pool worker consume its own lanes only, and send to every lane (a PATCH may move a job to another pool)', () => {
     const exports = queues('PoolExports');
     const billing = queues('PoolBillingFast');
     const fallback = queues('');
-    const allLanes = [exports, billing, fallback].flatMap((q) => [q.standard, q.high]).sort();
-    const own = [exports.standard, exports.high].sort();
+    const allLanes = [exports, billing, fallback].flatMap((q) => [q.standard, q.high, q.low]).sort();
+    const own = [exports.standard, exports.high, exports.low].sort();
     expect(sqsGrantsOf(workerId('WorkerPoolExports'))).toEqual({
       'sqs:SendMessage': allLanes,
       'sqs:ReceiveMessage': own,
@@ -124,8 +153,9 @@ describe('worker pools', () => {
     for (const fn of functions) {
       const variables = fn.Properties.Environment.Variables;
       expect(variables.DISPATCH_HIGH_QUEUE_URL).toEqual({ Ref: queues('').high });
+      expect(variables.DISPATCH_LOW_QUEUE_URL).toEqual({ Ref: queues('').low });
       const routes = JSON.stringify(variables.DISPATCH_POOLS);
-      for (const text of ['\\"name\\":\\"exports\\"', '\\"jobTypes\\":[\\"export\\",\\"archive\\"]', queues('PoolExports').high, queues('PoolBillingFast').dlq]) expect(routes).toContain(text);
+      for (const text of ['\\"name\\":\\"exports\\"', '\\"jobTypes\\":[\\"export\\",\\"archive\\"]', queues('PoolExports').high, queues('PoolExports').low, queues('PoolBillingFast').dlq]) expect(routes).toContain(text);
     }
   });
 
@@ -143,13 +173,15 @@ describe('worker pools', () => {
     expect(queueOf('PoolExportsDlqNotEmpty')).toEqual(['ApproximateNumberOfMessagesVisible', exports.dlq]);
     expect(queueOf('PoolExportsOldestMessageTooOld')).toEqual(['ApproximateAgeOfOldestMessage', exports.standard]);
     expect(queueOf('PoolExportsOldestHighMessageTooOld')).toEqual(['ApproximateAgeOfOldestMessage', exports.high]);
+    expect(queueOf('PoolExportsOldestLowMessageTooOld')).toEqual(['ApproximateAgeOfOldestMessage', exports.low]);
+    expect(queueOf('OldestLowMessageTooOld')).toEqual(['ApproximateAgeOfOldestMessage', queues('').low]);
     expect(queueOf('PoolBillingFastDlqNotEmpty')).toEqual(['ApproximateNumberOfMessagesVisible', queues('PoolBillingFast').dlq]);
     expect(queueOf('OldestHighMessageTooOld')).toEqual(['ApproximateAgeOfOldestMessage', queues('').high]);
     expect(queueOf('DispatchDlqNotEmpty')).toEqual(['ApproximateNumberOfMessagesVisible', queues('').dlq]);
 
     const dashboard = Object.values(resources).find((r) => r.Type === 'AWS::CloudWatch::Dashboard')!;
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
-    const allQueues = [queues(''), exports, queues('PoolBillingFast')].flatMap((q) => [q.standard, q.high, q.dlq]);
+    const allQueues = [queues(''), exports, queues('PoolBillingFast')].flatMap((q) => [q.standard, q.high, q.low, q.dlq]);
     for (const metricName of ['ApproximateNumberOfMessagesVisible', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateAgeOfOldestMessage']) {
       for (const id of allQueues) expect(body).toMatch(new RegExp(`${metricName}\\\\",\\\\"QueueName\\\\",\\\\"",\\{"Fn::GetAtt":\\["${id}"`));
     }
@@ -170,5 +202,6 @@ describe('worker pools', () => {
     );
     refuse([{ name: 'default', jobTypes: ['x'], maxConcurrency: 2, timeoutSeconds: 60 }], /implicit pool/);
     refuse([{ name: 'Exports', jobTypes: ['x'], maxConcurrency: 2, timeoutSeconds: 60 }], /lower-case/);
+    refuse([{ name: 'a', jobTypes: ['x'], maxConcurrency: 4, lowMaxConcurrency: 5, timeoutSeconds: 60 }], /lowMaxConcurrency must be a whole number from 2 to its maxConcurrency/);
   });
 });

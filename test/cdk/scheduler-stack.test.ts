@@ -49,7 +49,7 @@ function grantsOf(fnId: string): Map<string, Set<string>> {
   return grants;
 }
 
-/** The default pool's queues by construct id: Storage/Dispatch, Storage/DispatchHigh, Storage/DispatchDlq. */
+/** The default pool's queues by construct id: Storage/Dispatch, Storage/DispatchHigh, Storage/DispatchLow, Storage/DispatchDlq. */
 function queueIdMatching(pattern: RegExp, of: Record<string, Resource> = resources): string {
   const found = Object.entries(of).filter(([id, r]) => r.Type === 'AWS::SQS::Queue' && pattern.test(id));
   expect(found).toHaveLength(1);
@@ -57,6 +57,7 @@ function queueIdMatching(pattern: RegExp, of: Record<string, Resource> = resourc
 }
 const dispatchId = (of?: Record<string, Resource>) => queueIdMatching(/^StorageDispatch[0-9A-F]{8}$/, of);
 const highId = (of?: Record<string, Resource>) => queueIdMatching(/^StorageDispatchHigh[0-9A-F]{8}$/, of);
+const lowId = (of?: Record<string, Resource>) => queueIdMatching(/^StorageDispatchLow[0-9A-F]{8}$/, of);
 const dlqIdOf = (of?: Record<string, Resource>) => queueIdMatching(/^StorageDispatchDlq[0-9A-F]{8}$/, of);
 
 const tableId = (prefix: string) => logicalIdOf('AWS::DynamoDB::GlobalTable', (r) => JSON.stringify(r).includes(prefix) || false);
@@ -128,7 +129,7 @@ describe('least privilege', () => {
   it('lets the API write jobs and runs and send dispatches, and nothing more', () => {
     const jobs = tableId('"AttributeName":"tenantSort"');
     const runs = tableId('"AttributeName":"gateKey"');
-    const lanes = [dispatchId(), highId()].sort();
+    const lanes = [dispatchId(), highId(), lowId()].sort();
     const dlq = dlqIdOf();
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler HTTP API')))).toEqual({
       'dynamodb:GetItem': [jobs, runs].sort(),
@@ -147,7 +148,7 @@ describe('least privilege', () => {
   it('lets the worker lease and record runs, move a job chain on, and consume the dispatch queue', () => {
     const jobs = tableId('"AttributeName":"tenantSort"');
     const runs = tableId('"AttributeName":"gateKey"');
-    const lanes = [dispatchId(), highId()].sort();
+    const lanes = [dispatchId(), highId(), lowId()].sort();
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler worker')))).toEqual({
       'dynamodb:UpdateItem': [jobs, runs].sort(),
       'dynamodb:GetItem': [jobs, runs].sort(),
@@ -175,7 +176,7 @@ describe('least privilege', () => {
       // The priorities (lanes) of the runs it sends.
       'dynamodb:BatchGetItem': [runs],
       'dynamodb:PutItem': [jobs, runs].sort(),
-      'sqs:SendMessage': [dispatchId(), highId()].sort(),
+      'sqs:SendMessage': [dispatchId(), highId(), lowId()].sort(),
     });
   });
 
@@ -188,8 +189,8 @@ describe('least privilege', () => {
 });
 
 describe('wiring', () => {
-  it('feeds the worker from the dispatch queue and its high lane with partial batch responses', () => {
-    for (const queue of [dispatchId(), highId()]) {
+  it('feeds the worker from the dispatch queue and its high and low lanes with partial batch responses', () => {
+    for (const queue of [dispatchId(), highId(), lowId()]) {
       template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
         EventSourceArn: { 'Fn::GetAtt': [queue, 'Arn'] },
         FunctionName: { Ref: functionId('Job scheduler worker') },

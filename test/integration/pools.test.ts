@@ -1,5 +1,6 @@
 // Worker pools and priorities against the emulator: a job type in a pool of its own does not hold
-// up other job types, and high runs of a pool are taken before the normal ones waiting in it.
+// up other job types, high runs of a pool are taken before the normal ones waiting in it, and a
+// backlog of low runs neither holds up normal runs nor takes more than the low lane's workers.
 // Assertions are on order and counts, not on timings.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler, TargetServer } from './harness';
@@ -10,6 +11,8 @@ const SLOW_CALL_MS = 2_500;
 describe('worker pools and priorities', () => {
   let scheduler: Scheduler;
   let target: TargetServer;
+  /** Low runs of the bulk pool being called right now, and the most at once. */
+  const lowRunning = { now: 0, most: 0 };
 
   beforeAll(async () => {
     scheduler = await startScheduler({
@@ -18,10 +21,18 @@ describe('worker pools and priorities', () => {
         // One run at a time: a backlog of exports queues up behind the one running.
         { name: 'slow', jobTypes: ['export'], maxConcurrency: 1, timeoutSeconds: 60, batchSize: 1 },
         { name: 'reports', jobTypes: ['report'], maxConcurrency: 1, timeoutSeconds: 60, batchSize: 1 },
+        // Two normal runs at a time, one low run.
+        { name: 'bulk', jobTypes: ['bulk'], maxConcurrency: 2, lowMaxConcurrency: 1, timeoutSeconds: 60, batchSize: 1 },
       ],
     });
     target = await startTarget(async (call) => {
+      const running = call.path.startsWith('/hook/slow/bulk-low') ? lowRunning : null;
+      if (running) {
+        running.now += 1;
+        running.most = Math.max(running.most, running.now);
+      }
       if (call.path.startsWith('/hook/slow')) await new Promise((resolve) => setTimeout(resolve, SLOW_CALL_MS));
+      if (running) running.now -= 1;
       return { status: 200 };
     });
   });
@@ -54,21 +65,21 @@ describe('worker pools and priorities', () => {
 
     // Every pool and lane is in the health report; the defaults keep their old keys.
     const health = await scheduler.api('GET', '/v1/health');
-    expect(Object.keys(health.body.queues.pools).sort()).toEqual(['default', 'reports', 'slow']);
-    expect(health.body.queues.pools.slow).toMatchObject({ jobTypes: ['export'], standard: { oldestMessageAgeSeconds: null }, high: { visible: 0 }, dlq: { visible: 0 } });
+    expect(Object.keys(health.body.queues.pools).sort()).toEqual(['bulk', 'default', 'reports', 'slow']);
+    expect(health.body.queues.pools.slow).toMatchObject({ jobTypes: ['export'], standard: { oldestMessageAgeSeconds: null }, high: { visible: 0 }, low: { visible: 0 }, dlq: { visible: 0 } });
     expect(health.body.queues.pools.default.standard).toEqual(health.body.queues.dispatch);
     // The rest of the backlog still runs, one at a time.
     await eventually(() => Promise.resolve(calls('/hook/slow/export').length), (n) => n === 4, 30_000);
   });
 
   it('takes a pool\'s high runs before the normal ones waiting in it', async () => {
-    for (let i = 0; i < 4; i++) await create('report', `slow/report-normal-${i}`, { priority: i % 2 === 0 ? 'normal' : 'low' });
+    for (let i = 0; i < 4; i++) await create('report', `slow/report-normal-${i}`);
     await eventually(() => Promise.resolve(calls('/hook/slow/report').length), (n) => n >= 1);
 
     const urgent = await create('report', 'slow/report-high', { priority: 'high' });
     await eventually(() => Promise.resolve(calls('/hook/slow/report').length), (n) => n === 5, 30_000);
     const order = calls('/hook/slow/report').map((call) => call.path.replace('/hook/slow/', ''));
-    // Four normal and low runs were waiting before it; the high run came before at least two of them.
+    // Four normal runs were waiting before it; the high run came before at least two of them.
     expect(order.indexOf('report-high')).toBeLessThanOrEqual(2);
     expect(order.slice(-2).every((name) => name.startsWith('report-normal'))).toBe(true);
     const run = await eventually(
@@ -76,6 +87,25 @@ describe('worker pools and priorities', () => {
       (response) => response.body.items?.[0]?.status === 'SUCCEEDED',
     );
     expect(run.body.items[0]).toMatchObject({ priority: 'high' });
+  });
+
+  it('runs a normal run before a backlog of low runs, and never more low runs at once than the low lane allows', async () => {
+    for (let i = 0; i < 4; i++) await create('bulk', `slow/bulk-low-${i}`, { priority: 'low' });
+    await eventually(() => Promise.resolve(calls('/hook/slow/bulk-low').length), (n) => n >= 1);
+
+    const normal = await create('bulk', 'slow/bulk-normal');
+    await eventually(() => Promise.resolve(calls('/hook/slow/bulk-normal').length), (n) => n === 1, 30_000);
+    // The normal run did not wait for the low backlog: at most the running low run and the next had
+    // started when it ran (one shared lane would have put it fifth).
+    expect(calls('/hook/slow/bulk-low').length).toBeLessThanOrEqual(2);
+    await eventually(() => Promise.resolve(calls('/hook/slow/bulk-low').length), (n) => n === 4, 30_000);
+    // The pool runs two at a time; its low lane, one.
+    expect(lowRunning.most).toBe(1);
+    const runs = await eventually(
+      () => scheduler.api('GET', `/v1/jobs/${normal.jobId}/runs`),
+      (response) => response.body.items?.[0]?.status === 'SUCCEEDED',
+    );
+    expect(runs.body.items[0]).toMatchObject({ jobType: 'bulk', priority: 'normal' });
   });
 
   it('refuses a job whose timeout does not fit in its pool\'s worker, on create and on PATCH', async () => {
@@ -111,7 +141,7 @@ describe('the ticker and pools', () => {
 
   it('releases a run to its pool and lane: it reads the priority the time index does not carry', async () => {
     const later = { schedule: { kind: 'delay', seconds: 30 }, timeoutSeconds: 30 };
-    for (const [type, priority] of [['report', 'high'], ['report', 'low'], ['billing', 'high'], ['billing', 'normal']] as const) {
+    for (const [type, priority] of [['report', 'high'], ['report', 'normal'], ['report', 'low'], ['billing', 'high'], ['billing', 'normal'], ['billing', 'low']] as const) {
       expect((await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/hook', { type, priority, ...later }))).status).toBe(201);
     }
     const depths = async () => {
@@ -123,12 +153,15 @@ describe('the ticker and pools', () => {
       return {
         defaultStandard: await waiting(scheduler.config.dispatchQueueUrl),
         defaultHigh: await waiting(scheduler.config.dispatchHighQueueUrl),
+        defaultLow: await waiting(scheduler.config.dispatchLowQueueUrl),
         reportsStandard: await waiting(reports.queueUrl),
         reportsHigh: await waiting(reports.highQueueUrl),
+        reportsLow: await waiting(reports.lowQueueUrl),
       };
     };
-    expect(await depths()).toEqual({ defaultStandard: 0, defaultHigh: 0, reportsStandard: 0, reportsHigh: 0 });
+    const none = { defaultStandard: 0, defaultHigh: 0, defaultLow: 0, reportsStandard: 0, reportsHigh: 0, reportsLow: 0 };
+    expect(await depths()).toEqual(none);
     await scheduler.runtime.tickNow();
-    expect(await depths()).toEqual({ defaultStandard: 1, defaultHigh: 1, reportsStandard: 1, reportsHigh: 1 });
+    expect(await depths()).toEqual({ defaultStandard: 1, defaultHigh: 1, defaultLow: 1, reportsStandard: 1, reportsHigh: 1, reportsLow: 1 });
   });
 });

@@ -3,6 +3,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../lambdas/core/config';
 import { DispatchRouter } from '../../lambdas/store/dispatch-queue';
+import { lowLaneConcurrency, UNCAPPED_POOL_LOW_LANE_CONCURRENCY, validatePools } from '../../lambdas/store/schema';
 
 const base = 'https://sqs.us-east-1.amazonaws.com/123456789012';
 const sent: { QueueUrl: string; ids: string[] }[] = [];
@@ -13,21 +14,23 @@ const sqs = {
   },
 } as unknown as SQSClient;
 
-const router = new DispatchRouter(sqs, { queueUrl: `${base}/d`, highQueueUrl: `${base}/d-high`, dlqUrl: `${base}/d-dlq` }, [
-  { name: 'exports', jobTypes: ['export', 'archive'], queueUrl: `${base}/exports`, highQueueUrl: `${base}/exports-high`, dlqUrl: `${base}/exports-dlq` },
+const router = new DispatchRouter(sqs, { queueUrl: `${base}/d`, highQueueUrl: `${base}/d-high`, lowQueueUrl: `${base}/d-low`, dlqUrl: `${base}/d-dlq` }, [
+  { name: 'exports', jobTypes: ['export', 'archive'], queueUrl: `${base}/exports`, highQueueUrl: `${base}/exports-high`, lowQueueUrl: `${base}/exports-low`, dlqUrl: `${base}/exports-dlq` },
   { name: 'nohigh', jobTypes: ['plain'], queueUrl: `${base}/plain`, dlqUrl: `${base}/plain-dlq` },
 ]);
 
 describe('DispatchRouter', () => {
-  it('sends a run to its job type\'s pool, and within it to the high lane or the standard lane by priority', () => {
+  it('sends a run to its job type\'s pool, and within it to the lane of its priority', () => {
     expect(router.queueUrlFor('export', 'normal')).toBe(`${base}/exports`);
-    expect(router.queueUrlFor('archive', 'low')).toBe(`${base}/exports`);
+    expect(router.queueUrlFor('archive', 'low')).toBe(`${base}/exports-low`);
+    expect(router.queueUrlFor('billing', 'low')).toBe(`${base}/d-low`);
     expect(router.queueUrlFor('export', 'high')).toBe(`${base}/exports-high`);
     expect(router.queueUrlFor('billing', 'high')).toBe(`${base}/d-high`);
     expect(router.queueUrlFor('billing', undefined)).toBe(`${base}/d`);
     expect(router.queueUrlFor(undefined, undefined)).toBe(`${base}/d`);
-    // A pool without a high lane takes its high runs on the standard lane.
+    // A pool without a high or low lane (a routing table from before lanes) takes those runs on the standard lane.
     expect(router.queueUrlFor('plain', 'high')).toBe(`${base}/plain`);
+    expect(router.queueUrlFor('plain', 'low')).toBe(`${base}/plain`);
   });
 
   it('batches sends per queue, and sends a message with a queue URL back to exactly that queue', async () => {
@@ -44,7 +47,7 @@ describe('DispatchRouter', () => {
     );
     expect(sent.map((entry) => [entry.QueueUrl, entry.ids.sort()]).sort()).toEqual(
       [
-        [`${base}/d`, ['c', 'd']],
+        [`${base}/d-low`, ['c', 'd']],
         [`${base}/exports`, ['b']],
         [`${base}/exports-high`, ['a', 'e']],
       ].sort(),
@@ -54,19 +57,21 @@ describe('DispatchRouter', () => {
   it('finds the queue of an event source ARN by its name, the default lane when unknown', () => {
     expect(router.queueUrlOfArn('arn:aws:sqs:us-east-1:123456789012:exports-high')).toBe(`${base}/exports-high`);
     expect(router.queueUrlOfArn('arn:aws:sqs:us-east-1:123456789012:d')).toBe(`${base}/d`);
+    expect(router.queueUrlOfArn('arn:aws:sqs:us-east-1:123456789012:exports-low')).toBe(`${base}/exports-low`);
     expect(router.queueUrlOfArn('arn:aws:sqs:us-east-1:123456789012:elsewhere')).toBe(`${base}/d`);
     expect(router.queueUrlOfArn(undefined)).toBe(`${base}/d`);
-    expect(router.lanes().map((lane) => `${lane.pool}/${lane.lane}`)).toEqual(['default/high', 'default/standard', 'exports/high', 'exports/standard', 'nohigh/standard']);
+    expect(router.lanes().map((lane) => `${lane.pool}/${lane.lane}`)).toEqual(['default/high', 'default/standard', 'default/low', 'exports/high', 'exports/standard', 'exports/low', 'nohigh/standard']);
   });
 });
 
 describe('the routing table in the environment', () => {
   const env = { JOBS_TABLE: 'j', RUNS_TABLE: 'r', DISPATCH_QUEUE_URL: 'q', DISPATCH_DLQ_URL: 'dlq' };
 
-  it('reads DISPATCH_HIGH_QUEUE_URL and DISPATCH_POOLS', () => {
-    const pools = [{ name: 'exports', jobTypes: ['export'], queueUrl: 'e', highQueueUrl: 'eh', dlqUrl: 'ed', timeoutSeconds: 300 }];
-    const config = readConfig({ ...env, DISPATCH_HIGH_QUEUE_URL: 'qh', DISPATCH_POOLS: JSON.stringify(pools) });
+  it('reads DISPATCH_HIGH_QUEUE_URL, DISPATCH_LOW_QUEUE_URL and DISPATCH_POOLS', () => {
+    const pools = [{ name: 'exports', jobTypes: ['export'], queueUrl: 'e', highQueueUrl: 'eh', lowQueueUrl: 'el', dlqUrl: 'ed', timeoutSeconds: 300 }];
+    const config = readConfig({ ...env, DISPATCH_HIGH_QUEUE_URL: 'qh', DISPATCH_LOW_QUEUE_URL: 'ql', DISPATCH_POOLS: JSON.stringify(pools) });
     expect(config.dispatchHighQueueUrl).toBe('qh');
+    expect(config.dispatchLowQueueUrl).toBe('ql');
     expect(config.pools).toEqual(pools);
   });
 
@@ -74,10 +79,33 @@ describe('the routing table in the environment', () => {
     const config = readConfig(env);
     expect(config.pools).toEqual([]);
     expect(config.dispatchHighQueueUrl).toBeUndefined();
+    expect(config.dispatchLowQueueUrl).toBeUndefined();
   });
 
   it('fails at start on a table that is not a list of pools', () => {
     expect(() => readConfig({ ...env, DISPATCH_POOLS: '{"name":"x"}' })).toThrow(/DISPATCH_POOLS: must be a JSON array of worker pools/);
     expect(() => readConfig({ ...env, DISPATCH_POOLS: '[{"name":"x","jobTypes":["a"],"queueUrl":"q","dlqUrl":"d","extra":1}]' })).toThrow(/DISPATCH_POOLS/);
+  });
+});
+
+describe('the low lane\'s concurrency', () => {
+  it('is a quarter of the pool\'s, at least the minimum and at most the pool\'s, unless set', () => {
+    expect(lowLaneConcurrency(20, 2)).toBe(5);
+    expect(lowLaneConcurrency(3, 2)).toBe(2);
+    expect(lowLaneConcurrency(4, 1)).toBe(1);
+    expect(lowLaneConcurrency(1, 1)).toBe(1);
+    expect(lowLaneConcurrency(2, 2)).toBe(2);
+    expect(lowLaneConcurrency(1000, 2)).toBe(250);
+    expect(lowLaneConcurrency(20, 2, 7)).toBe(7);
+    // An uncapped pool (the default one in AWS, unless configured) still caps its low lane.
+    expect(lowLaneConcurrency(undefined, 2)).toBe(UNCAPPED_POOL_LOW_LANE_CONCURRENCY);
+  });
+
+  it('is refused outside the minimum and the pool\'s own concurrency', () => {
+    const pool = { name: 'a', jobTypes: ['x'], maxConcurrency: 4, timeoutSeconds: 60 };
+    expect(() => validatePools([{ ...pool, lowMaxConcurrency: 5 }], { minConcurrency: 2 })).toThrow(/lowMaxConcurrency must be a whole number from 2 to its maxConcurrency \(4\)/);
+    expect(() => validatePools([{ ...pool, lowMaxConcurrency: 1 }], { minConcurrency: 2 })).toThrow(/lowMaxConcurrency/);
+    expect(() => validatePools([{ ...pool, lowMaxConcurrency: 1.5 }], { minConcurrency: 1 })).toThrow(/lowMaxConcurrency/);
+    expect(() => validatePools([{ ...pool, lowMaxConcurrency: 4 }], { minConcurrency: 2 })).not.toThrow();
   });
 });
