@@ -7,6 +7,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -14,6 +15,7 @@ export default defineConfig({
           name: 'cdk',
           include: ['test/cdk/**/*.test.ts'],
           testTimeout: 60_000,
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -21,10 +23,23 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
+          // Records each function's AWS requests for the grants project.
+          setupFiles: ['test/integration/support/access-log-setup.ts'],
+          sequence: { groupOrder: 0 },
           // The run-by-run INFO lines are for operators; tests keep warnings and errors.
           env: { POWERTOOLS_LOG_LEVEL: 'WARN' },
           testTimeout: 60_000,
           hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          // Checks the integration files' recorded requests against the stack's grants, so it runs
+          // after them.
+          name: 'grants',
+          include: ['test/grants/**/*.test.ts'],
+          testTimeout: 60_000,
+          sequence: { groupOrder: 1 },
         },
       },
     ],

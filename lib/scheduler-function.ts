@@ -25,7 +25,8 @@ export interface SchedulerFunctionProps {
   readonly logRetentionDays: number;
 }
 
-export type DynamoAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
+/** `Query` queries the table itself, `QueryIndexes` its secondary indexes (dynamodb:Query on `<table>/index/*`). */
+export type DynamoAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'QueryIndexes' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
 export type SqsAction = 'SendMessage' | 'GetQueueAttributes';
 
 export class SchedulerFunction extends Construct {
@@ -69,14 +70,13 @@ export class SchedulerFunction extends Construct {
     });
   }
 
-  /** Grants exactly `actions` on the table and its indexes. */
+  /** Grants exactly `actions` on the table, and Query on its indexes with `QueryIndexes`. */
   grantTable(table: ITableV2, actions: readonly DynamoAction[]): void {
-    this.fn.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: actions.map((action) => `dynamodb:${action}`),
-        resources: [table.tableArn, `${table.tableArn}/index/*`],
-      }),
-    );
+    const onTable = actions.filter((action) => action !== 'QueryIndexes');
+    if (onTable.length > 0) this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: onTable.map((action) => `dynamodb:${action}`), resources: [table.tableArn] }));
+    if (actions.includes('QueryIndexes')) {
+      this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${table.tableArn}/index/*`] }));
+    }
   }
 
   grantQueue(queue: IQueue, actions: readonly SqsAction[]): void {

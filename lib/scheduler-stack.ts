@@ -104,9 +104,10 @@ export class SchedulerStack extends Stack {
     });
     // PutItem/DeleteItem on jobs: create, CAS replace, and releasing a deleted job's name;
     // UpdateItem: the tenant's active-jobs and creates-per-second counters.
-    this.api.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
+    // Query on jobs: API keys, roll-ups and the worker registry (the table); listings (an index).
+    this.api.grantTable(jobsTable, ['GetItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
     // BatchGetItem on runs: the health endpoint checks the runs workers report in flight.
-    this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem']);
+    this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
     // SendMessage: a new run goes to its pool's lane; GetQueueAttributes: the health report's depths.
     for (const lane of lanes) this.api.grantQueue(lane, ['SendMessage', 'GetQueueAttributes']);
     for (const pool of pools) this.api.grantQueue(pool.dlq, ['GetQueueAttributes']);
@@ -168,8 +169,9 @@ export class SchedulerStack extends Stack {
       timeout: Duration.seconds(50),
     });
     // BatchGetItem on runs: the priority (the lane) of the runs it releases or redelivers.
-    this.ticker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem']);
-    this.ticker.grantTable(jobsTable, ['GetItem', 'Query', 'PutItem', 'UpdateItem']);
+    // QueryIndexes: the time index (runs) and overdue recurring jobs (jobs).
+    this.ticker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
+    this.ticker.grantTable(jobsTable, ['GetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
     for (const lane of lanes) this.ticker.grantQueue(lane, ['SendMessage']);
     new Schedule(this, 'TickerSchedule', {
       description: 'Drives the job scheduler ticker once a minute',

@@ -18,6 +18,7 @@ import { decodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
 import { lowLaneConcurrency, workerConsumer } from '../../lambdas/store/schema';
 import { createTickerHandler } from '../../lambdas/ticker/app';
 import { createWorkerHandler } from '../../lambdas/worker/app';
+import { asFunction } from './function-role';
 
 /** A demo target served by the local runtime itself (not part of the API). */
 export const ECHO_PATH = '/_local/echo';
@@ -255,14 +256,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           response.end(JSON.stringify({ message: 'Unauthorized' }));
           return;
         }
-        const verdict = await authorizer({ headers: { authorization } });
+        const verdict = await asFunction('authorizer', () => authorizer({ headers: { authorization } }));
         if (!verdict.isAuthorized) {
           response.writeHead(403, { 'content-type': 'application/json' });
           response.end(JSON.stringify({ message: 'Forbidden' }));
           return;
         }
         (event.requestContext as { authorizer?: unknown }).authorizer = { lambda: verdict.context };
-        const result = await api(event, lambdaContext('api'));
+        const result = await asFunction('api', () => api(event, lambdaContext('api')));
         response.writeHead(result.statusCode ?? 200, result.headers as Record<string, string> | undefined);
         response.end(result.body ?? '');
       } catch (error) {
@@ -289,10 +290,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     const pool = deps.dispatch.pools.find((candidate) => candidate.name === lane.pool);
     const laneConcurrency = options.workerConcurrency > 0 && lane.pool !== deps.dispatch.defaultPool.name ? (pool?.maxConcurrency ?? options.workerConcurrency) : options.workerConcurrency;
     const concurrency = lane.lane === 'low' && laneConcurrency > 0 ? lowLaneConcurrency(laneConcurrency, 1, pool?.lowMaxConcurrency) : laneConcurrency;
-    return consume(lane.queueUrl, concurrency, pool?.batchSize ?? workerConsumer.batchSize, lane.lane === 'standard' ? FETCHERS : 1);
+    return consume(lane.pool, lane.queueUrl, concurrency, pool?.batchSize ?? workerConsumer.batchSize, lane.lane === 'standard' ? FETCHERS : 1);
   });
 
-  function consume(queueUrl: string, concurrency: number, batchSize: number, fetchers: number) {
+  function consume(poolName: string, queueUrl: string, concurrency: number, batchSize: number, fetchers: number) {
     const queueArn = `arn:aws:sqs:local:000000000000:${queueUrl.split('/').pop() ?? 'dispatch'}`;
     const delivery = new FairBuffer(options.fairBufferSize ?? DEFAULT_FAIR_BUFFER);
     const returnToQueue = async (messages: Message[]): Promise<void> => {
@@ -346,7 +347,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         const event: SQSEvent = { Records: messages.map((message) => toSqsRecord(message, queueArn)) };
         let failed: Set<string>;
         try {
-          const response = await worker(event, lambdaContext('worker'));
+          const response = await asFunction(`worker:${poolName}`, () => worker(event, lambdaContext('worker')));
           failed = new Set((response?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier));
         } catch (error) {
           console.error('local poller: worker invocation failed; the whole batch will be retried', error);
@@ -379,7 +380,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     if (ticking) return ticking;
     ticking = (async () => {
       try {
-        await ticker({ scheduledTime: new Date().toISOString() }, lambdaContext('ticker'));
+        await asFunction('ticker', () => ticker({ scheduledTime: new Date().toISOString() }, lambdaContext('ticker')));
       } catch (error) {
         console.error('local ticker: tick failed', error);
       } finally {

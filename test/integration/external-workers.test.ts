@@ -12,15 +12,13 @@ import { LeaseLostError, RunCancelledError, WorkerClient } from '../../clients/w
 import type { ExportCheckpoint, ExportPayload } from '../../examples/external-worker';
 import { processExport } from '../../examples/external-worker';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
-import { executeRun } from '../../lambdas/app/execute-run';
-import { tick } from '../../lambdas/app/tick';
 import type { Delivery } from '../../lambdas/domain/delivery';
 import { fencingTokenOf } from '../../lambdas/domain/delivery';
 import type { Run } from '../../lambdas/domain/run';
 import { isTerminal } from '../../lambdas/domain/run';
 import { LEASE_CHECK_SLACK_MS } from '../../lambdas/store/runs-repository';
 import type { Scheduler } from './harness';
-import { eventually, startScheduler } from './harness';
+import { eventually, executeRun, startScheduler, tick } from './harness';
 
 type RunBody = Record<string, any>;
 

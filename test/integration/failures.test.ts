@@ -3,11 +3,10 @@
 // a run in each state, and poison messages that reach the DLQ and are moved back.
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tick } from '../../lambdas/app/tick';
 import { runKey } from '../../lambdas/store/keys';
 import { redriveMessages } from '../../scripts/ops/redrive';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, jobBody, peekQueue, startScheduler, startTarget } from './harness';
+import { eventually, jobBody, peekQueue, startScheduler, startTarget, tick } from './harness';
 
 type RunBody = Record<string, any>;
 

@@ -2,6 +2,7 @@
 // started (and installed if needed) by the same code `npm run dev` uses.
 import type { TestProject } from 'vitest/node';
 import { ensureEmulator } from '../../scripts/local/emulator';
+import { clearAccessLog } from '../support/access-log';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -10,6 +11,8 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<void> {
+  // A fresh log of the functions' requests for this run's grants check.
+  clearAccessLog();
   const emulator = await ensureEmulator();
   project.provide('awsEndpoint', emulator.endpoint);
 }

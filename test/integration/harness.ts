@@ -21,6 +21,10 @@ import { emulatorEnvironment } from '../../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../../scripts/local/resources';
 import type { LocalRuntime } from '../../scripts/local/runtime';
 import { startLocalRuntime } from '../../scripts/local/runtime';
+import { asFunction } from '../../scripts/local/function-role';
+import { executeRun as executeRunUseCase } from '../../lambdas/app/execute-run';
+import { tick as tickUseCase } from '../../lambdas/app/tick';
+import { recordAccesses } from '../support/access-log';
 
 let clients: AwsClients | undefined;
 
@@ -28,6 +32,7 @@ export function awsClients(): AwsClients {
   if (!clients) {
     Object.assign(process.env, emulatorEnvironment(inject('awsEndpoint')));
     clients = createAwsClients();
+    recordAccesses(clients);
   }
   return clients;
 }
@@ -88,6 +93,7 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
   if (options.requestCounter) {
     handlerClients = createAwsClients();
     options.requestCounter.attach(handlerClients);
+    recordAccesses(handlerClients);
   }
   if (options.lambdaEndpoint) handlerClients = { ...handlerClients, targets: createTargetClients(options.lambdaEndpoint) };
   const deps = createDeps(config, handlerClients, {
@@ -281,4 +287,17 @@ export function jobBody(targetUrl: string, overrides: Record<string, unknown> = 
     payload: { hello: 'world' },
     ...overrides,
   };
+}
+
+/**
+ * The ticker's use case, run as the ticker function: tests that drive it directly keep its AWS
+ * requests attributed, so the grants check (test/grants) sees them as it sees the runtime's ticks.
+ */
+export function tick(...args: Parameters<typeof tickUseCase>): ReturnType<typeof tickUseCase> {
+  return asFunction('ticker', () => tickUseCase(...args));
+}
+
+/** The worker's use case for one run, run as the default pool's worker function (see `tick`). */
+export function executeRun(...args: Parameters<typeof executeRunUseCase>): ReturnType<typeof executeRunUseCase> {
+  return asFunction('worker:default', () => executeRunUseCase(...args));
 }

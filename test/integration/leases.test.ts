@@ -1,10 +1,9 @@
 // Leases under contention, against the emulator: two workers racing for one run, a duplicate
 // message, a message for no run, a worker that dies holding a lease, and the fencing of late writes.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { executeRun } from '../../lambdas/app/execute-run';
 import { logger } from '../../lambdas/core/logger';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, jobBody, startScheduler, startTarget } from './harness';
+import { eventually, executeRun, jobBody, startScheduler, startTarget } from './harness';
 
 describe('leases', () => {
   let scheduler: Scheduler;

@@ -33,6 +33,8 @@ describe('worker pools and priorities', () => {
       }
       if (call.path.startsWith('/hook/slow')) await new Promise((resolve) => setTimeout(resolve, SLOW_CALL_MS));
       if (running) running.now -= 1;
+      // Flaky targets fail their first call.
+      if (call.path.startsWith('/hook/flaky') && calls(call.path).length === 1) return { status: 503 };
       return { status: 200 };
     });
   });
@@ -106,6 +108,28 @@ describe('worker pools and priorities', () => {
       (response) => response.body.items?.[0]?.status === 'SUCCEEDED',
     );
     expect(runs.body.items[0]).toMatchObject({ jobType: 'bulk', priority: 'normal' });
+  });
+
+  it('runs high and low jobs of the default pool from its own lanes, their retries too', async () => {
+    const jobs = await Promise.all(
+      (['high', 'low'] as const).map((priority) =>
+        create('billing', `flaky/${priority}`, { priority, retryPolicy: { maxAttempts: 2, initialDelaySeconds: 0, maxDelaySeconds: 0 } }),
+      ),
+    );
+    for (const job of jobs) {
+      const runs = await eventually(
+        () => scheduler.api('GET', `/v1/jobs/${job.jobId}/runs`),
+        (response) => response.body.items?.length === 2 && response.body.items[0].status === 'SUCCEEDED',
+        30_000,
+      );
+      // The failed first attempt and its retry, both in the job's lane.
+      expect(runs.body.items.map((run: { attempt: number; status: string }) => [run.attempt, run.status])).toEqual([
+        [2, 'SUCCEEDED'],
+        [1, 'FAILED'],
+      ]);
+    }
+    const lanes = (await scheduler.api('GET', '/v1/health')).body.queues.pools.default;
+    for (const lane of ['standard', 'high', 'low']) expect(lanes[lane], lane).toMatchObject({ visible: 0, inFlight: 0, delayed: 0 });
   });
 
   it('refuses a job whose timeout does not fit in its pool\'s worker, on create and on PATCH', async () => {

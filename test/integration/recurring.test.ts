@@ -1,10 +1,8 @@
 // Recurring jobs, control operations and policies, against the emulator. Workers are driven
 // directly with their own clocks, so a chain of minute-by-minute occurrences runs in moments.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeRun } from '../../lambdas/app/execute-run';
-import { tick } from '../../lambdas/app/tick';
 import type { Scheduler, TargetServer } from './harness';
-import { jobBody, startScheduler, startTarget } from './harness';
+import { executeRun, jobBody, startScheduler, startTarget, tick } from './harness';
 
 const MINUTE = 60_000;
 

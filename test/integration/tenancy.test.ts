@@ -182,6 +182,35 @@ describe('the in-flight limit', () => {
   });
 });
 
+describe('a slot its run never gave back', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 2, tenantLimits: { maxInFlightRuns: 1 } });
+    target = await startTarget(() => ({ status: 200 }));
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('is taken over by the next run once the worker sees, in the run items, that its run has ended', async () => {
+    const first = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'ends' }));
+    const firstRun = first.body.job.nextRunId as string;
+    await eventually(async () => (await scheduler.api('GET', `/v1/runs/${firstRun}`)).body.status as string, (status) => status === 'SUCCEEDED');
+    // Its worker died between recording the outcome and giving the slot back: the slot is still held,
+    // since long enough for the holder to be checked.
+    const anyLiveness = () => Promise.resolve(new Map<string, { running: boolean; leaseExpiresAt: number | null }>());
+    expect(await scheduler.deps.inFlight.acquire(scheduler.tenantId, firstRun, 1, Date.now() - 120_000, anyLiveness)).toBe(0);
+
+    const second = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'next' }));
+    const secondRun = second.body.job.nextRunId as string;
+    await eventually(async () => (await scheduler.api('GET', `/v1/runs/${secondRun}`)).body.status as string, (status) => status === 'SUCCEEDED');
+    expect(await scheduler.deps.inFlight.holders(scheduler.tenantId)).toEqual([]);
+  });
+});
+
 describe('in-flight slots under contention', () => {
   let scheduler: Scheduler;
   beforeAll(async () => {

@@ -2,10 +2,8 @@
 // their remaining delay; a queued run whose message was lost is sent again; two tickers at once
 // release each run once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeRun } from '../../lambdas/app/execute-run';
-import { tick } from '../../lambdas/app/tick';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, jobBody, startScheduler, startTarget } from './harness';
+import { eventually, executeRun, jobBody, startScheduler, startTarget, tick } from './harness';
 
 describe('the ticker', () => {
   let target: TargetServer;
