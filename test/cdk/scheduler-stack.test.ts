@@ -180,6 +180,31 @@ describe('least privilege', () => {
     });
   });
 
+  it('gives the worker and the ticker no action beyond their tables, queues and logs when the deployment allows no AWS target', () => {
+    for (const description of ['Job scheduler worker', 'Job scheduler ticker']) {
+      const grants = grantsOf(functionId(description));
+      expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs):/.test(action)).sort(), description).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
+      // Logs only to the function's own log group.
+      const logGroups = [...(grants.get('logs:PutLogEvents') ?? [])];
+      expect(logGroups, description).toHaveLength(1);
+      expect(resources[logGroups[0]!]!.Type).toBe('AWS::Logs::LogGroup');
+    }
+  });
+
+  it('lets EventBridge Scheduler invoke the ticker, and nothing else', () => {
+    const schedule = Object.values(resources).find((r) => r.Type === 'AWS::Scheduler::Schedule')!;
+    const roleId = schedule.Properties.Target.RoleArn['Fn::GetAtt'][0] as string;
+    const statements = Object.values(resources)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleId))
+      .flatMap((r) => r.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]);
+    expect(statements.flatMap((statement) => [statement.Action].flat())).toEqual(['lambda:InvokeFunction']);
+    const ticker = functionId('Job scheduler ticker');
+    // The ticker and its versions (`<arn>:*`), each resource naming the ticker function.
+    const resourcesOf = statements.flatMap((statement) => [statement.Resource].flat());
+    expect(resourcesOf).toHaveLength(2);
+    for (const entry of resourcesOf) expect(JSON.stringify(entry)).toContain(`{"Fn::GetAtt":["${ticker}","Arn"]}`);
+  });
+
   it('lets the authorizer read API keys and tenants, and nothing more', () => {
     const jobs = tableId('"AttributeName":"tenantSort"');
     const grants = grantsOf(functionId('Job scheduler API authorizer'));
