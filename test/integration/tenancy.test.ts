@@ -2,6 +2,7 @@
 // (429 with Retry-After, nothing written), active-jobs accounting as jobs end, and the in-flight
 // limit: runs of a tenant at its limit wait and all run, never more at once than the limit.
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -179,6 +180,51 @@ describe('the in-flight limit', () => {
     const deferred = scheduler.metricLines.map((line) => JSON.parse(line) as Record<string, unknown>).flatMap((doc) => [doc.RunsDeferred ?? []].flat() as number[]);
     expect(deferred.length).toBeGreaterThan(0);
     expect(await scheduler.deps.inFlight.holders(scheduler.tenantId)).toEqual([]);
+  });
+});
+
+describe('fair dispatch across tenants', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  const BACKLOG = 120;
+
+  beforeAll(async () => {
+    // No workers yet: the noisy tenant's whole backlog is queued before the quiet tenant's run.
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+    target = await startTarget(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('starts a quiet tenant\'s run before most of a noisy tenant\'s backlog queued ahead of it', async () => {
+    const noisyKey = `key_${randomBytes(18).toString('base64url')}`;
+    const noisy = `noisy-${scheduler.prefix}`;
+    await scheduler.deps.apiKeys.issue(noisyKey, noisy, Date.now());
+    // No in-flight limit to speak of: only the queue's delivery order keeps the quiet run from
+    // waiting behind all of it (with in-order delivery it would start after every noisy run).
+    const at = new Date().toISOString();
+    await scheduler.deps.tenants.create({ tenantId: noisy, name: noisy, limits: { ...scheduler.config.tenantDefaults, maxActiveJobs: null, createsPerSecond: null, maxInFlightRuns: 1000 }, createdAt: at, updatedAt: at });
+    for (let i = 0; i < BACKLOG; i += 20) {
+      const batch = await Promise.all(
+        Array.from({ length: 20 }, (_, k) => scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/noisy/${i + k}`, { name: `noisy-${i + k}` }), { authorization: `Bearer ${noisyKey}` })),
+      );
+      expect(batch.every((response) => response.status === 201)).toBe(true);
+    }
+    const quiet = await scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/quiet`, { name: 'quiet' }));
+    expect(quiet.status).toBe(201);
+
+    await scheduler.startWorkers(2);
+    await eventually(() => Promise.resolve(target.calls.filter((call) => call.path === '/hook/quiet').length), (n) => n === 1, 30_000);
+    const noisyBefore = target.calls.findIndex((call) => call.path === '/hook/quiet');
+    // What was in flight when its message came (two pollers' batches of 10, and the runtime's
+    // small fetch-ahead), not the backlog: it is taken on the next receive.
+    expect(noisyBefore).toBeLessThan(BACKLOG / 2);
+    await eventually(() => Promise.resolve(target.calls.length), (n) => n === BACKLOG + 1, 60_000);
   });
 });
 
