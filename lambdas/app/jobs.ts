@@ -72,6 +72,9 @@ export async function createJob(
   if (result.kind === 'rate-limited') {
     throw new TooManyRequestsError(`Over this tenant's limit of ${limits.createsPerSecond} job creates per second`, result.retryAfterMs / 1000);
   }
+  if (result.kind === 'conflicted') {
+    throw new TooManyRequestsError('Concurrent creates of this tenant conflicted and this one was not written; try again', result.retryAfterMs / 1000);
+  }
   if (result.kind === 'too-many-active-jobs') {
     // Waiting helps only once jobs complete or are deleted: a minute is a fair first guess.
     throw new TooManyRequestsError(`This tenant has ${limits.maxActiveJobs} active or paused jobs, its limit; delete or complete some first`, 60);

@@ -4,6 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../lambdas/core/logger';
 import type { HostResolver } from '../../lambdas/targets/egress';
@@ -154,6 +155,44 @@ describe('idempotent create under concurrent retries', () => {
     const later = await scheduler.api('POST', '/v1/jobs', { ...body, timeoutSeconds: 60 }, { 'idempotency-key': key });
     expect(later.status).toBe(409);
     expect(later.body.errors.map((e: { path: string }) => e.path)).toEqual(['headers.Idempotency-Key']);
+  });
+
+  it('answers 429 with Retry-After, not 500, when DynamoDB keeps cancelling a create with TransactionConflict, and writes nothing', async () => {
+    // moto serialises transactions and never answers so; real DynamoDB does when one tenant's
+    // creates keep meeting on its usage and rate items. A stand-in answers every transaction so.
+    const stack = scheduler.clients.dynamo.middlewareStack as unknown as {
+      add(middleware: (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => (args: unknown) => Promise<unknown>, options: { step: 'initialize'; name: string }): void;
+      remove(name: string): boolean;
+    };
+    let transactions = 0;
+    stack.add(
+      (next, context) => (args) => {
+        if (!context.commandName?.startsWith('TransactWrite')) return next(args);
+        transactions++;
+        return Promise.reject(new TransactionCanceledException({ message: 'Transaction cancelled', $metadata: {}, CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict' }] }));
+      },
+      { step: 'initialize', name: 'transaction-conflict-stand-in' },
+    );
+    const before = await scheduler.countJobAndRunItems();
+    const started = Date.now();
+    let response: Response;
+    try {
+      response = await fetch(`${scheduler.runtime.url}/v1/jobs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(jobBody('https://example.com/hook', { name: 'conflicted', schedule: { kind: 'delay', seconds: 3600 } })),
+      });
+    } finally {
+      stack.remove('transaction-conflict-stand-in');
+    }
+    expect(response.status).toBe(429);
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(response.headers.get('content-type')).toContain('application/problem+json');
+    expect(await response.json()).toMatchObject({ status: 429, title: 'Too many requests', detail: expect.stringMatching(/conflicted/) });
+    expect(transactions).toBeGreaterThan(4);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+    expect((await scheduler.api('GET', '/v1/jobs?limit=100')).body.items.map((job: { name: string }) => job.name)).not.toContain('conflicted');
   });
 });
 
