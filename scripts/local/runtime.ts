@@ -230,7 +230,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const ticker = createTickerHandler(options.workerDeps ?? deps);
   let stopping = false;
 
-  const server: Server = createServer((request: IncomingMessage, response: ServerResponse) => {
+  // As API Gateway HTTP APIs: at most 10,240 bytes of request line and headers (Node answers 431).
+  const server: Server = createServer({ maxHeaderSize: 10_240 }, (request: IncomingMessage, response: ServerResponse) => {
     void (async () => {
       try {
         const body = await readBody(request);

@@ -196,6 +196,32 @@ describe('idempotent create under concurrent retries', () => {
   });
 });
 
+describe('request headers at the edge', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(async () => scheduler.stop());
+
+  const createWithPadding = (name: string, paddingBytes: number) =>
+    fetch(`${scheduler.runtime.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json', 'x-padding': 'p'.repeat(paddingBytes) },
+      body: JSON.stringify(jobBody('https://example.com/hook', { name, schedule: { kind: 'delay', seconds: 3600 } })),
+    });
+
+  it('refuses a request whose headers pass API Gateway’s 10,240 bytes with a 431, and writes nothing; 9 KB still work', async () => {
+    const before = await scheduler.countJobAndRunItems();
+    const refused = await createWithPadding('too-much-header', 11 * 1024);
+    expect(refused.status).toBe(431);
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+
+    const accepted = await createWithPadding('enough-header', 9 * 1024);
+    expect(accepted.status).toBe(201);
+    expect((await scheduler.api('GET', '/v1/jobs?limit=100')).body.items.map((job: { name: string }) => job.name)).toEqual(['enough-header']);
+  });
+});
+
 describe('tenant isolation', () => {
   let scheduler: Scheduler;
   let target: Awaited<ReturnType<typeof startTarget>>;
