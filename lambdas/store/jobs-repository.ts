@@ -179,7 +179,8 @@ export class JobsRepository {
     };
   }
 
-  private async findIdempotencyRecord(tenantId: string, key: string): Promise<{ jobId: string; requestHash: string } | null> {
+  /** The job a create under this Idempotency-Key made, and the hash of its body; null when none did. */
+  async findIdempotencyRecord(tenantId: string, key: string): Promise<{ jobId: string; requestHash: string } | null> {
     const { Item: item } = await this.dynamo.send(
       new GetCommand({ TableName: this.jobsTable, Key: idempotencyKey(tenantId, key), ConsistentRead: true }),
     );

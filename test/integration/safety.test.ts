@@ -196,6 +196,45 @@ describe('idempotent create under concurrent retries', () => {
   });
 });
 
+describe('idempotent create replayed after its time has passed', () => {
+  let now = Date.parse('2030-01-01T12:00:00.000Z');
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, clock: () => now });
+  });
+  afterAll(async () => scheduler.stop());
+
+  const create = async (body: unknown, key: string) => {
+    const response = await fetch(`${scheduler.runtime.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, replayed: response.headers.get('idempotent-replayed'), body: (await response.json()) as { job?: { jobId: string }; errors?: { path: string }[] } };
+  };
+
+  it('answers a retry of an `at` job created before its time with the first result, though its time is now past', async () => {
+    const body = jobBody('https://example.com/hook', { name: 'at-retry', schedule: { kind: 'at', at: new Date(now + 30_000).toISOString() } });
+    const key = `at-${randomUUID()}`;
+    const first = await create(body, key);
+    expect(first.status).toBe(201);
+    const after = await scheduler.countJobAndRunItems();
+
+    // The client's retry comes three minutes later: the `at` is now more than a minute past.
+    now += 3 * 60_000;
+    const retry = await create(body, key);
+    expect(retry).toMatchObject({ status: 201, replayed: 'true', body: { job: { jobId: first.body.job?.jobId } } });
+    expect(await scheduler.countJobAndRunItems()).toEqual(after);
+
+    // Without the key's record, the same body is refused on its time, as before.
+    const fresh = await create(body, `at-${randomUUID()}`);
+    expect(fresh.status).toBe(400);
+    expect(fresh.body.errors?.map((error) => error.path)).toEqual(['schedule.at']);
+    // And another body under the used key is still a conflict.
+    expect((await create({ ...body, priority: 'high' }, key)).status).toBe(409);
+  });
+});
+
 describe('request headers at the edge', () => {
   let scheduler: Scheduler;
   beforeAll(async () => {
