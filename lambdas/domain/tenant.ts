@@ -1,5 +1,6 @@
 // A tenant's limits. Every tenant has them: the deployment's defaults, overridden per tenant by the
-// admin command. `null` means no limit.
+// admin command, resolved when they are used (so a changed default reaches every tenant that did
+// not set that limit). `null` means no limit.
 import { z } from 'zod';
 
 export interface TenantLimits {
@@ -32,7 +33,12 @@ export const tenantIdSchema = z
 export interface Tenant {
   readonly tenantId: string;
   readonly name: string;
-  readonly limits: TenantLimits;
+  /**
+   * The limits set for this tenant, and only those: every other one is the deployment's default at
+   * the time of use (`effectiveLimits`). Tenants created before this hold a full set, which applies
+   * as it is.
+   */
+  readonly limits: Partial<TenantLimits>;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
