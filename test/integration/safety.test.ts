@@ -5,10 +5,11 @@ import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { logger } from '../../lambdas/core/logger';
 import type { HostResolver } from '../../lambdas/targets/egress';
 import { systemResolver } from '../../lambdas/targets/egress';
+import { ECHO_PATH } from '../../scripts/local/runtime';
 import type { Scheduler } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -378,7 +379,7 @@ describe('logs', () => {
     await target.stop();
   });
 
-  it('never carry a payload or an API key, at INFO level, through create, run, trigger and failures', async () => {
+  it('never carry a payload or an API key, at INFO level, through create, run, trigger, failures and the local echo target', async () => {
     const marker = `marker-${randomUUID()}`;
     const lines: string[] = [];
     const write = process.stdout.write.bind(process.stdout);
@@ -389,6 +390,11 @@ describe('logs', () => {
     logger.setLogLevel('INFO');
     process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => (capture(chunk), write(chunk, ...rest)));
     process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => (capture(chunk), writeErr(chunk, ...rest)));
+    // The local runtime's own lines (the echo target's among them) go through console, which the
+    // test runner takes over: capture it too.
+    const consoles = (['log', 'info', 'warn', 'error'] as const).map((method) =>
+      vi.spyOn(console, method).mockImplementation((...args: unknown[]) => capture(`${args.map(String).join(' ')}\n`)),
+    );
     try {
       const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { payload: { secret: marker } }), { 'idempotency-key': `log-${marker}` });
       expect(created.status).toBe(201);
@@ -402,16 +408,23 @@ describe('logs', () => {
       await scheduler.api('POST', '/v1/jobs', { ...jobBody(target.url), payload: { secret: marker }, colour: marker });
       await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: created.body.job.name, payload: { secret: marker } }));
       expect(target.calls.map((call) => call.body)).toEqual([JSON.stringify({ secret: marker }), JSON.stringify({ override: marker })]);
+      // The local runtime's echo target receives the payload too.
+      const echoed = await scheduler.api('POST', '/v1/jobs', jobBody(`${scheduler.runtime.url}${ECHO_PATH}`, { payload: { secret: marker } }));
+      expect(echoed.status).toBe(201);
+      await eventually(async () => (await scheduler.api('GET', `/v1/runs/${echoed.body.job.nextRunId}`)).body.status as string, (s) => s === 'SUCCEEDED');
     } finally {
       process.stdout.write = write;
       process.stderr.write = writeErr;
+      for (const spy of consoles) spy.mockRestore();
       logger.setLogLevel('WARN');
     }
     const output = lines.join('');
     // The capture saw the scheduler's INFO lines, so an absence below means something.
     expect(output).toContain('"message":"job created"');
     expect(output).toContain('"message":"run finished"');
+    expect(output).toContain('echo target: POST run');
     expect(output).not.toContain(marker);
     expect(output).not.toContain(scheduler.apiKey);
+    expect(output).toMatch(/echo target: POST run \S+ attempt 1 body \d+ bytes of application\/json/);
   });
 });
