@@ -6,7 +6,11 @@ import { z } from 'zod';
 export interface TenantLimits {
   /** Jobs that are ACTIVE or PAUSED at once. */
   readonly maxActiveJobs: number | null;
-  /** Runs leased at once; more wait in the queue (deferred, never dropped). */
+  /**
+   * Runs Lambda workers hold at once, each from just before its lease until its outcome is recorded;
+   * more wait in the queue (deferred, never dropped). An external job's run counts only while it is
+   * offered, not while an external worker holds it (decision 0062).
+   */
   readonly maxInFlightRuns: number | null;
   /** Job creates per second (a one-second window). */
   readonly createsPerSecond: number | null;
