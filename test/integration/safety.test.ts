@@ -1,5 +1,6 @@
 // Tenancy and safety (issue 6): targets the deployment refuses to call, idempotent creates under
-// concurrent retries, isolation between tenants on every route, and logs free of payloads and keys.
+// concurrent retries (and after their time), creates DynamoDB keeps cancelling, the edge's header
+// limit, isolation between tenants on every route, and logs free of payloads and keys.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
