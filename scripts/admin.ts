@@ -2,7 +2,7 @@
 // commands). Local emulator by default; `--jobs-table <name>` for a deployment.
 import { parseArgs } from 'node:util';
 import { readConfig } from '../lambdas/core/config';
-import { DEFAULT_TENANT_LIMITS } from '../lambdas/domain/tenant';
+import type { TenantLimits } from '../lambdas/domain/tenant';
 import { ApiKeysRepository } from '../lambdas/store/api-keys-repository';
 import { createAwsClients } from '../lambdas/store/aws';
 import { TenantsRepository } from '../lambdas/store/tenants-repository';
@@ -14,12 +14,15 @@ import { AdminUsageError, runAdmin } from './ops/admin';
 const argv = process.argv.slice(2);
 const { values } = parseArgs({ args: argv, strict: false, allowPositionals: true });
 let jobsTable = typeof values['jobs-table'] === 'string' ? values['jobs-table'] : undefined;
-let defaults = DEFAULT_TENANT_LIMITS;
+// The deployment's tenant defaults, only to show the limits in force: unknown (null) against a
+// deployment unless TENANT_DEFAULT_LIMITS says what it was deployed with.
+let defaults: TenantLimits | null = null;
 if (!jobsTable) {
   const emulator = await ensureEmulator();
   Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
   const config = await createLocalResources(createAwsClients(), process.env.LOCAL_PREFIX ?? 'scheduler', {}, {}, localPoolsFromEnv());
   jobsTable = config.jobsTable;
+  defaults = config.tenantDefaults;
 } else if (process.env.TENANT_DEFAULT_LIMITS) {
   defaults = readConfig({ ...process.env, JOBS_TABLE: jobsTable, RUNS_TABLE: '-', DISPATCH_QUEUE_URL: '-', DISPATCH_DLQ_URL: '-' }).tenantDefaults;
 }

@@ -42,6 +42,15 @@ export async function createJob(
 ): Promise<CreateJobResult> {
   const spec = parseOrThrow(jobSpecSchema, body, 'Invalid job');
   const now = deps.clock();
+  const idempotency = idempotencyKey
+    ? { key: idempotencyKey, requestHash: hashRequest(body), expiresAtEpoch: Math.floor(now / 1000) + IDEMPOTENCY_TTL_SECONDS }
+    : undefined;
+  // A retry answers with the first result (API.md) even where the checks below, which depend on
+  // the clock and the deployment, would now refuse the request: an `at` a minute past, say.
+  if (idempotency) {
+    const previous = await deps.jobs.findIdempotencyRecord(tenantId, idempotency.key);
+    if (previous) return replayOf(deps, tenantId, previous, idempotency.requestHash);
+  }
   validateSchedule(spec.schedule, now);
   checkTarget(deps, spec.target);
   checkPoolTimeout(deps, spec);
@@ -65,12 +74,12 @@ export async function createJob(
   const plan = first === null ? null : planRun(deps.config, draft, { scheduledFor: first, attempt: 1, trigger: 'schedule' }, now);
   const job: Job = plan ? { ...draft, nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId } : draft;
 
-  const idempotency = idempotencyKey
-    ? { key: idempotencyKey, requestHash: hashRequest(body), expiresAtEpoch: Math.floor(now / 1000) + IDEMPOTENCY_TTL_SECONDS }
-    : undefined;
   const result = await deps.jobs.insert(job, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs, createsPerSecond: limits.createsPerSecond, now });
   if (result.kind === 'rate-limited') {
     throw new TooManyRequestsError(`Over this tenant's limit of ${limits.createsPerSecond} job creates per second`, result.retryAfterMs / 1000);
+  }
+  if (result.kind === 'conflicted') {
+    throw new TooManyRequestsError('Concurrent creates of this tenant conflicted and this one was not written; try again', result.retryAfterMs / 1000);
   }
   if (result.kind === 'too-many-active-jobs') {
     // Waiting helps only once jobs complete or are deleted: a minute is a fair first guess.
@@ -79,16 +88,8 @@ export async function createJob(
   if (result.kind === 'name-taken') {
     throw new ConflictError(`A job named "${spec.name}" already exists`, [{ path: 'name', message: 'is already used by another job' }]);
   }
-  if (result.kind === 'idempotent-replay') {
-    if (result.requestHash !== idempotency?.requestHash) {
-      throw new ConflictError('This Idempotency-Key was already used with a different request body', [
-        { path: 'headers.Idempotency-Key', message: 'was already used with a different request body' },
-      ]);
-    }
-    const existing = await deps.jobs.get(tenantId, result.jobId);
-    if (!existing) throw new ConflictError('This Idempotency-Key belongs to a job that no longer exists');
-    return { job: viewOf(existing), nextRunAt: existing.nextRunAt, created: false };
-  }
+  // A concurrent request under the same key wrote its record first.
+  if (result.kind === 'idempotent-replay') return replayOf(deps, tenantId, result, idempotency?.requestHash);
 
   if (plan) deps.telemetry.runCreated(plan.run);
   if (plan?.dispatch) {
@@ -108,6 +109,23 @@ export async function createJob(
   }
   logger.info('job created', { jobId, tenantId, jobType: job.type, scheduleKind: job.schedule.kind, nextRunAt: job.nextRunAt });
   return { job: viewOf(job), nextRunAt: job.nextRunAt, created: true };
+}
+
+/** The first result of a create under an Idempotency-Key; another body under the same key is a conflict. */
+async function replayOf(
+  deps: SchedulerDeps,
+  tenantId: string,
+  previous: { readonly jobId: string; readonly requestHash: string },
+  requestHash: string | undefined,
+): Promise<CreateJobResult> {
+  if (previous.requestHash !== requestHash) {
+    throw new ConflictError('This Idempotency-Key was already used with a different request body', [
+      { path: 'headers.Idempotency-Key', message: 'was already used with a different request body' },
+    ]);
+  }
+  const existing = await deps.jobs.get(tenantId, previous.jobId);
+  if (!existing) throw new ConflictError('This Idempotency-Key belongs to a job that no longer exists');
+  return { job: viewOf(existing), nextRunAt: existing.nextRunAt, created: false };
 }
 
 /**

@@ -118,7 +118,7 @@ export interface SchedulerConfig extends Readonly<Tuning> {
   /** Worker pools besides the default one (job type → own queues); see docs/operations.md#pools-and-priorities. */
   readonly pools?: readonly PoolRoute[];
   readonly localMode: boolean;
-  /** Limits of a tenant that has none of its own. */
+  /** Each limit of a tenant that did not set it for itself, resolved when the limit is used. */
   readonly tenantDefaults: TenantLimits;
   /** Targets may be private addresses (see lambdas/targets/address-policy.ts). */
   readonly allowPrivateTargets: boolean;

@@ -13,6 +13,8 @@ export const MAX_EXTERNAL_LEASE_SECONDS = 3600;
 export const MAX_TARGET_HEADER_VALUE_BYTES = 1024;
 /** Names and values of a target's headers together, well under what servers accept (8 KiB). */
 export const MAX_TARGET_HEADER_BYTES = 4096;
+/** Lambda's Invoke accepts a function ARN (with its version or alias) of at most 170 characters. */
+export const MAX_FUNCTION_ARN_LENGTH = 170;
 
 /** Headers the scheduler sets itself; a job may not override them. */
 export const RESERVED_HEADERS = [
@@ -96,7 +98,10 @@ export const httpTargetSchema = z.strictObject({
 export const targetSchema = z.discriminatedUnion('kind', [
   httpTargetSchema,
   z.strictObject({ kind: z.literal('sqs'), queueUrl: z.url().max(2048) }),
-  z.strictObject({ kind: z.literal('lambda'), functionArn: z.string().regex(/^arn:aws[a-z-]*:lambda:/, 'must be a Lambda function ARN') }),
+  z.strictObject({
+    kind: z.literal('lambda'),
+    functionArn: z.string().max(MAX_FUNCTION_ARN_LENGTH).regex(/^arn:aws[a-z-]*:lambda:/, 'must be a Lambda function ARN'),
+  }),
   z.strictObject({
     kind: z.literal('eventbridge'),
     eventBusName: z.string().min(1).max(256),

@@ -48,9 +48,23 @@ export function unqualifiedFunctionArn(arn: string): string {
   return arn.split(':').slice(0, 7).join(':');
 }
 
+/**
+ * Why a queue URL must not be sent to in AWS, or null. The SQS client sends to the queue URL's
+ * origin, signed with the worker's role and carrying its session token: over plain http they would
+ * cross the network in clear, and another port is not SQS's endpoint.
+ */
+export function queueUrlTransportRefusal(queueUrl: string): string | null {
+  if (!URL.canParse(queueUrl)) return 'must be a queue URL';
+  const url = new URL(queueUrl);
+  if (url.protocol !== 'https:') return 'must be an https URL: requests to the queue are signed and carry credentials';
+  // The URL parser drops a default port (:443), so only another one is left here.
+  if (url.port !== '') return 'must not name a port: SQS answers on the https default';
+  return null;
+}
+
 /** The ARN of a queue from its URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`), or null. */
 export function queueArnOfUrl(queueUrl: string): string | null {
-  if (!URL.canParse(queueUrl)) return null;
+  if (queueUrlTransportRefusal(queueUrl) !== null) return null;
   const url = new URL(queueUrl);
   const [account, name, ...rest] = url.pathname.split('/').filter(Boolean);
   if (!account || !name || rest.length > 0) return null;
@@ -69,6 +83,8 @@ export function targetRefusal(target: Target, allowed: TargetAllowlist): { path:
         ? null
         : { path: 'target.functionArn', message: 'is not a function this deployment may invoke (stack property targets.lambdaFunctionArns)' };
     case 'sqs': {
+      const transport = queueUrlTransportRefusal(target.queueUrl);
+      if (transport !== null) return { path: 'target.queueUrl', message: transport };
       const arn = queueArnOfUrl(target.queueUrl);
       return arn !== null && allowed.sqsQueueArns.includes(arn)
         ? null

@@ -1,11 +1,16 @@
 // A tenant's limits. Every tenant has them: the deployment's defaults, overridden per tenant by the
-// admin command. `null` means no limit.
+// admin command, resolved when they are used (so a changed default reaches every tenant that did
+// not set that limit). `null` means no limit.
 import { z } from 'zod';
 
 export interface TenantLimits {
   /** Jobs that are ACTIVE or PAUSED at once. */
   readonly maxActiveJobs: number | null;
-  /** Runs leased at once; more wait in the queue (deferred, never dropped). */
+  /**
+   * Runs Lambda workers hold at once, each from just before its lease until its outcome is recorded;
+   * more wait in the queue (deferred, never dropped). An external job's run counts only while it is
+   * offered, not while an external worker holds it (decision 0062).
+   */
   readonly maxInFlightRuns: number | null;
   /** Job creates per second (a one-second window). */
   readonly createsPerSecond: number | null;
@@ -32,7 +37,12 @@ export const tenantIdSchema = z
 export interface Tenant {
   readonly tenantId: string;
   readonly name: string;
-  readonly limits: TenantLimits;
+  /**
+   * The limits set for this tenant, and only those: every other one is the deployment's default at
+   * the time of use (`effectiveLimits`). Tenants created before this hold a full set, which applies
+   * as it is.
+   */
+  readonly limits: Partial<TenantLimits>;
   readonly createdAt: string;
   readonly updatedAt: string;
 }

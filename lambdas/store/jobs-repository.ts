@@ -32,7 +32,22 @@ export interface CreateGuards {
   readonly now: number;
 }
 
-const MAX_INSERT_ATTEMPTS = 4;
+/**
+ * A create that DynamoDB keeps cancelling with TransactionConflict (one tenant's creates meet on its
+ * usage and rate items; retries of one create meet on its idempotency record) is tried this many
+ * times, waiting a random time under a doubling bound between tries (full jitter, so colliding
+ * creates spread out). The bounds add up to 810 ms: the caller is answered well within a second.
+ */
+const MAX_INSERT_ATTEMPTS = 8;
+const CONFLICT_BACKOFF_BASE_MS = 10;
+const CONFLICT_BACKOFF_CAP_MS = 250;
+/** When a create that still conflicted after every try may come back: its collisions are short-lived. */
+const CONFLICT_RETRY_AFTER_MS = 1000;
+
+/** The bound of the random wait after the given (1-based) conflicting try. */
+function conflictBackoffBoundMs(attempt: number): number {
+  return Math.min(CONFLICT_BACKOFF_CAP_MS, CONFLICT_BACKOFF_BASE_MS * 2 ** (attempt - 1));
+}
 
 export interface IdempotencyRecord {
   readonly key: string;
@@ -47,6 +62,8 @@ export type InsertResult =
   | { readonly kind: 'name-taken' }
   | { readonly kind: 'too-many-active-jobs' }
   | { readonly kind: 'rate-limited'; readonly retryAfterMs: number }
+  /** Cancelled with TransactionConflict on every try; nothing was written. */
+  | { readonly kind: 'conflicted'; readonly retryAfterMs: number }
   | { readonly kind: 'idempotent-replay'; readonly jobId: string; readonly requestHash: string };
 
 export interface JobFilter {
@@ -126,10 +143,13 @@ export class JobsRepository {
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
       const reasons = error.CancellationReasons ?? [];
-      // Concurrent retries of one create collide inside DynamoDB as TransactionConflict; once the
-      // winner has committed, trying again meets its idempotency record and replays it.
-      if (reasons.some((reason) => reason.Code === 'TransactionConflict') && attempt < MAX_INSERT_ATTEMPTS) {
-        await new Promise((resolve) => setTimeout(resolve, 20 * attempt + Math.random() * 30));
+      // Concurrent creates collide inside DynamoDB as TransactionConflict, which evaluates no
+      // condition: tried again, the conditions decide (a retry of one create then meets the
+      // winner's idempotency record and replays it). A cancelled transaction wrote nothing: after the
+      // last try the caller is told to come back (a 429), never answered with a 500 (decision 0043).
+      if (reasons.some((reason) => reason.Code === 'TransactionConflict')) {
+        if (attempt >= MAX_INSERT_ATTEMPTS) return { kind: 'conflicted', retryAfterMs: CONFLICT_RETRY_AFTER_MS };
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * conflictBackoffBoundMs(attempt)));
         return this.insert(job, firstRun, idempotency, guards, attempt + 1);
       }
       const failed = (index: number): boolean => reasons[index]?.Code === 'ConditionalCheckFailed';
@@ -159,7 +179,8 @@ export class JobsRepository {
     };
   }
 
-  private async findIdempotencyRecord(tenantId: string, key: string): Promise<{ jobId: string; requestHash: string } | null> {
+  /** The job a create under this Idempotency-Key made, and the hash of its body; null when none did. */
+  async findIdempotencyRecord(tenantId: string, key: string): Promise<{ jobId: string; requestHash: string } | null> {
     const { Item: item } = await this.dynamo.send(
       new GetCommand({ TableName: this.jobsTable, Key: idempotencyKey(tenantId, key), ConsistentRead: true }),
     );

@@ -3,6 +3,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Tenant, TenantLimits } from '../domain/tenant';
+import { tenantLimitsSchema } from '../domain/tenant';
 import { tenantKey, tenantUsageKey } from './keys';
 
 export interface TenantUsage {
@@ -21,7 +22,7 @@ export class TenantsRepository {
     return {
       tenantId: String(item.tenantId),
       name: String(item.name),
-      limits: item.limits as TenantLimits,
+      limits: tenantLimitsSchema.partial().parse(item.limits ?? {}),
       createdAt: String(item.createdAt),
       updatedAt: String(item.updatedAt),
     };

@@ -4,14 +4,18 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Tenant, TenantLimits } from '../../lambdas/domain/tenant';
-import { tenantIdSchema, tenantLimitsSchema } from '../../lambdas/domain/tenant';
+import { effectiveLimits, tenantIdSchema, tenantLimitsSchema } from '../../lambdas/domain/tenant';
 import type { ApiKeysRepository } from '../../lambdas/store/api-keys-repository';
 import type { TenantsRepository } from '../../lambdas/store/tenants-repository';
 
 export interface AdminContext {
   readonly tenants: TenantsRepository;
   readonly apiKeys: ApiKeysRepository;
-  readonly defaults: TenantLimits;
+  /**
+   * The deployment's tenant defaults, to show the limits in force; null when unknown (a deployment
+   * whose TENANT_DEFAULT_LIMITS the command was not given). Never stored into a tenant.
+   */
+  readonly defaults: TenantLimits | null;
   readonly now: () => number;
 }
 
@@ -19,7 +23,7 @@ export class AdminUsageError extends Error {}
 
 export const ADMIN_USAGE = `Usage: npm run admin -- <command> [options]
   tenant create <tenant-id> [--name <name>] [limits]   create a tenant and issue its first API key
-  tenant show <tenant-id>                              profile, limits in force, usage and keys
+  tenant show <tenant-id>                              profile, its own limits and those in force, usage and keys
   tenant limits <tenant-id> [limits]                   change some of its limits
   key issue <tenant-id>                                issue another API key (printed once)
   key list <tenant-id>                                 its keys (ids, created, revoked)
@@ -65,6 +69,11 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
     }
     return parsed.data;
   };
+  // Its own limits are stored; those in force resolve over the deployment's defaults when used.
+  const limitsOf = (tenant: Tenant) =>
+    ctx.defaults
+      ? { effectiveLimits: effectiveLimits(ctx.defaults, tenant.limits) }
+      : { effectiveLimits: null, limitsNote: 'Limits the tenant has not set are the deployment defaults: set TENANT_DEFAULT_LIMITS as deployed to see those in force.' };
   const existing = async (): Promise<Tenant> => {
     const tenant = await ctx.tenants.get(tenantId());
     if (!tenant) throw new AdminUsageError(`no tenant ${tenantId()}; create it with: tenant create ${tenantId()}`);
@@ -77,7 +86,8 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
       const name = z.string().min(1).max(200).safeParse(values.name ?? tenantId());
       if (!name.success) throw new AdminUsageError('name: 1 to 200 characters');
       const at = new Date(ctx.now()).toISOString();
-      const tenant: Tenant = { tenantId: tenantId(), name: name.data, limits: { ...ctx.defaults, ...own }, createdAt: at, updatedAt: at };
+      // Only what was given: a limit copied from the defaults would no longer follow them.
+      const tenant: Tenant = { tenantId: tenantId(), name: name.data, limits: own, createdAt: at, updatedAt: at };
       if (!(await ctx.tenants.create(tenant))) throw new AdminUsageError(`tenant ${tenant.tenantId} exists already`);
       const apiKey = newApiKey();
       const issuedKeyId = await ctx.apiKeys.issue(apiKey, tenant.tenantId, ctx.now());
@@ -85,13 +95,14 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
     }
     case 'tenant show': {
       const tenant = await existing();
-      return { tenant, usage: await ctx.tenants.usage(tenant.tenantId), keys: await ctx.apiKeys.list(tenant.tenantId) };
+      return { tenant, ...limitsOf(tenant), usage: await ctx.tenants.usage(tenant.tenantId), keys: await ctx.apiKeys.list(tenant.tenantId) };
     }
     case 'tenant limits': {
       await existing();
       const changes = limits();
       if (Object.keys(changes).length === 0) throw new AdminUsageError('give at least one limit to change');
-      return { tenant: await ctx.tenants.setLimits(tenantId(), changes, ctx.now()), note: 'Running functions pick the new limits up within 2 minutes.' };
+      const tenant = await ctx.tenants.setLimits(tenantId(), changes, ctx.now());
+      return { tenant, ...(tenant ? limitsOf(tenant) : {}), note: 'Running functions pick the new limits up within 2 minutes.' };
     }
     case 'key issue': {
       const tenant = await existing();

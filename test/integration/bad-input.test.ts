@@ -57,6 +57,7 @@ describe('bad input', () => {
     ['a target header with CR LF', 'POST', '/v1/jobs', jobBody('https://example.com', { target: { kind: 'http', url: 'https://example.com', headers: { 'X-A': 'a\r\nHost: evil' } } }), {}, ['target.headers.X-A']],
     ['a target header given twice', 'POST', '/v1/jobs', jobBody('https://example.com', { target: { kind: 'http', url: 'https://example.com', headers: { 'X-A': '1', 'x-a': '2' } } }), {}, ['target.headers.x-a']],
     ['credentials in a target URL', 'POST', '/v1/jobs', jobBody('https://user:secret@example.com/'), {}, ['target.url']],
+    ['a Lambda function ARN over 170 characters', 'POST', '/v1/jobs', jobBody('https://example.com', { target: { kind: 'lambda', functionArn: `arn:aws:lambda:us-east-1:123456789012:function:${'f'.repeat(200)}` } }), {}, ['target.functionArn']],
     ['an unknown field in a PATCH', 'PATCH', '/v1/jobs/job_x', { colour: 'blue' }, {}, ['colour']],
     ['an Idempotency-Key with a space', 'POST', '/v1/jobs', jobBody('https://example.com'), { 'idempotency-key': 'a b' }, ['headers.Idempotency-Key']],
     ['an If-Match that is not a version', 'PATCH', '/v1/jobs/job_x', { priority: 'high' }, { 'if-match': 'abc' }, ['headers.If-Match']],

@@ -153,13 +153,18 @@ describe('external workers', () => {
     const otherKey = `key_${randomBytes(18).toString('base64url')}`;
     await scheduler.deps.apiKeys.issue(otherKey, `other-${scheduler.prefix}`, Date.now());
     const other = new WorkerClient({ baseUrl: scheduler.runtime.url, apiKey: otherKey });
-    const { runId } = await externalJob('export-tenant', { items: 1 }, 10);
+    const { jobId, runId } = await externalJob('export-tenant', { items: 1 }, 10);
     await eventually(() => getRun(runId), (run) => run.status === 'QUEUED' && run.startedAt !== null);
     expect(await other.claim({ jobType: 'export-tenant', waitSeconds: 1 })).toBeNull();
     const claim = (await claimOf('export-tenant'))!;
+    const before = await getRun(runId);
     await expect(other.heartbeat(runId, claim.leaseToken)).rejects.toMatchObject({ name: 'WorkerApiError', status: 404 });
     await expect(other.complete(runId, claim.leaseToken)).rejects.toMatchObject({ status: 404 });
-    expect((await getRun(runId)).status).toBe('RUNNING');
+    await expect(other.fail(runId, claim.leaseToken, { code: 'NOT_YOURS', message: 'another tenant', retryable: false })).rejects.toMatchObject({ status: 404 });
+    // Nothing changed: the run is as the claim left it, and no retry was planned.
+    expect(await getRun(runId)).toEqual(before);
+    expect(before.status).toBe('RUNNING');
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}/runs`)).body.items).toHaveLength(1);
     await client.complete(runId, claim.leaseToken);
   });
 });

@@ -1,13 +1,16 @@
 // Tenancy and safety (issue 6): targets the deployment refuses to call, idempotent creates under
-// concurrent retries, isolation between tenants on every route, and logs free of payloads and keys.
+// concurrent retries (and after their time), creates DynamoDB keeps cancelling, the edge's header
+// limit, isolation between tenants on every route, and logs free of payloads and keys.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { logger } from '../../lambdas/core/logger';
 import type { HostResolver } from '../../lambdas/targets/egress';
 import { systemResolver } from '../../lambdas/targets/egress';
+import { ECHO_PATH } from '../../scripts/local/runtime';
 import type { Scheduler } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -155,6 +158,109 @@ describe('idempotent create under concurrent retries', () => {
     expect(later.status).toBe(409);
     expect(later.body.errors.map((e: { path: string }) => e.path)).toEqual(['headers.Idempotency-Key']);
   });
+
+  it('answers 429 with Retry-After, not 500, when DynamoDB keeps cancelling a create with TransactionConflict, and writes nothing', async () => {
+    // moto serialises transactions and never answers so; real DynamoDB does when one tenant's
+    // creates keep meeting on its usage and rate items. A stand-in answers every transaction so.
+    const stack = scheduler.clients.dynamo.middlewareStack as unknown as {
+      add(middleware: (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => (args: unknown) => Promise<unknown>, options: { step: 'initialize'; name: string }): void;
+      remove(name: string): boolean;
+    };
+    let transactions = 0;
+    stack.add(
+      (next, context) => (args) => {
+        if (!context.commandName?.startsWith('TransactWrite')) return next(args);
+        transactions++;
+        return Promise.reject(new TransactionCanceledException({ message: 'Transaction cancelled', $metadata: {}, CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict' }] }));
+      },
+      { step: 'initialize', name: 'transaction-conflict-stand-in' },
+    );
+    const before = await scheduler.countJobAndRunItems();
+    const started = Date.now();
+    let response: Response;
+    try {
+      response = await fetch(`${scheduler.runtime.url}/v1/jobs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(jobBody('https://example.com/hook', { name: 'conflicted', schedule: { kind: 'delay', seconds: 3600 } })),
+      });
+    } finally {
+      stack.remove('transaction-conflict-stand-in');
+    }
+    expect(response.status).toBe(429);
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(response.headers.get('content-type')).toContain('application/problem+json');
+    expect(await response.json()).toMatchObject({ status: 429, title: 'Too many requests', detail: expect.stringMatching(/conflicted/) });
+    expect(transactions).toBeGreaterThan(4);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+    expect((await scheduler.api('GET', '/v1/jobs?limit=100')).body.items.map((job: { name: string }) => job.name)).not.toContain('conflicted');
+  });
+});
+
+describe('idempotent create replayed after its time has passed', () => {
+  let now = Date.parse('2030-01-01T12:00:00.000Z');
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, clock: () => now });
+  });
+  afterAll(async () => scheduler.stop());
+
+  const create = async (body: unknown, key: string) => {
+    const response = await fetch(`${scheduler.runtime.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, replayed: response.headers.get('idempotent-replayed'), body: (await response.json()) as { job?: { jobId: string }; errors?: { path: string }[] } };
+  };
+
+  it('answers a retry of an `at` job created before its time with the first result, though its time is now past', async () => {
+    const body = jobBody('https://example.com/hook', { name: 'at-retry', schedule: { kind: 'at', at: new Date(now + 30_000).toISOString() } });
+    const key = `at-${randomUUID()}`;
+    const first = await create(body, key);
+    expect(first.status).toBe(201);
+    const after = await scheduler.countJobAndRunItems();
+
+    // The client's retry comes three minutes later: the `at` is now more than a minute past.
+    now += 3 * 60_000;
+    const retry = await create(body, key);
+    expect(retry).toMatchObject({ status: 201, replayed: 'true', body: { job: { jobId: first.body.job?.jobId } } });
+    expect(await scheduler.countJobAndRunItems()).toEqual(after);
+
+    // Without the key's record, the same body is refused on its time, as before.
+    const fresh = await create(body, `at-${randomUUID()}`);
+    expect(fresh.status).toBe(400);
+    expect(fresh.body.errors?.map((error) => error.path)).toEqual(['schedule.at']);
+    // And another body under the used key is still a conflict.
+    expect((await create({ ...body, priority: 'high' }, key)).status).toBe(409);
+  });
+});
+
+describe('request headers at the edge', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(async () => scheduler.stop());
+
+  const createWithPadding = (name: string, paddingBytes: number) =>
+    fetch(`${scheduler.runtime.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json', 'x-padding': 'p'.repeat(paddingBytes) },
+      body: JSON.stringify(jobBody('https://example.com/hook', { name, schedule: { kind: 'delay', seconds: 3600 } })),
+    });
+
+  it('refuses a request whose headers pass API Gateway’s 10,240 bytes with a 431, and writes nothing; 9 KB still work', async () => {
+    const before = await scheduler.countJobAndRunItems();
+    const refused = await createWithPadding('too-much-header', 11 * 1024);
+    expect(refused.status).toBe(431);
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+
+    const accepted = await createWithPadding('enough-header', 9 * 1024);
+    expect(accepted.status).toBe(201);
+    expect((await scheduler.api('GET', '/v1/jobs?limit=100')).body.items.map((job: { name: string }) => job.name)).toEqual(['enough-header']);
+  });
 });
 
 describe('tenant isolation', () => {
@@ -274,7 +380,7 @@ describe('logs', () => {
     await target.stop();
   });
 
-  it('never carry a payload or an API key, at INFO level, through create, run, trigger and failures', async () => {
+  it('never carry a payload or an API key, at INFO level, through create, run, trigger, failures and the local echo target', async () => {
     const marker = `marker-${randomUUID()}`;
     const lines: string[] = [];
     const write = process.stdout.write.bind(process.stdout);
@@ -285,6 +391,11 @@ describe('logs', () => {
     logger.setLogLevel('INFO');
     process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => (capture(chunk), write(chunk, ...rest)));
     process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => (capture(chunk), writeErr(chunk, ...rest)));
+    // The local runtime's own lines (the echo target's among them) go through console, which the
+    // test runner takes over: capture it too.
+    const consoles = (['log', 'info', 'warn', 'error'] as const).map((method) =>
+      vi.spyOn(console, method).mockImplementation((...args: unknown[]) => capture(`${args.map(String).join(' ')}\n`)),
+    );
     try {
       const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { payload: { secret: marker } }), { 'idempotency-key': `log-${marker}` });
       expect(created.status).toBe(201);
@@ -298,16 +409,23 @@ describe('logs', () => {
       await scheduler.api('POST', '/v1/jobs', { ...jobBody(target.url), payload: { secret: marker }, colour: marker });
       await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: created.body.job.name, payload: { secret: marker } }));
       expect(target.calls.map((call) => call.body)).toEqual([JSON.stringify({ secret: marker }), JSON.stringify({ override: marker })]);
+      // The local runtime's echo target receives the payload too.
+      const echoed = await scheduler.api('POST', '/v1/jobs', jobBody(`${scheduler.runtime.url}${ECHO_PATH}`, { payload: { secret: marker } }));
+      expect(echoed.status).toBe(201);
+      await eventually(async () => (await scheduler.api('GET', `/v1/runs/${echoed.body.job.nextRunId}`)).body.status as string, (s) => s === 'SUCCEEDED');
     } finally {
       process.stdout.write = write;
       process.stderr.write = writeErr;
+      for (const spy of consoles) spy.mockRestore();
       logger.setLogLevel('WARN');
     }
     const output = lines.join('');
     // The capture saw the scheduler's INFO lines, so an absence below means something.
     expect(output).toContain('"message":"job created"');
     expect(output).toContain('"message":"run finished"');
+    expect(output).toContain('echo target: POST run');
     expect(output).not.toContain(marker);
     expect(output).not.toContain(scheduler.apiKey);
+    expect(output).toMatch(/echo target: POST run \S+ attempt 1 body \d+ bytes of application\/json/);
   });
 });

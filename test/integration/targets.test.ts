@@ -189,6 +189,16 @@ describe('targets the deployment allows (AWS mode)', () => {
     expect(await scheduler.countJobAndRunItems()).toEqual(before);
   });
 
+  it('refuses a granted queue by a URL over plain http or on another port, with a 400 on target.queueUrl, and writes nothing', async () => {
+    const before = await scheduler.countJobAndRunItems();
+    for (const queueUrl of ['http://sqs.us-east-1.amazonaws.com/123456789012/exports', 'https://sqs.us-east-1.amazonaws.com:8443/123456789012/exports']) {
+      const answer = await create({ kind: 'sqs', queueUrl });
+      expect(answer.status, queueUrl).toBe(400);
+      expect(answer.body).toMatchObject({ status: 400, errors: [{ path: 'target.queueUrl', message: expect.stringMatching(/https|port/) }] });
+    }
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+  });
+
   it('refuses a PATCH to a target it was not granted', async () => {
     const created = await create({ kind: 'lambda', functionArn: allowedFunction });
     const patched = await scheduler.api('PATCH', `/v1/jobs/${created.body.job.jobId}`, { target: { kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:123456789012:function:other' } });

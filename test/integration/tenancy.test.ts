@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 import { emulatorEnvironment } from '../../scripts/local/emulator';
 import { runAdmin } from '../../scripts/ops/admin';
 import type { Scheduler, TargetServer } from './harness';
@@ -40,7 +41,7 @@ describe('tenants and keys', () => {
       env: { ...process.env, ...emulatorEnvironment(inject('awsEndpoint')), LOCAL_PREFIX: scheduler.prefix },
     });
     const created = JSON.parse(stdout) as { apiKey: string; keyId: string; tenant: { limits: Record<string, unknown> } };
-    expect(created.tenant.limits).toEqual({ ...scheduler.config.tenantDefaults, maxInFlightRuns: 5 });
+    expect(created.tenant.limits).toEqual({ maxInFlightRuns: 5 });
     expect(created.apiKey).toMatch(/^sk_/);
     expect((await apiWith(scheduler.runtime.url, created.apiKey, 'GET', '/v1/jobs')).status).toBe(200);
 
@@ -48,7 +49,12 @@ describe('tenants and keys', () => {
     const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: scheduler.config.tenantDefaults, now: Date.now };
     const shown = await runAdmin(['tenant', 'show', tenantId], ctx);
     expect(JSON.stringify(shown)).not.toContain(created.apiKey);
-    expect(shown).toMatchObject({ usage: { activeJobs: 0 }, keys: [{ keyId: created.keyId, revokedAt: null }] });
+    expect(shown).toMatchObject({
+      tenant: { limits: { maxInFlightRuns: 5 } },
+      effectiveLimits: { ...scheduler.config.tenantDefaults, maxInFlightRuns: 5 },
+      usage: { activeJobs: 0 },
+      keys: [{ keyId: created.keyId, revokedAt: null }],
+    });
 
     const second = (await runAdmin(['key', 'issue', tenantId], ctx)) as { apiKey: string; keyId: string };
     expect(await runAdmin(['key', 'revoke', tenantId, created.keyId], ctx)).toMatchObject({ outcome: 'revoked' });
@@ -141,6 +147,48 @@ describe('create limits', () => {
     } finally {
       await scheduler.stop();
     }
+  });
+});
+
+describe('tenant limits over the deployment defaults', () => {
+  // One fixed instant, every create in the same one-second window; the deployment allows 2 a second.
+  const at = Date.parse('2030-01-01T00:00:00.250Z');
+  const deploymentDefaults = { ...DEFAULT_TENANT_LIMITS, createsPerSecond: 2 };
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, clock: () => at, config: { tenantDefaults: deploymentDefaults } });
+  });
+  afterAll(() => scheduler.stop());
+
+  const createStatuses = async (apiKey: string, prefix: string, count: number): Promise<number[]> => {
+    const statuses: number[] = [];
+    for (let i = 0; i < count; i++) statuses.push((await apiWith(scheduler.runtime.url, apiKey, 'POST', '/v1/jobs', cron(`${prefix}-${i}`))).status);
+    return statuses;
+  };
+
+  it('stores only the limits the admin command sets; the deployment’s defaults apply to the others', async () => {
+    // The admin command knows the code's defaults (100 creates a second), not the deployment's.
+    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: DEFAULT_TENANT_LIMITS, now: Date.now };
+    const tenantId = `own-${scheduler.prefix}`;
+    const created = (await runAdmin(['tenant', 'create', tenantId, '--max-in-flight-runs', '5'], ctx)) as { apiKey: string };
+    expect((await scheduler.deps.tenants.get(tenantId))?.limits).toEqual({ maxInFlightRuns: 5 });
+    expect(await createStatuses(created.apiKey, 'own', 3)).toEqual([201, 201, 429]);
+
+    const shown = await runAdmin(['tenant', 'show', tenantId], { ...ctx, defaults: deploymentDefaults });
+    expect(shown).toMatchObject({ tenant: { limits: { maxInFlightRuns: 5 } }, effectiveLimits: { ...deploymentDefaults, maxInFlightRuns: 5 } });
+    // Against a deployment whose defaults it was not told, it shows its own limits only.
+    expect(await runAdmin(['tenant', 'show', tenantId], { ...ctx, defaults: null })).toMatchObject({ tenant: { limits: { maxInFlightRuns: 5 } }, effectiveLimits: null });
+    const changed = await runAdmin(['tenant', 'limits', tenantId, '--creates-per-second', '4'], { ...ctx, defaults: deploymentDefaults });
+    expect(changed).toMatchObject({ tenant: { limits: { maxInFlightRuns: 5, createsPerSecond: 4 } }, effectiveLimits: { ...deploymentDefaults, maxInFlightRuns: 5, createsPerSecond: 4 } });
+  });
+
+  it('keeps applying a full set of limits stored before, as it is', async () => {
+    const tenantId = `full-${scheduler.prefix}`;
+    const stamp = new Date(at).toISOString();
+    await scheduler.deps.tenants.create({ tenantId, name: tenantId, limits: { ...DEFAULT_TENANT_LIMITS, createsPerSecond: 3 }, createdAt: stamp, updatedAt: stamp });
+    const apiKey = `key_${randomBytes(18).toString('base64url')}`;
+    await scheduler.deps.apiKeys.issue(apiKey, tenantId, Date.now());
+    expect(await createStatuses(apiKey, 'full', 4)).toEqual([201, 201, 201, 429]);
   });
 });
 

@@ -56,6 +56,16 @@ describe('job spec', () => {
     ]);
   });
 
+  it('bounds a Lambda target’s function ARN at what Invoke accepts (170 characters)', () => {
+    const arn = (length: number) => {
+      const prefix = 'arn:aws:lambda:us-east-1:123456789012:function:';
+      return prefix + 'f'.repeat(length - prefix.length);
+    };
+    expect(failingPaths({ ...valid, target: { kind: 'lambda', functionArn: arn(170) } })).toEqual([]);
+    expect(failingPaths({ ...valid, target: { kind: 'lambda', functionArn: arn(171) } })).toEqual(['target.functionArn']);
+    expect(failingPaths({ ...valid, target: { kind: 'lambda', functionArn: arn(100_000) } })).toEqual(['target.functionArn']);
+  });
+
   it('limits the payload size', () => {
     expect(failingPaths({ ...valid, payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) } })).toEqual(['payload']);
   });

@@ -3,7 +3,7 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Job } from '../../lambdas/domain/job';
 import { JobsRepository } from '../../lambdas/store/jobs-repository';
 
@@ -36,9 +36,37 @@ describe('JobsRepository.insert', () => {
     expect(dynamo.transacts()).toBe(2);
   });
 
-  it('gives up after a few conflicts rather than looping', async () => {
-    const dynamo = fakeDynamo([cancelled('TransactionConflict')]);
-    await expect(new JobsRepository(dynamo.client, 'jobs', 'runs').insert(job, null, idempotency)).rejects.toBeInstanceOf(TransactionCanceledException);
-    expect(dynamo.transacts()).toBe(4);
+  it('answers conflicted, not an error, when every try meets a TransactionConflict, after waiting under a second in all', async () => {
+    vi.useFakeTimers();
+    // The longest wait the jitter allows, every time.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.999_999);
+    try {
+      const dynamo = fakeDynamo([cancelled('None', 'TransactionConflict', 'None')]);
+      const started = Date.now();
+      const pending = new JobsRepository(dynamo.client, 'jobs', 'runs').insert(job, null, idempotency, { maxActiveJobs: 10, createsPerSecond: 10, now: started });
+      await vi.runAllTimersAsync();
+      expect(await pending).toEqual({ kind: 'conflicted', retryAfterMs: 1000 });
+      expect(dynamo.transacts()).toBe(8);
+      expect(Date.now() - started).toBeLessThan(1000);
+    } finally {
+      random.mockRestore();
+      vi.useRealTimers();
+    }
+  });
+
+  it('waits a random part of each bound between tries (full jitter), so colliding creates spread out', async () => {
+    vi.useFakeTimers();
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0);
+    try {
+      const dynamo = fakeDynamo([cancelled('TransactionConflict')]);
+      const started = Date.now();
+      const pending = new JobsRepository(dynamo.client, 'jobs', 'runs').insert(job, null, idempotency);
+      await vi.runAllTimersAsync();
+      expect(await pending).toMatchObject({ kind: 'conflicted' });
+      expect(Date.now() - started).toBe(0);
+    } finally {
+      random.mockRestore();
+      vi.useRealTimers();
+    }
   });
 });

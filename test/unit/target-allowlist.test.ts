@@ -10,6 +10,18 @@ describe('target allowlist', () => {
     expect(queueArnOfUrl('https://sqs.us-east-1.amazonaws.com/123456789012/q/extra')).toBeNull();
   });
 
+  it('refuses a listed queue by a URL over plain http or on another port: the request is signed and carries the session token', () => {
+    const allowed = targetAllowlistSchema.parse({ sqsQueueArns: ['arn:aws:sqs:us-east-1:123456789012:q'] });
+    const refusal = (queueUrl: string) => targetRefusal({ kind: 'sqs', queueUrl }, allowed);
+    expect(refusal('https://sqs.us-east-1.amazonaws.com/123456789012/q')).toBeNull();
+    // The default port spelled out is the same origin.
+    expect(refusal('https://sqs.us-east-1.amazonaws.com:443/123456789012/q')).toBeNull();
+    expect(refusal('http://sqs.us-east-1.amazonaws.com/123456789012/q')).toEqual({ path: 'target.queueUrl', message: expect.stringMatching(/https/) });
+    expect(refusal('https://sqs.us-east-1.amazonaws.com:8443/123456789012/q')).toEqual({ path: 'target.queueUrl', message: expect.stringMatching(/port/) });
+    expect(refusal('http://sqs.us-east-1.amazonaws.com:443/123456789012/q')?.path).toBe('target.queueUrl');
+    expect(queueArnOfUrl('http://sqs.us-east-1.amazonaws.com/123456789012/q')).toBeNull();
+  });
+
   it('treats every version and alias of an allowed function as allowed', () => {
     expect(unqualifiedFunctionArn('arn:aws:lambda:us-east-1:123456789012:function:f:live')).toBe('arn:aws:lambda:us-east-1:123456789012:function:f');
     const allowed = targetAllowlistSchema.parse({ lambdaFunctionArns: ['arn:aws:lambda:us-east-1:123456789012:function:f'] });
