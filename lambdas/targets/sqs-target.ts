@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Target } from '../domain/job';
+import { queueUrlTransportRefusal } from '../domain/target-allowlist';
 import { envelopeOf } from './envelope';
 import { callSignal, sdkFailure } from './sdk-failure';
 import type { TargetInvocation, TargetResult } from './target';
@@ -38,6 +39,11 @@ export function sqsMessageOf(target: SqsTarget, invocation: Pick<TargetInvocatio
 }
 
 export async function callSqsTarget(sqs: SQSClient, target: SqsTarget, invocation: TargetInvocation): Promise<TargetResult> {
+  // Checked on every call too, not only at create: a job stored before the check, or written some
+  // other way, must not make the worker send a signed request with its session token over plain
+  // http. Local mode sends to the emulator's http URL.
+  const refusal = invocation.egress.policy.allowPlainHttp ? null : queueUrlTransportRefusal(target.queueUrl);
+  if (refusal !== null) return { ok: false, timedOut: false, error: { code: 'TARGET_URL_REFUSED', message: `target.queueUrl ${refusal}`, retryable: false } };
   const { timeout, signal } = callSignal(invocation.timeoutMs, invocation.signal);
   try {
     const sent = await sqs.send(new SendMessageCommand(sqsMessageOf(target, invocation)), { abortSignal: signal });

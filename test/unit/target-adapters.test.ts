@@ -90,6 +90,28 @@ describe('envelope targets', () => {
     expect(deduplicationIdOf('k'.repeat(200))).toMatch(/^[0-9a-f]{64}$/);
   });
 
+  it('sqs: in AWS mode never sends to a plain-http or other-port queue URL, whatever the job says; locally the emulator\'s http URL is fine', async () => {
+    let sends = 0;
+    const client = fakeClient<SQSClient>(() => {
+      sends++;
+      return Promise.resolve({ MessageId: 'm-1' });
+    }).client;
+    const aws = (target: { kind: 'sqs'; queueUrl: string }): TargetInvocation => ({
+      ...invocation(target),
+      egress: { policy: egressPolicyOf({ localMode: false, allowPrivateTargets: false }), resolve: () => Promise.resolve([]) },
+    });
+    for (const queueUrl of ['http://sqs.us-east-1.amazonaws.com/1/q', 'https://sqs.us-east-1.amazonaws.com:8443/1/q']) {
+      const target = { kind: 'sqs', queueUrl } as const;
+      expect(await callSqsTarget(client, target, aws(target)), queueUrl).toMatchObject({ ok: false, error: { code: 'TARGET_URL_REFUSED', retryable: false } });
+    }
+    expect(sends).toBe(0);
+    const secure = { kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q' } as const;
+    expect(await callSqsTarget(client, secure, aws(secure))).toMatchObject({ ok: true });
+    const local = { kind: 'sqs', queueUrl: 'http://127.0.0.1:4566/000000000000/q' } as const;
+    expect(await callSqsTarget(client, local, invocation(local))).toMatchObject({ ok: true });
+    expect(sends).toBe(2);
+  });
+
   it('sqs: throttling and server faults are retryable, client faults permanent, network errors retryable', async () => {
     const target = { kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q' } as const;
     const failing = (error: Error) => fakeClient<SQSClient>(() => Promise.reject(error)).client;
