@@ -37,8 +37,6 @@ export interface TickOptions {
   readonly pageSize?: number;
 }
 
-type Entry = TimeIndexEntry;
-
 export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: TickOptions = {}): Promise<TickReport> {
   const now = deps.clock();
   const startedAt = Date.now();
@@ -62,13 +60,13 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   // yet marked when the function dies is sent again by the next tick, which the lease tolerates
   // (it accepts a SCHEDULED run once); marked runs have left the page's partition, so every tick
   // makes progress even when a minute holds more than one tick can release.
-  const releasePage = async (entries: readonly Entry[]): Promise<void> => {
+  const releasePage = async (entries: readonly TimeIndexEntry[]): Promise<void> => {
     const toRelease = entries.filter((entry) => entry.status === 'SCHEDULED');
     const lost = entries.filter((entry) => entry.status === 'QUEUED' && Date.parse(entry.gateAt) <= now);
     const lapsed = entries.filter((entry) => entry.status === 'RUNNING' && Date.parse(entry.gateAt) <= now);
     // The time index carries the job type (the pool) but not the priority (the lane): read it from the runs.
     const priorities = await prioritiesOf(deps, [...toRelease, ...lost, ...lapsed].map((entry) => entry.runId));
-    const dispatchOf = (entry: Entry) => ({
+    const dispatchOf = (entry: TimeIndexEntry) => ({
       runId: entry.runId,
       tenantId: entry.tenantId,
       availableAt: Date.parse(entry.availableAt),

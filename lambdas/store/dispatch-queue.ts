@@ -289,8 +289,8 @@ export class DispatchRouter {
   /** The URL of a known dispatch queue from its ARN (an SQS record's eventSourceARN): same queue name. */
   queueUrlOfArn(arn: string | undefined): string {
     const name = arn?.split(':').pop();
-    const urls = this.pools.flatMap((pool) => [pool.queueUrl, ...(pool.highQueueUrl ? [pool.highQueueUrl] : []), ...(pool.lowQueueUrl ? [pool.lowQueueUrl] : [])]);
-    return urls.find((url) => name !== undefined && url.split('/').pop() === name) ?? this.defaultPool.queueUrl;
+    const lane = this.lanes().find(({ queueUrl }) => name !== undefined && queueUrl.split('/').pop() === name);
+    return lane?.queueUrl ?? this.defaultPool.queueUrl;
   }
 
   async send(dispatches: readonly Dispatch[], now: number): Promise<void> {

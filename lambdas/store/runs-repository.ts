@@ -758,16 +758,10 @@ export class RunsRepository {
     });
   }
 
-  /** Entries of one partition of the time index that are due by `horizon`. */
-  async dueInTimeIndex(bucket: number, shard: number, horizon: number): Promise<TimeIndexEntry[]> {
-    const entries: TimeIndexEntry[] = [];
-    for await (const page of this.dueInTimeIndexPages(bucket, shard, horizon)) entries.push(...page);
-    return entries;
-  }
-
   /**
-   * The same, a page at a time (`pageSize` entries, or DynamoDB's 1 MB), so that a partition of
-   * hundreds of thousands of entries is worked through as it is read, not held whole.
+   * Entries of one partition of the time index that are due by `horizon`, a page at a time
+   * (`pageSize` entries, or DynamoDB's 1 MB), so that a partition of hundreds of thousands of
+   * entries is worked through as it is read, not held whole.
    */
   async *dueInTimeIndexPages(bucket: number, shard: number, horizon: number, pageSize?: number): AsyncGenerator<TimeIndexEntry[]> {
     let start: Record<string, unknown> | undefined;

@@ -20,6 +20,17 @@ describe('the ticker', () => {
     });
     afterAll(async () => scheduler.stop());
 
+    /** Creates `count` jobs due at `due` and returns their first runs' ids. */
+    async function createAtJobs(count: number, due: number): Promise<string[]> {
+      const runIds: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'at', at: new Date(due).toISOString() } }));
+        expect(created.status).toBe(201);
+        runIds.push(created.body.job.nextRunId);
+      }
+      return runIds;
+    }
+
     it('keeps a far run SCHEDULED in the time index, releases it on a tick, and runs it on time', async () => {
       const due = Date.now() + 4_000;
       const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'at', at: new Date(due).toISOString() } }));
@@ -40,11 +51,7 @@ describe('the ticker', () => {
 
     it('stops a tick that runs out of budget with its cursor kept, and the next ticks release the rest, each run once', async () => {
       const due = Date.now() + 4_000;
-      const runIds: string[] = [];
-      for (let i = 0; i < 12; i++) {
-        const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'at', at: new Date(due).toISOString() } }));
-        runIds.push(created.body.job.nextRunId);
-      }
+      const runIds = await createAtJobs(12, due);
       const calls = target.calls.length;
       const cursorBefore = (await scheduler.deps.state.ticker()).cursor;
 
@@ -69,11 +76,7 @@ describe('the ticker', () => {
 
     it('releases each run once when two tickers run at the same time', async () => {
       const due = Date.now() + 4_000;
-      const runIds: string[] = [];
-      for (let i = 0; i < 5; i++) {
-        const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'at', at: new Date(due).toISOString() } }));
-        runIds.push(created.body.job.nextRunId);
-      }
+      const runIds = await createAtJobs(5, due);
       const calls = target.calls.length;
       const [a, b] = await Promise.all([tick(scheduler.workerDeps('ticker-a')), tick(scheduler.workerDeps('ticker-b'))]);
       expect((a?.released ?? 0) + (b?.released ?? 0)).toBe(5);
