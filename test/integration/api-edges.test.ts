@@ -69,3 +69,40 @@ describe('target headers the scheduler sets', () => {
     },
   );
 });
+
+describe('validation errors', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(() => scheduler.stop());
+
+  it('lists the first 20 of thousands of field errors and says how many more there were', async () => {
+    const headers = Object.fromEntries(Array.from({ length: 15_000 }, (_, i) => [`h ${i}`, '\n']));
+    const body = JSON.stringify(jobBody(TARGET, { target: { kind: 'http', url: TARGET, headers } }));
+    expect(body.length).toBeGreaterThan(200_000);
+    const response = await fetch(`${scheduler.runtime.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },
+      body,
+    });
+    const text = await response.text();
+    expect(response.status).toBe(400);
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    expect(text.length).toBeLessThan(8_000);
+    const problem = JSON.parse(text);
+    expect(problem.errors).toHaveLength(20);
+    expect(problem.errors[0]).toMatchObject({ path: expect.stringMatching(/^target\.headers/) });
+    expect(problem.errors.length + problem.errorsOmitted).toBeGreaterThanOrEqual(15_000); // one per bad entry at least
+    expect(problem.detail).toMatch(new RegExp(`${problem.errorsOmitted} more omitted`));
+    expect(await scheduler.countJobAndRunItems()).toEqual({ jobs: 0, runs: 0 });
+  });
+
+  it('lists every error, with no errorsOmitted, when there are 20 or fewer', async () => {
+    const headers = Object.fromEntries(Array.from({ length: 3 }, (_, i) => [`X-Ok-${i}`, '\n']));
+    const response = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { target: { kind: 'http', url: TARGET, headers } }));
+    expect(response.status).toBe(400);
+    expect(response.body.errors).toHaveLength(3);
+    expect(response.body).not.toHaveProperty('errorsOmitted');
+  });
+});
