@@ -120,8 +120,8 @@ function routes(deps: SchedulerDeps): Route[] {
       method: 'PATCH',
       path: '/v1/jobs/{jobId}',
       body: json_(jobPatchSchema, true),
-      handle: async ({ event, tenantId, params, body }) =>
-        json(200, await patchJob(deps, tenantId, param(params, 'jobId'), body, ifMatchVersion(event))),
+      handle: async ({ event, tenantId, caller, params, body }) =>
+        json(200, await patchJob(deps, tenantId, param(params, 'jobId'), body, ifMatchVersion(event), caller.limits)),
     },
     {
       method: 'DELETE',

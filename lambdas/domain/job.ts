@@ -207,8 +207,12 @@ export interface Job extends JobSpec {
   /** The last scheduled run that started (for overlap policies). */
   readonly lastStartedRunId?: string | null;
   readonly pausedAt?: string | null;
-  /** The occurrence that was pending when the job was paused; resume starts from it. */
-  readonly pausedPending?: { readonly runId: string; readonly scheduledFor: string } | null;
+  /**
+   * The occurrence resume starts from: the one pending when the job was paused (with the run that
+   * stood for it), or the first of a schedule a PATCH set while paused (`runId` null unless that
+   * occurrence is the paused one).
+   */
+  readonly pausedPending?: { readonly runId: string | null; readonly scheduledFor: string } | null;
 }
 
 /**

@@ -280,8 +280,15 @@ export class JobsRepository {
     const nameDelete = extra.releaseName
       ? [{ Delete: { TableName: this.jobsTable, Key: jobNameKey(next.tenantId, next.name), ConditionExpression: '#jobId = :jobId', ExpressionAttributeNames: { '#jobId': 'jobId' }, ExpressionAttributeValues: { ':jobId': next.jobId } } }]
       : [];
-    // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit.
-    const usage = isLive(expected.status) && !isLive(next.status) ? [this.countActive(next.tenantId, -1, null)] : [];
+    // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit;
+    // one that becomes live again (a COMPLETED job given a new schedule) takes one, within it.
+    const becomesLive = !isLive(expected.status) && isLive(next.status);
+    const usage =
+      isLive(expected.status) && !isLive(next.status)
+        ? [this.countActive(next.tenantId, -1, null)]
+        : becomesLive
+          ? [this.countActive(next.tenantId, 1, extra.maxActiveJobs ?? null)]
+          : [];
     try {
       if (runPuts.length === 0 && nameDelete.length === 0 && usage.length === 0) {
         await this.dynamo.send(new PutCommand(jobPut.Put));
@@ -295,6 +302,9 @@ export class JobsRepository {
         const reasons = error.CancellationReasons ?? [];
         if (reasons[0]?.Code === 'ConditionalCheckFailed') return 'conflict';
         if (reasons.slice(1, 1 + runPuts.length).some((reason) => reason.Code === 'ConditionalCheckFailed')) return 'run-exists';
+        if (becomesLive && reasons.at(-1)?.Code === 'ConditionalCheckFailed') return 'too-many-active-jobs';
+        // Nothing was written: the caller reads the job again and retries, as after a lost condition.
+        if (reasons.some((reason) => reason.Code === 'TransactionConflict')) return 'conflict';
       }
       throw error;
     }
@@ -326,6 +336,8 @@ export interface ReplaceExtras {
   readonly newRuns?: readonly NewRun[];
   /** Deletes the job's name guard, so that a new job may take the name (DELETE). */
   readonly releaseName?: boolean;
+  /** The tenant's active-jobs limit, checked when the job becomes live again (null: none). */
+  readonly maxActiveJobs?: number | null;
 }
 
-export type ReplaceResult = 'replaced' | 'conflict' | 'run-exists';
+export type ReplaceResult = 'replaced' | 'conflict' | 'run-exists' | 'too-many-active-jobs';

@@ -2,10 +2,12 @@
 // capped validation errors, schedule changes of paused and completed jobs, the rate of manual
 // triggers and replays, and listings whose filters must still fill a page.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Scheduler } from './harness';
-import { eventually, jobBody, startScheduler } from './harness';
+import type { Scheduler, TargetServer } from './harness';
+import { eventually, executeRun, jobBody, startScheduler, startTarget } from './harness';
 
 const TARGET = 'http://127.0.0.1:9/hook';
+const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
 
 describe('job type names', () => {
   let scheduler: Scheduler;
@@ -104,5 +106,112 @@ describe('validation errors', () => {
     expect(response.status).toBe(400);
     expect(response.body.errors).toHaveLength(3);
     expect(response.body).not.toHaveProperty('errorsOmitted');
+  });
+});
+
+describe('schedule changes of paused and completed jobs', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, tenantLimits: { maxActiveJobs: 3 } });
+    target = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const worker = (at: number) => scheduler.workerDeps('edge-worker', () => at);
+  /** Whole minutes ahead, far enough that the run waits in the time index. */
+  const later = (days: number) => Math.ceil((Date.now() + days * DAY) / MINUTE) * MINUTE;
+  const daily = { kind: 'cron', expression: '0 9 * * *', timezone: 'UTC' };
+
+  it('resumes a paused job from the schedule a PATCH set while paused, and the new `at` fires', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: daily }));
+    expect(created.status).toBe(201);
+    const { jobId } = created.body.job;
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`)).status).toBe(200);
+    const at = later(30);
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'at', at: new Date(at).toISOString() } });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ status: 'PAUSED', nextRunAt: null });
+
+    const resumed = await scheduler.api('POST', `/v1/jobs/${jobId}/resume`);
+    expect(resumed.status).toBe(200);
+    expect(resumed.body).toMatchObject({ status: 'ACTIVE', nextRunAt: new Date(at).toISOString(), upcomingRuns: [new Date(at).toISOString()] });
+    const runId: string = resumed.body.nextRunId;
+    expect(await scheduler.deps.runs.get(runId)).toMatchObject({ status: 'SCHEDULED', scheduledFor: new Date(at).toISOString(), attempt: 1 });
+
+    const calls = target.calls.length;
+    expect(await executeRun(worker(at + 100), runId)).toBe('succeeded');
+    expect(target.calls.length).toBe(calls + 1);
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body).toMatchObject({ status: 'COMPLETED', nextRunAt: null });
+  });
+
+  it('resumes in the zone a PATCH set while paused', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: daily }));
+    const { jobId } = created.body.job;
+    await scheduler.api('POST', `/v1/jobs/${jobId}/pause`);
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { ...daily, timezone: 'Asia/Kolkata' } });
+    expect(patched.status).toBe(200);
+    const resumed = await scheduler.api('POST', `/v1/jobs/${jobId}/resume`);
+    // 09:00 in Kolkata (UTC+05:30) is 03:30 UTC.
+    expect(resumed.body.nextRunAt).toMatch(/T03:30:00\.000Z$/);
+    expect(Date.parse(resumed.body.nextRunAt)).toBeGreaterThan(Date.now());
+    expect(Date.parse(resumed.body.nextRunAt)).toBeLessThanOrEqual(Date.now() + DAY);
+    expect(await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).toMatchObject({ status: 200 });
+  });
+
+  async function completedAtJob(): Promise<string> {
+    const at = Date.now() + 2_000;
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'at', at: new Date(at).toISOString() } }));
+    expect(created.status).toBe(201);
+    expect(await executeRun(worker(at + 100), created.body.job.nextRunId)).toBe('succeeded');
+    expect((await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}`)).body.status).toBe('COMPLETED');
+    return created.body.job.jobId;
+  }
+
+  it('makes a COMPLETED job ACTIVE again when a PATCH gives it a new schedule, and the new occurrence fires', async () => {
+    const jobId = await completedAtJob();
+    const payloadOnly = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { payload: { v: 2 } });
+    expect(payloadOnly.status).toBe(200);
+    expect(payloadOnly.body).toMatchObject({ status: 'COMPLETED', nextRunAt: null, payload: { v: 2 } });
+
+    const at = later(2);
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'at', at: new Date(at).toISOString() } });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ status: 'ACTIVE', nextRunAt: new Date(at).toISOString(), upcomingRuns: [new Date(at).toISOString()] });
+    expect(await scheduler.deps.runs.get(patched.body.nextRunId)).toMatchObject({ status: 'SCHEDULED', trigger: 'schedule' });
+    expect(await executeRun(worker(at + 100), patched.body.nextRunId)).toBe('succeeded');
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body).toMatchObject({ status: 'COMPLETED', nextRunAt: null });
+  });
+
+  it('refuses to re-activate a COMPLETED job past the active-jobs limit (429) or with no occurrence left (400), and changes nothing', async () => {
+    const jobId = await completedAtJob();
+    const pastEnd = { kind: 'cron', expression: '* * * * *', timezone: 'UTC', endAt: new Date(Date.now() - DAY).toISOString() };
+    const none = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: pastEnd });
+    expect(none.status).toBe(400);
+    expect(none.body.errors).toEqual([expect.objectContaining({ path: expect.stringMatching(/^schedule/) })]);
+
+    // Fill the tenant's three live jobs.
+    const live: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: daily }));
+      if (created.status === 201) live.push(created.body.job.jobId);
+      else expect(created.status).toBe(429);
+    }
+    const before = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body;
+    const refused = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: daily });
+    expect(refused.status).toBe(429);
+    expect(refused.body.detail).toMatch(/active or paused jobs/);
+    const after = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body;
+    expect(after).toMatchObject({ status: 'COMPLETED', version: before.version, schedule: before.schedule, nextRunId: before.nextRunId });
+
+    // A place freed, the same PATCH goes through.
+    for (const id of live) await scheduler.api('DELETE', `/v1/jobs/${id}`);
+    const accepted = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: daily });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.status).toBe('ACTIVE');
+    expect(await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).toMatchObject({ status: 200 });
   });
 });
