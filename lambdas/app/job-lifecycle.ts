@@ -251,13 +251,34 @@ export async function patchJob(
   return viewOf(job);
 }
 
+/**
+ * Counts a manual trigger or a replay against the tenant's per-second create rate (decision 0071):
+ * over it, a 429 with Retry-After, and nothing is written.
+ */
+export async function admitRunRequest(deps: SchedulerDeps, tenantId: string, limits: TenantLimits, now: number): Promise<void> {
+  const counted = await deps.jobs.countRunRequest(tenantId, limits.createsPerSecond, now);
+  if (!counted.allowed) {
+    throw new TooManyRequestsError(
+      `Over this tenant's limit of ${limits.createsPerSecond ?? 0} job creates, manual triggers and replays per second`,
+      counted.retryAfterMs / 1000,
+    );
+  }
+}
+
 /** A manual occurrence now, outside the schedule's chain. */
-export async function triggerJob(deps: SchedulerDeps, tenantId: string, jobId: string, body: unknown): Promise<Run> {
+export async function triggerJob(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  body: unknown,
+  limits: TenantLimits = deps.config.tenantDefaults,
+): Promise<Run> {
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
   const request = parseOrThrow(triggerSchema, body ?? {});
   const now = deps.clock();
+  await admitRunRequest(deps, tenantId, limits, now);
   const plan = planRun(deps.config, job, {
     scheduledFor: now,
     attempt: 1,

@@ -76,7 +76,7 @@ export async function createJob(
 
   const result = await deps.jobs.insert(job, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs, createsPerSecond: limits.createsPerSecond, now });
   if (result.kind === 'rate-limited') {
-    throw new TooManyRequestsError(`Over this tenant's limit of ${limits.createsPerSecond} job creates per second`, result.retryAfterMs / 1000);
+    throw new TooManyRequestsError(`Over this tenant's limit of ${limits.createsPerSecond} job creates, manual triggers and replays per second`, result.retryAfterMs / 1000);
   }
   if (result.kind === 'conflicted') {
     throw new TooManyRequestsError('Concurrent creates of this tenant conflicted and this one was not written; try again', result.retryAfterMs / 1000);

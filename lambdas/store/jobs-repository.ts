@@ -7,7 +7,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 
 type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { Job, JobStatus } from '../domain/job';
 import type { Run } from '../domain/run';
@@ -161,6 +161,32 @@ export class JobsRepository {
       if (failed(1)) return { kind: 'name-taken' };
       if (rateIndex >= 0 && failed(rateIndex)) return { kind: 'rate-limited', retryAfterMs: (second + 1) * 1000 - (guards?.now ?? 0) };
       if (usageIndex >= 0 && failed(usageIndex)) return { kind: 'too-many-active-jobs' };
+      throw error;
+    }
+  }
+
+  /**
+   * Counts a request that creates a run outside a job's create (a manual trigger, a replay) in the
+   * same per-second window as the tenant's creates. Refused (nothing counted) at `perSecond`;
+   * `retryAfterMs` is then the time to the next second.
+   */
+  async countRunRequest(tenantId: string, perSecond: number | null, now: number): Promise<{ readonly allowed: true } | { readonly allowed: false; readonly retryAfterMs: number }> {
+    if (perSecond === null) return { allowed: true };
+    const second = Math.floor(now / 1000);
+    try {
+      await this.dynamo.send(
+        new UpdateCommand({
+          TableName: this.jobsTable,
+          Key: createRateKey(tenantId, second),
+          UpdateExpression: 'ADD #creates :one SET #expiresAtEpoch = :expires',
+          ConditionExpression: 'attribute_not_exists(#creates) OR #creates < :limit',
+          ExpressionAttributeNames: { '#creates': 'creates', '#expiresAtEpoch': 'expiresAtEpoch' },
+          ExpressionAttributeValues: { ':one': 1, ':limit': perSecond, ':expires': second + 120 },
+        }),
+      );
+      return { allowed: true };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return { allowed: false, retryAfterMs: (second + 1) * 1000 - now };
       throw error;
     }
   }

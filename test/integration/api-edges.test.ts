@@ -215,3 +215,85 @@ describe('schedule changes of paused and completed jobs', () => {
     expect(await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).toMatchObject({ status: 200 });
   });
 });
+
+describe('the rate of manual triggers and replays', () => {
+  let scheduler: Scheduler;
+  // The API's clock: each phase of the test is one second of its own, each call a millisecond on.
+  const start = Math.ceil(Date.now() / 1000) * 1000 + 60_000;
+  let base = start;
+  let ticks = 0;
+  const phase = (n: number) => {
+    base = start + n * 10_000;
+    ticks = 0;
+  };
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, clock: () => base + ticks++, tenantLimits: { createsPerSecond: 3 } });
+  });
+  afterAll(() => scheduler.stop());
+
+  async function post(path: string, body?: unknown): Promise<{ status: number; retryAfter: string | null; body: any }> {
+    const response = await fetch(`${scheduler.runtime.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${scheduler.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, retryAfter: response.headers.get('retry-after'), body: text ? JSON.parse(text) : null };
+  }
+
+  it('counts triggers, single replays and bulk replays against createsPerSecond: 429 with Retry-After, nothing written', async () => {
+    // Three jobs whose one attempt ends DEAD (nothing listens on port 9).
+    phase(0);
+    const jobIds: string[] = [];
+    const deadIds: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const created = await post('/v1/jobs', jobBody(TARGET, { retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 0 } }));
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      jobIds.push(created.body.job.jobId);
+      deadIds.push(created.body.job.nextRunId);
+      await executeRun(scheduler.workerDeps('rate-worker', () => base + 5_000), created.body.job.nextRunId);
+      expect((await scheduler.deps.runs.get(created.body.job.nextRunId))?.status).toBe('DEAD');
+    }
+    const jobId = jobIds[0] as string;
+    // Over the limit within the same second, and nothing is written.
+    const overCreate = await post('/v1/jobs', jobBody(TARGET));
+    expect(overCreate.status).toBe(429);
+
+    phase(1);
+    for (let i = 0; i < 3; i++) expect((await post(`/v1/jobs/${jobId}/trigger`)).status).toBe(202);
+    const runsBefore = await scheduler.countItems('runs');
+    const refused = await post(`/v1/jobs/${jobId}/trigger`);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(refused.body).toMatchObject({ status: 429, detail: expect.stringMatching(/manual triggers and replays per second/) });
+    expect(await scheduler.countItems('runs')).toBe(runsBefore);
+
+    // Two triggers leave room for one replay: a bulk replay stops after it, saying more remain.
+    phase(2);
+    for (let i = 0; i < 2; i++) expect((await post(`/v1/jobs/${jobId}/trigger`)).status).toBe(202);
+    const partial = await post('/v1/dead-runs/replay', {});
+    expect(partial.status).toBe(202);
+    expect(partial.body.replayed).toHaveLength(1);
+    expect(partial.body.remaining).toBe(true);
+    const single = await post(`/v1/runs/${deadIds[0]}/replay`);
+    expect(single.status).toBe(429);
+    expect(single.retryAfter).not.toBeNull();
+
+    // A bulk replay that can replay nothing is a 429 too, and replays nothing.
+    phase(3);
+    for (let i = 0; i < 3; i++) expect((await post(`/v1/jobs/${jobId}/trigger`)).status).toBe(202);
+    const deadBefore = (await scheduler.api('GET', '/v1/dead-runs')).body.items.length;
+    const none = await post('/v1/dead-runs/replay', {});
+    expect(none.status).toBe(429);
+    expect(none.retryAfter).not.toBeNull();
+    expect((await scheduler.api('GET', '/v1/dead-runs')).body.items.length).toBe(deadBefore);
+    expect(deadBefore).toBe(2);
+
+    // A new second: the rest go through.
+    phase(4);
+    const bulk = await post('/v1/dead-runs/replay', {});
+    expect(bulk.status).toBe(202);
+    expect(bulk.body).toMatchObject({ replayed: [expect.anything(), expect.anything()], remaining: false });
+  });
+});
