@@ -3,6 +3,7 @@
 // without its first occurrence and a name or key is never taken twice.
 import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
+import { MAX_ITEMS_READ_PER_PAGE, readFilteredPage } from './filtered-page';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 
@@ -254,8 +255,11 @@ export class JobsRepository {
     return new Map(items.map(itemToJob).map((job) => [job.jobId, job]));
   }
 
-  /** The tenant's jobs, newest first. */
-  async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string): Promise<Page<Job>> {
+  /**
+   * The tenant's jobs, newest first: up to `limit` jobs that match the filter (see
+   * `readFilteredPage` for the read budget); `nextCursor` is null when no further job matches.
+   */
+  async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Job>> {
     const names: Record<string, string> = { '#tenantId': 'tenantId' };
     const values: Record<string, unknown> = { ':tenantId': tenantId };
     const filters: string[] = [];
@@ -269,8 +273,9 @@ export class JobsRepository {
       values[':type'] = filter.type;
       filters.push('#type = :type');
     }
-    const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
-      new QueryCommand({
+    const page = await readFilteredPage(
+      this.dynamo,
+      {
         TableName: this.jobsTable,
         IndexName: JOBS_BY_TENANT_INDEX,
         KeyConditionExpression: '#tenantId = :tenantId',
@@ -278,11 +283,13 @@ export class JobsRepository {
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         ScanIndexForward: false,
-        Limit: limit,
-        ExclusiveStartKey: cursor ? decodeCursorOrThrow(cursor, { tenantId }) : undefined,
-      }),
+      },
+      limit,
+      (item) => ({ pk: item.pk, sk: item.sk, tenantId: item.tenantId, tenantSort: item.tenantSort }),
+      cursor ? decodeCursorOrThrow(cursor, { tenantId }) : undefined,
+      maxItemsRead,
     );
-    return { items: items.map(itemToJob), nextCursor: encodeCursor(last) };
+    return { items: page.items.map(itemToJob), nextCursor: encodeCursor(page.next) };
   }
 
   /**

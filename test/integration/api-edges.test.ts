@@ -297,3 +297,84 @@ describe('the rate of manual triggers and replays', () => {
     expect(bulk.body).toMatchObject({ replayed: [expect.anything(), expect.anything()], remaining: false });
   });
 });
+
+describe('filtered listings', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(() => scheduler.stop());
+
+  type Listing = { status: number; body: { items: { jobId: string; runId?: string }[]; nextCursor: string | null } };
+  /** Every page of a listing, following its cursors. */
+  async function pages(path: string): Promise<string[][]> {
+    const seen: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const separator = path.includes('?') ? '&' : '?';
+      const page = (await scheduler.api('GET', `${path}${cursor ? `${separator}cursor=${cursor}` : ''}`)) as Listing;
+      expect(page.status, JSON.stringify(page.body)).toBe(200);
+      seen.push(page.body.items.map((item) => item.runId ?? item.jobId));
+      cursor = page.body.nextCursor;
+      expect(seen.length).toBeLessThan(20);
+    } while (cursor);
+    return seen;
+  }
+
+  const active: string[] = [];
+  const all: string[] = [];
+
+  it('fills each page of jobs with up to `limit` matches, and has no cursor once nothing more matches', async () => {
+    // Newest first: A C C A C A C C (A active, C completed run-now jobs).
+    for (const kind of ['C', 'C', 'A', 'C', 'A', 'C', 'C', 'A']) {
+      const schedule = kind === 'A' ? { kind: 'delay', seconds: 3600 } : { kind: 'now' };
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { schedule, type: kind === 'A' ? 'kind-a' : 'kind-c' }));
+      expect(created.status).toBe(201);
+      all.unshift(created.body.job.jobId);
+      if (kind === 'A') active.unshift(created.body.job.jobId);
+    }
+    expect(await pages('/v1/jobs?status=ACTIVE&limit=3')).toEqual([active]);
+    expect(await pages('/v1/jobs?status=ACTIVE&limit=2')).toEqual([active.slice(0, 2), active.slice(2)]);
+    expect(await pages('/v1/jobs?type=kind-a&limit=3')).toEqual([active]);
+    expect(await pages('/v1/jobs?status=PAUSED&limit=3')).toEqual([[]]);
+    expect(await pages('/v1/jobs?type=kind-z')).toEqual([[]]);
+    expect(await pages('/v1/jobs?limit=8')).toEqual([all]);
+    expect(await pages('/v1/jobs?limit=5')).toEqual([all.slice(0, 5), all.slice(5)]);
+  });
+
+  it('stops a page at its read budget with a cursor that goes on where it stopped', async () => {
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let requests = 0;
+    do {
+      const page = await scheduler.deps.jobs.list(scheduler.tenantId, { status: 'ACTIVE' }, 3, cursor, 3);
+      expect(page.items.length).toBeLessThanOrEqual(3);
+      seen.push(...page.items.map((job) => job.jobId));
+      cursor = page.nextCursor ?? undefined;
+      requests++;
+    } while (cursor && requests < 10);
+    expect(seen).toEqual(active);
+    expect(requests).toBeGreaterThan(1);
+  });
+
+  it('fills each page of dead runs filtered by job the same way', async () => {
+    const worker = scheduler.workerDeps('list-worker', () => Date.now() + 1_000);
+    const dead = (await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 }, retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 0 } }))).body.job.jobId;
+    const other = (await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 }, retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 0 } }))).body.job.jobId;
+    const ours: string[] = [];
+    // Newest first: ours, other, other, ours, other, ours.
+    for (const jobId of [dead, other, dead, other, other, dead]) {
+      const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`);
+      expect(triggered.status).toBe(202);
+      await executeRun(worker, triggered.body.run.runId);
+      await eventually(() => scheduler.deps.runs.get(triggered.body.run.runId), (run) => run?.status === 'DEAD');
+      if (jobId === dead) ours.unshift(triggered.body.run.runId);
+      await new Promise((resolve) => setTimeout(resolve, 5)); // distinct finishedAt
+    }
+    expect(await pages(`/v1/dead-runs?jobId=${dead}&limit=3`)).toEqual([ours]);
+    expect(await pages(`/v1/dead-runs?jobId=${dead}&limit=2`)).toEqual([ours.slice(0, 2), ours.slice(2)]);
+    expect(await pages(`/v1/dead-runs?jobId=job_none&limit=2`)).toEqual([[]]);
+    expect((await pages('/v1/dead-runs?limit=6')).flat()).toHaveLength(6);
+    expect(await pages('/v1/dead-runs?limit=6')).toHaveLength(1);
+  });
+});
