@@ -312,7 +312,7 @@ describe('filtered listings', () => {
     let cursor: string | null = null;
     do {
       const separator = path.includes('?') ? '&' : '?';
-      const page = (await scheduler.api('GET', `${path}${cursor ? `${separator}cursor=${cursor}` : ''}`)) as Listing;
+      const page: Listing = await scheduler.api('GET', `${path}${cursor ? `${separator}cursor=${cursor}` : ''}`);
       expect(page.status, JSON.stringify(page.body)).toBe(200);
       seen.push(page.body.items.map((item) => item.runId ?? item.jobId));
       cursor = page.body.nextCursor;
