@@ -296,6 +296,17 @@ describe('the rate of manual triggers and replays', () => {
     expect(bulk.status).toBe(202);
     expect(bulk.body).toMatchObject({ replayed: [expect.anything(), expect.anything()], remaining: false });
   });
+
+  it('accepts exactly the limit of concurrent triggers in one second', async () => {
+    phase(5);
+    const created = await post('/v1/jobs', jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 } }));
+    expect(created.status).toBe(201);
+    const runsBefore = await scheduler.countItems('runs');
+    const answers = await Promise.all(Array.from({ length: 10 }, () => post(`/v1/jobs/${created.body.job.jobId}/trigger`)));
+    expect(answers.filter((answer) => answer.status === 202)).toHaveLength(2); // the create took the third place
+    expect(answers.filter((answer) => answer.status === 429)).toHaveLength(8);
+    expect(await scheduler.countItems('runs')).toBe(runsBefore + 2);
+  });
 });
 
 describe('filtered listings', () => {
