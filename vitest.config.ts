@@ -15,6 +15,8 @@ export default defineConfig({
           name: 'cdk',
           include: ['test/cdk/**/*.test.ts'],
           testTimeout: 60_000,
+          // Each file synthesizes the stack in beforeAll: about 10 s on two loaded cores.
+          hookTimeout: 60_000,
           sequence: { groupOrder: 0 },
         },
       },
@@ -39,6 +41,7 @@ export default defineConfig({
           name: 'grants',
           include: ['test/grants/**/*.test.ts'],
           testTimeout: 60_000,
+          hookTimeout: 60_000,
           sequence: { groupOrder: 1 },
         },
       },

@@ -4,6 +4,7 @@ import { ConditionalCheckFailedException, TransactionCanceledException } from '@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGetConsistent } from './batch-get';
+import { MAX_ITEMS_READ_PER_PAGE, readFilteredPage } from './filtered-page';
 import type { TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttemptOutcome, Run, RunError, RunStatus } from '../domain/run';
@@ -593,9 +594,10 @@ export class RunsRepository {
 
   /**
    * The tenant's DEAD runs not yet replayed, newest first; optionally of one job or a time range.
-   * A job filter is applied after DynamoDB's Limit, so pages are read until this one is full.
+   * A job filter is applied after DynamoDB's Limit, so pages are read until this one is full
+   * (`readFilteredPage`, with its read budget); `nextCursor` is null when no further run matches.
    */
-  async listDead(tenantId: string, limit: number, filter: DeadFilter = {}, cursor?: string): Promise<Page<Run>> {
+  async listDead(tenantId: string, limit: number, filter: DeadFilter = {}, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Run>> {
     const names: Record<string, string> = { '#tenant': 'deadTenantId', '#sort': 'deadSort' };
     const values: Record<string, unknown> = {
       ':tenant': tenantId,
@@ -608,31 +610,23 @@ export class RunsRepository {
       values[':jobId'] = filter.jobId;
       filterExpression = '#jobId = :jobId';
     }
-    const found: Item[] = [];
-    let start = cursor ? decodeCursorOrThrow(cursor, { deadTenantId: tenantId }) : undefined;
-    do {
-      const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: RUNS_DEAD_INDEX,
-          KeyConditionExpression: '#tenant = :tenant AND #sort BETWEEN :from AND :to',
-          FilterExpression: filterExpression,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ScanIndexForward: false,
-          Limit: filterExpression ? Math.max(limit, 50) : limit,
-          ExclusiveStartKey: start,
-        }),
-      );
-      found.push(...items);
-      start = last;
-    } while (start && found.length < limit);
-    if (found.length > limit) {
-      // Resume after the last item returned, not after the last one read.
-      const lastItem = found[limit - 1] as Item;
-      start = { pk: lastItem.pk, sk: lastItem.sk, deadTenantId: lastItem.deadTenantId, deadSort: lastItem.deadSort };
-    }
-    return { items: found.slice(0, limit).map(itemToRun), nextCursor: encodeCursor(start) };
+    const page = await readFilteredPage(
+      this.dynamo,
+      {
+        TableName: this.tableName,
+        IndexName: RUNS_DEAD_INDEX,
+        KeyConditionExpression: '#tenant = :tenant AND #sort BETWEEN :from AND :to',
+        FilterExpression: filterExpression,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ScanIndexForward: false,
+      },
+      limit,
+      (item) => ({ pk: item.pk, sk: item.sk, deadTenantId: item.deadTenantId, deadSort: item.deadSort }),
+      cursor ? decodeCursorOrThrow(cursor, { deadTenantId: tenantId }) : undefined,
+      maxItemsRead,
+    );
+    return { items: page.items.map(itemToRun), nextCursor: encodeCursor(page.next) };
   }
 
   /**
