@@ -6,6 +6,7 @@
 import { CronExpressionParser } from 'cron-parser';
 import type { CronExpression } from 'cron-parser';
 import { ValidationError } from '../core/errors';
+import { CRON_FIELDS, cronFieldRefusal, cronShapeRefusal } from './cron-syntax';
 import type { FieldError } from '../core/errors';
 import type { Schedule } from './job';
 import { endOfGap, instantsOfWallTime, isValidTimeZone, offsetAt } from './time-zone';
@@ -23,21 +24,38 @@ interface ParsedCron {
 
 function parseCron(expression: string, path: string): ParsedCron {
   const fields = expression.trim().split(/\s+/);
-  if (fields.length !== 5) {
-    throw new ValidationError('Invalid cron expression', [
-      { path, message: `must have five fields (minute hour day-of-month month day-of-week), got ${fields.length}` },
-    ]);
-  }
+  const refuse = (messages: string[]): never => {
+    throw new ValidationError('Invalid cron expression', messages.map((message) => ({ path, message })));
+  };
+  const shape = cronShapeRefusal(fields);
+  if (shape !== null) refuse([shape]);
+  const refusals = CRON_FIELDS.flatMap((field, i) => {
+    const raw = fields[i] ?? '';
+    const refusal = cronFieldRefusal(field, raw);
+    return refusal === null ? [] : [`${field} field "${raw}": ${refusal}`];
+  });
+  if (refusals.length > 0) refuse(refusals);
   try {
     // Evaluated on naive wall time (UTC has no daylight saving), then mapped to the job's zone.
     const parsed = CronExpressionParser.parse(fields.join(' '), { tz: 'UTC', currentDate: new Date(0) });
     const [minute = '', hour = ''] = fields;
     return { expression: parsed, fixedTime: !minute.includes('*') && !hour.includes('*') };
   } catch (error) {
-    throw new ValidationError('Invalid cron expression', [
-      { path, message: error instanceof Error ? error.message : 'cannot be parsed' },
-    ]);
+    return refuse([`${fieldOfParseError(fields)}${error instanceof Error ? error.message : 'cannot be parsed'}`]);
   }
+}
+
+/** The field cron-parser refused, tried one at a time with the others `*`, as a message prefix. */
+function fieldOfParseError(fields: readonly string[]): string {
+  for (const [i, field] of CRON_FIELDS.entries()) {
+    const alone = CRON_FIELDS.map((_, j) => (j === i ? fields[j] : '*')).join(' ');
+    try {
+      CronExpressionParser.parse(alone, { tz: 'UTC', currentDate: new Date(0) });
+    } catch {
+      return `${field} field "${fields[i] ?? ''}": `;
+    }
+  }
+  return '';
 }
 
 /** Checks what zod cannot: the cron expression, its zone, and that it fires at least once. */
