@@ -9,9 +9,9 @@ import { ValidationError } from '../core/errors';
 import { CRON_FIELDS, cronFieldRefusal, cronShapeRefusal } from './cron-syntax';
 import type { FieldError } from '../core/errors';
 import type { Schedule } from './job';
-import { endOfGap, instantsOfWallTime, isValidTimeZone, offsetAt } from './time-zone';
+import { isValidTimeZone, ZoneOffsets } from './time-zone';
 
-const HOUR = 3_600_000;
+const MINUTE = 60_000;
 /** An expression that yields no fire time within this many iterations is treated as never firing. */
 const MAX_ITERATIONS = 20_000;
 
@@ -84,20 +84,23 @@ export function validateSchedule(schedule: Schedule, now: number, path = 'schedu
 
 /**
  * The next `count` fire times of a cron schedule strictly after `after` (epoch ms), within the
- * schedule's startAt/endAt window.
+ * schedule's startAt/endAt window. The work is proportional to `count`: wall times are taken in
+ * order from cron-parser, mapped to instants with the zone's offsets, and the walk stops at the
+ * first wall time no instant up to the last one needed can show.
  */
 export function cronFireTimes(schedule: CronSchedule, after: number, count: number, path = 'schedule.expression'): number[] {
   const { expression, fixedTime } = parseCron(schedule.expression, path);
-  const zone = schedule.timezone;
   const startAt = schedule.startAt ? Date.parse(schedule.startAt) : -Infinity;
   const endAt = schedule.endAt ? Date.parse(schedule.endAt) : Infinity;
   const from = Math.max(after, startAt - 1);
+  if (count < 1 || from >= endAt) return [];
+  const offsets = new ZoneOffsets(schedule.timezone);
 
-  // Wall times map to instants up to a few hours either side of their naive value, and a
-  // repeated hour puts its second instants after later wall times; so walk wall time from a
-  // little before `from` and stop only once no later wall time can map before what we have.
-  expression.reset(new Date(from + offsetAt(from, zone) - 3 * HOUR));
-  const found = new Set<number>();
+  // A fall-back shows wall times again after later ones, so start at the earliest wall time any
+  // instant after `from` shows, and stop past the latest one shown up to the last fire time needed.
+  expression.reset(new Date(offsets.earliestWallFrom(from) - MINUTE));
+  let lastWall = endAt === Infinity ? Infinity : offsets.latestWallBy(endAt);
+  const found: number[] = [];
   for (let i = 0; i < MAX_ITERATIONS; i++) {
     let wallTime: number;
     try {
@@ -105,21 +108,27 @@ export function cronFireTimes(schedule: CronSchedule, after: number, count: numb
     } catch {
       break; // cron-parser gives up on expressions that cannot match any date
     }
-    const sorted = [...found].sort((a, b) => a - b);
-    const enough = sorted.length >= count ? sorted[count - 1] : undefined;
-    if (enough !== undefined && wallTime - 26 * HOUR > enough) break;
-    if (wallTime - 26 * HOUR > endAt) break;
-    for (const instant of instantsForWallTime(wallTime, zone, fixedTime)) {
-      if (instant > from && instant <= endAt) found.add(instant);
+    if (wallTime > lastWall) break;
+    for (const instant of instantsForWallTime(offsets, wallTime, fixedTime)) {
+      if (instant > from && instant <= endAt) insertSorted(found, instant);
     }
+    const enough = found[count - 1];
+    if (enough !== undefined) lastWall = Math.min(lastWall, offsets.latestWallBy(enough));
   }
-  return [...found].sort((a, b) => a - b).slice(0, count);
+  return found.slice(0, count);
 }
 
-function instantsForWallTime(wallTime: number, zone: string, fixedTime: boolean): number[] {
-  const instants = instantsOfWallTime(wallTime, zone);
-  if (instants.length === 0) return fixedTime ? [endOfGap(wallTime, zone)] : [];
+function instantsForWallTime(offsets: ZoneOffsets, wallTime: number, fixedTime: boolean): number[] {
+  const { instants, endOfGap } = offsets.instantsOf(wallTime);
+  if (instants.length === 0) return fixedTime && endOfGap !== null ? [endOfGap] : [];
   return fixedTime ? instants.slice(0, 1) : instants;
+}
+
+/** Adds `value` to an ascending list of distinct numbers; values arrive nearly in order. */
+function insertSorted(list: number[], value: number): void {
+  let i = list.length;
+  while (i > 0 && (list[i - 1] ?? -Infinity) > value) i--;
+  if (list[i - 1] !== value) list.splice(i, 0, value);
 }
 
 /** The first occurrence of a new job's schedule, or null when it has none left. */
