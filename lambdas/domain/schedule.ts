@@ -17,6 +17,12 @@ const MAX_ITERATIONS = 20_000;
 
 export type CronSchedule = Extract<Schedule, { kind: 'cron' }>;
 
+/**
+ * Fire times are computed between these instants (docs/api.md): zone rules before 1970 are
+ * guesswork and JavaScript dates misread years before 100; ISO timestamps end with year 9999.
+ */
+export const FIRE_TIME_RANGE = { earliest: Date.parse('1970-01-01T00:00:00.000Z'), latest: Date.parse('9999-12-31T23:59:59.999Z') } as const;
+
 interface ParsedCron {
   readonly expression: CronExpression;
   readonly fixedTime: boolean;
@@ -74,8 +80,14 @@ export function validateSchedule(schedule: Schedule, now: number, path = 'schedu
     if (errors.length === 0) {
       parseCron(schedule.expression, `${path}.expression`);
       const [first] = cronFireTimes(schedule, now, 1, `${path}.expression`);
-      if (first === undefined && !schedule.endAt) {
-        errors.push({ path: `${path}.expression`, message: 'never fires' });
+      // A schedule that never fires is refused (API.md), whether the expression cannot match or
+      // its window closes before the first match: name whichever is the cause.
+      if (first === undefined) {
+        const { endAt, ...open } = schedule;
+        const expressionFires = endAt !== undefined && cronFireTimes(open, now, 1, `${path}.expression`).length > 0;
+        if (!expressionFires) errors.push({ path: `${path}.expression`, message: 'never fires' });
+        else if (Date.parse(endAt) <= now) errors.push({ path: `${path}.endAt`, message: 'has passed, so the schedule would never fire' });
+        else errors.push({ path: `${path}.endAt`, message: 'is before the first fire time, so the schedule would never fire' });
       }
     }
   }
@@ -91,15 +103,15 @@ export function validateSchedule(schedule: Schedule, now: number, path = 'schedu
 export function cronFireTimes(schedule: CronSchedule, after: number, count: number, path = 'schedule.expression'): number[] {
   const { expression, fixedTime } = parseCron(schedule.expression, path);
   const startAt = schedule.startAt ? Date.parse(schedule.startAt) : -Infinity;
-  const endAt = schedule.endAt ? Date.parse(schedule.endAt) : Infinity;
-  const from = Math.max(after, startAt - 1);
+  const endAt = Math.min(schedule.endAt ? Date.parse(schedule.endAt) : Infinity, FIRE_TIME_RANGE.latest);
+  const from = Math.max(after, startAt - 1, FIRE_TIME_RANGE.earliest - 1);
   if (count < 1 || from >= endAt) return [];
   const offsets = new ZoneOffsets(schedule.timezone);
 
   // A fall-back shows wall times again after later ones, so start at the earliest wall time any
   // instant after `from` shows, and stop past the latest one shown up to the last fire time needed.
   expression.reset(new Date(offsets.earliestWallFrom(from) - MINUTE));
-  let lastWall = endAt === Infinity ? Infinity : offsets.latestWallBy(endAt);
+  let lastWall = offsets.latestWallBy(endAt);
   const found: number[] = [];
   for (let i = 0; i < MAX_ITERATIONS; i++) {
     let wallTime: number;

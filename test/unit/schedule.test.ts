@@ -141,6 +141,13 @@ describe('schedule validation', () => {
     expect(pathsOf(() => validateSchedule(cron('0 9 * * *', 'Europe/Atlantis'), now))).toEqual(['schedule.timezone']);
   });
 
+  it('names endAt when it has passed or comes before the first fire time, and the expression when it can never fire', () => {
+    expect(pathsOf(() => validateSchedule(cron('0 9 * * *', 'UTC', { endAt: '2025-12-31T00:00:00.000Z' }), now))).toEqual(['schedule.endAt']);
+    expect(pathsOf(() => validateSchedule(cron('0 9 1 JUN *', 'UTC', { endAt: '2026-03-01T00:00:00.000Z' }), now))).toEqual(['schedule.endAt']);
+    expect(pathsOf(() => validateSchedule(cron('0 0 30 2 *', 'UTC', { endAt: '2027-01-01T00:00:00.000Z' }), now))).toEqual(['schedule.expression']);
+    expect(pathsOf(() => validateSchedule(cron('0 9 * * *', 'UTC', { endAt: '2026-01-01T09:00:00.000Z' }), now))).toEqual([]);
+  });
+
   it('refuses an instant in the past', () => {
     expect(pathsOf(() => validateSchedule({ kind: 'at', at: '2025-12-31T23:00:00.000Z' }, now))).toEqual(['schedule.at']);
   });
@@ -152,6 +159,11 @@ describe('first and upcoming fire times', () => {
     expect(firstFireTime({ kind: 'now' }, now)).toBe(now);
     expect(firstFireTime({ kind: 'delay', seconds: 90 }, now)).toBe(now + 90_000);
     expect(firstFireTime({ kind: 'at', at: '2026-01-02T00:00:00.000Z' }, now)).toBe(Date.parse('2026-01-02T00:00:00Z'));
+  });
+
+  it('gives the first fire times after a starting point in 1970, and none after 9999', () => {
+    expect(fires(cron('0 9 * * *', 'America/New_York'), '1970-01-01T00:00:00Z', 2)).toEqual(['1970-01-01T14:00:00.000Z', '1970-01-02T14:00:00.000Z']);
+    expect(fires(cron('0 9 * * *', 'UTC'), '9999-12-30T12:00:00Z', 3)).toEqual(['9999-12-31T09:00:00.000Z']);
   });
 
   it('has no upcoming time for an instant already past', () => {
