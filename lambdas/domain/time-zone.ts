@@ -5,24 +5,53 @@
 // reads per day it spans plus about 26 per transition, not several per wall time.
 
 const HOUR = 3_600_000;
+/**
+ * Formatters by canonical zone name, and the canonical name of each spelling seen (zone names are
+ * case-insensitive, so a caller can send any number of spellings of one zone). Both are bounded,
+ * least recently used first out: there are about 600 zones.
+ */
+const MAX_FORMATTERS = 256;
+const MAX_SPELLINGS = 1024;
 const formatters = new Map<string, Intl.DateTimeFormat>();
+const canonicalNames = new Map<string, string>();
+
+function remember<V>(cache: Map<string, V>, key: string, value: V, limit: number): void {
+  cache.delete(key);
+  cache.set(key, value);
+  if (cache.size > limit) {
+    const oldest = cache.keys().next();
+    if (!oldest.done) cache.delete(oldest.value);
+  }
+}
 
 function formatterFor(timeZone: string): Intl.DateTimeFormat {
-  let formatter = formatters.get(timeZone);
-  if (!formatter) {
-    formatter = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formatters.set(timeZone, formatter);
+  const known = canonicalNames.get(timeZone);
+  const cached = known === undefined ? undefined : formatters.get(known);
+  if (known !== undefined && cached !== undefined) {
+    remember(formatters, known, cached, MAX_FORMATTERS);
+    return cached;
   }
+  // Throws a RangeError for a zone Intl does not know.
+  const made = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+  });
+  const canonical = made.resolvedOptions().timeZone;
+  const formatter = formatters.get(canonical) ?? made;
+  remember(formatters, canonical, formatter, MAX_FORMATTERS);
+  remember(canonicalNames, timeZone, canonical, MAX_SPELLINGS);
   return formatter;
+}
+
+/** How many formatters and zone spellings are cached (for tests and diagnostics). */
+export function timeZoneCacheSizes(): { readonly formatters: number; readonly spellings: number } {
+  return { formatters: formatters.size, spellings: canonicalNames.size };
 }
 
 export function isValidTimeZone(timeZone: string): boolean {
