@@ -28,7 +28,14 @@ interface ParsedCron {
   readonly fixedTime: boolean;
 }
 
-function parseCron(expression: string, path: string): ParsedCron {
+/**
+ * `new` checks the syntax accepted (docs/api.md) as well; `stored` evaluates a job's expression
+ * as it was accepted, so a job stored before a token was refused keeps running. Its `H` values,
+ * if any, are seeded by the expression: the same at every evaluation.
+ */
+type CronSource = 'new' | 'stored';
+
+function parseCron(expression: string, path: string, source: CronSource): ParsedCron {
   const fields = expression.trim().split(/\s+/);
   const refuse = (messages: string[]): never => {
     throw new ValidationError('Invalid cron expression', messages.map((message) => ({ path, message })));
@@ -40,10 +47,10 @@ function parseCron(expression: string, path: string): ParsedCron {
     const refusal = cronFieldRefusal(field, raw);
     return refusal === null ? [] : [`${field} field "${raw}": ${refusal}`];
   });
-  if (refusals.length > 0) refuse(refusals);
+  if (refusals.length > 0 && source === 'new') refuse(refusals);
   try {
     // Evaluated on naive wall time (UTC has no daylight saving), then mapped to the job's zone.
-    const parsed = CronExpressionParser.parse(fields.join(' '), { tz: 'UTC', currentDate: new Date(0) });
+    const parsed = CronExpressionParser.parse(fields.join(' '), { tz: 'UTC', currentDate: new Date(0), hashSeed: fields.join(' ') });
     const [minute = '', hour = ''] = fields;
     return { expression: parsed, fixedTime: !minute.includes('*') && !hour.includes('*') };
   } catch (error) {
@@ -78,7 +85,7 @@ export function validateSchedule(schedule: Schedule, now: number, path = 'schedu
       errors.push({ path: `${path}.endAt`, message: 'must be after startAt' });
     }
     if (errors.length === 0) {
-      parseCron(schedule.expression, `${path}.expression`);
+      parseCron(schedule.expression, `${path}.expression`, 'new');
       const [first] = cronFireTimes(schedule, now, 1, `${path}.expression`);
       // A schedule that never fires is refused (API.md), whether the expression cannot match or
       // its window closes before the first match: name whichever is the cause.
@@ -101,7 +108,7 @@ export function validateSchedule(schedule: Schedule, now: number, path = 'schedu
  * first wall time no instant up to the last one needed can show.
  */
 export function cronFireTimes(schedule: CronSchedule, after: number, count: number, path = 'schedule.expression'): number[] {
-  const { expression, fixedTime } = parseCron(schedule.expression, path);
+  const { expression, fixedTime } = parseCron(schedule.expression, path, 'stored');
   const startAt = schedule.startAt ? Date.parse(schedule.startAt) : -Infinity;
   const endAt = Math.min(schedule.endAt ? Date.parse(schedule.endAt) : Infinity, FIRE_TIME_RANGE.latest);
   const from = Math.max(after, startAt - 1, FIRE_TIME_RANGE.earliest - 1);

@@ -192,6 +192,12 @@ describe('cron syntax (docs/api.md)', () => {
     expect(refusal('0 9 * * H')).toEqual([expect.stringMatching(/day-of-week field "H": `H`/)]);
   });
 
+  it('evaluates a job stored with `H` before it was refused the same way each time', () => {
+    const stored = cron('H H * * *', 'UTC');
+    const first = fires(stored, '2026-01-01T00:00:00Z', 3);
+    for (let i = 0; i < 5; i++) expect(fires(stored, '2026-01-01T00:00:00Z', 3)).toEqual(first);
+  });
+
   it('refuses `?`, `W`, nicknames, seconds and `L` or `#` where cron-parser would misread them', () => {
     expect(refusal('0 9 ? * MON')).toEqual([expect.stringMatching(/day-of-month field "\?": `\?` is not supported; use `\*`/)]);
     expect(refusal('0 9 15W * *')).toEqual([expect.stringMatching(/day-of-month field "15W": `W`/)]);
