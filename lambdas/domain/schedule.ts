@@ -4,14 +4,13 @@
 //   gap skips, at the instant the gap ends, and once (the first time) for a repeated wall time;
 // - other expressions follow the wall clock: skipped wall times never fire, repeated ones fire twice.
 import { CronExpressionParser } from 'cron-parser';
-import type { CronExpression } from 'cron-parser';
 import { ValidationError } from '../core/errors';
 import { CRON_FIELDS, cronFieldRefusal, cronShapeRefusal } from './cron-syntax';
+import { CronWallTimes } from './cron-wall-times';
 import type { FieldError } from '../core/errors';
 import type { Schedule } from './job';
 import { isValidTimeZone, ZoneOffsets } from './time-zone';
 
-const MINUTE = 60_000;
 /** An expression that yields no fire time within this many iterations is treated as never firing. */
 const MAX_ITERATIONS = 20_000;
 
@@ -24,7 +23,7 @@ export type CronSchedule = Extract<Schedule, { kind: 'cron' }>;
 export const FIRE_TIME_RANGE = { earliest: Date.parse('1970-01-01T00:00:00.000Z'), latest: Date.parse('9999-12-31T23:59:59.999Z') } as const;
 
 interface ParsedCron {
-  readonly expression: CronExpression;
+  readonly wallTimes: CronWallTimes;
   readonly fixedTime: boolean;
 }
 
@@ -52,7 +51,7 @@ function parseCron(expression: string, path: string, source: CronSource): Parsed
     // Evaluated on naive wall time (UTC has no daylight saving), then mapped to the job's zone.
     const parsed = CronExpressionParser.parse(fields.join(' '), { tz: 'UTC', currentDate: new Date(0), hashSeed: fields.join(' ') });
     const [minute = '', hour = ''] = fields;
-    return { expression: parsed, fixedTime: !minute.includes('*') && !hour.includes('*') };
+    return { wallTimes: new CronWallTimes(parsed), fixedTime: !minute.includes('*') && !hour.includes('*') };
   } catch (error) {
     return refuse([`${fieldOfParseError(fields)}${error instanceof Error ? error.message : 'cannot be parsed'}`]);
   }
@@ -108,7 +107,7 @@ export function validateSchedule(schedule: Schedule, now: number, path = 'schedu
  * first wall time no instant up to the last one needed can show.
  */
 export function cronFireTimes(schedule: CronSchedule, after: number, count: number, path = 'schedule.expression'): number[] {
-  const { expression, fixedTime } = parseCron(schedule.expression, path, 'stored');
+  const { wallTimes, fixedTime } = parseCron(schedule.expression, path, 'stored');
   const startAt = schedule.startAt ? Date.parse(schedule.startAt) : -Infinity;
   const endAt = Math.min(schedule.endAt ? Date.parse(schedule.endAt) : Infinity, FIRE_TIME_RANGE.latest);
   const from = Math.max(after, startAt - 1, FIRE_TIME_RANGE.earliest - 1);
@@ -117,17 +116,12 @@ export function cronFireTimes(schedule: CronSchedule, after: number, count: numb
 
   // A fall-back shows wall times again after later ones, so start at the earliest wall time any
   // instant after `from` shows, and stop past the latest one shown up to the last fire time needed.
-  expression.reset(new Date(offsets.earliestWallFrom(from) - MINUTE));
+  wallTimes.reset(offsets.earliestWallFrom(from));
   let lastWall = offsets.latestWallBy(endAt);
   const found: number[] = [];
   for (let i = 0; i < MAX_ITERATIONS; i++) {
-    let wallTime: number;
-    try {
-      wallTime = expression.next().getTime();
-    } catch {
-      break; // cron-parser gives up on expressions that cannot match any date
-    }
-    if (wallTime > lastWall) break;
+    const wallTime = wallTimes.next();
+    if (wallTime === null || wallTime > lastWall) break;
     for (const instant of instantsForWallTime(offsets, wallTime, fixedTime)) {
       if (instant > from && instant <= endAt) insertSorted(found, instant);
     }
