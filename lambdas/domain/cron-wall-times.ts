@@ -30,9 +30,6 @@ export class CronWallTimes {
   private readonly nth: number;
   private readonly dayRestricted: boolean;
   private readonly weekdayRestricted: boolean;
-  /** The day being walked (naive ms at 00:00) and the next time of day to try in it. */
-  private day = 0;
-  private timeIndex = 0;
   private readonly timesOfDay: number[];
 
   constructor(expression: CronExpression) {
@@ -53,45 +50,48 @@ export class CronWallTimes {
     this.timesOfDay = this.hours.flatMap((h) => this.minutes.map((m) => h * HOUR + m * MINUTE));
   }
 
-  /** Restarts the walk: the next match is the first at or after `wallTime`. */
-  reset(wallTime: number): void {
-    this.day = Math.floor(wallTime / DAY) * DAY;
-    const timeOfDay = wallTime - this.day;
-    this.timeIndex = this.timesOfDay.findIndex((t) => t >= timeOfDay);
-    if (this.timeIndex === -1) {
-      this.day += DAY;
-      this.timeIndex = 0;
+  /**
+   * The matching wall times at or after `wallTime`, in order, one per `next()` call, which gives
+   * null when the expression matches no day at all. The expression itself is immutable and shared.
+   */
+  from(wallTime: number): { next(): number | null } {
+    let day = Math.floor(wallTime / DAY) * DAY;
+    let timeIndex = this.timesOfDay.findIndex((t) => t >= wallTime - day);
+    if (timeIndex === -1) {
+      day += DAY;
+      timeIndex = 0;
     }
+    return {
+      next: (): number | null => {
+        if (timeIndex >= this.timesOfDay.length) {
+          day += DAY;
+          timeIndex = 0;
+        }
+        const matching = this.firstMatchingDay(day);
+        if (matching === null) return null;
+        if (matching !== day) {
+          day = matching;
+          timeIndex = 0;
+        }
+        return day + (this.timesOfDay[timeIndex++] ?? 0);
+      },
+    };
   }
 
-  /** The next matching wall time, or null when the expression matches no day at all. */
-  next(): number | null {
-    if (this.timeIndex >= this.timesOfDay.length) {
-      this.day += DAY;
-      this.timeIndex = 0;
-    }
-    if (!this.seekMatchingDay()) return null;
-    const time = this.timesOfDay[this.timeIndex] ?? 0;
-    this.timeIndex++;
-    return this.day + time;
-  }
-
-  private seekMatchingDay(): boolean {
-    const start = this.day;
-    while (this.day - start <= MAX_DAYS_WITHOUT_MATCH * DAY) {
-      const date = new Date(this.day);
+  /** The first day at or after `day` (naive ms at 00:00) the expression matches, or null. */
+  private firstMatchingDay(day: number): number | null {
+    for (let candidate = day; candidate - day <= MAX_DAYS_WITHOUT_MATCH * DAY; ) {
+      const date = new Date(candidate);
       const year = date.getUTCFullYear();
       const month = date.getUTCMonth();
       if (!this.months.has(month + 1)) {
-        this.day = Date.UTC(year, month + 1, 1);
-        this.timeIndex = 0;
+        candidate = Date.UTC(year, month + 1, 1);
         continue;
       }
-      if (this.dayMatches(date.getUTCDate(), date.getUTCDay(), daysInMonth(year, month))) return true;
-      this.day += DAY;
-      this.timeIndex = 0;
+      if (this.dayMatches(date.getUTCDate(), date.getUTCDay(), daysInMonth(year, month))) return candidate;
+      candidate += DAY;
     }
-    return false;
+    return null;
   }
 
   /** cron-parser's rule (CronExpression#matchDayOfMonth). */

@@ -28,6 +28,13 @@ interface ParsedCron {
 }
 
 /**
+ * Parsed expressions by text, least recently used out first: parsing costs more than evaluating
+ * (docs/performance.md), and jobs share few expressions. What is cached is immutable.
+ */
+const MAX_PARSED_EXPRESSIONS = 512;
+const parsedExpressions = new Map<string, ParsedCron>();
+
+/**
  * `new` checks the syntax accepted (docs/api.md) as well; `stored` evaluates a job's expression
  * as it was accepted, so a job stored before a token was refused keeps running. Its `H` values,
  * if any, are seeded by the expression: the same at every evaluation.
@@ -47,11 +54,24 @@ function parseCron(expression: string, path: string, source: CronSource): Parsed
     return refusal === null ? [] : [`${field} field "${raw}": ${refusal}`];
   });
   if (refusals.length > 0 && source === 'new') refuse(refusals);
+  const key = fields.join(' ');
+  const cached = parsedExpressions.get(key);
+  if (cached !== undefined) {
+    parsedExpressions.delete(key);
+    parsedExpressions.set(key, cached);
+    return cached;
+  }
   try {
     // Evaluated on naive wall time (UTC has no daylight saving), then mapped to the job's zone.
-    const parsed = CronExpressionParser.parse(fields.join(' '), { tz: 'UTC', currentDate: new Date(0), hashSeed: fields.join(' ') });
+    const parsed = CronExpressionParser.parse(key, { tz: 'UTC', currentDate: new Date(0), hashSeed: key });
     const [minute = '', hour = ''] = fields;
-    return { wallTimes: new CronWallTimes(parsed), fixedTime: !minute.includes('*') && !hour.includes('*') };
+    const result = { wallTimes: new CronWallTimes(parsed), fixedTime: !minute.includes('*') && !hour.includes('*') };
+    parsedExpressions.set(key, result);
+    if (parsedExpressions.size > MAX_PARSED_EXPRESSIONS) {
+      const oldest = parsedExpressions.keys().next();
+      if (!oldest.done) parsedExpressions.delete(oldest.value);
+    }
+    return result;
   } catch (error) {
     return refuse([`${fieldOfParseError(fields)}${error instanceof Error ? error.message : 'cannot be parsed'}`]);
   }
@@ -116,11 +136,11 @@ export function cronFireTimes(schedule: CronSchedule, after: number, count: numb
 
   // A fall-back shows wall times again after later ones, so start at the earliest wall time any
   // instant after `from` shows, and stop past the latest one shown up to the last fire time needed.
-  wallTimes.reset(offsets.earliestWallFrom(from));
+  const matches = wallTimes.from(offsets.earliestWallFrom(from));
   let lastWall = offsets.latestWallBy(endAt);
   const found: number[] = [];
   for (let i = 0; i < MAX_ITERATIONS; i++) {
-    const wallTime = wallTimes.next();
+    const wallTime = matches.next();
     if (wallTime === null || wallTime > lastWall) break;
     for (const instant of instantsForWallTime(offsets, wallTime, fixedTime)) {
       if (instant > from && instant <= endAt) insertSorted(found, instant);

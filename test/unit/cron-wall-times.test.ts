@@ -43,8 +43,8 @@ function cronParserMatches(expression: string, start: number, count: number): nu
 
 function walkMatches(expression: string, start: number, count: number): number[] {
   const walk = new CronWallTimes(CronExpressionParser.parse(expression, { tz: 'UTC', currentDate: new Date(0), hashSeed: expression }));
-  walk.reset(start);
-  return Array.from({ length: count }, () => walk.next() ?? Number.NaN);
+  const times = walk.from(start);
+  return Array.from({ length: count }, () => times.next() ?? Number.NaN);
 }
 
 describe('the wall-time walk', () => {
