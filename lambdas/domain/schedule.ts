@@ -1,5 +1,5 @@
 // Fire times of schedules. Cron expressions are evaluated on the wall clock of the job's zone and
-// mapped to instants with Vixie cron's daylight-saving rule (see API.md):
+// mapped to instants with Vixie cron's daylight-saving rule (API.md; docs/api.md):
 // - fixed-time expressions (no `*` in minute or hour) fire once for a wall time a spring-forward
 //   gap skips, at the instant the gap ends, and once (the first time) for a repeated wall time;
 // - other expressions follow the wall clock: skipped wall times never fire, repeated ones fire twice.
@@ -122,9 +122,9 @@ export function validateSchedule(schedule: Schedule, now: number, path = 'schedu
 
 /**
  * The next `count` fire times of a cron schedule strictly after `after` (epoch ms), within the
- * schedule's startAt/endAt window. The work is proportional to `count`: wall times are taken in
- * order from cron-parser, mapped to instants with the zone's offsets, and the walk stops at the
- * first wall time no instant up to the last one needed can show.
+ * schedule's startAt/endAt window. The work is proportional to `count`: the wall times the
+ * expression matches are walked in order (cron-wall-times.ts), mapped to instants with the zone's
+ * offsets, and the walk stops at the first wall time no instant up to the last one needed shows.
  */
 export function cronFireTimes(schedule: CronSchedule, after: number, count: number, path = 'schedule.expression'): number[] {
   const { wallTimes, fixedTime } = parseCron(schedule.expression, path, 'stored');
