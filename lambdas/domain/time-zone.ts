@@ -87,7 +87,7 @@ export function offsetAt(instant: number, timeZone: string): number {
   return toWallTime(instant, timeZone) - instant;
 }
 
-/** Wider than any offset a zone has had (Manila's -15:56 before 1845). */
+/** Wider than the offset of any zone, past or present (all lie within ±16 hours of UTC). */
 const MAX_OFFSET = 16 * HOUR;
 /** Offsets are read at the edges of cells this long; a cell holds at most one transition. */
 const CELL = 12 * HOUR;
