@@ -167,7 +167,7 @@ export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: st
  * PATCH: fields of the definition, replaced whole at the top level (JSON merge of the first level).
  * A changed schedule re-plans the pending occurrence of an ACTIVE job, replaces the occurrence a
  * PAUSED job resumes from, and makes a COMPLETED job ACTIVE again with the new schedule's first
- * occurrence (counted against the tenant's active jobs; decision 0070).
+ * occurrence (counted against the tenant's active jobs; decision 0073).
  */
 export async function patchJob(
   deps: SchedulerDeps,
@@ -252,7 +252,7 @@ export async function patchJob(
 }
 
 /**
- * Counts a manual trigger or a replay against the tenant's per-second create rate (decision 0071):
+ * Counts a manual trigger or a replay against the tenant's per-second create rate (decision 0074):
  * over it, a 429 with Retry-After, and nothing is written.
  */
 export async function admitRunRequest(deps: SchedulerDeps, tenantId: string, limits: TenantLimits, now: number): Promise<void> {

@@ -10,7 +10,7 @@ import { cursorParam, limitParam, parseOrThrow } from '../core/validation';
 import type { Job, JobSpec, JobStatus, Target } from '../domain/job';
 import { attemptTimeoutSeconds, jobSpecSchema, jobTypeSchema, scheduleSchema } from '../domain/job';
 import type { Run } from '../domain/run';
-import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
+import { FIRE_TIME_RANGE, upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
 import type { Page } from '../store/runs-repository';
 import { urlRefusal } from '../targets/address-policy';
 import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
@@ -243,7 +243,10 @@ export async function getRun(deps: SchedulerDeps, tenantId: string, runId: strin
 
 export const previewSchema = z.strictObject({
   schedule: scheduleSchema,
-  from: z.iso.datetime({ offset: true }).optional(),
+  from: z.iso
+    .datetime({ offset: true })
+    .refine((from) => Date.parse(from) >= FIRE_TIME_RANGE.earliest && Date.parse(from) <= FIRE_TIME_RANGE.latest, 'must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z')
+    .optional(),
   count: z.number().int().min(1).max(100).default(5),
 });
 
