@@ -4,7 +4,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, jobBody, startScheduler, startTarget } from './harness';
+import { eventually, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 import { killProcess as kill, startRuntimeProcess } from './worker-process';
 
 describe('a worker process killed during a run', () => {
@@ -70,7 +70,7 @@ describe('a worker process killed during a run', () => {
     );
     const { jobId, nextRunId: runId } = created.body.job;
     // A worker takes the lease (3 s) and dies at once, before it could touch the message.
-    const ghost = await scheduler.workerDeps('ghost').runs.lease(runId, { owner: 'ghost', now: Date.now() });
+    const ghost = await scheduler.workerDeps('ghost').runs.lease(runId, leaseRequest(scheduler.config, 'ghost'));
     expect(ghost.kind).toBe('leased');
     const calls = target.calls.length;
 
