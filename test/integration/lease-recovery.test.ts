@@ -8,6 +8,8 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { runKey } from '../../lambdas/store/keys';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
+import type { Run } from '../../lambdas/domain/run';
+import { leaseCheckAt } from '../../lambdas/domain/time-gate';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, leaseRequest, startScheduler, startTarget, tick } from './harness';
 
@@ -148,6 +150,26 @@ describe('a lost worker is recovered from the time index, whatever became of its
     expect((await tick(scheduler.deps)).lapsedLeases).toBe(0);
   });
 
+  it('lets a late outcome that lands before the recovery stand: the recovery message finds the run finished', async () => {
+    const [job] = await createJobs(1, 1);
+    const { jobId, runId } = job!;
+    await takeMessages(1);
+    const ghost = (await strandAll([runId], 'ghost-d')).get(runId)!;
+    const leased = (await scheduler.deps.runs.get(runId))!;
+    await sleep(Date.parse(leased.leaseExpiresAt!) + 2_500 - Date.now());
+    expect((await tick(scheduler.deps)).lapsedLeases).toBe(1);
+    // The worker was slow, not dead: its outcome, fenced by the version it leased, lands first.
+    expect(await ghost.runs.finishAttempt(leased, { status: 'SUCCEEDED', now: Date.now(), error: null }, null)).toBe('recorded');
+    expect(await indexEntryOf(runId)).toEqual({ gateKey: undefined, gateAt: undefined });
+    await startWorkers();
+    const before = await scheduler.queueDepth();
+    // The recovery message is dropped as a duplicate: no lost attempt, no retry.
+    await eventually(() => scheduler.queueDepth(), (depth) => depth < before, 15_000);
+    const runs = await runsOf(jobId);
+    expect(runs.map((run) => [run.attempt, run.status, run.leaseOwner])).toEqual([[1, 'SUCCEEDED', 'ghost-d']]);
+    expect((await tick(scheduler.deps)).lapsedLeases).toBe(0);
+  });
+
   /**
    * Takes the dispatch messages of new runs (no poller runs yet) and keeps them invisible for an
    * hour, as a worker that died before its visibility change leaves them.
@@ -167,4 +189,70 @@ describe('a lost worker is recovered from the time index, whatever became of its
     const workers = await scheduler.startWorkers(2);
     onTestFinished(() => workers.stop());
   }
+});
+
+describe('every way out of RUNNING leaves the lease\'s check-back behind (or, given back, turns it into a queued one)', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(async () => scheduler.stop());
+
+  async function leased(): Promise<Run> {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/hook'));
+    expect(created.status).toBe(201);
+    const lease = await scheduler.deps.runs.lease(created.body.job.nextRunId, leaseRequest(scheduler.config, 'w'));
+    if (lease.kind !== 'leased') throw new Error(`not leased: ${lease.kind}`);
+    expect((await gateOf(lease.run.runId)).gateAt).toBe(new Date(leaseCheckAt(Date.parse(lease.run.startedAt!), scheduler.config)).toISOString());
+    return lease.run;
+  }
+
+  async function gateOf(runId: string): Promise<{ gateKey?: string; gateAt?: string }> {
+    const { Item: item } = await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }));
+    return { gateKey: item?.gateKey as string | undefined, gateAt: item?.gateAt as string | undefined };
+  }
+  const none = { gateKey: undefined, gateAt: undefined };
+  const now = () => Date.now();
+
+  it('succeeded, failed, dead', async () => {
+    for (const status of ['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'DEAD'] as const) {
+      const run = await leased();
+      expect(await scheduler.deps.runs.finishAttempt(run, { status, now: now(), error: null }, null)).toBe('recorded');
+      expect(await gateOf(run.runId)).toEqual(none);
+    }
+  });
+
+  it('skipped or cancelled by admission, cancelled while running', async () => {
+    for (const status of ['SKIPPED', 'CANCELLED'] as const) {
+      const run = await leased();
+      expect(await scheduler.deps.runs.complete(run.runId, run.version, { status, now: now(), error: null, reason: 'test' })).toBe('recorded');
+      expect(await gateOf(run.runId)).toEqual(none);
+    }
+    const run = await leased();
+    expect(await scheduler.deps.runs.cancelRunning(run.runId, now(), 'test')).toBe(true);
+    expect(await gateOf(run.runId)).toEqual(none);
+  });
+
+  it('offered to external workers: no entry (a queued one would be sent and leased again)', async () => {
+    const run = await leased();
+    expect(await scheduler.deps.runs.offer(run, now())).toBe(true);
+    expect(await gateOf(run.runId)).toEqual(none);
+  });
+
+  it('given back (buffer-one): the entry becomes the queued run\'s check-back', async () => {
+    const run = await leased();
+    const checkBack = now() + 300_000;
+    expect(await scheduler.deps.runs.giveBack(run.runId, run.version, now(), checkBack, scheduler.config.timeIndexShards, 'test')).toBe(true);
+    expect((await gateOf(run.runId)).gateAt).toBe(new Date(checkBack).toISOString());
+  });
+
+  it('moves a lease\'s check-back only under the version it was read for', async () => {
+    const run = await leased();
+    const { gateAt } = await gateOf(run.runId);
+    const shards = scheduler.config.timeIndexShards;
+    expect(await scheduler.deps.runs.moveLeaseCheck(run.runId, run.version + 1, gateAt!, now() + 60_000, shards)).toBe(false);
+    expect(await scheduler.deps.runs.moveLeaseCheck(run.runId, run.version, gateAt!, now() + 60_000, shards)).toBe(true);
+    // Moved once: a second ticker holding the old position moves nothing.
+    expect(await scheduler.deps.runs.moveLeaseCheck(run.runId, run.version, gateAt!, now() + 90_000, shards)).toBe(false);
+  });
 });
