@@ -55,12 +55,9 @@ export type LeaseCheck =
 
 /**
  * What the ticker does with a leased run whose check-back has passed, given the run as read now
- * (consistently) and the version its index entry was read for.
+ * (consistently). The move it then makes is fenced by the version read with it.
  */
-export function checkLease(
-  run: { readonly status: string; readonly version: number; readonly leaseExpiresAt: string | null } | undefined,
-  now: number,
-): LeaseCheck {
+export function checkLease(run: { readonly status: string; readonly leaseExpiresAt: string | null } | undefined, now: number): LeaseCheck {
   if (!run || run.status !== 'RUNNING') return { kind: 'gone' };
   // A running run always has a lease end; one without is treated as lapsed, so that it is not kept.
   const end = run.leaseExpiresAt === null ? Number.NaN : Date.parse(run.leaseExpiresAt);

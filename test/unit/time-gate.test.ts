@@ -41,7 +41,7 @@ describe('time gate', () => {
 
 describe('lease check-backs', () => {
   const leasedAt = Date.parse('2026-01-01T00:00:00Z');
-  const running = (leaseExpiresAt: string | null) => ({ status: 'RUNNING', version: 3, leaseExpiresAt });
+  const running = (leaseExpiresAt: string | null) => ({ status: 'RUNNING', leaseExpiresAt });
 
   it('puts a fresh lease\'s check-back at the end of the shortest lease, never after its own end', () => {
     // The shortest lease: a 1 s timeout plus the margin; then the slack.
@@ -64,7 +64,7 @@ describe('lease check-backs', () => {
 
   it('leaves alone a run that is no longer running (finished, cancelled, given back) or gone', () => {
     for (const status of ['SUCCEEDED', 'FAILED', 'DEAD', 'CANCELLED', 'SKIPPED', 'QUEUED']) {
-      expect(checkLease({ status, version: 3, leaseExpiresAt: null }, leasedAt)).toEqual({ kind: 'gone' });
+      expect(checkLease({ status, leaseExpiresAt: null }, leasedAt)).toEqual({ kind: 'gone' });
     }
     expect(checkLease(undefined, leasedAt)).toEqual({ kind: 'gone' });
   });
