@@ -79,8 +79,9 @@ export const runsTable: TableDefinition = {
       projection: 'keys',
     },
     {
-      // Sparse: only runs not yet leased carry `gateKey` (SCHEDULED at their due time, QUEUED at a
-      // check-back time). It projects just what the ticker needs, so its scans stay small.
+      // Sparse: only runs not finished carry `gateKey` (SCHEDULED at their due time, QUEUED and
+      // RUNNING at a check-back time, decision 0065). It projects just what the ticker needs, so its
+      // scans stay small.
       indexName: RUNS_TIME_INDEX,
       partitionKey: { name: 'gateKey', type: 'S' },
       sortKey: { name: 'gateAt', type: 'S' },
