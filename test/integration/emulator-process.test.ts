@@ -1,17 +1,9 @@
 // The emulator launcher's own bookkeeping: every port has its pid file, so that starting a second
 // emulator (a bench's, a test's) does not make `emulator:stop` stop the wrong one or claim a stop
 // that did not happen.
-import { createServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { answers, ensureEmulator, stopEmulator } from '../../scripts/local/emulator';
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { freePort } from './support/own-emulator';
 
 describe('emulator pid files', () => {
   const started: string[] = [];
