@@ -1,7 +1,8 @@
 // The store stalls or drops out: requests must not hang (each store request has a timeout, the API
 // answers 503 problem+json with Retry-After, the authorizer answers rather than hangs), and the local
 // runtime must log, back off and carry on, serving and running jobs once the store is back. Each
-// test has an emulator of its own, which it pauses with SIGSTOP.
+// test has an emulator of its own, which it pauses with SIGSTOP, and the runtime process meets it
+// through a proxy that can cut the connection of a chosen call (its batch deletes, which killed it).
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,8 +15,8 @@ import type { LocalRuntime } from '../../scripts/local/runtime';
 import { startLocalRuntime } from '../../scripts/local/runtime';
 import type { TargetServer } from './harness';
 import { awsClients, eventually, jobBody, startTarget } from './harness';
-import type { OwnEmulator } from './support/own-emulator';
-import { startOwnEmulator } from './support/own-emulator';
+import type { FaultProxy, OwnEmulator } from './support/own-emulator';
+import { startFaultProxy, startOwnEmulator } from './support/own-emulator';
 import { killProcess, startRuntimeProcess } from './worker-process';
 
 /** Longer than any request may take with the store clients' timeouts (2 attempts of 3 s). */
@@ -98,25 +99,28 @@ describe('a store that stops answering', () => {
 
 describe('the local runtime when its emulator drops out', () => {
   let emulator: OwnEmulator;
+  let proxy: FaultProxy;
   let target: TargetServer;
   let child: ChildProcess | undefined;
   const apiKey = `dev_${randomBytes(18).toString('base64url')}`;
 
   beforeAll(async () => {
     emulator = await startOwnEmulator();
+    proxy = await startFaultProxy(emulator.endpoint);
     target = await startTarget(() => new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 50)));
   });
   afterAll(async () => {
     emulator.resume();
     if (child) await killProcess(child);
     await target.stop();
+    await proxy.stop();
     await emulator.stop();
   });
 
   it('logs, backs off and carries on: it still serves and runs jobs once the emulator is back', async () => {
-    // `npm run dev` as its own process, on the test's emulator.
+    // `npm run dev` as its own process, on the test's emulator (through a proxy that can cut calls).
     const prefix = `dropout-${randomUUID().slice(0, 8)}`;
-    const runtime = startRuntimeProcess({ prefix, config: { leaseMarginSeconds: 2 } }, { AWS_ENDPOINT_URL: emulator.endpoint, DEV_API_KEY: apiKey, WORKER_CONCURRENCY: '4', TICK_INTERVAL_SECONDS: '5' });
+    const runtime = startRuntimeProcess({ prefix, config: { leaseMarginSeconds: 2 } }, { AWS_ENDPOINT_URL: proxy.endpoint, DEV_API_KEY: apiKey, WORKER_CONCURRENCY: '4', TICK_INTERVAL_SECONDS: '5' });
     child = runtime;
     let output = '';
     runtime.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -127,12 +131,23 @@ describe('the local runtime when its emulator drops out', () => {
       60_000,
     );
 
-    // Runs keep the workers busy (lease, call, record, delete) when the emulator stalls.
+    // The emulator drops out just as the runtime deletes a finished batch (the connection is cut).
+    proxy.cutAction = 'DeleteMessageBatch';
+    for (let i = 0; i < 10; i++) {
+      const created = await call(`${url}/v1/jobs`, apiKey, 'POST', jobBody(target.url, { name: `cut-${i}` }));
+      expect(created.status).toBe(201);
+    }
+    await eventually(() => Promise.resolve(proxy.cuts), (cuts) => cuts >= 3, 30_000);
+    proxy.cutAction = null;
+    expect(runtime.exitCode).toBeNull();
+    expect(runtime.signalCode).toBeNull();
+
+    // Then it stalls while runs keep the workers busy (lease, call, record, delete).
     for (let i = 0; i < 40; i++) {
       const created = await call(`${url}/v1/jobs`, apiKey, 'POST', jobBody(target.url, { name: `before-${i}` }));
       expect(created.status).toBe(201);
     }
-    await eventually(() => Promise.resolve(target.calls.length), (n) => n >= 5, 30_000);
+    await eventually(() => Promise.resolve(target.calls.length), (n) => n >= 15, 30_000);
     emulator.pause(STALL_MS);
     // Longer than the store clients' timeouts: every call in flight fails, pollers and deletes too.
     await new Promise((resolve) => setTimeout(resolve, 12_000));

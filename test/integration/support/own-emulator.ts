@@ -2,7 +2,8 @@
 // may stop (SIGSTOP: it stalls, as an overloaded or paused store does) and resume without touching
 // the suite's emulator.
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import type { Socket } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { emulatorPidFile, ensureEmulator, stopEmulator } from '../../../scripts/local/emulator';
 
 export async function freePort(): Promise<number> {
@@ -54,6 +55,65 @@ export async function startOwnEmulator(): Promise<OwnEmulator> {
     async stop() {
       resume();
       await stopEmulator(endpoint);
+    },
+  };
+}
+
+export interface FaultProxy {
+  /** The endpoint to give the runtime: the emulator behind this proxy. */
+  readonly endpoint: string;
+  /** While set, a connection that carries a request of this SQS action is cut (the emulator "drops out" at that call). */
+  cutAction: string | null;
+  /** Connections cut so far. */
+  readonly cuts: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * A TCP proxy in front of an emulator that can cut the connection of chosen calls, so that a test
+ * meets the store dropping out at a given step (the SDK sees a reset connection, as when moto dies).
+ */
+export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
+  const target = new URL(upstream);
+  const sockets = new Set<Socket>();
+  const state = { cutAction: null as string | null, cuts: 0 };
+  const server = createServer((client) => {
+    const remote = connect(Number(target.port), target.hostname);
+    sockets.add(client).add(remote);
+    const cut = (): void => {
+      client.destroy();
+      remote.destroy();
+      sockets.delete(client);
+      sockets.delete(remote);
+    };
+    client.on('data', (chunk: Buffer) => {
+      if (state.cutAction && chunk.includes(`AmazonSQS.${state.cutAction}`)) {
+        state.cuts++;
+        cut();
+        return;
+      }
+      remote.write(chunk);
+    });
+    remote.on('data', (chunk: Buffer) => client.write(chunk));
+    client.on('close', cut).on('error', cut);
+    remote.on('close', cut).on('error', cut);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    get cutAction() {
+      return state.cutAction;
+    },
+    set cutAction(action: string | null) {
+      state.cutAction = action;
+    },
+    get cuts() {
+      return state.cuts;
+    },
+    async stop() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 }
