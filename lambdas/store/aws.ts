@@ -9,6 +9,7 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import type { TargetClients } from '../targets/invoker';
+import { StoreRetryStrategy } from './store-retry';
 
 export interface AwsClients {
   readonly dynamo: DynamoDBDocumentClient;
@@ -30,16 +31,17 @@ export function createTargetClients(lambdaEndpoint = process.env.LAMBDA_ENDPOINT
  * How long the store (DynamoDB, SQS, CloudWatch) may take before a request fails: connecting, and
  * the whole exchange, per attempt. Without them a stalled store held every API request, the
  * authorizer and the workers until the function's own timeout (issue 24). DynamoDB and SQS answer in
- * milliseconds; seconds of silence mean the store is not answering. Two attempts (one SDK retry)
- * bound a request at about twice the request timeout, well inside API Gateway's 30 s, so the API
- * answers 503 problem+json itself (decision 0037).
+ * milliseconds; seconds of silence mean the store is not answering. A request that timed out is
+ * not retried (it may have been applied: lambdas/store/store-retry.ts); one that never connected,
+ * was throttled or met a server error is tried once more. The API answers 503 problem+json well
+ * inside API Gateway's 30 s (decision 0037).
  */
 export const STORE_TIMEOUTS = { connectionTimeoutMs: 1_000, requestTimeoutMs: 3_000, maxAttempts: 2 } as const;
 
 /** The settings every store client shares; `requestTimeoutMs` may be raised for a slow emulator (STORE_REQUEST_TIMEOUT_MS). */
 export function storeClientConfig(requestTimeoutMs = requestTimeoutFromEnv()) {
   return {
-    maxAttempts: STORE_TIMEOUTS.maxAttempts,
+    retryStrategy: new StoreRetryStrategy(STORE_TIMEOUTS.maxAttempts),
     requestHandler: { connectionTimeout: STORE_TIMEOUTS.connectionTimeoutMs, requestTimeout: requestTimeoutMs, throwOnRequestTimeout: true },
   };
 }

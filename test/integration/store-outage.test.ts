@@ -19,7 +19,7 @@ import type { FaultProxy, OwnEmulator } from './support/own-emulator';
 import { startFaultProxy, startOwnEmulator } from './support/own-emulator';
 import { killProcess, startRuntimeProcess } from './worker-process';
 
-/** Longer than any request may take with the store clients' timeouts (2 attempts of 3 s). */
+/** Far longer than any request may take with the store clients' timeouts (3 s, no retry after one). */
 const STALL_MS = 40_000;
 
 async function call(url: string, apiKey: string, method = 'GET', body?: unknown): Promise<{ status: number; headers: Headers; body: any }> {
