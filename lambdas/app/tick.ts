@@ -29,8 +29,9 @@ export interface TickReport {
   /** False when the release budget ran out: the cursor stays, and the next tick goes on from it. */
   readonly complete: boolean;
   /**
-   * Partitions of the time index that could not be read (an item the store fails to return):
-   * skipped, logged and counted; the cursor stays at the earliest, so nothing in them is passed over.
+   * Partitions of the time index that could not be worked through (an item the store fails to
+   * return, or a store error while releasing): skipped, logged and counted; the cursor stays at the
+   * earliest, so nothing in them is passed over.
    */
   readonly unreadable: number;
 }
@@ -131,7 +132,8 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
       }
     } catch (error) {
       // One partition the store fails to read (an item it cannot return) must not stop the tick for
-      // every tenant: the others are released, and this one is tried again by the next tick.
+      // every tenant: the others are released, and this one is tried again by the next tick. What
+      // of it was released stays released (every write is conditional).
       unreadable++;
       earliestUnreadable = Math.min(earliestUnreadable, bucket);
       logger.error('a partition of the time index could not be read; skipped by this tick', {
