@@ -66,7 +66,7 @@ const RETRY_BACKOFF_MS = { first: 1_000, max: 15_000 } as const;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A short description of an error for a log line (the SDK's errors carry their whole request). */
-function describe(error: unknown): string {
+function errorText(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
@@ -369,7 +369,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         } catch (error) {
           if (stopping) return;
           backoff = Math.min(backoff === 0 ? RETRY_BACKOFF_MS.first : backoff * 2, RETRY_BACKOFF_MS.max);
-          console.error(`local poller: ReceiveMessage failed; retrying in ${backoff / 1000} s:`, describe(error));
+          console.error(`local poller: ReceiveMessage failed; retrying in ${backoff / 1000} s:`, errorText(error));
           await sleep(backoff);
           continue;
         }
@@ -389,7 +389,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         ? setInterval(() => {
             if (refreshing) return;
             refreshing = keepHidden([...visibleAt.keys()], (message) => visibleAt.get(message) ?? Infinity)
-              .catch((error: unknown) => console.error('local poller: could not keep fetched messages hidden; they may be delivered again:', describe(error)))
+              .catch((error: unknown) => console.error('local poller: could not keep fetched messages hidden; they may be delivered again:', errorText(error)))
               .finally(() => {
                 refreshing = null;
               });
@@ -408,7 +408,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         try {
           await keepHidden(messages, (message) => handedOff.get(message) ?? Infinity);
         } catch (error) {
-          console.error('local poller: could not extend the visibility of a batch before its hand-off:', describe(error));
+          console.error('local poller: could not extend the visibility of a batch before its hand-off:', errorText(error));
         }
         const event: SQSEvent = { Records: messages.map((message) => toSqsRecord(message, queueArn)) };
         let failed: Set<string>;
@@ -434,7 +434,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         try {
           await clients.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
         } catch (error) {
-          console.error(`local poller: DeleteMessageBatch failed; ${entries.length} finished messages will be delivered again and dropped:`, describe(error));
+          console.error(`local poller: DeleteMessageBatch failed; ${entries.length} finished messages will be delivered again and dropped:`, errorText(error));
           await sleep(RETRY_BACKOFF_MS.first);
         }
       }
