@@ -1,14 +1,18 @@
 // The emulator launcher's own bookkeeping: every port has its pid file, so that starting a second
 // emulator (a bench's, a test's) does not make `emulator:stop` stop the wrong one or claim a stop
 // that did not happen.
+import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { answers, ensureEmulator, stopEmulator } from '../../scripts/local/emulator';
+import { answers, emulatorLogFile, ensureEmulator, stopEmulator } from '../../scripts/local/emulator';
 import { freePort } from './support/own-emulator';
 
 describe('emulator pid files', () => {
   const started: string[] = [];
   afterAll(async () => {
-    for (const endpoint of started) await stopEmulator(endpoint);
+    for (const endpoint of started) {
+      await stopEmulator(endpoint);
+      rmSync(emulatorLogFile(endpoint), { force: true });
+    }
   });
 
   it('stops the emulator of the port asked for, leaves another port\'s running, and says so truthfully', async () => {

@@ -1,10 +1,10 @@
 // An emulator of a test's own (moto through the project's launcher, on a free port), which the test
 // may stop (SIGSTOP: it stalls, as an overloaded or paused store does) and resume without touching
 // the suite's emulator.
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { connect, createServer } from 'node:net';
-import { emulatorPidFile, ensureEmulator, stopEmulator } from '../../../scripts/local/emulator';
+import { emulatorLogFile, emulatorPidFile, ensureEmulator, stopEmulator } from '../../../scripts/local/emulator';
 
 export async function freePort(): Promise<number> {
   const server = createServer();
@@ -55,6 +55,8 @@ export async function startOwnEmulator(): Promise<OwnEmulator> {
     async stop() {
       resume();
       await stopEmulator(endpoint);
+      // A test's emulator is on a port of its own each time: leave no log per port behind.
+      rmSync(emulatorLogFile(endpoint), { force: true });
     },
   };
 }
