@@ -16,8 +16,6 @@
 // load stops). Figures only: nothing here asserts a time.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createDeps } from '../lambdas/app/deps';
 import { logger } from '../lambdas/core/logger';
@@ -25,7 +23,7 @@ import { isTerminal } from '../lambdas/domain/run';
 import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
 import { RunsRepository } from '../lambdas/store/runs-repository';
-import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
+import { emulatorEnvironment, emulatorPidFile, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
 import { startLocalRuntime } from '../scripts/local/runtime';
 import { runAdmin } from '../scripts/ops/admin';
@@ -77,12 +75,12 @@ const systems = (values.only ?? ['scheduler', ...(values.peer ? [values.peer] : 
 
 /**
  * CPU time the emulator has used so far (ms), when it is the moto this project started (its pid in
- * .local/moto.pid) on Linux; null otherwise. Per execution, it is the emulator's cost of an
+ * .local/moto-<port>.pid) on Linux; null otherwise. Per execution, it is the emulator's cost of an
  * execution, which the machine's noise (2 shared cores) disturbs far less than a rate does.
  */
 function emulatorCpuMs(): number | null {
   try {
-    const pid = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '.local', 'moto.pid'), 'utf8').trim();
+    const pid = readFileSync(emulatorPidFile(emulator.endpoint), 'utf8').trim();
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
     // utime and stime (fields 14 and 15 of stat; 12 and 13 after the command name), in ticks of 10 ms.
     return (Number(fields[11]) + Number(fields[12])) * 10;

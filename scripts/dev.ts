@@ -22,6 +22,9 @@ function intFromEnv(name: string, fallback: number): number {
 }
 
 async function main(): Promise<void> {
+  // A stray rejection (a store call that failed while nothing awaited it) is logged, and the runtime
+  // keeps serving: in AWS it would end one invocation and Lambda would carry on with a fresh one.
+  process.on('unhandledRejection', (reason) => console.error('local runtime: unhandled rejection (the runtime keeps serving):', reason));
   const port = intFromEnv('PORT', 3000);
   const emulator = await ensureEmulator();
   Object.assign(process.env, emulatorEnvironment(emulator.endpoint));

@@ -6,7 +6,10 @@ if (command === 'start') {
   const emulator = await ensureEmulator();
   console.log(`emulator ${emulator.origin === 'started' ? 'started' : 'already running'} at ${emulator.endpoint}`);
 } else if (command === 'stop') {
-  console.log(stopEmulator() ? 'emulator stopped' : 'no emulator started by this project is running');
+  // The emulator of AWS_ENDPOINT_URL (port 4566 when unset); each port has its own pid file.
+  const stopped = await stopEmulator();
+  console.log(stopped.message);
+  if (stopped.outcome === 'still-running') process.exitCode = 1;
 } else {
   console.error('usage: tsx scripts/emulator.ts start|stop');
   process.exit(2);

@@ -5,6 +5,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import type { FieldError } from '../core/errors';
 import { PayloadTooLargeError, ProblemError, StaleLeaseError, UnsupportedMediaTypeError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
+import { isStoreUnavailable, STORE_RETRY_AFTER_SECONDS } from '../store/store-unavailable';
 
 export type ApiEvent = APIGatewayProxyEventV2;
 export type ApiResult = APIGatewayProxyStructuredResultV2;
@@ -53,6 +54,13 @@ export function problemDetails(): MiddlewareObj<ApiEvent, ApiResult> {
       if (error instanceof ProblemError) {
         const extensions = error instanceof StaleLeaseError ? { runStatus: error.runStatus } : {};
         request.response = problem(error.status, error.title, error.message, error.errors, { ...error.headers }, extensions);
+        return;
+      }
+      if (isStoreUnavailable(error)) {
+        // The store did not answer in time (or at all): nothing of this request may have been done,
+        // or all of it; a retry with the same Idempotency-Key is safe either way.
+        logger.warn('the store did not answer; answered 503', { error: error instanceof Error ? { name: error.name, message: error.message } : String(error) });
+        request.response = problem(503, 'Service unavailable', 'The scheduler could not reach its store in time. Try again shortly.', [], { 'retry-after': String(STORE_RETRY_AFTER_SECONDS) });
         return;
       }
       logger.error('unhandled error in API', { error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) });

@@ -67,7 +67,10 @@ export function callerToContext(caller: Caller): Record<string, string> {
   return { tenantId: caller.tenantId, limits: JSON.stringify(caller.limits) };
 }
 
-/** The caller the authorizer found; null without an authorizer; 401 when it found none. */
+/**
+ * The caller the authorizer found; null without an authorizer's verdict (none, or `unresolved`: it
+ * could not reach the store), when the API checks the key itself; 401 when it found none.
+ */
 export function callerFromContext(context: unknown, defaults: TenantLimits): Caller | null {
   if (typeof context !== 'object' || context === null) return null;
   const { tenantId, limits, unauthenticated } = context as { tenantId?: unknown; limits?: unknown; unauthenticated?: unknown };

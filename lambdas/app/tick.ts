@@ -37,6 +37,12 @@ export interface TickReport {
   readonly lagMs: number;
   /** False when the release budget ran out: the cursor stays, and the next tick goes on from it. */
   readonly complete: boolean;
+  /**
+   * Partitions of the time index that could not be worked through (an item the store fails to
+   * return, or a store error while releasing): skipped, logged and counted; the cursor stays at the
+   * earliest, so nothing in them is passed over.
+   */
+  readonly unreadable: number;
 }
 
 export interface TickOptions {
@@ -66,6 +72,8 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   let leaseChecksMoved = 0;
   let pagesDone = 0;
   let complete = true;
+  let unreadable = 0;
+  let earliestUnreadable = Infinity;
 
   // Each page is worked through as it is read: its runs sent, then marked. A page sent and not
   // yet marked when the function dies is sent again by the next tick, which the lease tolerates
@@ -143,14 +151,27 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
 
   await mapWithConcurrency(partitions, QUERY_CONCURRENCY, async ({ bucket, shard }) => {
     if (!complete) return; // out of budget: the partitions not yet begun wait for the next tick
-    for await (const page of deps.runs.dueInTimeIndexPages(bucket, shard, horizon, options.pageSize)) {
-      await releasePage(page);
-      pagesDone++;
-      // At least one page per tick, so that a tick always gets somewhere.
-      if (Date.now() >= deadline) {
-        complete = false;
-        return;
+    try {
+      for await (const page of deps.runs.dueInTimeIndexPages(bucket, shard, horizon, options.pageSize)) {
+        await releasePage(page);
+        pagesDone++;
+        // At least one page per tick, so that a tick always gets somewhere.
+        if (Date.now() >= deadline) {
+          complete = false;
+          return;
+        }
       }
+    } catch (error) {
+      // One partition the store fails to read (an item it cannot return) must not stop the tick for
+      // every tenant: the others are released, and this one is tried again by the next tick. What
+      // of it was released stays released (every write is conditional).
+      unreadable++;
+      earliestUnreadable = Math.min(earliestUnreadable, bucket);
+      logger.error('a partition of the time index could not be read; skipped by this tick', {
+        bucket: new Date(bucket).toISOString(),
+        shard,
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
   });
   if (!complete) {
@@ -170,10 +191,21 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
 
   // Everything before the current minute has been handled; entries in this minute not yet due
   // (check-backs) are seen again next tick. A tick that ran out of budget keeps its cursor.
-  const cursor = complete ? Math.floor(now / 60_000) * 60_000 : Math.floor(from / 60_000) * 60_000;
+  // An unreadable partition holds the cursor at its minute.
+  const cursor = Math.min(complete ? Math.floor(now / 60_000) * 60_000 : Math.floor(from / 60_000) * 60_000, earliestUnreadable);
   const lagMs = scheduledAt === undefined ? 0 : now - scheduledAt;
-  const report: TickReport = { buckets: buckets.length, released, redelivered, lapsedLeases, leaseChecksMoved, repairedJobs, lagMs, complete };
-  await deps.state.recordTick(cursor, deps.clock(), { buckets: report.buckets, released, redelivered, lapsedLeases, leaseChecksMoved, repairedJobs, lagMs, complete: complete ? 1 : 0 });
+  const report: TickReport = { buckets: buckets.length, released, redelivered, lapsedLeases, leaseChecksMoved, repairedJobs, lagMs, complete, unreadable };
+  await deps.state.recordTick(cursor, deps.clock(), {
+    buckets: report.buckets,
+    released,
+    redelivered,
+    lapsedLeases,
+    leaseChecksMoved,
+    repairedJobs,
+    lagMs,
+    complete: complete ? 1 : 0,
+    unreadable,
+  });
   logger.info('tick completed', { ...report });
   return report;
 }

@@ -42,6 +42,8 @@ export const Metric = {
   TickerErrors: 'TickerErrors',
   /** A tick that ran out of its release budget: the next one goes on from the same cursor. */
   TickerBehind: 'TickerBehind',
+  /** Partitions of the time index a tick could not read and skipped (the cursor waits for them). */
+  TickerUnreadable: 'TickerUnreadable',
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];
 
@@ -72,6 +74,7 @@ const UNITS: Record<MetricName, MetricUnit> = {
   TickerDuration: 'Milliseconds',
   TickerErrors: 'Count',
   TickerBehind: 'Count',
+  TickerUnreadable: 'Count',
 };
 
 export function unitOf(name: MetricName): MetricUnit {

@@ -9,6 +9,7 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import type { TargetClients } from '../targets/invoker';
+import { StoreRetryStrategy } from './store-retry';
 
 export interface AwsClients {
   readonly dynamo: DynamoDBDocumentClient;
@@ -26,9 +27,38 @@ export function createTargetClients(lambdaEndpoint = process.env.LAMBDA_ENDPOINT
   };
 }
 
-export function createAwsClients(): AwsClients {
-  const dynamo = DynamoDBDocumentClient.from(new DynamoDBClient({}), {
+/**
+ * How long the store (DynamoDB, SQS, CloudWatch) may take before a request fails: connecting, and
+ * the whole exchange, per attempt. Without them a stalled store held every API request, the
+ * authorizer and the workers until the function's own timeout (issue 24). DynamoDB and SQS answer in
+ * milliseconds; seconds of silence mean the store is not answering. A request that timed out is
+ * not retried (it may have been applied: lambdas/store/store-retry.ts); one that never connected,
+ * was throttled or met a server error is tried once more. The API answers 503 problem+json well
+ * inside API Gateway's 30 s (decision 0037).
+ */
+export const STORE_TIMEOUTS = { connectionTimeoutMs: 1_000, requestTimeoutMs: 3_000, maxAttempts: 2 } as const;
+
+/** The settings every store client shares; `requestTimeoutMs` may be raised for a slow emulator (STORE_REQUEST_TIMEOUT_MS). */
+export function storeClientConfig(requestTimeoutMs = requestTimeoutFromEnv()) {
+  return {
+    retryStrategy: new StoreRetryStrategy(STORE_TIMEOUTS.maxAttempts),
+    requestHandler: { connectionTimeout: STORE_TIMEOUTS.connectionTimeoutMs, requestTimeout: requestTimeoutMs, throwOnRequestTimeout: true },
+  };
+}
+
+function requestTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.STORE_REQUEST_TIMEOUT_MS;
+  if (raw === undefined || raw === '') return STORE_TIMEOUTS.requestTimeoutMs;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 100) throw new Error(`STORE_REQUEST_TIMEOUT_MS must be a whole number of milliseconds of at least 100, got "${raw}"`);
+  return value;
+}
+
+/** `endpoint` overrides AWS_ENDPOINT_URL (a test's own emulator). */
+export function createAwsClients(endpoint?: string): AwsClients {
+  const config = { ...storeClientConfig(), ...(endpoint ? { endpoint } : {}) };
+  const dynamo = DynamoDBDocumentClient.from(new DynamoDBClient(config), {
     marshallOptions: { removeUndefinedValues: true },
   });
-  return { dynamo, sqs: new SQSClient({}), cloudwatch: new CloudWatchClient({}), targets: createTargetClients() };
+  return { dynamo, sqs: new SQSClient(config), cloudwatch: new CloudWatchClient(config), targets: createTargetClients() };
 }

@@ -93,11 +93,22 @@ export function gateAttributes(runId: string, gateAt: number, shards: number): {
   return { gateKey: gateKeyOf(at, shardOf(runId, shards)), gateAt: at };
 }
 
+/**
+ * What an external worker reports (progress, result) is stored as JSON text, as payloads and
+ * checkpoints are: as a map its numbers would be DynamoDB numbers, which refuse integers the SDK
+ * cannot hold exactly (beyond 2^53) and magnitudes beyond 1e125 or below 1e-130, and which made the
+ * emulator fail every later read of the item.
+ */
+export const PROGRESS_ATTRIBUTE = 'progressJson';
+export const RESULT_ATTRIBUTE = 'resultJson';
+
 export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
-  const { leaseExpiresAt, ...rest } = run;
+  const { leaseExpiresAt, progress, result, ...rest } = run;
   return {
     ...runKey(run.runId),
     ...rest,
+    ...(progress !== null && progress !== undefined ? { [PROGRESS_ATTRIBUTE]: JSON.stringify(progress) } : {}),
+    ...(result !== undefined ? { [RESULT_ATTRIBUTE]: JSON.stringify(result) } : {}),
     // Numbers, so that the lease is computed and compared inside DynamoDB's expressions.
     leaseMs: run.leaseSeconds * 1000,
     leaseExpiresAtMs: leaseExpiresAt === null ? null : Date.parse(leaseExpiresAt),
@@ -128,11 +139,19 @@ export function itemToRun(item: Item): Run {
     claimTenant: _ct,
     claimSort: _cs,
     checkpointJson: _cp,
+    progressJson,
+    resultJson,
     leaseExpiresAtMs,
     ...rest
   } = item;
   const leaseExpiresAt = typeof leaseExpiresAtMs === 'number' ? new Date(leaseExpiresAtMs).toISOString() : null;
-  return { ...(rest as unknown as Omit<Run, 'leaseExpiresAt'>), leaseExpiresAt };
+  const run = { ...(rest as unknown as Omit<Run, 'leaseExpiresAt'>), leaseExpiresAt };
+  // Items written before these were text keep their maps (`progress`, `result`), read as they are.
+  return {
+    ...run,
+    progress: typeof progressJson === 'string' ? (JSON.parse(progressJson) as unknown) : (run.progress ?? null),
+    ...(typeof resultJson === 'string' ? { result: JSON.parse(resultJson) as unknown } : {}),
+  };
 }
 
 export function budgetFromOf(item: Item): number {

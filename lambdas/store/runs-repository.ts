@@ -14,7 +14,7 @@ import { ValidationError } from '../core/errors';
 import { NO_JOB_TYPE } from '../core/metrics';
 import { RUNS_BY_JOB_INDEX, RUNS_CLAIM_INDEX, RUNS_DEAD_INDEX, RUNS_TIME_INDEX } from './schema';
 import type { Item, RunItemExtras } from './keys';
-import { backfillRemainingOf, budgetFromOf, checkpointOf, claimSortOf, deadAttributes, decodeCursor, effectKey, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, RUN_PK_PREFIX, runIdOfClaimSort, runKey, runToItem } from './keys';
+import { backfillRemainingOf, budgetFromOf, checkpointOf, claimSortOf, deadAttributes, decodeCursor, effectKey, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, PROGRESS_ATTRIBUTE, RESULT_ATTRIBUTE, RUN_PK_PREFIX, runIdOfClaimSort, runKey, runToItem } from './keys';
 
 export interface DeadFilter {
   readonly jobId?: string;
@@ -236,8 +236,8 @@ export class RunsRepository {
     let update = 'SET #status = :outcome, #finishedAt = :now, #updatedAt = :now, #error = :error, #reason = :reason';
     let condition = '#status = :running AND #version = :version';
     if (outcome.result !== undefined) {
-      names['#result'] = 'result';
-      values[':result'] = outcome.result;
+      names['#result'] = RESULT_ATTRIBUTE;
+      values[':result'] = JSON.stringify(outcome.result);
       update += ', #result = :result';
     }
     if (dead) {
@@ -482,8 +482,8 @@ export class RunsRepository {
     };
     let update = 'SET #leaseExpiresAtMs = #leaseMs + :nowMs, #updatedAt = :now, #gateKey = :gateKey, #gateAt = :gateAt';
     if (beat.progress !== undefined) {
-      names['#progress'] = 'progress';
-      values[':progress'] = beat.progress;
+      names['#progress'] = PROGRESS_ATTRIBUTE;
+      values[':progress'] = JSON.stringify(beat.progress);
       update += ', #progress = :progress';
     }
     if (beat.checkpoint !== undefined) {

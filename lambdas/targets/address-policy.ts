@@ -27,6 +27,33 @@ export interface EgressPolicy {
   readonly allowLoopback: boolean;
   /** Private addresses (ALLOW_PRIVATE_TARGETS): targets inside the deployment's own network. */
   readonly allowPrivate: boolean;
+  /**
+   * The deployment's own services that no target may reach whatever the rest allows: locally the
+   * AWS emulator, whose control plane (`/moto-api/reset`) would wipe every tenant's tables.
+   */
+  readonly protectedEndpoints?: readonly ProtectedEndpoint[];
+}
+
+/** A host and port no job may call (an emulator's endpoint). */
+export interface ProtectedEndpoint {
+  /** Lower case, without brackets or a trailing dot. */
+  readonly host: string;
+  readonly port: number;
+}
+
+/** The endpoint a service URL names (its scheme's port when it names none); null when not a URL. */
+export function protectedEndpointOf(url: string): ProtectedEndpoint | null {
+  if (!URL.canParse(url)) return null;
+  const parsed = new URL(url);
+  return { host: bareHost(parsed.hostname), port: portOfUrl(parsed) };
+}
+
+function bareHost(hostname: string): string {
+  return hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+}
+
+function portOfUrl(url: URL): number {
+  return Number(url.port || (url.protocol === 'https:' ? 443 : 80));
 }
 
 /** The strictest policy: public https targets only. */
@@ -142,6 +169,23 @@ export function isAllowedAddress(address: string, policy: EgressPolicy): boolean
   return isAllowedClass(classifyAddress(address), policy);
 }
 
+/**
+ * The protected endpoint a connection to `address` (a literal, as DNS returns it) on `port` could
+ * reach, or null. Any of this machine's own addresses reaches a service that listens on it (every
+ * 127/8 address, ::1, 0.0.0.0, and its private and link-local interfaces when the service listens on
+ * all of them), so on a protected port every address that is not public counts, as does the
+ * endpoint's own address.
+ */
+export function protectedEndpointReached(address: string, port: number, policy: EgressPolicy): ProtectedEndpoint | null {
+  const bare = bareHost(address.replace(/%.*$/, ''));
+  const cls = classifyAddress(bare);
+  for (const endpoint of policy.protectedEndpoints ?? []) {
+    if (endpoint.port !== port) continue;
+    if ((cls !== 'public' && cls !== 'invalid') || bare === endpoint.host) return endpoint;
+  }
+  return null;
+}
+
 /** Names that always mean loopback (RFC 6761) or a cloud metadata service. */
 const LOOPBACK_NAMES = /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopback)$|\.localhost$/;
 const METADATA_NAMES = /^(metadata|metadata\.google\.internal|metadata\.goog|instance-data|instance-data\.ec2\.internal)$/;
@@ -157,7 +201,12 @@ export function urlRefusal(url: string, policy: EgressPolicy): string | null {
     return policy.allowPlainHttp ? 'must use http or https' : 'must use https';
   }
   // The URL parser has already turned 2130706433, 0x7f.1 and 0177.0.0.1 into 127.0.0.1.
-  const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+  const host = bareHost(parsed.hostname);
+  const port = portOfUrl(parsed);
+  const reached = protectedEndpointReached(LOOPBACK_NAMES.test(host) ? '127.0.0.1' : host, port, policy);
+  if (reached || (policy.protectedEndpoints ?? []).some((endpoint) => endpoint.port === port && endpoint.host === host)) {
+    return `is the endpoint of this deployment's AWS emulator (port ${port}), which no job may call`;
+  }
   const literal = classifyAddress(host);
   if (literal !== 'invalid') {
     return isAllowedClass(literal, policy) ? null : `is a ${literal} address, which this deployment does not call`;

@@ -111,7 +111,10 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
       return blocked('TARGET_URL_REFUSED', `${url.protocol} targets are not called by this deployment; use https`);
     }
     // Checked after resolution, on every call: the answer a name gives can change at any time.
-    const resolved = await resolveTarget(url.hostname, egress);
+    const resolved = await resolveTarget(url.hostname, egress, Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
+    if (resolved.kind === 'protected') {
+      return blocked('TARGET_ADDRESS_BLOCKED', `${url.hostname} resolves to ${resolved.address}, and port ${resolved.endpoint.port} there is this deployment's AWS emulator, which no job may call`);
+    }
     if (resolved.kind === 'blocked') {
       return blocked(
         'TARGET_ADDRESS_BLOCKED',

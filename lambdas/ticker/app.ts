@@ -28,6 +28,7 @@ export function createTickerHandler(deps: SchedulerDeps) {
         metrics.count(Metric.TickerRepairedJobs, undefined, report.repairedJobs);
         metrics.add(Metric.TickerLag, Math.max(0, report.lagMs));
         if (!report.complete) metrics.count(Metric.TickerBehind);
+        if (report.unreadable > 0) metrics.count(Metric.TickerUnreadable, undefined, report.unreadable);
         return report;
       } catch (error) {
         metrics.count(Metric.TickerErrors);

@@ -6,15 +6,33 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stopByPidFile } from './pid-file';
+import type { StopOutcome } from './pid-file';
+import { stopByPidFileAndWait } from './pid-file';
 
 export const DEFAULT_ENDPOINT = 'http://127.0.0.1:4566';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const stateDir = path.join(root, '.local');
 const venv = path.join(stateDir, 'venv');
-const pidFile = path.join(stateDir, 'moto.pid');
-const logFile = path.join(stateDir, 'moto.log');
+const LAUNCHER = path.join(root, 'scripts', 'local', 'moto_server.py');
 const MOTO_REQUIREMENT = 'moto[server]>=5.1,<6';
+
+/** The port an emulator endpoint listens on (the scheme's default when the URL names none). */
+export function portOf(endpoint: string): number {
+  const url = new URL(endpoint);
+  return Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+}
+
+/**
+ * Where the pid of the moto started for an endpoint is kept: one file per port, so that emulators
+ * on other ports (a bench's, a test's) neither overwrite nor answer for each other.
+ */
+export function emulatorPidFile(endpoint: string): string {
+  return path.join(stateDir, `moto-${portOf(endpoint)}.pid`);
+}
+
+export function emulatorLogFile(endpoint: string): string {
+  return path.join(stateDir, `moto-${portOf(endpoint)}.log`);
+}
 
 export interface Emulator {
   readonly endpoint: string;
@@ -53,12 +71,12 @@ export async function ensureEmulator(endpoint = process.env.AWS_ENDPOINT_URL ?? 
     throw new Error(`Nothing answers at ${endpoint}, and moto is only started on this machine (127.0.0.1).`);
   }
   const python = motoPython();
+  const logFile = emulatorLogFile(endpoint);
   const out = openSync(logFile, 'a');
   // Our launcher: moto with DynamoDB requests serialised, as atomic as the real service.
-  const launcher = path.join(root, 'scripts', 'local', 'moto_server.py');
-  const child = spawn(python, [launcher, '-H', '127.0.0.1', '-p', url.port || '80'], { detached: true, stdio: ['ignore', out, out] });
+  const child = spawn(python, [LAUNCHER, '-H', '127.0.0.1', '-p', String(portOf(endpoint))], { detached: true, stdio: ['ignore', out, out] });
   child.unref();
-  writeFileSync(pidFile, String(child.pid));
+  writeFileSync(emulatorPidFile(endpoint), String(child.pid));
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (await answers(endpoint)) return { endpoint, origin: 'started' };
@@ -67,9 +85,29 @@ export async function ensureEmulator(endpoint = process.env.AWS_ENDPOINT_URL ?? 
   throw new Error(`moto did not answer at ${endpoint} within 30 s; see ${logFile}`);
 }
 
-/** Stops the moto this project started (if any). */
-export function stopEmulator(): boolean {
-  return stopByPidFile(pidFile);
+export interface EmulatorStop {
+  readonly outcome: StopOutcome;
+  /** What happened, for a person: `stopped` only when the process has exited. */
+  readonly message: string;
+}
+
+/**
+ * Stops the moto this project started for `endpoint` (AWS_ENDPOINT_URL by default) and waits for it
+ * to exit; an emulator on another port, or one started by something else, is left alone and the
+ * answer says so.
+ */
+export async function stopEmulator(endpoint = process.env.AWS_ENDPOINT_URL ?? DEFAULT_ENDPOINT): Promise<EmulatorStop> {
+  const outcome = await stopByPidFileAndWait(emulatorPidFile(endpoint), { expect: 'moto_server.py' });
+  switch (outcome) {
+    case 'stopped':
+      return { outcome, message: `emulator at ${endpoint} stopped` };
+    case 'still-running':
+      return { outcome, message: `emulator at ${endpoint} was asked to stop but is still running` };
+    default: {
+      const other = (await answers(endpoint)) ? `; something else answers at ${endpoint} and was left running` : '';
+      return { outcome, message: `no emulator started by this project runs at ${endpoint}${other}` };
+    }
+  }
 }
 
 /** Credentials and region for an emulator; they are never checked, only required by the SDK. */

@@ -14,6 +14,7 @@ import { createApiHandler } from '../../lambdas/api/app';
 import type { ApiEvent } from '../../lambdas/api/http';
 import { MAX_BODY_BYTES } from '../../lambdas/api/http';
 import type { AwsClients } from '../../lambdas/store/aws';
+import { STORE_TIMEOUTS } from '../../lambdas/store/aws';
 import { decodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
 import { lowLaneConcurrency, workerConsumer } from '../../lambdas/store/schema';
 import { createTickerHandler } from '../../lambdas/ticker/app';
@@ -50,6 +51,24 @@ export interface LocalRuntimeOptions {
 const DEFAULT_FAIR_BUFFER = 100;
 /** Concurrent ReceiveMessage loops filling the fair buffer. */
 const FETCHERS = 2;
+/**
+ * Messages are received hidden for this long, not the queue's visibility timeout (sized for the
+ * longest run): a runtime killed with messages fetched ahead has them back within this, not after
+ * the ticker's check-back (decision 0038).
+ */
+export const PREFETCH_VISIBILITY_SECONDS = 20;
+/** A fetched message that would be visible again within this is hidden for another PREFETCH_VISIBILITY_SECONDS. */
+const VISIBILITY_REFRESH_MARGIN_MS = 10_000;
+const VISIBILITY_REFRESH_EVERY_MS = 2_000;
+/** Backoff of a consumer loop whose SQS calls fail (the emulator is gone): doubling from 1 s to 15 s. */
+const RETRY_BACKOFF_MS = { first: 1_000, max: 15_000 } as const;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A short description of an error for a log line (the SDK's errors carry their whole request). */
+function errorText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
 
 /** The message group (tenant) of a dispatch message: its MessageGroupId, or the tenant in its body. */
 function groupOf(message: Message): string {
@@ -298,19 +317,32 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   function consume(poolName: string, queueUrl: string, concurrency: number, batchSize: number, fetchers: number) {
     const queueArn = `arn:aws:sqs:local:000000000000:${queueUrl.split('/').pop() ?? 'dispatch'}`;
     const delivery = new FairBuffer(options.fairBufferSize ?? DEFAULT_FAIR_BUFFER);
-    const returnToQueue = async (messages: Message[]): Promise<void> => {
+    /** When each message fetched but not yet handed to a worker becomes visible again (epoch ms). */
+    const visibleAt = new Map<Message, number>();
+    const changeVisibility = async (messages: readonly Message[], seconds: number): Promise<void> => {
       for (let start = 0; start < messages.length; start += 10) {
-        await clients.sqs
-          .send(
-            new ChangeMessageVisibilityBatchCommand({
-              QueueUrl: queueUrl,
-              Entries: messages.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '', VisibilityTimeout: 0 })),
-            }),
-          )
-          .catch(() => undefined);
+        await clients.sqs.send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: messages.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '', VisibilityTimeout: seconds })),
+          }),
+        );
       }
     };
+    const returnToQueue = async (messages: Message[]): Promise<void> => {
+      await changeVisibility(messages, 0).catch(() => undefined);
+    };
+    /** Hides again, for PREFETCH_VISIBILITY_SECONDS, the messages among these that would soon be visible. */
+    const keepHidden = async (messages: readonly Message[], visibleBy: (message: Message) => number): Promise<void> => {
+      const now = Date.now();
+      const due = messages.filter((message) => visibleBy(message) - now < VISIBILITY_REFRESH_MARGIN_MS);
+      if (due.length === 0) return;
+      await changeVisibility(due, PREFETCH_VISIBILITY_SECONDS);
+      for (const message of due) if (visibleAt.has(message)) visibleAt.set(message, now + PREFETCH_VISIBILITY_SECONDS * 1000);
+    };
+    let refreshing: Promise<void> | null = null;
     const fetch = async (): Promise<void> => {
+      let backoff = 0;
       while (!stopping) {
         if (delivery.full) {
           await delivery.waitForRoom();
@@ -318,34 +350,66 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         }
         let messages: Message[];
         try {
+          const waitSeconds = options.pollWaitSeconds ?? 2;
+          const receivedAt = Date.now();
           const received = await clients.sqs.send(
             new ReceiveMessageCommand({
               QueueUrl: queueUrl,
               MaxNumberOfMessages: workerConsumer.batchSize,
-              WaitTimeSeconds: options.pollWaitSeconds ?? 2,
+              WaitTimeSeconds: waitSeconds,
+              VisibilityTimeout: PREFETCH_VISIBILITY_SECONDS,
               MessageSystemAttributeNames: ['All'],
             }),
+            // A long poll answers after its wait: the store clients' request timeout comes on top.
+            { requestTimeout: waitSeconds * 1000 + STORE_TIMEOUTS.requestTimeoutMs },
           );
           messages = received.Messages ?? [];
+          for (const message of messages) visibleAt.set(message, receivedAt + PREFETCH_VISIBILITY_SECONDS * 1000);
+          backoff = 0;
         } catch (error) {
           if (stopping) return;
-          console.error('local poller: ReceiveMessage failed; retrying in 1 s', error instanceof Error ? error.message : error);
-          await new Promise((resolve) => setTimeout(resolve, 1000));
+          backoff = Math.min(backoff === 0 ? RETRY_BACKOFF_MS.first : backoff * 2, RETRY_BACKOFF_MS.max);
+          console.error(`local poller: ReceiveMessage failed; retrying in ${backoff / 1000} s:`, errorText(error));
+          await sleep(backoff);
           continue;
         }
         if (stopping) {
           // Received while stopping: hand them straight back rather than hide them for the queue's
           // visibility timeout.
+          for (const message of messages) visibleAt.delete(message);
           await returnToQueue(messages);
           return;
         }
         for (const message of messages) delivery.add(groupOf(message), message);
       }
     };
+    // Messages waiting in the buffer stay hidden while they wait, and no longer than that.
+    const refresher =
+      concurrency > 0
+        ? setInterval(() => {
+            if (refreshing) return;
+            refreshing = keepHidden([...visibleAt.keys()], (message) => visibleAt.get(message) ?? Infinity)
+              .catch((error: unknown) => console.error('local poller: could not keep fetched messages hidden; they may be delivered again:', errorText(error)))
+              .finally(() => {
+                refreshing = null;
+              });
+          }, VISIBILITY_REFRESH_EVERY_MS)
+        : null;
     const work = async (): Promise<void> => {
       while (!stopping) {
         const messages = await delivery.take(batchSize);
         if (messages.length === 0) continue;
+        // The hand-off: a message about to be visible again is hidden for the worker first (the
+        // worker ties each message to its lease within moments; decision 0064). The refresher lets go
+        // of the batch first, and a refresh already sent lands before the worker's own changes.
+        const handedOff = new Map(messages.map((message) => [message, visibleAt.get(message) ?? Infinity]));
+        for (const message of messages) visibleAt.delete(message);
+        if (refreshing) await refreshing;
+        try {
+          await keepHidden(messages, (message) => handedOff.get(message) ?? Infinity);
+        } catch (error) {
+          console.error('local poller: could not extend the visibility of a batch before its hand-off:', errorText(error));
+        }
         const event: SQSEvent = { Records: messages.map((message) => toSqsRecord(message, queueArn)) };
         let failed: Set<string>;
         try {
@@ -356,22 +420,50 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           failed = new Set(event.Records.map((record) => record.messageId));
         }
         const done = messages.filter((message) => !failed.has(message.MessageId ?? ''));
-        for (let start = 0; start < done.length; start += 10) {
-          await clients.sqs.send(
-            new DeleteMessageBatchCommand({
-              QueueUrl: queueUrl,
-              Entries: done.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '' })),
-            }),
-          );
+        await deleteDone(done);
+      }
+    };
+    /**
+     * Deletes what the worker finished, as the event source mapping does. When the queue does not
+     * answer (the emulator is gone), the messages stay and come back at their visibility timeout,
+     * when the worker finds their runs finished and drops them: nothing is lost by not deleting.
+     */
+    const deleteDone = async (done: readonly Message[]): Promise<void> => {
+      for (let start = 0; start < done.length; start += 10) {
+        const entries = done.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '' }));
+        try {
+          await clients.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
+        } catch (error) {
+          console.error(`local poller: DeleteMessageBatch failed; ${entries.length} finished messages will be delivered again and dropped:`, errorText(error));
+          await sleep(RETRY_BACKOFF_MS.first);
         }
       }
     };
-    const loops = concurrency > 0 ? [...Array.from({ length: fetchers }, () => fetch()), ...Array.from({ length: concurrency }, () => work())] : [];
+    /** Runs a consumer loop, and starts it again (after a pause) should it ever throw. */
+    const supervised = async (name: string, loop: () => Promise<void>): Promise<void> => {
+      let backoff = 0;
+      while (!stopping) {
+        try {
+          await loop();
+          return;
+        } catch (error) {
+          backoff = Math.min(backoff === 0 ? RETRY_BACKOFF_MS.first : backoff * 2, RETRY_BACKOFF_MS.max);
+          console.error(`local poller: the ${name} loop of ${poolName} failed; restarting it in ${backoff / 1000} s:`, error);
+          await sleep(backoff);
+        }
+      }
+    };
+    const loops =
+      concurrency > 0
+        ? [...Array.from({ length: fetchers }, () => supervised('fetch', fetch)), ...Array.from({ length: concurrency }, () => supervised('worker', work))]
+        : [];
     return {
       stop: async (): Promise<void> => {
         delivery.close();
+        if (refresher) clearInterval(refresher);
         await Promise.allSettled(loops);
         // Messages fetched but not yet handed to a worker go back to the queue at once.
+        visibleAt.clear();
         await returnToQueue(delivery.drain());
       },
     };

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AddressClass, EgressPolicy } from '../../lambdas/targets/address-policy';
 import { PUBLIC_HTTPS_ONLY, classifyAddress, isAllowedAddress, urlRefusal } from '../../lambdas/targets/address-policy';
-import { egressPolicyOf } from '../../lambdas/targets/egress';
+import { egressPolicyOf, resolveTarget, serviceEndpointsOf } from '../../lambdas/targets/egress';
 
 const LOCAL: EgressPolicy = egressPolicyOf({ localMode: true, allowPrivateTargets: false });
 const PRIVATE_ALLOWED: EgressPolicy = egressPolicyOf({ localMode: false, allowPrivateTargets: true });
@@ -183,5 +183,46 @@ describe('urlRefusal (create-time check)', () => {
     expect(urlRefusal('https://10.0.0.5/hook', PRIVATE_ALLOWED)).toBeNull();
     // A name that resolves somewhere private can only be caught at call time.
     expect(urlRefusal('https://internal.example.com/', PUBLIC_HTTPS_ONLY)).toBeNull();
+  });
+});
+
+describe("the emulator's own endpoint (local mode)", () => {
+  // As the local runtime runs: AWS_ENDPOINT_URL names moto on 127.0.0.1:4566.
+  const EMULATOR_LOCAL = egressPolicyOf({ localMode: true, allowPrivateTargets: false }, serviceEndpointsOf({ AWS_ENDPOINT_URL: 'http://127.0.0.1:4566' }));
+  const EMULATOR_PRIVATE = egressPolicyOf({ localMode: true, allowPrivateTargets: true }, serviceEndpointsOf({ LAMBDA_ENDPOINT_URL: 'http://localhost:4567/' }));
+
+  it('is refused in every spelling of this machine, while other loopback ports stay callable', () => {
+    for (const url of [
+      'http://127.0.0.1:4566/moto-api/reset',
+      'http://localhost:4566/moto-api/reset',
+      'http://LOCALHOST.:4566/moto-api/reset',
+      'http://api.localhost:4566/',
+      'http://[::1]:4566/moto-api/reset',
+      'http://[::ffff:127.0.0.1]:4566/',
+      'http://127.1:4566/',
+      'http://127.9.8.7:4566/',
+      'http://2130706433:4566/',
+      'http://0x7f.1:4566/',
+      'http://0.0.0.0:4566/moto-api/reset',
+      'http://[::]:4566/',
+    ]) {
+      expect(urlRefusal(url, EMULATOR_LOCAL), url).toMatch(/AWS emulator \(port 4566\)/);
+    }
+    expect(urlRefusal('http://127.0.0.1:4567/hook', EMULATOR_LOCAL)).toBeNull();
+    expect(urlRefusal('http://localhost:8080/hook', EMULATOR_LOCAL)).toBeNull();
+  });
+
+  it('is refused on the default port when the endpoint names none, and on private addresses where those are allowed', () => {
+    const onDefaultPort = egressPolicyOf({ localMode: true, allowPrivateTargets: true }, serviceEndpointsOf({ AWS_ENDPOINT_URL: 'http://localstack' }));
+    expect(urlRefusal('http://localstack/_localstack/health', onDefaultPort)).toMatch(/AWS emulator \(port 80\)/);
+    expect(urlRefusal('http://127.0.0.1/', onDefaultPort)).toMatch(/AWS emulator/);
+    expect(urlRefusal('http://10.0.0.7:4567/', EMULATOR_PRIVATE)).toMatch(/AWS emulator \(port 4567\)/);
+    expect(urlRefusal('http://10.0.0.7:4568/', EMULATOR_PRIVATE)).toBeNull();
+  });
+
+  it('is refused at call time whatever name resolves to it', async () => {
+    const egress = { policy: EMULATOR_LOCAL, resolve: () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]) };
+    expect(await resolveTarget('innocent.example', egress, 4566)).toMatchObject({ kind: 'protected', address: '127.0.0.1', endpoint: { port: 4566 } });
+    expect(await resolveTarget('innocent.example', egress, 4600)).toMatchObject({ kind: 'allowed' });
   });
 });
