@@ -74,6 +74,20 @@ function serviceMetric(name: MetricName, statistic: string, label?: string, peri
   });
 }
 
+/** The same metric without a label (or any other rendering property): what an alarm reads. */
+function unlabelled(metric: cw.Metric): cw.Metric {
+  return new cw.Metric({
+    namespace: metric.namespace,
+    metricName: metric.metricName,
+    dimensionsMap: metric.dimensions,
+    statistic: metric.statistic,
+    period: metric.period,
+    unit: metric.unit,
+    account: metric.account,
+    region: metric.region,
+  });
+}
+
 /** One line per job type: a SEARCH over the [Service, JobType] dimension set. */
 function byJobType(name: MetricName, statistic = 'Sum'): cw.MathExpression {
   const schema = `{${METRICS_NAMESPACE},${SERVICE_DIMENSION},${JOB_TYPE_DIMENSION}}`;
@@ -129,8 +143,15 @@ export class SchedulerObservability extends Construct {
     ];
 
     // ---- Alarms ----
+    // An alarm on one metric reads it without a label: CDK writes a label as a `Metrics` array (the
+    // math form), which some CloudFormation implementations and tools refuse. Only the alarms that
+    // truly are math (TickerErrors, LambdaThrottles) keep that form.
     const alarm = (name: SchedulerAlarmName, alarmProps: Omit<cw.AlarmProps, 'alarmName'>): cw.Alarm =>
-      new cw.Alarm(this, name, { alarmName: `${stack.stackName}-${name}`, ...alarmProps });
+      new cw.Alarm(this, name, {
+        alarmName: `${stack.stackName}-${name}`,
+        ...alarmProps,
+        metric: alarmProps.metric instanceof cw.Metric ? unlabelled(alarmProps.metric) : alarmProps.metric,
+      });
 
     const dlqVisibleMax = dispatchDlq.metricApproximateNumberOfMessagesVisible({ period: ONE_MINUTE, statistic: 'Maximum' });
     const oldestMessageMax = dispatchQueue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum', label: 'dispatch' });

@@ -377,15 +377,7 @@ describe('alarms', () => {
         dimensions: properties.Dimensions,
       };
     }
-    expect(properties.Metrics).toHaveLength(1);
-    const { MetricStat } = properties.Metrics[0];
-    return {
-      namespace: MetricStat.Metric.Namespace,
-      name: MetricStat.Metric.MetricName,
-      stat: MetricStat.Stat,
-      period: MetricStat.Period,
-      dimensions: MetricStat.Metric.Dimensions,
-    };
+    throw new Error(`the alarm reads no single metric directly: ${JSON.stringify(properties)}`);
   }
 
   const serviceDimension = [{ Name: 'Service', Value: SERVICE_NAME }];
@@ -394,6 +386,21 @@ describe('alarms', () => {
     const all = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
     expect(all.map((r) => r.Properties.AlarmName).sort()).toEqual(ALARMS.map((name) => `Test-${name}`).sort());
     for (const r of all) expect(r.Properties.AlarmDescription).toContain('docs/operations.md#alarms');
+  });
+
+  it('writes a Metrics array only for the alarms that are metric math (a label alone would make one, which some CloudFormation implementations refuse)', () => {
+    const withPools = synth('PoolAlarms', { pools: [{ name: 'exports', jobTypes: ['export'], maxConcurrency: 3, timeoutSeconds: 300 }] });
+    for (const from of [resources, withPools]) {
+      const all = Object.values(from).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
+      const math = all.filter((r) => r.Properties.Metrics !== undefined).map((r) => String(r.Properties.AlarmName).replace(/^[^-]+-/, ''));
+      expect(math.sort()).toEqual(['LambdaThrottles', 'TickerErrors']);
+      for (const r of all.filter((candidate) => candidate.Properties.Metrics === undefined)) {
+        expect(r.Properties.MetricName, r.Properties.AlarmName).toEqual(expect.any(String));
+      }
+      for (const r of all.filter((candidate) => candidate.Properties.Metrics !== undefined)) {
+        expect((r.Properties.Metrics as any[]).some((m) => m.Expression), r.Properties.AlarmName).toBe(true);
+      }
+    }
   });
 
   it('DispatchDlqNotEmpty: any message visible in the DLQ within a minute', () => {
