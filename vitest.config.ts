@@ -14,7 +14,13 @@ export default defineConfig({
         test: {
           name: 'cdk',
           include: ['test/cdk/**/*.test.ts'],
-          testTimeout: 60_000,
+          // One worker, modules shared across files: test/cdk/support/stacks.ts synthesizes each
+          // configuration once for every file. A synthesis takes 10 s and more on two busy cores,
+          // so the hooks that synthesize get minutes, not vitest's default 10 s.
+          isolate: false,
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
           sequence: { groupOrder: 0 },
         },
       },
