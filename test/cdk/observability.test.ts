@@ -1,11 +1,13 @@
 // The dashboard and the alarms as synthesized: which metric each widget and alarm reads, with
 // which statistic, threshold and missing-data rule, and who is notified.
-import { App } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { METRICS_NAMESPACE, Metric, SERVICE_NAME } from '../../lambdas/core/metrics';
 import type { SchedulerStackConfig } from '../../lib/config';
+import { App, Aspects } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { MINISTACK_CONTEXT, MiniStackTemplateAdjustments } from '../../lib/ministack-adjustments';
 import { SchedulerStack } from '../../lib/scheduler-stack';
+import { synthesized, TEST_ENV } from './support/stacks';
 
 type Resource = { Type: string; Properties: Record<string, any> };
 type Series = {
@@ -31,10 +33,7 @@ const ALARMS = [
 ] as const;
 
 function synth(id: string, config?: Partial<SchedulerStackConfig>): Record<string, Resource> {
-  // Skip bundling: these tests read the template, not the code assets.
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new SchedulerStack(app, id, { env: { account: '123456789012', region: 'us-east-1' }, config });
-  return Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+  return synthesized(id, config).resources;
 }
 
 /** A token as a placeholder that can sit inside a JSON string: <Ref:Id> or <GetAtt:Id.Attr>. */
@@ -509,5 +508,20 @@ describe('alarms', () => {
     expect(alarm('TickerNotRunning', tuned).Threshold).toBe(3);
     const startLag = dashboardOf(tuned).body.widgets.find((w: any) => w.properties.title === 'Start lag (p50, p95, p99)');
     expect(startLag.properties.annotations.horizontal).toEqual([expect.objectContaining({ value: 1500, label: '1.5 s objective' })]);
+  });
+});
+
+describe('MiniStack template adjustments (deploy test only)', () => {
+  it('turn each math alarm into an alarm on its first input when asked for, and are not in the default synthesis', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [], [MINISTACK_CONTEXT]: 'true' } });
+    const stack = new SchedulerStack(app, 'Emulated', { env: TEST_ENV });
+    Aspects.of(stack).add(new MiniStackTemplateAdjustments());
+    const emulated = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+    const alarms = Object.values(emulated).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
+    expect(alarms.filter((r) => r.Properties.Metrics !== undefined)).toEqual([]);
+    expect(alarm('TickerErrors', emulated)).toMatchObject({ Namespace: METRICS_NAMESPACE, MetricName: 'TickerErrors', Statistic: 'Sum', Period: 300 });
+    expect(alarm('LambdaThrottles', emulated)).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: 'Throttles', Statistic: 'Sum', Period: 300 });
+    // The default synthesis keeps them math.
+    expect(alarm('TickerErrors').Metrics).toBeDefined();
   });
 });
