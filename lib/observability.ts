@@ -370,24 +370,31 @@ export class SchedulerObservability extends Construct {
     );
 
     this.dashboard.addWidgets(
-      header(`## 1. Is it late?\nStart lag is when a run was leased minus when it was due: what a user sees. The objective is p99 under ${thresholds.startLagP99Ms} ms.`),
+      header(`## 1. Is it late?\nStart lag is when a run was leased minus when it was due: what a user sees. The objective is p99 under ${thresholds.startLagP99Ms} ms. External runs wait for their pollers apart (ClaimWait), outside the objective.`),
     );
     this.dashboard.addWidgets(
       graph({
         title: 'Start lag (p50, p95, p99)',
-        width: 12,
+        width: 8,
         left: ['p50', 'p95', 'p99'].map((p) => serviceMetric(Metric.StartLag, p, `StartLag ${p}`)),
         leftAnnotations: [{ value: thresholds.startLagP99Ms, label: objective, color: cw.Color.RED }],
         leftYAxis: ms,
       }),
       graph({
         title: 'Where the lag comes from (p99, ticker max)',
-        width: 12,
+        width: 8,
         left: [
           serviceMetric(Metric.SchedulingLag, 'p99', 'SchedulingLag p99 (message reached a worker minus due)'),
           serviceMetric(Metric.StartLag, 'p99', 'StartLag p99 (leased minus due)'),
           serviceMetric(Metric.TickerLag, 'Maximum', 'TickerLag max (tick ran minus scheduled)'),
         ],
+        leftYAxis: ms,
+      }),
+      // Apart from start lag: how long external runs wait for a poller is the pollers' doing.
+      graph({
+        title: 'External runs: wait for a claim (p50, p99)',
+        width: 8,
+        left: ['p50', 'p99'].map((p) => serviceMetric(Metric.ClaimWait, p, `ClaimWait ${p} (claimed minus due)`)),
         leftYAxis: ms,
       }),
     );

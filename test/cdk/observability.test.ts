@@ -126,6 +126,7 @@ describe('dashboard', () => {
     expect(graphs.map((g) => g.properties.title)).toEqual([
       'Start lag (p50, p95, p99)',
       'Where the lag comes from (p99, ticker max)',
+      'External runs: wait for a claim (p50, p99)',
       'Runs per minute',
       'Success rate (% of ended runs)',
       'Run duration (p50, p99)',
@@ -210,6 +211,13 @@ describe('dashboard', () => {
       const graph = widget('Where the lag comes from (p99, ticker max)');
       expect(visible(graph)).toEqual([`${custom('SchedulingLag')} p99`, `${custom('StartLag')} p99`, `${custom('TickerLag')} Maximum`]);
       for (const s of seriesOf(graph)) expect(s.dimensions).toEqual(service);
+    });
+
+    it('plots external runs\' wait for a claim apart from start lag, without the objective', () => {
+      const graph = widget('External runs: wait for a claim (p50, p99)');
+      expect(visible(graph)).toEqual([`${custom('ClaimWait')} p50`, `${custom('ClaimWait')} p99`]);
+      for (const s of seriesOf(graph)) expect(s.dimensions).toEqual(service);
+      expect(graph.properties.annotations).toBeUndefined();
     });
   });
 
