@@ -18,7 +18,7 @@ import type { MiniStack } from '../../scripts/local/ministack';
 import { startMiniStack } from '../../scripts/local/ministack';
 import { zipFiles } from '../integration/support/zip';
 import type { Api, HttpsTarget } from './support';
-import { apiClient, check, eventually, freePortIn, makeCertificate, run, startHttpsTarget, stopChildren } from './support';
+import { apiClient, check, createLambdaRole, eventually, freePortIn, makeCertificate, run, startHttpsTarget, stopChildren } from './support';
 
 type RunBody = Record<string, any>;
 
@@ -90,7 +90,7 @@ async function main(): Promise<number> {
     run(process.execPath, [path.join(root, 'node_modules', 'aws-cdk', 'bin', 'cdk'), ...args, '--output', path.join(dir, 'cdk.out')], { env, cwd: root, timeoutMs });
   try {
     log(`MiniStack on port ${port}${auth ? ' with AUTH=true (IAM enforced)' : ''}`);
-    ministack = await startMiniStack(port, { processGroup: true, env: auth ? { AUTH: 'true' } : {} });
+    ministack = await startMiniStack(port, { processGroup: true, env: auth ? { AUTH: 'true' } : {}, awsBatchActions: auth });
     const endpoint = ministack.endpoint;
     const lambda = new LambdaClient({ endpoint, region: REGION });
     const sqs = new SQSClient({ endpoint, region: REGION });
@@ -101,11 +101,12 @@ async function main(): Promise<number> {
     target = await startHttpsTarget(certificate.cert, certificate.key);
     const recordFile = path.join(dir, 'function-events.jsonl');
     writeFileSync(recordFile, '');
+    const functionRole = await createLambdaRole(endpoint, FUNCTION_NAME, REGION);
     const fn = await lambda.send(
       new CreateFunctionCommand({
         FunctionName: FUNCTION_NAME,
         Runtime: 'nodejs20.x',
-        Role: `arn:aws:iam::${ACCOUNT}:role/${FUNCTION_NAME}`,
+        Role: functionRole,
         Handler: 'index.handler',
         Timeout: 10,
         Code: { ZipFile: zipFiles({ 'index.js': FUNCTION_CODE }) },
