@@ -33,18 +33,11 @@ export interface MiniStack {
 }
 
 export interface MiniStackOptions {
-  /** More environment for MiniStack (e.g. AUTH=true), which its local Lambda processes inherit too. */
-  readonly env?: Readonly<Record<string, string>>;
   /**
    * Start it as the leader of a process group of its own, and stop the whole group: the Node
    * processes it runs functions in are its children and would outlive it otherwise.
    */
   readonly processGroup?: boolean;
-  /**
-   * Authorize SQS batch calls as AWS does (as their single-message actions) when AUTH=true:
-   * scripts/local/ministack_aws_batch_actions.py, decision 0066.
-   */
-  readonly awsBatchActions?: boolean;
 }
 
 /** Starts MiniStack on `port` (127.0.0.1) and waits until it answers; `stop` ends that process. */
@@ -54,12 +47,9 @@ export async function startMiniStack(port: number, options: MiniStackOptions = {
   if (await answers(endpoint)) throw new Error(`something already answers at ${endpoint}; MiniStack needs a port of its own`);
   const logFile = path.join(stateDir, `ministack-${port}.log`);
   const out = openSync(logFile, 'a');
-  const [command, args] = options.awsBatchActions
-    ? [path.join(venv, 'bin', 'python3'), [path.join(root, 'scripts', 'local', 'ministack_aws_batch_actions.py')]]
-    : [binary, []];
-  const child: ChildProcess = spawn(command, args, {
+  const child: ChildProcess = spawn(binary, [], {
     stdio: ['ignore', out, out],
-    env: { ...process.env, GATEWAY_PORT: String(port), MINISTACK_HOST: '127.0.0.1', LAMBDA_EXECUTOR: 'local', MINISTACK_REGION: 'us-east-1', ...options.env },
+    env: { ...process.env, GATEWAY_PORT: String(port), MINISTACK_HOST: '127.0.0.1', LAMBDA_EXECUTOR: 'local', MINISTACK_REGION: 'us-east-1' },
     detached: options.processGroup ?? false,
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -3,16 +3,12 @@
 // through MiniStack's gateway, which routes an API by its Host header.
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync, spawn } from 'node:child_process';
-import type { Hash, Hmac } from 'node:crypto';
-import { createHash, createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import * as path from 'node:path';
-import { SignatureV4 } from '@smithy/signature-v4';
-import type { SourceData } from '@smithy/types';
 
 /** Every child process started here, so that a failure or a signal still stops them all. */
 const children = new Set<ChildProcess>();
@@ -184,45 +180,3 @@ export function check(condition: boolean, message: string): asserts condition {
   if (!condition) throw new Error(message);
 }
 
-/** SHA-256 (and its HMAC) from node:crypto, as the SigV4 signer wants it. */
-class Sha256 {
-  private readonly hash: Hash | Hmac;
-  constructor(secret?: SourceData) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', typeof secret === 'string' ? secret : Buffer.from(secret as Uint8Array));
-  }
-  update(data: SourceData): void {
-    this.hash.update(typeof data === 'string' ? data : Buffer.from(data as Uint8Array));
-  }
-  digest(): Promise<Uint8Array> {
-    return Promise.resolve(this.hash.digest());
-  }
-  reset(): void {
-    throw new Error('not used');
-  }
-}
-
-/**
- * Creates an IAM role Lambda may assume (the project has no IAM client): with IAM enforced,
- * MiniStack creates a function only with an existing role. A signed IAM query call.
- */
-export async function createLambdaRole(endpoint: string, name: string, region: string): Promise<string> {
-  const { hostname, port } = new URL(endpoint);
-  const trust = JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }] });
-  const body = new URLSearchParams({ Action: 'CreateRole', Version: '2010-05-08', RoleName: name, AssumeRolePolicyDocument: trust }).toString();
-  const signer = new SignatureV4({ service: 'iam', region, sha256: Sha256, credentials: { accessKeyId: process.env.AWS_ACCESS_KEY_ID ?? 'test', secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY ?? 'test' } });
-  const signed = await signer.sign({
-    method: 'POST',
-    protocol: 'http:',
-    hostname,
-    port: Number(port),
-    path: '/',
-    query: {},
-    headers: { host: `${hostname}:${port}`, 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
-    body,
-  });
-  const response = await fetch(`${endpoint}/`, { method: 'POST', headers: signed.headers, body });
-  const text = await response.text();
-  const arn = /<Arn>([^<]+)<\/Arn>/.exec(text)?.[1];
-  if (!response.ok || !arn) throw new Error(`CreateRole ${name}: ${response.status} ${text.slice(0, 300)}`);
-  return arn;
-}
