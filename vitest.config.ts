@@ -45,6 +45,8 @@ export default defineConfig({
           name: 'grants',
           include: ['test/grants/**/*.test.ts'],
           testTimeout: 60_000,
+          // Its beforeAll synthesizes the stack: seconds, or more than vitest's 10 s on two busy cores.
+          hookTimeout: 300_000,
           sequence: { groupOrder: 1 },
         },
       },
