@@ -5,7 +5,12 @@
 //   expiry -> lease      the lease expiry to the next attempt's lease (the recovery time)
 //   kill -> lease        the kill to the next lease (what a user waits beyond the lease)
 //
-//   npm run bench:crash-recovery -- [--trials 5] [--timeout 3] [--margin 2] [--initial-delay 0]
+// With --lost-message, each trial is a worker that died between its lease and the visibility change
+// (its message stays invisible for the queue's timeout): the bench takes the message for an hour and
+// leases the run as a worker would, and only the ticker (here every --tick seconds, at a phase that
+// has nothing to do with the leases, as in AWS) can find the lease expired in the time index.
+//
+//   npm run bench:crash-recovery -- [--trials 5] [--timeout 3] [--margin 2] [--initial-delay 0] [--lost-message] [--tick 60]
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -13,7 +18,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { createDeps } from '../lambdas/app/deps';
+import { tick } from '../lambdas/app/tick';
+import { leaseCheckAt } from '../lambdas/domain/time-gate';
 import { logger } from '../lambdas/core/logger';
 import type { Run } from '../lambdas/domain/run';
 import { createAwsClients } from '../lambdas/store/aws';
@@ -27,12 +35,16 @@ const { values } = parseArgs({
     timeout: { type: 'string', default: '3' },
     margin: { type: 'string', default: '2' },
     'initial-delay': { type: 'string', default: '0' },
+    'lost-message': { type: 'boolean', default: false },
+    tick: { type: 'string', default: '60' },
   },
 });
 const trials = Number(values.trials);
 const timeoutSeconds = Number(values.timeout);
 const marginSeconds = Number(values.margin);
 const initialDelaySeconds = Number(values['initial-delay']);
+const lostMessage = values['lost-message'];
+const tickSeconds = Number(values.tick);
 
 logger.setLogLevel('WARN');
 const root = path.resolve(import.meta.dirname, '..');
@@ -45,6 +57,11 @@ const deps = createDeps(config, clients, { workerId: 'bench-api' });
 const apiKey = `bench_${randomBytes(18).toString('base64url')}`;
 await deps.apiKeys.issue(apiKey, 'bench', Date.now());
 const api = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
+// The ticker, every --tick seconds from the start, whatever the trials do (as EventBridge Scheduler runs it).
+let ticking = Promise.resolve();
+const ticker = setInterval(() => {
+  ticking = ticking.then(() => tick(deps).then(() => undefined, (error: unknown) => console.error('tick failed', error)));
+}, tickSeconds * 1000);
 
 // The first call of each job hangs (its worker is killed during it); the retry's call answers.
 const seen = new Map<string, number>();
@@ -94,6 +111,7 @@ async function waitFor<T>(probe: () => Promise<T>, accept: (value: T) => boolean
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 console.log(`emulator ${emulator.endpoint} (${emulator.origin}); ${trials} trials; job timeout ${timeoutSeconds} s + lease margin ${marginSeconds} s = lease ${timeoutSeconds + marginSeconds} s; retry initial delay ${initialDelaySeconds} s`);
+console.log(lostMessage ? `lost message: the worker died between its lease and the visibility change; ticker every ${tickSeconds} s` : 'the worker killed during its call');
 console.log('trial   expiry->recorded ms   expiry->lease ms   kill->lease ms   target calls');
 const recorded: number[] = [];
 const recovery: number[] = [];
@@ -116,22 +134,40 @@ try {
     const { job } = (await response.json()) as { job: { jobId: string; nextRunId: string } };
     const callsBefore = calls;
 
-    const child = startChild();
-    await waitFor(() => Promise.resolve(calls), (n) => n > callsBefore, 30_000, 'the first call');
-    await killChild(child);
-    const killedAt = Date.now();
+    let killedAt: number;
+    if (lostMessage) {
+      // A random phase of the ticker: a lease ends at any moment between two ticks.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * tickSeconds * 1000));
+      // The worker took the message and the lease, and died before it tied the one to the other
+      // (and before its call: the retry's call is answered).
+      seen.set(job.jobId, 1);
+      let taken = 0;
+      while (taken === 0) {
+        const received = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: config.dispatchQueueUrl, MaxNumberOfMessages: 1, VisibilityTimeout: 3_600, WaitTimeSeconds: 1 }));
+        taken = received.Messages?.length ?? 0;
+      }
+      const now = Date.now();
+      const lease = await deps.runs.lease(job.nextRunId, { owner: `bench-ghost-${trial}`, now, checkBackAt: leaseCheckAt(now, config), shards: config.timeIndexShards });
+      if (lease.kind !== 'leased') throw new Error(`the ghost could not lease the run: ${lease.kind}`);
+      killedAt = Date.now();
+    } else {
+      const child = startChild();
+      await waitFor(() => Promise.resolve(calls), (n) => n > callsBefore, 30_000, 'the first call');
+      await killChild(child);
+      killedAt = Date.now();
+    }
 
     const workers = await startLocalRuntime({ deps: createDeps(config, clients, { workerId: `bench-standby-${trial}` }), clients, port: 0, workerConcurrency: 2, tickIntervalMs: 0, pollWaitSeconds: 1 });
     const runs = await waitFor(
       async () => (await deps.runs.listByJob(job.jobId, 10)).items,
       (items: Run[]) => items.some((run) => run.status === 'SUCCEEDED'),
-      60_000,
+      lostMessage ? (tickSeconds + timeoutSeconds + marginSeconds) * 1000 + 60_000 : 60_000,
       'the retry to succeed',
     );
     await workers.stop();
     const lost = runs.find((run) => run.runId === job.nextRunId);
     const next = runs.find((run) => run.attempt === 2);
-    if (!lost?.leaseExpiresAt || !lost.finishedAt || !next?.startedAt || lost.error?.code !== 'WORKER_LOST') {
+    if (!lost?.leaseExpiresAt || !lost.finishedAt || !next?.startedAt || lost.error?.code !== 'WORKER_LOST' || (lostMessage && calls !== callsBefore + 1)) {
       throw new Error(`unexpected runs: ${JSON.stringify(runs)}`);
     }
     const expiry = Date.parse(lost.leaseExpiresAt);
@@ -151,6 +187,8 @@ try {
     console.log(`${name.padEnd(17)} p50 ${percentile(sorted, 50)} ms, p95 ${percentile(sorted, 95)} ms, max ${sorted.at(-1)} ms`);
   }
 } finally {
+  clearInterval(ticker);
+  await ticking;
   await api.stop();
   target.closeAllConnections();
   target.close();

@@ -13,6 +13,7 @@ import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
 import { jobsTable, runsTable } from '../lambdas/store/schema';
 import { createTableInput } from '../scripts/local/resources';
+import { shardOf } from '../lambdas/domain/time-gate';
 
 export interface RawLimitOptions {
   readonly seconds: number;
@@ -114,15 +115,24 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
   const execute = async (message: Message): Promise<boolean> => {
     const key = { pk: `RUN#${message.Body ?? ''}`, sk: 'RUN' };
     try {
+      // On the scheduler's tables the lease moves the run's time-index entry to its check-back, and
+      // the outcome removes it, as the scheduler's do (decision 0065).
+      const checkBack = new Date(Date.now() + 32_000).toISOString();
+      const withIndex = options.schema === 'scheduler';
       await clients.dynamo.send(
         new UpdateCommand({
           TableName: tableName,
           Key: key,
-          // Leaving the time index as the scheduler's lease does (REMOVE of an absent attribute is a no-op).
-          UpdateExpression: 'SET #s = :running, leaseOwner = :owner, startedAt = :now REMOVE gateKey, gateAt',
+          UpdateExpression: `SET #s = :running, leaseOwner = :owner, startedAt = :now${withIndex ? ', gateKey = :gateKey, gateAt = :gateAt' : ''}`,
           ConditionExpression: '#s = :queued',
           ExpressionAttributeNames: { '#s': 'status' },
-          ExpressionAttributeValues: { ':running': 'RUNNING', ':queued': 'QUEUED', ':owner': owner, ':now': new Date().toISOString() },
+          ExpressionAttributeValues: {
+            ':running': 'RUNNING',
+            ':queued': 'QUEUED',
+            ':owner': owner,
+            ':now': new Date().toISOString(),
+            ...(withIndex ? { ':gateKey': `${checkBack.slice(0, 16)}#${String(shardOf(message.Body ?? '', 8)).padStart(3, '0')}`, ':gateAt': checkBack } : {}),
+          },
         }),
       );
       const response = await fetch(options.targetUrl, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
@@ -131,7 +141,7 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
         new UpdateCommand({
           TableName: tableName,
           Key: key,
-          UpdateExpression: 'SET #s = :done, finishedAt = :now',
+          UpdateExpression: `SET #s = :done, finishedAt = :now${options.schema === 'scheduler' ? ' REMOVE gateKey, gateAt' : ''}`,
           ConditionExpression: 'leaseOwner = :owner',
           ExpressionAttributeNames: { '#s': 'status' },
           ExpressionAttributeValues: { ':done': response.ok ? 'SUCCEEDED' : 'FAILED', ':owner': owner, ':now': new Date().toISOString() },

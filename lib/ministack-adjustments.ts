@@ -1,6 +1,6 @@
 // Emulator-only template adjustments for deploying into MiniStack (npm run test:deploy), applied
 // only when the app is synthesized with `-c ministack=true` (bin/scheduler.ts), never by default.
-// What each works around and why: docs/decisions/0066-deploy-test-in-ministack.md.
+// What each works around and why: docs/decisions/0077-deploy-test-in-ministack.md.
 import type { IAspect } from 'aws-cdk-lib';
 import { Stack } from 'aws-cdk-lib';
 import { CfnAlarm } from 'aws-cdk-lib/aws-cloudwatch';

@@ -120,8 +120,8 @@ function routes(deps: SchedulerDeps): Route[] {
       method: 'PATCH',
       path: '/v1/jobs/{jobId}',
       body: json_(jobPatchSchema, true),
-      handle: async ({ event, tenantId, params, body }) =>
-        json(200, await patchJob(deps, tenantId, param(params, 'jobId'), body, ifMatchVersion(event))),
+      handle: async ({ event, tenantId, caller, params, body }) =>
+        json(200, await patchJob(deps, tenantId, param(params, 'jobId'), body, ifMatchVersion(event), caller.limits)),
     },
     {
       method: 'DELETE',
@@ -145,7 +145,7 @@ function routes(deps: SchedulerDeps): Route[] {
       method: 'POST',
       path: '/v1/jobs/{jobId}/trigger',
       body: json_(triggerSchema, false),
-      handle: async ({ tenantId, params, body }) => json(202, { run: await triggerJob(deps, tenantId, param(params, 'jobId'), body) }),
+      handle: async ({ tenantId, caller, params, body }) => json(202, { run: await triggerJob(deps, tenantId, param(params, 'jobId'), body, caller.limits) }),
     },
     {
       method: 'GET',
@@ -170,7 +170,7 @@ function routes(deps: SchedulerDeps): Route[] {
       method: 'POST',
       path: '/v1/runs/{runId}/replay',
       body: NO_BODY,
-      handle: async ({ tenantId, params }) => json(202, { run: await replayRun(deps, tenantId, param(params, 'runId')) }),
+      handle: async ({ tenantId, caller, params }) => json(202, { run: await replayRun(deps, tenantId, param(params, 'runId'), caller.limits) }),
     },
     {
       method: 'POST',
@@ -211,7 +211,7 @@ function routes(deps: SchedulerDeps): Route[] {
       method: 'POST',
       path: '/v1/dead-runs/replay',
       body: json_(bulkReplaySchema, false),
-      handle: async ({ tenantId, body }) => json(202, await replayDeadRuns(deps, tenantId, body)),
+      handle: async ({ tenantId, caller, body }) => json(202, await replayDeadRuns(deps, tenantId, body, caller.limits)),
     },
     {
       method: 'POST',

@@ -20,6 +20,13 @@ export function json(statusCode: number, body: unknown, headers: Record<string, 
   };
 }
 
+/**
+ * A problem lists at most this many field errors; `errorsOmitted` (a problem extension member) and
+ * the detail say how many more there were. A body of thousands of bad entries is answered in a few
+ * KB, not megabytes, and the first errors are enough to fix the request.
+ */
+export const MAX_PROBLEM_ERRORS = 20;
+
 function problem(
   status: number,
   title: string,
@@ -29,10 +36,12 @@ function problem(
   extensions: Record<string, unknown> = {},
 ): ApiResult {
   const slug = title.toLowerCase().replace(/[^a-z]+/g, '-');
+  const omitted = Math.max(0, errors.length - MAX_PROBLEM_ERRORS);
+  const capped = omitted > 0 ? { detail: `${detail} (the first ${MAX_PROBLEM_ERRORS} errors are listed; ${omitted} more omitted)`, errors: errors.slice(0, MAX_PROBLEM_ERRORS), errorsOmitted: omitted } : { detail, errors };
   return {
     statusCode: status,
     headers: { 'content-type': 'application/problem+json', ...headers },
-    body: JSON.stringify({ type: `urn:job-scheduler:problem:${slug}`, title, status, detail, errors, ...extensions }),
+    body: JSON.stringify({ type: `urn:job-scheduler:problem:${slug}`, title, status, ...capped, ...extensions }),
   };
 }
 

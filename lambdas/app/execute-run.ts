@@ -9,6 +9,7 @@ import { decideRetry } from '../domain/retry';
 import type { AttemptOutcome, Run, RunError } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import { fencingTokenOf } from '../domain/delivery';
+import { leaseCheckAt } from '../domain/time-gate';
 import type { LeaseResult } from '../store/runs-repository';
 import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
@@ -126,7 +127,7 @@ async function liveness(deps: SchedulerDeps, runIds: readonly string[]) {
 
 async function executeMessage(deps: SchedulerDeps, runId: string, message: DispatchContext): Promise<ExecuteResult> {
   const receivedAt = deps.clock();
-  let lease = await deps.runs.lease(runId, { owner: deps.workerId, now: deps.clock() });
+  let lease = await leaseRun(deps, runId);
   // SQS delays are whole seconds (rounded down) and at most 900 s: a message may come a little
   // early. Wait out a short remainder here; send a longer one back to the queue.
   for (let round = 0; lease.kind === 'early'; round++) {
@@ -138,7 +139,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
       return 'requeued';
     }
     await sleep(Math.max(0, waitMs) + 1);
-    lease = await deps.runs.lease(runId, { owner: deps.workerId, now: deps.clock() });
+    lease = await leaseRun(deps, runId);
   }
 
   switch (lease.kind) {
@@ -184,6 +185,15 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
     await followLease;
     deps.telemetry.released(run.runId);
   }
+}
+
+/**
+ * The lease, with its check-back in the time index: should this worker die before its message
+ * follows the lease (or with it), the ticker finds the lease expired there and has it recovered.
+ */
+function leaseRun(deps: SchedulerDeps, runId: string): Promise<LeaseResult> {
+  const now = deps.clock();
+  return deps.runs.lease(runId, { owner: deps.workerId, now, checkBackAt: leaseCheckAt(now, deps.config), shards: deps.config.timeIndexShards });
 }
 
 async function executeLeased(
@@ -388,7 +398,10 @@ export async function recordOutcome(
   return { status, recorded, retry: retry.run };
 }
 
-/** The message of a lost worker came back after its lease expired: that attempt failed. */
+/**
+ * A message for a run whose lease expired (the lost worker's own, back at the lease's end, or the
+ * ticker's, sent when it found the lease's check-back passed): that attempt failed.
+ */
 async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: number, checkpoint?: unknown): Promise<ExecuteResult> {
   const now = deps.clock();
   const job = await deps.jobs.getAnyTenant(run.jobId);

@@ -8,9 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { NotFoundError, StaleLeaseError } from '../core/errors';
 import { logger } from '../core/logger';
-import { resourceId } from '../core/validation';
 import { fencingTokenOf } from '../domain/delivery';
-import { MAX_PAYLOAD_BYTES } from '../domain/job';
+import { MAX_PAYLOAD_BYTES, jobTypeSchema } from '../domain/job';
 import type { Run } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import type { SchedulerDeps } from './deps';
@@ -26,7 +25,7 @@ const boundedJson = (what: string) =>
   z.json().refine((value) => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8') <= MAX_CHECKPOINT_BYTES, `${what} must be at most ${MAX_CHECKPOINT_BYTES} bytes of JSON`);
 
 export const claimSchema = z.strictObject({
-  jobType: resourceId.optional(),
+  jobType: jobTypeSchema.optional(),
   waitSeconds: z.number().int().min(0).max(MAX_CLAIM_WAIT_SECONDS).default(0),
   /** Names the worker in the run's leaseOwner (e.g. its host and process). */
   workerId: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/).optional(),

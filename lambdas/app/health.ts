@@ -165,7 +165,7 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
   }
   if (since === null || since > TICKER_STALE_MS) problems.push('the ticker has not completed a tick in the last 3 minutes');
   if (p99 !== null && p99 > START_LAG_TARGET_MS) problems.push(`start lag p99 is ${p99} ms over the last ${minutes} minutes (target: under ${START_LAG_TARGET_MS} ms)`);
-  if (inFlight.some((run) => run.leaseExpired)) problems.push('runs hold expired leases (their workers were lost; they are retried when their messages return)');
+  if (inFlight.some((run) => run.leaseExpired)) problems.push('runs hold expired leases (their workers were lost; the next tick sends them for recovery)');
 
   return {
     status: problems.length === 0 ? 'ok' : 'degraded',

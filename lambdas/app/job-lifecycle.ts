@@ -2,7 +2,7 @@
 // resume, delete, PATCH and manual triggers. Every change of a job is a compare-and-swap on its
 // version and pending occurrence, with the runs it creates in the same transaction.
 import { z } from 'zod';
-import { ConflictError, NotFoundError, PreconditionFailedError, ValidationError } from '../core/errors';
+import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import { parseOrThrow } from '../core/validation';
 import type { Job } from '../domain/job';
@@ -10,6 +10,7 @@ import { MAX_PAYLOAD_BYTES, jobSpecSchema } from '../domain/job';
 import { occurrenceOnResume } from '../domain/recurrence';
 import type { Successor } from '../domain/recurrence';
 import type { Run } from '../domain/run';
+import type { TenantLimits } from '../domain/tenant';
 import { isTerminal } from '../domain/run';
 import { firstFireTime, nextFireTimeAfter, validateSchedule } from '../domain/schedule';
 import type { RunPlan } from './plan-run';
@@ -25,6 +26,8 @@ interface Mutation {
   readonly next: Job;
   readonly plan?: RunPlan;
   readonly releaseName?: boolean;
+  /** The tenant's active-jobs limit, checked when the change makes the job live again. */
+  readonly maxActiveJobs?: number | null;
   /** Work after the job is committed: retire the old pending run, send the new one. */
   readonly afterCommit?: () => Promise<void>;
 }
@@ -51,7 +54,11 @@ async function mutateJob(
     const result = await deps.jobs.replace(mutation.next, job, {
       newRuns: mutation.plan ? [mutation.plan] : [],
       releaseName: mutation.releaseName,
+      maxActiveJobs: mutation.maxActiveJobs,
     });
+    if (result === 'too-many-active-jobs') {
+      throw new TooManyRequestsError(`This tenant has ${mutation.maxActiveJobs ?? 0} active or paused jobs, its limit; delete or complete some first`, 60);
+    }
     if (result === 'replaced') {
       if (mutation.plan) deps.telemetry.runCreated(mutation.plan.run);
       await mutation.afterCommit?.();
@@ -113,7 +120,7 @@ export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: str
 export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
   // The run that stood for the pending occurrence decides the attempt of its replacement.
   const before = await deps.jobs.get(tenantId, jobId);
-  const pausedRun = before?.pausedPending ? await deps.runs.get(before.pausedPending.runId) : null;
+  const pausedRun = before?.pausedPending?.runId ? await deps.runs.get(before.pausedPending.runId) : null;
   const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
     if (current.status !== 'PAUSED') throw new ConflictError(`The job is ${current.status}; only a PAUSED job can be resumed`);
     const pendingAt = current.pausedPending ? Date.parse(current.pausedPending.scheduledFor) : null;
@@ -156,8 +163,20 @@ export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: st
   return viewOf(job);
 }
 
-/** PATCH: fields of the definition, replaced whole at the top level (JSON merge of the first level). */
-export async function patchJob(deps: SchedulerDeps, tenantId: string, jobId: string, body: unknown, ifMatch?: number): Promise<JobView> {
+/**
+ * PATCH: fields of the definition, replaced whole at the top level (JSON merge of the first level).
+ * A changed schedule re-plans the pending occurrence of an ACTIVE job, replaces the occurrence a
+ * PAUSED job resumes from, and makes a COMPLETED job ACTIVE again with the new schedule's first
+ * occurrence (counted against the tenant's active jobs; decision 0073).
+ */
+export async function patchJob(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  body: unknown,
+  ifMatch?: number,
+  limits: TenantLimits = deps.config.tenantDefaults,
+): Promise<JobView> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ValidationError('Invalid request', [{ path: '(body)', message: 'must be a JSON object of the fields to change' }]);
   }
@@ -177,23 +196,43 @@ export async function patchJob(deps: SchedulerDeps, tenantId: string, jobId: str
       const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes }, 'Invalid job');
       if ('target' in changes) checkTarget(deps, merged.target);
       checkPoolTimeout(deps, merged);
+      const scheduleChanged = JSON.stringify(merged.schedule) !== JSON.stringify(current.schedule);
       const schedulingChanged =
-        JSON.stringify(merged.schedule) !== JSON.stringify(current.schedule) ||
-        merged.timeoutSeconds !== current.timeoutSeconds ||
-        JSON.stringify(merged.target) !== JSON.stringify(current.target);
-      if (JSON.stringify(merged.schedule) !== JSON.stringify(current.schedule)) validateSchedule(merged.schedule, now);
+        scheduleChanged || merged.timeoutSeconds !== current.timeoutSeconds || JSON.stringify(merged.target) !== JSON.stringify(current.target);
+      if (scheduleChanged) validateSchedule(merged.schedule, now);
       const updated = touch(current, now, merged);
-      if (current.status !== 'ACTIVE' || !schedulingChanged) return { next: updated };
+
+      if (current.status === 'PAUSED' && scheduleChanged) {
+        // The occurrence remembered at pause belongs to the old schedule (or zone): resume must
+        // start from the new one's first occurrence after now. The paused run is kept only when it
+        // stands for that same occurrence, so that its replacement takes the next attempt number.
+        const first = firstFireTime(merged.schedule, now);
+        const paused = current.pausedPending ?? null;
+        return {
+          next: {
+            ...updated,
+            pausedPending:
+              first === null ? null : { runId: paused && Date.parse(paused.scheduledFor) === first ? paused.runId : null, scheduledFor: iso(first) },
+          },
+        };
+      }
+      const reactivates = current.status === 'COMPLETED' && scheduleChanged;
+      if (!(current.status === 'ACTIVE' && schedulingChanged) && !reactivates) return { next: updated };
 
       // The pending occurrence is retired and planned again from the new definition (its lease
-      // length follows the timeout, and its time the schedule).
+      // length follows the timeout, and its time the schedule). A COMPLETED job given a new
+      // schedule is ACTIVE again from its first occurrence.
       const first = firstFireTime(merged.schedule, now);
       if (first === null) {
+        if (reactivates) {
+          throw new ValidationError('Invalid job', [{ path: 'schedule', message: 'has no occurrence after now; the job stays COMPLETED' }]);
+        }
         return { next: { ...updated, status: 'COMPLETED', nextRunAt: null, nextRunId: null }, afterCommit: () => retire(current.nextRunId, current.type) };
       }
       const plan = planRun(deps.config, updated, { scheduledFor: first, attempt: attemptFor(first, pending), trigger: 'schedule' }, now);
       return {
-        next: { ...updated, nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId },
+        next: { ...updated, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId },
+        maxActiveJobs: limits.maxActiveJobs,
         plan,
         afterCommit: async () => {
           await retire(current.nextRunId, current.type);
@@ -212,13 +251,34 @@ export async function patchJob(deps: SchedulerDeps, tenantId: string, jobId: str
   return viewOf(job);
 }
 
+/**
+ * Counts a manual trigger or a replay against the tenant's per-second create rate (decision 0074):
+ * over it, a 429 with Retry-After, and nothing is written.
+ */
+export async function admitRunRequest(deps: SchedulerDeps, tenantId: string, limits: TenantLimits, now: number): Promise<void> {
+  const counted = await deps.jobs.countRunRequest(tenantId, limits.createsPerSecond, now);
+  if (!counted.allowed) {
+    throw new TooManyRequestsError(
+      `Over this tenant's limit of ${limits.createsPerSecond ?? 0} job creates, manual triggers and replays per second`,
+      counted.retryAfterMs / 1000,
+    );
+  }
+}
+
 /** A manual occurrence now, outside the schedule's chain. */
-export async function triggerJob(deps: SchedulerDeps, tenantId: string, jobId: string, body: unknown): Promise<Run> {
+export async function triggerJob(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  body: unknown,
+  limits: TenantLimits = deps.config.tenantDefaults,
+): Promise<Run> {
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
   const request = parseOrThrow(triggerSchema, body ?? {});
   const now = deps.clock();
+  await admitRunRequest(deps, tenantId, limits, now);
   const plan = planRun(deps.config, job, {
     scheduledFor: now,
     attempt: 1,

@@ -8,9 +8,9 @@ import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
 import { cursorParam, limitParam, parseOrThrow } from '../core/validation';
 import type { Job, JobSpec, JobStatus, Target } from '../domain/job';
-import { attemptTimeoutSeconds, jobSpecSchema, scheduleSchema } from '../domain/job';
+import { attemptTimeoutSeconds, jobSpecSchema, jobTypeSchema, scheduleSchema } from '../domain/job';
 import type { Run } from '../domain/run';
-import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
+import { FIRE_TIME_RANGE, upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
 import type { Page } from '../store/runs-repository';
 import { urlRefusal } from '../targets/address-policy';
 import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
@@ -76,7 +76,7 @@ export async function createJob(
 
   const result = await deps.jobs.insert(job, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs, createsPerSecond: limits.createsPerSecond, now });
   if (result.kind === 'rate-limited') {
-    throw new TooManyRequestsError(`Over this tenant's limit of ${limits.createsPerSecond} job creates per second`, result.retryAfterMs / 1000);
+    throw new TooManyRequestsError(`Over this tenant's limit of ${limits.createsPerSecond} job creates, manual triggers and replays per second`, result.retryAfterMs / 1000);
   }
   if (result.kind === 'conflicted') {
     throw new TooManyRequestsError('Concurrent creates of this tenant conflicted and this one was not written; try again', result.retryAfterMs / 1000);
@@ -210,7 +210,7 @@ export async function getJob(deps: SchedulerDeps, tenantId: string, jobId: strin
 
 export const listJobsQuery = z.strictObject({
   status: z.enum(['ACTIVE', 'PAUSED', 'COMPLETED', 'CANCELLED']).optional(),
-  type: z.string().min(1).max(64).optional(),
+  type: jobTypeSchema.optional(),
   limit: limitParam(20, 100),
   cursor: cursorParam.optional(),
 });
@@ -243,7 +243,10 @@ export async function getRun(deps: SchedulerDeps, tenantId: string, runId: strin
 
 export const previewSchema = z.strictObject({
   schedule: scheduleSchema,
-  from: z.iso.datetime({ offset: true }).optional(),
+  from: z.iso
+    .datetime({ offset: true })
+    .refine((from) => Date.parse(from) >= FIRE_TIME_RANGE.earliest && Date.parse(from) <= FIRE_TIME_RANGE.latest, 'must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z')
+    .optional(),
   count: z.number().int().min(1).max(100).default(5),
 });
 

@@ -1,14 +1,15 @@
 // Use cases on runs: cancel, replay (one, or in bulk from the dead runs), and the dead-run list.
 import { z } from 'zod';
-import { ConflictError, NotFoundError } from '../core/errors';
+import { ConflictError, NotFoundError, TooManyRequestsError } from '../core/errors';
 import { logger } from '../core/logger';
 import { cursorParam, limitParam, parseOrThrow, resourceId } from '../core/validation';
 import type { Run } from '../domain/run';
 import { isTerminal } from '../domain/run';
+import type { TenantLimits } from '../domain/tenant';
 import { nextFireTimeAfter } from '../domain/schedule';
 import type { Page } from '../store/runs-repository';
 import type { SchedulerDeps } from './deps';
-import { advanceChain } from './job-lifecycle';
+import { admitRunRequest, advanceChain } from './job-lifecycle';
 import { planRun } from './plan-run';
 
 async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
@@ -43,14 +44,15 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
   return after;
 }
 
-/** A new run of the same occurrence, with a fresh retry budget. */
-export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
+/** A new run of the same occurrence, with a fresh retry budget; counted against the tenant's create rate. */
+export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: string, limits: TenantLimits = deps.config.tenantDefaults): Promise<Run> {
   const original = await tenantRun(deps, tenantId, runId);
   if (!isTerminal(original.status)) throw new ConflictError(`The run is ${original.status}; only a finished run can be replayed`);
   const job = await deps.jobs.get(tenantId, original.jobId);
   if (!job) throw new NotFoundError(`The job ${original.jobId} of this run no longer exists`);
   if (job.status === 'CANCELLED') throw new ConflictError('The job of this run is CANCELLED');
   const now = deps.clock();
+  await admitRunRequest(deps, tenantId, limits, now);
   const attempt = original.attempt + 1;
   const plan = planRun(deps.config, job, { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now }, now);
   const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };
@@ -88,15 +90,28 @@ export const bulkReplaySchema = z.strictObject({
   limit: z.number().int().min(1).max(100).default(100),
 });
 
-/** Replays the tenant's dead runs of a job and/or a time range, up to `limit` per call. */
-export async function replayDeadRuns(deps: SchedulerDeps, tenantId: string, body: unknown): Promise<{ replayed: Run[]; remaining: boolean }> {
+/**
+ * Replays the tenant's dead runs of a job and/or a time range, up to `limit` per call. Each replay
+ * counts against the tenant's create rate: past it the call stops with what it replayed and
+ * `remaining: true`, or answers 429 when it could replay none.
+ */
+export async function replayDeadRuns(
+  deps: SchedulerDeps,
+  tenantId: string,
+  body: unknown,
+  limits: TenantLimits = deps.config.tenantDefaults,
+): Promise<{ replayed: Run[]; remaining: boolean }> {
   const request = parseOrThrow(bulkReplaySchema, body ?? {});
   const page = await deps.runs.listDead(tenantId, request.limit, { jobId: request.jobId, from: request.from, to: request.to });
   const replayed: Run[] = [];
   for (const dead of page.items) {
     try {
-      replayed.push(await replayRun(deps, tenantId, dead.runId));
+      replayed.push(await replayRun(deps, tenantId, dead.runId, limits));
     } catch (error) {
+      if (error instanceof TooManyRequestsError) {
+        if (replayed.length === 0) throw error;
+        return { replayed, remaining: true };
+      }
       // Replayed meanwhile, or its job deleted: leave it.
       if (!(error instanceof ConflictError || error instanceof NotFoundError)) throw error;
     }

@@ -1,13 +1,17 @@
 // The ticker: once a minute it walks the time index from its cursor to the horizon. Runs waiting
 // far ahead (SCHEDULED) that fall inside the horizon are sent with their exact remaining delay
 // and marked QUEUED; queued runs still unleased after the redelivery grace had their message lost
-// and are sent again; external workers' runs whose lease ended unrenewed are sent for recovery. Every write is conditional, so two tickers at once change nothing more than one.
+// and are sent again; leased runs whose lease ended unrenewed (a lost worker, whatever became of
+// its message) are sent for recovery, and those whose lease heartbeats extended have their
+// check-back moved to the lease's end. Every write is conditional, so two tickers at once change
+// nothing more than one.
 import { logger } from '../core/logger';
-import { checkBackAt, minuteBuckets } from '../domain/time-gate';
+import { checkBackAt, checkLease, minuteBuckets } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
 import { repairChain } from './job-lifecycle';
 import { NEXT_RUN_SHARDS } from '../store/schema';
 import type { TimeIndexEntry } from '../store/runs-repository';
+import type { Run } from '../domain/run';
 
 /** When the ticker has no cursor yet, it starts this far back. */
 const FIRST_LOOKBACK_MS = 15 * 60_000;
@@ -23,7 +27,12 @@ const RELEASE_BUDGET_MS = 30_000;
 export interface TickReport {
   readonly buckets: number;
   readonly released: number;
+  /** Messages sent again: for queued runs whose message was lost, and for lapsed leases. */
   readonly redelivered: number;
+  /** Of those, leases found ended unrenewed (lost workers), sent for recovery. */
+  readonly lapsedLeases: number;
+  /** Lease check-backs found early (heartbeats extended the lease) and moved to the lease's end. */
+  readonly leaseChecksMoved: number;
   readonly repairedJobs: number;
   readonly lagMs: number;
   /** False when the release budget ran out: the cursor stays, and the next tick goes on from it. */
@@ -53,6 +62,8 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
 
   let released = 0;
   let redelivered = 0;
+  let lapsedLeases = 0;
+  let leaseChecksMoved = 0;
   let pagesDone = 0;
   let complete = true;
 
@@ -64,8 +75,10 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     const toRelease = entries.filter((entry) => entry.status === 'SCHEDULED');
     const lost = entries.filter((entry) => entry.status === 'QUEUED' && Date.parse(entry.gateAt) <= now);
     const lapsed = entries.filter((entry) => entry.status === 'RUNNING' && Date.parse(entry.gateAt) <= now);
-    // The time index carries the job type (the pool) but not the priority (the lane): read it from the runs.
-    const priorities = await prioritiesOf(deps, [...toRelease, ...lost, ...lapsed].map((entry) => entry.runId));
+    // The time index carries the job type (the pool) but not the priority (the lane), nor a lease's
+    // end: read them from the runs.
+    const runs = await runsOf(deps, [...toRelease, ...lost, ...lapsed].map((entry) => entry.runId));
+    const priorities = new Map([...runs].flatMap(([runId, run]) => (run.priority ? [[runId, run.priority] as const] : [])));
     const dispatchOf = (entry: TimeIndexEntry) => ({
       runId: entry.runId,
       tenantId: entry.tenantId,
@@ -98,14 +111,32 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
       }
     });
 
-    // External workers' leases that ended without a heartbeat: a message to the dispatch queue lets a
-    // worker find the lease expired and record the attempt as lost (and retry it with its checkpoint).
+    // Leases whose check-back has passed (decision 0065). One that heartbeats extended gets its
+    // check-back moved to its end, and nothing is sent. One that ended unrenewed had its worker
+    // lost: the recovery is claimed by moving the check-back past it (so that a second ticker does
+    // not send it too, and a lost message is sent again after the grace), then a message lets a
+    // worker find the lease expired and record the attempt as lost (and retry it with its
+    // checkpoint). Each write is fenced by the lease's version as read.
     await mapWithConcurrency(lapsed, WRITE_CONCURRENCY, async (entry) => {
+      const run = runs.get(entry.runId);
+      const check = checkLease(run, now);
+      if (!run || check.kind === 'gone') return; // finished since the index was read; its outcome removed the entry
+      if (check.kind === 'live') {
+        if (await deps.runs.moveLeaseCheck(entry.runId, run.version, entry.gateAt, check.checkAt, config.timeIndexShards)) leaseChecksMoved++;
+        return;
+      }
       const next = now + config.redeliveryGraceSeconds * 1000;
-      if (await deps.runs.moveLeaseCheck(entry.runId, entry.gateAt, next, config.timeIndexShards)) {
+      if (await deps.runs.moveLeaseCheck(entry.runId, run.version, entry.gateAt, next, config.timeIndexShards)) {
         await deps.dispatch.send([{ ...dispatchOf(entry), availableAt: now }], now);
-        logger.warn("an external worker's lease ended without a heartbeat; sent for recovery", { runId: entry.runId, jobId: entry.jobId, tenantId: entry.tenantId });
+        logger.warn('a lease ended unrenewed (its worker was lost); sent for recovery', {
+          runId: entry.runId,
+          jobId: entry.jobId,
+          tenantId: entry.tenantId,
+          leaseOwner: run.leaseOwner,
+          leaseExpiresAt: run.leaseExpiresAt,
+        });
         redelivered++;
+        lapsedLeases++;
       }
     });
   };
@@ -141,20 +172,20 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   // (check-backs) are seen again next tick. A tick that ran out of budget keeps its cursor.
   const cursor = complete ? Math.floor(now / 60_000) * 60_000 : Math.floor(from / 60_000) * 60_000;
   const lagMs = scheduledAt === undefined ? 0 : now - scheduledAt;
-  const report: TickReport = { buckets: buckets.length, released, redelivered, repairedJobs, lagMs, complete };
-  await deps.state.recordTick(cursor, deps.clock(), { buckets: report.buckets, released, redelivered, repairedJobs, lagMs, complete: complete ? 1 : 0 });
+  const report: TickReport = { buckets: buckets.length, released, redelivered, lapsedLeases, leaseChecksMoved, repairedJobs, lagMs, complete };
+  await deps.state.recordTick(cursor, deps.clock(), { buckets: report.buckets, released, redelivered, lapsedLeases, leaseChecksMoved, repairedJobs, lagMs, complete: complete ? 1 : 0 });
   logger.info('tick completed', { ...report });
   return report;
 }
 
-/** The priorities of runs that have one other than normal (runs are read 100 at a time, 4 reads at once). */
-async function prioritiesOf(deps: SchedulerDeps, runIds: readonly string[]): Promise<Map<string, 'high' | 'normal' | 'low'>> {
-  const priorities = new Map<string, 'high' | 'normal' | 'low'>();
+/** The runs of the given ids, read consistently (100 at a time, 4 reads at once); missing ones are left out. */
+async function runsOf(deps: SchedulerDeps, runIds: readonly string[]): Promise<Map<string, Run>> {
+  const runs = new Map<string, Run>();
   const chunks = Array.from({ length: Math.ceil(runIds.length / 100) }, (_, index) => runIds.slice(index * 100, index * 100 + 100));
   await mapWithConcurrency(chunks, 4, async (chunk) => {
-    for (const run of await deps.runs.getMany(chunk)) if (run.priority) priorities.set(run.runId, run.priority);
+    for (const run of await deps.runs.getMany(chunk)) runs.set(run.runId, run);
   });
-  return priorities;
+  return runs;
 }
 
 async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import type { TenantLimits } from '../domain/tenant';
 import { DEFAULT_TENANT_LIMITS, tenantLimitsSchema } from '../domain/tenant';
+import { jobTypeSchema } from '../domain/job';
 import type { PoolRoute } from '../store/dispatch-queue';
 import type { TargetAllowlist } from '../domain/target-allowlist';
 import { NO_TARGETS_ALLOWED, targetAllowlistSchema } from '../domain/target-allowlist';
@@ -10,7 +11,7 @@ import { NO_TARGETS_ALLOWED, targetAllowlistSchema } from '../domain/target-allo
 /** A worker pool as DISPATCH_POOLS carries it (the default pool is DISPATCH_QUEUE_URL and friends). */
 export const poolRouteSchema = z.strictObject({
   name: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/),
-  jobTypes: z.array(z.string().min(1).max(64)).max(100),
+  jobTypes: z.array(jobTypeSchema).max(100),
   queueUrl: z.string().min(1),
   highQueueUrl: z.string().min(1).optional(),
   lowQueueUrl: z.string().min(1).optional(),

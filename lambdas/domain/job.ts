@@ -16,18 +16,28 @@ export const MAX_TARGET_HEADER_BYTES = 4096;
 /** Lambda's Invoke accepts a function ARN (with its version or alias) of at most 170 characters. */
 export const MAX_FUNCTION_ARN_LENGTH = 170;
 
-/** Headers the scheduler sets itself; a job may not override them. */
+/**
+ * Headers the scheduler sets itself or the connection owns; a job that names one is refused (400),
+ * never stored and then silently replaced. The HTTP target sends no other header of its own (a
+ * unit test checks that), so the two cannot drift.
+ */
 export const RESERVED_HEADERS = [
   'idempotency-key',
   'x-job-id',
   'x-run-id',
   'x-attempt',
   'x-fencing-token',
+  'user-agent',
   'content-type',
   'content-length',
   'host',
   'connection',
+  'keep-alive',
   'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
 ] as const;
 
 const identifier = (max: number) =>
@@ -36,6 +46,15 @@ const identifier = (max: number) =>
     .min(1)
     .max(max)
     .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'use letters, digits and . _ : - (starting with a letter or digit)');
+
+/**
+ * The one rule for job type names, wherever a job type is named: a job's `type`, a worker's claim,
+ * the jobs listing's filter, a pool's `jobTypes`. No `#`: the claim index's sort key is
+ * `type#availableAt#runId` and a claim reads `begins_with(type#)`, so no type is the prefix of
+ * another's keys.
+ */
+export const JOB_TYPE_MAX_LENGTH = 64;
+export const jobTypeSchema = identifier(JOB_TYPE_MAX_LENGTH);
 
 const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
 
@@ -85,7 +104,7 @@ export const httpTargetSchema = z.strictObject({
         if ((RESERVED_HEADERS as readonly string[]).includes(name.toLowerCase())) {
           ctx.issues.push({
             code: 'custom',
-            message: `the scheduler sets ${name} itself`,
+            message: `is set by the scheduler or its HTTP connection (${name}) and cannot be given`,
             input: name,
             path: [name],
           });
@@ -125,7 +144,7 @@ const jsonValue: z.ZodType<unknown> = z.json();
 
 const jobSpecShape = {
   name: identifier(128),
-  type: identifier(64),
+  type: jobTypeSchema,
   schedule: scheduleSchema,
   target: targetSchema,
   payload: jsonValue.default({}),
@@ -188,8 +207,12 @@ export interface Job extends JobSpec {
   /** The last scheduled run that started (for overlap policies). */
   readonly lastStartedRunId?: string | null;
   readonly pausedAt?: string | null;
-  /** The occurrence that was pending when the job was paused; resume starts from it. */
-  readonly pausedPending?: { readonly runId: string; readonly scheduledFor: string } | null;
+  /**
+   * The occurrence resume starts from: the one pending when the job was paused (with the run that
+   * stood for it), or the first of a schedule a PATCH set while paused (`runId` null unless that
+   * occurrence is the paused one).
+   */
+  readonly pausedPending?: { readonly runId: string | null; readonly scheduledFor: string } | null;
 }
 
 /**

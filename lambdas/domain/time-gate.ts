@@ -2,7 +2,8 @@
 // released on the second); runs due later wait in the sharded time index until the ticker's
 // horizon reaches them. Every run that is not yet leased keeps an entry in the time index, at its
 // due time while SCHEDULED and at a check-back time while QUEUED, so that a message lost between
-// a write and its send is found and sent again.
+// a write and its send is found and sent again. Every leased run keeps one too, at its lease's end,
+// so that a worker lost with its message still tied to the queue's timeout is found all the same.
 
 export interface TimeGateSettings {
   readonly nearHorizonSeconds: number;
@@ -26,6 +27,42 @@ export function placeRun(availableAt: number, now: number, settings: TimeGateSet
 /** When to look again at a queued run that should have been leased by then. */
 export function checkBackAt(availableAt: number, now: number, settings: Pick<TimeGateSettings, 'redeliveryGraceSeconds'>): number {
   return Math.max(availableAt, now) + settings.redeliveryGraceSeconds * 1000;
+}
+
+/** A lease is checked this long after it ends, so that a heartbeat just in time is not raced. */
+export const LEASE_CHECK_SLACK_MS = 1_000;
+
+/** The shortest attempt timeout a job may have (`timeoutSeconds` is at least 1). */
+const SHORTEST_TIMEOUT_SECONDS = 1;
+
+/**
+ * Where a fresh lease's check-back goes. The lease is one write with no read before it, so the
+ * writer does not know the lease's length (it lives on the run): the check-back goes at the end of
+ * the shortest lease a called target can have, never after the lease's own end, and the ticker
+ * moves it to the lease's real end when it finds it early (`checkLease`).
+ */
+export function leaseCheckAt(leasedAt: number, settings: { readonly leaseMarginSeconds: number }): number {
+  return leasedAt + (SHORTEST_TIMEOUT_SECONDS + settings.leaseMarginSeconds) * 1000 + LEASE_CHECK_SLACK_MS;
+}
+
+export type LeaseCheck =
+  /** The run is no longer running under the lease the entry was read for: nothing to do. */
+  | { readonly kind: 'gone' }
+  /** The lease still holds (heartbeats extended it): look again just after its end. */
+  | { readonly kind: 'live'; readonly checkAt: number }
+  /** The lease ended unrenewed: its worker was lost, and the run is to be recovered. */
+  | { readonly kind: 'lapsed' };
+
+/**
+ * What the ticker does with a leased run whose check-back has passed, given the run as read now
+ * (consistently). The move it then makes is fenced by the version read with it.
+ */
+export function checkLease(run: { readonly status: string; readonly leaseExpiresAt: string | null } | undefined, now: number): LeaseCheck {
+  if (!run || run.status !== 'RUNNING') return { kind: 'gone' };
+  // A running run always has a lease end; one without is treated as lapsed, so that it is not kept.
+  const end = run.leaseExpiresAt === null ? Number.NaN : Date.parse(run.leaseExpiresAt);
+  if (Number.isFinite(end) && end + LEASE_CHECK_SLACK_MS > now) return { kind: 'live', checkAt: end + LEASE_CHECK_SLACK_MS };
+  return { kind: 'lapsed' };
 }
 
 /** A stable shard for a run id (FNV-1a), spreading one minute's runs over the index partitions. */

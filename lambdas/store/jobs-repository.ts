@@ -3,11 +3,12 @@
 // without its first occurrence and a name or key is never taken twice.
 import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
+import { MAX_ITEMS_READ_PER_PAGE, readFilteredPage } from './filtered-page';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 
 type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { Job, JobStatus } from '../domain/job';
 import type { Run } from '../domain/run';
@@ -165,6 +166,32 @@ export class JobsRepository {
     }
   }
 
+  /**
+   * Counts a request that creates a run outside a job's create (a manual trigger, a replay) in the
+   * same per-second window as the tenant's creates. Refused (nothing counted) at `perSecond`;
+   * `retryAfterMs` is then the time to the next second.
+   */
+  async countRunRequest(tenantId: string, perSecond: number | null, now: number): Promise<{ readonly allowed: true } | { readonly allowed: false; readonly retryAfterMs: number }> {
+    if (perSecond === null) return { allowed: true };
+    const second = Math.floor(now / 1000);
+    try {
+      await this.dynamo.send(
+        new UpdateCommand({
+          TableName: this.jobsTable,
+          Key: createRateKey(tenantId, second),
+          UpdateExpression: 'ADD #creates :one SET #expiresAtEpoch = :expires',
+          ConditionExpression: 'attribute_not_exists(#creates) OR #creates < :limit',
+          ExpressionAttributeNames: { '#creates': 'creates', '#expiresAtEpoch': 'expiresAtEpoch' },
+          ExpressionAttributeValues: { ':one': 1, ':limit': perSecond, ':expires': second + 120 },
+        }),
+      );
+      return { allowed: true };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return { allowed: false, retryAfterMs: (second + 1) * 1000 - now };
+      throw error;
+    }
+  }
+
   /** An update of the tenant's active-jobs counter, refused past `max` when it adds. */
   private countActive(tenantId: string, delta: 1 | -1, max: number | null) {
     return {
@@ -228,8 +255,11 @@ export class JobsRepository {
     return new Map(items.map(itemToJob).map((job) => [job.jobId, job]));
   }
 
-  /** The tenant's jobs, newest first. */
-  async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string): Promise<Page<Job>> {
+  /**
+   * The tenant's jobs, newest first: up to `limit` jobs that match the filter (see
+   * `readFilteredPage` for the read budget); `nextCursor` is null when no further job matches.
+   */
+  async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Job>> {
     const names: Record<string, string> = { '#tenantId': 'tenantId' };
     const values: Record<string, unknown> = { ':tenantId': tenantId };
     const filters: string[] = [];
@@ -243,8 +273,9 @@ export class JobsRepository {
       values[':type'] = filter.type;
       filters.push('#type = :type');
     }
-    const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
-      new QueryCommand({
+    const page = await readFilteredPage(
+      this.dynamo,
+      {
         TableName: this.jobsTable,
         IndexName: JOBS_BY_TENANT_INDEX,
         KeyConditionExpression: '#tenantId = :tenantId',
@@ -252,11 +283,13 @@ export class JobsRepository {
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         ScanIndexForward: false,
-        Limit: limit,
-        ExclusiveStartKey: cursor ? decodeCursorOrThrow(cursor, { tenantId }) : undefined,
-      }),
+      },
+      limit,
+      (item) => ({ pk: item.pk, sk: item.sk, tenantId: item.tenantId, tenantSort: item.tenantSort }),
+      cursor ? decodeCursorOrThrow(cursor, { tenantId }) : undefined,
+      maxItemsRead,
     );
-    return { items: items.map(itemToJob), nextCursor: encodeCursor(last) };
+    return { items: page.items.map(itemToJob), nextCursor: encodeCursor(page.next) };
   }
 
   /**
@@ -280,8 +313,15 @@ export class JobsRepository {
     const nameDelete = extra.releaseName
       ? [{ Delete: { TableName: this.jobsTable, Key: jobNameKey(next.tenantId, next.name), ConditionExpression: '#jobId = :jobId', ExpressionAttributeNames: { '#jobId': 'jobId' }, ExpressionAttributeValues: { ':jobId': next.jobId } } }]
       : [];
-    // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit.
-    const usage = isLive(expected.status) && !isLive(next.status) ? [this.countActive(next.tenantId, -1, null)] : [];
+    // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit;
+    // one that becomes live again (a COMPLETED job given a new schedule) takes one, within it.
+    const becomesLive = !isLive(expected.status) && isLive(next.status);
+    const usage =
+      isLive(expected.status) && !isLive(next.status)
+        ? [this.countActive(next.tenantId, -1, null)]
+        : becomesLive
+          ? [this.countActive(next.tenantId, 1, extra.maxActiveJobs ?? null)]
+          : [];
     try {
       if (runPuts.length === 0 && nameDelete.length === 0 && usage.length === 0) {
         await this.dynamo.send(new PutCommand(jobPut.Put));
@@ -295,6 +335,9 @@ export class JobsRepository {
         const reasons = error.CancellationReasons ?? [];
         if (reasons[0]?.Code === 'ConditionalCheckFailed') return 'conflict';
         if (reasons.slice(1, 1 + runPuts.length).some((reason) => reason.Code === 'ConditionalCheckFailed')) return 'run-exists';
+        if (becomesLive && reasons.at(-1)?.Code === 'ConditionalCheckFailed') return 'too-many-active-jobs';
+        // Nothing was written: the caller reads the job again and retries, as after a lost condition.
+        if (reasons.some((reason) => reason.Code === 'TransactionConflict')) return 'conflict';
       }
       throw error;
     }
@@ -326,6 +369,8 @@ export interface ReplaceExtras {
   readonly newRuns?: readonly NewRun[];
   /** Deletes the job's name guard, so that a new job may take the name (DELETE). */
   readonly releaseName?: boolean;
+  /** The tenant's active-jobs limit, checked when the job becomes live again (null: none). */
+  readonly maxActiveJobs?: number | null;
 }
 
-export type ReplaceResult = 'replaced' | 'conflict' | 'run-exists';
+export type ReplaceResult = 'replaced' | 'conflict' | 'run-exists' | 'too-many-active-jobs';

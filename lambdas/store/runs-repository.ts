@@ -4,10 +4,12 @@ import { ConditionalCheckFailedException, TransactionCanceledException } from '@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGetConsistent } from './batch-get';
+import { MAX_ITEMS_READ_PER_PAGE, readFilteredPage } from './filtered-page';
 import type { TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttemptOutcome, Run, RunError, RunStatus } from '../domain/run';
 import { isTerminal } from '../domain/run';
+import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
 import { ValidationError } from '../core/errors';
 import { NO_JOB_TYPE } from '../core/metrics';
 import { RUNS_BY_JOB_INDEX, RUNS_CLAIM_INDEX, RUNS_DEAD_INDEX, RUNS_TIME_INDEX } from './schema';
@@ -70,12 +72,14 @@ interface FinishUpdate {
   readonly ExpressionAttributeValues: Record<string, unknown>;
 }
 
-/** An external worker's lease is checked this long after it ends, so a beat just in time is not raced. */
-export const LEASE_CHECK_SLACK_MS = 1_000;
+export { LEASE_CHECK_SLACK_MS };
 
 export interface LeaseRequest {
   readonly owner: string;
   readonly now: number;
+  /** The lease's check-back in the time index (`leaseCheckAt`), by which the ticker finds a lost worker. */
+  readonly checkBackAt: number;
+  readonly shards: number;
 }
 
 export interface Page<T> {
@@ -101,11 +105,14 @@ export class RunsRepository {
 
   /**
    * Takes the lease on a due run: it becomes RUNNING under `owner` until the lease expires, and its
-   * fencing version grows by one. Succeeds for a run that is waiting and due, or running under a
-   * lease that has expired (its worker was lost); fails for anything else.
+   * fencing version grows by one. Succeeds for a run that is waiting and due; fails for anything
+   * else, saying why (a run under an expired lease: its worker was lost). The run's entry in the
+   * time index moves to the lease's check-back: the ticker finds a lost worker there whatever
+   * became of its message, and every outcome removes it.
    */
   async lease(runId: string, request: LeaseRequest): Promise<LeaseResult> {
     const now = new Date(request.now).toISOString();
+    const gate = gateAttributes(runId, request.checkBackAt, request.shards);
     try {
       const { Attributes: item } = await this.dynamo.send(
         new UpdateCommand({
@@ -114,7 +121,7 @@ export class RunsRepository {
           UpdateExpression:
             // The lease length lives on the run, so the lease is one write with no read before it.
             'SET #status = :running, #leaseOwner = :owner, #leaseExpiresAtMs = #leaseMs + :nowMs, #startedAt = :now, ' +
-            '#updatedAt = :now, #version = #version + :one REMOVE #gateKey, #gateAt',
+            '#updatedAt = :now, #version = #version + :one, #gateKey = :gateKey, #gateAt = :gateAt',
           ConditionExpression: 'attribute_exists(#pk) AND #status IN (:scheduled, :queued) AND #availableAt <= :now',
           ExpressionAttributeNames: {
             '#pk': 'pk',
@@ -137,6 +144,8 @@ export class RunsRepository {
             ':now': now,
             ':nowMs': request.now,
             ':one': 1,
+            ':gateKey': gate.gateKey,
+            ':gateAt': gate.gateAt,
           },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -238,8 +247,7 @@ export class RunsRepository {
       values[':deadSort'] = dead.deadSort;
       update += ', #deadTenantId = :deadTenantId, #deadSort = :deadSort';
     }
-    // An external worker's run carries a lease check-back in the time index: a finished run leaves it
-    // (for any other run this removes nothing, at no cost).
+    // A leased run carries a lease check-back in the time index: a finished run leaves it.
     names['#gateKey'] = 'gateKey';
     names['#gateAt'] = 'gateAt';
     update += ' REMOVE #gateKey, #gateAt';
@@ -347,13 +355,14 @@ export class RunsRepository {
 
   /**
    * Hands a leased run of an external target to external workers: RUNNING -> QUEUED (fenced by the
-   * leased version) with an entry in the claimable index. It waits there, without a check-back,
-   * until a worker claims it.
+   * leased version) with an entry in the claimable index. It waits there, without a check-back (the
+   * lease's leaves the time index: a QUEUED entry there would be sent and leased again), until a
+   * worker claims it.
    */
   async offer(run: Run, now: number): Promise<boolean> {
     return this.conditionalUpdate({
       Key: runKey(run.runId),
-      UpdateExpression: 'SET #status = :queued, #updatedAt = :now, #claimTenant = :tenant, #claimSort = :sort REMOVE #leaseExpiresAtMs',
+      UpdateExpression: 'SET #status = :queued, #updatedAt = :now, #claimTenant = :tenant, #claimSort = :sort REMOVE #leaseExpiresAtMs, #gateKey, #gateAt',
       ConditionExpression: '#status = :running AND #version = :version',
       ExpressionAttributeNames: {
         '#status': 'status',
@@ -362,6 +371,8 @@ export class RunsRepository {
         '#claimSort': 'claimSort',
         '#leaseExpiresAtMs': 'leaseExpiresAtMs',
         '#version': 'version',
+        '#gateKey': 'gateKey',
+        '#gateAt': 'gateAt',
       },
       ExpressionAttributeValues: {
         ':queued': 'QUEUED',
@@ -518,20 +529,30 @@ export class RunsRepository {
     return { run: itemToRun(item), leaseToken, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item) };
   }
 
-  /** The ticker found an external worker's lease check-back passed: claim the recovery (once). */
-  async moveLeaseCheck(runId: string, previousGateAt: string, checkBackAt: number, shards: number): Promise<boolean> {
-    return this.moveGate(runId, 'RUNNING', previousGateAt, checkBackAt, shards);
+  /**
+   * The ticker found a lease's check-back passed: moves it (to the lease's end when the lease is
+   * live, past the recovery when it lapsed), if the run still runs under the lease `version` and
+   * nobody moved the check-back since `previousGateAt` was read. Of two tickers, one moves it.
+   */
+  async moveLeaseCheck(runId: string, version: number, previousGateAt: string, checkBackAt: number, shards: number): Promise<boolean> {
+    return this.moveGate(runId, 'RUNNING', previousGateAt, checkBackAt, shards, version);
   }
 
-  /** Moves a run's entry in the time index, if it is in `status` and nobody moved it since `previousGateAt` was read. */
-  private moveGate(runId: string, status: RunStatus, previousGateAt: string, checkBackAt: number, shards: number): Promise<boolean> {
+  /** Moves a run's entry in the time index, if it is in `status` (under `version`) and nobody moved it since `previousGateAt` was read. */
+  private moveGate(runId: string, status: RunStatus, previousGateAt: string, checkBackAt: number, shards: number, version?: number): Promise<boolean> {
     const gate = gateAttributes(runId, checkBackAt, shards);
     return this.conditionalUpdate({
       Key: runKey(runId),
       UpdateExpression: 'SET #gateKey = :gateKey, #gateAt = :gateAt',
-      ConditionExpression: '#status = :status AND #gateAt = :previous',
-      ExpressionAttributeNames: { '#status': 'status', '#gateKey': 'gateKey', '#gateAt': 'gateAt' },
-      ExpressionAttributeValues: { ':status': status, ':previous': previousGateAt, ':gateKey': gate.gateKey, ':gateAt': gate.gateAt },
+      ConditionExpression: `#status = :status AND #gateAt = :previous${version === undefined ? '' : ' AND #version = :version'}`,
+      ExpressionAttributeNames: { '#status': 'status', '#gateKey': 'gateKey', '#gateAt': 'gateAt', ...(version === undefined ? {} : { '#version': 'version' }) },
+      ExpressionAttributeValues: {
+        ':status': status,
+        ':previous': previousGateAt,
+        ':gateKey': gate.gateKey,
+        ':gateAt': gate.gateAt,
+        ...(version === undefined ? {} : { ':version': version }),
+      },
     });
   }
 
@@ -593,9 +614,10 @@ export class RunsRepository {
 
   /**
    * The tenant's DEAD runs not yet replayed, newest first; optionally of one job or a time range.
-   * A job filter is applied after DynamoDB's Limit, so pages are read until this one is full.
+   * A job filter is applied after DynamoDB's Limit, so pages are read until this one is full
+   * (`readFilteredPage`, with its read budget); `nextCursor` is null when no further run matches.
    */
-  async listDead(tenantId: string, limit: number, filter: DeadFilter = {}, cursor?: string): Promise<Page<Run>> {
+  async listDead(tenantId: string, limit: number, filter: DeadFilter = {}, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Run>> {
     const names: Record<string, string> = { '#tenant': 'deadTenantId', '#sort': 'deadSort' };
     const values: Record<string, unknown> = {
       ':tenant': tenantId,
@@ -608,31 +630,23 @@ export class RunsRepository {
       values[':jobId'] = filter.jobId;
       filterExpression = '#jobId = :jobId';
     }
-    const found: Item[] = [];
-    let start = cursor ? decodeCursorOrThrow(cursor, { deadTenantId: tenantId }) : undefined;
-    do {
-      const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: RUNS_DEAD_INDEX,
-          KeyConditionExpression: '#tenant = :tenant AND #sort BETWEEN :from AND :to',
-          FilterExpression: filterExpression,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ScanIndexForward: false,
-          Limit: filterExpression ? Math.max(limit, 50) : limit,
-          ExclusiveStartKey: start,
-        }),
-      );
-      found.push(...items);
-      start = last;
-    } while (start && found.length < limit);
-    if (found.length > limit) {
-      // Resume after the last item returned, not after the last one read.
-      const lastItem = found[limit - 1] as Item;
-      start = { pk: lastItem.pk, sk: lastItem.sk, deadTenantId: lastItem.deadTenantId, deadSort: lastItem.deadSort };
-    }
-    return { items: found.slice(0, limit).map(itemToRun), nextCursor: encodeCursor(start) };
+    const page = await readFilteredPage(
+      this.dynamo,
+      {
+        TableName: this.tableName,
+        IndexName: RUNS_DEAD_INDEX,
+        KeyConditionExpression: '#tenant = :tenant AND #sort BETWEEN :from AND :to',
+        FilterExpression: filterExpression,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ScanIndexForward: false,
+      },
+      limit,
+      (item) => ({ pk: item.pk, sk: item.sk, deadTenantId: item.deadTenantId, deadSort: item.deadSort }),
+      cursor ? decodeCursorOrThrow(cursor, { deadTenantId: tenantId }) : undefined,
+      maxItemsRead,
+    );
+    return { items: page.items.map(itemToRun), nextCursor: encodeCursor(page.next) };
   }
 
   /**

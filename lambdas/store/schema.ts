@@ -1,5 +1,6 @@
 // The shape of every table and queue, as plain data. The CDK stack and the local runtime both
 // build their resources from these definitions, so the deployed and the local layouts cannot drift.
+import { jobTypeSchema } from '../domain/job';
 
 export type AttributeType = 'S' | 'N';
 
@@ -78,8 +79,9 @@ export const runsTable: TableDefinition = {
       projection: 'keys',
     },
     {
-      // Sparse: only runs not yet leased carry `gateKey` (SCHEDULED at their due time, QUEUED at a
-      // check-back time). It projects just what the ticker needs, so its scans stay small.
+      // Sparse: only runs not finished carry `gateKey` (SCHEDULED at their due time, QUEUED and
+      // RUNNING at a check-back time, decision 0065). It projects just what the ticker needs, so its
+      // scans stay small.
       indexName: RUNS_TIME_INDEX,
       partitionKey: { name: 'gateKey', type: 'S' },
       sortKey: { name: 'gateAt', type: 'S' },
@@ -193,6 +195,8 @@ export function validatePools(pools: readonly PoolDefinition[], { minConcurrency
     seenNames.add(pool.name);
     if (pool.jobTypes.length === 0) throw new Error(`pool "${pool.name}" lists no job type`);
     for (const jobType of pool.jobTypes) {
+      const refusal = jobTypeSchema.safeParse(jobType);
+      if (!refusal.success) throw new Error(`pool "${pool.name}": job type "${jobType}": ${refusal.error.issues.map((issue) => issue.message).join('; ')}`);
       const other = seenTypes.get(jobType);
       if (other) throw new Error(`job type "${jobType}" is in pools "${other}" and "${pool.name}"`);
       seenTypes.set(jobType, pool.name);

@@ -3,7 +3,7 @@
 // through its URL: every route, runs through the real worker, ticker and authorizer functions,
 // retries to DEAD and replays, the DLQ and its redrive, the lambda and eventbridge targets and a
 // revoked key. Prints a table (scenario, result, start lag) and exits non-zero if any failed.
-// What MiniStack needs and why: docs/decisions/0066-deploy-test-in-ministack.md.
+// What MiniStack needs and why: docs/decisions/0077-deploy-test-in-ministack.md.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';

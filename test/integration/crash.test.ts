@@ -1,10 +1,14 @@
 // A worker process killed during a run. The local runtime (`scripts/dev.ts`, as `npm run dev` starts
 // it) runs in a child process over this test's tables and queues; it is killed with SIGKILL while
-// the target is answering, then started again. The emulator keeps running throughout.
+// the target is answering, then started again. The emulator keeps running throughout. The last test
+// kills processes at random moments of their leases and loses every message: the ticker alone must
+// bring each run back (issue 24).
 import type { ChildProcess } from 'node:child_process';
+import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { Run } from '../../lambdas/domain/run';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, jobBody, startScheduler, startTarget } from './harness';
+import { eventually, jobBody, leaseRequest, startScheduler, startTarget, tick } from './harness';
 import { killProcess as kill, startRuntimeProcess } from './worker-process';
 
 describe('a worker process killed during a run', () => {
@@ -70,7 +74,7 @@ describe('a worker process killed during a run', () => {
     );
     const { jobId, nextRunId: runId } = created.body.job;
     // A worker takes the lease (3 s) and dies at once, before it could touch the message.
-    const ghost = await scheduler.workerDeps('ghost').runs.lease(runId, { owner: 'ghost', now: Date.now() });
+    const ghost = await scheduler.workerDeps('ghost').runs.lease(runId, leaseRequest(scheduler.config, 'ghost'));
     expect(ghost.kind).toBe('leased');
     const calls = target.calls.length;
 
@@ -88,4 +92,63 @@ describe('a worker process killed during a run', () => {
     expect(runs[1]).toMatchObject({ runId, leaseOwner: 'ghost' });
     expect(target.calls.length - calls).toBe(1);
   });
+
+  it('recovers every run when worker processes are killed at random moments across their leases and their messages are lost', async () => {
+    // Leases of 3 + 2 s; a queued run whose message is lost is sent again after 5 s.
+    const tuning = { leaseMarginSeconds: 2, redeliveryGraceSeconds: 5 };
+    const scheduler = await startScheduler({ workerConcurrency: 0, tuning });
+    onTestFinished(() => scheduler.stop());
+    // Calls take 0.3-2.5 s, so that a kill finds runs at every point of their leases.
+    const target = await startTarget(() => new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 300 + Math.random() * 2_200)));
+    onTestFinished(() => target.stop());
+    const jobIds: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { timeoutSeconds: 3, retryPolicy: { maxAttempts: 6, initialDelaySeconds: 0, maxDelaySeconds: 1 } }));
+      expect(created.status).toBe(201);
+      jobIds.push(created.body.job.jobId);
+    }
+    const leaseMs = (3 + tuning.leaseMarginSeconds) * 1000;
+
+    // Three worker processes in turn, each killed at a random moment of a lease: once a call is
+    // in flight, after 0 to one lease's length more.
+    const kills: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const calls = target.calls.length;
+      const child = startRuntimeProcess(scheduler, { WORKER_CONCURRENCY: '2', REDELIVERY_GRACE_SECONDS: String(tuning.redeliveryGraceSeconds) });
+      children.push(child);
+      const started = Date.now();
+      while (target.calls.length === calls && Date.now() - started < 60_000) await new Promise((resolve) => setTimeout(resolve, 50));
+      const wait = Math.round(Math.random() * leaseMs);
+      kills.push(wait);
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      await kill(child);
+    }
+    // Whatever became of the messages (tied to the queue's timeout, to the lease, or not yet
+    // received), they are gone now: only the time index can bring the runs back.
+    await scheduler.clients.sqs.send(new PurgeQueueCommand({ QueueUrl: scheduler.config.dispatchQueueUrl }));
+    const workers = await scheduler.startWorkers(2);
+    onTestFinished(() => workers.stop());
+
+    const runsOfAll = async (): Promise<Run[][]> => Promise.all(jobIds.map(async (jobId) => (await scheduler.deps.runs.listByJob(jobId, 20)).items));
+    const settled = (runs: Run[][]) => runs.every((ofJob) => ofJob.some((run) => run.status === 'SUCCEEDED') && ofJob.every((run) => !['SCHEDULED', 'QUEUED', 'RUNNING'].includes(run.status)));
+    // The ticker, driven here (every second rather than every minute), until every job has succeeded.
+    const deadline = Date.now() + 90_000;
+    let runs = await runsOfAll();
+    while (!settled(runs)) {
+      if (Date.now() > deadline) {
+        const open = runs.flat().filter((run) => ['SCHEDULED', 'QUEUED', 'RUNNING'].includes(run.status));
+        throw new Error(`kills after ${kills.join(', ')} ms; not recovered: ${JSON.stringify(open.map((run) => [run.runId, run.status, run.leaseOwner, run.leaseExpiresAt]))}`);
+      }
+      await tick(scheduler.deps);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      runs = await runsOfAll();
+    }
+    for (const ofJob of runs) {
+      // One success, the newest attempt; every attempt before it was lost with its worker or timed out.
+      expect(ofJob.filter((run) => run.status === 'SUCCEEDED')).toHaveLength(1);
+      expect(ofJob[0]?.status).toBe('SUCCEEDED');
+      for (const run of ofJob.slice(1)) expect(run.error?.code, JSON.stringify(run)).toMatch(/^(WORKER_LOST|TIMEOUT)$/);
+    }
+    expect(runs.flat().filter((run) => run.error?.code === 'WORKER_LOST').length).toBeGreaterThanOrEqual(1);
+  }, 240_000);
 });

@@ -13,7 +13,7 @@ import { fencingTokenOf } from '../../lambdas/domain/delivery';
 import { occurrenceKey } from '../../lambdas/domain/run';
 import type { Run } from '../../lambdas/domain/run';
 import type { Scheduler, TargetCall, TargetServer } from './harness';
-import { eventually, jobBody, startScheduler, startTarget } from './harness';
+import { eventually, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 import { killProcess, startRuntimeProcess } from './worker-process';
 
 type RunBody = Record<string, any>;
@@ -171,10 +171,10 @@ describe('delivery semantics without a crash', () => {
       await scheduler.deps.runs.create({ run: { ...first, status: 'QUEUED', availableAt: new Date(0).toISOString() }, extras: {} }).catch(() => false);
       await scheduler.deps.runs.create({ run: second, extras: {} });
       await scheduler.deps.runs.retirePending(first.runId, 'SKIPPED', 'test', Date.now());
-      const one = await scheduler.workerDeps('w1').runs.lease(second.runId, { owner: 'w1', now: Date.now() });
+      const one = await scheduler.workerDeps('w1').runs.lease(second.runId, leaseRequest(scheduler.config, 'w1'));
       const third: Run = { ...second, runId: second.runId.replace(/\.2$/, '.3'), attempt: 3 };
       await scheduler.deps.runs.create({ run: third, extras: {} });
-      const two = await scheduler.workerDeps('w2').runs.lease(third.runId, { owner: 'w2', now: Date.now() });
+      const two = await scheduler.workerDeps('w2').runs.lease(third.runId, leaseRequest(scheduler.config, 'w2'));
       if (one.kind !== 'leased' || two.kind !== 'leased') throw new Error('both attempts should be leased');
       const occurrence = occurrenceKey(job.jobId, first.scheduledFor);
       const effectOf = (run: Run) => ({ occurrence, runId: run.runId, attempt: run.attempt, fencingToken: fencingTokenOf(run), recordedAt: new Date().toISOString() });
@@ -198,7 +198,7 @@ describe('delivery semantics without a crash', () => {
       const created = await quick.api('POST', '/v1/jobs', jobBody(target.url, { delivery: 'at-most-once', timeoutSeconds: 1, retryPolicy: retryQuickly }));
       const { jobId, nextRunId: runId } = created.body.job;
       // A worker takes the lease (3 s) and dies before consuming the attempt.
-      expect((await quick.workerDeps('ghost').runs.lease(runId, { owner: 'ghost', now: Date.now() })).kind).toBe('leased');
+      expect((await quick.workerDeps('ghost').runs.lease(runId, leaseRequest(quick.config, 'ghost'))).kind).toBe('leased');
       await quick.startWorkers(1);
       const runs = await eventually(() => runsOf(quick, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'), 20_000);
       expect(runs.map((run) => [run.attempt, run.status, run.error?.code ?? null, run.consumedAt ? 'consumed' : null])).toEqual([

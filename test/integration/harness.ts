@@ -24,6 +24,8 @@ import { startLocalRuntime } from '../../scripts/local/runtime';
 import { asFunction } from '../../scripts/local/function-role';
 import { executeRun as executeRunUseCase } from '../../lambdas/app/execute-run';
 import { tick as tickUseCase } from '../../lambdas/app/tick';
+import { leaseCheckAt } from '../../lambdas/domain/time-gate';
+import type { LeaseRequest } from '../../lambdas/store/runs-repository';
 import { recordAccesses } from '../support/access-log';
 
 let clients: AwsClients | undefined;
@@ -287,6 +289,11 @@ export function jobBody(targetUrl: string, overrides: Record<string, unknown> = 
     payload: { hello: 'world' },
     ...overrides,
   };
+}
+
+/** A lease as a worker of this scheduler takes it (with its check-back in the time index), for tests that lease runs themselves. */
+export function leaseRequest(config: SchedulerConfig, owner: string, now = Date.now()): LeaseRequest {
+  return { owner, now, checkBackAt: leaseCheckAt(now, config), shards: config.timeIndexShards };
 }
 
 /**

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { logger } from '../../lambdas/core/logger';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, executeRun, jobBody, startScheduler, startTarget } from './harness';
+import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 
 describe('leases', () => {
   let scheduler: Scheduler;
@@ -43,7 +43,7 @@ describe('leases', () => {
     for (let round = 0; round < 5; round++) {
       const { runId } = await createRun();
       const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => scheduler.deps.runs.lease(runId, { owner: `racer-${i}`, now: Date.now() })),
+        Array.from({ length: 20 }, (_, i) => scheduler.deps.runs.lease(runId, leaseRequest(scheduler.config, `racer-${i}`))),
       );
       expect(results.filter((result) => result.kind === 'leased')).toHaveLength(1);
       expect((await scheduler.deps.runs.get(runId))?.version).toBe(1);
@@ -103,7 +103,7 @@ describe('leases', () => {
   it('records the attempt of a worker that died as WORKER_LOST once its lease expires, retries it, and fences the late worker', async () => {
     const { runId } = await createRun();
     // Worker A leases the run and "dies": it never records an outcome.
-    const leasedByA = await scheduler.deps.runs.lease(runId, { owner: 'worker-a', now: Date.now() });
+    const leasedByA = await scheduler.deps.runs.lease(runId, leaseRequest(scheduler.config, 'worker-a'));
     expect(leasedByA.kind).toBe('leased');
     if (leasedByA.kind !== 'leased') return;
     const expiresAt = Date.parse(leasedByA.run.leaseExpiresAt ?? '');

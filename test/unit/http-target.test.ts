@@ -4,6 +4,7 @@ import type { AddressInfo, Server as NetServer } from 'node:net';
 import { createServer as createNetServer } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Job } from '../../lambdas/domain/job';
+import { RESERVED_HEADERS, httpTargetSchema } from '../../lambdas/domain/job';
 import type { Run } from '../../lambdas/domain/run';
 import { PUBLIC_HTTPS_ONLY } from '../../lambdas/targets/address-policy';
 import type { Egress, HostResolver } from '../../lambdas/targets/egress';
@@ -146,5 +147,40 @@ describe('HTTP target on a kept-alive connection the target closes', () => {
     const second = await call('at-most-once');
     expect(second).toMatchObject({ ok: false, error: { code: 'NETWORK_ERROR', retryable: true } });
     expect(requestsPerConnection.slice(-1)).toEqual([2]);
+  });
+});
+
+describe('headers the HTTP target sets itself', () => {
+  let server: Server;
+  let port: number;
+  let seen: string[] = [];
+
+  beforeAll(async () => {
+    server = createServer((request, response) => {
+      seen = Object.keys(request.headers);
+      response.writeHead(204).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const run = { runId: 'job_h.1.1', jobId: 'job_h', scheduledFor: '2026-01-01T00:00:00.000Z', attempt: 1 } as Run;
+  const egress: Egress = { policy: egressPolicyOf({ localMode: true, allowPrivateTargets: true }), resolve: () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]) };
+
+  it('are all reserved, so a job that names one is refused rather than stored and replaced', async () => {
+    const custom = { 'X-Tenant-Tag': 'a' };
+    const result = await callHttpTarget(
+      { kind: 'http', url: `http://127.0.0.1:${port}/hook`, method: 'POST', headers: custom },
+      { job: { target: { kind: 'http' } } as Job, run, payload: { a: 1 }, timeoutMs: 2_000, egress },
+    );
+    expect(result).toEqual({ ok: true, detail: 'HTTP 204' });
+    const setByScheduler = seen.filter((name) => name !== 'x-tenant-tag');
+    expect(setByScheduler).toContain('user-agent');
+    expect(setByScheduler.filter((name) => !(RESERVED_HEADERS as readonly string[]).includes(name))).toEqual([]);
+    for (const name of [...setByScheduler, 'User-Agent']) {
+      const parsed = httpTargetSchema.safeParse({ kind: 'http', url: 'https://example.com/', headers: { [name]: 'mine' } });
+      expect(parsed.success, name).toBe(false);
+    }
   });
 });

@@ -141,6 +141,13 @@ describe('schedule validation', () => {
     expect(pathsOf(() => validateSchedule(cron('0 9 * * *', 'Europe/Atlantis'), now))).toEqual(['schedule.timezone']);
   });
 
+  it('names endAt when it has passed or comes before the first fire time, and the expression when it can never fire', () => {
+    expect(pathsOf(() => validateSchedule(cron('0 9 * * *', 'UTC', { endAt: '2025-12-31T00:00:00.000Z' }), now))).toEqual(['schedule.endAt']);
+    expect(pathsOf(() => validateSchedule(cron('0 9 1 JUN *', 'UTC', { endAt: '2026-03-01T00:00:00.000Z' }), now))).toEqual(['schedule.endAt']);
+    expect(pathsOf(() => validateSchedule(cron('0 0 30 2 *', 'UTC', { endAt: '2027-01-01T00:00:00.000Z' }), now))).toEqual(['schedule.expression']);
+    expect(pathsOf(() => validateSchedule(cron('0 9 * * *', 'UTC', { endAt: '2026-01-01T09:00:00.000Z' }), now))).toEqual([]);
+  });
+
   it('refuses an instant in the past', () => {
     expect(pathsOf(() => validateSchedule({ kind: 'at', at: '2025-12-31T23:00:00.000Z' }, now))).toEqual(['schedule.at']);
   });
@@ -154,7 +161,96 @@ describe('first and upcoming fire times', () => {
     expect(firstFireTime({ kind: 'at', at: '2026-01-02T00:00:00.000Z' }, now)).toBe(Date.parse('2026-01-02T00:00:00Z'));
   });
 
+  it('gives the first fire times after a starting point in 1970, and none after 9999', () => {
+    expect(fires(cron('0 9 * * *', 'America/New_York'), '1970-01-01T00:00:00Z', 2)).toEqual(['1970-01-01T14:00:00.000Z', '1970-01-02T14:00:00.000Z']);
+    expect(fires(cron('0 9 * * *', 'UTC'), '9999-12-30T12:00:00Z', 3)).toEqual(['9999-12-31T09:00:00.000Z']);
+  });
+
   it('has no upcoming time for an instant already past', () => {
     expect(upcomingFireTimes({ kind: 'at', at: '2025-01-02T00:00:00.000Z' }, now, 5)).toEqual([]);
+  });
+});
+
+describe('cron syntax (docs/api.md)', () => {
+  const now = Date.parse('2026-01-01T00:00:00Z');
+  const refusal = (expression: string): string[] => {
+    try {
+      validateSchedule(cron(expression, 'UTC'), now);
+    } catch (error) {
+      if (error instanceof ValidationError) return error.errors.map((e) => `${e.path}: ${e.message}`);
+      throw error;
+    }
+    return [];
+  };
+
+  it('refuses the hash extension, which picked a different time at each evaluation, naming the field', () => {
+    expect(refusal('H H * * *')).toEqual([
+      expect.stringMatching(/^schedule\.expression: minute field "H": `H` \(a hashed value\) is not supported/),
+      expect.stringMatching(/^schedule\.expression: hour field "H": `H`/),
+    ]);
+    expect(refusal('0 H(0-5)/2 * * *')).toEqual([expect.stringMatching(/hour field "H\(0-5\)\/2": `H`/)]);
+    expect(refusal('0 9 * * H')).toEqual([expect.stringMatching(/day-of-week field "H": `H`/)]);
+  });
+
+  it('evaluates a job stored with `H` before it was refused the same way each time', () => {
+    const stored = cron('H H * * *', 'UTC');
+    const first = fires(stored, '2026-01-01T00:00:00Z', 3);
+    for (let i = 0; i < 5; i++) expect(fires(stored, '2026-01-01T00:00:00Z', 3)).toEqual(first);
+  });
+
+  it('refuses `?`, `W`, nicknames, seconds and `L` or `#` where cron-parser would misread them', () => {
+    expect(refusal('0 9 ? * MON')).toEqual([expect.stringMatching(/day-of-month field "\?": `\?` is not supported; use `\*`/)]);
+    expect(refusal('0 9 15W * *')).toEqual([expect.stringMatching(/day-of-month field "15W": `W`/)]);
+    expect(refusal('@daily')).toEqual([expect.stringMatching(/nicknames like @daily are not supported/)]);
+    expect(refusal('0 0 9 * * *')).toEqual([expect.stringMatching(/must have five fields/)]);
+    // cron-parser drops the last Friday from this list and fires on Mondays only.
+    expect(refusal('0 9 * * 5L,1')).toEqual([expect.stringMatching(/day-of-week field "5L,1": `<day>L`/)]);
+    expect(refusal('0 9 * * 1#2,3#2')).toEqual([expect.stringMatching(/day-of-week field "1#2,3#2"/)]);
+    expect(refusal('L 9 * * *')).toEqual([expect.stringMatching(/minute field "L": `L` is allowed only in the day-of-month and day-of-week fields/)]);
+  });
+
+  it('names the field of a value out of range', () => {
+    expect(refusal('0 24 * * *')).toEqual([expect.stringMatching(/^schedule\.expression: hour field "24": /)]);
+    expect(refusal('0 9 * FOO *')).toEqual([expect.stringMatching(/^schedule\.expression: month field "FOO": /)]);
+  });
+
+  it('accepts names, ranges, lists and steps, and evaluates them the same each time', () => {
+    for (const expression of ['*/15 9-17 * * MON-FRI', '5/20 0 1 JAN,JUL *', '0 0 1-15/7 * *', '0 12 * * 0-7/2', '0 9 L * *', '0 9 1,L * *', '0 9 * * 5L', '0 9 * * MON#2']) {
+      expect(refusal(expression)).toEqual([]);
+      expect(fires(cron(expression, 'Europe/Paris'), '2026-01-01T00:00:00Z', 5)).toEqual(fires(cron(expression, 'Europe/Paris'), '2026-01-01T00:00:00Z', 5));
+    }
+    expect(fires(cron('5/20 0 1 JAN *', 'UTC'), '2026-01-01T00:00:00Z', 3)).toEqual([
+      '2026-01-01T00:05:00.000Z',
+      '2026-01-01T00:25:00.000Z',
+      '2026-01-01T00:45:00.000Z',
+    ]);
+  });
+
+  it('takes `L` as the last day of the month', () => {
+    expect(fires(cron('0 9 L * *', 'UTC'), '2028-01-31T12:00:00Z', 2)).toEqual(['2028-02-29T09:00:00.000Z', '2028-03-31T09:00:00.000Z']);
+    expect(fires(cron('0 9 1,L * *', 'UTC'), '2026-02-01T12:00:00Z', 2)).toEqual(['2026-02-28T09:00:00.000Z', '2026-03-01T09:00:00.000Z']);
+  });
+
+  it('applies the daylight-saving rule to `#` days: the second Sunday of March in New York is the spring-forward day', () => {
+    // 2026-03-08 is the second Sunday; 02:30 does not exist that day and fires when the gap ends.
+    expect(fires(cron('30 2 * 3 SUN#2', 'America/New_York'), '2026-01-01T00:00:00Z', 2)).toEqual([
+      '2026-03-08T07:00:00.000Z',
+      '2027-03-14T07:00:00.000Z',
+    ]);
+  });
+
+  it('applies the daylight-saving rule to `L` days: the last Sunday of October in London is the fall-back day', () => {
+    // 2026-10-25: 01:30 happens at 00:30Z (BST) and 01:30Z (GMT); a fixed time fires the first time only.
+    expect(fires(cron('30 1 * OCT 0L', 'Europe/London'), '2026-10-01T00:00:00Z', 2)).toEqual([
+      '2026-10-25T00:30:00.000Z',
+      '2027-10-31T00:30:00.000Z', // also a fall-back day
+    ]);
+    // A wildcard hour follows the wall clock and fires 01:30 twice.
+    expect(fires(cron('30 * * OCT 7L', 'Europe/London'), '2026-10-24T23:00:00Z', 4)).toEqual([
+      '2026-10-24T23:30:00.000Z',
+      '2026-10-25T00:30:00.000Z',
+      '2026-10-25T01:30:00.000Z',
+      '2026-10-25T02:30:00.000Z',
+    ]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkBackAt, minuteBuckets, placeRun, shardOf } from '../../lambdas/domain/time-gate';
+import { checkBackAt, checkLease, LEASE_CHECK_SLACK_MS, leaseCheckAt, minuteBuckets, placeRun, shardOf } from '../../lambdas/domain/time-gate';
 import { delaySecondsUntil } from '../../lambdas/store/dispatch-queue';
 import { gateKeyOf } from '../../lambdas/store/keys';
 
@@ -36,5 +36,36 @@ describe('time gate', () => {
 
   it('lists every minute bucket between two instants', () => {
     expect(minuteBuckets(now + 30_000, now + 150_000)).toEqual([now, now + 60_000, now + 120_000]);
+  });
+});
+
+describe('lease check-backs', () => {
+  const leasedAt = Date.parse('2026-01-01T00:00:00Z');
+  const running = (leaseExpiresAt: string | null) => ({ status: 'RUNNING', leaseExpiresAt });
+
+  it('puts a fresh lease\'s check-back at the end of the shortest lease, never after its own end', () => {
+    // The shortest lease: a 1 s timeout plus the margin; then the slack.
+    expect(leaseCheckAt(leasedAt, { leaseMarginSeconds: 30 })).toBe(leasedAt + 31_000 + LEASE_CHECK_SLACK_MS);
+    expect(leaseCheckAt(leasedAt, { leaseMarginSeconds: 0 })).toBe(leasedAt + 1_000 + LEASE_CHECK_SLACK_MS);
+  });
+
+  it('moves the check-back of a live lease (heartbeats extended it) to just after its end', () => {
+    const end = leasedAt + 90_000;
+    expect(checkLease(running(new Date(end).toISOString()), leasedAt + 31_000)).toEqual({ kind: 'live', checkAt: end + LEASE_CHECK_SLACK_MS });
+    // Within the slack after the end the lease still counts as live: a beat just in time is not raced.
+    expect(checkLease(running(new Date(end).toISOString()), end + LEASE_CHECK_SLACK_MS - 1)).toEqual({ kind: 'live', checkAt: end + LEASE_CHECK_SLACK_MS });
+  });
+
+  it('finds a lease lapsed once its end and the slack have passed', () => {
+    const end = leasedAt + 35_000;
+    expect(checkLease(running(new Date(end).toISOString()), end + LEASE_CHECK_SLACK_MS)).toEqual({ kind: 'lapsed' });
+    expect(checkLease(running(null), leasedAt)).toEqual({ kind: 'lapsed' });
+  });
+
+  it('leaves alone a run that is no longer running (finished, cancelled, given back) or gone', () => {
+    for (const status of ['SUCCEEDED', 'FAILED', 'DEAD', 'CANCELLED', 'SKIPPED', 'QUEUED']) {
+      expect(checkLease({ status, leaseExpiresAt: null }, leasedAt)).toEqual({ kind: 'gone' });
+    }
+    expect(checkLease(undefined, leasedAt)).toEqual({ kind: 'gone' });
   });
 });
