@@ -23,7 +23,7 @@ export default tseslint.config(
     languageOptions: { globals: { console: 'readonly', process: 'readonly' } },
   },
   {
-    files: ['scripts/**', 'bench/**', 'bin/**', 'examples/**'],
+    files: ['scripts/**', 'bench/**', 'bin/**', 'examples/**', 'test/deploy/**'],
     rules: { 'no-console': 'off' },
   },
   {

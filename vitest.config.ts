@@ -14,9 +14,13 @@ export default defineConfig({
         test: {
           name: 'cdk',
           include: ['test/cdk/**/*.test.ts'],
-          testTimeout: 60_000,
-          // Each file synthesizes the stack in beforeAll: about 10 s on two loaded cores.
-          hookTimeout: 60_000,
+          // One worker, modules shared across files: test/cdk/support/stacks.ts synthesizes each
+          // configuration once for every file. A synthesis takes 10 s and more on two busy cores,
+          // so the hooks that synthesize get minutes, not vitest's default 10 s.
+          isolate: false,
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
           sequence: { groupOrder: 0 },
         },
       },
@@ -41,7 +45,8 @@ export default defineConfig({
           name: 'grants',
           include: ['test/grants/**/*.test.ts'],
           testTimeout: 60_000,
-          hookTimeout: 60_000,
+          // Its beforeAll synthesizes the stack: seconds, or more than vitest's 10 s on two busy cores.
+          hookTimeout: 300_000,
           sequence: { groupOrder: 1 },
         },
       },

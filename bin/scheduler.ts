@@ -1,9 +1,26 @@
 // CDK app entry: `npx cdk synth` / `npx cdk deploy`.
-import { App } from 'aws-cdk-lib';
+// Optional context: `-c configFile=<path>` (the stack's config, lib/config.ts, as JSON) and
+// `-c targetCaBundle=<path>` (a PEM of extra CAs the workers trust; docs/operations.md#private-targets).
+import { readFileSync } from 'node:fs';
+import { App, Aspects } from 'aws-cdk-lib';
+import type { SchedulerStackConfig } from '../lib/config';
+import { MINISTACK_CONTEXT, MiniStackTemplateAdjustments } from '../lib/ministack-adjustments';
 import { SchedulerStack } from '../lib/scheduler-stack';
 
 const app = new App();
+const context = (key: string): string | undefined => {
+  const value: unknown = app.node.tryGetContext(key);
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' || typeof value === 'boolean' || typeof value === 'number') return String(value);
+  throw new Error(`context ${key}: a string`);
+};
+const configFile = context('configFile');
+const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Partial<SchedulerStackConfig>) : undefined;
 new SchedulerStack(app, 'JobScheduler', {
   description: 'Serverless distributed job scheduler',
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+  config,
+  targetCaBundle: context('targetCaBundle'),
 });
+// Only for the deploy test into the MiniStack emulator (`-c ministack=true`); never in a real deployment.
+if (context(MINISTACK_CONTEXT) === 'true') Aspects.of(app).add(new MiniStackTemplateAdjustments());

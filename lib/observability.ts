@@ -74,6 +74,20 @@ function serviceMetric(name: MetricName, statistic: string, label?: string, peri
   });
 }
 
+/** The same metric without a label (or any other rendering property): what an alarm reads. */
+function unlabelled(metric: cw.Metric): cw.Metric {
+  return new cw.Metric({
+    namespace: metric.namespace,
+    metricName: metric.metricName,
+    dimensionsMap: metric.dimensions,
+    statistic: metric.statistic,
+    period: metric.period,
+    unit: metric.unit,
+    account: metric.account,
+    region: metric.region,
+  });
+}
+
 /** One line per job type: a SEARCH over the [Service, JobType] dimension set. */
 function byJobType(name: MetricName, statistic = 'Sum'): cw.MathExpression {
   const schema = `{${METRICS_NAMESPACE},${SERVICE_DIMENSION},${JOB_TYPE_DIMENSION}}`;
@@ -129,8 +143,15 @@ export class SchedulerObservability extends Construct {
     ];
 
     // ---- Alarms ----
+    // An alarm on one metric reads it without a label: CDK writes a label as a `Metrics` array (the
+    // math form), which some CloudFormation implementations and tools refuse. Only the alarms that
+    // truly are math (TickerErrors, LambdaThrottles) keep that form.
     const alarm = (name: SchedulerAlarmName, alarmProps: Omit<cw.AlarmProps, 'alarmName'>): cw.Alarm =>
-      new cw.Alarm(this, name, { alarmName: `${stack.stackName}-${name}`, ...alarmProps });
+      new cw.Alarm(this, name, {
+        alarmName: `${stack.stackName}-${name}`,
+        ...alarmProps,
+        metric: alarmProps.metric instanceof cw.Metric ? unlabelled(alarmProps.metric) : alarmProps.metric,
+      });
 
     const dlqVisibleMax = dispatchDlq.metricApproximateNumberOfMessagesVisible({ period: ONE_MINUTE, statistic: 'Maximum' });
     const oldestMessageMax = dispatchQueue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum', label: 'dispatch' });
@@ -349,24 +370,31 @@ export class SchedulerObservability extends Construct {
     );
 
     this.dashboard.addWidgets(
-      header(`## 1. Is it late?\nStart lag is when a run was leased minus when it was due: what a user sees. The objective is p99 under ${thresholds.startLagP99Ms} ms.`),
+      header(`## 1. Is it late?\nStart lag is when a run was leased minus when it was due: what a user sees. The objective is p99 under ${thresholds.startLagP99Ms} ms. External runs wait for their pollers apart (ClaimWait), outside the objective.`),
     );
     this.dashboard.addWidgets(
       graph({
         title: 'Start lag (p50, p95, p99)',
-        width: 12,
+        width: 8,
         left: ['p50', 'p95', 'p99'].map((p) => serviceMetric(Metric.StartLag, p, `StartLag ${p}`)),
         leftAnnotations: [{ value: thresholds.startLagP99Ms, label: objective, color: cw.Color.RED }],
         leftYAxis: ms,
       }),
       graph({
         title: 'Where the lag comes from (p99, ticker max)',
-        width: 12,
+        width: 8,
         left: [
           serviceMetric(Metric.SchedulingLag, 'p99', 'SchedulingLag p99 (message reached a worker minus due)'),
           serviceMetric(Metric.StartLag, 'p99', 'StartLag p99 (leased minus due)'),
           serviceMetric(Metric.TickerLag, 'Maximum', 'TickerLag max (tick ran minus scheduled)'),
         ],
+        leftYAxis: ms,
+      }),
+      // Apart from start lag: how long external runs wait for a poller is the pollers' doing.
+      graph({
+        title: 'External runs: wait for a claim (p50, p99)',
+        width: 8,
+        left: ['p50', 'p99'].map((p) => serviceMetric(Metric.ClaimWait, p, `ClaimWait ${p} (claimed minus due)`)),
         leftYAxis: ms,
       }),
     );

@@ -4,12 +4,14 @@ import { RemovalPolicy } from 'aws-cdk-lib';
 import type { Duration } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import type { DeploymentTargets } from '../lambdas/domain/target-allowlist';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,7 +25,26 @@ export interface SchedulerFunctionProps {
   readonly memorySize?: number;
   readonly environment: Record<string, string>;
   readonly logRetentionDays: number;
+  /** The network the function runs in (workers only: to reach private targets). */
+  readonly network?: WorkerNetwork;
+  /**
+   * A PEM file of extra CA certificates, copied into the bundle and named by NODE_EXTRA_CA_CERTS,
+   * which Node reads at start: targets whose certificates a private CA signed are trusted too.
+   */
+  readonly extraCaBundle?: string;
 }
+
+/** The VPC, subnets and security groups of the worker functions. */
+export interface WorkerNetwork {
+  readonly vpc: ec2.IVpc;
+  /** Default: the VPC's private subnets (with egress). */
+  readonly subnets?: ec2.SubnetSelection;
+  /** Default: a new security group that allows all outbound traffic. */
+  readonly securityGroups?: readonly ec2.ISecurityGroup[];
+}
+
+/** Where the extra CA bundle lands in a function's code (/var/task is the code's root in Lambda). */
+export const EXTRA_CA_BUNDLE_FILE = 'extra-ca-certificates.pem';
 
 /** `Query` queries the table itself, `QueryIndexes` its secondary indexes (dynamodb:Query on `<table>/index/*`). */
 export type DynamoAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'QueryIndexes' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
@@ -45,6 +66,8 @@ export class SchedulerFunction extends Construct {
       description: `Execution role of: ${props.description}`,
     });
     logGroup.grantWrite(role);
+    const caBundle = props.extraCaBundle === undefined ? undefined : path.resolve(props.extraCaBundle);
+    if (caBundle !== undefined && !existsSync(caBundle)) throw new Error(`extraCaBundle: no file ${caBundle}`);
     this.fn = new NodejsFunction(this, 'Function', {
       role,
       entry: path.join(root, 'lambdas', props.entry, 'handler.ts'),
@@ -56,7 +79,19 @@ export class SchedulerFunction extends Construct {
       timeout: props.timeout,
       logGroup,
       loggingFormat: lambda.LoggingFormat.JSON,
-      environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_SERVICE_NAME: 'job-scheduler' },
+      environment: {
+        ...props.environment,
+        NODE_OPTIONS: '--enable-source-maps',
+        POWERTOOLS_SERVICE_NAME: 'job-scheduler',
+        ...(caBundle ? { NODE_EXTRA_CA_CERTS: `/var/task/${EXTRA_CA_BUNDLE_FILE}` } : {}),
+      },
+      ...(props.network
+        ? {
+            vpc: props.network.vpc,
+            vpcSubnets: props.network.subnets,
+            securityGroups: props.network.securityGroups ? [...props.network.securityGroups] : undefined,
+          }
+        : {}),
       depsLockFilePath: path.join(root, 'package-lock.json'),
       projectRoot: root,
       bundling: {
@@ -66,6 +101,15 @@ export class SchedulerFunction extends Construct {
         sourceMap: true,
         // Bundle the AWS SDK too: a pinned SDK, and faster cold starts than the runtime's copy.
         externalModules: [],
+        ...(caBundle
+          ? {
+              commandHooks: {
+                beforeBundling: () => [],
+                beforeInstall: () => [],
+                afterBundling: (_inputDir: string, outputDir: string) => [`cp "${caBundle}" "${outputDir}/${EXTRA_CA_BUNDLE_FILE}"`],
+              },
+            }
+          : {}),
       },
     });
   }

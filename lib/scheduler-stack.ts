@@ -17,12 +17,24 @@ import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
 import { SchedulerFunction } from './scheduler-function';
+import type { WorkerNetwork } from './scheduler-function';
 import { SchedulerObservability } from './observability';
 import { applySecuritySettings } from './security';
 import { SchedulerStorage } from './storage';
 
 export interface SchedulerStackProps extends StackProps {
   readonly config?: Partial<SchedulerStackConfig>;
+  /**
+   * The VPC, subnets and security groups every pool's worker runs in: what `allowPrivateTargets`
+   * needs to reach a target inside the network. The subnets need a way to DynamoDB and SQS (a NAT
+   * gateway or VPC endpoints). Default: no VPC. See docs/operations.md#private-targets.
+   */
+  readonly workerNetwork?: WorkerNetwork;
+  /**
+   * A PEM file (a path at synth) of extra CA certificates the workers trust for https targets, for
+   * targets whose certificates a private CA signed. Default: the public CAs only.
+   */
+  readonly targetCaBundle?: string;
 }
 
 export class SchedulerStack extends Stack {
@@ -127,6 +139,8 @@ export class SchedulerStack extends Stack {
           : `Job scheduler pool worker (${pool.name}: ${pool.jobTypes.join(', ')}): leases and executes runs from its pool's queues`.slice(0, 256),
         timeout: Duration.seconds(timeoutSeconds),
         memorySize: 1024,
+        network: props.workerNetwork,
+        extraCaBundle: props.targetCaBundle,
       });
       // BatchGetItem on runs and Query/DeleteItem on jobs: in-flight slots (taken, checked, given back);
       // UpdateItem on jobs: a job that completes frees its place under the tenant's limit.

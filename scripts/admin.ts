@@ -1,6 +1,5 @@
 // `npm run admin -- <command>`: tenants, limits and API keys (see scripts/ops/admin.ts for the
 // commands). Local emulator by default; `--jobs-table <name>` for a deployment.
-import { parseArgs } from 'node:util';
 import { readConfig } from '../lambdas/core/config';
 import type { TenantLimits } from '../lambdas/domain/tenant';
 import { ApiKeysRepository } from '../lambdas/store/api-keys-repository';
@@ -9,11 +8,20 @@ import { TenantsRepository } from '../lambdas/store/tenants-repository';
 import { emulatorEnvironment, ensureEmulator } from './local/emulator';
 import { createLocalResources } from './local/resources';
 import { localPoolsFromEnv } from './local/pools';
-import { AdminUsageError, runAdmin } from './ops/admin';
+import { AdminUsageError, parseAdminArgs, runAdmin } from './ops/admin';
 
 const argv = process.argv.slice(2);
-const { values } = parseArgs({ args: argv, strict: false, allowPositionals: true });
-let jobsTable = typeof values['jobs-table'] === 'string' ? values['jobs-table'] : undefined;
+// Parsed with the commands' own declared options before anything else: `--jobs-table` without its
+// value must be an error, never local mode (which would write the tenant to the emulator and print
+// a key the deployment refuses).
+let jobsTable: string | undefined;
+try {
+  jobsTable = parseAdminArgs(argv).values['jobs-table'];
+} catch (error) {
+  if (!(error instanceof AdminUsageError)) throw error;
+  console.error(error.message);
+  process.exit(2);
+}
 // The deployment's tenant defaults, only to show the limits in force: unknown (null) against a
 // deployment unless TENANT_DEFAULT_LIMITS says what it was deployed with.
 let defaults: TenantLimits | null = null;

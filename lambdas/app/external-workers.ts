@@ -77,7 +77,7 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: z.in
         run = { ...run, consumedAt: at, updatedAt: at };
       }
       const job = await deps.jobs.getAnyTenant(run.jobId);
-      deps.telemetry.runStarted(run, deps.clock());
+      deps.telemetry.runClaimed(run, deps.clock());
       logger.info('run claimed by an external worker', { runId: run.runId, jobId: run.jobId, tenantId, attempt: run.attempt, leaseOwner: run.leaseOwner, fencingToken: fencingTokenOf(run) });
       return {
         run,

@@ -79,6 +79,8 @@ export interface HealthReport {
     /** Succeeded / (succeeded + failed + timed out + dead), in percent; null with no outcomes. */
     readonly successRate: number | null;
     readonly startLagMs: { readonly p50: number | null; readonly p95: number | null; readonly p99: number | null; readonly samples: number };
+    /** External runs: due to claimed by an external worker. The pollers' wait: no problem of the scheduler's. */
+    readonly claimWaitMs: { readonly p50: number | null; readonly p95: number | null; readonly p99: number | null; readonly samples: number };
     readonly perMinute: MinuteFigures[];
     /** DEAD runs waiting for a replay (all time), counted up to 1,000. */
     readonly deadAwaitingReplay: { readonly count: number; readonly capped: boolean };
@@ -119,11 +121,13 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
 
   const totals: Counters = {};
   const lag: Histogram = {};
+  const claimWait: Histogram = {};
   const perMinute: MinuteFigures[] = minuteStarts.map((minute, index) => {
     const minuteCounts: Counters = {};
     for (const rollup of rollups[index] ?? []) {
       for (const counter of OUTCOME_COUNTERS) add(minuteCounts, counter, rollup.counts[counter] ?? 0);
       merge(lag, rollup.startLag);
+      merge(claimWait, rollup.claimWait);
     }
     for (const counter of OUTCOME_COUNTERS) add(totals, counter, minuteCounts[counter] ?? 0);
     return {
@@ -189,6 +193,7 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
       workerLost: totals.workerLost ?? 0,
       successRate: outcomes === 0 ? null : Math.round((succeeded / outcomes) * 10_000) / 100,
       startLagMs: { p50: percentile(lag, 50), p95: percentile(lag, 95), p99, samples: totalOf(lag) },
+      claimWaitMs: { p50: percentile(claimWait, 50), p95: percentile(claimWait, 95), p99: percentile(claimWait, 99), samples: totalOf(claimWait) },
       perMinute,
       deadAwaitingReplay: dead,
     },

@@ -29,6 +29,7 @@ interface PendingRollup {
   readonly minute: string;
   readonly counts: Counters;
   readonly startLag: Histogram;
+  readonly claimWait: Histogram;
   dirty: boolean;
 }
 
@@ -86,16 +87,33 @@ export class Telemetry {
     bump(rollup, 'started');
     record(rollup.startLag, startLag);
     rollup.dirty = true;
-    if (this.store) {
-      const timer = setTimeout(() => {
-        this.registerTimers.delete(run.runId);
-        this.inFlight.set(run.runId, { runId: run.runId, tenantId: run.tenantId, jobId: run.jobId, attempt: run.attempt, startedAt: new Date(leasedAt).toISOString() });
-        this.registryDirty = true;
-        void this.writeRegistry();
-      }, REGISTER_AFTER_MS);
-      timer.unref();
-      this.registerTimers.set(run.runId, timer);
-    }
+    this.registerLater(run, leasedAt);
+  }
+
+  /**
+   * An external worker claimed a run the dispatch worker offered (and counted as started, with its
+   * start lag, then). The wait from due to the claim is the pollers' and is its own figure.
+   */
+  runClaimed(run: Run, claimedAt: number): void {
+    const wait = claimedAt - Date.parse(run.availableAt);
+    this.metrics.add(Metric.ClaimWait, Math.max(0, wait), run.jobType);
+    const rollup = this.rollupOf(run.tenantId, claimedAt);
+    record(rollup.claimWait, wait);
+    rollup.dirty = true;
+    this.registerLater(run, claimedAt);
+  }
+
+  /** Registers the run as in flight (for GET /v1/health) if it is still held after a second. */
+  private registerLater(run: Run, leasedAt: number): void {
+    if (!this.store) return;
+    const timer = setTimeout(() => {
+      this.registerTimers.delete(run.runId);
+      this.inFlight.set(run.runId, { runId: run.runId, tenantId: run.tenantId, jobId: run.jobId, attempt: run.attempt, startedAt: new Date(leasedAt).toISOString() });
+      this.registryDirty = true;
+      void this.writeRegistry();
+    }, REGISTER_AFTER_MS);
+    timer.unref();
+    this.registerTimers.set(run.runId, timer);
   }
 
   /** The attempt ended with an outcome; `retried` when a retry run was written with it. */
@@ -155,7 +173,7 @@ export class Telemetry {
       if (!rollup.dirty) continue;
       rollup.dirty = false;
       const store = this.store;
-      writes.push(store.putRollup(this.workerId, { tenantId: rollup.tenantId, minute: rollup.minute, counts: { ...rollup.counts }, startLag: { ...rollup.startLag } }, ++this.seq, now));
+      writes.push(store.putRollup(this.workerId, { tenantId: rollup.tenantId, minute: rollup.minute, counts: { ...rollup.counts }, startLag: { ...rollup.startLag }, claimWait: { ...rollup.claimWait } }, ++this.seq, now));
     }
     writes.push(this.writeRegistry());
     const results = await Promise.allSettled(writes);
@@ -187,7 +205,7 @@ export class Telemetry {
     const key = `${tenantId}#${minute}`;
     let rollup = this.rollups.get(key);
     if (!rollup) {
-      rollup = { tenantId, minute, counts: {}, startLag: {}, dirty: false };
+      rollup = { tenantId, minute, counts: {}, startLag: {}, claimWait: {}, dirty: false };
       this.rollups.set(key, rollup);
     }
     return rollup;

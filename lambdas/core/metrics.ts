@@ -29,6 +29,11 @@ export const Metric = {
   SchedulingLag: 'SchedulingLag',
   /** When the run was leased minus when it was due: what a user sees. */
   StartLag: 'StartLag',
+  /**
+   * When an external worker claimed the run minus when it was due: the wait for a poller, which the
+   * scheduler does not control (its own part, due to offered, is the run's StartLag).
+   */
+  ClaimWait: 'ClaimWait',
   RunDuration: 'RunDuration',
   LeaseExpirations: 'LeaseExpirations',
   WorkerLost: 'WorkerLost',
@@ -63,6 +68,7 @@ const UNITS: Record<MetricName, MetricUnit> = {
   RunsDeferred: 'Count',
   SchedulingLag: 'Milliseconds',
   StartLag: 'Milliseconds',
+  ClaimWait: 'Milliseconds',
   RunDuration: 'Milliseconds',
   LeaseExpirations: 'Count',
   WorkerLost: 'Count',

@@ -20,6 +20,8 @@ export interface MinuteRollup {
   readonly minute: string;
   readonly counts: Counters;
   readonly startLag: Histogram;
+  /** External runs: due to claimed (Telemetry.runClaimed). */
+  readonly claimWait: Histogram;
 }
 
 export interface InFlightEntry {
@@ -58,6 +60,7 @@ export class TelemetryStore {
             ...statsKey(rollup.tenantId, rollup.minute, workerId),
             counts: rollup.counts,
             startLag: rollup.startLag,
+            claimWait: rollup.claimWait,
             seq,
             expiresAtEpoch: Math.floor(now / 1000) + ROLLUP_TTL_SECONDS,
           },
@@ -81,7 +84,7 @@ export class TelemetryStore {
         ExpressionAttributeNames: { '#pk': 'pk' },
         ExpressionAttributeValues: { ':pk': statsPartition(tenantId, minute) },
       },
-      (item) => ({ tenantId, minute, counts: (item.counts ?? {}), startLag: (item.startLag ?? {}) as Histogram }),
+      (item) => ({ tenantId, minute, counts: (item.counts ?? {}), startLag: (item.startLag ?? {}) as Histogram, claimWait: (item.claimWait ?? {}) as Histogram }),
     );
   }
 

@@ -32,8 +32,16 @@ export interface MiniStack {
   stop(): Promise<void>;
 }
 
+export interface MiniStackOptions {
+  /**
+   * Start it as the leader of a process group of its own, and stop the whole group: the Node
+   * processes it runs functions in are its children and would outlive it otherwise.
+   */
+  readonly processGroup?: boolean;
+}
+
 /** Starts MiniStack on `port` (127.0.0.1) and waits until it answers; `stop` ends that process. */
-export async function startMiniStack(port: number): Promise<MiniStack> {
+export async function startMiniStack(port: number, options: MiniStackOptions = {}): Promise<MiniStack> {
   const binary = installMiniStack();
   const endpoint = `http://127.0.0.1:${port}`;
   if (await answers(endpoint)) throw new Error(`something already answers at ${endpoint}; MiniStack needs a port of its own`);
@@ -42,12 +50,24 @@ export async function startMiniStack(port: number): Promise<MiniStack> {
   const child: ChildProcess = spawn(binary, [], {
     stdio: ['ignore', out, out],
     env: { ...process.env, GATEWAY_PORT: String(port), MINISTACK_HOST: '127.0.0.1', LAMBDA_EXECUTOR: 'local', MINISTACK_REGION: 'us-east-1' },
+    detached: options.processGroup ?? false,
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const signal = (name: NodeJS.Signals): void => {
+    if (options.processGroup && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, name); // its group: MiniStack and the function processes it started
+      } catch {
+        // the group is gone already
+      }
+    } else if (child.exitCode === null && child.signalCode === null) {
+      child.kill(name);
+    }
+  };
   const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    signal('SIGTERM');
     await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    signal('SIGKILL');
   };
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {

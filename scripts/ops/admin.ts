@@ -37,19 +37,30 @@ const LIMIT_OPTIONS = {
   'creates-per-second': 'createsPerSecond',
 } as const;
 
+/** Every option the admin CLI takes, declared once: the entry script and `runAdmin` parse alike. */
+const ADMIN_OPTIONS = {
+  name: { type: 'string' },
+  'max-active-jobs': { type: 'string' },
+  'max-in-flight-runs': { type: 'string' },
+  'creates-per-second': { type: 'string' },
+  'jobs-table': { type: 'string' },
+} as const;
+
+/**
+ * Parses the admin CLI's arguments strictly: an unknown option, an option without its value (or
+ * with an empty one) is an AdminUsageError, never a flag and a stray positional.
+ */
+export function parseAdminArgs(argv: readonly string[]) {
+  const parsed = parseOrExplain({ args: [...argv], allowPositionals: true, strict: true, options: ADMIN_OPTIONS });
+  for (const [option, value] of Object.entries(parsed.values)) {
+    if (value === '') throw new AdminUsageError(`Option '--${option} <value>' needs a value\n${ADMIN_USAGE}`);
+  }
+  return parsed;
+}
+
 /** Runs one admin command; returns what to print. Bad input throws AdminUsageError and changes nothing. */
 export async function runAdmin(argv: readonly string[], ctx: AdminContext): Promise<Record<string, unknown>> {
-  const { values, positionals } = parseOrExplain({
-    args: [...argv],
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' },
-      'max-active-jobs': { type: 'string' },
-      'max-in-flight-runs': { type: 'string' },
-      'creates-per-second': { type: 'string' },
-      'jobs-table': { type: 'string' },
-    },
-  });
+  const { values, positionals } = parseAdminArgs(argv);
   const [noun, verb, id, keyId] = positionals;
   const tenantId = (): string => {
     const parsed = tenantIdSchema.safeParse(id);

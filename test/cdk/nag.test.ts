@@ -6,7 +6,8 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SchedulerStack } from '../../lib/scheduler-stack';
+import type { SchedulerStack } from '../../lib/scheduler-stack';
+import { synthesized } from './support/stacks';
 
 type Resource = { Type: string; Properties: Record<string, unknown>; Metadata?: { cdk_nag?: { rules_to_suppress?: { id: string; reason: string }[] } } };
 
@@ -20,11 +21,9 @@ const nagFindings = (of: Stack, level: 'error' | 'warning'): string[] => {
 };
 
 beforeAll(() => {
-  // Skip bundling: the checks read the template, not the code assets.
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  stack = new SchedulerStack(app, 'Nag', { env: { account: '123456789012', region: 'us-east-1' } });
-  Aspects.of(stack).add(new AwsSolutionsChecks());
-  resources = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+  const synth = synthesized('Nag', undefined, { nag: true });
+  stack = synth.stack;
+  resources = synth.resources;
 });
 
 describe('cdk-nag AwsSolutions', () => {
@@ -87,8 +86,7 @@ describe('security settings in the template', () => {
         .filter((r) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description).startsWith('Job scheduler'))
         .map((r) => (r.Properties.Environment as { Variables: Record<string, string> }).Variables.ALLOW_PRIVATE_TARGETS);
     expect(envOf(stack)).toEqual(['false', 'false', 'false', 'false']);
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const open = new SchedulerStack(app, 'Open', { env: { account: '123456789012', region: 'us-east-1' }, config: { allowPrivateTargets: true } });
+    const open = synthesized('Open', { allowPrivateTargets: true }).stack;
     expect(envOf(open)).toEqual(['true', 'true', 'true', 'true']);
   });
 });

@@ -1,11 +1,13 @@
 // The dashboard and the alarms as synthesized: which metric each widget and alarm reads, with
 // which statistic, threshold and missing-data rule, and who is notified.
-import { App } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { METRICS_NAMESPACE, Metric, SERVICE_NAME } from '../../lambdas/core/metrics';
 import type { SchedulerStackConfig } from '../../lib/config';
+import { App, Aspects } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { MINISTACK_CONTEXT, MiniStackTemplateAdjustments } from '../../lib/ministack-adjustments';
 import { SchedulerStack } from '../../lib/scheduler-stack';
+import { synthesized, TEST_ENV } from './support/stacks';
 
 type Resource = { Type: string; Properties: Record<string, any> };
 type Series = {
@@ -31,10 +33,7 @@ const ALARMS = [
 ] as const;
 
 function synth(id: string, config?: Partial<SchedulerStackConfig>): Record<string, Resource> {
-  // Skip bundling: these tests read the template, not the code assets.
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new SchedulerStack(app, id, { env: { account: '123456789012', region: 'us-east-1' }, config });
-  return Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+  return synthesized(id, config).resources;
 }
 
 /** A token as a placeholder that can sit inside a JSON string: <Ref:Id> or <GetAtt:Id.Attr>. */
@@ -127,6 +126,7 @@ describe('dashboard', () => {
     expect(graphs.map((g) => g.properties.title)).toEqual([
       'Start lag (p50, p95, p99)',
       'Where the lag comes from (p99, ticker max)',
+      'External runs: wait for a claim (p50, p99)',
       'Runs per minute',
       'Success rate (% of ended runs)',
       'Run duration (p50, p99)',
@@ -211,6 +211,13 @@ describe('dashboard', () => {
       const graph = widget('Where the lag comes from (p99, ticker max)');
       expect(visible(graph)).toEqual([`${custom('SchedulingLag')} p99`, `${custom('StartLag')} p99`, `${custom('TickerLag')} Maximum`]);
       for (const s of seriesOf(graph)) expect(s.dimensions).toEqual(service);
+    });
+
+    it('plots external runs\' wait for a claim apart from start lag, without the objective', () => {
+      const graph = widget('External runs: wait for a claim (p50, p99)');
+      expect(visible(graph)).toEqual([`${custom('ClaimWait')} p50`, `${custom('ClaimWait')} p99`]);
+      for (const s of seriesOf(graph)) expect(s.dimensions).toEqual(service);
+      expect(graph.properties.annotations).toBeUndefined();
     });
   });
 
@@ -377,15 +384,7 @@ describe('alarms', () => {
         dimensions: properties.Dimensions,
       };
     }
-    expect(properties.Metrics).toHaveLength(1);
-    const { MetricStat } = properties.Metrics[0];
-    return {
-      namespace: MetricStat.Metric.Namespace,
-      name: MetricStat.Metric.MetricName,
-      stat: MetricStat.Stat,
-      period: MetricStat.Period,
-      dimensions: MetricStat.Metric.Dimensions,
-    };
+    throw new Error(`the alarm reads no single metric directly: ${JSON.stringify(properties)}`);
   }
 
   const serviceDimension = [{ Name: 'Service', Value: SERVICE_NAME }];
@@ -394,6 +393,21 @@ describe('alarms', () => {
     const all = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
     expect(all.map((r) => r.Properties.AlarmName).sort()).toEqual(ALARMS.map((name) => `Test-${name}`).sort());
     for (const r of all) expect(r.Properties.AlarmDescription).toContain('docs/operations.md#alarms');
+  });
+
+  it('writes a Metrics array only for the alarms that are metric math (a label alone would make one, which some CloudFormation implementations refuse)', () => {
+    const withPools = synth('PoolAlarms', { pools: [{ name: 'exports', jobTypes: ['export'], maxConcurrency: 3, timeoutSeconds: 300 }] });
+    for (const from of [resources, withPools]) {
+      const all = Object.values(from).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
+      const math = all.filter((r) => r.Properties.Metrics !== undefined).map((r) => String(r.Properties.AlarmName).replace(/^[^-]+-/, ''));
+      expect(math.sort()).toEqual(['LambdaThrottles', 'TickerErrors']);
+      for (const r of all.filter((candidate) => candidate.Properties.Metrics === undefined)) {
+        expect(r.Properties.MetricName, r.Properties.AlarmName).toEqual(expect.any(String));
+      }
+      for (const r of all.filter((candidate) => candidate.Properties.Metrics !== undefined)) {
+        expect((r.Properties.Metrics as any[]).some((m) => m.Expression), r.Properties.AlarmName).toBe(true);
+      }
+    }
   });
 
   it('DispatchDlqNotEmpty: any message visible in the DLQ within a minute', () => {
@@ -502,5 +516,20 @@ describe('alarms', () => {
     expect(alarm('TickerNotRunning', tuned).Threshold).toBe(3);
     const startLag = dashboardOf(tuned).body.widgets.find((w: any) => w.properties.title === 'Start lag (p50, p95, p99)');
     expect(startLag.properties.annotations.horizontal).toEqual([expect.objectContaining({ value: 1500, label: '1.5 s objective' })]);
+  });
+});
+
+describe('MiniStack template adjustments (deploy test only)', () => {
+  it('turn each math alarm into an alarm on its first input when asked for, and are not in the default synthesis', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [], [MINISTACK_CONTEXT]: 'true' } });
+    const stack = new SchedulerStack(app, 'Emulated', { env: TEST_ENV });
+    Aspects.of(stack).add(new MiniStackTemplateAdjustments());
+    const emulated = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+    const alarms = Object.values(emulated).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
+    expect(alarms.filter((r) => r.Properties.Metrics !== undefined)).toEqual([]);
+    expect(alarm('TickerErrors', emulated)).toMatchObject({ Namespace: METRICS_NAMESPACE, MetricName: 'TickerErrors', Statistic: 'Sum', Period: 300 });
+    expect(alarm('LambdaThrottles', emulated)).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: 'Throttles', Statistic: 'Sum', Period: 300 });
+    // The default synthesis keeps them math.
+    expect(alarm('TickerErrors').Metrics).toBeDefined();
   });
 });

@@ -1,11 +1,9 @@
 // Worker pools as synthesized: each pool has its own lanes and DLQ, its own worker with the pool's
 // timeout fed by one event source mapping per lane at the pool's concurrency, exactly the grants
 // it needs, and its queues on the dashboard and under the alarms.
-import { App } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerStackConfig } from '../../lib/config';
-import { SchedulerStack } from '../../lib/scheduler-stack';
+import { synthesized } from './support/stacks';
 import { dispatchQueue, UNCAPPED_POOL_LOW_LANE_CONCURRENCY, workerConsumer } from '../../lambdas/store/schema';
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -16,9 +14,7 @@ const POOLS: SchedulerStackConfig['pools'] = [
 ];
 
 function synth(id: string, config: Partial<SchedulerStackConfig>): Record<string, Resource> {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new SchedulerStack(app, id, { env: { account: '123456789012', region: 'us-east-1' }, config });
-  return Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+  return synthesized(id, config).resources;
 }
 
 let resources: Record<string, Resource>;

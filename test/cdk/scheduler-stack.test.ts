@@ -1,9 +1,9 @@
 // The synthesized template: what each function may do, how the worker consumes the queue, how
 // poison messages are parked, and how the ticker is driven.
-import { App } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Match } from 'aws-cdk-lib/assertions';
+import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SchedulerStack } from '../../lib/scheduler-stack';
+import { synthesized } from './support/stacks';
 import { dispatchQueue, workerConsumer } from '../../lambdas/store/schema';
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -12,11 +12,7 @@ let template: Template;
 let resources: Record<string, Resource>;
 
 beforeAll(() => {
-  // Skip bundling: these tests read the template, not the code assets.
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new SchedulerStack(app, 'Test', { env: { account: '123456789012', region: 'us-east-1' } });
-  template = Template.fromStack(stack);
-  resources = template.toJSON().Resources as Record<string, Resource>;
+  ({ template, resources } = synthesized('Test'));
 });
 
 function logicalIdOf(type: string, predicate: (r: Resource) => boolean): string {
@@ -264,12 +260,7 @@ describe('wiring', () => {
 
 describe('alarms', () => {
   it('alarms as soon as the dispatch DLQ holds a message, and notifies the topic given', () => {
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const stack = new SchedulerStack(app, 'WithTopic', {
-      env: { account: '123456789012', region: 'us-east-1' },
-      config: { alarmTopicArn: 'arn:aws:sns:us-east-1:123456789012:ops' },
-    });
-    const withTopic = Template.fromStack(stack);
+    const withTopic = synthesized('WithTopic', { alarmTopicArn: 'arn:aws:sns:us-east-1:123456789012:ops' }).template;
     const dlq = Object.entries(withTopic.toJSON().Resources as Record<string, Resource>).find(
       ([, r]) => r.Type === 'AWS::SQS::Queue' && r.Properties.RedrivePolicy === undefined,
     )![0];

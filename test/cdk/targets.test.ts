@@ -2,11 +2,9 @@
 // those (invoke the functions at any qualifier, send to the queues, put events on the buses, use the
 // listed KMS keys of encrypted queues and buses), no other function is, the API learns the allowlist
 // (not the keys) to refuse anything else, and cdk-nag passes with them.
-import { App, Aspects } from 'aws-cdk-lib';
-import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
-import { AwsSolutionsChecks } from 'cdk-nag';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { SchedulerStack } from '../../lib/scheduler-stack';
+import { synthesized } from './support/stacks';
 
 type Resource = { Type: string; Properties: Record<string, any> };
 type Statement = { Action: string | string[]; Resource: unknown };
@@ -19,21 +17,19 @@ const MULTI_REGION_KEY = 'arn:aws:kms:eu-west-1:123456789012:key/mrk-1234abcd12a
 const ALL = { lambdaFunctionArns: [FUNCTION], sqsQueueArns: [QUEUE], eventBusArns: [BUS], kmsKeyArns: [KEY, MULTI_REGION_KEY] };
 
 function synth(targets?: Record<string, string[]>, nag = false): Record<string, Resource> {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new SchedulerStack(app, 'Targets', {
-    env: { account: '123456789012', region: 'us-east-1' },
-    config: { pools: [{ name: 'exports', jobTypes: ['export'], maxConcurrency: 5, timeoutSeconds: 900 }], ...(targets ? { targets } : {}) },
-  });
+  const { stack, resources } = synthesized(
+    'Targets',
+    { pools: [{ name: 'exports', jobTypes: ['export'], maxConcurrency: 5, timeoutSeconds: 900 }], ...(targets ? { targets } : {}) },
+    { nag },
+  );
   if (nag) {
-    Aspects.of(stack).add(new AwsSolutionsChecks());
-    app.synth();
     const findings = [
       ...Annotations.fromStack(stack).findError('*', Match.stringLikeRegexp('AwsSolutions-.*')),
       ...Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('AwsSolutions-.*')),
     ];
     expect(findings.map((finding) => `${finding.id}: ${JSON.stringify(finding.entry.data).slice(0, 200)}`)).toEqual([]);
   }
-  return Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+  return resources;
 }
 
 /** Statements of the policies attached to each function's role, by the function's description. */

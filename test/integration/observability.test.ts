@@ -265,3 +265,52 @@ describe('GET /v1/health', () => {
     }
   });
 });
+
+describe('an external run waiting for a claim', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler();
+  });
+  afterAll(() => scheduler.stop());
+
+  it('counts its wait for a claim as ClaimWait, apart from start lag, which stays what the scheduler controls', async () => {
+    const waitMs = 3_000;
+    const created = await scheduler.api('POST', '/v1/jobs', {
+      name: 'slow-poller',
+      type: 'claim-wait',
+      schedule: { kind: 'now' },
+      target: { kind: 'external', leaseSeconds: 30 },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const runId = created.body.job.nextRunId as string;
+    const offered = await eventually(
+      () => scheduler.api('GET', `/v1/runs/${runId}`),
+      (response) => response.body.status === 'QUEUED' && response.body.startedAt !== null,
+    );
+    // A slow external poller: the run waits offered, claimable, for a few seconds.
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+    const claimed = await scheduler.api('POST', '/v1/workers/claim', { jobType: 'claim-wait', workerId: 'slow' });
+    expect(claimed.status, JSON.stringify(claimed.body)).toBe(200);
+    const due = Date.parse(offered.body.availableAt as string);
+    const offeredLag = Date.parse(offered.body.startedAt as string) - due;
+
+    const totals = await eventually(
+      () => Promise.resolve(metricTotals([...scheduler.metricLines])),
+      (found) => (found.get('claim-wait')?.get('ClaimWait')?.samples ?? 0) >= 1,
+    );
+    const ofType = totals.get('claim-wait')!;
+    // Start lag once, at the offer (the scheduler's part); the claim adds a ClaimWait, not a second StartLag.
+    expect(ofType.get('StartLag')).toEqual({ sum: Math.max(0, offeredLag), samples: 1 });
+    expect(ofType.get('ClaimWait')!.samples).toBe(1);
+    expect(ofType.get('ClaimWait')!.sum).toBeGreaterThanOrEqual(waitMs);
+    expect(ofType.get('RunsStarted')).toEqual({ sum: 1, samples: 1 });
+
+    const health = await eventually(
+      () => scheduler.api('GET', '/v1/health?minutes=5'),
+      (response) => response.body?.runs?.claimWaitMs?.samples === 1,
+    );
+    expect(health.body.runs.startLagMs.samples).toBe(1);
+    expect(health.body.runs.startLagMs.p99).toBeLessThan(waitMs);
+    expect(health.body.runs.claimWaitMs.p99).toBeGreaterThanOrEqual(waitMs);
+  });
+});

@@ -4,6 +4,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
+import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
@@ -63,6 +64,38 @@ describe('tenants and keys', () => {
     const fresh = await scheduler.startWorkers(0);
     expect((await apiWith(fresh.url, created.apiKey, 'GET', '/v1/jobs')).status).toBe(401);
     expect((await apiWith(fresh.url, second.apiKey, 'GET', '/v1/jobs')).status).toBe(200);
+  });
+
+  it('the CLI with --jobs-table writes to that table; an option without its value is refused and nothing is created', async () => {
+    // As docs/operations.md tells an operator to run it against a deployment. LOCAL_PREFIX names
+    // tables that must never appear: local mode would create them and write the tenant there.
+    const localPrefix = `never-${scheduler.prefix}`;
+    const cli = (args: string[]) =>
+      run(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'scripts/admin.ts', ...args], {
+        env: { ...process.env, ...emulatorEnvironment(inject('awsEndpoint')), LOCAL_PREFIX: localPrefix },
+      });
+    const tenantId = `deployed-${scheduler.prefix}`;
+    const { stdout } = await cli(['tenant', 'create', tenantId, '--jobs-table', scheduler.config.jobsTable]);
+    const created = JSON.parse(stdout) as { apiKey: string };
+    expect(await scheduler.deps.tenants.get(tenantId)).toMatchObject({ tenantId });
+    expect((await apiWith(scheduler.runtime.url, created.apiKey, 'GET', '/v1/jobs')).status).toBe(200);
+
+    for (const args of [
+      ['tenant', 'create', `nothing-${scheduler.prefix}`, '--jobs-table'],
+      ['tenant', 'create', `nothing-${scheduler.prefix}`, '--jobs-table', '--name', 'x'],
+      ['tenant', 'create', `nothing-${scheduler.prefix}`, '--jobs-table='],
+      ['tenant', 'create', `nothing-${scheduler.prefix}`, '--job-table', scheduler.config.jobsTable],
+    ]) {
+      const refused = await cli(args).then(
+        () => ({ code: 0, stderr: '' }),
+        (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
+      );
+      expect(refused.code, args.join(' ')).toBe(2);
+      expect(refused.stderr, args.join(' ')).toMatch(/--job-?s?-table/);
+    }
+    expect(await scheduler.deps.tenants.get(`nothing-${scheduler.prefix}`)).toBeNull();
+    const tables = await scheduler.clients.dynamo.send(new ListTablesCommand({}));
+    expect((tables.TableNames ?? []).filter((name) => name.startsWith(localPrefix))).toEqual([]);
   });
 
   it('refuses bad admin input and changes nothing', async () => {
