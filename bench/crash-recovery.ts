@@ -28,6 +28,7 @@ import { createAwsClients } from '../lambdas/store/aws';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources } from '../scripts/local/resources';
 import { startLocalRuntime } from '../scripts/local/runtime';
+import { percentile, waitFor } from './support';
 
 const { values } = parseArgs({
   options: {
@@ -98,18 +99,6 @@ async function killChild(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function waitFor<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-
 console.log(`emulator ${emulator.endpoint} (${emulator.origin}); ${trials} trials; job timeout ${timeoutSeconds} s + lease margin ${marginSeconds} s = lease ${timeoutSeconds + marginSeconds} s; retry initial delay ${initialDelaySeconds} s`);
 console.log(lostMessage ? `lost message: the worker died between its lease and the visibility change; ticker every ${tickSeconds} s` : 'the worker killed during its call');
 console.log('trial   expiry->recorded ms   expiry->lease ms   kill->lease ms   target calls');
@@ -152,7 +141,7 @@ try {
       killedAt = Date.now();
     } else {
       const child = startChild();
-      await waitFor(() => Promise.resolve(calls), (n) => n > callsBefore, 30_000, 'the first call');
+      await waitFor(() => Promise.resolve(calls), (n) => n > callsBefore, 30_000, 'the first call', 50);
       await killChild(child);
       killedAt = Date.now();
     }
@@ -163,6 +152,7 @@ try {
       (items: Run[]) => items.some((run) => run.status === 'SUCCEEDED'),
       lostMessage ? (tickSeconds + timeoutSeconds + marginSeconds) * 1000 + 60_000 : 60_000,
       'the retry to succeed',
+      50,
     );
     await workers.stop();
     const lost = runs.find((run) => run.runId === job.nextRunId);

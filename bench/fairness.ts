@@ -20,6 +20,7 @@ import { createAwsClients } from '../lambdas/store/aws';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
 import { startLocalRuntime } from '../scripts/local/runtime';
+import { percentile } from './support';
 
 const { values } = parseArgs({
   options: {
@@ -50,8 +51,6 @@ await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
 const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;
 const job = (name: string, type = 'noisy') => ({ name, type, schedule: { kind: 'now' }, target: { kind: 'http', url: targetUrl }, payload: {} });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-
 async function measure(mode: string): Promise<number[]> {
   const config = await createLocalResources(clients, `bench-fair-${randomUUID().slice(0, 8)}`);
   const schedulingLags: number[] = [];

@@ -18,6 +18,7 @@ import { createAwsClients } from '../lambdas/store/aws';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
 import { PREFETCH_VISIBILITY_SECONDS, startLocalRuntime } from '../scripts/local/runtime';
+import { percentile, waitFor } from './support';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '50' } } });
 const count = Number(values.runs);
@@ -54,18 +55,6 @@ async function create(name: string): Promise<string> {
   if (response.status !== 201) throw new Error(`create failed: ${response.status} ${await response.text()}`);
   return ((await response.json()) as { job: { nextRunId: string } }).job.nextRunId;
 }
-
-async function waitFor<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 let child: ChildProcess | undefined;
 try {

@@ -14,6 +14,7 @@ import { createAwsClients } from '../lambdas/store/aws';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources } from '../scripts/local/resources';
 import { startLocalRuntime } from '../scripts/local/runtime';
+import { percentile } from './support';
 
 const { values } = parseArgs({
   options: {
@@ -49,8 +50,6 @@ function schedule(kind: 'now' | 'delay' | 'at', i: number): Record<string, unkno
   if (kind === 'delay') return { kind: 'delay', seconds: 2 + (i % 9) };
   return { kind: 'at', at: new Date(Date.now() + 2_000 + (i % 9) * 1_000 + 137 * (i % 7)).toISOString() };
 }
-
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 console.log(`emulator ${emulator.endpoint} (${emulator.origin}); ${count} jobs per kind; worker concurrency ${values.concurrency}`);
 console.log('kind   runs   p50 ms   p95 ms   p99 ms   max ms   early');

@@ -270,3 +270,14 @@ export interface SystemUnderTest {
   phaseNotes(executions: number): string[];
   stop(): Promise<void>;
 }
+
+/** Polls `probe` every `pollMs` until `accept` takes its value; throws naming `what` after `timeoutMs`. */
+export async function waitFor<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number, what: string, pollMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (accept(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}
