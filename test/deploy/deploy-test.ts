@@ -76,7 +76,8 @@ async function main(): Promise<number> {
   let proxy: Proxy | undefined;
   let target: HttpsTarget | undefined;
   let deployed = false;
-  const port = process.env.DEPLOY_TEST_PORT ? Number(process.env.DEPLOY_TEST_PORT) : await freePortIn(4700, 4799);
+  // Each pass in a range of its own, so that the two can run at once (test/deploy/both.ts).
+  const port = process.env.DEPLOY_TEST_PORT ? Number(process.env.DEPLOY_TEST_PORT) : AUTH ? await freePortIn(4750, 4798) : await freePortIn(4700, 4749);
   // Under AUTH everything, the functions' calls too, reaches MiniStack through a proxy that marks it
   // https (what aws:SecureTransport is resolved from; see startSecureTransportProxy).
   if (AUTH) proxy = await startSecureTransportProxy(await freePortIn(port + 1, 4799), port);
