@@ -101,6 +101,8 @@ async function main(): Promise<number> {
     log(`MiniStack on port ${port}${AUTH ? ` with AUTH=true, reached through ${endpoint}` : ''}`);
     // The functions call the endpoint named here (the proxy under AUTH), never one the caller exported.
     ministack = await startMiniStack(port, { processGroup: true, env: { AWS_ENDPOINT_URL: endpoint, ...(AUTH ? { AUTH: 'true' } : {}) } });
+    const running = ministack;
+    stopOnInterrupt = () => running.stop();
     const lambda = new LambdaClient({ endpoint, region: REGION });
     const sqs = new SQSClient({ endpoint, region: REGION });
     const events = new EventBridgeClient({ endpoint, region: REGION });
@@ -387,8 +389,10 @@ function printTable(): void {
   for (const r of rows.filter((candidate) => candidate.detail)) console.log(`- ${r.scenario}: ${r.detail}`);
 }
 
+/** MiniStack's stop once it runs: an interrupt stops its process group too. */
+let stopOnInterrupt: (() => Promise<void>) | undefined;
 process.once('SIGINT', () => {
   stopChildren();
-  process.exit(130);
+  void (stopOnInterrupt?.() ?? Promise.resolve()).finally(() => process.exit(130));
 });
 process.exitCode = await main();
