@@ -4,7 +4,9 @@
 import type { IAspect } from 'aws-cdk-lib';
 import { Stack } from 'aws-cdk-lib';
 import { CfnAlarm } from 'aws-cdk-lib/aws-cloudwatch';
+import { CfnPolicy } from 'aws-cdk-lib/aws-iam';
 import { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { CfnQueuePolicy } from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 
 /** A math alarm's query as the L2 Alarm writes it, tokens resolved. */
@@ -16,6 +18,23 @@ interface ResolvedQuery {
   };
 }
 
+/**
+ * SQS batch calls as MiniStack authorizes them under AUTH=true (an action of their own) and the action
+ * AWS authorizes them as (the single call's), which is what the stack grants.
+ */
+export const MINISTACK_SQS_BATCH_ACTIONS: Readonly<Record<string, string>> = {
+  'sqs:SendMessage': 'sqs:SendMessageBatch',
+  'sqs:DeleteMessage': 'sqs:DeleteMessageBatch',
+  'sqs:ChangeMessageVisibility': 'sqs:ChangeMessageVisibilityBatch',
+};
+
+interface ResolvedStatement {
+  readonly Action?: string | string[];
+  readonly Effect?: string;
+  readonly Condition?: { readonly Bool?: Record<string, unknown> };
+  readonly [key: string]: unknown;
+}
+
 /** The context key that turns the adjustments on. */
 export const MINISTACK_CONTEXT = 'ministack';
 
@@ -25,6 +44,15 @@ export const MINISTACK_CONTEXT = 'ministack';
  *   dashboard's alarm widget that names it) exists, with a condition that is never evaluated.
  * - MiniStack runs a function from its unpacked code folder (the process's working directory), not
  *   /var/task: the workers' extra CA bundle is named relative to it.
+ * - MiniStack with AUTH=true authorizes an SQS batch call as its own action (`sqs:SendMessageBatch`),
+ *   where AWS authorizes it as the single call's (`sqs:SendMessage`). Wherever a policy grants the
+ *   single call, the emulator's batch name is granted beside it on the same resources: an
+ *   emulator-only alias, never a wider grant (a statement without the single call gets nothing).
+ * - MiniStack's gateway is plain http, so with AUTH=true `aws:SecureTransport` is false for every
+ *   call that does not come through the test's marking proxy, and the functions' SQS calls go to the
+ *   queue URL (the SDK's default), which names MiniStack itself. The queues' deny of non-TLS access
+ *   (`enforceSSL`) would refuse every one; in AWS every SDK call is https. The deny is dropped here
+ *   and only here.
  */
 export class MiniStackTemplateAdjustments implements IAspect {
   visit(node: IConstruct): void {
@@ -34,6 +62,14 @@ export class MiniStackTemplateAdjustments implements IAspect {
       if (typeof caBundle === 'string' && caBundle.startsWith('/var/task/')) {
         node.addPropertyOverride('Environment.Variables.NODE_EXTRA_CA_CERTS', caBundle.slice('/var/task/'.length));
       }
+      return;
+    }
+    if (node instanceof CfnQueuePolicy) {
+      dropSecureTransportDeny(node);
+      return;
+    }
+    if (node instanceof CfnPolicy) {
+      aliasSqsBatchActions(node);
       return;
     }
     if (!(node instanceof CfnAlarm) || node.metrics === undefined) return;
@@ -47,4 +83,29 @@ export class MiniStackTemplateAdjustments implements IAspect {
     node.period = first.period;
     node.statistic = first.stat;
   }
+}
+
+/** Adds MiniStack's batch action name to each statement that grants the single SQS call. */
+function aliasSqsBatchActions(policy: CfnPolicy): void {
+  const document = Stack.of(policy).resolve(policy.policyDocument) as { Statement?: ResolvedStatement[] } & Record<string, unknown>;
+  let changed = false;
+  const statements = (document.Statement ?? []).map((statement) => {
+    const actions = statement.Action === undefined ? [] : ([] as string[]).concat(statement.Action);
+    const aliases = actions.flatMap((action) => {
+      const alias = MINISTACK_SQS_BATCH_ACTIONS[action];
+      return alias !== undefined && !actions.includes(alias) ? [alias] : [];
+    });
+    if (aliases.length === 0) return statement;
+    changed = true;
+    return { ...statement, Action: [...actions, ...aliases] };
+  });
+  if (changed) policy.addPropertyOverride('PolicyDocument', { ...document, Statement: statements });
+}
+
+/** Drops the `aws:SecureTransport: false` deny (enforceSSL) from a queue policy. */
+function dropSecureTransportDeny(policy: CfnQueuePolicy): void {
+  const document = Stack.of(policy).resolve(policy.policyDocument) as { Statement?: ResolvedStatement[] } & Record<string, unknown>;
+  const statements = document.Statement ?? [];
+  const kept = statements.filter((statement) => !(statement.Effect === 'Deny' && String(statement.Condition?.Bool?.['aws:SecureTransport']) === 'false'));
+  if (kept.length !== statements.length) policy.addPropertyOverride('PolicyDocument', { ...document, Statement: kept });
 }

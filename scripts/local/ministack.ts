@@ -38,6 +38,8 @@ export interface MiniStackOptions {
    * processes it runs functions in are its children and would outlive it otherwise.
    */
   readonly processGroup?: boolean;
+  /** More environment for MiniStack (e.g. `AUTH=true`, or the `AWS_ENDPOINT_URL` its functions call). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** Starts MiniStack on `port` (127.0.0.1) and waits until it answers; `stop` ends that process. */
@@ -49,7 +51,7 @@ export async function startMiniStack(port: number, options: MiniStackOptions = {
   const out = openSync(logFile, 'a');
   const child: ChildProcess = spawn(binary, [], {
     stdio: ['ignore', out, out],
-    env: { ...process.env, GATEWAY_PORT: String(port), MINISTACK_HOST: '127.0.0.1', LAMBDA_EXECUTOR: 'local', MINISTACK_REGION: 'us-east-1' },
+    env: { ...process.env, GATEWAY_PORT: String(port), MINISTACK_HOST: '127.0.0.1', LAMBDA_EXECUTOR: 'local', MINISTACK_REGION: 'us-east-1', ...options.env },
     detached: options.processGroup ?? false,
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

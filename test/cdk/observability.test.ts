@@ -5,7 +5,7 @@ import { METRICS_NAMESPACE, Metric, SERVICE_NAME } from '../../lambdas/core/metr
 import type { SchedulerStackConfig } from '../../lib/config';
 import { App, Aspects } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { MINISTACK_CONTEXT, MiniStackTemplateAdjustments } from '../../lib/ministack-adjustments';
+import { MINISTACK_CONTEXT, MINISTACK_SQS_BATCH_ACTIONS, MiniStackTemplateAdjustments } from '../../lib/ministack-adjustments';
 import { SchedulerStack } from '../../lib/scheduler-stack';
 import { synthesized, TEST_ENV } from './support/stacks';
 
@@ -520,16 +520,55 @@ describe('alarms', () => {
 });
 
 describe('MiniStack template adjustments (deploy test only)', () => {
+  // Synthesized once, on first use, and shared by these tests.
+  let emulatedResources: Record<string, Resource> | undefined;
+  const emulatedSynthesis = (): Record<string, Resource> => {
+    if (!emulatedResources) {
+      const app = new App({ context: { 'aws:cdk:bundling-stacks': [], [MINISTACK_CONTEXT]: 'true' } });
+      const stack = new SchedulerStack(app, 'Emulated', { env: TEST_ENV });
+      Aspects.of(stack).add(new MiniStackTemplateAdjustments());
+      emulatedResources = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+    }
+    return emulatedResources;
+  };
   it('turn each math alarm into an alarm on its first input when asked for, and are not in the default synthesis', () => {
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [], [MINISTACK_CONTEXT]: 'true' } });
-    const stack = new SchedulerStack(app, 'Emulated', { env: TEST_ENV });
-    Aspects.of(stack).add(new MiniStackTemplateAdjustments());
-    const emulated = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+    const emulated = emulatedSynthesis();
     const alarms = Object.values(emulated).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
     expect(alarms.filter((r) => r.Properties.Metrics !== undefined)).toEqual([]);
     expect(alarm('TickerErrors', emulated)).toMatchObject({ Namespace: METRICS_NAMESPACE, MetricName: 'TickerErrors', Statistic: 'Sum', Period: 300 });
     expect(alarm('LambdaThrottles', emulated)).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: 'Throttles', Statistic: 'Sum', Period: 300 });
     // The default synthesis keeps them math.
     expect(alarm('TickerErrors').Metrics).toBeDefined();
+  });
+
+  it('grant MiniStack\'s SQS batch action names (AUTH=true) beside the single calls granted, on the same resources, and nothing else', () => {
+    const statementsOf = (resources: Record<string, Resource>) =>
+      Object.values(resources)
+        .filter((r) => r.Type === 'AWS::IAM::Policy')
+        .flatMap((r) => r.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[])
+        .map((statement) => ({ actions: ([] as string[]).concat(statement.Action), resource: statement.Resource }));
+    const original = statementsOf(resources);
+    const emulated = statementsOf(emulatedSynthesis());
+    expect(emulated).toHaveLength(original.length);
+    const sends = original.filter((statement) => statement.actions.includes('sqs:SendMessage'));
+    expect(sends.length).toBeGreaterThan(0);
+    expect(original.some((statement) => statement.actions.includes('sqs:SendMessageBatch'))).toBe(false);
+    emulated.forEach((statement, i) => {
+      const before = original[i]!;
+      const added = statement.actions.filter((action) => !before.actions.includes(action));
+      const expected = Object.entries(MINISTACK_SQS_BATCH_ACTIONS).filter(([single]) => before.actions.includes(single)).map(([, batch]) => batch);
+      expect(added.sort()).toEqual(expected.sort());
+      expect(statement.resource).toEqual(before.resource);
+    });
+  });
+
+  it('drop the queues\' non-TLS deny, which MiniStack\'s plain-http gateway would apply to every call, and only when asked for', () => {
+    const denies = (resources: Record<string, Resource>) =>
+      Object.values(resources)
+        .filter((r) => r.Type === 'AWS::SQS::QueuePolicy')
+        .flatMap((r) => r.Properties.PolicyDocument.Statement as { Effect: string; Condition?: unknown }[])
+        .filter((statement) => statement.Effect === 'Deny' && JSON.stringify(statement.Condition).includes('aws:SecureTransport'));
+    expect(denies(resources)).toHaveLength(4);
+    expect(denies(emulatedSynthesis())).toEqual([]);
   });
 });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CreateEventBusCommand, EventBridgeClient, PutRuleCommand, PutTargetsCommand } from '@aws-sdk/client-eventbridge';
+import { CreateRoleCommand, IAMClient } from '@aws-sdk/client-iam';
 import { CreateFunctionCommand, GetFunctionCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULT_TUNING } from '../../lambdas/core/config';
@@ -17,7 +18,8 @@ import type { MiniStack } from '../../scripts/local/ministack';
 import { startMiniStack } from '../../scripts/local/ministack';
 import { zipFiles } from '../integration/support/zip';
 import type { Api, HttpsTarget } from './support';
-import { apiClient, check, eventually, freePortIn, makeCertificate, run, startHttpsTarget, stopChildren } from './support';
+import type { Proxy } from './support';
+import { apiClient, check, eventually, freePortIn, makeCertificate, run, startHttpsTarget, startSecureTransportProxy, stopChildren } from './support';
 
 type RunBody = Record<string, any>;
 
@@ -25,6 +27,9 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';
 const STACK = 'JobScheduler';
+// `--auth`: MiniStack with AUTH=true, which authorizes every call by the caller's IAM policies, so
+// that a grant the stack lacks fails a scenario (the functions call with their own roles' sessions).
+const AUTH = process.argv.includes('--auth');
 
 // The function and the bus jobs target; listed in the stack's `targets`, so created before the deploy.
 const FUNCTION_NAME = 'deploy-test-invoices';
@@ -45,7 +50,7 @@ interface Row {
 }
 const rows: Row[] = [];
 const started = Date.now();
-const log = (line: string) => console.log(`[${Math.round((Date.now() - started) / 1000)
+const log = (line: string) => console.log(`${AUTH ? '[auth] ' : ''}[${Math.round((Date.now() - started) / 1000)
   .toString()
   .padStart(4)} s] ${line}`);
 
@@ -67,13 +72,19 @@ const lags = (runs: RunBody[]): string => runs.map((r) => `${lagOf(r)} ms`).join
 
 async function main(): Promise<number> {
   const dir = mkdtempSync(path.join(tmpdir(), 'deploy-test-'));
-  const port = process.env.DEPLOY_TEST_PORT ? Number(process.env.DEPLOY_TEST_PORT) : await freePortIn(4700, 4799);
   let ministack: MiniStack | undefined;
+  let proxy: Proxy | undefined;
   let target: HttpsTarget | undefined;
   let deployed = false;
+  // Each pass in a range of its own, so that the two can run at once (test/deploy/both.ts).
+  const port = process.env.DEPLOY_TEST_PORT ? Number(process.env.DEPLOY_TEST_PORT) : AUTH ? await freePortIn(4750, 4798) : await freePortIn(4700, 4749);
+  // Under AUTH everything, the functions' calls too, reaches MiniStack through a proxy that marks it
+  // https (what aws:SecureTransport is resolved from; see startSecureTransportProxy).
+  if (AUTH) proxy = await startSecureTransportProxy(await freePortIn(port + 1, 4799), port);
+  const endpoint = proxy?.url ?? `http://127.0.0.1:${port}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    AWS_ENDPOINT_URL: `http://127.0.0.1:${port}`,
+    AWS_ENDPOINT_URL: endpoint,
     AWS_ACCESS_KEY_ID: 'test',
     AWS_SECRET_ACCESS_KEY: 'test',
     AWS_REGION: REGION,
@@ -87,18 +98,28 @@ async function main(): Promise<number> {
   const cdk = (args: string[], timeoutMs: number) =>
     run(process.execPath, [path.join(root, 'node_modules', 'aws-cdk', 'bin', 'cdk'), ...args, '--output', path.join(dir, 'cdk.out')], { env, cwd: root, timeoutMs });
   try {
-    log(`MiniStack on port ${port}`);
-    ministack = await startMiniStack(port, { processGroup: true });
-    const endpoint = ministack.endpoint;
+    log(`MiniStack on port ${port}${AUTH ? ` with AUTH=true, reached through ${endpoint}` : ''}`);
+    // The functions call the endpoint named here (the proxy under AUTH), never one the caller exported.
+    ministack = await startMiniStack(port, { processGroup: true, env: { AWS_ENDPOINT_URL: endpoint, ...(AUTH ? { AUTH: 'true' } : {}) } });
+    const running = ministack;
+    stopOnInterrupt = () => running.stop();
     const lambda = new LambdaClient({ endpoint, region: REGION });
     const sqs = new SQSClient({ endpoint, region: REGION });
     const events = new EventBridgeClient({ endpoint, region: REGION });
+    const iam = new IAMClient({ endpoint, region: REGION });
 
     // The targets jobs call: an HTTPS server with a CA of its own, a function and a bus.
     const certificate = makeCertificate(dir);
     target = await startHttpsTarget(certificate.cert, certificate.key);
     const recordFile = path.join(dir, 'function-events.jsonl');
     writeFileSync(recordFile, '');
+    // Under AUTH a function's role must exist (it runs with that role's session); this one needs no grant.
+    await iam.send(
+      new CreateRoleCommand({
+        RoleName: FUNCTION_NAME,
+        AssumeRolePolicyDocument: JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }] }),
+      }),
+    );
     const fn = await lambda.send(
       new CreateFunctionCommand({
         FunctionName: FUNCTION_NAME,
@@ -293,6 +314,7 @@ async function main(): Promise<number> {
     await target?.close();
     stopChildren();
     await ministack?.stop();
+    await proxy?.close();
     rmSync(dir, { recursive: true, force: true });
   }
   printTable();
@@ -360,15 +382,17 @@ async function routes(api: Api, target: HttpsTarget, row: Row): Promise<void> {
 function printTable(): void {
   const widths = [Math.max(8, ...rows.map((r) => r.scenario.length)), 6, Math.max(9, ...rows.map((r) => r.startLag.length))];
   const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join(' | ')} |`;
-  console.log(`\nDeploy test: ${Math.round((Date.now() - started) / 1000)} s`);
+  console.log(`\nDeploy test${AUTH ? ' (IAM enforced: MiniStack AUTH=true)' : ''}: ${Math.round((Date.now() - started) / 1000)} s`);
   console.log(line(['scenario', 'result', 'start lag']));
   console.log(line(widths.map((w) => '-'.repeat(w))));
   for (const r of rows) console.log(line([r.scenario, r.result, r.startLag]));
   for (const r of rows.filter((candidate) => candidate.detail)) console.log(`- ${r.scenario}: ${r.detail}`);
 }
 
+/** MiniStack's stop once it runs: an interrupt stops its process group too. */
+let stopOnInterrupt: (() => Promise<void>) | undefined;
 process.once('SIGINT', () => {
   stopChildren();
-  process.exit(130);
+  void (stopOnInterrupt?.() ?? Promise.resolve()).finally(() => process.exit(130));
 });
 process.exitCode = await main();

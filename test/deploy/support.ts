@@ -108,6 +108,47 @@ export async function startHttpsTarget(cert: string, key: string): Promise<Https
   };
 }
 
+export interface Proxy {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A plain-http proxy to MiniStack on `targetPort` that marks every request `x-forwarded-proto:
+ * https`, as a TLS-terminating proxy would. With AUTH=true MiniStack resolves `aws:SecureTransport`
+ * from that header, and the CDK bootstrap bucket and our queues deny every request without it; in
+ * AWS every call is https. The header is not signed, so signatures still verify.
+ */
+export async function startSecureTransportProxy(port: number, targetPort: number): Promise<Proxy> {
+  const server = http.createServer((request, response) => {
+    const upstream = http.request(
+      { host: '127.0.0.1', port: targetPort, method: request.method, path: request.url, headers: { ...request.headers, 'x-forwarded-proto': 'https' } },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
+    upstream.on('error', (error) => {
+      if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' });
+      response.end(`proxy: ${error.message}`);
+    });
+    request.pipe(upstream);
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 export interface ApiAnswer {
   readonly status: number;
   readonly headers: http.IncomingHttpHeaders;
