@@ -17,7 +17,8 @@ import { logger } from '../lambdas/core/logger';
 import { createAwsClients } from '../lambdas/store/aws';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
-import { PREFETCH_VISIBILITY_SECONDS, startLocalRuntime } from '../scripts/local/runtime';
+import { PREFETCH_VISIBILITY_SECONDS } from '../scripts/local/lane-consumer';
+import { startLocalRuntime } from '../scripts/local/runtime';
 import { percentile, waitFor } from './support';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '50' } } });
