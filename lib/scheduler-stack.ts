@@ -104,6 +104,8 @@ export class SchedulerStack extends Stack {
       LEASE_MARGIN_SECONDS: String(config.tuning.leaseMarginSeconds),
       TIME_INDEX_SHARDS: String(config.tuning.timeIndexShards),
       FAILED_MESSAGE_RETRY_SECONDS: String(config.tuning.failedMessageRetrySeconds),
+      BATCH_COALESCE_QUIET_MS: String(config.tuning.batchCoalesceQuietMs),
+      BATCH_COALESCE_CAP_MS: String(config.tuning.batchCoalesceCapMs),
       TENANT_DEFAULT_LIMITS: JSON.stringify(config.tenantDefaults),
     };
     const common = { environment, logRetentionDays: config.logRetentionDays };

@@ -13,6 +13,7 @@ import { leaseCheckAt } from '../domain/time-gate';
 import type { LeaseResult } from '../store/runs-repository';
 import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
+import type { SchedulerConfig } from '../core/config';
 import { admitRun } from './admit-run';
 import { planRun } from './plan-run';
 
@@ -61,10 +62,12 @@ export interface DispatchContext {
 /**
  * How the calls the runs of a batch make right after their leases (the job read, the message's
  * visibility) wait for each other to share one request: until none has joined for 10 ms, and at
- * most 40 ms. On AWS a batch's leases land within a few milliseconds; the cap bounds what a run
- * can lose before its call when they trickle in (decisions 0031, 0033).
+ * most 40 ms, by default. On AWS a batch's leases land within a few milliseconds; the cap bounds
+ * what a run can lose before its call when they trickle in (decisions 0031, 0033).
  */
-const BATCH_COALESCE = { quietMs: 10, capMs: 40 } as const;
+function batchCoalesce(config: SchedulerConfig): { readonly quietMs: number; readonly capMs: number } {
+  return { quietMs: config.batchCoalesceQuietMs, capMs: config.batchCoalesceCapMs };
+}
 
 /** Longest wait of a deferred run before it tries for a slot again. */
 const MAX_DEFERRAL_SECONDS = 16;
@@ -176,7 +179,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
   // it is settled before the run's message is acknowledged (deleted) or handed back.
   const followLease = message.receiptHandle
     ? deps.dispatch
-        .setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl, { coalesce: BATCH_COALESCE })
+        .setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl, { coalesce: batchCoalesce(deps.config) })
         .catch((error: unknown) => logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { runId: run.runId, error }))
     : undefined;
   try {
@@ -205,7 +208,7 @@ async function executeLeased(
   message: DispatchContext,
   followLease: Promise<unknown> | undefined,
 ): Promise<ExecuteResult> {
-  const job = await deps.jobs.getAnyTenant(run.jobId, true, { coalesce: BATCH_COALESCE });
+  const job = await deps.jobs.getAnyTenant(run.jobId, true, { coalesce: batchCoalesce(deps.config) });
   if (!job) {
     const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false };
     const now = deps.clock();

@@ -31,6 +31,12 @@ export const DEFAULT_TUNING = {
   timeIndexShards: 8,
   /** A dispatch message whose processing failed comes back after this many seconds. */
   failedMessageRetrySeconds: 10,
+  /**
+   * The job read and the visibility change of a worker batch's runs wait for each other to share
+   * one request: until none has joined for the quiet time, and at most the cap (decisions 0031, 0033).
+   */
+  batchCoalesceQuietMs: 10,
+  batchCoalesceCapMs: 40,
 } as const;
 export type Tuning = { -readonly [K in keyof typeof DEFAULT_TUNING]: number };
 
@@ -90,6 +96,8 @@ const envSchema = z.object({
   /** Shards per minute of the time index. */
   TIME_INDEX_SHARDS: z.coerce.number().int().min(1).max(1000).default(DEFAULT_TUNING.timeIndexShards),
   FAILED_MESSAGE_RETRY_SECONDS: seconds(DEFAULT_TUNING.failedMessageRetrySeconds),
+  BATCH_COALESCE_QUIET_MS: seconds(DEFAULT_TUNING.batchCoalesceQuietMs).pipe(z.number().max(10_000)),
+  BATCH_COALESCE_CAP_MS: seconds(DEFAULT_TUNING.batchCoalesceCapMs).pipe(z.number().max(10_000)),
   /** Limits of tenants that have none of their own, as JSON: {"maxActiveJobs":…,"maxInFlightRuns":…,"createsPerSecond":…}. */
   TENANT_DEFAULT_LIMITS: z
     .string()
@@ -152,6 +160,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfi
     leaseMarginSeconds: e.LEASE_MARGIN_SECONDS,
     timeIndexShards: e.TIME_INDEX_SHARDS,
     failedMessageRetrySeconds: e.FAILED_MESSAGE_RETRY_SECONDS,
+    batchCoalesceQuietMs: e.BATCH_COALESCE_QUIET_MS,
+    batchCoalesceCapMs: e.BATCH_COALESCE_CAP_MS,
   };
 }
 
@@ -164,6 +174,8 @@ export function tuningFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<Tun
     leaseMarginSeconds: 'LEASE_MARGIN_SECONDS',
     timeIndexShards: 'TIME_INDEX_SHARDS',
     failedMessageRetrySeconds: 'FAILED_MESSAGE_RETRY_SECONDS',
+    batchCoalesceQuietMs: 'BATCH_COALESCE_QUIET_MS',
+    batchCoalesceCapMs: 'BATCH_COALESCE_CAP_MS',
   };
   const tuning: Partial<Tuning> = {};
   for (const [key, name] of Object.entries(names) as [keyof Tuning, string][]) {
