@@ -55,6 +55,9 @@ export interface MinuteFigures {
   readonly started: number;
   readonly succeeded: number;
   readonly errors: number;
+  /** Start lag percentiles of the runs leased in the minute; null when none was. */
+  readonly startLagP50Ms: number | null;
+  readonly startLagP99Ms: number | null;
 }
 
 export interface HealthReport {
@@ -124,9 +127,11 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
   const claimWait: Histogram = {};
   const perMinute: MinuteFigures[] = minuteStarts.map((minute, index) => {
     const minuteCounts: Counters = {};
+    const minuteLag: Histogram = {};
     for (const rollup of rollups[index] ?? []) {
       for (const counter of OUTCOME_COUNTERS) add(minuteCounts, counter, rollup.counts[counter] ?? 0);
       merge(lag, rollup.startLag);
+      merge(minuteLag, rollup.startLag);
       merge(claimWait, rollup.claimWait);
     }
     for (const counter of OUTCOME_COUNTERS) add(totals, counter, minuteCounts[counter] ?? 0);
@@ -135,6 +140,8 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
       started: minuteCounts.started ?? 0,
       succeeded: minuteCounts.succeeded ?? 0,
       errors: (minuteCounts.failed ?? 0) + (minuteCounts.timedOut ?? 0) + (minuteCounts.dead ?? 0),
+      startLagP50Ms: percentile(minuteLag, 50),
+      startLagP99Ms: percentile(minuteLag, 99),
     };
   });
 

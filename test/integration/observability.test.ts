@@ -215,6 +215,12 @@ describe('GET /v1/health', () => {
     expect(runs.perMinute).toHaveLength(5);
     expect(runs.perMinute.reduce((sum: number, minute: { started: number }) => sum + minute.started, 0)).toBe(7);
     expect(runs.perMinute.reduce((sum: number, minute: { errors: number }) => sum + minute.errors, 0)).toBe(2);
+    // Each minute's own start lag percentiles (the console's chart): null in a minute without leases.
+    for (const minute of runs.perMinute) {
+      if (minute.started === 0) expect([minute.startLagP50Ms, minute.startLagP99Ms]).toEqual([null, null]);
+      else expect(minute.startLagP50Ms).toBeLessThanOrEqual(minute.startLagP99Ms);
+    }
+    expect(runs.perMinute.some((minute: { startLagP99Ms: number | null }) => minute.startLagP99Ms !== null && minute.startLagP99Ms <= runs.startLagMs.p99)).toBe(true);
     expect(runs.deadAwaitingReplay).toEqual({ count: 1, capped: false });
 
     expect(inFlight).toEqual([
