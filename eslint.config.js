@@ -14,7 +14,7 @@ function boundaries(...own) {
 
 export default tseslint.config(
   // The BullMQ peer has its own packages and typecheck (npm run bench:peer:install).
-  { ignores: ['node_modules/**', 'cdk.out/**', '.local/**', 'coverage/**', 'bench/peers/bullmq.ts', 'bench/peers/node_modules/**'] },
+  { ignores: ['node_modules/**', 'cdk.out/**', '.local/**', 'coverage/**', 'console/dist/**', 'bench/peers/bullmq.ts', 'bench/peers/node_modules/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -40,6 +40,20 @@ export default defineConfig({
       },
       {
         test: {
+          // The web console in headless Chromium (Debian's package) against the local runtime.
+          name: 'browser',
+          include: ['test/browser/**/*.test.ts'],
+          globalSetup: ['test/integration/global-setup.ts'],
+          setupFiles: ['test/integration/support/access-log-setup.ts'],
+          sequence: { groupOrder: 0 },
+          env: { POWERTOOLS_LOG_LEVEL: 'WARN' },
+          // A page waits for runs on two loaded cores.
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+        },
+      },
+      {
+        test: {
           // Checks the integration files' recorded requests against the stack's grants, so it runs
           // after them.
           name: 'grants',

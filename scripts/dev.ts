@@ -58,6 +58,7 @@ async function main(): Promise<void> {
   console.log(`
 Job scheduler running locally
   API        http://localhost:${runtime.port}/v1
+  Console    http://localhost:${runtime.port}/console/   (sign in with the API key below)
   API key    ${apiKey}   (tenant "${DEV_TENANT}"${generated ? '; set DEV_API_KEY to choose it' : ''})
   Metrics    ${path.relative(process.cwd(), METRICS_FILE)} (Embedded Metric Format lines, as Lambda would log them)
   Emulator   ${emulator.endpoint} (${emulator.origin === 'started' ? 'moto, started now; it keeps running after Ctrl-C, stop it with npm run emulator:stop' : 'already running, reused'})

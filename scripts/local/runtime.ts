@@ -15,6 +15,9 @@ import type { AwsClients } from '../../lambdas/store/aws';
 import { lowLaneConcurrency, workerConsumer } from '../../lambdas/store/schema';
 import { createTickerHandler } from '../../lambdas/ticker/app';
 import { createWorkerHandler } from '../../lambdas/worker/app';
+import { isConsolePath, serveConsole } from '../../lambdas/console/app';
+import type { ConsoleAssets } from '../../console/build';
+import { buildConsole } from '../../console/build';
 import { asFunction } from './function-role';
 import { startLaneConsumer } from './lane-consumer';
 
@@ -45,6 +48,17 @@ export interface LocalRuntimeOptions {
   readonly fairBufferSize?: number;
 }
 
+
+/** The web console, built on its first request (esbuild, in memory) and kept for the process. */
+let consoleBuild: Promise<ConsoleAssets> | null = null;
+
+async function consoleFiles(): Promise<ConsoleAssets> {
+  consoleBuild ??= buildConsole().catch((error: unknown) => {
+    consoleBuild = null;
+    throw error;
+  });
+  return consoleBuild;
+}
 
 /** Concurrent ReceiveMessage loops filling the standard lane's fair buffer (one on the others). */
 const FETCHERS = 2;
@@ -152,6 +166,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           console.log(`echo target: ${request.method} run ${String(request.headers['x-run-id'])} attempt ${String(request.headers['x-attempt'])} body ${Buffer.byteLength(body)} bytes of ${String(request.headers['content-type'] ?? 'no content type')}`);
           response.writeHead(200, { 'content-type': 'application/json' });
           response.end(JSON.stringify({ ok: true }));
+          return;
+        }
+        const pathname = new URL(request.url ?? '/', 'http://localhost').pathname;
+        if (isConsolePath(pathname)) {
+          // The console's files are public (its own route, no authorizer, as in the stack).
+          const answer = serveConsole(await consoleFiles(), request.method ?? 'GET', pathname);
+          response.writeHead(answer.statusCode, answer.headers);
+          response.end(answer.body);
           return;
         }
         const event = toApiEvent(request, body);

@@ -1,0 +1,201 @@
+// The console's only way to the scheduler: the public API (docs/api.md) with the signed-in key.
+// Types come from the server's own modules (type imports only: nothing server-side is bundled).
+// When the typed SchedulerClient (clients/) lands, it replaces the request functions below; the
+// parameter names of the list filters live in JOB_FILTER_PARAMS so they can follow the API's.
+import type { HealthReport } from '../../lambdas/app/health';
+import type { JobView } from '../../lambdas/app/jobs';
+import type { JobSpec, JobStatus, Schedule } from '../../lambdas/domain/job';
+import type { Run } from '../../lambdas/domain/run';
+
+export type { HealthReport, JobSpec, JobStatus, JobView, Run, Schedule };
+
+/** A job as the list and the job page show it (labels arrive with the API's labels work). */
+export type Job = JobView & { readonly labels?: Readonly<Record<string, string>> };
+export type JobDetail = Job & { readonly recentRuns: Run[] };
+
+export interface Page<T> {
+  readonly items: T[];
+  readonly nextCursor: string | null;
+}
+
+export interface FieldError {
+  readonly path: string;
+  readonly message: string;
+}
+
+export interface Problem {
+  readonly type?: string;
+  readonly title?: string;
+  readonly status: number;
+  readonly detail?: string;
+  readonly errors?: FieldError[];
+}
+
+export class ApiError extends Error {
+  constructor(readonly problem: Problem) {
+    super(problem.detail ?? problem.title ?? `HTTP ${problem.status}`);
+  }
+
+  get status(): number {
+    return this.problem.status;
+  }
+}
+
+const KEY_STORAGE = 'scheduler.apiKey';
+
+/** The key lives in sessionStorage: for this tab's session, never in a URL or a log. */
+export const session = {
+  key(): string | null {
+    return sessionStorage.getItem(KEY_STORAGE);
+  },
+  signIn(key: string): void {
+    sessionStorage.setItem(KEY_STORAGE, key);
+  },
+  signOut(): void {
+    sessionStorage.removeItem(KEY_STORAGE);
+  },
+};
+
+/** The API's root: the console is served beside it (`/console` next to `/v1`). */
+const API_ROOT = new URL('../v1', window.location.href).pathname.replace(/\/$/, '');
+
+async function request<T>(method: string, path: string, body?: unknown, key = session.key()): Promise<T> {
+  const response = await fetch(`${API_ROOT}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key ?? ''}`,
+      accept: 'application/json',
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    cache: 'no-store',
+  });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = null;
+  }
+  if (!response.ok) {
+    // API Gateway's own answers to a missing or refused key are not problem+json.
+    const problem: Problem =
+      parsed && typeof parsed === 'object' && 'status' in parsed ? (parsed as Problem) : { status: response.status, title: response.statusText, detail: response.status === 401 || response.status === 403 ? 'The API key was not accepted.' : `HTTP ${response.status}` };
+    if ((response.status === 401 || response.status === 403) && key === session.key()) window.dispatchEvent(new CustomEvent('scheduler:unauthorized'));
+    throw new ApiError({ ...problem, status: response.status });
+  }
+  return parsed as T;
+}
+
+const query = (params: Record<string, string | number | readonly string[] | undefined>): string => {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value === undefined || value === '') continue;
+    for (const one of Array.isArray(value) ? value : [value]) search.append(name, String(one));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : '';
+};
+
+/** Checks a key without keeping it: a key the API refuses is a 401 or 403. */
+export async function checkKey(key: string): Promise<boolean> {
+  try {
+    await request('GET', '/jobs?limit=1', undefined, key);
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && (error.status === 401 || error.status === 403)) return false;
+    throw error;
+  }
+}
+
+export interface JobFilter {
+  /** Name prefix. */
+  readonly name?: string;
+  readonly status?: JobStatus;
+  /** `key=value` pairs; a job matches when it has all of them. */
+  readonly labels?: readonly string[];
+}
+
+/**
+ * The query parameters of GET /v1/jobs the console sends for its filters. `name` and `label` are
+ * the names the API's filter work is expected to take (not fixed yet: adjust here at merge).
+ */
+export const JOB_FILTER_PARAMS = { name: 'name', label: 'label', status: 'status' } as const;
+
+/** Filters this API refused as unknown parameters, so the console applies them to the page itself. */
+const clientSideFilters = new Set<'name' | 'label'>();
+
+export function filtersAppliedInBrowser(): ReadonlySet<'name' | 'label'> {
+  return clientSideFilters;
+}
+
+function matches(job: Job, filter: JobFilter): boolean {
+  if (clientSideFilters.has('name') && filter.name && !job.name.startsWith(filter.name)) return false;
+  if (clientSideFilters.has('label')) {
+    for (const pair of filter.labels ?? []) {
+      const [key = '', value = ''] = pair.split(/=(.*)/s);
+      if (job.labels?.[key] !== value) return false;
+    }
+  }
+  return true;
+}
+
+/** The first stored jobs read when filtering in the browser: a few pages, not the whole tenant. */
+const CLIENT_FILTER_PAGES = 10;
+
+/**
+ * A page of jobs matching the filter. The API filters by status (and, once it has them, by name
+ * prefix and labels). FALLBACK: an API that refuses `name` or `label` as unknown (400 naming the
+ * parameter) gets them no more; the console then reads up to CLIENT_FILTER_PAGES pages of 100 and
+ * filters those in the browser (the page says so).
+ */
+export async function listJobs(filter: JobFilter, cursor?: string): Promise<Page<Job>> {
+  const serverParams = (): Record<string, string | readonly string[] | undefined> => ({
+    [JOB_FILTER_PARAMS.status]: filter.status,
+    [JOB_FILTER_PARAMS.name]: clientSideFilters.has('name') ? undefined : filter.name,
+    [JOB_FILTER_PARAMS.label]: clientSideFilters.has('label') ? undefined : filter.labels,
+  });
+  const filtering = (filter.name && clientSideFilters.has('name')) || ((filter.labels?.length ?? 0) > 0 && clientSideFilters.has('label'));
+  try {
+    if (!filtering) return await request<Page<Job>>('GET', `/jobs${query({ ...serverParams(), limit: 20, cursor })}`);
+  } catch (error) {
+    const refused = refusedFilters(error);
+    if (refused.length === 0) throw error;
+    for (const name of refused) clientSideFilters.add(name);
+    return listJobs(filter, cursor);
+  }
+  const items: Job[] = [];
+  let next: string | null | undefined = cursor;
+  for (let pages = 0; pages < CLIENT_FILTER_PAGES; pages++) {
+    const page: Page<Job> = await request<Page<Job>>('GET', `/jobs${query({ ...serverParams(), limit: 100, cursor: next ?? undefined })}`);
+    items.push(...page.items.filter((job) => matches(job, filter)));
+    next = page.nextCursor;
+    if (!next || items.length >= 20) break;
+  }
+  return { items, nextCursor: next ?? null };
+}
+
+function refusedFilters(error: unknown): ('name' | 'label')[] {
+  if (!(error instanceof ApiError) || error.status !== 400) return [];
+  const text = JSON.stringify(error.problem.errors ?? []);
+  const refused: ('name' | 'label')[] = [];
+  if (new RegExp(`"${JOB_FILTER_PARAMS.name}"|\\b${JOB_FILTER_PARAMS.name}\\b`).test(text)) refused.push('name');
+  if (new RegExp(`"${JOB_FILTER_PARAMS.label}"|\\b${JOB_FILTER_PARAMS.label}\\b`).test(text)) refused.push('label');
+  return refused;
+}
+
+export const api = {
+  job: (jobId: string) => request<JobDetail>('GET', `/jobs/${encodeURIComponent(jobId)}`),
+  jobRuns: (jobId: string, limit = 20, cursor?: string) => request<Page<Run>>('GET', `/jobs/${encodeURIComponent(jobId)}/runs${query({ limit, cursor })}`),
+  createJob: (spec: unknown) => request<{ job: Job; nextRunAt: string | null }>('POST', '/jobs', spec),
+  pause: (jobId: string) => request<Job>('POST', `/jobs/${encodeURIComponent(jobId)}/pause`),
+  resume: (jobId: string) => request<Job>('POST', `/jobs/${encodeURIComponent(jobId)}/resume`),
+  trigger: (jobId: string) => request<{ run: Run }>('POST', `/jobs/${encodeURIComponent(jobId)}/trigger`),
+  deleteJob: (jobId: string) => request<Job>('DELETE', `/jobs/${encodeURIComponent(jobId)}`),
+  run: (runId: string) => request<Run>('GET', `/runs/${encodeURIComponent(runId)}`),
+  cancel: (runId: string) => request<Run>('POST', `/runs/${encodeURIComponent(runId)}/cancel`),
+  replay: (runId: string) => request<{ run: Run }>('POST', `/runs/${encodeURIComponent(runId)}/replay`),
+  deadRuns: (cursor?: string) => request<Page<Run>>('GET', `/dead-runs${query({ limit: 50, cursor })}`),
+  preview: (schedule: unknown, count = 5) => request<{ fireTimes: string[] }>('POST', '/schedules/preview', { schedule, count }),
+  health: (minutes = 60) => request<HealthReport>('GET', `/health${query({ minutes })}`),
+};

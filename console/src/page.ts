@@ -1,0 +1,52 @@
+// What a page gets from the router.
+import { ApiError } from './api';
+import { h } from './dom';
+
+export interface PageContext {
+  /** The page's landmark, empty when the page starts. */
+  readonly main: HTMLElement;
+  /** The route's captured parts (a job id, a run id). */
+  readonly params: readonly string[];
+  /** Runs when the user leaves the page (timers, listeners). */
+  onLeave(cleanup: () => void): void;
+  /** Announces a short message in the polite live region. */
+  say(text: string): void;
+  /** Repeats a task while the page is shown and visible, never two at once. */
+  every(ms: number, task: () => Promise<void>): void;
+}
+
+export type Page = (context: PageContext) => Promise<void>;
+
+export function heading(context: PageContext, text: string): HTMLHeadingElement {
+  document.title = `${text} · Job scheduler`;
+  const element = h('h1', { tabindex: '-1' }, text);
+  context.main.append(element);
+  element.focus();
+  return element;
+}
+
+export function errorText(error: unknown): string {
+  if (error instanceof ApiError) return `${error.problem.title ?? 'Error'} (${error.status}): ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function alertBox(): HTMLParagraphElement {
+  return h('p', { role: 'alert', class: 'error' });
+}
+
+/** Runs an action from a button: disabled while it runs, the outcome announced or shown. */
+export async function act(button: HTMLButtonElement, alert: HTMLElement, context: PageContext, action: () => Promise<string>): Promise<boolean> {
+  button.disabled = true;
+  alert.textContent = '';
+  try {
+    context.say(await action());
+    return true;
+  } catch (error) {
+    alert.textContent = errorText(error);
+    return false;
+  } finally {
+    button.disabled = false;
+  }
+}
+
+export const STATUS_CLASS = (status: string): string => `badge badge-${status.toLowerCase().replace(/_/g, '-')}`;

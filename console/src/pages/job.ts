@@ -1,0 +1,133 @@
+// A job: its definition, its next fire times in its zone and the viewer's, its runs (followed
+// live), and the actions on it.
+import type { JobDetail, Run } from '../api';
+import { api } from '../api';
+import { confirmDialog, h, table } from '../dom';
+import { between, daylightSavingNotes, duration, scheduleText, time, viewerZone, zoneOf } from '../format';
+import type { Page, PageContext } from '../page';
+import { act, alertBox, errorText, heading, STATUS_CLASS } from '../page';
+
+/** How often the page asks for new runs. */
+const FOLLOW_MS = 2_000;
+
+export function runRows(runs: readonly Run[]): HTMLTableElement {
+  return table(
+    'Runs, newest first',
+    ['Scheduled for', 'Started', 'Finished', 'Status', 'Attempt', 'Start lag', 'Duration', 'Why'],
+    runs.map((run) => [
+      h('a', { href: `#/runs/${encodeURIComponent(run.runId)}`, 'aria-label': `Run scheduled for ${run.scheduledFor}, attempt ${run.attempt}` }, time(run.scheduledFor)),
+      time(run.startedAt),
+      time(run.finishedAt),
+      h('span', { class: STATUS_CLASS(run.status), 'data-run-status': run.runId }, run.status.toLowerCase()),
+      String(run.attempt),
+      duration(between(run.availableAt, run.startedAt)),
+      duration(between(run.startedAt, run.finishedAt)),
+      run.reason ?? (run.error ? `${run.error.code}: ${run.error.message}` : ''),
+    ]),
+    { class: 'runs', id: 'runs-table' },
+  );
+}
+
+function definition(job: JobDetail): HTMLElement {
+  const rows: [string, string | Node][] = [
+    ['Job id', job.jobId],
+    ['Type', job.type],
+    ['Status', h('span', { class: STATUS_CLASS(job.status), id: 'job-status' }, job.status.toLowerCase())],
+    ['Schedule', scheduleText(job.schedule)],
+    ['Target', job.target.kind === 'http' ? `${job.target.method ?? 'POST'} ${job.target.url}` : job.target.kind],
+    ['Delivery', job.delivery],
+    ['Priority', job.priority],
+    ['Timeout', `${job.timeoutSeconds} s`],
+    ['Retries', `${job.retryPolicy.maxAttempts} attempts, ${job.retryPolicy.initialDelaySeconds} s doubling up to ${job.retryPolicy.maxDelaySeconds} s`],
+    ['Overlap, misfire', `${job.overlapPolicy}, ${job.misfirePolicy}`],
+    ['Labels', job.labels && Object.keys(job.labels).length > 0 ? Object.entries(job.labels).map(([k, v]) => `${k}=${v}`).join(', ') : '—'],
+    ['Created', time(job.createdAt)],
+    ['Updated', time(job.updatedAt)],
+  ];
+  return h('dl', { class: 'definition' }, rows.map(([term, value]) => [h('dt', null, term), h('dd', null, value)]));
+}
+
+async function fireTimes(job: JobDetail): Promise<HTMLElement> {
+  const zone = zoneOf(job.schedule);
+  const section = h('section', { 'aria-labelledby': 'next-title' }, h('h2', { id: 'next-title' }, 'Next fire times'));
+  if (job.status !== 'ACTIVE') {
+    section.append(h('p', null, `None: the job is ${job.status.toLowerCase()}.`));
+    return section;
+  }
+  try {
+    const { fireTimes: times } = job.schedule.kind === 'cron' ? await api.preview(job.schedule, 5) : { fireTimes: job.upcomingRuns };
+    const notes = daylightSavingNotes(times, zone);
+    section.append(
+      times.length === 0
+        ? h('p', null, 'None.')
+        : table(
+            `In the job's zone (${zone}) and yours (${viewerZone})`,
+            [`Job's zone (${zone})`, `Your zone (${viewerZone})`, 'Note'],
+            times.map((fire, index) => [time(fire, zone), time(fire), notes[index] ?? '']),
+            { id: 'fire-times' },
+          ),
+    );
+  } catch (error) {
+    section.append(h('p', { class: 'error' }, errorText(error)));
+  }
+  return section;
+}
+
+function actions(job: JobDetail, context: PageContext, refresh: () => Promise<void>): HTMLElement {
+  const alert = alertBox();
+  const button = (label: string, hidden: boolean, action: () => Promise<string>, danger = false): HTMLButtonElement => {
+    const element = h('button', { type: 'button', hidden, class: danger ? 'danger' : null }, label);
+    element.addEventListener('click', () => {
+      void act(element, alert, context, action).then((done) => (done ? refresh() : undefined));
+    });
+    return element;
+  };
+  const open = job.status === 'ACTIVE' || job.status === 'PAUSED' || job.status === 'COMPLETED';
+  return h(
+    'div',
+    { class: 'actions', role: 'group', 'aria-label': 'Job actions' },
+    button('Pause', job.status !== 'ACTIVE', async () => (await api.pause(job.jobId), 'Job paused')),
+    button('Resume', job.status !== 'PAUSED', async () => (await api.resume(job.jobId), 'Job resumed')),
+    button('Trigger now', !open, async () => {
+      const { run } = await api.trigger(job.jobId);
+      return `Run ${run.runId} triggered`;
+    }),
+    button('Delete', job.status === 'CANCELLED', async () => {
+      if (!(await confirmDialog(`Delete job ${job.name}? No occurrence fires afterwards and runs not yet started are cancelled.`, 'Delete job'))) return 'Not deleted';
+      await api.deleteJob(job.jobId);
+      return `Job ${job.name} deleted`;
+    }, true),
+    alert,
+  );
+}
+
+export const jobPage: Page = async (context) => {
+  const [jobId = ''] = context.params;
+  const title = heading(context, 'Job');
+  const body = h('div');
+  const runsBox = h('section', { 'aria-labelledby': 'runs-title' }, h('h2', { id: 'runs-title' }, 'Runs'), h('p', { class: 'note' }, 'Follows new runs as they come, every 2 seconds.'));
+  const runsTable = h('div', { id: 'runs' });
+  runsBox.append(runsTable);
+  context.main.append(body, runsBox);
+
+  let seen = '';
+  const loadRuns = async (): Promise<void> => {
+    const page = await api.jobRuns(jobId, 20);
+    const signature = JSON.stringify(page.items.map((run) => [run.runId, run.status, run.finishedAt]));
+    if (signature === seen) return;
+    seen = signature;
+    runsTable.replaceChildren(page.items.length === 0 ? h('p', null, 'No runs yet.') : runRows(page.items));
+  };
+
+  const loadJob = async (): Promise<void> => {
+    const job = await api.job(jobId);
+    title.textContent = `Job ${job.name}`;
+    document.title = `${job.name} · Job scheduler`;
+    body.replaceChildren(actions(job, context, refresh), definition(job), await fireTimes(job));
+  };
+  const refresh = async (): Promise<void> => {
+    await Promise.all([loadJob(), loadRuns()]);
+  };
+  await refresh();
+  context.every(FOLLOW_MS, () => loadRuns().catch(() => undefined));
+};

@@ -1,0 +1,263 @@
+// The web console in a real browser against the local runtime: every flow of issue 18, through
+// the pages a user sees, with the API as the only backend.
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Scheduler, TargetServer } from '../integration/harness';
+import { eventually, jobBody, startScheduler, startTarget } from '../integration/harness';
+import { launchChromium, screenshot } from './browser';
+
+const UI_TIMEOUT = 30_000;
+
+let scheduler: Scheduler;
+let target: TargetServer;
+let failing: TargetServer;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+
+async function signIn(key: string): Promise<void> {
+  await page.goto(`${scheduler.runtime.url}/console/`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** Opens a page of the console by its address, signing in first when the tab has no key yet. */
+async function visit(hash: string): Promise<void> {
+  const address = `${scheduler.runtime.url}/console/${hash}`;
+  // Only the hash would change: the browser would not load the page again.
+  if (page.url() === address) await page.reload();
+  else await page.goto(address);
+  const key = page.getByLabel('API key');
+  await Promise.race([key.waitFor(), page.getByRole('navigation', { name: 'Main' }).waitFor()]);
+  if (await key.isVisible()) {
+    await key.fill(scheduler.apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+}
+
+async function createJob(overrides: Record<string, unknown>): Promise<{ jobId: string; name: string }> {
+  const response = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, overrides));
+  expect(response.status).toBe(201);
+  return response.body.job;
+}
+
+beforeAll(async () => {
+  scheduler = await startScheduler({ workerConcurrency: 2 });
+  target = await startTarget();
+  failing = await startTarget(() => ({ status: 400, body: '{"error":"bad invoice"}' }));
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: { width: 1280, height: 860 }, timezoneId: 'America/New_York', locale: 'en-US' });
+  context.setDefaultTimeout(UI_TIMEOUT);
+  page = await context.newPage();
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await target?.stop();
+  await failing?.stop();
+  await scheduler?.stop();
+}, 120_000);
+
+describe('the web console', () => {
+  it('refuses a wrong key, and after sign-in shows the navigation on every page', async () => {
+    await signIn('key_not-a-key-of-anyone-here');
+    await expect.poll(() => page.getByRole('alert').textContent(), { timeout: UI_TIMEOUT }).toMatch(/not accepted/);
+    expect(await page.getByRole('navigation', { name: 'Main' }).count()).toBe(0);
+    await screenshot(page, 'sign-in');
+
+    await page.getByLabel('API key').fill(scheduler.apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    for (const link of ['Jobs', 'Dead runs', 'Health', 'New job']) await nav.getByRole('link', { name: link, exact: true }).waitFor();
+    // The key is kept for the session only, never in the address.
+    expect(page.url()).not.toContain(scheduler.apiKey);
+    expect(await page.evaluate('sessionStorage.length')).toBe(1);
+    for (const link of ['Dead runs', 'Health', 'New job', 'Jobs']) {
+      await nav.getByRole('link', { name: link, exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: link }).waitFor();
+      expect(await nav.getByRole('link', { name: 'Jobs', exact: true }).isVisible()).toBe(true);
+    }
+  });
+
+  it('finds a job by a name prefix and a status, and opens it', async () => {
+    const cron = { kind: 'cron', expression: '30 2 * * *', timezone: 'Europe/Paris' };
+    const invoices = await createJob({ name: 'invoices-nightly', type: 'billing', schedule: cron });
+    await createJob({ name: 'reports-weekly', type: 'reports', schedule: { kind: 'cron', expression: '0 9 * * MON', timezone: 'UTC' } });
+    await createJob({ name: 'invoices-eu', type: 'billing', schedule: { kind: 'delay', seconds: 3600 } });
+    await visit('#/jobs');
+    const table = page.getByRole('table', { name: /Jobs/ });
+    await table.getByRole('link', { name: 'reports-weekly' }).waitFor();
+    await screenshot(page, 'jobs');
+
+    await page.getByLabel('Search jobs').fill('invoices-n');
+    await expect.poll(() => table.getByRole('link').allTextContents(), { timeout: UI_TIMEOUT }).toEqual(['invoices-nightly']);
+    // The schedule in words with its zone.
+    expect(await table.textContent()).toContain('Europe/Paris');
+    await page.getByLabel('Search jobs').fill('invoices');
+    await expect.poll(() => table.getByRole('link', { name: /^invoices/ }).count(), { timeout: UI_TIMEOUT }).toBe(2);
+    await page.getByLabel('Status').selectOption('PAUSED');
+    await page.getByText('No jobs match.').waitFor();
+    await page.getByLabel('Status').selectOption('ACTIVE');
+    await page.getByLabel('Search jobs').fill('invoices-n');
+    await table.getByRole('link', { name: 'invoices-nightly' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Job invoices-nightly' }).waitFor();
+    expect(page.url()).toContain(invoices.jobId);
+    // Next fire times in the job's zone and the viewer's.
+    const fireTimes = page.getByRole('table', { name: /In the job's zone \(Europe\/Paris\) and yours \(America\/New_York\)/ });
+    await fireTimes.waitFor();
+    expect(await fireTimes.locator('tbody tr').count()).toBe(5);
+    expect(await fireTimes.locator('tbody tr').first().textContent()).toMatch(/02:30:00 GMT\+1.*(EST|GMT-5)/);
+  });
+
+  it('follows a run from queued to succeeded without a reload, and pauses, resumes and triggers the job', async () => {
+    const job = await createJob({ name: 'follow-me', schedule: { kind: 'delay', seconds: 6 } });
+    await visit(`#/jobs/${job.jobId}`);
+    await page.getByRole('heading', { level: 1, name: 'Job follow-me' }).waitFor();
+    await page.evaluate('window.notReloaded = true');
+    const runs = page.locator('#runs-table');
+    await expect.poll(() => runs.locator('[data-run-status]').first().textContent(), { timeout: UI_TIMEOUT }).toBe('queued');
+    await screenshot(page, 'job');
+    await expect.poll(() => runs.locator('[data-run-status]').first().textContent(), { timeout: 60_000 }).toBe('succeeded');
+    expect(await page.evaluate('window.notReloaded')).toBe(true);
+    expect(target.calls.length).toBeGreaterThanOrEqual(1);
+
+    const cron = await createJob({ name: 'pausable', schedule: { kind: 'cron', expression: '*/5 * * * *', timezone: 'Asia/Tokyo' } });
+    await visit(`#/jobs/${cron.jobId}`);
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await expect.poll(() => page.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('paused');
+    expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.status).toBe('PAUSED');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await expect.poll(() => page.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('active');
+    expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.status).toBe('ACTIVE');
+
+    const before = target.calls.length;
+    await page.getByRole('button', { name: 'Trigger now' }).click();
+    await expect.poll(() => page.locator('#runs-table [data-run-status]').allTextContents(), { timeout: 60_000 }).toContain('succeeded');
+    expect(target.calls.length).toBeGreaterThan(before);
+
+    await page.getByRole('button', { name: 'Delete' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('Delete job pausable?');
+    await dialog.getByRole('button', { name: 'Delete job' }).click();
+    await expect.poll(() => page.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('cancelled');
+    expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.status).toBe('CANCELLED');
+  });
+
+  it('creates a cron job through the form, with the preview following the expression and zone, and the API\'s errors beside the fields', async () => {
+    await visit('#/new');
+    await page.getByRole('heading', { level: 1, name: 'New job' }).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('from-the-form');
+    await page.getByLabel('Type', { exact: true }).fill('forms');
+    await page.getByLabel('Cron expression').fill('0 12 * * *');
+    await page.getByLabel('Time zone').fill('Asia/Kolkata');
+    const preview = page.getByRole('list', { name: 'Next fire times' });
+    await expect.poll(async () => (await preview.textContent()) ?? '', { timeout: UI_TIMEOUT }).toMatch(/12:00:00 GMT\+5:30/);
+    expect(await preview.getByRole('listitem').count()).toBe(5);
+    await page.getByLabel('Time zone').fill('Europe/Berlin');
+    await expect.poll(async () => (await preview.textContent()) ?? '', { timeout: UI_TIMEOUT }).toMatch(/12:00:00 GMT\+1/);
+
+    // The API's own validation error, beside the field it names.
+    await page.getByLabel('Cron expression').fill('0 24 * * *');
+    const expressionError = page.locator('[data-field="schedule.expression"] .field-error');
+    await expect.poll(async () => (await expressionError.textContent()) ?? '', { timeout: UI_TIMEOUT }).toMatch(/hour/i);
+    await page.getByLabel('Cron expression').fill('0 12 * * *');
+    await expect.poll(async () => (await preview.textContent()) ?? '', { timeout: UI_TIMEOUT }).toMatch(/12:00:00 GMT\+1/);
+    expect(await expressionError.textContent()).toBe('');
+    await page.getByLabel('Target URL').fill('ftp://nowhere');
+    await page.getByRole('button', { name: 'Create job' }).click();
+    await expect.poll(async () => (await page.locator('[data-field="target.url"] .field-error').textContent()) ?? '', { timeout: UI_TIMEOUT }).not.toBe('');
+    expect(await page.getByLabel('Target URL').getAttribute('aria-invalid')).toBe('true');
+    await screenshot(page, 'new-job');
+
+    await page.getByLabel('Target URL').fill(target.url);
+    await page.getByRole('button', { name: 'Create job' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Job from-the-form' }).waitFor();
+    const listed = await scheduler.api('GET', '/v1/jobs?limit=100');
+    const created = listed.body.items.find((job: { name: string }) => job.name === 'from-the-form');
+    expect(created.schedule).toEqual({ kind: 'cron', expression: '0 12 * * *', timezone: 'Europe/Berlin' });
+  });
+
+  it('replays a dead run from the dead runs page, one and the selected ones after a confirmation that says how many', async () => {
+    const dead = await Promise.all(['dead-a', 'dead-b', 'dead-c'].map((name) => scheduler.api('POST', '/v1/jobs', jobBody(failing.url, { name, retryPolicy: { maxAttempts: 1, initialDelaySeconds: 1, maxDelaySeconds: 1 } }))));
+    const jobIds = dead.map((response) => response.body.job.jobId as string);
+    await eventually(() => scheduler.api('GET', '/v1/dead-runs?limit=100'), (response) => response.body.items.length === 3, 60_000);
+
+    await visit('#/dead');
+    const table = page.getByRole('table', { name: /Dead runs/ });
+    await expect.poll(() => table.locator('tbody tr').count(), { timeout: UI_TIMEOUT }).toBe(3);
+    await screenshot(page, 'dead-runs');
+    const rows = await scheduler.api('GET', '/v1/dead-runs?limit=100');
+    const [first, second, third] = rows.body.items.map((run: { runId: string }) => run.runId);
+
+    await page.getByRole('button', { name: `Replay run ${first}` }).click();
+    await expect.poll(() => table.locator('tbody tr').count(), { timeout: UI_TIMEOUT }).toBe(2);
+
+    await page.getByRole('checkbox', { name: `Select run ${second}` }).check();
+    await page.getByRole('checkbox', { name: `Select run ${third}` }).check();
+    await page.getByRole('button', { name: 'Replay selected (2)' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('Replay 2 dead runs?');
+    await dialog.getByRole('button', { name: 'Replay 2' }).click();
+    await page.getByText('No dead runs.').waitFor();
+
+    // Each was replayed once: a replay run of its occurrence exists for every job.
+    for (const jobId of jobIds) {
+      const runs = await scheduler.api('GET', `/v1/jobs/${jobId}/runs`);
+      expect(runs.body.items.filter((run: { trigger: string }) => run.trigger === 'replay')).toHaveLength(1);
+    }
+  });
+
+  it('shows a run: its timeline, error, lease, fencing token and delivery, and Replay when it is dead', async () => {
+    const response = await scheduler.api('POST', '/v1/jobs', jobBody(failing.url, { name: 'dead-to-view', retryPolicy: { maxAttempts: 1, initialDelaySeconds: 1, maxDelaySeconds: 1 } }));
+    const jobId = response.body.job.jobId as string;
+    const deadRun = await eventually(() => scheduler.api('GET', `/v1/jobs/${jobId}/runs`), (runs) => runs.body.items[0]?.status === 'DEAD', 60_000);
+    const run = deadRun.body.items[0];
+    await visit(`#/runs/${run.runId}`);
+    await page.getByRole('heading', { level: 1, name: `Run ${run.runId}` }).waitFor();
+    const timeline = page.getByRole('list', { name: 'Timeline' });
+    await timeline.waitFor();
+    expect(await timeline.getByRole('listitem').count()).toBe(4);
+    expect(await timeline.textContent()).toContain('Outcome: dead');
+    const facts = await page.locator('dl.definition').textContent();
+    expect(facts).toContain('HTTP_400');
+    expect(facts).toContain(`${1_000_000 + run.version}`);
+    expect(facts).toContain('at-least-once');
+    expect(facts).toContain(run.leaseOwner ?? '—');
+    expect(await page.getByRole('button', { name: 'Cancel' }).isVisible()).toBe(false);
+    await screenshot(page, 'run');
+    await page.getByRole('button', { name: 'Replay' }).click();
+    await page.waitForURL(/#\/runs\//);
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent(), { timeout: UI_TIMEOUT }).not.toBe(`Run ${run.runId}`);
+    expect(await page.getByRole('list', { name: 'Timeline' }).textContent()).toContain('trigger: replay');
+  });
+
+  it('shows the health charts, queue depths and the ticker in the words of GET /v1/health', async () => {
+    await scheduler.runtime.tickNow();
+    await visit('#/health');
+    await page.getByRole('heading', { level: 2, name: /^status: (ok|degraded)$/ }).waitFor();
+    for (const name of ['Start lag p50 and p99 per minute', 'Runs per minute', 'Success rate per minute']) {
+      const figure = page.getByRole('figure', { name });
+      await figure.locator('canvas').waitFor();
+    }
+    const text = (await page.locator('main').textContent()) ?? '';
+    expect(text).toContain('successRate');
+    expect(text).toContain('startLagMs p50 / p95 / p99');
+    expect(await page.getByRole('table', { name: 'Queue depths by pool and lane' }).locator('tbody tr').count()).toBeGreaterThanOrEqual(2);
+    expect(await page.locator('#ticker-last').textContent()).toMatch(/lastCompletedAt: \d{4}-\d\d-\d\d/);
+    await screenshot(page, 'health');
+  });
+
+  it('is readable at a phone width: no sideways scrolling, the navigation and tables on screen', async () => {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, timezoneId: 'Europe/London' });
+    phone.setDefaultTimeout(UI_TIMEOUT);
+    const small = await phone.newPage();
+    await small.goto(`${scheduler.runtime.url}/console/`);
+    await small.getByLabel('API key').fill(scheduler.apiKey);
+    await small.keyboard.press('Enter');
+    await small.getByRole('table', { name: /Jobs/ }).waitFor();
+    expect(await small.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+    expect(await small.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Health' }).isVisible()).toBe(true);
+    await screenshot(small, 'jobs-phone');
+    await phone.close();
+  });
+});
