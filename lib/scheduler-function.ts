@@ -19,7 +19,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 export interface SchedulerFunctionProps {
   /** Folder under lambdas/ whose handler.ts is the entry point. */
-  readonly entry: 'api' | 'worker' | 'ticker' | 'authorizer';
+  readonly entry: 'api' | 'worker' | 'ticker' | 'authorizer' | 'console';
   readonly description: string;
   readonly timeout: Duration;
   readonly memorySize?: number;
@@ -32,6 +32,8 @@ export interface SchedulerFunctionProps {
    * which Node reads at start: targets whose certificates a private CA signed are trusted too.
    */
   readonly extraCaBundle?: string;
+  /** Shell commands that add files to the bundle once esbuild has written it into `outputDir`. */
+  readonly addToBundle?: (outputDir: string) => string[];
 }
 
 /** The VPC, subnets and security groups of the worker functions. */
@@ -101,12 +103,15 @@ export class SchedulerFunction extends Construct {
         sourceMap: true,
         // Bundle the AWS SDK too: a pinned SDK, and faster cold starts than the runtime's copy.
         externalModules: [],
-        ...(caBundle
+        ...(caBundle || props.addToBundle
           ? {
               commandHooks: {
                 beforeBundling: () => [],
                 beforeInstall: () => [],
-                afterBundling: (_inputDir: string, outputDir: string) => [`cp "${caBundle}" "${outputDir}/${EXTRA_CA_BUNDLE_FILE}"`],
+                afterBundling: (_inputDir: string, outputDir: string) => [
+                  ...(caBundle ? [`cp "${caBundle}" "${outputDir}/${EXTRA_CA_BUNDLE_FILE}"`] : []),
+                  ...(props.addToBundle?.(outputDir) ?? []),
+                ],
               },
             }
           : {}),

@@ -16,6 +16,7 @@ import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-a
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
+import { SchedulerConsole } from './console';
 import { SchedulerFunction } from './scheduler-function';
 import type { WorkerNetwork } from './scheduler-function';
 import { SchedulerObservability } from './observability';
@@ -47,6 +48,8 @@ export class SchedulerStack extends Stack {
   readonly ticker: SchedulerFunction;
   readonly authorizer: SchedulerFunction;
   readonly httpApi: HttpApi;
+  /** The web console on the HTTP API's /console routes. */
+  readonly console: SchedulerConsole;
   readonly observability: SchedulerObservability;
 
   constructor(scope: Construct, id: string, props: SchedulerStackProps = {}) {
@@ -225,7 +228,9 @@ export class SchedulerStack extends Stack {
       }),
     });
 
-    applySecuritySettings(this, { httpApi: this.httpApi, functions: [this.api, ...Object.values(this.workers), this.ticker, this.authorizer], metricsReader: this.api, logRetentionDays: config.logRetentionDays });
+    this.console = new SchedulerConsole(this, 'Console', { httpApi: this.httpApi, logRetentionDays: config.logRetentionDays });
+
+    applySecuritySettings(this, { httpApi: this.httpApi, functions: [this.api, ...Object.values(this.workers), this.ticker, this.authorizer, this.console.function], metricsReader: this.api, logRetentionDays: config.logRetentionDays });
 
     // Dashboard and alarms (docs/operations.md#dashboard, #alarms).
     this.observability = new SchedulerObservability(this, 'Observability', {
@@ -239,6 +244,7 @@ export class SchedulerStack extends Stack {
     });
 
     new CfnOutput(this, 'ApiUrl', { value: this.httpApi.apiEndpoint });
+    new CfnOutput(this, 'ConsoleUrl', { value: this.console.url });
     new CfnOutput(this, 'JobsTableName', { value: jobsTable.tableName });
     new CfnOutput(this, 'DispatchDlqUrl', { value: dispatchDlq.queueUrl });
     new CfnOutput(this, 'DispatchQueueUrl', { value: dispatchQueue.queueUrl });

@@ -26,6 +26,26 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'referrer-policy': 'no-referrer',
 };
 
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+};
+
+/** The built files of a directory, read once (the function reads its bundle's console/ at start). */
+export function consoleFilesIn(
+  directory: string,
+  fs: { readdirSync(directory: string): string[]; readFileSync(file: string): Uint8Array },
+): Map<string, ConsoleFile> {
+  const files = new Map<string, ConsoleFile>();
+  for (const name of fs.readdirSync(directory)) {
+    const contentType = CONTENT_TYPES[name.split('.').pop() ?? ''];
+    if (contentType) files.set(name, { contentType, body: fs.readFileSync(`${directory}/${name}`) });
+  }
+  if (!files.has('index.html')) throw new Error(`no console in ${directory}: the bundle must hold index.html, app.js and app.css`);
+  return files;
+}
+
 export function isConsolePath(path: string): boolean {
   return path === CONSOLE_PATH || path.startsWith(`${CONSOLE_PATH}/`);
 }

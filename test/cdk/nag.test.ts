@@ -39,7 +39,10 @@ describe('cdk-nag AwsSolutions', () => {
     const suppressions = Object.values(resources).flatMap((r) => r.Metadata?.cdk_nag?.rules_to_suppress ?? []);
     expect(suppressions.length).toBeGreaterThan(0);
     for (const { id, reason } of suppressions) expect({ id, long: reason.length >= 60 }).toEqual({ id, long: true });
-    expect(new Set(suppressions.map((s) => s.id))).toEqual(new Set(['AwsSolutions-IAM5', 'AwsSolutions-L1']));
+    expect(new Set(suppressions.map((s) => s.id))).toEqual(new Set(['AwsSolutions-IAM5', 'AwsSolutions-L1', 'AwsSolutions-APIG4']));
+    // Routes without the authorizer: the console's static files only.
+    const open = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route' && r.Metadata?.cdk_nag?.rules_to_suppress?.some((s: { id: string }) => s.id === 'AwsSolutions-APIG4'));
+    expect(open.map((r) => r.Properties.RouteKey as string).every((key) => / \/console(\/|$)/.test(key))).toBe(true);
   });
 
   it('does flag what it should: an unencrypted queue without a DLQ in another stack', () => {
@@ -75,8 +78,8 @@ describe('security settings in the template', () => {
 
   it('gives the functions roles without AWS managed policies', () => {
     const roles = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Role' && JSON.stringify(r.Properties.AssumeRolePolicyDocument).includes('lambda.amazonaws.com'));
-    // The API, worker, ticker and authorizer.
-    expect(roles).toHaveLength(4);
+    // The API, worker, ticker, authorizer and console.
+    expect(roles).toHaveLength(5);
     for (const role of roles) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
   });
 

@@ -248,6 +248,24 @@ describe('wiring', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'ANY /v1/{proxy+}', AuthorizationType: 'CUSTOM', AuthorizerId: { Ref: authorizerId } });
   });
 
+  it('serves the web console on GET /console and below it, without the authorizer, from a function with no grant but its logs', () => {
+    const consoleFunction = functionId('Web console of the job scheduler');
+    const integration = Object.entries(resources).find(
+      ([, r]) => r.Type === 'AWS::ApiGatewayV2::Integration' && JSON.stringify(r.Properties.IntegrationUri).includes(consoleFunction),
+    );
+    expect(integration).toBeDefined();
+    for (const routeKey of ['GET /console', 'HEAD /console', 'GET /console/{proxy+}', 'HEAD /console/{proxy+}']) {
+      template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: routeKey, AuthorizationType: 'NONE', Target: { 'Fn::Join': ['', ['integrations/', { Ref: integration![0] }]] } });
+    }
+    const routes = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route').map((r) => r.Properties.RouteKey as string);
+    expect(routes.filter((key) => key.includes('console')).sort()).toEqual(['GET /console', 'GET /console/{proxy+}', 'HEAD /console', 'HEAD /console/{proxy+}']);
+    const role = resources[consoleFunction]!.Properties.Role['Fn::GetAtt'][0] as string;
+    const policies = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(role));
+    const actions = policies.flatMap((p) => p.Properties.PolicyDocument.Statement.flatMap((st: { Action: string | string[] }) => [st.Action].flat()));
+    expect(actions.every((action) => action.startsWith('logs:'))).toBe(true);
+    expect(template.toJSON().Outputs.ConsoleUrl).toBeDefined();
+  });
+
   it('routes every /v1 path of the HTTP API to the API function', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'ANY /v1/{proxy+}' });
     template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
