@@ -6,7 +6,7 @@ import { consoleFilesIn, serveConsole } from './app';
 
 const files = consoleFilesIn(path.join(__dirname, 'console'), { readdirSync, readFileSync });
 
-export const handler = async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
+export const handler = (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
   const answer = serveConsole(files, event.requestContext.http.method, event.rawPath);
-  return { statusCode: answer.statusCode, headers: answer.headers, body: typeof answer.body === 'string' ? answer.body : Buffer.from(answer.body).toString('utf8'), isBase64Encoded: false };
+  return Promise.resolve({ statusCode: answer.statusCode, headers: answer.headers, body: typeof answer.body === 'string' ? answer.body : Buffer.from(answer.body).toString('utf8'), isBase64Encoded: false });
 };
