@@ -158,21 +158,21 @@ export async function listJobs(filter: JobFilter, cursor?: string): Promise<Page
   const filtering = (filter.name && clientSideFilters.has('name')) || ((filter.labels?.length ?? 0) > 0 && clientSideFilters.has('label'));
   try {
     if (!filtering) return await request<Page<Job>>('GET', `/jobs${query({ ...serverParams(), limit: 20, cursor })}`);
+    const items: Job[] = [];
+    let next: string | null | undefined = cursor;
+    for (let pages = 0; pages < CLIENT_FILTER_PAGES; pages++) {
+      const page: Page<Job> = await request<Page<Job>>('GET', `/jobs${query({ ...serverParams(), limit: 100, cursor: next ?? undefined })}`);
+      items.push(...page.items.filter((job) => matches(job, filter)));
+      next = page.nextCursor;
+      if (!next || items.length >= 20) break;
+    }
+    return { items, nextCursor: next ?? null };
   } catch (error) {
-    const refused = refusedFilters(error);
+    const refused = refusedFilters(error).filter((name) => !clientSideFilters.has(name));
     if (refused.length === 0) throw error;
     for (const name of refused) clientSideFilters.add(name);
     return listJobs(filter, cursor);
   }
-  const items: Job[] = [];
-  let next: string | null | undefined = cursor;
-  for (let pages = 0; pages < CLIENT_FILTER_PAGES; pages++) {
-    const page: Page<Job> = await request<Page<Job>>('GET', `/jobs${query({ ...serverParams(), limit: 100, cursor: next ?? undefined })}`);
-    items.push(...page.items.filter((job) => matches(job, filter)));
-    next = page.nextCursor;
-    if (!next || items.length >= 20) break;
-  }
-  return { items, nextCursor: next ?? null };
 }
 
 function refusedFilters(error: unknown): ('name' | 'label')[] {

@@ -3,6 +3,8 @@ import cronstrue from 'cronstrue';
 import type { Schedule } from './api';
 import { h } from './dom';
 
+export { daylightSavingNotes } from './daylight-saving';
+
 export const viewerZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
@@ -35,17 +37,6 @@ export function timeText(iso: string, zone = viewerZone): string {
 export function time(iso: string | null | undefined, zone = viewerZone): HTMLElement | string {
   if (!iso) return '—';
   return h('time', { datetime: iso, title: iso }, timeText(iso, zone));
-}
-
-/** The zone's offset from UTC at an instant, e.g. `GMT+02:00`. */
-export function offsetAt(iso: string, zone: string): string {
-  const part = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' }).formatToParts(new Date(iso)).find((p) => p.type === 'timeZoneName');
-  return part?.value ?? '';
-}
-
-/** The wall-clock time of day in the zone, `HH:MM`. */
-export function wallTime(iso: string, zone: string): string {
-  return new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(new Date(iso));
 }
 
 export function duration(ms: number | null): string {
@@ -83,25 +74,4 @@ export function scheduleText(schedule: Schedule): string {
 
 export function zoneOf(schedule: Schedule): string {
   return schedule.kind === 'cron' ? (schedule.timezone ?? 'UTC') : 'UTC';
-}
-
-/**
- * Notes where a daylight-saving change falls among the fire times: the offset differs from the
- * previous one. A fixed-time cron whose wall time moved (a gap) or a step in the times is named.
- */
-export function daylightSavingNotes(fireTimes: readonly string[], zone: string): (string | null)[] {
-  // A fixed-time schedule fires at one wall time; one fire time off it was moved by a change.
-  const walls = fireTimes.map((fire) => wallTime(fire, zone));
-  const counts = new Map<string, number>();
-  for (const wall of walls) counts.set(wall, (counts.get(wall) ?? 0) + 1);
-  const usual = [...counts.entries()].find(([, count]) => count >= walls.length - 1 && walls.length > 2)?.[0];
-  return fireTimes.map((fire, index) => {
-    const previous = fireTimes[index - 1];
-    const notes: string[] = [];
-    if (previous && offsetAt(previous, zone) !== offsetAt(fire, zone)) {
-      notes.push(`Daylight saving changes before this one (${offsetAt(previous, zone)} → ${offsetAt(fire, zone)}): wall times the change skips do not fire, or fire once at its end for a fixed-time schedule; repeated ones fire once.`);
-    }
-    if (usual && walls[index] !== usual) notes.push(`Moved by a daylight-saving change: ${walls[index]} instead of ${usual} wall time.`);
-    return notes.length > 0 ? notes.join(' ') : null;
-  });
 }

@@ -95,6 +95,12 @@ describe('the web console', () => {
     expect(await table.textContent()).toContain('Europe/Paris');
     await page.getByLabel('Search jobs').fill('invoices');
     await expect.poll(() => table.getByRole('link', { name: /^invoices/ }).count(), { timeout: UI_TIMEOUT }).toBe(2);
+    // Labels: until the API filters by them, the console filters the first pages itself and says so.
+    await page.getByLabel('Label').fill('team=billing');
+    await page.getByText('No jobs match.').waitFor();
+    expect(await page.locator('#filter-note').textContent()).toMatch(/does not filter by name or label yet/);
+    await page.getByLabel('Label').fill('');
+    await expect.poll(() => table.getByRole('link', { name: /^invoices/ }).count(), { timeout: UI_TIMEOUT }).toBe(2);
     await page.getByLabel('Status').selectOption('PAUSED');
     await page.getByText('No jobs match.').waitFor();
     await page.getByLabel('Status').selectOption('ACTIVE');
@@ -116,7 +122,6 @@ describe('the web console', () => {
     await page.evaluate('window.notReloaded = true');
     const runs = page.locator('#runs-table');
     await expect.poll(() => runs.locator('[data-run-status]').first().textContent(), { timeout: UI_TIMEOUT }).toBe('queued');
-    await screenshot(page, 'job');
     await expect.poll(() => runs.locator('[data-run-status]').first().textContent(), { timeout: 60_000 }).toBe('succeeded');
     expect(await page.evaluate('window.notReloaded')).toBe(true);
     expect(target.calls.length).toBeGreaterThanOrEqual(1);
@@ -134,6 +139,7 @@ describe('the web console', () => {
     await page.getByRole('button', { name: 'Trigger now' }).click();
     await expect.poll(() => page.locator('#runs-table [data-run-status]').allTextContents(), { timeout: 60_000 }).toContain('succeeded');
     expect(target.calls.length).toBeGreaterThan(before);
+    await screenshot(page, 'job');
 
     await page.getByRole('button', { name: 'Delete' }).click();
     const dialog = page.getByRole('dialog');
@@ -245,6 +251,38 @@ describe('the web console', () => {
     expect(await page.getByRole('table', { name: 'Queue depths by pool and lane' }).locator('tbody tr').count()).toBeGreaterThanOrEqual(2);
     expect(await page.locator('#ticker-last').textContent()).toMatch(/lastCompletedAt: \d{4}-\d\d-\d\d/);
     await screenshot(page, 'health');
+  });
+
+  it('is usable by keyboard: sign in, move through the navigation, act on a job', async () => {
+    const keyboard = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    keyboard.setDefaultTimeout(UI_TIMEOUT);
+    const tab = await keyboard.newPage();
+    await tab.goto(`${scheduler.runtime.url}/console/`);
+    // The key field has the focus on arrival.
+    await tab.keyboard.type(scheduler.apiKey);
+    await tab.keyboard.press('Enter');
+    await tab.getByRole('heading', { level: 1, name: 'Jobs' }).waitFor();
+    const focusedText = () => tab.evaluate('document.activeElement && document.activeElement.textContent');
+    let found = false;
+    // The page's heading has the focus after each navigation; the navigation comes before it.
+    for (let presses = 0; presses < 12 && !found; presses++) {
+      await tab.keyboard.press('Shift+Tab');
+      found = (await focusedText()) === 'Health';
+    }
+    expect(found).toBe(true);
+    await tab.keyboard.press('Enter');
+    await tab.getByRole('heading', { level: 1, name: 'Health' }).waitFor();
+
+    const job = await createJob({ name: 'by-keyboard', schedule: { kind: 'cron', expression: '0 6 * * *', timezone: 'UTC' } });
+    await tab.goto(`${scheduler.runtime.url}/console/#/jobs/${job.jobId}`);
+    await tab.getByRole('button', { name: 'Pause' }).focus();
+    await tab.keyboard.press('Enter');
+    await expect.poll(() => tab.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('paused');
+    // The focus stays with the actions: Enter again resumes.
+    expect(await focusedText()).toBe('Resume');
+    await tab.keyboard.press('Enter');
+    await expect.poll(() => tab.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('active');
+    await keyboard.close();
   });
 
   it('is readable at a phone width: no sideways scrolling, the navigation and tables on screen', async () => {

@@ -126,7 +126,10 @@ export const jobPage: Page = async (context) => {
     body.replaceChildren(actions(job, context, refresh), definition(job), await fireTimes(job));
   };
   const refresh = async (): Promise<void> => {
+    const hadFocus = body.contains(document.activeElement) || document.activeElement === document.body;
     await Promise.all([loadJob(), loadRuns()]);
+    // The buttons were drawn again: keep the keyboard in the actions (Pause becomes Resume).
+    if (hadFocus) body.querySelector<HTMLButtonElement>('.actions button:not([hidden])')?.focus();
   };
   await refresh();
   context.every(FOLLOW_MS, () => loadRuns().catch(() => undefined));
