@@ -116,7 +116,8 @@ describe('the web console', () => {
   });
 
   it('follows a run from queued to succeeded without a reload, and pauses, resumes and triggers the job', async () => {
-    const job = await createJob({ name: 'follow-me', schedule: { kind: 'delay', seconds: 6 } });
+    // Queued for 15 s: time enough for the page to load and show it on a loaded machine.
+    const job = await createJob({ name: 'follow-me', schedule: { kind: 'delay', seconds: 15 } });
     await visit(`#/jobs/${job.jobId}`);
     await page.getByRole('heading', { level: 1, name: 'Job follow-me' }).waitFor();
     await page.evaluate('window.notReloaded = true');
@@ -279,7 +280,7 @@ describe('the web console', () => {
     await tab.keyboard.press('Enter');
     await expect.poll(() => tab.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('paused');
     // The focus stays with the actions: Enter again resumes.
-    expect(await focusedText()).toBe('Resume');
+    await expect.poll(focusedText, { timeout: UI_TIMEOUT }).toBe('Resume');
     await tab.keyboard.press('Enter');
     await expect.poll(() => tab.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('active');
     await keyboard.close();
