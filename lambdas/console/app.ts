@@ -55,8 +55,8 @@ export function serveConsole(files: ReadonlyMap<string, ConsoleFile>, method: st
   if (method !== 'GET' && method !== 'HEAD') {
     return { statusCode: 405, headers: { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }, body: 'Method not allowed' };
   }
-  // The pages resolve app.js and the API's /v1 relative to /console/.
-  if (path === CONSOLE_PATH) return { statusCode: 301, headers: { location: `${CONSOLE_PATH}/` }, body: '' };
+  // The page names its files by absolute path, so `/console` and `/console/` both serve it: a
+  // gateway may hand either to the function for either address (MiniStack passes `/console`).
   const name = path.slice(CONSOLE_PATH.length + 1) || 'index.html';
   const file = files.get(name);
   if (!file) return { statusCode: 404, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'Not found' };

@@ -289,6 +289,16 @@ async function main(): Promise<number> {
         row.detail = `${delivered.length} event(s) on the rule's queue`;
       }),
       scenario('routes: every route answers as the HTTP contract says', (row) => routes(api, target!, row)),
+      scenario('console: its page and files on /console, without a key (decision 0105)', async (row) => {
+        const page = await api('GET', '/console/', undefined, { authorization: '' });
+        check(page.status === 200 && String(page.headers['content-type']).startsWith('text/html') && String(page.body).includes('src="/console/app.js"'), `GET /console/: ${page.status} ${String(page.body).slice(0, 200)}`);
+        check(String(page.headers['content-security-policy']).includes("connect-src 'self'"), 'no content security policy');
+        const script = await api('GET', '/console/app.js', undefined, { authorization: '' });
+        check(script.status === 200 && String(script.headers['content-type']).startsWith('text/javascript'), `GET /console/app.js: ${script.status}`);
+        const missing = await api('GET', '/console/nothing.js', undefined, { authorization: '' });
+        check(missing.status === 404, `GET /console/nothing.js: ${missing.status}`);
+        row.detail = `${String(script.body).length} characters of script`;
+      }),
       scenario('a revoked key is refused once the authorizer cache expires', async (row) => {
         const issued = await admin(['key', 'issue', 'deploy-test']);
         check(issued.code === 0, `key issue: ${issued.stderr}`);
