@@ -43,8 +43,7 @@ export default defineConfig({
           // The web console in headless Chromium (Debian's package) against the local runtime.
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
-          globalSetup: ['test/integration/global-setup.ts'],
-          setupFiles: ['test/integration/support/access-log-setup.ts'],
+          globalSetup: ['test/browser/global-setup.ts'],
           sequence: { groupOrder: 0 },
           env: { POWERTOOLS_LOG_LEVEL: 'WARN' },
           // A page waits for runs on two loaded cores.
