@@ -12,6 +12,7 @@ import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } f
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
 import { DEFAULT_POOL_NAME, lowLaneConcurrency, validatePools, workerConsumer } from '../lambdas/store/schema';
+import { PUBLIC_ROUTES } from '../lambdas/api/routes';
 import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-allowlist';
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
@@ -222,6 +223,12 @@ export class SchedulerStack extends Stack {
         resultsCacheTtl: Duration.seconds(AUTHORIZER_CACHE_SECONDS),
       }),
     });
+
+    // The API's own contract is public (lambdas/api/routes.ts: PUBLIC_ROUTES): these more specific
+    // routes take precedence over {proxy+} and carry no authorizer.
+    for (const route of PUBLIC_ROUTES) {
+      this.httpApi.addRoutes({ path: route.path, methods: [route.method as HttpMethod], integration: new HttpLambdaIntegration(`Public${route.path.replace(/[^A-Za-z0-9]/g, '')}`, this.api.fn) });
+    }
 
     applySecuritySettings(this, { httpApi: this.httpApi, functions: [this.api, ...Object.values(this.workers), this.ticker, this.authorizer], metricsReader: this.api, logRetentionDays: config.logRetentionDays });
 

@@ -12,9 +12,17 @@ import { isTerminal } from '../domain/run';
 import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
 import { ValidationError } from '../core/errors';
 import { NO_JOB_TYPE } from '../core/metrics';
-import { RUNS_BY_JOB_INDEX, RUNS_CLAIM_INDEX, RUNS_DEAD_INDEX, RUNS_TIME_INDEX } from './schema';
+import { RUNS_BY_JOB_INDEX, RUNS_BY_TENANT_INDEX, RUNS_CLAIM_INDEX, RUNS_DEAD_INDEX, RUNS_TIME_INDEX } from './schema';
+import { readIndexedPage } from './indexed-page';
 import type { Item, RunItemExtras } from './keys';
 import { backfillRemainingOf, budgetFromOf, checkpointOf, claimSortOf, deadAttributes, decodeCursor, effectKey, encodeCursor, gateAttributes, gateKeyOf, itemToRun, payloadOverrideOf, PROGRESS_ATTRIBUTE, RESULT_ATTRIBUTE, RUN_PK_PREFIX, runIdOfClaimSort, runKey, runToItem } from './keys';
+
+/** Filters of a run listing: a status, and the occurrence time from (inclusive) to (exclusive), as UTC ISO instants. */
+export interface RunFilter {
+  readonly status?: RunStatus;
+  readonly from?: string;
+  readonly to?: string;
+}
 
 export interface DeadFilter {
   readonly jobId?: string;
@@ -850,21 +858,45 @@ export class RunsRepository {
     }
   }
 
-  /** The runs of a job, newest occurrence and attempt first. */
-  async listByJob(jobId: string, limit: number, cursor?: string): Promise<Page<Run>> {
-    const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
-      new QueryCommand({
+  /**
+   * The runs of a job, newest occurrence and attempt first; `from`/`to` bound the occurrence time
+   * (the index's sort key), `status` is kept from the runs read (decision 0095).
+   */
+  async listByJob(jobId: string, limit: number, cursor?: string, filter: RunFilter = {}): Promise<Page<Run>> {
+    return this.listThroughIndex(RUNS_BY_JOB_INDEX, 'jobId', jobId, 'jobSort', limit, filter, cursor);
+  }
+
+  /** The tenant's runs, newest occurrence first, filtered as listByJob's (decision 0095). */
+  async listByTenant(tenantId: string, limit: number, filter: RunFilter = {}, cursor?: string): Promise<Page<Run>> {
+    return this.listThroughIndex(RUNS_BY_TENANT_INDEX, 'tenantId', tenantId, 'tenantRunSort', limit, filter, cursor);
+  }
+
+  private async listThroughIndex(indexName: string, partitionKey: string, partition: string, sortKey: string, limit: number, filter: RunFilter, cursor?: string): Promise<Page<Run>> {
+    const page = await readIndexedPage(
+      this.dynamo,
+      {
         TableName: this.tableName,
-        IndexName: RUNS_BY_JOB_INDEX,
-        KeyConditionExpression: '#jobId = :jobId',
-        ExpressionAttributeNames: { '#jobId': 'jobId' },
-        ExpressionAttributeValues: { ':jobId': jobId },
+        IndexName: indexName,
+        KeyConditionExpression: '#partition = :partition AND #sort BETWEEN :from AND :to',
+        ExpressionAttributeNames: { '#partition': partitionKey, '#sort': sortKey },
+        // Sort keys start with the occurrence time: `to` is exclusive, so the bound stops before it.
+        ExpressionAttributeValues: { ':partition': partition, ':from': filter.from ?? '0000', ':to': filter.to ?? '9999~' },
         ScanIndexForward: false,
-        Limit: limit,
-        ExclusiveStartKey: cursor ? decodeCursorOrThrow(cursor, { jobId }) : undefined,
-      }),
+      },
+      {
+        limit,
+        start: cursor ? decodeCursorOrThrow(cursor, { [partitionKey]: partition }, sortKey) : undefined,
+        keyOf: (entry) => ({ pk: entry.pk, sk: entry.sk, [partitionKey]: entry[partitionKey], [sortKey]: entry[sortKey] }),
+        load: async (entries) => {
+          const runs = await this.inKeyOrder(entries);
+          const byId = new Map(runs.map((run) => [`${RUN_PK_PREFIX}${run.runId}`, run]));
+          return entries.map((entry) => byId.get(String(entry.pk)) ?? null);
+        },
+        keep: (run) => filter.status === undefined || run.status === filter.status,
+        filtered: filter.status !== undefined,
+      },
     );
-    return { items: await this.inKeyOrder(items), nextCursor: encodeCursor(last) };
+    return { items: page.items, nextCursor: encodeCursor(page.next) };
   }
 }
 
@@ -881,8 +913,8 @@ function whyNotLeased(item: Item | undefined, now: string, nowMs: number): Lease
   return { kind: 'held', run };
 }
 
-export function decodeCursorOrThrow(cursor: string, expect: Record<string, string>): Record<string, unknown> {
-  const key = decodeCursor(cursor, expect);
+export function decodeCursorOrThrow(cursor: string, expect: Record<string, string>, sortKey?: string): Record<string, unknown> {
+  const key = decodeCursor(cursor, expect, sortKey);
   if (!key) throw new ValidationError('Invalid cursor', [{ path: 'cursor', message: 'is not a cursor this listing returned' }]);
   return key;
 }
