@@ -11,6 +11,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
+import { NagSuppressions } from 'cdk-nag';
 import { DEFAULT_POOL_NAME, lowLaneConcurrency, validatePools, workerConsumer } from '../lambdas/store/schema';
 import { PUBLIC_ROUTES } from '../lambdas/api/routes';
 import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-allowlist';
@@ -227,7 +228,8 @@ export class SchedulerStack extends Stack {
     // The API's own contract is public (lambdas/api/routes.ts: PUBLIC_ROUTES): these more specific
     // routes take precedence over {proxy+} and carry no authorizer.
     for (const route of PUBLIC_ROUTES) {
-      this.httpApi.addRoutes({ path: route.path, methods: [route.method as HttpMethod], integration: new HttpLambdaIntegration(`Public${route.path.replace(/[^A-Za-z0-9]/g, '')}`, this.api.fn) });
+      const routes = this.httpApi.addRoutes({ path: route.path, methods: [route.method as HttpMethod], integration: new HttpLambdaIntegration(`Public${route.path.replace(/[^A-Za-z0-9]/g, '')}`, this.api.fn) });
+      NagSuppressions.addResourceSuppressions(routes, [{ id: 'AwsSolutions-APIG4', reason: `${route.method} ${route.path} is the API's public contract (its OpenAPI document): it reads nothing of any tenant.` }], true);
     }
 
     applySecuritySettings(this, { httpApi: this.httpApi, functions: [this.api, ...Object.values(this.workers), this.ticker, this.authorizer], metricsReader: this.api, logRetentionDays: config.logRetentionDays });

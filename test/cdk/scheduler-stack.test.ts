@@ -69,7 +69,7 @@ describe('storage', () => {
       expect(table.Properties.Replicas[0].DeletionProtectionEnabled).toBe(true);
     }
     const indexNames = tables.flatMap((t) => (t.Properties.GlobalSecondaryIndexes as { IndexName: string }[]).map((i) => i.IndexName)).sort();
-    expect(indexNames).toEqual(['byJobKeys', 'byNextRun', 'byTenant', 'claimable', 'deadByTenant', 'timeIndex']);
+    expect(indexNames).toEqual(['byJobKeys', 'byNextRun', 'byTenant', 'byTenantKeys', 'byTenantName', 'byTenantStatus', 'byTenantType', 'claimable', 'deadByTenant', 'timeIndex']);
     template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
       GlobalSecondaryIndexes: Match.arrayWith([
         Match.objectLike({
