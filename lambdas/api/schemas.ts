@@ -169,6 +169,7 @@ export const runSchema = z
     delivery: z.enum(DELIVERY_MODES).optional(),
     consumedAt: nullableTimestamp.optional(),
     result: jsonValue.optional(),
+    replayedAs: z.string().optional().meta({ description: 'The run that replayed this one, once replayed.' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })
