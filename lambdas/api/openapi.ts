@@ -130,7 +130,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
   const problem = collector.convert(problemSchema, 'output');
   const gatewayError = collector.convert(gatewayErrorSchema, 'output');
   const problemResponses = Object.fromEntries(
-    (Object.entries(PROBLEM_TYPES) as [string, (typeof PROBLEM_TYPES)[ProblemStatus]][]).map(([status, { title, meaning }]) => [
+    Object.entries<{ title: string; meaning: string }>(PROBLEM_TYPES).map(([status, { title, meaning }]) => [
       problemResponseName(Number(status) as ProblemStatus),
       {
         description: `${title}: ${meaning} Problem type \`${problemTypeOf(title)}\`.`,
