@@ -66,7 +66,10 @@ async function main(): Promise<number> {
       '--no-color',
     ];
     return await new Promise<number>((resolve, reject) => {
-      const child = spawn(binary, args, { stdio: 'inherit' });
+      // Its caches (.hypothesis, .schemathesis) go under .local, not into the work tree.
+      const cwd = path.join(root, '.local', 'schemathesis-run');
+      mkdirSync(cwd, { recursive: true });
+      const child = spawn(binary, args, { stdio: 'inherit', cwd });
       child.on('error', reject);
       child.on('exit', (code) => resolve(code ?? 1));
     });
