@@ -164,8 +164,9 @@ function validateRequest(found: Route, event: ApiEvent, params: Readonly<Record<
   if (!found.body) {
     if (body !== undefined && !EMPTY_BODY.safeParse(body).success) errors.push({ path: '(body)', message: 'this route takes no body (send none, or {})' });
   } else if (body !== undefined || !found.body.required) {
-    // An optional body that did not come is parsed as `{}`, so that its defaults apply.
-    const bodyResult = found.body.schema.safeParse(body ?? {});
+    // An optional body that did not come is parsed as `{}`, so that its defaults apply (a JSON
+    // `null` did come, and is checked as it is).
+    const bodyResult = found.body.schema.safeParse(body === undefined ? {} : body);
     if (bodyResult.success) parsed = bodyResult.data;
     else errors.push(...toFieldErrors(bodyResult.error.issues));
   }

@@ -162,7 +162,11 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       },
       responses: {
         ...problemResponses,
-        Unauthorized: { description: 'No Authorization header (answered by API Gateway).', content: { 'application/json': { schema: gatewayError, example: { message: 'Unauthorized' } } } },
+        Unauthorized: {
+          description: `No Authorization header: API Gateway answers \`{ "message": "Unauthorized" }\`. A request that reaches the API without the authorizer's answer and with no valid key is a problem \`${problemTypeOf('Unauthorized')}\`.`,
+          headers: { 'WWW-Authenticate': { description: '`Bearer`', schema: { type: 'string' } } },
+          content: { 'application/json': { schema: gatewayError, example: { message: 'Unauthorized' } }, 'application/problem+json': { schema: problem } },
+        },
         Forbidden: { description: 'An API key that is unknown or revoked (answered by API Gateway).', content: { 'application/json': { schema: gatewayError, example: { message: 'Forbidden' } } } },
       },
       schemas: Object.fromEntries(Object.entries(collector.components).sort(([a], [b]) => a.localeCompare(b))),

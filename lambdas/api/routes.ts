@@ -15,6 +15,7 @@ import {
   failSchema,
   healthQuery,
   healthReportSchema,
+  heartbeatResponseSchema,
   heartbeatSchema,
   jobDetailSchema,
   jobPageSchema,
@@ -167,7 +168,7 @@ export const ROUTES = {
     tag: 'External workers',
     summary: 'Renew a lease, report progress',
     body: { schema: heartbeatSchema, required: true },
-    responses: { 200: { description: 'The run', schema: runSchema } },
+    responses: { 200: { description: 'The run and its renewed lease', schema: heartbeatResponseSchema } },
     problems: [409, 413, 415],
   },
   completeRun: {

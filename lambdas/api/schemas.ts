@@ -217,6 +217,7 @@ export const jobPageSchema = pageOf(jobViewSchema, 'JobPage');
 export const runPageSchema = pageOf(runSchema, 'RunPage');
 export const createJobResponseSchema = z.strictObject({ job: jobViewSchema, nextRunAt: nullableTimestamp }).meta({ id: 'CreatedJob' });
 export const runResponseSchema = z.strictObject({ run: runSchema }).meta({ id: 'RunAccepted' });
+export const heartbeatResponseSchema = z.strictObject({ run: runSchema, leaseExpiresAt: nullableTimestamp }).meta({ id: 'Heartbeat' });
 export const bulkReplayResponseSchema = z.strictObject({ replayed: z.array(runSchema), remaining: z.boolean() }).meta({ id: 'BulkReplay' });
 export const previewResponseSchema = z.strictObject({ fireTimes: z.array(timestamp) }).meta({ id: 'Preview' });
 export const claimedRunSchema = z
