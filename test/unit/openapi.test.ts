@@ -15,10 +15,12 @@ describe('the OpenAPI document', () => {
     expect(readFileSync(path.join(root, 'docs', 'openapi.json'), 'utf8')).toBe(openApiFileText());
   });
 
-  it('has every route of the router, with its method', () => {
-    const paths = buildOpenApiDocument().paths as Record<string, Record<string, unknown>>;
-    const missing = routerRoutes().filter(({ method, path: template }) => paths[template]?.[method.toLowerCase()] === undefined);
-    expect(missing).toEqual([]);
+  it('has every route of the router, with its method (the document served and the one in docs/)', () => {
+    const committed = JSON.parse(readFileSync(path.join(root, 'docs', 'openapi.json'), 'utf8')) as { paths: Record<string, Record<string, unknown>> };
+    for (const paths of [buildOpenApiDocument().paths as Record<string, Record<string, unknown>>, committed.paths]) {
+      const missing = routerRoutes().filter(({ method, path: template }) => paths[template]?.[method.toLowerCase()] === undefined);
+      expect(missing).toEqual([]);
+    }
     expect(routerRoutes().length).toBeGreaterThan(20);
   });
 
