@@ -129,7 +129,7 @@ describe('least privilege', () => {
     const dlq = dlqIdOf();
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler HTTP API')))).toEqual({
       'dynamodb:GetItem': [jobs, runs].sort(),
-      'dynamodb:BatchGetItem': [runs],
+      'dynamodb:BatchGetItem': [jobs, runs].sort(),
       'dynamodb:Query': [jobs, runs].sort(),
       'dynamodb:PutItem': [jobs, runs].sort(),
       'dynamodb:DeleteItem': [jobs],

@@ -2,7 +2,10 @@
 // and type, the runs of a job or of the tenant by status and time; each filter read from an index
 // (decision 0095), so a page finds its matches within a read budget smaller than the tenant's jobs.
 // And target header values are write-only (item 5). And the public contract (item 1).
+import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobKey, jobLabelKey, runKey } from '../../lambdas/store/keys';
+import { backfillFindingKeys } from '../../scripts/ops/backfill-finding-keys';
 import type { Scheduler } from './harness';
 import { jobBody, startScheduler } from './harness';
 
@@ -254,5 +257,34 @@ describe('the contract', () => {
     expect(Object.keys(document.paths)).toContain('/v1/jobs/{jobId}');
     // Every other route still wants a key.
     expect((await fetch(`${scheduler.runtime.url}/v1/jobs`)).status).toBe(401);
+  });
+});
+
+describe('items written before the finding indexes', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler();
+  });
+  afterAll(() => scheduler.stop());
+
+  it('are found once the backfill has given them the indexes’ keys; a second backfill changes nothing', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { name: 'old-job', type: 'legacy', labels: { team: 'old' }, schedule: { kind: 'delay', seconds: 3600 } }));
+    const jobId: string = created.body.job.jobId;
+    const runId: string = created.body.job.nextRunId;
+    // As an item written before the indexes: no index keys, no label entry.
+    const { dynamo } = scheduler.clients;
+    await dynamo.send(new UpdateCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(jobId), UpdateExpression: 'REMOVE tenantStatus, tenantType' }));
+    await dynamo.send(new DeleteCommand({ TableName: scheduler.config.jobsTable, Key: jobLabelKey(scheduler.tenantId, 'team=old', created.body.job) }));
+    await dynamo.send(new UpdateCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), UpdateExpression: 'REMOVE tenantRunSort' }));
+    const found = async (): Promise<number[]> => [
+      (await scheduler.api('GET', '/v1/jobs?status=ACTIVE')).body.items.length,
+      (await scheduler.api('GET', '/v1/jobs?type=legacy')).body.items.length,
+      (await scheduler.api('GET', '/v1/jobs?label=team=old')).body.items.length,
+      (await scheduler.api('GET', '/v1/runs')).body.items.length,
+    ];
+    expect(await found()).toEqual([0, 0, 0, 0]);
+    expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 1, runs: 1 });
+    expect(await found()).toEqual([1, 1, 1, 1]);
+    expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 0, runs: 0 });
   });
 });
