@@ -19,8 +19,8 @@ export interface NewRun {
   readonly extras: RunItemExtras;
 }
 import { JOBS_BY_TENANT_INDEX, JOBS_NEXT_RUN_INDEX } from './schema';
-import type { Page } from './runs-repository';
-import { decodeCursorOrThrow } from './runs-repository';
+import type { Page } from './page';
+import { decodeCursorOrThrow } from './page';
 import { createRateKey, encodeCursor, idempotencyKey, itemToJob, jobKey, jobNameKey, jobToItem, runToItem, tenantUsageKey } from './keys';
 
 /** Jobs that count against a tenant's active-jobs limit. */
