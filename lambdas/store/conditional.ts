@@ -35,7 +35,7 @@ class OneOf {
   constructor(readonly values: readonly unknown[]) {}
 }
 class AbsentOr {
-  constructor(readonly test: Compare) {}
+  constructor(readonly test: unknown) {}
 }
 
 export const ref = (path: string): Ref => new Ref(path);
@@ -46,8 +46,8 @@ export const exists: Presence = new Presence(true);
 export const absent: Presence = new Presence(false);
 /** One of the values: `#a IN (:v0, :v1)`, or `#a = :v0` for one. */
 export const oneOf = (values: readonly unknown[]): OneOf => new OneOf(values);
-/** The attribute is absent or passes the test (a counter not yet written passes). */
-export const absentOr = (test: Compare): AbsentOr => new AbsentOr(test);
+/** The attribute is absent or passes the test (a counter not yet written passes); a plain value is compared for equality. */
+export const absentOr = (test: unknown): AbsentOr => new AbsentOr(test);
 
 /** What each named attribute must be: a plain value is compared for equality. All must hold. */
 export type Condition = Readonly<Record<string, unknown>>;

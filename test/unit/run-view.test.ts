@@ -55,7 +55,7 @@ describe('a run read from its item', () => {
 
   it('keeps a field a run may lack absent, and reads the replay a run was replayed as', () => {
     const { priority: _p, delivery: _d, consumedAt: _c, result: _r, ...older } = run;
-    const read = itemToRun({ ...runToItem(older as Run), replayedAs: 'job_1.occ.2' });
+    const read = itemToRun({ ...runToItem(older), replayedAs: 'job_1.occ.2' });
     expect(read).toEqual({ ...older, replayedAs: 'job_1.occ.2' });
     expect(Object.keys(read)).not.toContain('priority');
     expect(Object.keys(read)).not.toContain('result');
