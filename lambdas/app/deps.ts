@@ -5,7 +5,11 @@ import type { AwsClients } from '../store/aws';
 import { ApiKeysRepository } from '../store/api-keys-repository';
 import { DispatchQueue, DispatchRouter } from '../store/dispatch-queue';
 import { JobsRepository } from '../store/jobs-repository';
-import { RunsRepository } from '../store/runs-repository';
+import { RunRecords } from '../store/run-records';
+import { RunLeases } from '../store/run-leases';
+import { RunClaims } from '../store/run-claims';
+import { TimeIndex } from '../store/time-index';
+import { DeadRuns } from '../store/dead-runs';
 import { SchedulerStateRepository } from '../store/scheduler-state-repository';
 import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
@@ -24,7 +28,16 @@ import { egressPolicyOf, systemResolver } from '../targets/egress';
 export interface SchedulerDeps {
   readonly config: SchedulerConfig;
   readonly jobs: JobsRepository;
-  readonly runs: RunsRepository;
+  /** Runs as records: reads, a new run, the end of one not yet started. */
+  readonly runs: RunRecords;
+  /** Leases and the outcomes recorded under them, with the effect ledger. */
+  readonly leases: RunLeases;
+  /** External workers' claims of offered runs, and their heartbeats. */
+  readonly claims: RunClaims;
+  /** The ticker's index of runs by time: due runs and check-backs. */
+  readonly timeIndex: TimeIndex;
+  /** Tenants' DEAD runs: counted, listed, replayed. */
+  readonly deadRuns: DeadRuns;
   readonly apiKeys: ApiKeysRepository;
   readonly tenants: TenantsRepository;
   /** Resolves API keys to callers (the authorizer's code, with its cache). */
@@ -71,7 +84,11 @@ export function createDeps(
   return {
     config,
     jobs: new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable),
-    runs: new RunsRepository(clients.dynamo, config.runsTable),
+    runs: new RunRecords(clients.dynamo, config.runsTable),
+    leases: new RunLeases(clients.dynamo, config.runsTable),
+    claims: new RunClaims(clients.dynamo, config.runsTable),
+    timeIndex: new TimeIndex(clients.dynamo, config.runsTable),
+    deadRuns: new DeadRuns(clients.dynamo, config.runsTable),
     apiKeys,
     tenants,
     authenticator: new Authenticator(apiKeys, tenants, config.tenantDefaults, clock),

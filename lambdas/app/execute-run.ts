@@ -10,7 +10,7 @@ import type { AttemptOutcome, Run, RunError } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import { fencingTokenOf } from '../domain/delivery';
 import { leaseCheckAt } from '../domain/time-gate';
-import type { LeaseResult } from '../store/runs-repository';
+import type { LeaseResult } from '../store/run-leases';
 import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
 import type { SchedulerConfig } from '../core/config';
@@ -196,7 +196,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
  */
 function leaseRun(deps: SchedulerDeps, runId: string): Promise<LeaseResult> {
   const now = deps.clock();
-  return deps.runs.lease(runId, { owner: deps.workerId, now, checkBackAt: leaseCheckAt(now, deps.config), shards: deps.config.timeIndexShards });
+  return deps.leases.lease(runId, { owner: deps.workerId, now, checkBackAt: leaseCheckAt(now, deps.config), shards: deps.config.timeIndexShards });
 }
 
 async function executeLeased(
@@ -212,7 +212,7 @@ async function executeLeased(
   if (!job) {
     const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false };
     const now = deps.clock();
-    if ((await deps.runs.finishAttempt(run, { status: 'DEAD', now, error, reason: 'the job no longer exists' }, null)) === 'recorded') {
+    if ((await deps.leases.finishAttempt(run, { status: 'DEAD', now, error, reason: 'the job no longer exists' }, null)) === 'recorded') {
       deps.telemetry.runFinished(run, 'DEAD', now - leasedAt, false);
       logger.info('run finished', { ...runFields(run), status: 'DEAD', durationMs: now - leasedAt, errorCode: error.code });
     }
@@ -279,7 +279,7 @@ async function executeLeased(
 async function passDeliveryGate(deps: SchedulerDeps, job: Job, run: Run): Promise<'call' | ExecuteResult> {
   if (job.delivery === 'exactly-once') return effectGate(deps, run);
   if (job.delivery === 'at-most-once') {
-    if (await deps.runs.consume(run.runId, run.version, deps.clock())) return 'call';
+    if (await deps.leases.consume(run.runId, run.version, deps.clock())) return 'call';
     const now = await deps.runs.get(run.runId);
     logger.warn('at-most-once: lease lost before the attempt was consumed; target not called', { ...runFields(run), status: now?.status });
     return now?.status === 'CANCELLED' ? 'cancelled' : 'fenced';
@@ -289,10 +289,10 @@ async function passDeliveryGate(deps: SchedulerDeps, job: Job, run: Run): Promis
 
 /** Exactly-once: an occurrence whose effect the ledger holds ends SKIPPED, naming the run that recorded it. */
 async function effectGate(deps: SchedulerDeps, run: Run): Promise<'call' | ExecuteResult> {
-  const effect = await deps.runs.effectOf(occurrenceKey(run.jobId, run.scheduledFor));
+  const effect = await deps.leases.effectOf(occurrenceKey(run.jobId, run.scheduledFor));
   if (!effect) return 'call';
   const reason = `exactly-once: the effect of this occurrence was recorded by run ${effect.runId} (attempt ${effect.attempt}); the target is not called again`;
-  const recorded = await deps.runs.complete(run.runId, run.version, { status: 'SKIPPED', now: deps.clock(), error: null, reason });
+  const recorded = await deps.leases.complete(run.runId, run.version, { status: 'SKIPPED', now: deps.clock(), error: null, reason });
   if (recorded === 'fenced') return 'fenced';
   deps.telemetry.runEnded(run, 'SKIPPED', reason);
   return 'skipped';
@@ -308,7 +308,7 @@ async function offerToExternalWorkers(deps: SchedulerDeps, job: Job, run: Run): 
     const gate = await effectGate(deps, run);
     if (gate !== 'call') return gate;
   }
-  if (!(await deps.runs.offer(run, deps.clock()))) return 'fenced';
+  if (!(await deps.claims.offer(run, deps.clock()))) return 'fenced';
   logger.info('run offered to external workers', { ...runFields(run), fencingToken: fencingTokenOf(run) });
   return 'offered';
 }
@@ -330,7 +330,7 @@ async function invokeWithHeartbeat(
   const timer = setInterval(() => {
     void (async () => {
       try {
-        const alive = await deps.runs.heartbeat(run.runId, run.version, deps.clock());
+        const alive = await deps.leases.heartbeat(run.runId, run.version, deps.clock());
         if (!alive) {
           lost = true;
           cancel.abort();
@@ -378,7 +378,7 @@ export async function recordOutcome(
       job.delivery === 'exactly-once'
         ? { occurrence: occurrenceKey(run.jobId, run.scheduledFor), runId: run.runId, attempt: run.attempt, fencingToken: fencingTokenOf(run), recordedAt: new Date(now).toISOString() }
         : undefined;
-    const recorded = await deps.runs.finishAttempt(run, { status: 'SUCCEEDED', now, error: null, reason, result: carried.result }, null, effect ? { effect } : {});
+    const recorded = await deps.leases.finishAttempt(run, { status: 'SUCCEEDED', now, error: null, reason, result: carried.result }, null, effect ? { effect } : {});
     if (recorded === 'effect-exists') logger.warn('exactly-once: another attempt recorded this occurrence\'s effect first; one effect kept', runFields(run));
     return { status: 'SUCCEEDED', recorded: recorded === 'fenced' ? 'fenced' : 'recorded' };
   }
@@ -388,12 +388,12 @@ export async function recordOutcome(
       ? { retry: false as const, delayMs: 0, why: 'at-most-once: a failed attempt is not retried' }
       : decideRetry(job.retryPolicy, { retryable: result.error.retryable, retryAfterSeconds: result.retryAfterSeconds }, run.attempt - budgetFrom + 1, deps.random);
   if (!decision.retry) {
-    const recorded = (await deps.runs.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why }, null)) === 'fenced' ? 'fenced' : 'recorded';
+    const recorded = (await deps.leases.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why }, null)) === 'fenced' ? 'fenced' : 'recorded';
     return { status: 'DEAD', recorded };
   }
   const status: AttemptOutcome = result.timedOut ? 'TIMED_OUT' : 'FAILED';
   const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, carried.checkpoint);
-  const recorded = (await deps.runs.finishAttempt(run, { status, now, error: result.error, reason }, retry)) === 'fenced' ? 'fenced' : 'recorded';
+  const recorded = (await deps.leases.finishAttempt(run, { status, now, error: result.error, reason }, retry)) === 'fenced' ? 'fenced' : 'recorded';
   if (recorded === 'recorded') {
     deps.telemetry.runCreated(retry.run);
     await sendPlanned(deps, retry, now);
@@ -419,7 +419,7 @@ async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: numbe
       ? decideRetry(job.retryPolicy, { retryable: true }, run.attempt - budgetFrom + 1, deps.random)
       : null;
   const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, checkpoint) : null;
-  const recorded = await deps.runs.finishAttempt(
+  const recorded = await deps.leases.finishAttempt(
     run,
     { status: retry ? 'FAILED' : 'DEAD', now, error, reason: decision?.why ?? 'the job no longer exists' },
     retry,

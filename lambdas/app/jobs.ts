@@ -11,7 +11,7 @@ import type { Job, JobSpec, JobStatus, Target } from '../domain/job';
 import { attemptTimeoutSeconds, jobSpecSchema, jobTypeSchema, scheduleSchema } from '../domain/job';
 import type { Run } from '../domain/run';
 import { FIRE_TIME_RANGE, upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
-import type { Page } from '../store/runs-repository';
+import type { Page } from '../store/page';
 import { urlRefusal } from '../targets/address-policy';
 import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
 import { NO_TARGETS_ALLOWED, targetRefusal } from '../domain/target-allowlist';
