@@ -15,6 +15,7 @@ import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
 import { admitRun } from './admit-run';
 import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
 
 /** A message that arrives this close to its run's time waits in the worker rather than in SQS. */
 const MAX_IN_WORKER_WAIT_MS = 2_000;
@@ -393,7 +394,7 @@ export async function recordOutcome(
   const recorded = (await deps.runs.finishAttempt(run, { status, now, error: result.error, reason }, retry)) === 'fenced' ? 'fenced' : 'recorded';
   if (recorded === 'recorded') {
     deps.telemetry.runCreated(retry.run);
-    await sendPlanned(deps, retry, now);
+    await sendPlannedRun(deps, retry, now);
   }
   return { status, recorded, retry: retry.run };
 }
@@ -427,7 +428,7 @@ async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: numbe
   deps.telemetry.runFinished(run, retry ? 'FAILED' : 'DEAD', now - Date.parse(run.startedAt ?? run.updatedAt), retry !== null);
   if (retry) {
     deps.telemetry.runCreated(retry.run);
-    await sendPlanned(deps, retry, now);
+    await sendPlannedRun(deps, retry, now);
   }
   logger.warn('worker lost during a run; attempt recorded as failed', {
     ...runFields(run),
@@ -448,16 +449,6 @@ function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, 
     ...(checkpoint !== undefined ? { checkpoint } : {}),
   }, now);
   return { ...plan, extras: { ...plan.extras, budgetFrom } };
-}
-
-async function sendPlanned(deps: SchedulerDeps, plan: ReturnType<typeof planRetry>, now: number): Promise<void> {
-  if (!plan.dispatch) return;
-  try {
-    await deps.dispatch.send([plan.dispatch], now);
-    deps.telemetry.runQueued(plan.run);
-  } catch (error) {
-    logger.error('dispatch of a retry failed; the ticker will redeliver', { runId: plan.run.runId, error: error instanceof Error ? error.message : String(error) });
-  }
 }
 
 /** Under buffer-one, the occurrence waiting behind this run may start now. */

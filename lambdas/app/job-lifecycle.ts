@@ -15,6 +15,7 @@ import { isTerminal } from '../domain/run';
 import { firstFireTime, nextFireTimeAfter, validateSchedule } from '../domain/schedule';
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
 import type { SchedulerDeps } from './deps';
 import { checkPoolTimeout, checkTarget, viewOf } from './jobs';
 import type { JobView } from './jobs';
@@ -73,18 +74,6 @@ function touch(job: Job, now: number, changes: Partial<Job>): Job {
   return { ...job, ...changes, version: job.version + 1, updatedAt: iso(now) };
 }
 
-/** Sends a planned run's message if it goes straight to the queue. */
-async function dispatchPlan(deps: SchedulerDeps, plan: RunPlan | undefined, now: number): Promise<void> {
-  if (!plan?.dispatch) return;
-  try {
-    await deps.dispatch.send([plan.dispatch], now);
-    deps.telemetry.runQueued(plan.run);
-  } catch (error) {
-    // The run has a check-back in the time index; the ticker will send it.
-    logger.error('dispatch failed; the ticker will redeliver', { runId: plan.run.runId, error: error instanceof Error ? error.message : String(error) });
-  }
-}
-
 /** The attempt number for a new run of an occurrence, given the run that last stood for it. */
 function attemptFor(scheduledFor: number, previous: { scheduledFor: string; attempt: number } | null): number {
   return previous && Date.parse(previous.scheduledFor) === scheduledFor ? previous.attempt + 1 : 1;
@@ -138,7 +127,7 @@ export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: st
     return {
       next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
       plan,
-      afterCommit: () => dispatchPlan(deps, plan, now),
+      afterCommit: () => sendPlannedRun(deps, plan, now),
     };
   });
   logger.info('job resumed', { jobId, tenantId, nextRunAt: job.nextRunAt });
@@ -236,7 +225,7 @@ export async function patchJob(
         plan,
         afterCommit: async () => {
           await retire(current.nextRunId, current.type);
-          await dispatchPlan(deps, plan, now);
+          await sendPlannedRun(deps, plan, now);
         },
       };
     },
@@ -287,7 +276,7 @@ export async function triggerJob(
   }, now);
   if (!(await deps.runs.create(plan))) throw new ConflictError('A manual run was triggered at this same instant; try again');
   deps.telemetry.runCreated(plan.run);
-  await dispatchPlan(deps, plan, now);
+  await sendPlannedRun(deps, plan, now);
   logger.info('job triggered', { jobId, tenantId, runId: plan.run.runId });
   return plan.run;
 }
@@ -334,7 +323,7 @@ export async function advanceChain(
     const result = await deps.jobs.replace(next, current, { newRuns: plan ? [plan] : [] });
     if (result === 'replaced') {
       if (plan) deps.telemetry.runCreated(plan.run);
-      await dispatchPlan(deps, plan, now);
+      await sendPlannedRun(deps, plan, now);
       return true;
     }
     if (result === 'run-exists' && plan) {
@@ -373,7 +362,7 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
     : { ...job, updatedAt: iso(now), nextRunAt: null, nextRunId: null, status: 'COMPLETED' };
   const result = await deps.jobs.replace(next, job, { newRuns: plan ? [plan] : [] });
   if (result !== 'replaced') return false;
-  await dispatchPlan(deps, plan, now);
+  await sendPlannedRun(deps, plan, now);
   logger.warn('repaired a job whose pending occurrence was lost', { jobId, tenantId: job.tenantId, lostRunId: job.nextRunId, nextRunAt: next.nextRunAt });
   return true;
 }
