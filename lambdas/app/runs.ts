@@ -9,7 +9,8 @@ import type { TenantLimits } from '../domain/tenant';
 import { nextFireTimeAfter } from '../domain/schedule';
 import type { Page } from '../store/runs-repository';
 import type { SchedulerDeps } from './deps';
-import { admitRunRequest, advanceChain } from './job-lifecycle';
+import { admitRunRequest } from './job-lifecycle';
+import { advanceChain } from './occurrence-chain';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 
