@@ -7,7 +7,7 @@ import { decideOverlap, decideStart } from '../domain/recurrence';
 import type { Run } from '../domain/run';
 import { checkBackAt } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
-import { advanceChain } from './job-lifecycle';
+import { advanceChain } from './occurrence-chain';
 
 /** How long a buffered occurrence waits before it looks again at the run it is waiting for. */
 const BUFFER_RECHECK_SECONDS = 30;

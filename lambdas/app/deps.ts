@@ -13,6 +13,7 @@ import { DeadRuns } from '../store/dead-runs';
 import { SchedulerStateRepository } from '../store/scheduler-state-repository';
 import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
+import { TenantsFullMemo } from './in-flight-slot';
 import { TenantLimitsCache } from './tenant-limits';
 import { Authenticator } from './authenticate';
 import type { TargetInvoker } from '../targets/target';
@@ -45,6 +46,8 @@ export interface SchedulerDeps {
   /** Tenants' limits as the worker applies them (cached). */
   readonly tenantLimits: TenantLimitsCache;
   readonly inFlight: InFlightSlots;
+  /** The tenants this process found at their in-flight limit a moment ago; one per process. */
+  readonly tenantsFull: TenantsFullMemo;
   readonly state: SchedulerStateRepository;
   /** Every pool's dispatch queues; sends route by job type and priority. */
   readonly dispatch: DispatchRouter;
@@ -94,6 +97,7 @@ export function createDeps(
     authenticator: new Authenticator(apiKeys, tenants, config.tenantDefaults, clock),
     tenantLimits: new TenantLimitsCache(tenants, config.tenantDefaults, clock),
     inFlight: new InFlightSlots(clients.dynamo, config.jobsTable),
+    tenantsFull: new TenantsFullMemo(),
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
     dispatch: new DispatchRouter(
       clients.sqs,

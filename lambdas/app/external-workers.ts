@@ -13,7 +13,8 @@ import { MAX_PAYLOAD_BYTES, jobTypeSchema } from '../domain/job';
 import type { Run } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import type { SchedulerDeps } from './deps';
-import { recordOutcome } from './execute-run';
+import type { RecordedOutcome } from './record-outcome';
+import { recordOutcome } from './record-outcome';
 
 /** The longest a claim waits for work: well inside API Gateway's 30 s. */
 export const MAX_CLAIM_WAIT_SECONDS = 20;
@@ -132,7 +133,7 @@ export async function failRun(deps: SchedulerDeps, tenantId: string, runId: stri
   return finished(deps, run, outcome, now);
 }
 
-async function finished(deps: SchedulerDeps, run: Run, outcome: Awaited<ReturnType<typeof recordOutcome>>, now: number): Promise<Run> {
+async function finished(deps: SchedulerDeps, run: Run, outcome: RecordedOutcome, now: number): Promise<Run> {
   if (outcome.recorded === 'fenced') {
     const current = await deps.runs.get(run.runId);
     throw new StaleLeaseError(current?.status ?? 'DEAD');

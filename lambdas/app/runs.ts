@@ -9,8 +9,10 @@ import type { TenantLimits } from '../domain/tenant';
 import { nextFireTimeAfter } from '../domain/schedule';
 import type { Page } from '../store/page';
 import type { SchedulerDeps } from './deps';
-import { admitRunRequest, advanceChain } from './job-lifecycle';
+import { admitRunRequest } from './job-lifecycle';
+import { advanceChain } from './occurrence-chain';
 import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
 
 async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
   const run = await deps.runs.get(runId);
@@ -60,10 +62,9 @@ export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: st
     throw new ConflictError(`The run was replayed already`);
   }
   deps.telemetry.runCreated(plan.run);
-  if (plan.dispatch) {
-    await deps.dispatch.send([plan.dispatch], now);
-    deps.telemetry.runQueued(plan.run);
-  }
+  // The replay is written (and the original marked replayed): a failed send is the ticker's to
+  // make good, not the client's to retry, whose retry would find the run replayed already.
+  await sendPlannedRun(deps, plan, now);
   logger.info('run replayed', { runId, replayRunId: plan.run.runId, jobId: job.jobId, tenantId });
   return plan.run;
 }

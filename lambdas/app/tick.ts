@@ -8,7 +8,7 @@
 import { logger } from '../core/logger';
 import { checkBackAt, checkLease, minuteBuckets } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
-import { repairChain } from './job-lifecycle';
+import { repairChain } from './occurrence-chain';
 import { NEXT_RUN_SHARDS } from '../store/schema';
 import type { TimeIndexEntry } from '../store/time-index';
 import type { Run } from '../domain/run';
