@@ -52,7 +52,8 @@ export interface DispatchContext {
   readonly queueUrl?: string;
 }
 
-export function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
+/** The worker's use case for one dispatch message (lambdas/worker/app.ts). */
+export async function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
   return withInFlightSlot(deps, runId, message, () => executeMessage(deps, runId, message));
 }
 
