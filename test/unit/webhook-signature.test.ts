@@ -1,7 +1,15 @@
 // Signed deliveries against the Standard Webhooks specification: its published example, and the
 // reference library (`standardwebhooks`, the spec authors' own) verifying what we sign and signing
 // what we verify.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import type { Job } from '../../lambdas/domain/job';
+import { httpTargetSchema } from '../../lambdas/domain/job';
+import type { Run } from '../../lambdas/domain/run';
+import type { Egress } from '../../lambdas/targets/egress';
+import { egressPolicyOf } from '../../lambdas/targets/egress';
+import { callHttpTarget } from '../../lambdas/targets/http-target';
 import { describe, expect, it } from 'vitest';
 import { newSigningSecret, secretKey, signDelivery, verifyDelivery } from '../../lambdas/targets/webhook-signature';
 
@@ -75,5 +83,61 @@ describe('verifying a delivery', () => {
   it('accepts a header list where any one signature matches, and skips other versions', () => {
     const list = `v1a,${Buffer.alloc(32).toString('base64')} v1,${Buffer.alloc(32).toString('base64')} ${SPEC.signature}`;
     expect(verifyDelivery(SPEC.secret, { ...signed, 'webhook-signature': list }, SPEC.body, AT_SPEC_TIME)).toBeNull();
+  });
+});
+
+describe('an HTTP delivery', () => {
+  const egress: Egress = { policy: egressPolicyOf({ localMode: true, allowPrivateTargets: false }), resolve: (host) => Promise.resolve([{ address: host, family: 4 }]) };
+  const job = { target: { kind: 'http' } } as Job;
+  const runOf = (attempt: number) => ({ runId: `job_x.1.${attempt}`, jobId: 'job_x', scheduledFor: '2026-01-01T00:00:00.000Z', attempt }) as Run;
+
+  async function deliver(signingSecrets: readonly string[] | undefined, attempt = 1) {
+    const received: { headers: Record<string, string | string[] | undefined>; body: string }[] = [];
+    const server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      request.on('end', () => {
+        received.push({ headers: request.headers, body });
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    try {
+      const result = await callHttpTarget(
+        { kind: 'http', url, method: 'POST', headers: {} },
+        { job, run: runOf(attempt), payload: { report: 'daily' }, timeoutMs: 5_000, egress, ...(signingSecrets ? { signingSecrets } : {}) },
+      );
+      expect(result.ok).toBe(true);
+      return received[0]!;
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }
+
+  it('is signed with each live secret, verifiable by the reference library, with an id stable across attempts', async () => {
+    const [current, previous] = [newSigningSecret(), newSigningSecret()];
+    const first = await deliver([current, previous], 1);
+    const retry = await deliver([current, previous], 2);
+    for (const secret of [current, previous]) {
+      expect(verifyDelivery(secret, first.headers, first.body)).toBeNull();
+      expect(new Webhook(secret).verify(first.body, first.headers as Record<string, string>)).toEqual({ report: 'daily' });
+    }
+    expect(first.headers['webhook-id']).toMatch(/^msg_[A-Za-z0-9_-]{32}$/);
+    expect(retry.headers['webhook-id']).toBe(first.headers['webhook-id']);
+    expect(verifyDelivery(current, first.headers, '{"report":"weekly"}')).toBe('no-matching-signature');
+  });
+
+  it('is not signed when the tenant has no secret', async () => {
+    const unsigned = await deliver(undefined);
+    expect(unsigned.headers['webhook-id']).toBeUndefined();
+    expect(unsigned.headers['webhook-timestamp']).toBeUndefined();
+    expect(unsigned.headers['webhook-signature']).toBeUndefined();
+  });
+
+  it("refuses a job that sets a signature header of its own: it could pass for the scheduler's", () => {
+    for (const name of ['webhook-id', 'Webhook-Timestamp', 'webhook-signature']) {
+      expect(httpTargetSchema.safeParse({ kind: 'http', url: 'https://example.com/hook', headers: { [name]: 'v1,forged' } }).success).toBe(false);
+    }
   });
 });
