@@ -2,7 +2,7 @@
 // values, revoked. The worker reads the live ones through a short cache (decision 0078).
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { ConflictError, NotFoundError } from '../core/errors';
+import { ConflictError, NotFoundError, ServiceUnavailableError } from '../core/errors';
 import type { SigningSecretRecord, SigningSecretsRepository } from '../store/signing-secrets';
 import { SigningSecretConflict } from '../store/signing-secrets';
 import { newSigningSecret } from '../targets/webhook-signature';
@@ -30,6 +30,7 @@ export interface IssuedSigningSecret extends SigningSecretRecord {
 }
 
 export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: string, input: IssueSigningSecretInput): Promise<IssuedSigningSecret> {
+  if (!deps.signingSecrets.configured) throw new ServiceUnavailableError('This deployment has no KMS key for signing secrets (SIGNING_KEY_ID); its operator configures one');
   const secretId = `sec_${randomBytes(12).toString('base64url')}`;
   const secret = newSigningSecret();
   const now = deps.clock();

@@ -29,8 +29,13 @@ export class SigningSecretsRepository {
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly kms: KMSClient,
     private readonly tableName: string,
-    private readonly keyId: string,
+    private readonly keyId: string | undefined,
   ) {}
+
+  /** Whether this deployment can issue secrets (it has a KMS key for them). */
+  get configured(): boolean {
+    return this.keyId !== undefined;
+  }
 
   /**
    * Stores `secret` as the tenant's current one. The current secret it replaces keeps signing
@@ -38,6 +43,7 @@ export class SigningSecretsRepository {
    * together, only if no other rotation changed the tenant's secrets since they were read.
    */
   async rotate(tenantId: string, secretId: string, secret: string, now: number, graceSeconds: number): Promise<SigningSecretRecord> {
+    if (this.keyId === undefined) throw new Error('no KMS key is configured for signing secrets (SIGNING_KEY_ID)');
     const { live, head } = await this.read(tenantId, now);
     const createdAt = new Date(now).toISOString();
     const { CiphertextBlob: ciphertext } = await this.kms.send(
@@ -117,6 +123,7 @@ export class SigningSecretsRepository {
   /** The values of the tenant's live secrets, newest first: what signs its deliveries now. */
   async values(tenantId: string, now: number): Promise<string[]> {
     const live = await this.stored(tenantId, now);
+    if (live.length === 0) return [];
     return Promise.all(
       live.map(async (stored) => {
         const { Plaintext: plaintext } = await this.kms.send(
