@@ -116,7 +116,7 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
     deps.state.ticker(),
     Promise.all(minuteStarts.map((minute) => deps.telemetryStore.rollupsOf(tenantId, minute))),
     deps.telemetryStore.workersSeenSince(now - WORKER_HORIZON_MS),
-    deps.runs.countDead(tenantId, DEAD_COUNT_CAP),
+    deps.deadRuns.count(tenantId, DEAD_COUNT_CAP),
   ]);
 
   const totals: Counters = {};

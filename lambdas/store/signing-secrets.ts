@@ -3,11 +3,12 @@
 // does not decrypt). At most two are live: the current one, and during a rotation's grace period
 // the one it replaced. The plaintext leaves this module only towards the signer and, once, in the
 // answer that issued it.
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { DecryptCommand, EncryptCommand } from '@aws-sdk/client-kms';
 import type { KMSClient } from '@aws-sdk/client-kms';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DeleteCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { TransactItem } from './conditional';
+import { absent, conditionExpressions, exists, IF_NEW, ifHeld, transact, updateExpressions } from './conditional';
 import { signingHeadKey, signingSecretKey, SIGNING_SECRET_PREFIX, tenantPartition } from './keys';
 
 export interface SigningSecretRecord {
@@ -51,54 +52,43 @@ export class SigningSecretsRepository {
     );
     if (!ciphertext) throw new Error('KMS returned no ciphertext');
     const graceEnd = new Date(now + graceSeconds * 1000).toISOString();
-    const replaced = live.map((old) =>
-      old.expiresAt === null && graceSeconds > 0
-        ? {
-            Update: {
-              TableName: this.tableName,
-              Key: signingSecretKey(tenantId, old.secretId),
-              UpdateExpression: 'SET expiresAt = :graceEnd, expiresAtEpoch = :epoch',
-              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(expiresAt)',
-              ExpressionAttributeValues: { ':graceEnd': graceEnd, ':epoch': Math.ceil(Date.parse(graceEnd) / 1000) + 86_400 },
-            },
-          }
-        : {
-            Delete: {
-              TableName: this.tableName,
-              Key: signingSecretKey(tenantId, old.secretId),
-              ConditionExpression: 'attribute_exists(pk)',
-            },
-          },
-    );
-    try {
-      await this.dynamo.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: this.tableName,
-                Item: { ...signingSecretKey(tenantId, secretId), secretId, createdAt, ciphertext },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
-            },
-            ...replaced,
-            {
+    // Every live secret is either given its grace or ended now; the head moves to the new one.
+    const replaced = Object.fromEntries(
+      live.map((old): [string, TransactItem] => [
+        `replaced ${old.secretId}`,
+        old.expiresAt === null && graceSeconds > 0
+          ? {
               Update: {
                 TableName: this.tableName,
-                Key: signingHeadKey(tenantId),
-                UpdateExpression: 'SET currentSecretId = :new',
-                ...(head
-                  ? { ConditionExpression: 'currentSecretId = :seen', ExpressionAttributeValues: { ':new': secretId, ':seen': head } }
-                  : { ConditionExpression: 'attribute_not_exists(currentSecretId)', ExpressionAttributeValues: { ':new': secretId } }),
+                Key: signingSecretKey(tenantId, old.secretId),
+                ...updateExpressions({
+                  set: { expiresAt: graceEnd, expiresAtEpoch: Math.ceil(Date.parse(graceEnd) / 1000) + 86_400 },
+                  if: { pk: exists, expiresAt: absent },
+                }),
               },
-            },
-          ],
-        }),
-      );
-    } catch (error) {
-      if (error instanceof TransactionCanceledException) throw new SigningSecretConflict('the signing secrets changed while rotating', { cause: error });
-      throw error;
-    }
+            }
+          : { Delete: { TableName: this.tableName, Key: signingSecretKey(tenantId, old.secretId), ...conditionExpressions({ pk: exists }) } },
+      ]),
+    );
+    const result = await transact(this.dynamo, {
+      secret: {
+        Put: {
+          TableName: this.tableName,
+          Item: { ...signingSecretKey(tenantId, secretId), secretId, createdAt, ciphertext },
+          ...conditionExpressions(IF_NEW),
+        },
+      },
+      ...replaced,
+      head: {
+        Update: {
+          TableName: this.tableName,
+          Key: signingHeadKey(tenantId),
+          // The head as it was read: no other rotation moved it since.
+          ...updateExpressions({ set: { currentSecretId: secretId }, if: { currentSecretId: head ?? absent } }),
+        },
+      },
+    });
+    if (!result.committed) throw new SigningSecretConflict(`the signing secrets changed while rotating (${[...result.failed].join(', ') || 'a concurrent transaction'})`, { cause: result.error });
     return { secretId, createdAt, expiresAt: null };
   }
 
@@ -109,15 +99,10 @@ export class SigningSecretsRepository {
 
   /** Stops a secret signing at once; false when the tenant has no such live secret. */
   async revoke(tenantId: string, secretId: string): Promise<boolean> {
-    try {
-      await this.dynamo.send(
-        new DeleteCommand({ TableName: this.tableName, Key: signingSecretKey(tenantId, secretId), ConditionExpression: 'attribute_exists(pk)' }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return false;
-      throw error;
-    }
+    const result = await ifHeld(() =>
+      this.dynamo.send(new DeleteCommand({ TableName: this.tableName, Key: signingSecretKey(tenantId, secretId), ...conditionExpressions({ pk: exists }) })),
+    );
+    return result.held;
   }
 
   /** The values of the tenant's live secrets, newest first: what signs its deliveries now. */

@@ -25,7 +25,7 @@ import { asFunction } from '../../scripts/local/function-role';
 import { executeRun as executeRunUseCase } from '../../lambdas/app/execute-run';
 import { tick as tickUseCase } from '../../lambdas/app/tick';
 import { leaseCheckAt } from '../../lambdas/domain/time-gate';
-import type { LeaseRequest } from '../../lambdas/store/runs-repository';
+import type { LeaseRequest } from '../../lambdas/store/run-leases';
 import { recordAccesses } from '../support/access-log';
 
 let clients: AwsClients | undefined;

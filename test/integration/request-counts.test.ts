@@ -4,7 +4,7 @@
 // here. (The SQS polling of the event source mapping is the runtime's and is not counted.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RequestCounter } from '../../lambdas/store/request-counter';
-import { RunsRepository } from '../../lambdas/store/runs-repository';
+import { RunRecords } from '../../lambdas/store/run-records';
 import type { Scheduler, TargetServer } from './harness';
 import { awsClients, eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -13,11 +13,11 @@ describe('requests per execution', () => {
   let scheduler: Scheduler;
   let target: TargetServer;
   // The test's own reads go through clients the counter does not see.
-  let runs: RunsRepository;
+  let runs: RunRecords;
 
   beforeAll(async () => {
     scheduler = await startScheduler({ requestCounter: counter, workerConcurrency: 1 });
-    runs = new RunsRepository(awsClients().dynamo, scheduler.config.runsTable);
+    runs = new RunRecords(awsClients().dynamo, scheduler.config.runsTable);
     let flakyCalls = 0;
     target = await startTarget((call) => ({ status: call.path.endsWith('/flaky') && flakyCalls++ === 0 ? 503 : 200 }));
     // The key's lookup is cached from here on, as the authorizer's answer is in AWS.
@@ -145,7 +145,7 @@ describe('requests per worker batch', () => {
   });
 
   it('the runs of one batch share the job read and the visibility change', async () => {
-    const runs = new RunsRepository(awsClients().dynamo, scheduler.config.runsTable);
+    const runs = new RunRecords(awsClients().dynamo, scheduler.config.runsTable);
     const created = await Promise.all(
       Array.from({ length: 10 }, (_, index) => scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `count-batch-${index}` }))),
     );
