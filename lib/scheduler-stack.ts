@@ -1,5 +1,6 @@
 // The scheduler: storage, the API, the worker on the dispatch queue, and the ticker on a schedule.
-import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Key } from 'aws-cdk-lib/aws-kms';
 import type { StackProps } from 'aws-cdk-lib';
 import { HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
@@ -48,6 +49,8 @@ export class SchedulerStack extends Stack {
   readonly authorizer: SchedulerFunction;
   readonly httpApi: HttpApi;
   readonly observability: SchedulerObservability;
+  /** Encrypts the tenants' webhook signing secrets. */
+  readonly signingKey: Key;
 
   constructor(scope: Construct, id: string, props: SchedulerStackProps = {}) {
     super(scope, id, props);
@@ -71,8 +74,17 @@ export class SchedulerStack extends Stack {
     // Checked here, so a malformed ARN fails the synth rather than every create.
     const targets = deploymentTargetsSchema.parse(config.targets ?? {});
 
+    // The tenants' webhook signing secrets are encrypted with this key (decision 0078). Kept when
+    // the stack is deleted, as the tables are: without it the stored secrets are unreadable.
+    this.signingKey = new Key(this, 'SigningKey', {
+      description: 'Job scheduler: encrypts the tenants\' webhook signing secrets',
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
     const environment = {
       JOBS_TABLE: jobsTable.tableName,
+      SIGNING_KEY_ID: this.signingKey.keyArn,
       RUNS_TABLE: runsTable.tableName,
       DISPATCH_QUEUE_URL: dispatchQueue.queueUrl,
       DISPATCH_DLQ_URL: dispatchDlq.queueUrl,
@@ -127,6 +139,8 @@ export class SchedulerStack extends Stack {
     for (const pool of pools) this.api.grantQueue(pool.dlq, ['GetQueueAttributes']);
     // The health endpoint's oldest-message age comes from the AWS/SQS metric.
     this.api.grantMetricReads();
+    // Encrypt: a new signing secret is stored encrypted; the API never decrypts one.
+    this.signingKey.grant(this.api.fn, 'kms:Encrypt');
 
     // One worker function per pool (the same code, the pool's timeout), fed by one event source
     // mapping per lane: the high and standard lanes each capped at the pool's concurrency (decision
@@ -153,6 +167,8 @@ export class SchedulerStack extends Stack {
       for (const lane of lanes) worker.grantQueue(lane, ['SendMessage']);
       // The lambda, sqs and eventbridge targets the deployment allows, and only those.
       worker.grantTargets(targets);
+      // Decrypt: deliveries are signed with the tenant's secrets.
+      this.signingKey.grant(worker.fn, 'kms:Decrypt');
       for (const [lane, laneConcurrency] of [
         [pool.standard, maxConcurrency],
         [pool.high, maxConcurrency],

@@ -13,6 +13,7 @@ import { createJob, getJob, getRun, listJobRuns, listJobs, listJobsQuery, pageQu
 import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob, triggerSchema } from '../app/job-lifecycle';
 import { bulkReplaySchema, cancelRun, deadQuery, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
 import { claimRun, claimSchema, completeRun, completeSchema, failRun, failSchema, heartbeatRun, heartbeatSchema } from '../app/external-workers';
+import { issueSigningSecret, issueSigningSecretSchema, listSigningSecrets, revokeSigningSecret } from '../app/signing-secrets';
 import type { Caller } from '../app/authenticate';
 import { callerOf } from './auth';
 import type { ApiEvent, ApiResult } from './http';
@@ -54,7 +55,7 @@ const NO_QUERY = z.strictObject({});
 const EMPTY_BODY = z.strictObject({});
 
 /** Every path parameter of every route, by name. A malformed id is a 400; a well-formed unknown one, 404. */
-const PATH_PARAMS: Readonly<Record<string, z.ZodType>> = { jobId: resourceId, runId: resourceId };
+const PATH_PARAMS: Readonly<Record<string, z.ZodType>> = { jobId: resourceId, runId: resourceId, secretId: resourceId };
 
 function compile(definition: RouteDefinition): Route {
   const paramNames: string[] = [];
@@ -212,6 +213,31 @@ function routes(deps: SchedulerDeps): Route[] {
       path: '/v1/dead-runs/replay',
       body: json_(bulkReplaySchema, false),
       handle: async ({ tenantId, caller, body }) => json(202, await replayDeadRuns(deps, tenantId, body, caller.limits)),
+    },
+    {
+      method: 'POST',
+      path: '/v1/signing-secrets',
+      body: json_(issueSigningSecretSchema, false),
+      handle: async ({ tenantId, body }) => {
+        const issued = await issueSigningSecret(deps, tenantId, issueSigningSecretSchema.parse(body ?? {}));
+        // The value is in this answer only: never cached by anything in between.
+        return json(201, issued, { 'cache-control': 'no-store' });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/signing-secrets',
+      body: NO_BODY,
+      handle: async ({ tenantId }) => json(200, { items: await listSigningSecrets(deps, tenantId) }),
+    },
+    {
+      method: 'DELETE',
+      path: '/v1/signing-secrets/{secretId}',
+      body: NO_BODY,
+      handle: async ({ tenantId, params }) => {
+        await revokeSigningSecret(deps, tenantId, param(params, 'secretId'));
+        return { statusCode: 204, headers: {}, body: '' };
+      },
     },
     {
       method: 'POST',

@@ -13,6 +13,9 @@ import { DeadRuns } from '../store/dead-runs';
 import { SchedulerStateRepository } from '../store/scheduler-state-repository';
 import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
+import { SigningSecretsRepository } from '../store/signing-secrets';
+import { SigningSecretsCache } from './signing-secrets';
+
 import { TenantsFullMemo } from './in-flight-slot';
 import { TenantLimitsCache } from './tenant-limits';
 import { Authenticator } from './authenticate';
@@ -65,6 +68,10 @@ export interface SchedulerDeps {
   readonly telemetry: Telemetry;
   readonly telemetryStore: TelemetryStore;
   readonly queueMetrics: QueueMetrics;
+  /** The tenants' webhook signing secrets (issued through the API). */
+  readonly signingSecrets: SigningSecretsRepository;
+  /** Their live values as the worker signs with them (cached per tenant for a minute). */
+  readonly signingCache: SigningSecretsCache;
 }
 
 export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random'>> {
@@ -84,6 +91,7 @@ export function createDeps(
   const telemetryStore = new TelemetryStore(clients.dynamo, config.jobsTable);
   const apiKeys = new ApiKeysRepository(clients.dynamo, config.jobsTable);
   const tenants = new TenantsRepository(clients.dynamo, config.jobsTable);
+  const signingSecrets = new SigningSecretsRepository(clients.dynamo, clients.kms, config.jobsTable, config.signingKeyId);
   return {
     config,
     jobs: new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable),
@@ -112,6 +120,8 @@ export function createDeps(
     workerId,
     telemetryStore,
     queueMetrics: new QueueMetrics(clients.cloudwatch),
+    signingSecrets,
+    signingCache: new SigningSecretsCache(signingSecrets, clock),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

@@ -179,6 +179,17 @@ async function invokeWithHeartbeat(
   payload: unknown,
   message: DispatchContext,
 ): Promise<TargetResult | 'lease-lost'> {
+  // An HTTP delivery is signed with the tenant's live secrets; unsigned is never the fallback of a
+  // tenant that has one, so a failed read fails the attempt (retryable) before any call.
+  let signingSecrets: readonly string[] | undefined;
+  if (job.target.kind === 'http') {
+    try {
+      signingSecrets = await deps.signingCache.of(run.tenantId);
+    } catch (error) {
+      logger.warn('signing secrets unreadable; attempt failed before the call', { ...runFields(run), error: error instanceof Error ? error.message : String(error) });
+      return { ok: false, timedOut: false, error: { code: 'SIGNING_UNAVAILABLE', message: 'the signing secrets could not be read; the target was not called', retryable: true } };
+    }
+  }
   const cancel = new AbortController();
   let lost = false;
   const intervalMs = Math.max(1_000, Math.min(60_000, Math.floor((run.leaseSeconds * 1000) / 3)));
@@ -206,6 +217,7 @@ async function invokeWithHeartbeat(
       timeoutMs: (run.leaseSeconds - deps.config.leaseMarginSeconds) * 1000,
       signal: cancel.signal,
       egress: deps.egress,
+      ...(signingSecrets?.length ? { signingSecrets } : {}),
     });
     return lost ? 'lease-lost' : result;
   } finally {

@@ -66,6 +66,8 @@ const envSchema = z.object({
       ctx.addIssue({ code: 'custom', message: 'must be a JSON array of worker pools' });
       return z.NEVER;
     }),
+  /** The KMS key that encrypts the tenants' webhook signing secrets (an id, ARN or alias). */
+  SIGNING_KEY_ID: z.string().min(1).optional(),
   /** `local` allows plain-http targets; `aws` requires https. */
   SCHEDULER_MODE: z.enum(['aws', 'local']).default('aws'),
   /** The AWS resources jobs may target, as JSON {lambdaFunctionArns, sqsQueueArns, eventBusArns}; local mode allows any. */
@@ -133,6 +135,8 @@ export interface SchedulerConfig extends Readonly<Tuning> {
   readonly allowPrivateTargets: boolean;
   /** The Lambda functions, SQS queues and event buses jobs may target (ignored in local mode: any). */
   readonly allowedTargets?: TargetAllowlist;
+  /** The KMS key of the webhook signing secrets; without it, no secret can be issued (and nothing is signed). */
+  readonly signingKeyId?: string;
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfig {
@@ -154,6 +158,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfi
     tenantDefaults: e.TENANT_DEFAULT_LIMITS,
     allowPrivateTargets: e.ALLOW_PRIVATE_TARGETS === 'true',
     allowedTargets: e.ALLOWED_TARGETS,
+    ...(e.SIGNING_KEY_ID ? { signingKeyId: e.SIGNING_KEY_ID } : {}),
     nearHorizonSeconds: e.NEAR_HORIZON_SECONDS,
     tickerHorizonSeconds: e.TICKER_HORIZON_SECONDS,
     redeliveryGraceSeconds: e.REDELIVERY_GRACE_SECONDS,

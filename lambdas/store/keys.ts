@@ -19,6 +19,10 @@ export const tenantKey = (tenantId: string): Key => ({ pk: `TENANT#${tenantId}`,
 export const tenantUsageKey = (tenantId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: 'USAGE' });
 export const tenantApiKeyKey = (tenantId: string, keyId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: `KEY#${keyId}` });
 export const tenantPartition = (tenantId: string): string => `TENANT#${tenantId}`;
+export const SIGNING_SECRET_PREFIX = 'SIGNING#';
+export const signingSecretKey = (tenantId: string, secretId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: `${SIGNING_SECRET_PREFIX}${secretId}` });
+/** Which secret is the tenant's current one: the item every rotation changes, so two cannot both win. */
+export const signingHeadKey = (tenantId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: 'SIGNINGHEAD' });
 /** Counts a tenant's job creates in one second (a fixed window; expires by TTL). */
 export const createRateKey = (tenantId: string, epochSecond: number): Key => ({ pk: `RATE#${tenantId}#${epochSecond}`, sk: 'CREATES' });
 /** One of a tenant's in-flight slots: held by one run while it is leased. */

@@ -1,5 +1,7 @@
 // Creates the local tables and queues from the definitions the CDK stack uses, and returns the
 // scheduler configuration that points at them. Safe to call again: existing resources are kept.
+import type { KMSClient } from '@aws-sdk/client-kms';
+import { CreateAliasCommand, CreateKeyCommand, DescribeKeyCommand } from '@aws-sdk/client-kms';
 import type { TenantLimits } from '../../lambdas/domain/tenant';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
@@ -109,6 +111,21 @@ async function ensureQueue(sqs: SQSClient, name: string, definition: QueueDefini
   return { url, arn };
 }
 
+/** The prefix's KMS key for signing secrets, found by its alias (a restarted runtime keeps its secrets readable). */
+async function ensureSigningKey(kms: KMSClient, prefix: string): Promise<string> {
+  const alias = `alias/${prefix}-signing`;
+  try {
+    const { KeyMetadata: existing } = await kms.send(new DescribeKeyCommand({ KeyId: alias }));
+    if (existing?.KeyId) return existing.KeyId;
+  } catch (error) {
+    if (!(error instanceof Error && error.name === 'NotFoundException')) throw error;
+  }
+  const { KeyMetadata: created } = await kms.send(new CreateKeyCommand({ Description: `${prefix} webhook signing secrets` }));
+  if (!created?.KeyId) throw new Error('the signing key was not created');
+  await kms.send(new CreateAliasCommand({ AliasName: alias, TargetKeyId: created.KeyId }));
+  return created.KeyId;
+}
+
 export async function createLocalResources(
   clients: AwsClients,
   prefix: string,
@@ -120,7 +137,11 @@ export async function createLocalResources(
   validatePools(pools, { minConcurrency: 1 });
   const jobs = `${prefix}-jobs`;
   const runs = `${prefix}-runs`;
-  await Promise.all([ensureTable(clients.dynamo, jobs, jobsTable), ensureTable(clients.dynamo, runs, runsTable)]);
+  const [signingKeyId] = await Promise.all([
+    ensureSigningKey(clients.kms, prefix),
+    ensureTable(clients.dynamo, jobs, jobsTable),
+    ensureTable(clients.dynamo, runs, runsTable),
+  ]);
   // Every pool's lanes and DLQ, from the same definitions as the stack's (every lane redrives to the DLQ).
   const poolResources = async (pool: Pick<PoolDefinition, 'name' | 'timeoutSeconds'>) => {
     const queues = poolQueues(pool);
@@ -157,6 +178,7 @@ export async function createLocalResources(
     tenantDefaults: { ...DEFAULT_TENANT_LIMITS, ...tenantDefaults },
     // Local mode already calls loopback (see egressPolicyOf); other private addresses stay refused.
     allowPrivateTargets: false,
+    signingKeyId,
     ...DEFAULT_TUNING,
     ...tuning,
   };
