@@ -28,7 +28,7 @@ describe('signed deliveries', () => {
       expect(created.status).toBe(201);
       const before = target.calls.length;
       await eventually(
-        async () => target.calls.length,
+        () => Promise.resolve(target.calls.length),
         (count) => count > before,
         30_000,
       );

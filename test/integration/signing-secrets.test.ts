@@ -18,7 +18,7 @@ describe('signing secrets store', () => {
   beforeAll(async () => {
     scheduler = await startScheduler({ workerConcurrency: 0 });
     const { KeyMetadata: key } = await awsClients().kms.send(new CreateKeyCommand({ Description: `${scheduler.prefix} signing` }));
-    secrets = new SigningSecretsRepository(awsClients().dynamo, awsClients().kms, scheduler.config.jobsTable, key!.KeyId!);
+    secrets = new SigningSecretsRepository(awsClients().dynamo, awsClients().kms, scheduler.config.jobsTable, key!.KeyId);
   });
   afterAll(() => scheduler.stop());
 
