@@ -13,6 +13,7 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
 import { DEFAULT_POOL_NAME, lowLaneConcurrency, validatePools, workerConsumer } from '../lambdas/store/schema';
 import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-allowlist';
+import { toEnvironment } from '../lambdas/config/config';
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
@@ -71,20 +72,21 @@ export class SchedulerStack extends Stack {
     // Checked here, so a malformed ARN fails the synth rather than every create.
     const targets = deploymentTargetsSchema.parse(config.targets ?? {});
 
-    const environment = {
-      JOBS_TABLE: jobsTable.tableName,
-      RUNS_TABLE: runsTable.tableName,
-      DISPATCH_QUEUE_URL: dispatchQueue.queueUrl,
-      DISPATCH_DLQ_URL: dispatchDlq.queueUrl,
-      DISPATCH_HIGH_QUEUE_URL: dispatchHighQueue.queueUrl,
-      DISPATCH_LOW_QUEUE_URL: dispatchLowQueue.queueUrl,
-      // The routing table: job type -> pool -> lane queue URLs (lambdas/store/dispatch-queue.ts).
-      ...(otherPools.length > 0
-        ? {
-            DISPATCH_POOLS: this.toJsonString(
-              otherPools.map((pool) => ({
+    // What every function reads at start (lambdas/config/settings.ts), the routing table included:
+    // job type -> pool -> lane queue URLs (lambdas/store/dispatch-queue.ts).
+    const environment = toEnvironment(
+      {
+        jobsTable: jobsTable.tableName,
+        runsTable: runsTable.tableName,
+        dispatchQueueUrl: dispatchQueue.queueUrl,
+        dispatchDlqUrl: dispatchDlq.queueUrl,
+        dispatchHighQueueUrl: dispatchHighQueue.queueUrl,
+        dispatchLowQueueUrl: dispatchLowQueue.queueUrl,
+        ...(otherPools.length > 0
+          ? {
+              pools: otherPools.map((pool) => ({
                 name: pool.name,
-                jobTypes: pool.jobTypes,
+                jobTypes: [...pool.jobTypes],
                 queueUrl: pool.standard.queueUrl,
                 highQueueUrl: pool.high.queueUrl,
                 lowQueueUrl: pool.low.queueUrl,
@@ -92,22 +94,17 @@ export class SchedulerStack extends Stack {
                 // The API refuses jobs whose timeout does not fit in their pool's worker.
                 timeoutSeconds: config.pools.find((definition) => definition.name === pool.name)?.timeoutSeconds,
               })),
-            ),
-          }
-        : {}),
-      SCHEDULER_MODE: 'aws',
-      ALLOW_PRIVATE_TARGETS: String(config.allowPrivateTargets ?? false),
-      ALLOWED_TARGETS: JSON.stringify(allowlistOf(targets)),
-      NEAR_HORIZON_SECONDS: String(config.tuning.nearHorizonSeconds),
-      TICKER_HORIZON_SECONDS: String(config.tuning.tickerHorizonSeconds),
-      REDELIVERY_GRACE_SECONDS: String(config.tuning.redeliveryGraceSeconds),
-      LEASE_MARGIN_SECONDS: String(config.tuning.leaseMarginSeconds),
-      TIME_INDEX_SHARDS: String(config.tuning.timeIndexShards),
-      FAILED_MESSAGE_RETRY_SECONDS: String(config.tuning.failedMessageRetrySeconds),
-      BATCH_COALESCE_QUIET_MS: String(config.tuning.batchCoalesceQuietMs),
-      BATCH_COALESCE_CAP_MS: String(config.tuning.batchCoalesceCapMs),
-      TENANT_DEFAULT_LIMITS: JSON.stringify(config.tenantDefaults),
-    };
+            }
+          : {}),
+        localMode: false,
+        allowPrivateTargets: config.allowPrivateTargets ?? false,
+        allowedTargets: allowlistOf(targets),
+        tenantDefaults: config.tenantDefaults,
+        ...config.tuning,
+      },
+      // Queue URLs are tokens until deployment: JSON holding them is written by the stack.
+      { json: (value) => this.toJsonString(value) },
+    );
     const common = { environment, logRetentionDays: config.logRetentionDays };
 
     this.api = new SchedulerFunction(this, 'Api', {

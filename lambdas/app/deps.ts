@@ -1,6 +1,6 @@
 // Everything a use case needs, built once per process from the configuration.
 import { randomUUID } from 'node:crypto';
-import type { SchedulerConfig } from '../core/config';
+import type { SchedulerConfig } from '../config/config';
 import type { AwsClients } from '../store/aws';
 import { ApiKeysRepository } from '../store/api-keys-repository';
 import { DispatchQueue, DispatchRouter } from '../store/dispatch-queue';

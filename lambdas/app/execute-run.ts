@@ -13,7 +13,7 @@ import { leaseCheckAt } from '../domain/time-gate';
 import type { LeaseResult } from '../store/runs-repository';
 import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
-import type { SchedulerConfig } from '../core/config';
+import type { SchedulerConfig } from '../config/config';
 import { admitRun } from './admit-run';
 import { planRun } from './plan-run';
 

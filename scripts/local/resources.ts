@@ -7,8 +7,8 @@ import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, ResourceI
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
-import { DEFAULT_TUNING } from '../../lambdas/core/config';
+import type { SchedulerConfig, Tuning } from '../../lambdas/config/config';
+import { readConfig, toEnvironment } from '../../lambdas/config/config';
 import type { AwsClients } from '../../lambdas/store/aws';
 import type { IndexDefinition, PoolDefinition, QueueDefinition, TableDefinition } from '../../lambdas/store/schema';
 import { DEFAULT_POOL_NAME, jobsTable, lowLaneConcurrency, poolQueues, runsTable, validatePools, workerConsumer } from '../../lambdas/store/schema';
@@ -145,21 +145,22 @@ export async function createLocalResources(
       ...(await poolResources(pool)),
     })),
   );
-  return {
-    jobsTable: jobs,
-    runsTable: runs,
-    dispatchQueueUrl: dispatch.queueUrl,
-    dispatchHighQueueUrl: dispatch.highQueueUrl,
-    dispatchLowQueueUrl: dispatch.lowQueueUrl,
-    dispatchDlqUrl: dispatch.dlqUrl,
-    pools: routes,
-    localMode: true,
-    tenantDefaults: { ...DEFAULT_TENANT_LIMITS, ...tenantDefaults },
-    // Local mode already calls loopback (see egressPolicyOf); other private addresses stay refused.
-    allowPrivateTargets: false,
-    ...DEFAULT_TUNING,
-    ...tuning,
-  };
+  // The configuration a function would read from the same resources in its environment.
+  return readConfig({
+    ...toEnvironment({ ...tuning, tenantDefaults: { ...DEFAULT_TENANT_LIMITS, ...tenantDefaults } }),
+    ...toEnvironment({
+      jobsTable: jobs,
+      runsTable: runs,
+      dispatchQueueUrl: dispatch.queueUrl,
+      dispatchHighQueueUrl: dispatch.highQueueUrl,
+      dispatchLowQueueUrl: dispatch.lowQueueUrl,
+      dispatchDlqUrl: dispatch.dlqUrl,
+      pools: routes,
+      localMode: true,
+      // Local mode already calls loopback (see egressPolicyOf); other private addresses stay refused.
+      allowPrivateTargets: false,
+    }),
+  });
 }
 
 /** Deletes a prefix's tables and queues: the emulator keeps everything in memory. */

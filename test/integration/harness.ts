@@ -9,7 +9,7 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { createDeps } from '../../lambdas/app/deps';
-import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
+import type { SchedulerConfig, Tuning } from '../../lambdas/config/config';
 import type { TenantLimits } from '../../lambdas/domain/tenant';
 import type { RequestCounter } from '../../lambdas/store/request-counter';
 import type { AwsClients } from '../../lambdas/store/aws';

@@ -1,7 +1,7 @@
 // Routing of dispatches to worker pools and lanes, and the routing table as the functions read it.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { readConfig } from '../../lambdas/core/config';
+import { readConfig } from '../../lambdas/config/config';
 import { DispatchRouter } from '../../lambdas/store/dispatch-queue';
 import { lowLaneConcurrency, UNCAPPED_POOL_LOW_LANE_CONCURRENCY, validatePools } from '../../lambdas/store/schema';
 
