@@ -4,7 +4,7 @@ import type { Tuning } from '../lambdas/config/config';
 import type { TenantLimits } from '../lambdas/domain/tenant';
 import { DEFAULT_TENANT_LIMITS } from '../lambdas/domain/tenant';
 import { DEFAULT_TUNING } from '../lambdas/config/config';
-import type { PoolDefinition } from '../lambdas/store/schema';
+import type { PoolDefinition } from '../lambdas/store/pools';
 import type { DeploymentTargets } from '../lambdas/domain/target-allowlist';
 
 export interface SchedulerStackConfig {

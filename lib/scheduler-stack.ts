@@ -11,9 +11,11 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
-import { DEFAULT_POOL_NAME, lowLaneConcurrency, validatePools, workerConsumer } from '../lambdas/store/schema';
+import { workerConsumer } from '../lambdas/store/schema';
+import type { Pool } from '../lambdas/store/pools';
+import { DEFAULT_POOL_NAME, defaultPool, lowLaneConcurrency, poolResourceNames, validatePools } from '../lambdas/store/pools';
 import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-allowlist';
-import { toEnvironment } from '../lambdas/config/config';
+import { routingSettings, toEnvironment } from '../lambdas/config/config';
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
@@ -58,17 +60,13 @@ export class SchedulerStack extends Stack {
     for (const [name, value] of [['workerMaxConcurrency', config.workerMaxConcurrency], ['workerLowMaxConcurrency', config.workerLowMaxConcurrency]] as const) {
       if (value !== undefined && (!Number.isInteger(value) || value < 2 || value > 1000)) throw new Error(`${name} must be a whole number from 2 to 1000`);
     }
-    this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput, pools: config.pools });
-    const { jobsTable, runsTable, dispatchQueue, dispatchHighQueue, dispatchLowQueue, dispatchDlq, pools } = this.storage;
-    const otherPools = pools.filter((pool) => pool.name !== DEFAULT_POOL_NAME);
+    // The default pool is a pool like the others: the job types none lists, the worker's own timeout.
+    const poolDefinitions: readonly Pool[] = [defaultPool({ maxConcurrency: config.workerMaxConcurrency, lowMaxConcurrency: config.workerLowMaxConcurrency }), ...config.pools];
+    this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput, pools: poolDefinitions });
+    const { jobsTable, runsTable, dispatchQueue, dispatchDlq, pools } = this.storage;
+    const definitionOf = (pool: PoolQueues): Pool => poolDefinitions.find((candidate) => candidate.name === pool.name)!;
     /** Where any run may be sent: every lane of every pool. */
     const lanes = pools.flatMap((pool) => [pool.high, pool.standard, pool.low]);
-    const lowConcurrencyOf = (pool: PoolQueues): number => {
-      const definition = config.pools.find((candidate) => candidate.name === pool.name);
-      return definition
-        ? lowLaneConcurrency(definition.maxConcurrency, 2, definition.lowMaxConcurrency)
-        : lowLaneConcurrency(config.workerMaxConcurrency, 2, config.workerLowMaxConcurrency);
-    };
     // Checked here, so a malformed ARN fails the synth rather than every create.
     const targets = deploymentTargetsSchema.parse(config.targets ?? {});
 
@@ -78,24 +76,18 @@ export class SchedulerStack extends Stack {
       {
         jobsTable: jobsTable.tableName,
         runsTable: runsTable.tableName,
-        dispatchQueueUrl: dispatchQueue.queueUrl,
-        dispatchDlqUrl: dispatchDlq.queueUrl,
-        dispatchHighQueueUrl: dispatchHighQueue.queueUrl,
-        dispatchLowQueueUrl: dispatchLowQueue.queueUrl,
-        ...(otherPools.length > 0
-          ? {
-              pools: otherPools.map((pool) => ({
-                name: pool.name,
-                jobTypes: [...pool.jobTypes],
-                queueUrl: pool.standard.queueUrl,
-                highQueueUrl: pool.high.queueUrl,
-                lowQueueUrl: pool.low.queueUrl,
-                dlqUrl: pool.dlq.queueUrl,
-                // The API refuses jobs whose timeout does not fit in their pool's worker.
-                timeoutSeconds: config.pools.find((definition) => definition.name === pool.name)?.timeoutSeconds,
-              })),
-            }
-          : {}),
+        // The API refuses jobs whose timeout does not fit in their pool's worker.
+        ...routingSettings(
+          pools.map((pool) => ({
+            name: pool.name,
+            jobTypes: pool.jobTypes,
+            queueUrl: pool.standard.queueUrl,
+            highQueueUrl: pool.high.queueUrl,
+            lowQueueUrl: pool.low.queueUrl,
+            dlqUrl: pool.dlq.queueUrl,
+            timeoutSeconds: definitionOf(pool).timeoutSeconds,
+          })),
+        ),
         localMode: false,
         allowPrivateTargets: config.allowPrivateTargets ?? false,
         allowedTargets: allowlistOf(targets),
@@ -128,15 +120,16 @@ export class SchedulerStack extends Stack {
     // One worker function per pool (the same code, the pool's timeout), fed by one event source
     // mapping per lane: the high and standard lanes each capped at the pool's concurrency (decision
     // 0050), the low lane at its own, smaller cap (decision 0051).
-    const workerOf = (pool: PoolQueues, timeoutSeconds: number, maxConcurrency: number | undefined, batchSize: number): SchedulerFunction => {
+    const workerOf = (pool: PoolQueues, definition: Pool): SchedulerFunction => {
       const isDefault = pool.name === DEFAULT_POOL_NAME;
-      const worker = new SchedulerFunction(this, isDefault ? 'Worker' : `Worker${pool.standard.node.id.replace(/Dispatch$/, '')}`, {
+      const worker = new SchedulerFunction(this, `Worker${poolResourceNames(pool.name).id}`, {
         ...common,
         entry: 'worker',
+        // Operators (and the tests) know the default pool's worker by this description.
         description: isDefault
           ? 'Job scheduler worker: leases and executes runs from the dispatch queue'
           : `Job scheduler pool worker (${pool.name}: ${pool.jobTypes.join(', ')}): leases and executes runs from its pool's queues`.slice(0, 256),
-        timeout: Duration.seconds(timeoutSeconds),
+        timeout: Duration.seconds(definition.timeoutSeconds),
         memorySize: 1024,
         network: props.workerNetwork,
         extraCaBundle: props.targetCaBundle,
@@ -151,13 +144,13 @@ export class SchedulerStack extends Stack {
       // The lambda, sqs and eventbridge targets the deployment allows, and only those.
       worker.grantTargets(targets);
       for (const [lane, laneConcurrency] of [
-        [pool.standard, maxConcurrency],
-        [pool.high, maxConcurrency],
-        [pool.low, lowConcurrencyOf(pool)],
+        [pool.standard, definition.maxConcurrency],
+        [pool.high, definition.maxConcurrency],
+        [pool.low, lowLaneConcurrency(definition.maxConcurrency, 2, definition.lowMaxConcurrency)],
       ] as const) {
         worker.fn.addEventSource(
           new SqsEventSource(lane, {
-            batchSize,
+            batchSize: definition.batchSize ?? workerConsumer.batchSize,
             maxBatchingWindow: workerConsumer.maxBatchingWindowSeconds > 0 ? Duration.seconds(workerConsumer.maxBatchingWindowSeconds) : undefined,
             reportBatchItemFailures: workerConsumer.reportBatchItemFailures,
             maxConcurrency: laneConcurrency,
@@ -166,13 +159,7 @@ export class SchedulerStack extends Stack {
       }
       return worker;
     };
-    this.workers = {};
-    for (const pool of pools) {
-      const definition = config.pools.find((candidate) => candidate.name === pool.name);
-      this.workers[pool.name] = definition
-        ? workerOf(pool, definition.timeoutSeconds, definition.maxConcurrency, definition.batchSize ?? workerConsumer.batchSize)
-        : workerOf(pool, workerConsumer.functionTimeoutSeconds, config.workerMaxConcurrency, workerConsumer.batchSize);
-    }
+    this.workers = Object.fromEntries(pools.map((pool) => [pool.name, workerOf(pool, definitionOf(pool))]));
     this.worker = this.workers[DEFAULT_POOL_NAME]!;
 
     this.ticker = new SchedulerFunction(this, 'Ticker', {

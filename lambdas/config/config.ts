@@ -4,6 +4,8 @@
 import type { z } from 'zod';
 import type { SettingName } from './settings';
 import { SETTINGS, TUNING_SETTINGS } from './settings';
+import type { PoolRoute } from '../store/pools';
+import { DEFAULT_POOL_NAME } from '../store/pools';
 
 type ValueOf<K extends SettingName> = z.output<(typeof SETTINGS)[K]['schema']>;
 
@@ -63,3 +65,36 @@ export function tuningFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<Tun
 }
 
 const PLACEHOLDER_RESOURCES: Partial<SchedulerConfig> = { jobsTable: '-', runsTable: '-', dispatchQueueUrl: '-', dispatchDlqUrl: '-' };
+
+type RoutingSettings = Pick<SchedulerConfig, 'dispatchQueueUrl' | 'dispatchHighQueueUrl' | 'dispatchLowQueueUrl' | 'dispatchDlqUrl' | 'pools'>;
+
+/**
+ * Every pool's routing entry, the default pool first. The default pool's queues travel in
+ * DISPATCH_QUEUE_URL and friends (their names from before pools, decision 0091), the others in
+ * DISPATCH_POOLS; this and routingSettings are the only code that knows it.
+ */
+export function poolRoutesOf(config: RoutingSettings): PoolRoute[] {
+  const fallback: PoolRoute = {
+    name: DEFAULT_POOL_NAME,
+    jobTypes: [],
+    queueUrl: config.dispatchQueueUrl,
+    dlqUrl: config.dispatchDlqUrl,
+    ...(config.dispatchHighQueueUrl ? { highQueueUrl: config.dispatchHighQueueUrl } : {}),
+    ...(config.dispatchLowQueueUrl ? { lowQueueUrl: config.dispatchLowQueueUrl } : {}),
+  };
+  return [fallback, ...config.pools.filter((pool) => pool.name !== DEFAULT_POOL_NAME)];
+}
+
+/** The settings that carry these pools' routing entries (one of them the default pool); DISPATCH_POOLS only when there are others. */
+export function routingSettings(routes: readonly PoolRoute[]): Omit<RoutingSettings, 'pools'> & Partial<Pick<RoutingSettings, 'pools'>> {
+  const fallback = routes.find((route) => route.name === DEFAULT_POOL_NAME);
+  if (!fallback) throw new Error('the pools have no default pool');
+  const others = routes.filter((route) => route !== fallback);
+  return {
+    dispatchQueueUrl: fallback.queueUrl,
+    dispatchDlqUrl: fallback.dlqUrl,
+    dispatchHighQueueUrl: fallback.highQueueUrl,
+    dispatchLowQueueUrl: fallback.lowQueueUrl,
+    ...(others.length > 0 ? { pools: others } : {}),
+  };
+}

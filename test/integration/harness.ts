@@ -13,7 +13,7 @@ import type { SchedulerConfig, Tuning } from '../../lambdas/config/config';
 import type { TenantLimits } from '../../lambdas/domain/tenant';
 import type { RequestCounter } from '../../lambdas/store/request-counter';
 import type { AwsClients } from '../../lambdas/store/aws';
-import type { PoolDefinition } from '../../lambdas/store/schema';
+import type { PoolDefinition } from '../../lambdas/store/pools';
 import type { HostResolver } from '../../lambdas/targets/egress';
 import { createAwsClients, createTargetClients } from '../../lambdas/store/aws';
 import { encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';

@@ -2,7 +2,8 @@
 // same configuration, and what the functions read is what the stack and the local runtime write.
 import { describe, expect, it } from 'vitest';
 import type { SchedulerConfig } from '../../lambdas/config/config';
-import { DEFAULT_TUNING, readConfig, toEnvironment, tuningFromEnv } from '../../lambdas/config/config';
+import { DEFAULT_TUNING, poolRoutesOf, readConfig, routingSettings, toEnvironment, tuningFromEnv } from '../../lambdas/config/config';
+import { defaultPool, poolQueues } from '../../lambdas/store/pools';
 import { SETTINGS } from '../../lambdas/config/settings';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 
@@ -85,5 +86,22 @@ describe('the settings table', () => {
   it('names each variable once', () => {
     const names = Object.values(SETTINGS).map((setting) => setting.env);
     expect(new Set(names).size).toBe(names.length);
+  });
+});
+
+describe('the pools in the configuration', () => {
+  it('carry every pool\'s route, the default one first, through the environment and back', () => {
+    const routes = poolRoutesOf(full);
+    expect(routes.map((route) => route.name)).toEqual(['default', 'exports', 'fast']);
+    expect(routes[0]).toEqual({ name: 'default', jobTypes: [], queueUrl: full.dispatchQueueUrl, highQueueUrl: full.dispatchHighQueueUrl, lowQueueUrl: full.dispatchLowQueueUrl, dlqUrl: full.dispatchDlqUrl });
+    expect(poolRoutesOf(readConfig(toEnvironment({ ...full, ...routingSettings(routes) })))).toEqual(routes);
+    expect(() => routingSettings(routes.slice(1))).toThrow(/no default pool/);
+  });
+
+  it('give the default pool the queues it had before pools', () => {
+    const queues = poolQueues(defaultPool());
+    expect([queues.standard.id, queues.high.id, queues.low.id, queues.dlq.id]).toEqual(['Dispatch', 'DispatchHigh', 'DispatchLow', 'DispatchDlq']);
+    expect(queues.standard.visibilityTimeoutSeconds).toBe(5400);
+    expect(poolQueues({ name: 'billing-fast', timeoutSeconds: 60 }).dlq.id).toBe('PoolBillingFastDispatchDlq');
   });
 });
