@@ -31,7 +31,7 @@ export interface SchedulerStackConfig {
   readonly warmThroughput?: WarmThroughput;
   /** An SNS topic that alarms notify, if any. */
   readonly alarmTopicArn?: string;
-  /** Alarm thresholds (lib/observability.ts; what each alarm means: docs/operations.md#alarms). */
+  /** Alarm thresholds (lib/alarms.ts; what each alarm means: docs/operations.md#alarms). */
   readonly alarms: AlarmThresholds;
   /** Limits of tenants that have none of their own (the admin command sets a tenant's). */
   readonly tenantDefaults: TenantLimits;

@@ -213,9 +213,7 @@ export class SchedulerStack extends Stack {
 
     // Dashboard and alarms (docs/operations.md#dashboard, #alarms).
     this.observability = new SchedulerObservability(this, 'Observability', {
-      functions: { api: this.api.fn, worker: this.worker.fn, ticker: this.ticker.fn, authorizer: this.authorizer.fn },
-      dispatchQueue,
-      dispatchDlq,
+      functions: { api: this.api.fn, ticker: this.ticker.fn, authorizer: this.authorizer.fn },
       pools: pools.map((pool) => ({ ...pool, worker: this.workers[pool.name]!.fn })),
       tables: { jobs: jobsTable, runs: runsTable },
       thresholds: config.alarms,
