@@ -29,7 +29,7 @@ export interface TransportOptions {
 /**
  * Whether a call may be sent again after an answer that does not say it was not done (a 503, or no
  * answer at all). 429 always means "not done" and is retried for every call; `repeatable` calls (reads,
- * creates under their Idempotency-Key, PATCH, cancel, heartbeat) are retried after a 503 or a lost
+ * creates under their Idempotency-Key, PATCH without If-Match, delete, cancel, heartbeat) are retried after a 503 or a lost
  * connection too; the others (trigger, replay, claim, complete, fail…) could act twice and are not.
  */
 export type Repeatability = 'repeatable' | 'once';
