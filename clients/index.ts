@@ -7,3 +7,6 @@ export { WorkerClient, WorkerApiError, LeaseLostError, RunCancelledError, WorkFa
 export type { WorkerClientOptions, WorkContext, ProcessOutcome } from './worker-client.js';
 export type { RetryOptions } from './transport.js';
 export type * from './types.js';
+// A target's check of a signed delivery (Standard Webhooks; docs/delivery.md#signed-deliveries).
+export { verifyDelivery } from '../lambdas/targets/webhook-signature.js';
+export type { VerifyFailure, VerifyOptions } from '../lambdas/targets/webhook-signature.js';

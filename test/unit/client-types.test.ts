@@ -10,7 +10,7 @@ import type { HealthReport } from '../../lambdas/app/health';
 import type { CreateJobResult, getJob, JobView, previewSchedule, previewSchema } from '../../lambdas/app/jobs';
 import type { triggerSchema } from '../../lambdas/app/job-lifecycle';
 import type { bulkReplaySchema, replayDeadRuns } from '../../lambdas/app/runs';
-import type { Page } from '../../lambdas/store/runs-repository';
+import type { Page } from '../../lambdas/store/page';
 
 describe('the client types are the backend types', () => {
   it('answers', () => {
