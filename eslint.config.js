@@ -1,9 +1,20 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** The import patterns no file under lambdas/ may use, plus the given layer's own. */
+function boundaries(...own) {
+  return [
+    {
+      group: ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs', '**/lib/*', '**/bin/*'],
+      message: 'The functions never load the CDK or the stack definition (lib/, bin/): it would ship in every bundle.',
+    },
+    ...own,
+  ];
+}
+
 export default tseslint.config(
   // The BullMQ peer has its own packages and typecheck (npm run bench:peer:install).
-  { ignores: ['node_modules/**', 'cdk.out/**', '.local/**', 'coverage/**', 'bench/peers/bullmq.ts', 'bench/peers/node_modules/**'] },
+  { ignores: ['node_modules/**', 'cdk.out/**', '.local/**', 'coverage/**', 'bench/peers/bullmq.ts', 'bench/peers/node_modules/**', 'clients/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -16,6 +27,35 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
       'no-console': ['error', { allow: ['warn', 'error'] }],
+    },
+  },
+  // Import boundaries (docs/architecture.md, "Layers"): the functions never load the CDK, the
+  // domain stays plain TypeScript with nothing above it, and targets reach no table or queue.
+  {
+    files: ['lambdas/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: boundaries() }] },
+  },
+  {
+    files: ['lambdas/domain/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: boundaries({
+            group: ['../*', '!../core', '../core/config', '@aws-sdk/*'],
+            message: 'domain/ is plain TypeScript: it imports only itself, core/ (errors, ids) and libraries without I/O.',
+          }),
+        },
+      ],
+    },
+  },
+  {
+    files: ['lambdas/targets/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: boundaries({ group: ['../store', '../store/*'], message: 'targets/ call the outside world; they do not read or write the scheduler\'s tables and queues.' }) },
+      ],
     },
   },
   {
@@ -40,7 +80,8 @@ export default tseslint.config(
     },
   },
   {
-    files: ['eslint.config.js', 'scripts/**/*.mjs'],
+    // bin/*.js: the CLI's shim for `npx scheduler` (the CLI itself is TypeScript, type-checked).
+    files: ['eslint.config.js', 'scripts/**/*.mjs', 'bin/**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

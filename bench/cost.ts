@@ -19,7 +19,7 @@ import { logger } from '../lambdas/core/logger';
 import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
 import type { RequestTally } from '../lambdas/store/request-counter';
-import { RunsRepository } from '../lambdas/store/runs-repository';
+import { RunRecords } from '../lambdas/store/run-records';
 import { jobsTable, runsTable } from '../lambdas/store/schema';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
@@ -103,7 +103,7 @@ async function measure(kind: Kind): Promise<Measured> {
   const esm = new RequestCounter();
   esm.attach(runtimeClients);
   const deps = createDeps(config, handlerClients, { workerId: `bench-cost-${kind}`, metricSink: () => undefined });
-  const reader = new RunsRepository(setupClients.dynamo, config.runsTable);
+  const reader = new RunRecords(setupClients.dynamo, config.runsTable);
   const tenantId = 'bench';
   targetCalls = new Map();
   try {

@@ -13,6 +13,7 @@ import { createJob, getJob, getRun, listJobRuns, listJobs, listRuns, previewSche
 import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob } from '../app/job-lifecycle';
 import { cancelRun, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
 import { claimRun, completeRun, failRun, heartbeatRun } from '../app/external-workers';
+import { issueSigningSecret, listSigningSecrets, revokeSigningSecret } from '../app/signing-secrets';
 import type { Caller } from '../app/authenticate';
 import { callerOf } from './auth';
 import type { ApiEvent, ApiResult } from './http';
@@ -124,6 +125,14 @@ function handlers(deps: SchedulerDeps): Handlers {
     listDeadRuns: async ({ tenantId, query }) => json(200, await listDeadRuns(deps, tenantId, query)),
     replayDeadRuns: async ({ tenantId, caller, body }) => json(202, await replayDeadRuns(deps, tenantId, body, caller.limits)),
     previewSchedule: ({ body }) => Promise.resolve(json(200, previewSchedule(deps, body))),
+    issueSigningSecret: async ({ tenantId, body }) =>
+      // The value is in this answer only: never cached by anything in between.
+      json(201, await issueSigningSecret(deps, tenantId, body), { 'cache-control': 'no-store' }),
+    listSigningSecrets: async ({ tenantId }) => json(200, { items: await listSigningSecrets(deps, tenantId) }),
+    revokeSigningSecret: async ({ tenantId, params }) => {
+      await revokeSigningSecret(deps, tenantId, param(params, 'secretId'));
+      return { statusCode: 204, headers: {}, body: '' };
+    },
     checkHealth: async ({ tenantId, query }) => json(200, await checkHealth(deps, tenantId, query)),
     getOpenApi: () => Promise.resolve({ statusCode: 200, headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' }, body: openApiJson() }),
   };

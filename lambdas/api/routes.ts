@@ -17,6 +17,8 @@ import {
   healthReportSchema,
   heartbeatResponseSchema,
   heartbeatSchema,
+  issueSigningSecretSchema,
+  issuedSigningSecretSchema,
   jobDetailSchema,
   jobPageSchema,
   jobPatchSchema,
@@ -29,11 +31,12 @@ import {
   runPageSchema,
   runResponseSchema,
   runSchema,
+  signingSecretListSchema,
   triggerSchema,
 } from './schemas';
 
 /** Every path parameter of every route, by name. A malformed id is a 400; a well-formed unknown one, 404. */
-export const PATH_PARAMS = { jobId: resourceId, runId: resourceId } as const satisfies Record<string, z.ZodType>;
+export const PATH_PARAMS = { jobId: resourceId, runId: resourceId, secretId: resourceId } as const satisfies Record<string, z.ZodType>;
 
 export interface SuccessResponse {
   readonly description: string;
@@ -49,7 +52,7 @@ export interface RouteSpec {
   readonly path: string;
   readonly summary: string;
   readonly description?: string;
-  readonly tag: 'Jobs' | 'Runs' | 'Dead runs' | 'External workers' | 'Schedules' | 'Health' | 'Contract';
+  readonly tag: 'Jobs' | 'Runs' | 'Dead runs' | 'External workers' | 'Schedules' | 'Signing secrets' | 'Health' | 'Contract';
   /** The query string's schema; a route without one takes no query parameters. */
   readonly query?: z.ZodType;
   /** The JSON body; absent: the route takes no body (none, or `{}`). */
@@ -208,6 +211,31 @@ export const ROUTES = {
     responses: { 200: { description: 'The next fire times', schema: previewResponseSchema } },
     problems: [413, 415],
     example: { schedule: { kind: 'cron', expression: '*/15 9-17 * * MON-FRI', timezone: 'America/New_York' }, count: 3 },
+  },
+  issueSigningSecret: {
+    method: 'POST',
+    path: '/v1/signing-secrets',
+    tag: 'Signing secrets',
+    summary: 'Issue (or rotate) the webhook signing secret',
+    description: 'HTTP deliveries are signed (Standard Webhooks) with each live secret. The one this replaces keeps signing for graceSeconds. The value is in this answer only (Cache-Control: no-store).',
+    body: { schema: issueSigningSecretSchema, required: false },
+    responses: { 201: { description: 'The new secret, with its value', schema: issuedSigningSecretSchema, headers: { 'Cache-Control': '`no-store`' } } },
+    problems: [409, 413, 415],
+    example: { graceSeconds: 86400 },
+  },
+  listSigningSecrets: {
+    method: 'GET',
+    path: '/v1/signing-secrets',
+    tag: 'Signing secrets',
+    summary: 'List the live signing secrets, without their values',
+    responses: { 200: { description: 'The live secrets, newest first', schema: signingSecretListSchema } },
+  },
+  revokeSigningSecret: {
+    method: 'DELETE',
+    path: '/v1/signing-secrets/{secretId}',
+    tag: 'Signing secrets',
+    summary: 'Stop a signing secret at once',
+    responses: { 204: { description: 'The secret no longer signs' } },
   },
   checkHealth: { method: 'GET', path: '/v1/health', tag: 'Health', summary: 'Health of the scheduler, as the tenant sees it', query: healthQuery, responses: { 200: { description: 'The health report', schema: healthReportSchema } } },
   getOpenApi: {

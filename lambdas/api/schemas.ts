@@ -308,3 +308,39 @@ export const gatewayErrorSchema = z.strictObject({ message: z.string() }).meta({
 
 export type RunView = z.output<typeof runSchema>;
 export type JobViewBody = z.output<typeof jobViewSchema>;
+
+// ---- Signing secrets (docs/delivery.md#signed-deliveries) ------------------------------------
+
+/** How long a replaced signing secret keeps signing, unless the request says otherwise. */
+export const DEFAULT_GRACE_SECONDS = 86_400;
+export const MAX_GRACE_SECONDS = 7 * 86_400;
+
+export const issueSigningSecretSchema = z
+  .strictObject({
+    graceSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_GRACE_SECONDS)
+      .default(DEFAULT_GRACE_SECONDS)
+      .describe('How long the secret this one replaces keeps signing beside it (0: it stops now)'),
+  })
+  .meta({ id: 'IssueSigningSecretRequest' });
+export type IssueSigningSecretRequest = z.output<typeof issueSigningSecretSchema>;
+
+export const signingSecretSchema = z
+  .strictObject({
+    secretId: z.string(),
+    createdAt: isoInstant,
+    expiresAt: isoInstant.nullable().describe('When a replaced secret stops signing; null for the current one'),
+  })
+  .meta({ id: 'SigningSecret' });
+
+export const issuedSigningSecretSchema = signingSecretSchema
+  .extend({
+    secret: z.string().regex(/^whsec_[A-Za-z0-9+/]+=*$/).describe('The value, `whsec_` + base64: in this answer only, never again'),
+    previous: z.array(signingSecretSchema).describe('The secrets that sign beside it until their expiresAt'),
+  })
+  .meta({ id: 'IssuedSigningSecret' });
+
+export const signingSecretListSchema = z.strictObject({ items: z.array(signingSecretSchema) }).meta({ id: 'SigningSecretList' });

@@ -12,7 +12,8 @@ import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest } fro
 import type { Run } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import type { SchedulerDeps } from './deps';
-import { recordOutcome } from './execute-run';
+import type { RecordedOutcome } from './record-outcome';
+import { recordOutcome } from './record-outcome';
 
 const CLAIM_POLL_MS = 500;
 const CLAIM_CANDIDATES = 10;
@@ -34,9 +35,9 @@ export interface ClaimedRun {
 export async function claimRun(deps: SchedulerDeps, tenantId: string, body: ClaimRequest): Promise<ClaimedRun | null> {
   const deadline = deps.clock() + body.waitSeconds * 1000;
   for (;;) {
-    for (const candidate of await deps.runs.claimable(tenantId, body.jobType, CLAIM_CANDIDATES)) {
+    for (const candidate of await deps.claims.claimable(tenantId, body.jobType, CLAIM_CANDIDATES)) {
       const token = randomBytes(24).toString('base64url');
-      const claimed = await deps.runs.claim(candidate.runId, tenantId, {
+      const claimed = await deps.claims.claim(candidate.runId, tenantId, {
         owner: `external:${body.workerId ?? 'worker'}`,
         leaseToken: token,
         now: deps.clock(),
@@ -51,7 +52,7 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
       // is not handed out: the worker would call a target that a retry may call too.
       if (run.delivery === 'at-most-once') {
         const consumedAt = deps.clock();
-        if (!(await deps.runs.consume(run.runId, run.version, consumedAt))) continue;
+        if (!(await deps.leases.consume(run.runId, run.version, consumedAt))) continue;
         const at = new Date(consumedAt).toISOString();
         run = { ...run, consumedAt: at, updatedAt: at };
       }
@@ -81,7 +82,7 @@ export async function heartbeatRun(
   runId: string,
   body: HeartbeatRequest,
 ): Promise<{ run: Run; leaseExpiresAt: string | null }> {
-  const beat = await deps.runs.beat(runId, tenantId, { ...body, now: deps.clock(), shards: deps.config.timeIndexShards });
+  const beat = await deps.claims.beat(runId, tenantId, { ...body, now: deps.clock(), shards: deps.config.timeIndexShards });
   if (beat.kind === 'missing') throw new NotFoundError(`No run ${runId}`);
   if (beat.kind === 'stale') throw new StaleLeaseError(beat.status);
   return { run: beat.run, leaseExpiresAt: beat.run.leaseExpiresAt };
@@ -89,7 +90,7 @@ export async function heartbeatRun(
 
 /** The run under this lease token, or the 404/409 that says why not. */
 async function leasedRun(deps: SchedulerDeps, tenantId: string, runId: string, token: string) {
-  const found = await deps.runs.getLeased(runId);
+  const found = await deps.claims.getLeased(runId);
   if (!found || found.run.tenantId !== tenantId) throw new NotFoundError(`No run ${runId}`);
   if (found.run.status !== 'RUNNING' || found.leaseToken !== token) throw new StaleLeaseError(found.run.status);
   const job = await deps.jobs.getAnyTenant(found.run.jobId);
@@ -111,7 +112,7 @@ export async function failRun(deps: SchedulerDeps, tenantId: string, runId: stri
   return finished(deps, run, outcome, now);
 }
 
-async function finished(deps: SchedulerDeps, run: Run, outcome: Awaited<ReturnType<typeof recordOutcome>>, now: number): Promise<Run> {
+async function finished(deps: SchedulerDeps, run: Run, outcome: RecordedOutcome, now: number): Promise<Run> {
   if (outcome.recorded === 'fenced') {
     const current = await deps.runs.get(run.runId);
     throw new StaleLeaseError(current?.status ?? 'DEAD');

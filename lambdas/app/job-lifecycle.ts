@@ -1,6 +1,6 @@
-// Changes to a job's life: the occurrence chain that moves on as each occurrence starts, pause and
-// resume, delete, PATCH and manual triggers. Every change of a job is a compare-and-swap on its
-// version and pending occurrence, with the runs it creates in the same transaction.
+// Changes to a job's life by request: pause and resume, delete, PATCH and manual triggers. Every
+// change of a job is a compare-and-swap on its version and pending occurrence, with the runs it
+// creates in the same transaction. The chain's own moves are in occurrence-chain.ts.
 import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import { parseOrThrow } from '../core/validation';
@@ -8,18 +8,17 @@ import type { Job } from '../domain/job';
 import { MASKED_HEADER_VALUE, jobSpecSchema } from '../domain/job';
 import type { JobPatchRequest, TriggerRequest } from '../api/schemas';
 import { occurrenceOnResume } from '../domain/recurrence';
-import type { Successor } from '../domain/recurrence';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
-import { isTerminal } from '../domain/run';
-import { firstFireTime, nextFireTimeAfter, validateSchedule } from '../domain/schedule';
+import { firstFireTime, validateSchedule } from '../domain/schedule';
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
 import type { SchedulerDeps } from './deps';
 import { checkPoolTimeout, checkTarget, viewOf } from './jobs';
 import type { JobView } from './jobs';
+import { MAX_CAS_ATTEMPTS, attemptFor, pendingRun } from './occurrence-chain';
 
-const MAX_CAS_ATTEMPTS = 5;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 interface Mutation {
@@ -73,27 +72,6 @@ function touch(job: Job, now: number, changes: Partial<Job>): Job {
   return { ...job, ...changes, version: job.version + 1, updatedAt: iso(now) };
 }
 
-/** Sends a planned run's message if it goes straight to the queue. */
-async function dispatchPlan(deps: SchedulerDeps, plan: RunPlan | undefined, now: number): Promise<void> {
-  if (!plan?.dispatch) return;
-  try {
-    await deps.dispatch.send([plan.dispatch], now);
-    deps.telemetry.runQueued(plan.run);
-  } catch (error) {
-    // The run has a check-back in the time index; the ticker will send it.
-    logger.error('dispatch failed; the ticker will redeliver', { runId: plan.run.runId, error: error instanceof Error ? error.message : String(error) });
-  }
-}
-
-/** The attempt number for a new run of an occurrence, given the run that last stood for it. */
-function attemptFor(scheduledFor: number, previous: { scheduledFor: string; attempt: number } | null): number {
-  return previous && Date.parse(previous.scheduledFor) === scheduledFor ? previous.attempt + 1 : 1;
-}
-
-async function pendingRun(deps: SchedulerDeps, job: Job): Promise<Run | null> {
-  return job.nextRunId ? deps.runs.get(job.nextRunId) : null;
-}
-
 export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
   const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
     if (current.status !== 'ACTIVE') throw new ConflictError(`The job is ${current.status}; only an ACTIVE job can be paused`);
@@ -138,7 +116,7 @@ export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: st
     return {
       next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
       plan,
-      afterCommit: () => dispatchPlan(deps, plan, now),
+      afterCommit: () => sendPlannedRun(deps, plan, now),
     };
   });
   logger.info('job resumed', { jobId, tenantId, nextRunAt: job.nextRunAt });
@@ -233,7 +211,7 @@ export async function patchJob(
         plan,
         afterCommit: async () => {
           await retire(current.nextRunId, current.type);
-          await dispatchPlan(deps, plan, now);
+          await sendPlannedRun(deps, plan, now);
         },
       };
     },
@@ -297,86 +275,8 @@ export async function triggerJob(
   }, now);
   if (!(await deps.runs.create(plan))) throw new ConflictError('A manual run was triggered at this same instant; try again');
   deps.telemetry.runCreated(plan.run);
-  await dispatchPlan(deps, plan, now);
+  await sendPlannedRun(deps, plan, now);
   logger.info('job triggered', { jobId, tenantId, runId: plan.run.runId });
   return plan.run;
 }
 
-/**
- * Moves the chain of a recurring job on when its pending occurrence starts: the job points at the
- * successor, which is written in the same transaction. Returns false when the job had already
- * moved on (a PATCH, pause or another worker got there first).
- */
-export async function advanceChain(
-  deps: SchedulerDeps,
-  job: Job,
-  started: Run,
-  successor: Successor | null,
-  executes: boolean,
-  now: number,
-): Promise<boolean> {
-  let current: Job | null = job;
-  for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS && current; attempt++) {
-    if (current.status !== 'ACTIVE' || current.nextRunId !== started.runId) return false;
-    const plan = successor
-      ? planRun(deps.config, current, {
-          scheduledFor: successor.scheduledFor,
-          attempt: 1,
-          trigger: 'schedule',
-          ...(successor.backfillRemaining !== undefined ? { backfillRemaining: successor.backfillRemaining } : {}),
-        }, now)
-      : undefined;
-    const next: Job = {
-      ...current,
-      updatedAt: iso(now),
-      lastStartedRunId: executes ? started.runId : (current.lastStartedRunId ?? null),
-      ...(plan
-        ? { nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
-        : { nextRunAt: null, nextRunId: null, status: 'COMPLETED' as const }),
-    };
-    const result = await deps.jobs.replace(next, current, { newRuns: plan ? [plan] : [] });
-    if (result === 'replaced') {
-      if (plan) deps.telemetry.runCreated(plan.run);
-      await dispatchPlan(deps, plan, now);
-      return true;
-    }
-    if (result === 'run-exists' && plan) {
-      // The successor was already written (a resume or a repair planned the same occurrence):
-      // point the job at it without writing it again.
-      const existing = await deps.runs.get(plan.run.runId);
-      if (existing && !isTerminal(existing.status)) {
-        const pointed = await deps.jobs.replace(next, current);
-        if (pointed === 'replaced') return true;
-      }
-    }
-    current = await deps.jobs.getAnyTenant(job.jobId);
-  }
-  return false;
-}
-
-/**
- * The ticker's repair of a job whose pending occurrence is long overdue and whose run is gone
- * or ended without starting the chain's next occurrence: the chain resumes from now.
- */
-export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBefore: number): Promise<boolean> {
-  const job = await deps.jobs.getAnyTenant(jobId);
-  if (!job || job.status !== 'ACTIVE' || !job.nextRunAt || Date.parse(job.nextRunAt) >= overdueBefore) return false;
-  const run = await pendingRun(deps, job);
-  if (run && !isTerminal(run.status)) return false; // waiting or running: the time index covers it
-  const now = deps.clock();
-  const pendingAt = Date.parse(job.nextRunAt);
-  // A missing run is planned again for its occurrence; an ended one hands over to the next.
-  const scheduledFor = run ? nextFireTimeAfter(job.schedule, now) : pendingAt;
-  const plan =
-    scheduledFor === null
-      ? undefined
-      : planRun(deps.config, job, { scheduledFor, attempt: attemptFor(scheduledFor, run), trigger: 'schedule', reason: 'repaired: the pending occurrence was lost' }, now);
-  const next: Job = plan
-    ? { ...job, updatedAt: iso(now), nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
-    : { ...job, updatedAt: iso(now), nextRunAt: null, nextRunId: null, status: 'COMPLETED' };
-  const result = await deps.jobs.replace(next, job, { newRuns: plan ? [plan] : [] });
-  if (result !== 'replaced') return false;
-  await dispatchPlan(deps, plan, now);
-  logger.warn('repaired a job whose pending occurrence was lost', { jobId, tenantId: job.tenantId, lostRunId: job.nextRunId, nextRunAt: next.nextRunAt });
-  return true;
-}

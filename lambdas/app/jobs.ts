@@ -10,12 +10,13 @@ import { MASKED_HEADER_VALUE, attemptTimeoutSeconds } from '../domain/job';
 import type { Run } from '../domain/run';
 import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
 import type { ListJobsQuery, ListRunsQuery, PreviewRequest } from '../api/schemas';
-import type { Page } from '../store/runs-repository';
+import type { Page } from '../store/page';
 import { urlRefusal } from '../targets/address-policy';
 import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
 import { NO_TARGETS_ALLOWED, targetRefusal } from '../domain/target-allowlist';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
 
 /** How long an Idempotency-Key is remembered. */
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
@@ -91,21 +92,8 @@ export async function createJob(
   if (result.kind === 'idempotent-replay') return replayOf(deps, tenantId, result, idempotency?.requestHash);
 
   if (plan) deps.telemetry.runCreated(plan.run);
-  if (plan?.dispatch) {
-    try {
-      await deps.dispatch.send([plan.dispatch], now);
-      deps.telemetry.runQueued(plan.run);
-    } catch (error) {
-      // The run is stored and carries a check-back entry in the time index: the ticker sends it
-      // again after the redelivery grace. The create itself succeeded.
-      logger.error('dispatch failed after create; the ticker will redeliver', {
-        jobId,
-        runId: plan.run.runId,
-        tenantId,
-        error: error instanceof Error ? error.message : String(error),
-      });
-    }
-  }
+  // The create succeeded even if the send fails: the ticker sends the run then.
+  await sendPlannedRun(deps, plan, now);
   logger.info('job created', { jobId, tenantId, jobType: job.type, scheduleKind: job.schedule.kind, nextRunAt: job.nextRunAt });
   return { job: viewOf(job), nextRunAt: job.nextRunAt, created: true };
 }

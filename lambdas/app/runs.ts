@@ -5,11 +5,13 @@ import type { Run } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
 import { nextFireTimeAfter } from '../domain/schedule';
-import type { Page } from '../store/runs-repository';
+import type { Page } from '../store/page';
 import type { BulkReplayRequest, DeadQuery } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
-import { admitRunRequest, advanceChain } from './job-lifecycle';
+import { admitRunRequest } from './job-lifecycle';
+import { advanceChain } from './occurrence-chain';
 import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
 
 async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
   const run = await deps.runs.get(runId);
@@ -27,7 +29,7 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
   const reason = 'cancelled by request';
   const cancelled =
     run.status === 'RUNNING'
-      ? await deps.runs.cancelRunning(runId, now, reason)
+      ? await deps.leases.cancelRunning(runId, now, reason)
       : await deps.runs.retirePending(runId, 'CANCELLED', reason, now);
   const after = await tenantRun(deps, tenantId, runId);
   if (cancelled) deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
@@ -55,20 +57,19 @@ export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: st
   const attempt = original.attempt + 1;
   const plan = planRun(deps.config, job, { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now }, now);
   const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };
-  if (!(await deps.runs.replay(original, replay, now))) {
+  if (!(await deps.deadRuns.replay(original, replay, now))) {
     throw new ConflictError(`The run was replayed already`);
   }
   deps.telemetry.runCreated(plan.run);
-  if (plan.dispatch) {
-    await deps.dispatch.send([plan.dispatch], now);
-    deps.telemetry.runQueued(plan.run);
-  }
+  // The replay is written (and the original marked replayed): a failed send is the ticker's to
+  // make good, not the client's to retry, whose retry would find the run replayed already.
+  await sendPlannedRun(deps, plan, now);
   logger.info('run replayed', { runId, replayRunId: plan.run.runId, jobId: job.jobId, tenantId });
   return plan.run;
 }
 
 export async function listDeadRuns(deps: SchedulerDeps, tenantId: string, query: DeadQuery): Promise<Page<Run>> {
-  return deps.runs.listDead(tenantId, query.limit, { jobId: query.jobId, from: query.from, to: query.to }, query.cursor);
+  return deps.deadRuns.list(tenantId, query.limit, { jobId: query.jobId, from: query.from, to: query.to }, query.cursor);
 }
 
 /**
@@ -82,7 +83,7 @@ export async function replayDeadRuns(
   request: BulkReplayRequest,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<{ replayed: Run[]; remaining: boolean }> {
-  const page = await deps.runs.listDead(tenantId, request.limit, { jobId: request.jobId, from: request.from, to: request.to });
+  const page = await deps.deadRuns.list(tenantId, request.limit, { jobId: request.jobId, from: request.from, to: request.to });
   const replayed: Run[] = [];
   for (const dead of page.items) {
     try {

@@ -4,12 +4,10 @@
 import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
 import { MAX_ITEMS_READ_PER_PAGE } from './filtered-page';
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient, QueryCommandInput, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-
-type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient, QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { TransactItem } from './conditional';
+import { absentOr, conditionExpressions, IF_NEW, ifHeld, lessThan, transact, transactRetryingConflicts, updateExpressions } from './conditional';
 import type { Job, JobStatus } from '../domain/job';
 import type { Run } from '../domain/run';
 import type { RunItemExtras } from './keys';
@@ -20,8 +18,8 @@ export interface NewRun {
 }
 import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX, JOBS_BY_TYPE_INDEX, JOBS_NEXT_RUN_INDEX } from './schema';
 import { readIndexedPage } from './indexed-page';
-import type { Page } from './runs-repository';
-import { decodeCursorOrThrow } from './runs-repository';
+import type { Page } from './page';
+import { decodeCursorOrThrow } from './page';
 import { createRateKey, encodeCursor, idempotencyKey, itemToJob, jobKey, jobLabelKey, jobLabelPartition, jobNameKey, jobToItem, labelPairsOf, runToItem, tenantUsageKey } from './keys';
 
 /** Jobs that count against a tenant's active-jobs limit. */
@@ -37,19 +35,12 @@ export interface CreateGuards {
 /**
  * A create that DynamoDB keeps cancelling with TransactionConflict (one tenant's creates meet on its
  * usage and rate items; retries of one create meet on its idempotency record) is tried this many
- * times, waiting a random time under a doubling bound between tries (full jitter, so colliding
- * creates spread out). The bounds add up to 810 ms: the caller is answered well within a second.
+ * times under the store's conflict-retry policy (`transactRetryingConflicts`). Its waits' bounds
+ * add up to 810 ms: the caller is answered well within a second.
  */
 const MAX_INSERT_ATTEMPTS = 8;
-const CONFLICT_BACKOFF_BASE_MS = 10;
-const CONFLICT_BACKOFF_CAP_MS = 250;
 /** When a create that still conflicted after every try may come back: its collisions are short-lived. */
 const CONFLICT_RETRY_AFTER_MS = 1000;
-
-/** The bound of the random wait after the given (1-based) conflicting try. */
-function conflictBackoffBoundMs(attempt: number): number {
-  return Math.min(CONFLICT_BACKOFF_CAP_MS, CONFLICT_BACKOFF_BASE_MS * 2 ** (attempt - 1));
-}
 
 export interface IdempotencyRecord {
   readonly key: string;
@@ -99,80 +90,41 @@ export class JobsRepository {
     private readonly runsTable: string,
   ) {}
 
-  async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards, attempt = 1): Promise<InsertResult> {
-    const notExists = 'attribute_not_exists(pk)';
-    const items: TransactItems = [
-      { Put: { TableName: this.jobsTable, Item: jobToItem(job), ConditionExpression: notExists } },
-      {
-        Put: {
-          TableName: this.jobsTable,
-          Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId },
-          ConditionExpression: notExists,
-        },
-      },
-      ...(idempotency
-        ? [
-            {
-              Put: {
-                TableName: this.jobsTable,
-                Item: {
-                  ...idempotencyKey(job.tenantId, idempotency.key),
-                  jobId: job.jobId,
-                  requestHash: idempotency.requestHash,
-                  expiresAtEpoch: idempotency.expiresAtEpoch,
-                },
-                ConditionExpression: notExists,
-              },
-            },
-          ]
-        : []),
-      ...(firstRun ? [{ Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ConditionExpression: notExists } }] : []),
-      // One entry per label, to find the job by it (decision 0095).
-      ...labelPairsOf(job.labels).map((label) => ({ Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } } })),
-    ];
+  async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
+    const ifNew = conditionExpressions(IF_NEW);
+    const items: Record<string, TransactItem> = {
+      job: { Put: { TableName: this.jobsTable, Item: jobToItem(job), ...ifNew } },
+      name: { Put: { TableName: this.jobsTable, Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId }, ...ifNew } },
+    };
+    if (idempotency) {
+      const record = { ...idempotencyKey(job.tenantId, idempotency.key), jobId: job.jobId, requestHash: idempotency.requestHash, expiresAtEpoch: idempotency.expiresAtEpoch };
+      items.idempotency = { Put: { TableName: this.jobsTable, Item: record, ...ifNew } };
+    }
+    if (firstRun) items.firstRun = { Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ...ifNew } };
+    // One entry per label, to find the job by it (decision 0095).
+    labelPairsOf(job.labels).forEach((label, index) => {
+      items[`label:${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } } };
+    });
     // The tenant's usage counter and this second's create count, checked and counted with the job.
-    const usageIndex = guards && isLive(job.status) ? items.length : -1;
-    if (usageIndex >= 0) items.push(this.countActive(job.tenantId, 1, guards?.maxActiveJobs ?? null));
+    if (guards && isLive(job.status)) items.usage = this.countActive(job.tenantId, 1, guards.maxActiveJobs);
     const second = guards ? Math.floor(guards.now / 1000) : 0;
-    const rateIndex = guards && guards.createsPerSecond !== null ? items.length : -1;
-    if (rateIndex >= 0 && guards?.createsPerSecond != null) {
-      items.push({
-        Update: {
-          TableName: this.jobsTable,
-          Key: createRateKey(job.tenantId, second),
-          UpdateExpression: 'ADD #creates :one SET #expiresAtEpoch = :expires',
-          ConditionExpression: 'attribute_not_exists(#creates) OR #creates < :limit',
-          ExpressionAttributeNames: { '#creates': 'creates', '#expiresAtEpoch': 'expiresAtEpoch' },
-          ExpressionAttributeValues: { ':one': 1, ':limit': guards.createsPerSecond, ':expires': second + 120 },
-        },
-      });
+    if (guards && guards.createsPerSecond !== null) items.rate = { Update: this.countCreate(job.tenantId, second, guards.createsPerSecond) };
+    // Concurrent creates collide inside DynamoDB as TransactionConflict, which evaluates no
+    // condition: tried again, the conditions decide (a retry of one create then meets the winner's
+    // idempotency record and replays it). A cancelled transaction wrote nothing: after the last try
+    // the caller is told to come back (a 429), never answered with a 500 (decision 0043).
+    const result = await transactRetryingConflicts(this.dynamo, items, MAX_INSERT_ATTEMPTS);
+    if (result.committed) return { kind: 'created' };
+    if (result.conflict) return { kind: 'conflicted', retryAfterMs: CONFLICT_RETRY_AFTER_MS };
+    // The idempotency record decides first: a replayed request may also collide on its name.
+    if (idempotency && result.failed.has('idempotency')) {
+      const previous = await this.findIdempotencyRecord(job.tenantId, idempotency.key);
+      if (previous) return { kind: 'idempotent-replay', ...previous };
     }
-    try {
-      await this.dynamo.send(new TransactWriteCommand({ TransactItems: items }));
-      return { kind: 'created' };
-    } catch (error) {
-      if (!(error instanceof TransactionCanceledException)) throw error;
-      const reasons = error.CancellationReasons ?? [];
-      // Concurrent creates collide inside DynamoDB as TransactionConflict, which evaluates no
-      // condition: tried again, the conditions decide (a retry of one create then meets the
-      // winner's idempotency record and replays it). A cancelled transaction wrote nothing: after the
-      // last try the caller is told to come back (a 429), never answered with a 500 (decision 0043).
-      if (reasons.some((reason) => reason.Code === 'TransactionConflict')) {
-        if (attempt >= MAX_INSERT_ATTEMPTS) return { kind: 'conflicted', retryAfterMs: CONFLICT_RETRY_AFTER_MS };
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * conflictBackoffBoundMs(attempt)));
-        return this.insert(job, firstRun, idempotency, guards, attempt + 1);
-      }
-      const failed = (index: number): boolean => reasons[index]?.Code === 'ConditionalCheckFailed';
-      // The idempotency record decides first: a replayed request may also collide on its name.
-      if (idempotency && failed(2)) {
-        const previous = await this.findIdempotencyRecord(job.tenantId, idempotency.key);
-        if (previous) return { kind: 'idempotent-replay', ...previous };
-      }
-      if (failed(1)) return { kind: 'name-taken' };
-      if (rateIndex >= 0 && failed(rateIndex)) return { kind: 'rate-limited', retryAfterMs: (second + 1) * 1000 - (guards?.now ?? 0) };
-      if (usageIndex >= 0 && failed(usageIndex)) return { kind: 'too-many-active-jobs' };
-      throw error;
-    }
+    if (result.failed.has('name')) return { kind: 'name-taken' };
+    if (result.failed.has('rate')) return { kind: 'rate-limited', retryAfterMs: (second + 1) * 1000 - (guards?.now ?? 0) };
+    if (result.failed.has('usage')) return { kind: 'too-many-active-jobs' };
+    throw result.error;
   }
 
   /**
@@ -183,34 +135,27 @@ export class JobsRepository {
   async countRunRequest(tenantId: string, perSecond: number | null, now: number): Promise<{ readonly allowed: true } | { readonly allowed: false; readonly retryAfterMs: number }> {
     if (perSecond === null) return { allowed: true };
     const second = Math.floor(now / 1000);
-    try {
-      await this.dynamo.send(
-        new UpdateCommand({
-          TableName: this.jobsTable,
-          Key: createRateKey(tenantId, second),
-          UpdateExpression: 'ADD #creates :one SET #expiresAtEpoch = :expires',
-          ConditionExpression: 'attribute_not_exists(#creates) OR #creates < :limit',
-          ExpressionAttributeNames: { '#creates': 'creates', '#expiresAtEpoch': 'expiresAtEpoch' },
-          ExpressionAttributeValues: { ':one': 1, ':limit': perSecond, ':expires': second + 120 },
-        }),
-      );
-      return { allowed: true };
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return { allowed: false, retryAfterMs: (second + 1) * 1000 - now };
-      throw error;
-    }
+    const counted = await ifHeld(() => this.dynamo.send(new UpdateCommand(this.countCreate(tenantId, second, perSecond))));
+    return counted.held ? { allowed: true } : { allowed: false, retryAfterMs: (second + 1) * 1000 - now };
+  }
+
+  /** Counts a create in the tenant's window of `second`, refused at `perSecond`. */
+  private countCreate(tenantId: string, second: number, perSecond: number) {
+    return {
+      TableName: this.jobsTable,
+      Key: createRateKey(tenantId, second),
+      ...updateExpressions({ add: { creates: 1 }, set: { expiresAtEpoch: second + 120 }, if: { creates: absentOr(lessThan(perSecond)) } }),
+    };
   }
 
   /** An update of the tenant's active-jobs counter, refused past `max` when it adds. */
-  private countActive(tenantId: string, delta: 1 | -1, max: number | null) {
+  private countActive(tenantId: string, delta: 1 | -1, max: number | null): TransactItem {
+    const limited = delta > 0 && max !== null;
     return {
       Update: {
         TableName: this.jobsTable,
         Key: tenantUsageKey(tenantId),
-        UpdateExpression: 'ADD #activeJobs :delta',
-        ...(delta > 0 && max !== null ? { ConditionExpression: 'attribute_not_exists(#activeJobs) OR #activeJobs < :max' } : {}),
-        ExpressionAttributeNames: { '#activeJobs': 'activeJobs' },
-        ExpressionAttributeValues: { ':delta': delta, ...(delta > 0 && max !== null ? { ':max': max } : {}) },
+        ...updateExpressions({ add: { activeJobs: delta }, ...(limited ? { if: { activeJobs: absentOr(lessThan(max)) } } : {}) }),
       },
     };
   }
@@ -348,57 +293,41 @@ export class JobsRepository {
    * in the same transaction.
    */
   async replace(next: Job, expected: Pick<Job, 'version' | 'nextRunId' | 'status'> & { readonly labels?: Job['labels'] }, extra: ReplaceExtras = {}): Promise<ReplaceResult> {
-    const jobPut = {
-      Put: {
-        TableName: this.jobsTable,
-        Item: jobToItem(next),
-        ConditionExpression: '#version = :version AND #nextRunId = :nextRunId',
-        ExpressionAttributeNames: { '#version': 'version', '#nextRunId': 'nextRunId' },
-        ExpressionAttributeValues: { ':version': expected.version, ':nextRunId': expected.nextRunId },
-      },
-    };
-    const runPuts = (extra.newRuns ?? []).map((newRun) => ({
-      Put: { TableName: this.runsTable, Item: runToItem(newRun.run, newRun.extras), ConditionExpression: 'attribute_not_exists(pk)' },
-    }));
-    // Label entries follow the job's labels (decision 0095): new ones written, dropped ones deleted.
-    const before = new Set(labelPairsOf(expected.labels));
-    const after = new Set(labelPairsOf(next.labels));
-    const labelWrites = [
-      ...[...after].filter((label) => !before.has(label)).map((label) => ({ Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(next.tenantId, label, next), jobId: next.jobId } } })),
-      ...[...before].filter((label) => !after.has(label)).map((label) => ({ Delete: { TableName: this.jobsTable, Key: jobLabelKey(next.tenantId, label, next) } })),
-    ];
-    const nameDelete = extra.releaseName
-      ? [{ Delete: { TableName: this.jobsTable, Key: jobNameKey(next.tenantId, next.name), ConditionExpression: '#jobId = :jobId', ExpressionAttributeNames: { '#jobId': 'jobId' }, ExpressionAttributeValues: { ':jobId': next.jobId } } }]
-      : [];
+    const jobPut = { TableName: this.jobsTable, Item: jobToItem(next), ...conditionExpressions({ version: expected.version, nextRunId: expected.nextRunId }) };
+    const items: Record<string, TransactItem> = { job: { Put: jobPut } };
+    const newRuns = extra.newRuns ?? [];
+    newRuns.forEach((newRun, index) => {
+      items[`run:${index}`] = { Put: { TableName: this.runsTable, Item: runToItem(newRun.run, newRun.extras), ...conditionExpressions(IF_NEW) } };
+    });
+    if (extra.releaseName) {
+      items.releaseName = { Delete: { TableName: this.jobsTable, Key: jobNameKey(next.tenantId, next.name), ...conditionExpressions({ jobId: next.jobId }) } };
+    }
     // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit;
     // one that becomes live again (a COMPLETED job given a new schedule) takes one, within it.
     const becomesLive = !isLive(expected.status) && isLive(next.status);
-    const usage =
-      isLive(expected.status) && !isLive(next.status)
-        ? [this.countActive(next.tenantId, -1, null)]
-        : becomesLive
-          ? [this.countActive(next.tenantId, 1, extra.maxActiveJobs ?? null)]
-          : [];
-    try {
-      if (runPuts.length === 0 && nameDelete.length === 0 && usage.length === 0 && labelWrites.length === 0) {
-        await this.dynamo.send(new PutCommand(jobPut.Put));
-      } else {
-        // Label writes go after the usage update: its reason is found as the last one.
-        await this.dynamo.send(new TransactWriteCommand({ TransactItems: [jobPut, ...runPuts, ...nameDelete, ...labelWrites, ...usage] }));
-      }
-      return 'replaced';
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return 'conflict';
-      if (error instanceof TransactionCanceledException) {
-        const reasons = error.CancellationReasons ?? [];
-        if (reasons[0]?.Code === 'ConditionalCheckFailed') return 'conflict';
-        if (reasons.slice(1, 1 + runPuts.length).some((reason) => reason.Code === 'ConditionalCheckFailed')) return 'run-exists';
-        if (becomesLive && reasons.at(-1)?.Code === 'ConditionalCheckFailed') return 'too-many-active-jobs';
-        // Nothing was written: the caller reads the job again and retries, as after a lost condition.
-        if (reasons.some((reason) => reason.Code === 'TransactionConflict')) return 'conflict';
-      }
-      throw error;
+    if (isLive(expected.status) && !isLive(next.status)) items.usage = this.countActive(next.tenantId, -1, null);
+    else if (becomesLive) items.usage = this.countActive(next.tenantId, 1, extra.maxActiveJobs ?? null);
+    // Label entries follow the job's labels (decision 0095): new ones written, dropped ones deleted.
+    const before = new Set(labelPairsOf(expected.labels));
+    const after = new Set(labelPairsOf(next.labels));
+    [...after].filter((label) => !before.has(label)).forEach((label, index) => {
+      items[`label+${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(next.tenantId, label, next), jobId: next.jobId } } };
+    });
+    [...before].filter((label) => !after.has(label)).forEach((label, index) => {
+      items[`label-${index}`] = { Delete: { TableName: this.jobsTable, Key: jobLabelKey(next.tenantId, label, next) } };
+    });
+    if (Object.keys(items).length === 1) {
+      const put = await ifHeld(() => this.dynamo.send(new PutCommand(jobPut)));
+      return put.held ? 'replaced' : 'conflict';
     }
+    const result = await transact(this.dynamo, items);
+    if (result.committed) return 'replaced';
+    if (result.failed.has('job')) return 'conflict';
+    if (newRuns.some((_, index) => result.failed.has(`run:${index}`))) return 'run-exists';
+    if (becomesLive && result.failed.has('usage')) return 'too-many-active-jobs';
+    // Nothing was written: the caller reads the job again and retries, as after a lost condition.
+    if (result.conflict) return 'conflict';
+    throw result.error;
   }
 
   /** Active jobs whose pending occurrence was due before `before` (one shard of byNextRun). */

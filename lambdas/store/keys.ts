@@ -1,6 +1,7 @@
 // The one place that knows the key layout of both tables and how domain objects become items.
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
+import { RUN_FIELDS } from '../domain/run';
 import { shardOf } from '../domain/time-gate';
 import { NEXT_RUN_SHARDS } from './schema';
 
@@ -18,6 +19,10 @@ export const tenantKey = (tenantId: string): Key => ({ pk: `TENANT#${tenantId}`,
 export const tenantUsageKey = (tenantId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: 'USAGE' });
 export const tenantApiKeyKey = (tenantId: string, keyId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: `KEY#${keyId}` });
 export const tenantPartition = (tenantId: string): string => `TENANT#${tenantId}`;
+export const SIGNING_SECRET_PREFIX = 'SIGNING#';
+export const signingSecretKey = (tenantId: string, secretId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: `${SIGNING_SECRET_PREFIX}${secretId}` });
+/** Which secret is the tenant's current one: the item every rotation changes, so two cannot both win. */
+export const signingHeadKey = (tenantId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: 'SIGNINGHEAD' });
 /** Counts a tenant's job creates in one second (a fixed window; expires by TTL). */
 export const createRateKey = (tenantId: string, epochSecond: number): Key => ({ pk: `RATE#${tenantId}#${epochSecond}`, sk: 'CREATES' });
 /** One of a tenant's in-flight slots: held by one run while it is leased. */
@@ -133,38 +138,23 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
   };
 }
 
+/** Fields of a run that are stored as they are shown; the others are stored in a form of their own. */
+const STORED_AS_SHOWN = RUN_FIELDS.filter((field) => field !== 'leaseExpiresAt' && field !== 'progress' && field !== 'result');
+
+/**
+ * A run from its item: the fields of a run (`RUN_FIELDS`) and nothing else, so that what the item
+ * keeps beside them (an external worker's lease token, index keys, the lease in milliseconds) never
+ * reaches a caller or the API.
+ */
 export function itemToRun(item: Item): Run {
-  const {
-    pk: _pk,
-    sk: _sk,
-    jobSort: _js,
-    tenantRunSort: _trs,
-    gateKey: _gk,
-    gateAt: _ga,
-    payloadOverrideJson: _po,
-    leaseMs: _lm,
-    backfillRemaining: _br,
-    budgetFrom: _bf,
-    deadTenantId: _dt,
-    deadSort: _ds,
-    // An external worker's lease token is its secret: never part of a run as the API shows it.
-    leaseToken: _lt,
-    claimTenant: _ct,
-    claimSort: _cs,
-    checkpointJson: _cp,
-    progressJson,
-    resultJson,
-    leaseExpiresAtMs,
-    ...rest
-  } = item;
-  const leaseExpiresAt = typeof leaseExpiresAtMs === 'number' ? new Date(leaseExpiresAtMs).toISOString() : null;
-  const run = { ...(rest as unknown as Omit<Run, 'leaseExpiresAt'>), leaseExpiresAt };
+  const run: Record<string, unknown> = {};
+  for (const field of STORED_AS_SHOWN) if (Object.hasOwn(item, field)) run[field] = item[field];
+  run.leaseExpiresAt = typeof item.leaseExpiresAtMs === 'number' ? new Date(item.leaseExpiresAtMs).toISOString() : null;
   // Items written before these were text keep their maps (`progress`, `result`), read as they are.
-  return {
-    ...run,
-    progress: typeof progressJson === 'string' ? (JSON.parse(progressJson) as unknown) : (run.progress ?? null),
-    ...(typeof resultJson === 'string' ? { result: JSON.parse(resultJson) as unknown } : {}),
-  };
+  run.progress = typeof item.progressJson === 'string' ? (JSON.parse(item.progressJson) as unknown) : (item.progress ?? null);
+  if (typeof item.resultJson === 'string') run.result = JSON.parse(item.resultJson) as unknown;
+  else if (Object.hasOwn(item, 'result')) run.result = item.result;
+  return run as unknown as Run;
 }
 
 export function budgetFromOf(item: Item): number {
