@@ -14,11 +14,12 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createDeps } from '../lambdas/app/deps';
 import { createJob } from '../lambdas/app/jobs';
+import { jobSpecSchema } from '../lambdas/domain/job';
 import { logger } from '../lambdas/core/logger';
 import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
 import type { RequestTally } from '../lambdas/store/request-counter';
-import { RunsRepository } from '../lambdas/store/runs-repository';
+import { RunRecords } from '../lambdas/store/run-records';
 import { jobsTable, runsTable } from '../lambdas/store/schema';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
@@ -102,14 +103,14 @@ async function measure(kind: Kind): Promise<Measured> {
   const esm = new RequestCounter();
   esm.attach(runtimeClients);
   const deps = createDeps(config, handlerClients, { workerId: `bench-cost-${kind}`, metricSink: () => undefined });
-  const reader = new RunsRepository(setupClients.dynamo, config.runsTable);
+  const reader = new RunRecords(setupClients.dynamo, config.runsTable);
   const tenantId = 'bench';
   targetCalls = new Map();
   try {
     // Creates, ten at a time, with no worker running.
     const runIds: string[] = [];
     for (let start = 0; start < count; start += 10) {
-      const created = await Promise.all(Array.from({ length: Math.min(10, count - start) }, (_, k) => createJob(deps, tenantId, jobBody(kind, start + k))));
+      const created = await Promise.all(Array.from({ length: Math.min(10, count - start) }, (_, k) => createJob(deps, tenantId, jobSpecSchema.parse(jobBody(kind, start + k)))));
       runIds.push(...created.map((result) => result.job.nextRunId!));
     }
     await new Promise((resolve) => setTimeout(resolve, 200));

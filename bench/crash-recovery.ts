@@ -136,7 +136,7 @@ try {
         taken = received.Messages?.length ?? 0;
       }
       const now = Date.now();
-      const lease = await deps.runs.lease(job.nextRunId, { owner: `bench-ghost-${trial}`, now, checkBackAt: leaseCheckAt(now, config), shards: config.timeIndexShards });
+      const lease = await deps.leases.lease(job.nextRunId, { owner: `bench-ghost-${trial}`, now, checkBackAt: leaseCheckAt(now, config), shards: config.timeIndexShards });
       if (lease.kind !== 'leased') throw new Error(`the ghost could not lease the run: ${lease.kind}`);
       killedAt = Date.now();
     } else {

@@ -22,7 +22,7 @@ import { logger } from '../lambdas/core/logger';
 import { isTerminal } from '../lambdas/domain/run';
 import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
-import { RunsRepository } from '../lambdas/store/runs-repository';
+import { RunRecords } from '../lambdas/store/run-records';
 import { emulatorEnvironment, emulatorPidFile, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
 import { startLocalRuntime } from '../scripts/local/runtime';
@@ -118,7 +118,7 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
       if (doc.SchedulingLag !== undefined) schedulingLags.push(...[doc.SchedulingLag].flat());
     },
   });
-  const runs = new RunsRepository(readClients.dynamo, config.runsTable);
+  const runs = new RunRecords(readClients.dynamo, config.runsTable);
   const keys: string[] = [];
   for (let i = 0; i < tenantCount; i++) {
     const created = await runAdmin(['tenant', 'create', `${prefix}-t${i}`, '--creates-per-second', 'none', '--max-active-jobs', 'none'], {

@@ -117,10 +117,10 @@ export interface JobFilter {
 }
 
 /**
- * The query parameters of GET /v1/jobs the console sends for its filters. `name` and `label` are
- * the names the API's filter work is expected to take (not fixed yet: adjust here at merge).
+ * The query parameters of GET /v1/jobs the console sends for its filters: the search box is a
+ * name prefix (`namePrefix`), each label `key=value` (`label`, repeated), served by the API's indexes.
  */
-export const JOB_FILTER_PARAMS = { name: 'name', label: 'label', status: 'status' } as const;
+export const JOB_FILTER_PARAMS = { name: 'namePrefix', label: 'label', status: 'status' } as const;
 
 /** Filters this API refused as unknown parameters, so the console applies them to the page itself. */
 const clientSideFilters = new Set<'name' | 'label'>();

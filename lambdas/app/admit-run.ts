@@ -7,7 +7,7 @@ import { decideOverlap, decideStart } from '../domain/recurrence';
 import type { Run } from '../domain/run';
 import { checkBackAt } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
-import { advanceChain } from './job-lifecycle';
+import { advanceChain } from './occurrence-chain';
 
 /** How long a buffered occurrence waits before it looks again at the run it is waiting for. */
 const BUFFER_RECHECK_SECONDS = 30;
@@ -39,7 +39,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
       // Give the lease back and look again later; the finishing run also wakes it (executeRun).
       const remainingMs = Date.parse(previous.leaseExpiresAt ?? '') - now;
       const wait = Math.max(1, Math.min(BUFFER_RECHECK_SECONDS, Math.ceil(remainingMs / 1000)));
-      if (!(await deps.runs.giveBack(run.runId, run.version, now, checkBackAt(now + wait * 1000, now, deps.config), deps.config.timeIndexShards, overlap.reason))) {
+      if (!(await deps.leases.giveBack(run.runId, run.version, now, checkBackAt(now + wait * 1000, now, deps.config), deps.config.timeIndexShards, overlap.reason))) {
         return { kind: 'stopped', outcome: 'fenced' };
       }
       await deps.dispatch.send([{ runId: run.runId, tenantId: run.tenantId, availableAt: now + wait * 1000, jobType: run.jobType, priority: run.priority }], now);
@@ -52,7 +52,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
       return end(deps, run, 'SKIPPED', overlap.reason, now);
     }
     if (overlap.action === 'cancel-previous' && previous) {
-      const cancelled = await deps.runs.complete(previous.runId, previous.version, { status: 'CANCELLED', now, error: null, reason: overlap.reason });
+      const cancelled = await deps.leases.complete(previous.runId, previous.version, { status: 'CANCELLED', now, error: null, reason: overlap.reason });
       if (cancelled === 'recorded') deps.telemetry.runEnded(previous, 'CANCELLED', overlap.reason, { supersededBy: run.runId });
     }
   }
@@ -64,7 +64,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
 }
 
 async function end(deps: SchedulerDeps, run: Run, status: 'SKIPPED' | 'CANCELLED', reason: string, now: number): Promise<Admission> {
-  const recorded = await deps.runs.complete(run.runId, run.version, { status, now, error: null, reason });
+  const recorded = await deps.leases.complete(run.runId, run.version, { status, now, error: null, reason });
   if (recorded === 'fenced') return { kind: 'stopped', outcome: 'fenced' };
   deps.telemetry.runEnded(run, status, reason);
   return { kind: 'stopped', outcome: status === 'SKIPPED' ? 'skipped' : 'cancelled' };

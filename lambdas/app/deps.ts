@@ -1,14 +1,23 @@
 // Everything a use case needs, built once per process from the configuration.
 import { randomUUID } from 'node:crypto';
-import type { SchedulerConfig } from '../core/config';
+import type { SchedulerConfig } from '../config/config';
+import { poolRoutesOf } from '../config/config';
 import type { AwsClients } from '../store/aws';
 import { ApiKeysRepository } from '../store/api-keys-repository';
 import { DispatchQueue, DispatchRouter } from '../store/dispatch-queue';
 import { JobsRepository } from '../store/jobs-repository';
-import { RunsRepository } from '../store/runs-repository';
+import { RunRecords } from '../store/run-records';
+import { RunLeases } from '../store/run-leases';
+import { RunClaims } from '../store/run-claims';
+import { TimeIndex } from '../store/time-index';
+import { DeadRuns } from '../store/dead-runs';
 import { SchedulerStateRepository } from '../store/scheduler-state-repository';
 import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
+import { SigningSecretsRepository } from '../store/signing-secrets';
+import { SigningSecretsCache } from './signing-secrets';
+
+import { TenantsFullMemo } from './in-flight-slot';
 import { TenantLimitsCache } from './tenant-limits';
 import { Authenticator } from './authenticate';
 import type { TargetInvoker } from '../targets/target';
@@ -24,7 +33,16 @@ import { egressPolicyOf, systemResolver } from '../targets/egress';
 export interface SchedulerDeps {
   readonly config: SchedulerConfig;
   readonly jobs: JobsRepository;
-  readonly runs: RunsRepository;
+  /** Runs as records: reads, a new run, the end of one not yet started. */
+  readonly runs: RunRecords;
+  /** Leases and the outcomes recorded under them, with the effect ledger. */
+  readonly leases: RunLeases;
+  /** External workers' claims of offered runs, and their heartbeats. */
+  readonly claims: RunClaims;
+  /** The ticker's index of runs by time: due runs and check-backs. */
+  readonly timeIndex: TimeIndex;
+  /** Tenants' DEAD runs: counted, listed, replayed. */
+  readonly deadRuns: DeadRuns;
   readonly apiKeys: ApiKeysRepository;
   readonly tenants: TenantsRepository;
   /** Resolves API keys to callers (the authorizer's code, with its cache). */
@@ -32,6 +50,8 @@ export interface SchedulerDeps {
   /** Tenants' limits as the worker applies them (cached). */
   readonly tenantLimits: TenantLimitsCache;
   readonly inFlight: InFlightSlots;
+  /** The tenants this process found at their in-flight limit a moment ago; one per process. */
+  readonly tenantsFull: TenantsFullMemo;
   readonly state: SchedulerStateRepository;
   /** Every pool's dispatch queues; sends route by job type and priority. */
   readonly dispatch: DispatchRouter;
@@ -49,6 +69,10 @@ export interface SchedulerDeps {
   readonly telemetry: Telemetry;
   readonly telemetryStore: TelemetryStore;
   readonly queueMetrics: QueueMetrics;
+  /** The tenants' webhook signing secrets (issued through the API). */
+  readonly signingSecrets: SigningSecretsRepository;
+  /** Their live values as the worker signs with them (cached per tenant for a minute). */
+  readonly signingCache: SigningSecretsCache;
 }
 
 export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random'>> {
@@ -68,21 +92,23 @@ export function createDeps(
   const telemetryStore = new TelemetryStore(clients.dynamo, config.jobsTable);
   const apiKeys = new ApiKeysRepository(clients.dynamo, config.jobsTable);
   const tenants = new TenantsRepository(clients.dynamo, config.jobsTable);
+  const signingSecrets = new SigningSecretsRepository(clients.dynamo, clients.kms, config.jobsTable, config.signingKeyId);
   return {
     config,
     jobs: new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable),
-    runs: new RunsRepository(clients.dynamo, config.runsTable),
+    runs: new RunRecords(clients.dynamo, config.runsTable),
+    leases: new RunLeases(clients.dynamo, config.runsTable),
+    claims: new RunClaims(clients.dynamo, config.runsTable),
+    timeIndex: new TimeIndex(clients.dynamo, config.runsTable),
+    deadRuns: new DeadRuns(clients.dynamo, config.runsTable),
     apiKeys,
     tenants,
     authenticator: new Authenticator(apiKeys, tenants, config.tenantDefaults, clock),
     tenantLimits: new TenantLimitsCache(tenants, config.tenantDefaults, clock),
     inFlight: new InFlightSlots(clients.dynamo, config.jobsTable),
+    tenantsFull: new TenantsFullMemo(),
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
-    dispatch: new DispatchRouter(
-      clients.sqs,
-      { queueUrl: config.dispatchQueueUrl, dlqUrl: config.dispatchDlqUrl, ...(config.dispatchHighQueueUrl ? { highQueueUrl: config.dispatchHighQueueUrl } : {}), ...(config.dispatchLowQueueUrl ? { lowQueueUrl: config.dispatchLowQueueUrl } : {}) },
-      config.pools,
-    ),
+    dispatch: new DispatchRouter(clients.sqs, poolRoutesOf(config)),
     dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),
     targets: overrides.targets ?? createTargetInvoker(clients.targets),
     egress: { policy: egressPolicyOf(config), resolve: overrides.resolveHost ?? systemResolver },
@@ -91,6 +117,8 @@ export function createDeps(
     workerId,
     telemetryStore,
     queueMetrics: new QueueMetrics(clients.cloudwatch),
+    signingSecrets,
+    signingCache: new SigningSecretsCache(signingSecrets, clock),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

@@ -2,13 +2,12 @@
 // deployment's (shared by every tenant); runs, lag and in-flight work are the caller's tenant's only.
 // Run figures come from the workers' per-minute roll-ups; in-flight runs from the workers'
 // registry, each checked against its run item, which is the truth.
-import { z } from 'zod';
 import { logger } from '../core/logger';
-import { limitParam, parseOrThrow } from '../core/validation';
+import type { HealthQuery } from '../api/schemas';
 import type { Histogram } from '../domain/histogram';
 import { merge, percentile, totalOf } from '../domain/histogram';
 import type { QueueDepth } from '../store/dispatch-queue';
-import { DEFAULT_POOL } from '../store/dispatch-queue';
+import { DEFAULT_POOL_NAME } from '../store/pools';
 import type { Counters, OutcomeCounter } from '../store/telemetry-store';
 import { OUTCOME_COUNTERS } from '../store/telemetry-store';
 import type { SchedulerDeps } from './deps';
@@ -91,12 +90,8 @@ export interface HealthReport {
   readonly inFlight: InFlightRun[];
 }
 
-export const healthQuery = z.strictObject({
-  minutes: limitParam(15, 60),
-});
-
-export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: Record<string, string | undefined> = {}): Promise<HealthReport> {
-  const { minutes } = parseOrThrow(healthQuery, query, 'Invalid query');
+export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: HealthQuery = { minutes: 15 }): Promise<HealthReport> {
+  const { minutes } = query;
   const now = deps.clock();
   const minuteStarts = Array.from({ length: minutes }, (_, i) => minuteOf(now - i * 60_000)).reverse();
 
@@ -119,7 +114,7 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
     deps.state.ticker(),
     Promise.all(minuteStarts.map((minute) => deps.telemetryStore.rollupsOf(tenantId, minute))),
     deps.telemetryStore.workersSeenSince(now - WORKER_HORIZON_MS),
-    deps.runs.countDead(tenantId, DEAD_COUNT_CAP),
+    deps.deadRuns.count(tenantId, DEAD_COUNT_CAP),
   ]);
 
   const totals: Counters = {};
@@ -168,7 +163,7 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
 
   const problems: string[] = [];
   for (const [name, pool] of Object.entries(pools)) {
-    if (pool.dlq.visible + pool.dlq.inFlight > 0) problems.push(name === DEFAULT_POOL ? 'the dispatch dead-letter queue holds messages' : `the dead-letter queue of pool ${name} holds messages`);
+    if (pool.dlq.visible + pool.dlq.inFlight > 0) problems.push(name === DEFAULT_POOL_NAME ? 'the dispatch dead-letter queue holds messages' : `the dead-letter queue of pool ${name} holds messages`);
   }
   if (since === null || since > TICKER_STALE_MS) problems.push('the ticker has not completed a tick in the last 3 minutes');
   if (p99 !== null && p99 > START_LAG_TARGET_MS) problems.push(`start lag p99 is ${p99} ms over the last ${minutes} minutes (target: under ${START_LAG_TARGET_MS} ms)`);
@@ -178,7 +173,7 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
     status: problems.length === 0 ? 'ok' : 'degraded',
     checkedAt: new Date(now).toISOString(),
     problems,
-    queues: { dispatch: pools[DEFAULT_POOL]!.standard, dispatchDlq: pools[DEFAULT_POOL]!.dlq, pools },
+    queues: { dispatch: pools[DEFAULT_POOL_NAME]!.standard, dispatchDlq: pools[DEFAULT_POOL_NAME]!.dlq, pools },
     ticker: {
       lastCompletedAt: ticker.lastCompletedAt,
       sinceLastCompletionSeconds: since === null ? null : Math.round(since / 1000),

@@ -1,25 +1,24 @@
-// Changes to a job's life: the occurrence chain that moves on as each occurrence starts, pause and
-// resume, delete, PATCH and manual triggers. Every change of a job is a compare-and-swap on its
-// version and pending occurrence, with the runs it creates in the same transaction.
-import { z } from 'zod';
+// Changes to a job's life by request: pause and resume, delete, PATCH and manual triggers. Every
+// change of a job is a compare-and-swap on its version and pending occurrence, with the runs it
+// creates in the same transaction. The chain's own moves are in occurrence-chain.ts.
 import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import { parseOrThrow } from '../core/validation';
 import type { Job } from '../domain/job';
-import { MAX_PAYLOAD_BYTES, jobSpecSchema } from '../domain/job';
+import { MASKED_HEADER_VALUE, jobSpecSchema } from '../domain/job';
+import type { JobPatchRequest, TriggerRequest } from '../api/schemas';
 import { occurrenceOnResume } from '../domain/recurrence';
-import type { Successor } from '../domain/recurrence';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
-import { isTerminal } from '../domain/run';
-import { firstFireTime, nextFireTimeAfter, validateSchedule } from '../domain/schedule';
+import { firstFireTime, validateSchedule } from '../domain/schedule';
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
 import type { SchedulerDeps } from './deps';
 import { checkPoolTimeout, checkTarget, viewOf } from './jobs';
 import type { JobView } from './jobs';
+import { MAX_CAS_ATTEMPTS, attemptFor, pendingRun } from './occurrence-chain';
 
-const MAX_CAS_ATTEMPTS = 5;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 interface Mutation {
@@ -73,27 +72,6 @@ function touch(job: Job, now: number, changes: Partial<Job>): Job {
   return { ...job, ...changes, version: job.version + 1, updatedAt: iso(now) };
 }
 
-/** Sends a planned run's message if it goes straight to the queue. */
-async function dispatchPlan(deps: SchedulerDeps, plan: RunPlan | undefined, now: number): Promise<void> {
-  if (!plan?.dispatch) return;
-  try {
-    await deps.dispatch.send([plan.dispatch], now);
-    deps.telemetry.runQueued(plan.run);
-  } catch (error) {
-    // The run has a check-back in the time index; the ticker will send it.
-    logger.error('dispatch failed; the ticker will redeliver', { runId: plan.run.runId, error: error instanceof Error ? error.message : String(error) });
-  }
-}
-
-/** The attempt number for a new run of an occurrence, given the run that last stood for it. */
-function attemptFor(scheduledFor: number, previous: { scheduledFor: string; attempt: number } | null): number {
-  return previous && Date.parse(previous.scheduledFor) === scheduledFor ? previous.attempt + 1 : 1;
-}
-
-async function pendingRun(deps: SchedulerDeps, job: Job): Promise<Run | null> {
-  return job.nextRunId ? deps.runs.get(job.nextRunId) : null;
-}
-
 export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
   const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
     if (current.status !== 'ACTIVE') throw new ConflictError(`The job is ${current.status}; only an ACTIVE job can be paused`);
@@ -138,7 +116,7 @@ export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: st
     return {
       next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
       plan,
-      afterCommit: () => dispatchPlan(deps, plan, now),
+      afterCommit: () => sendPlannedRun(deps, plan, now),
     };
   });
   logger.info('job resumed', { jobId, tenantId, nextRunAt: job.nextRunAt });
@@ -173,14 +151,10 @@ export async function patchJob(
   deps: SchedulerDeps,
   tenantId: string,
   jobId: string,
-  body: unknown,
+  patch: JobPatchRequest,
   ifMatch?: number,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<JobView> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ValidationError('Invalid request', [{ path: '(body)', message: 'must be a JSON object of the fields to change' }]);
-  }
-  const changes = body as Record<string, unknown>;
   const before = await deps.jobs.get(tenantId, jobId);
   const pending = before ? await pendingRun(deps, before) : null;
   const job = await mutateJob(
@@ -189,12 +163,13 @@ export async function patchJob(
     jobId,
     (current, now) => {
       if (current.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
-      if ('name' in changes && changes.name !== current.name) {
+      const changes = withStoredHeaders(patch, current);
+      if (changes.name !== undefined && changes.name !== current.name) {
         throw new ValidationError('Invalid job', [{ path: 'name', message: 'cannot be changed; create a new job instead' }]);
       }
       const { jobId: _j, tenantId: _t, status: _s, createdAt: _c, updatedAt: _u, version: _v, nextRunAt: _n, nextRunId: _r, lastStartedRunId: _l, pausedAt: _p, pausedPending: _pp, ...spec } = current;
       const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes }, 'Invalid job');
-      if ('target' in changes) checkTarget(deps, merged.target);
+      if (changes.target !== undefined) checkTarget(deps, merged.target);
       checkPoolTimeout(deps, merged);
       const scheduleChanged = JSON.stringify(merged.schedule) !== JSON.stringify(current.schedule);
       const schedulingChanged =
@@ -236,7 +211,7 @@ export async function patchJob(
         plan,
         afterCommit: async () => {
           await retire(current.nextRunId, current.type);
-          await dispatchPlan(deps, plan, now);
+          await sendPlannedRun(deps, plan, now);
         },
       };
     },
@@ -265,18 +240,31 @@ export async function admitRunRequest(deps: SchedulerDeps, tenantId: string, lim
   }
 }
 
+/**
+ * A PATCH's target with each header sent as the masked value given back its stored value (header
+ * values are write-only, so a client that read the job sends the mask for the ones it keeps). A
+ * masked header the job does not have is left masked, and refused by checkTarget.
+ */
+function withStoredHeaders(patch: JobPatchRequest, current: Job): JobPatchRequest {
+  const target = patch.target;
+  if (target?.kind !== 'http' || current.target.kind !== 'http') return patch;
+  const stored = current.target.headers;
+  const storedValue = (name: string): string | undefined => Object.entries(stored).find(([key]) => key.toLowerCase() === name.toLowerCase())?.[1];
+  const headers = Object.fromEntries(Object.entries(target.headers).map(([name, value]) => [name, value === MASKED_HEADER_VALUE ? (storedValue(name) ?? value) : value]));
+  return { ...patch, target: { ...target, headers } };
+}
+
 /** A manual occurrence now, outside the schedule's chain. */
 export async function triggerJob(
   deps: SchedulerDeps,
   tenantId: string,
   jobId: string,
-  body: unknown,
+  request: TriggerRequest,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<Run> {
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
-  const request = parseOrThrow(triggerSchema, body ?? {});
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
   const plan = planRun(deps.config, job, {
@@ -287,93 +275,8 @@ export async function triggerJob(
   }, now);
   if (!(await deps.runs.create(plan))) throw new ConflictError('A manual run was triggered at this same instant; try again');
   deps.telemetry.runCreated(plan.run);
-  await dispatchPlan(deps, plan, now);
+  await sendPlannedRun(deps, plan, now);
   logger.info('job triggered', { jobId, tenantId, runId: plan.run.runId });
   return plan.run;
 }
 
-export const triggerSchema = z.strictObject({
-  payload: z
-    .json()
-    .optional()
-    .refine((payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`),
-});
-
-/**
- * Moves the chain of a recurring job on when its pending occurrence starts: the job points at the
- * successor, which is written in the same transaction. Returns false when the job had already
- * moved on (a PATCH, pause or another worker got there first).
- */
-export async function advanceChain(
-  deps: SchedulerDeps,
-  job: Job,
-  started: Run,
-  successor: Successor | null,
-  executes: boolean,
-  now: number,
-): Promise<boolean> {
-  let current: Job | null = job;
-  for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS && current; attempt++) {
-    if (current.status !== 'ACTIVE' || current.nextRunId !== started.runId) return false;
-    const plan = successor
-      ? planRun(deps.config, current, {
-          scheduledFor: successor.scheduledFor,
-          attempt: 1,
-          trigger: 'schedule',
-          ...(successor.backfillRemaining !== undefined ? { backfillRemaining: successor.backfillRemaining } : {}),
-        }, now)
-      : undefined;
-    const next: Job = {
-      ...current,
-      updatedAt: iso(now),
-      lastStartedRunId: executes ? started.runId : (current.lastStartedRunId ?? null),
-      ...(plan
-        ? { nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
-        : { nextRunAt: null, nextRunId: null, status: 'COMPLETED' as const }),
-    };
-    const result = await deps.jobs.replace(next, current, { newRuns: plan ? [plan] : [] });
-    if (result === 'replaced') {
-      if (plan) deps.telemetry.runCreated(plan.run);
-      await dispatchPlan(deps, plan, now);
-      return true;
-    }
-    if (result === 'run-exists' && plan) {
-      // The successor was already written (a resume or a repair planned the same occurrence):
-      // point the job at it without writing it again.
-      const existing = await deps.runs.get(plan.run.runId);
-      if (existing && !isTerminal(existing.status)) {
-        const pointed = await deps.jobs.replace(next, current);
-        if (pointed === 'replaced') return true;
-      }
-    }
-    current = await deps.jobs.getAnyTenant(job.jobId);
-  }
-  return false;
-}
-
-/**
- * The ticker's repair of a job whose pending occurrence is long overdue and whose run is gone
- * or ended without starting the chain's next occurrence: the chain resumes from now.
- */
-export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBefore: number): Promise<boolean> {
-  const job = await deps.jobs.getAnyTenant(jobId);
-  if (!job || job.status !== 'ACTIVE' || !job.nextRunAt || Date.parse(job.nextRunAt) >= overdueBefore) return false;
-  const run = await pendingRun(deps, job);
-  if (run && !isTerminal(run.status)) return false; // waiting or running: the time index covers it
-  const now = deps.clock();
-  const pendingAt = Date.parse(job.nextRunAt);
-  // A missing run is planned again for its occurrence; an ended one hands over to the next.
-  const scheduledFor = run ? nextFireTimeAfter(job.schedule, now) : pendingAt;
-  const plan =
-    scheduledFor === null
-      ? undefined
-      : planRun(deps.config, job, { scheduledFor, attempt: attemptFor(scheduledFor, run), trigger: 'schedule', reason: 'repaired: the pending occurrence was lost' }, now);
-  const next: Job = plan
-    ? { ...job, updatedAt: iso(now), nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
-    : { ...job, updatedAt: iso(now), nextRunAt: null, nextRunId: null, status: 'COMPLETED' };
-  const result = await deps.jobs.replace(next, job, { newRuns: plan ? [plan] : [] });
-  if (result !== 'replaced') return false;
-  await dispatchPlan(deps, plan, now);
-  logger.warn('repaired a job whose pending occurrence was lost', { jobId, tenantId: job.tenantId, lostRunId: job.nextRunId, nextRunAt: next.nextRunAt });
-  return true;
-}

@@ -1,16 +1,17 @@
 // Use cases on runs: cancel, replay (one, or in bulk from the dead runs), and the dead-run list.
-import { z } from 'zod';
 import { ConflictError, NotFoundError, TooManyRequestsError } from '../core/errors';
 import { logger } from '../core/logger';
-import { cursorParam, limitParam, parseOrThrow, resourceId } from '../core/validation';
 import type { Run } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
 import { nextFireTimeAfter } from '../domain/schedule';
-import type { Page } from '../store/runs-repository';
+import type { Page } from '../store/page';
+import type { BulkReplayRequest, DeadQuery } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
-import { admitRunRequest, advanceChain } from './job-lifecycle';
+import { admitRunRequest } from './job-lifecycle';
+import { advanceChain } from './occurrence-chain';
 import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
 
 async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
   const run = await deps.runs.get(runId);
@@ -28,7 +29,7 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
   const reason = 'cancelled by request';
   const cancelled =
     run.status === 'RUNNING'
-      ? await deps.runs.cancelRunning(runId, now, reason)
+      ? await deps.leases.cancelRunning(runId, now, reason)
       : await deps.runs.retirePending(runId, 'CANCELLED', reason, now);
   const after = await tenantRun(deps, tenantId, runId);
   if (cancelled) deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
@@ -56,39 +57,20 @@ export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: st
   const attempt = original.attempt + 1;
   const plan = planRun(deps.config, job, { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now }, now);
   const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };
-  if (!(await deps.runs.replay(original, replay, now))) {
+  if (!(await deps.deadRuns.replay(original, replay, now))) {
     throw new ConflictError(`The run was replayed already`);
   }
   deps.telemetry.runCreated(plan.run);
-  if (plan.dispatch) {
-    await deps.dispatch.send([plan.dispatch], now);
-    deps.telemetry.runQueued(plan.run);
-  }
+  // The replay is written (and the original marked replayed): a failed send is the ticker's to
+  // make good, not the client's to retry, whose retry would find the run replayed already.
+  await sendPlannedRun(deps, plan, now);
   logger.info('run replayed', { runId, replayRunId: plan.run.runId, jobId: job.jobId, tenantId });
   return plan.run;
 }
 
-const isoInstant = z.iso.datetime({ offset: true }).transform((value) => new Date(value).toISOString());
-
-export const deadQuery = z.strictObject({
-  limit: limitParam(20, 100),
-  cursor: cursorParam.optional(),
-  jobId: resourceId.optional(),
-  from: isoInstant.optional(),
-  to: isoInstant.optional(),
-});
-
-export async function listDeadRuns(deps: SchedulerDeps, tenantId: string, query: Record<string, string | undefined>): Promise<Page<Run>> {
-  const q = parseOrThrow(deadQuery, query, 'Invalid query');
-  return deps.runs.listDead(tenantId, q.limit, { jobId: q.jobId, from: q.from, to: q.to }, q.cursor);
+export async function listDeadRuns(deps: SchedulerDeps, tenantId: string, query: DeadQuery): Promise<Page<Run>> {
+  return deps.deadRuns.list(tenantId, query.limit, { jobId: query.jobId, from: query.from, to: query.to }, query.cursor);
 }
-
-export const bulkReplaySchema = z.strictObject({
-  jobId: resourceId.optional(),
-  from: isoInstant.optional(),
-  to: isoInstant.optional(),
-  limit: z.number().int().min(1).max(100).default(100),
-});
 
 /**
  * Replays the tenant's dead runs of a job and/or a time range, up to `limit` per call. Each replay
@@ -98,11 +80,10 @@ export const bulkReplaySchema = z.strictObject({
 export async function replayDeadRuns(
   deps: SchedulerDeps,
   tenantId: string,
-  body: unknown,
+  request: BulkReplayRequest,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<{ replayed: Run[]; remaining: boolean }> {
-  const request = parseOrThrow(bulkReplaySchema, body ?? {});
-  const page = await deps.runs.listDead(tenantId, request.limit, { jobId: request.jobId, from: request.from, to: request.to });
+  const page = await deps.deadRuns.list(tenantId, request.limit, { jobId: request.jobId, from: request.from, to: request.to });
   const replayed: Run[] = [];
   for (const dead of page.items) {
     try {

@@ -8,9 +8,9 @@
 import { logger } from '../core/logger';
 import { checkBackAt, checkLease, minuteBuckets } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
-import { repairChain } from './job-lifecycle';
+import { repairChain } from './occurrence-chain';
 import { NEXT_RUN_SHARDS } from '../store/schema';
-import type { TimeIndexEntry } from '../store/runs-repository';
+import type { TimeIndexEntry } from '../store/time-index';
 import type { Run } from '../domain/run';
 
 /** When the ticker has no cursor yet, it starts this far back. */
@@ -98,7 +98,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
       await deps.dispatch.send(toRelease.map(dispatchOf), now);
       await mapWithConcurrency(toRelease, WRITE_CONCURRENCY, async (entry) => {
         const next = checkBackAt(Date.parse(entry.availableAt), now, config);
-        if (await deps.runs.markQueued(entry.runId, now, next, config.timeIndexShards)) {
+        if (await deps.timeIndex.markQueued(entry.runId, now, next, config.timeIndexShards)) {
           released++;
           deps.telemetry.runQueued(entry);
         }
@@ -108,7 +108,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     await mapWithConcurrency(lost, WRITE_CONCURRENCY, async (entry) => {
       // Claim the redelivery first so that a second ticker does not send it again.
       const next = now + config.redeliveryGraceSeconds * 1000;
-      if (await deps.runs.moveCheckBack(entry.runId, entry.gateAt, next, config.timeIndexShards)) {
+      if (await deps.timeIndex.moveCheckBack(entry.runId, entry.gateAt, next, config.timeIndexShards)) {
         await deps.dispatch.send([dispatchOf(entry)], now);
         logger.warn('queued run was not leased within the grace; message sent again', {
           runId: entry.runId,
@@ -130,11 +130,11 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
       const check = checkLease(run, now);
       if (!run || check.kind === 'gone') return; // finished since the index was read; its outcome removed the entry
       if (check.kind === 'live') {
-        if (await deps.runs.moveLeaseCheck(entry.runId, run.version, entry.gateAt, check.checkAt, config.timeIndexShards)) leaseChecksMoved++;
+        if (await deps.timeIndex.moveLeaseCheck(entry.runId, run.version, entry.gateAt, check.checkAt, config.timeIndexShards)) leaseChecksMoved++;
         return;
       }
       const next = now + config.redeliveryGraceSeconds * 1000;
-      if (await deps.runs.moveLeaseCheck(entry.runId, run.version, entry.gateAt, next, config.timeIndexShards)) {
+      if (await deps.timeIndex.moveLeaseCheck(entry.runId, run.version, entry.gateAt, next, config.timeIndexShards)) {
         await deps.dispatch.send([{ ...dispatchOf(entry), availableAt: now }], now);
         logger.warn('a lease ended unrenewed (its worker was lost); sent for recovery', {
           runId: entry.runId,
@@ -152,7 +152,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   await mapWithConcurrency(partitions, QUERY_CONCURRENCY, async ({ bucket, shard }) => {
     if (!complete) return; // out of budget: the partitions not yet begun wait for the next tick
     try {
-      for await (const page of deps.runs.dueInTimeIndexPages(bucket, shard, horizon, options.pageSize)) {
+      for await (const page of deps.timeIndex.duePages(bucket, shard, horizon, options.pageSize)) {
         await releasePage(page);
         pagesDone++;
         // At least one page per tick, so that a tick always gets somewhere.

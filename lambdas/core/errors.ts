@@ -79,3 +79,8 @@ export class TooManyRequestsError extends ProblemError {
     super(detail, [], { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
   }
 }
+
+export class ServiceUnavailableError extends ProblemError {
+  readonly status = 503;
+  readonly title = 'Service unavailable';
+}

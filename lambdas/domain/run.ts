@@ -57,9 +57,47 @@ export interface Run {
   readonly consumedAt?: string | null;
   /** What an external worker reported when it completed the run. */
   readonly result?: unknown;
+  /** The run a replay of this one made: a run is replayed once. */
+  readonly replayedAs?: string;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
+
+/**
+ * The fields of a run as the API shows it, each named once: a run read from the store is built of
+ * these and nothing else, so that what the store keeps beside them (lease tokens, index keys) never
+ * leaks. The type requires every field of `Run`, and no other.
+ */
+const RUN_VIEW: Readonly<Record<keyof Run, true>> = {
+  runId: true,
+  jobId: true,
+  tenantId: true,
+  jobType: true,
+  priority: true,
+  scheduledFor: true,
+  attempt: true,
+  status: true,
+  availableAt: true,
+  enqueuedAt: true,
+  startedAt: true,
+  finishedAt: true,
+  leaseOwner: true,
+  leaseExpiresAt: true,
+  version: true,
+  leaseSeconds: true,
+  progress: true,
+  error: true,
+  reason: true,
+  idempotencyKey: true,
+  trigger: true,
+  delivery: true,
+  consumedAt: true,
+  result: true,
+  replayedAs: true,
+  createdAt: true,
+  updatedAt: true,
+};
+export const RUN_FIELDS = Object.keys(RUN_VIEW) as readonly (keyof Run)[];
 
 /** Which statuses a run may move to from each status. Terminal statuses have no way out. */
 export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
@@ -86,10 +124,19 @@ export function isTerminal(status: RunStatus): boolean {
   return RUN_TRANSITIONS[status].length === 0;
 }
 
-/** The statuses a run may leave to reach `to`: the condition of the conditional write. */
-export function sourcesOf(to: RunStatus): RunStatus[] {
-  return RUN_STATUSES.filter((from) => canTransition(from, to));
+/**
+ * The statuses a run may leave to reach `to`: the status condition of the store's conditional
+ * write of that transition. `among` narrows them to the ones a write starts from (a write fenced by
+ * a lease starts from RUNNING); a write the table does not allow from any of them is a bug.
+ */
+export function sourcesOf(to: RunStatus, among: readonly RunStatus[] = RUN_STATUSES): RunStatus[] {
+  const sources = RUN_STATUSES.filter((from) => among.includes(from) && canTransition(from, to));
+  if (sources.length === 0) throw new Error(`no run may move to ${to} from ${among.join(' or ')}`);
+  return sources;
 }
+
+/** A run that has not started: waiting for its time (SCHEDULED) or for a worker (QUEUED). */
+export const PENDING_STATUSES: readonly RunStatus[] = ['SCHEDULED', 'QUEUED'];
 
 /** Outcomes that end an attempt. */
 export type AttemptOutcome = Extract<RunStatus, 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'DEAD'>;

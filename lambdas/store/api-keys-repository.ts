@@ -1,9 +1,9 @@
 // API keys, stored as SHA-256 hashes: a leaked table does not leak usable keys. Each key has a
 // record under its hash (for lookups) and one under its tenant (to list and revoke by key id).
 import { createHash } from 'node:crypto';
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { absent, conditionExpressions, exists, IF_NEW, transact, updateExpressions } from './conditional';
 import { apiKeyKey, tenantApiKeyKey, tenantPartition } from './keys';
 
 export function hashApiKey(apiKey: string): string {
@@ -43,25 +43,16 @@ export class ApiKeysRepository {
     const keyHash = hashApiKey(apiKey);
     const keyId = keyIdOf(apiKey);
     const createdAt = new Date(now).toISOString();
-    try {
-      await this.put(keyHash, keyId, tenantId, createdAt);
-    } catch (error) {
-      if (!(error instanceof TransactionCanceledException)) throw error;
+    const ifNew = conditionExpressions(IF_NEW);
+    const stored = await transact(this.dynamo, {
+      key: { Put: { TableName: this.tableName, Item: { ...apiKeyKey(keyHash), tenantId, keyId, createdAt }, ...ifNew } },
+      tenantKey: { Put: { TableName: this.tableName, Item: { ...tenantApiKeyKey(tenantId, keyId), tenantId, keyId, keyHash, createdAt }, ...ifNew } },
+    });
+    if (!stored.committed) {
       const { Item: existing } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: apiKeyKey(keyHash), ConsistentRead: true }));
-      if (existing?.tenantId !== tenantId || existing.revokedAt) throw new Error('This API key is already stored for another tenant, or was revoked', { cause: error });
+      if (existing?.tenantId !== tenantId || existing.revokedAt) throw new Error('This API key is already stored for another tenant, or was revoked', { cause: stored.error });
     }
     return keyId;
-  }
-
-  private async put(keyHash: string, keyId: string, tenantId: string, createdAt: string): Promise<void> {
-    await this.dynamo.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Put: { TableName: this.tableName, Item: { ...apiKeyKey(keyHash), tenantId, keyId, createdAt }, ConditionExpression: 'attribute_not_exists(pk)' } },
-          { Put: { TableName: this.tableName, Item: { ...tenantApiKeyKey(tenantId, keyId), tenantId, keyId, keyHash, createdAt }, ConditionExpression: 'attribute_not_exists(pk)' } },
-        ],
-      }),
-    );
   }
 
   /** Revokes a tenant's key by id: 'revoked', 'already-revoked' or 'not-found'. */
@@ -71,22 +62,10 @@ export class ApiKeysRepository {
     if (record.revokedAt) return 'already-revoked';
     const revokedAt = new Date(now).toISOString();
     const update = (key: Record<string, string>) => ({
-      Update: {
-        TableName: this.tableName,
-        Key: key,
-        UpdateExpression: 'SET #revokedAt = :now',
-        ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#revokedAt)',
-        ExpressionAttributeNames: { '#revokedAt': 'revokedAt' },
-        ExpressionAttributeValues: { ':now': revokedAt },
-      },
+      Update: { TableName: this.tableName, Key: key, ...updateExpressions({ set: { revokedAt }, if: { pk: exists, revokedAt: absent } }) },
     });
-    try {
-      await this.dynamo.send(new TransactWriteCommand({ TransactItems: [update(apiKeyKey(String(record.keyHash))), update(tenantApiKeyKey(tenantId, keyId))] }));
-      return 'revoked';
-    } catch (error) {
-      if (error instanceof TransactionCanceledException) return 'already-revoked';
-      throw error;
-    }
+    const revoked = await transact(this.dynamo, { key: update(apiKeyKey(String(record.keyHash))), tenantKey: update(tenantApiKeyKey(tenantId, keyId)) });
+    return revoked.committed ? 'revoked' : 'already-revoked';
   }
 
   async list(tenantId: string): Promise<ApiKeyRecord[]> {

@@ -6,6 +6,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { KMSClient } from '@aws-sdk/client-kms';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import type { TargetClients } from '../targets/invoker';
@@ -15,6 +16,8 @@ export interface AwsClients {
   readonly dynamo: DynamoDBDocumentClient;
   readonly sqs: SQSClient;
   readonly cloudwatch: CloudWatchClient;
+  /** Encrypts and decrypts the tenants' webhook signing secrets. */
+  readonly kms: KMSClient;
   /** Clients of target calls: no SDK retries (a retried send or invoke would be a second call). */
   readonly targets: TargetClients;
 }
@@ -60,5 +63,5 @@ export function createAwsClients(endpoint?: string): AwsClients {
   const dynamo = DynamoDBDocumentClient.from(new DynamoDBClient(config), {
     marshallOptions: { removeUndefinedValues: true },
   });
-  return { dynamo, sqs: new SQSClient(config), cloudwatch: new CloudWatchClient(config), targets: createTargetClients() };
+  return { dynamo, sqs: new SQSClient(config), cloudwatch: new CloudWatchClient(config), kms: new KMSClient(config), targets: createTargetClients() };
 }

@@ -4,9 +4,9 @@
 // next run that finds no free slot, after checking that run's item: the run item is the truth, so
 // a crash never leaks a slot for long.
 import { createHash } from 'node:crypto';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { absentOr, conditionExpressions, ifHeld } from './conditional';
 import { inFlightPartition, inFlightSlotKey, slotNumberOf } from './keys';
 import { queryAll } from './query-all';
 
@@ -61,19 +61,7 @@ export class InFlightSlots {
 
   /** Gives the slot back, if this run still holds it. */
   async release(tenantId: string, slot: number, runId: string): Promise<void> {
-    try {
-      await this.dynamo.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: inFlightSlotKey(tenantId, slot),
-          ConditionExpression: '#runId = :runId',
-          ExpressionAttributeNames: { '#runId': 'runId' },
-          ExpressionAttributeValues: { ':runId': runId },
-        }),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
+    await ifHeld(() => this.dynamo.send(new DeleteCommand({ TableName: this.tableName, Key: inFlightSlotKey(tenantId, slot), ...conditionExpressions({ runId }) })));
   }
 
   async holders(tenantId: string): Promise<SlotHolder[]> {
@@ -92,23 +80,18 @@ export class InFlightSlots {
 
   /** Puts the run in the slot if it is free, already the run's, or still held by `replacing`. */
   private async take(tenantId: string, slot: number, runId: string, now: number, replacing: SlotHolder | null): Promise<boolean> {
-    try {
-      await this.dynamo.send(
+    // Every slot item holds a run id: one without is a free slot.
+    const condition = replacing ? { runId: replacing.runId, acquiredAt: replacing.acquiredAt } : { runId: absentOr(runId) };
+    const taken = await ifHeld(() =>
+      this.dynamo.send(
         new PutCommand({
           TableName: this.tableName,
           Item: { ...inFlightSlotKey(tenantId, slot), runId, acquiredAt: now, expiresAtEpoch: Math.floor(now / 1000) + SLOT_TTL_SECONDS },
-          ConditionExpression: replacing
-            ? '#runId = :previous AND #acquiredAt = :previousAt'
-            : 'attribute_not_exists(pk) OR #runId = :runId',
-          ExpressionAttributeNames: replacing ? { '#runId': 'runId', '#acquiredAt': 'acquiredAt' } : { '#runId': 'runId' },
-          ExpressionAttributeValues: replacing ? { ':previous': replacing.runId, ':previousAt': replacing.acquiredAt } : { ':runId': runId },
+          ...conditionExpressions(condition),
         }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+      ),
+    );
+    return taken.held;
   }
 }
 

@@ -3,13 +3,11 @@
 // without its first occurrence and a name or key is never taken twice.
 import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
-import { MAX_ITEMS_READ_PER_PAGE, readFilteredPage } from './filtered-page';
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-
-type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { MAX_ITEMS_READ_PER_PAGE } from './filtered-page';
+import type { DynamoDBDocumentClient, QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { TransactItem } from './conditional';
+import { absentOr, conditionExpressions, IF_NEW, ifHeld, lessThan, transact, transactRetryingConflicts, updateExpressions } from './conditional';
 import type { Job, JobStatus } from '../domain/job';
 import type { Run } from '../domain/run';
 import type { RunItemExtras } from './keys';
@@ -18,10 +16,11 @@ export interface NewRun {
   readonly run: Run;
   readonly extras: RunItemExtras;
 }
-import { JOBS_BY_TENANT_INDEX, JOBS_NEXT_RUN_INDEX } from './schema';
-import type { Page } from './runs-repository';
-import { decodeCursorOrThrow } from './runs-repository';
-import { createRateKey, encodeCursor, idempotencyKey, itemToJob, jobKey, jobNameKey, jobToItem, runToItem, tenantUsageKey } from './keys';
+import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX, JOBS_BY_TYPE_INDEX, JOBS_NEXT_RUN_INDEX } from './schema';
+import { readIndexedPage } from './indexed-page';
+import type { Page } from './page';
+import { decodeCursorOrThrow } from './page';
+import { createRateKey, encodeCursor, idempotencyKey, itemToJob, jobKey, jobLabelKey, jobLabelPartition, jobNameKey, jobToItem, labelPairsOf, runToItem, tenantUsageKey } from './keys';
 
 /** Jobs that count against a tenant's active-jobs limit. */
 export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
@@ -36,19 +35,12 @@ export interface CreateGuards {
 /**
  * A create that DynamoDB keeps cancelling with TransactionConflict (one tenant's creates meet on its
  * usage and rate items; retries of one create meet on its idempotency record) is tried this many
- * times, waiting a random time under a doubling bound between tries (full jitter, so colliding
- * creates spread out). The bounds add up to 810 ms: the caller is answered well within a second.
+ * times under the store's conflict-retry policy (`transactRetryingConflicts`). Its waits' bounds
+ * add up to 810 ms: the caller is answered well within a second.
  */
 const MAX_INSERT_ATTEMPTS = 8;
-const CONFLICT_BACKOFF_BASE_MS = 10;
-const CONFLICT_BACKOFF_CAP_MS = 250;
 /** When a create that still conflicted after every try may come back: its collisions are short-lived. */
 const CONFLICT_RETRY_AFTER_MS = 1000;
-
-/** The bound of the random wait after the given (1-based) conflicting try. */
-function conflictBackoffBoundMs(attempt: number): number {
-  return Math.min(CONFLICT_BACKOFF_CAP_MS, CONFLICT_BACKOFF_BASE_MS * 2 ** (attempt - 1));
-}
 
 export interface IdempotencyRecord {
   readonly key: string;
@@ -70,6 +62,12 @@ export type InsertResult =
 export interface JobFilter {
   readonly status?: JobStatus;
   readonly type?: string;
+  /** Exactly this name. */
+  readonly name?: string;
+  /** Names that start with this (the listing is then in name order). */
+  readonly namePrefix?: string;
+  /** Every one of these labels. */
+  readonly labels?: readonly { readonly key: string; readonly value: string }[];
 }
 
 /** Options of a job read. */
@@ -92,78 +90,41 @@ export class JobsRepository {
     private readonly runsTable: string,
   ) {}
 
-  async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards, attempt = 1): Promise<InsertResult> {
-    const notExists = 'attribute_not_exists(pk)';
-    const items: TransactItems = [
-      { Put: { TableName: this.jobsTable, Item: jobToItem(job), ConditionExpression: notExists } },
-      {
-        Put: {
-          TableName: this.jobsTable,
-          Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId },
-          ConditionExpression: notExists,
-        },
-      },
-      ...(idempotency
-        ? [
-            {
-              Put: {
-                TableName: this.jobsTable,
-                Item: {
-                  ...idempotencyKey(job.tenantId, idempotency.key),
-                  jobId: job.jobId,
-                  requestHash: idempotency.requestHash,
-                  expiresAtEpoch: idempotency.expiresAtEpoch,
-                },
-                ConditionExpression: notExists,
-              },
-            },
-          ]
-        : []),
-      ...(firstRun ? [{ Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ConditionExpression: notExists } }] : []),
-    ];
+  async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
+    const ifNew = conditionExpressions(IF_NEW);
+    const items: Record<string, TransactItem> = {
+      job: { Put: { TableName: this.jobsTable, Item: jobToItem(job), ...ifNew } },
+      name: { Put: { TableName: this.jobsTable, Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId }, ...ifNew } },
+    };
+    if (idempotency) {
+      const record = { ...idempotencyKey(job.tenantId, idempotency.key), jobId: job.jobId, requestHash: idempotency.requestHash, expiresAtEpoch: idempotency.expiresAtEpoch };
+      items.idempotency = { Put: { TableName: this.jobsTable, Item: record, ...ifNew } };
+    }
+    if (firstRun) items.firstRun = { Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ...ifNew } };
+    // One entry per label, to find the job by it (decision 0095).
+    labelPairsOf(job.labels).forEach((label, index) => {
+      items[`label:${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } } };
+    });
     // The tenant's usage counter and this second's create count, checked and counted with the job.
-    const usageIndex = guards && isLive(job.status) ? items.length : -1;
-    if (usageIndex >= 0) items.push(this.countActive(job.tenantId, 1, guards?.maxActiveJobs ?? null));
+    if (guards && isLive(job.status)) items.usage = this.countActive(job.tenantId, 1, guards.maxActiveJobs);
     const second = guards ? Math.floor(guards.now / 1000) : 0;
-    const rateIndex = guards && guards.createsPerSecond !== null ? items.length : -1;
-    if (rateIndex >= 0 && guards?.createsPerSecond != null) {
-      items.push({
-        Update: {
-          TableName: this.jobsTable,
-          Key: createRateKey(job.tenantId, second),
-          UpdateExpression: 'ADD #creates :one SET #expiresAtEpoch = :expires',
-          ConditionExpression: 'attribute_not_exists(#creates) OR #creates < :limit',
-          ExpressionAttributeNames: { '#creates': 'creates', '#expiresAtEpoch': 'expiresAtEpoch' },
-          ExpressionAttributeValues: { ':one': 1, ':limit': guards.createsPerSecond, ':expires': second + 120 },
-        },
-      });
+    if (guards && guards.createsPerSecond !== null) items.rate = { Update: this.countCreate(job.tenantId, second, guards.createsPerSecond) };
+    // Concurrent creates collide inside DynamoDB as TransactionConflict, which evaluates no
+    // condition: tried again, the conditions decide (a retry of one create then meets the winner's
+    // idempotency record and replays it). A cancelled transaction wrote nothing: after the last try
+    // the caller is told to come back (a 429), never answered with a 500 (decision 0043).
+    const result = await transactRetryingConflicts(this.dynamo, items, MAX_INSERT_ATTEMPTS);
+    if (result.committed) return { kind: 'created' };
+    if (result.conflict) return { kind: 'conflicted', retryAfterMs: CONFLICT_RETRY_AFTER_MS };
+    // The idempotency record decides first: a replayed request may also collide on its name.
+    if (idempotency && result.failed.has('idempotency')) {
+      const previous = await this.findIdempotencyRecord(job.tenantId, idempotency.key);
+      if (previous) return { kind: 'idempotent-replay', ...previous };
     }
-    try {
-      await this.dynamo.send(new TransactWriteCommand({ TransactItems: items }));
-      return { kind: 'created' };
-    } catch (error) {
-      if (!(error instanceof TransactionCanceledException)) throw error;
-      const reasons = error.CancellationReasons ?? [];
-      // Concurrent creates collide inside DynamoDB as TransactionConflict, which evaluates no
-      // condition: tried again, the conditions decide (a retry of one create then meets the
-      // winner's idempotency record and replays it). A cancelled transaction wrote nothing: after the
-      // last try the caller is told to come back (a 429), never answered with a 500 (decision 0043).
-      if (reasons.some((reason) => reason.Code === 'TransactionConflict')) {
-        if (attempt >= MAX_INSERT_ATTEMPTS) return { kind: 'conflicted', retryAfterMs: CONFLICT_RETRY_AFTER_MS };
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * conflictBackoffBoundMs(attempt)));
-        return this.insert(job, firstRun, idempotency, guards, attempt + 1);
-      }
-      const failed = (index: number): boolean => reasons[index]?.Code === 'ConditionalCheckFailed';
-      // The idempotency record decides first: a replayed request may also collide on its name.
-      if (idempotency && failed(2)) {
-        const previous = await this.findIdempotencyRecord(job.tenantId, idempotency.key);
-        if (previous) return { kind: 'idempotent-replay', ...previous };
-      }
-      if (failed(1)) return { kind: 'name-taken' };
-      if (rateIndex >= 0 && failed(rateIndex)) return { kind: 'rate-limited', retryAfterMs: (second + 1) * 1000 - (guards?.now ?? 0) };
-      if (usageIndex >= 0 && failed(usageIndex)) return { kind: 'too-many-active-jobs' };
-      throw error;
-    }
+    if (result.failed.has('name')) return { kind: 'name-taken' };
+    if (result.failed.has('rate')) return { kind: 'rate-limited', retryAfterMs: (second + 1) * 1000 - (guards?.now ?? 0) };
+    if (result.failed.has('usage')) return { kind: 'too-many-active-jobs' };
+    throw result.error;
   }
 
   /**
@@ -174,34 +135,27 @@ export class JobsRepository {
   async countRunRequest(tenantId: string, perSecond: number | null, now: number): Promise<{ readonly allowed: true } | { readonly allowed: false; readonly retryAfterMs: number }> {
     if (perSecond === null) return { allowed: true };
     const second = Math.floor(now / 1000);
-    try {
-      await this.dynamo.send(
-        new UpdateCommand({
-          TableName: this.jobsTable,
-          Key: createRateKey(tenantId, second),
-          UpdateExpression: 'ADD #creates :one SET #expiresAtEpoch = :expires',
-          ConditionExpression: 'attribute_not_exists(#creates) OR #creates < :limit',
-          ExpressionAttributeNames: { '#creates': 'creates', '#expiresAtEpoch': 'expiresAtEpoch' },
-          ExpressionAttributeValues: { ':one': 1, ':limit': perSecond, ':expires': second + 120 },
-        }),
-      );
-      return { allowed: true };
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return { allowed: false, retryAfterMs: (second + 1) * 1000 - now };
-      throw error;
-    }
+    const counted = await ifHeld(() => this.dynamo.send(new UpdateCommand(this.countCreate(tenantId, second, perSecond))));
+    return counted.held ? { allowed: true } : { allowed: false, retryAfterMs: (second + 1) * 1000 - now };
+  }
+
+  /** Counts a create in the tenant's window of `second`, refused at `perSecond`. */
+  private countCreate(tenantId: string, second: number, perSecond: number) {
+    return {
+      TableName: this.jobsTable,
+      Key: createRateKey(tenantId, second),
+      ...updateExpressions({ add: { creates: 1 }, set: { expiresAtEpoch: second + 120 }, if: { creates: absentOr(lessThan(perSecond)) } }),
+    };
   }
 
   /** An update of the tenant's active-jobs counter, refused past `max` when it adds. */
-  private countActive(tenantId: string, delta: 1 | -1, max: number | null) {
+  private countActive(tenantId: string, delta: 1 | -1, max: number | null): TransactItem {
+    const limited = delta > 0 && max !== null;
     return {
       Update: {
         TableName: this.jobsTable,
         Key: tenantUsageKey(tenantId),
-        UpdateExpression: 'ADD #activeJobs :delta',
-        ...(delta > 0 && max !== null ? { ConditionExpression: 'attribute_not_exists(#activeJobs) OR #activeJobs < :max' } : {}),
-        ExpressionAttributeNames: { '#activeJobs': 'activeJobs' },
-        ExpressionAttributeValues: { ':delta': delta, ...(delta > 0 && max !== null ? { ':max': max } : {}) },
+        ...updateExpressions({ add: { activeJobs: delta }, ...(limited ? { if: { activeJobs: absentOr(lessThan(max)) } } : {}) }),
       },
     };
   }
@@ -256,40 +210,81 @@ export class JobsRepository {
   }
 
   /**
-   * The tenant's jobs, newest first: up to `limit` jobs that match the filter (see
-   * `readFilteredPage` for the read budget); `nextCursor` is null when no further job matches.
+   * The tenant's jobs matching every filter, newest first (in name order under `namePrefix`). The
+   * most selective filter picks the index read (a label, the name, the type, the status, else all
+   * the tenant's jobs); the jobs it points at are read by key and the other filters kept from them,
+   * within the request's read budget (decision 0095). `nextCursor` is null when nothing follows.
    */
   async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Job>> {
-    const names: Record<string, string> = { '#tenantId': 'tenantId' };
-    const values: Record<string, unknown> = { ':tenantId': tenantId };
-    const filters: string[] = [];
-    if (filter.status) {
-      names['#status'] = 'status';
-      values[':status'] = filter.status;
-      filters.push('#status = :status');
+    const labels = labelPairsOf(Object.fromEntries((filter.labels ?? []).map(({ key, value }) => [key, value])));
+    const keep = (job: Job): boolean =>
+      job.tenantId === tenantId &&
+      (filter.status === undefined || job.status === filter.status) &&
+      (filter.type === undefined || job.type === filter.type) &&
+      (filter.name === undefined || job.name === filter.name) &&
+      (filter.namePrefix === undefined || job.name.startsWith(filter.namePrefix)) &&
+      labels.every((label) => labelPairsOf(job.labels).includes(label));
+    const read = (query: Omit<QueryCommandInput, 'ExclusiveStartKey' | 'Limit' | 'TableName'>, expect: Record<string, string>, sortKey: string, keyNames: readonly string[]) =>
+      this.listThrough(query, expect, sortKey, keyNames, limit, keep, cursor, maxItemsRead);
+    const [firstLabel] = labels;
+    if (firstLabel !== undefined) {
+      const partition = jobLabelPartition(tenantId, firstLabel);
+      return read({ KeyConditionExpression: '#pk = :pk', ExpressionAttributeNames: { '#pk': 'pk' }, ExpressionAttributeValues: { ':pk': partition }, ScanIndexForward: false }, { pk: partition }, 'sk', ['pk', 'sk']);
     }
-    if (filter.type) {
-      names['#type'] = 'type';
-      values[':type'] = filter.type;
-      filters.push('#type = :type');
+    if (filter.name !== undefined || filter.namePrefix !== undefined) {
+      const exact = filter.name !== undefined;
+      return read(
+        {
+          IndexName: JOBS_BY_NAME_INDEX,
+          KeyConditionExpression: exact ? '#tenantId = :tenantId AND #name = :name' : '#tenantId = :tenantId AND begins_with(#name, :name)',
+          ExpressionAttributeNames: { '#tenantId': 'tenantId', '#name': 'name' },
+          ExpressionAttributeValues: { ':tenantId': tenantId, ':name': filter.name ?? filter.namePrefix },
+        },
+        { tenantId },
+        'name',
+        ['pk', 'sk', 'tenantId', 'name'],
+      );
     }
-    const page = await readFilteredPage(
-      this.dynamo,
-      {
-        TableName: this.jobsTable,
-        IndexName: JOBS_BY_TENANT_INDEX,
-        KeyConditionExpression: '#tenantId = :tenantId',
-        FilterExpression: filters.length > 0 ? filters.join(' AND ') : undefined,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        ScanIndexForward: false,
-      },
-      limit,
-      (item) => ({ pk: item.pk, sk: item.sk, tenantId: item.tenantId, tenantSort: item.tenantSort }),
-      cursor ? decodeCursorOrThrow(cursor, { tenantId }) : undefined,
-      maxItemsRead,
+    const [indexName, attribute, value] =
+      filter.type !== undefined
+        ? [JOBS_BY_TYPE_INDEX, 'tenantType', `${tenantId}#${filter.type}`]
+        : filter.status !== undefined
+          ? [JOBS_BY_STATUS_INDEX, 'tenantStatus', `${tenantId}#${filter.status}`]
+          : [JOBS_BY_TENANT_INDEX, 'tenantId', tenantId];
+    return read(
+      { IndexName: indexName, KeyConditionExpression: '#partition = :partition', ExpressionAttributeNames: { '#partition': attribute }, ExpressionAttributeValues: { ':partition': value }, ScanIndexForward: false },
+      { [attribute]: value },
+      'tenantSort',
+      ['pk', 'sk', attribute, 'tenantSort'],
     );
-    return { items: page.items.map(itemToJob), nextCursor: encodeCursor(page.next) };
+  }
+
+  private async listThrough(
+    query: Omit<QueryCommandInput, 'ExclusiveStartKey' | 'Limit' | 'TableName'>,
+    expect: Record<string, string>,
+    sortKey: string,
+    keyNames: readonly string[],
+    limit: number,
+    keep: (job: Job) => boolean,
+    cursor: string | undefined,
+    maxItemsRead: number,
+  ): Promise<Page<Job>> {
+    const page = await readIndexedPage<Job>(this.dynamo, { TableName: this.jobsTable, ...query }, {
+      limit,
+      start: cursor ? decodeCursorOrThrow(cursor, expect, sortKey) : undefined,
+      keyOf: (entry) => Object.fromEntries(keyNames.map((name) => [name, entry[name]])),
+      load: async (entries) => {
+        // Label entries name their job; index entries are the job's own keys.
+        const jobIds = entries.map((entry) => (typeof entry.jobId === 'string' ? entry.jobId : String(entry.pk).slice('JOB#'.length)));
+        const jobs = await this.getManyAnyTenant(jobIds);
+        return jobIds.map((jobId) => jobs.get(jobId) ?? null);
+      },
+      keep,
+      // Every listing is checked against the jobs read: an index is eventually consistent.
+      filtered: true,
+      maxItemsRead,
+    });
+    return { items: page.items, nextCursor: encodeCursor(page.next) };
   }
 
   /**
@@ -297,50 +292,42 @@ export class JobsRepository {
    * are the condition (a compare-and-swap). New runs and the release of the job's name are written
    * in the same transaction.
    */
-  async replace(next: Job, expected: Pick<Job, 'version' | 'nextRunId' | 'status'>, extra: ReplaceExtras = {}): Promise<ReplaceResult> {
-    const jobPut = {
-      Put: {
-        TableName: this.jobsTable,
-        Item: jobToItem(next),
-        ConditionExpression: '#version = :version AND #nextRunId = :nextRunId',
-        ExpressionAttributeNames: { '#version': 'version', '#nextRunId': 'nextRunId' },
-        ExpressionAttributeValues: { ':version': expected.version, ':nextRunId': expected.nextRunId },
-      },
-    };
-    const runPuts = (extra.newRuns ?? []).map((newRun) => ({
-      Put: { TableName: this.runsTable, Item: runToItem(newRun.run, newRun.extras), ConditionExpression: 'attribute_not_exists(pk)' },
-    }));
-    const nameDelete = extra.releaseName
-      ? [{ Delete: { TableName: this.jobsTable, Key: jobNameKey(next.tenantId, next.name), ConditionExpression: '#jobId = :jobId', ExpressionAttributeNames: { '#jobId': 'jobId' }, ExpressionAttributeValues: { ':jobId': next.jobId } } }]
-      : [];
+  async replace(next: Job, expected: Pick<Job, 'version' | 'nextRunId' | 'status'> & { readonly labels?: Job['labels'] }, extra: ReplaceExtras = {}): Promise<ReplaceResult> {
+    const jobPut = { TableName: this.jobsTable, Item: jobToItem(next), ...conditionExpressions({ version: expected.version, nextRunId: expected.nextRunId }) };
+    const items: Record<string, TransactItem> = { job: { Put: jobPut } };
+    const newRuns = extra.newRuns ?? [];
+    newRuns.forEach((newRun, index) => {
+      items[`run:${index}`] = { Put: { TableName: this.runsTable, Item: runToItem(newRun.run, newRun.extras), ...conditionExpressions(IF_NEW) } };
+    });
+    if (extra.releaseName) {
+      items.releaseName = { Delete: { TableName: this.jobsTable, Key: jobNameKey(next.tenantId, next.name), ...conditionExpressions({ jobId: next.jobId }) } };
+    }
     // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit;
     // one that becomes live again (a COMPLETED job given a new schedule) takes one, within it.
     const becomesLive = !isLive(expected.status) && isLive(next.status);
-    const usage =
-      isLive(expected.status) && !isLive(next.status)
-        ? [this.countActive(next.tenantId, -1, null)]
-        : becomesLive
-          ? [this.countActive(next.tenantId, 1, extra.maxActiveJobs ?? null)]
-          : [];
-    try {
-      if (runPuts.length === 0 && nameDelete.length === 0 && usage.length === 0) {
-        await this.dynamo.send(new PutCommand(jobPut.Put));
-      } else {
-        await this.dynamo.send(new TransactWriteCommand({ TransactItems: [jobPut, ...runPuts, ...nameDelete, ...usage] }));
-      }
-      return 'replaced';
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return 'conflict';
-      if (error instanceof TransactionCanceledException) {
-        const reasons = error.CancellationReasons ?? [];
-        if (reasons[0]?.Code === 'ConditionalCheckFailed') return 'conflict';
-        if (reasons.slice(1, 1 + runPuts.length).some((reason) => reason.Code === 'ConditionalCheckFailed')) return 'run-exists';
-        if (becomesLive && reasons.at(-1)?.Code === 'ConditionalCheckFailed') return 'too-many-active-jobs';
-        // Nothing was written: the caller reads the job again and retries, as after a lost condition.
-        if (reasons.some((reason) => reason.Code === 'TransactionConflict')) return 'conflict';
-      }
-      throw error;
+    if (isLive(expected.status) && !isLive(next.status)) items.usage = this.countActive(next.tenantId, -1, null);
+    else if (becomesLive) items.usage = this.countActive(next.tenantId, 1, extra.maxActiveJobs ?? null);
+    // Label entries follow the job's labels (decision 0095): new ones written, dropped ones deleted.
+    const before = new Set(labelPairsOf(expected.labels));
+    const after = new Set(labelPairsOf(next.labels));
+    [...after].filter((label) => !before.has(label)).forEach((label, index) => {
+      items[`label+${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(next.tenantId, label, next), jobId: next.jobId } } };
+    });
+    [...before].filter((label) => !after.has(label)).forEach((label, index) => {
+      items[`label-${index}`] = { Delete: { TableName: this.jobsTable, Key: jobLabelKey(next.tenantId, label, next) } };
+    });
+    if (Object.keys(items).length === 1) {
+      const put = await ifHeld(() => this.dynamo.send(new PutCommand(jobPut)));
+      return put.held ? 'replaced' : 'conflict';
     }
+    const result = await transact(this.dynamo, items);
+    if (result.committed) return 'replaced';
+    if (result.failed.has('job')) return 'conflict';
+    if (newRuns.some((_, index) => result.failed.has(`run:${index}`))) return 'run-exists';
+    if (becomesLive && result.failed.has('usage')) return 'too-many-active-jobs';
+    // Nothing was written: the caller reads the job again and retries, as after a lost condition.
+    if (result.conflict) return 'conflict';
+    throw result.error;
   }
 
   /** Active jobs whose pending occurrence was due before `before` (one shard of byNextRun). */

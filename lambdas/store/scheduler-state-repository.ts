@@ -1,8 +1,8 @@
 // Small items the scheduler keeps about itself: the ticker's cursor over the time index and when
 // it last completed a tick.
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { absentOr, atMost, updateExpressions, updateIf } from './conditional';
 import { schedulerStateKey } from './keys';
 
 export interface TickerState {
@@ -31,31 +31,15 @@ export class SchedulerStateRepository {
 
   /** Records a completed tick. The cursor only moves forward, so racing tickers cannot rewind it. */
   async recordTick(cursor: number, completedAt: number, report: Record<string, number>): Promise<void> {
-    const names = { '#cursor': 'cursor', '#lastCompletedAt': 'lastCompletedAt', '#lastReport': 'lastReport' };
-    const values = { ':cursor': cursor, ':at': new Date(completedAt).toISOString(), ':report': report };
-    try {
-      await this.dynamo.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: schedulerStateKey('ticker'),
-          UpdateExpression: 'SET #cursor = :cursor, #lastCompletedAt = :at, #lastReport = :report',
-          ConditionExpression: 'attribute_not_exists(#cursor) OR #cursor <= :cursor',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        }),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // Another ticker got further; still record that this one completed.
-      await this.dynamo.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: schedulerStateKey('ticker'),
-          UpdateExpression: 'SET #lastCompletedAt = :at, #lastReport = :report',
-          ExpressionAttributeNames: { '#lastCompletedAt': 'lastCompletedAt', '#lastReport': 'lastReport' },
-          ExpressionAttributeValues: { ':at': values[':at'], ':report': report },
-        }),
-      );
-    }
+    const at = new Date(completedAt).toISOString();
+    const moved = await updateIf(this.dynamo, this.tableName, schedulerStateKey('ticker'), {
+      set: { cursor, lastCompletedAt: at, lastReport: report },
+      if: { cursor: absentOr(atMost(cursor)) },
+    });
+    if (moved) return;
+    // Another ticker got further; still record that this one completed.
+    await this.dynamo.send(
+      new UpdateCommand({ TableName: this.tableName, Key: schedulerStateKey('ticker'), ...updateExpressions({ set: { lastCompletedAt: at, lastReport: report } }) }),
+    );
   }
 }

@@ -3,7 +3,7 @@
 // registry of workers with the runs they hold. Both expire by TTL. Workers write them at most once
 // per batch, so they cost a fraction of a write per run, not a write per run.
 import { queryAll } from './query-all';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { absentOr, conditionExpressions, ifHeld, lessThan } from './conditional';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Histogram } from '../domain/histogram';
@@ -52,8 +52,8 @@ export class TelemetryStore {
    * process, so an older snapshot that arrives late cannot replace a newer one.
    */
   async putRollup(workerId: string, rollup: MinuteRollup, seq: number, now: number): Promise<void> {
-    try {
-      await this.dynamo.send(
+    await ifHeld(() =>
+      this.dynamo.send(
         new PutCommand({
           TableName: this.tableName,
           Item: {
@@ -64,14 +64,11 @@ export class TelemetryStore {
             seq,
             expiresAtEpoch: Math.floor(now / 1000) + ROLLUP_TTL_SECONDS,
           },
-          ConditionExpression: 'attribute_not_exists(#seq) OR #seq < :seq',
-          ExpressionAttributeNames: { '#seq': 'seq' },
-          ExpressionAttributeValues: { ':seq': seq },
+          // A worker's later write wins; an earlier one arriving late changes nothing.
+          ...conditionExpressions({ seq: absentOr(lessThan(seq)) }),
         }),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
+      ),
+    );
   }
 
   /** Every worker's roll-up of a tenant's minute. */
@@ -89,19 +86,16 @@ export class TelemetryStore {
   }
 
   async putWorker(record: WorkerRecord, seq: number, now: number): Promise<void> {
-    try {
-      await this.dynamo.send(
+    await ifHeld(() =>
+      this.dynamo.send(
         new PutCommand({
           TableName: this.tableName,
           Item: { ...workerKey(record.workerId), ...record, seq, expiresAtEpoch: Math.floor(now / 1000) + WORKER_TTL_SECONDS },
-          ConditionExpression: 'attribute_not_exists(#seq) OR #seq < :seq',
-          ExpressionAttributeNames: { '#seq': 'seq' },
-          ExpressionAttributeValues: { ':seq': seq },
+          // A worker's later write wins; an earlier one arriving late changes nothing.
+          ...conditionExpressions({ seq: absentOr(lessThan(seq)) }),
         }),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
+      ),
+    );
   }
 
   /** Workers seen since `since` (epoch ms), with the runs they last said they hold. */

@@ -1,7 +1,7 @@
 // Tenants: a profile with limits, and the usage counter that the create transaction checks.
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { conditionExpressions, exists, IF_NEW, ifHeld, updateIf } from './conditional';
 import type { Tenant, TenantLimits } from '../domain/tenant';
 import { tenantLimitsSchema } from '../domain/tenant';
 import { tenantKey, tenantUsageKey } from './keys';
@@ -30,44 +30,21 @@ export class TenantsRepository {
 
   /** Creates the tenant; false when it exists already. */
   async create(tenant: Tenant): Promise<boolean> {
-    try {
-      await this.dynamo.send(
-        new PutCommand({ TableName: this.tableName, Item: { ...tenantKey(tenant.tenantId), ...tenant }, ConditionExpression: 'attribute_not_exists(pk)' }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    const created = await ifHeld(() =>
+      this.dynamo.send(new PutCommand({ TableName: this.tableName, Item: { ...tenantKey(tenant.tenantId), ...tenant }, ...conditionExpressions(IF_NEW) })),
+    );
+    return created.held;
   }
 
   /** Sets some of a tenant's limits; null when the tenant does not exist. */
   async setLimits(tenantId: string, limits: Partial<TenantLimits>, now: number): Promise<Tenant | null> {
     const entries = Object.entries(limits);
     if (entries.length === 0) return this.get(tenantId);
-    const names: Record<string, string> = { '#limits': 'limits', '#updatedAt': 'updatedAt' };
-    const values: Record<string, unknown> = { ':now': new Date(now).toISOString() };
-    const sets = entries.map(([name, value], i) => {
-      names[`#l${i}`] = name;
-      values[`:l${i}`] = value;
-      return `#limits.#l${i} = :l${i}`;
+    const updated = await updateIf(this.dynamo, this.tableName, tenantKey(tenantId), {
+      set: { ...Object.fromEntries(entries.map(([name, value]) => [`limits.${name}`, value])), updatedAt: new Date(now).toISOString() },
+      if: { pk: exists },
     });
-    try {
-      await this.dynamo.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: tenantKey(tenantId),
-          UpdateExpression: `SET ${sets.join(', ')}, #updatedAt = :now`,
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        }),
-      );
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return null;
-      throw error;
-    }
-    return this.get(tenantId);
+    return updated ? this.get(tenantId) : null;
   }
 
   async usage(tenantId: string): Promise<TenantUsage> {

@@ -1,5 +1,6 @@
 // Calls an HTTP target: the payload as a JSON body, the occurrence's idempotency key, the run's
-// identity and its fencing token (X-Fencing-Token) as headers, aborted at the attempt's timeout. The host is resolved and every address
+// identity and its fencing token (X-Fencing-Token) as headers, signed when the tenant has a signing
+// secret (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature), aborted at the attempt's timeout. The host is resolved and every address
 // checked against the deployment's egress policy before connecting, and the connection goes to a
 // checked address. Redirects are not followed, so a target cannot bounce the scheduler to an
 // address it would not call directly. A failed call is retryable
@@ -9,12 +10,24 @@ import type { IncomingHttpHeaders, RequestOptions } from 'node:http';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { LookupFunction } from 'node:net';
+import { createHash } from 'node:crypto';
 import type { HttpTarget } from '../domain/job';
+import type { Run } from '../domain/run';
 import { fencingTokenOf } from '../domain/delivery';
 import { occurrenceKey } from '../domain/run';
 import { parseRetryAfter } from '../domain/retry';
 import type { TargetInvocation, TargetResult } from './target';
 import { resolveTarget } from './egress';
+import { signDelivery } from './webhook-signature';
+
+/**
+ * A delivery's `webhook-id`: the same for every attempt of an occurrence (a retry, a replay), so a
+ * target deduplicates on it as on the Idempotency-Key header, and free of the `.` that separates
+ * the signed content's parts.
+ */
+export function deliveryIdOf(run: Pick<Run, 'jobId' | 'scheduledFor'>): string {
+  return `msg_${createHash('sha256').update(occurrenceKey(run.jobId, run.scheduledFor)).digest('base64url').slice(0, 32)}`;
+}
 
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
@@ -122,6 +135,9 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
       );
     }
     const body = hasBody ? JSON.stringify(payload) : undefined;
+    const signed = invocation.signingSecrets?.length
+      ? signDelivery(invocation.signingSecrets, deliveryIdOf(run), Math.floor(Date.now() / 1000), body ?? '')
+      : {};
     const call = (agent: http.Agent) =>
       send(
         url,
@@ -140,6 +156,7 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
             'x-attempt': String(run.attempt),
             'x-fencing-token': String(fencingTokenOf(run)),
             'user-agent': 'job-scheduler/1',
+            ...signed,
           },
         },
         body,

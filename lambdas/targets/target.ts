@@ -13,6 +13,8 @@ export interface TargetInvocation {
   readonly signal?: AbortSignal;
   /** Where network targets may connect (the deployment's policy) and how names are resolved. */
   readonly egress: Egress;
+  /** The tenant's live webhook signing secrets, newest first: an HTTP delivery is signed with each (docs/delivery.md). */
+  readonly signingSecrets?: readonly string[];
 }
 
 export type TargetResult =

@@ -8,11 +8,13 @@ import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { createAuthorizerHandler } from '../../lambdas/authorizer/app';
+import { PUBLIC_ROUTES } from '../../lambdas/api/routes';
 import { createApiHandler } from '../../lambdas/api/app';
 import type { ApiEvent } from '../../lambdas/api/http';
 import { MAX_BODY_BYTES } from '../../lambdas/api/http';
 import type { AwsClients } from '../../lambdas/store/aws';
-import { lowLaneConcurrency, workerConsumer } from '../../lambdas/store/schema';
+import { workerConsumer } from '../../lambdas/store/schema';
+import { lowLaneConcurrency } from '../../lambdas/store/pools';
 import { createTickerHandler } from '../../lambdas/ticker/app';
 import { createWorkerHandler } from '../../lambdas/worker/app';
 import { isConsolePath, serveConsole } from '../../lambdas/console/app';
@@ -180,6 +182,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         // API Gateway's part: no Authorization header, no call; otherwise the authorizer first, its
         // answer passed on as the request's authorizer context.
         const authorization = event.headers.authorization;
+        // Routes the stack serves without the authorizer (lambdas/api/routes.ts: PUBLIC_ROUTES).
+        if (PUBLIC_ROUTES.some((route) => route.method === event.requestContext.http.method && route.path === event.rawPath)) {
+          const result = await asFunction('api', () => api(event, lambdaContext('api')));
+          response.writeHead(result.statusCode ?? 200, result.headers as Record<string, string> | undefined);
+          response.end(result.body ?? '');
+          return;
+        }
         if (!authorization) {
           response.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
           response.end(JSON.stringify({ message: 'Unauthorized' }));
@@ -217,7 +226,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   // pool's concurrency unless the pool says otherwise (decision 0051).
   const consumers = deps.dispatch.lanes().map((lane) => {
     const pool = deps.dispatch.pools.find((candidate) => candidate.name === lane.pool);
-    const laneConcurrency = options.workerConcurrency > 0 && lane.pool !== deps.dispatch.defaultPool.name ? (pool?.maxConcurrency ?? options.workerConcurrency) : options.workerConcurrency;
+    // A pool without a cap of its own (the default one) polls at the runtime's workerConcurrency.
+    const laneConcurrency = options.workerConcurrency > 0 ? (pool?.maxConcurrency ?? options.workerConcurrency) : options.workerConcurrency;
     const concurrency = lane.lane === 'low' && laneConcurrency > 0 ? lowLaneConcurrency(laneConcurrency, 1, pool?.lowMaxConcurrency) : laneConcurrency;
     return startLaneConsumer({
       sqs: clients.sqs,

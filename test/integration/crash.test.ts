@@ -77,7 +77,7 @@ describe('a worker process killed during a run', () => {
     );
     const { jobId, nextRunId: runId } = created.body.job;
     // A worker takes the lease (3 s) and dies at once, before it could touch the message.
-    const ghost = await scheduler.workerDeps('ghost').runs.lease(runId, leaseRequest(scheduler.config, 'ghost'));
+    const ghost = await scheduler.workerDeps('ghost').leases.lease(runId, leaseRequest(scheduler.config, 'ghost'));
     expect(ghost.kind).toBe('leased');
     const calls = target.calls.length;
 

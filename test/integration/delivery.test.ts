@@ -126,7 +126,7 @@ describe('delivery semantics under a worker crash after the target call', () => 
     const key = occurrenceKey(jobId, runs[0]!.scheduledFor);
     expect(callsOf(name).map((call) => call.headers['idempotency-key'])).toEqual([key, key]);
     expect(effects.get(key)).toBe(1); // the target deduplicated by the key
-    expect(await scheduler.deps.runs.effectOf(key)).toMatchObject({ occurrence: key, runId: runs[1]!.runId, attempt: 2 });
+    expect(await scheduler.deps.leases.effectOf(key)).toMatchObject({ occurrence: key, runId: runs[1]!.runId, attempt: 2 });
 
     // A replay of the occurrence is another attempt: the ledger answers, the target is not called.
     const replayed = await scheduler.api('POST', `/v1/runs/${runs[1]!.runId}/replay`);
@@ -134,7 +134,7 @@ describe('delivery semantics under a worker crash after the target call', () => 
     const skipped = await eventually(async () => (await scheduler.api('GET', `/v1/runs/${replayed.body.run.runId}`)).body, (run) => run.status === 'SKIPPED', 30_000);
     expect(skipped.reason).toContain(`recorded by run ${runs[1]!.runId}`);
     expect(callsOf(name)).toHaveLength(2);
-    expect(await scheduler.deps.runs.effectOf(key)).toMatchObject({ runId: runs[1]!.runId });
+    expect(await scheduler.deps.leases.effectOf(key)).toMatchObject({ runId: runs[1]!.runId });
   });
 });
 
@@ -171,18 +171,18 @@ describe('delivery semantics without a crash', () => {
       await scheduler.deps.runs.create({ run: { ...first, status: 'QUEUED', availableAt: new Date(0).toISOString() }, extras: {} }).catch(() => false);
       await scheduler.deps.runs.create({ run: second, extras: {} });
       await scheduler.deps.runs.retirePending(first.runId, 'SKIPPED', 'test', Date.now());
-      const one = await scheduler.workerDeps('w1').runs.lease(second.runId, leaseRequest(scheduler.config, 'w1'));
+      const one = await scheduler.workerDeps('w1').leases.lease(second.runId, leaseRequest(scheduler.config, 'w1'));
       const third: Run = { ...second, runId: second.runId.replace(/\.2$/, '.3'), attempt: 3 };
       await scheduler.deps.runs.create({ run: third, extras: {} });
-      const two = await scheduler.workerDeps('w2').runs.lease(third.runId, leaseRequest(scheduler.config, 'w2'));
+      const two = await scheduler.workerDeps('w2').leases.lease(third.runId, leaseRequest(scheduler.config, 'w2'));
       if (one.kind !== 'leased' || two.kind !== 'leased') throw new Error('both attempts should be leased');
       const occurrence = occurrenceKey(job.jobId, first.scheduledFor);
       const effectOf = (run: Run) => ({ occurrence, runId: run.runId, attempt: run.attempt, fencingToken: fencingTokenOf(run), recordedAt: new Date().toISOString() });
       const results = await Promise.all(
-        [one.run, two.run].map((run) => scheduler.deps.runs.finishAttempt(run, { status: 'SUCCEEDED', now: Date.now(), error: null }, null, { effect: effectOf(run) })),
+        [one.run, two.run].map((run) => scheduler.deps.leases.finishAttempt(run, { status: 'SUCCEEDED', now: Date.now(), error: null }, null, { effect: effectOf(run) })),
       );
       expect(results.sort()).toEqual(['effect-exists', 'recorded']);
-      const effect = await scheduler.deps.runs.effectOf(occurrence);
+      const effect = await scheduler.deps.leases.effectOf(occurrence);
       expect([one.run.runId, two.run.runId]).toContain(effect?.runId);
       expect((await scheduler.deps.runs.get(one.run.runId))?.status).toBe('SUCCEEDED');
       expect((await scheduler.deps.runs.get(two.run.runId))?.status).toBe('SUCCEEDED');
@@ -198,7 +198,7 @@ describe('delivery semantics without a crash', () => {
       const created = await quick.api('POST', '/v1/jobs', jobBody(target.url, { delivery: 'at-most-once', timeoutSeconds: 1, retryPolicy: retryQuickly }));
       const { jobId, nextRunId: runId } = created.body.job;
       // A worker takes the lease (3 s) and dies before consuming the attempt.
-      expect((await quick.workerDeps('ghost').runs.lease(runId, leaseRequest(quick.config, 'ghost'))).kind).toBe('leased');
+      expect((await quick.workerDeps('ghost').leases.lease(runId, leaseRequest(quick.config, 'ghost'))).kind).toBe('leased');
       await quick.startWorkers(1);
       const runs = await eventually(() => runsOf(quick, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'), 20_000);
       expect(runs.map((run) => [run.attempt, run.status, run.error?.code ?? null, run.consumedAt ? 'consumed' : null])).toEqual([

@@ -16,7 +16,7 @@ import type { Delivery } from '../../lambdas/domain/delivery';
 import { fencingTokenOf } from '../../lambdas/domain/delivery';
 import type { Run } from '../../lambdas/domain/run';
 import { isTerminal } from '../../lambdas/domain/run';
-import { LEASE_CHECK_SLACK_MS } from '../../lambdas/store/runs-repository';
+import { LEASE_CHECK_SLACK_MS } from '../../lambdas/store/run-leases';
 import type { Scheduler } from './harness';
 import { eventually, executeRun, startScheduler, tick } from './harness';
 
@@ -290,13 +290,13 @@ describe('external workers under delivery semantics', () => {
     // Attempt 1's worker is lost: its attempt records no effect.
     await lapse(first);
     expect(await recovered(runId)).toMatchObject({ status: 'FAILED', error: { code: 'WORKER_LOST' } });
-    expect(await scheduler.deps.runs.effectOf(occurrence)).toBeNull();
+    expect(await scheduler.deps.leases.effectOf(occurrence)).toBeNull();
 
     const second = await claimOf('eo-ledger');
     expect(second).toMatchObject({ attempt: 2, idempotencyKey: occurrence });
-    expect(await scheduler.deps.runs.effectOf(occurrence)).toBeNull(); // not at the claim
+    expect(await scheduler.deps.leases.effectOf(occurrence)).toBeNull(); // not at the claim
     expect(await client.complete(second.run.runId, second.leaseToken, { exported: true })).toMatchObject({ status: 'SUCCEEDED' });
-    const effect = await scheduler.deps.runs.effectOf(occurrence);
+    const effect = await scheduler.deps.leases.effectOf(occurrence);
     expect(effect).toMatchObject({ occurrence, runId: second.run.runId, attempt: 2, fencingToken: second.fencingToken });
     // The lost attempt's token is refused.
     expect(await call(runId, 'complete', { leaseToken: first.leaseToken })).toMatchObject({ status: 409, body: { runStatus: 'FAILED' } });
@@ -314,7 +314,7 @@ describe('external workers under delivery semantics', () => {
       [2, 'SUCCEEDED'],
       [3, 'SKIPPED'],
     ]);
-    expect(await scheduler.deps.runs.effectOf(occurrence)).toEqual(effect);
+    expect(await scheduler.deps.leases.effectOf(occurrence)).toEqual(effect);
   });
 
   it('a complete racing the recovery of its lapsed lease: exactly one of them wins', async () => {
@@ -352,7 +352,7 @@ describe('external workers under delivery semantics', () => {
     /** What one race left behind, compared whole with the only two outcomes allowed. */
     const outcomeOf = async (race: Race, answer: Awaited<ReturnType<typeof complete>>) => {
       const finished = await getRun(race.runId);
-      const effect = await scheduler.deps.runs.effectOf(race.claim.idempotencyKey);
+      const effect = await scheduler.deps.leases.effectOf(race.claim.idempotencyKey);
       return {
         run: [finished.status, finished.error?.code ?? null, finished.result ?? null],
         complete: [answer.status, answer.status === 200 ? runOf(answer).status : problemOf(answer).runStatus],
@@ -428,7 +428,7 @@ describe('external workers under delivery semantics', () => {
       const finished = await getRun(runId);
       expect(finished, label).toMatchObject({ status: 'SUCCEEDED', result: runOf(winner).result, version: runOf(winner).version });
       expect(await runsOf(jobId), label).toEqual([[1, 'SUCCEEDED']]);
-      const effect = await scheduler.deps.runs.effectOf(claim.idempotencyKey);
+      const effect = await scheduler.deps.leases.effectOf(claim.idempotencyKey);
       expect(effect?.runId ?? null, label).toBe(delivery === 'exactly-once' ? runId : null);
     }
   });

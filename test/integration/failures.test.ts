@@ -2,11 +2,15 @@
 // spent budgets ending DEAD, the dead-run list and replay (one and in bulk), timeouts, cancelling
 // a run in each state, and poison messages that reach the DLQ and are moved back.
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createDeps } from '../../lambdas/app/deps';
+import { createAwsClients } from '../../lambdas/store/aws';
 import { runKey } from '../../lambdas/store/keys';
 import { redriveMessages } from '../../scripts/ops/redrive';
+import { startLocalRuntime } from '../../scripts/local/runtime';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, peekQueue, startScheduler, startTarget, tick } from './harness';
+import { startFaultProxy } from './support/own-emulator';
 
 type RunBody = Record<string, any>;
 
@@ -206,6 +210,49 @@ describe('retries and dead runs', () => {
       expect(target.calls[0]?.abortedAt).toBeDefined();
       expect(target.calls[0]!.abortedAt! - target.calls[0]!.at).toBeLessThan(2_500);
     } finally {
+      await target.stop();
+    }
+  });
+});
+
+describe('a replay whose message cannot be sent', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler();
+  });
+  afterAll(() => scheduler.stop());
+
+  it('answers 202 as a create does: the replay is stored, and the ticker sends it once its check-back has passed', async () => {
+    let healthy = false;
+    const target = await startTarget(() => (healthy ? { status: 200 } : { status: 400 }));
+    // An API function whose SQS sends are cut on the way (its DynamoDB requests go through).
+    const proxy = await startFaultProxy(inject('awsEndpoint'));
+    const apiDeps = createDeps(scheduler.config, createAwsClients(proxy.endpoint), { workerId: `${scheduler.prefix}-api`, metricSink: () => undefined });
+    const api = await startLocalRuntime({ deps: apiDeps, clients: scheduler.clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
+    try {
+      const { jobId, runId } = await createJob(scheduler, jobBody(target.url, { retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 1 } }));
+      await eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body, (run) => run.status === 'DEAD');
+
+      healthy = true;
+      proxy.cutAction = 'SendMessageBatch';
+      const response = await fetch(`${api.url}/v1/runs/${runId}/replay`, { method: 'POST', headers: { authorization: `Bearer ${scheduler.apiKey}` } });
+      const replayed = (await response.json()) as RunBody;
+      expect(proxy.cuts).toBeGreaterThan(0);
+      expect(response.status, JSON.stringify(replayed)).toBe(202);
+      expect(replayed.run).toMatchObject({ jobId, attempt: 2, trigger: 'replay', status: 'QUEUED' });
+      proxy.cutAction = null;
+      // The replay was written once: the client has nothing to retry, and a retry would be refused.
+      expect((await scheduler.api('POST', `/v1/runs/${runId}/replay`)).status).toBe(409);
+
+      // No message went out; past the redelivery grace the ticker sends one, and the run succeeds.
+      expect(await scheduler.queueDepth()).toBe(0);
+      const pastGrace = () => Date.now() + (scheduler.config.redeliveryGraceSeconds + 60) * 1000;
+      expect((await tick(scheduler.workerDeps('late-ticker', pastGrace))).redelivered).toBe(1);
+      await eventually(async () => (await scheduler.api('GET', `/v1/runs/${replayed.run.runId}`)).body, (run) => run.status === 'SUCCEEDED');
+      expect(target.calls.map((call) => call.headers['x-attempt'])).toEqual(['1', '2']);
+    } finally {
+      await api.stop();
+      await proxy.stop();
       await target.stop();
     }
   });

@@ -9,11 +9,11 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { createDeps } from '../../lambdas/app/deps';
-import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
+import type { SchedulerConfig, Tuning } from '../../lambdas/config/config';
 import type { TenantLimits } from '../../lambdas/domain/tenant';
 import type { RequestCounter } from '../../lambdas/store/request-counter';
 import type { AwsClients } from '../../lambdas/store/aws';
-import type { PoolDefinition } from '../../lambdas/store/schema';
+import type { PoolDefinition } from '../../lambdas/store/pools';
 import type { HostResolver } from '../../lambdas/targets/egress';
 import { createAwsClients, createTargetClients } from '../../lambdas/store/aws';
 import { encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
@@ -25,8 +25,9 @@ import { asFunction } from '../../scripts/local/function-role';
 import { executeRun as executeRunUseCase } from '../../lambdas/app/execute-run';
 import { tick as tickUseCase } from '../../lambdas/app/tick';
 import { leaseCheckAt } from '../../lambdas/domain/time-gate';
-import type { LeaseRequest } from '../../lambdas/store/runs-repository';
+import type { LeaseRequest } from '../../lambdas/store/run-leases';
 import { recordAccesses } from '../support/access-log';
+import { contractViolations } from '../support/contract';
 
 let clients: AwsClients | undefined;
 
@@ -142,7 +143,11 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       });
       const text = await response.text();
-      return { status: response.status, body: text ? JSON.parse(text) : null };
+      const parsed: unknown = text ? JSON.parse(text) : null;
+      // Every response the integration tests receive must conform to the OpenAPI document.
+      const violations = contractViolations(method, path, response.status, response.headers.get('content-type'), parsed);
+      if (violations.length > 0) throw new Error(`The response breaks docs/openapi.json:\n${violations.slice(0, 10).join('\n')}`);
+      return { status: response.status, body: parsed };
     },
     workerDeps(workerId, clock) {
       return createDeps(config, aws, { workerId, metricSink: (line) => metricLines.push(line), ...(clock ? { clock } : {}) });

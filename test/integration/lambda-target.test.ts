@@ -114,7 +114,7 @@ describe('lambda target against MiniStack', () => {
       fencingToken: fencingTokenOf({ attempt: 1, version: runs[0]!.version }),
       payload: { mode: 'ok', invoice: 42 },
     });
-    expect(await scheduler.deps.runs.effectOf(occurrenceKey(jobId, runs[0]!.scheduledFor))).toMatchObject({ runId: runs[0]!.runId });
+    expect(await scheduler.deps.leases.effectOf(occurrenceKey(jobId, runs[0]!.scheduledFor))).toMatchObject({ runId: runs[0]!.runId });
   });
 
   it('a function error is a retryable failure: the next attempt gets the same key and a higher token', async () => {

@@ -52,7 +52,7 @@ describe('a lost worker is recovered from the time index, whatever became of its
     const ghosts = new Map<string, SchedulerDeps>();
     for (const runId of runIds) {
       const ghost = scheduler.workerDeps(owner);
-      const lease = await ghost.runs.lease(runId, leaseRequest(scheduler.config, owner));
+      const lease = await ghost.leases.lease(runId, leaseRequest(scheduler.config, owner));
       expect(lease.kind).toBe('leased');
       ghosts.set(runId, ghost);
     }
@@ -110,7 +110,7 @@ describe('a lost worker is recovered from the time index, whatever became of its
     const beatUntil = Date.now() + 8_000;
     let ticks = 0;
     while (Date.now() < beatUntil) {
-      expect(await ghost.runs.heartbeat(runId, leased.version, Date.now())).toBe(true);
+      expect(await ghost.leases.heartbeat(runId, leased.version, Date.now())).toBe(true);
       const report = await tick(scheduler.deps);
       expect(report.lapsedLeases).toBe(0);
       ticks++;
@@ -159,7 +159,7 @@ describe('a lost worker is recovered from the time index, whatever became of its
     await sleep(Date.parse(leased.leaseExpiresAt!) + 2_500 - Date.now());
     expect((await tick(scheduler.deps)).lapsedLeases).toBe(1);
     // The worker was slow, not dead: its outcome, fenced by the version it leased, lands first.
-    expect(await ghost.runs.finishAttempt(leased, { status: 'SUCCEEDED', now: Date.now(), error: null }, null)).toBe('recorded');
+    expect(await ghost.leases.finishAttempt(leased, { status: 'SUCCEEDED', now: Date.now(), error: null }, null)).toBe('recorded');
     expect(await indexEntryOf(runId)).toEqual({ gateKey: undefined, gateAt: undefined });
     await startWorkers();
     const before = await scheduler.queueDepth();
@@ -201,7 +201,7 @@ describe('every way out of RUNNING leaves the lease\'s check-back behind (or, gi
   async function leased(): Promise<Run> {
     const created = await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/hook'));
     expect(created.status).toBe(201);
-    const lease = await scheduler.deps.runs.lease(created.body.job.nextRunId, leaseRequest(scheduler.config, 'w'));
+    const lease = await scheduler.deps.leases.lease(created.body.job.nextRunId, leaseRequest(scheduler.config, 'w'));
     if (lease.kind !== 'leased') throw new Error(`not leased: ${lease.kind}`);
     expect((await gateOf(lease.run.runId)).gateAt).toBe(new Date(leaseCheckAt(Date.parse(lease.run.startedAt!), scheduler.config)).toISOString());
     return lease.run;
@@ -217,7 +217,7 @@ describe('every way out of RUNNING leaves the lease\'s check-back behind (or, gi
   it('succeeded, failed, dead', async () => {
     for (const status of ['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'DEAD'] as const) {
       const run = await leased();
-      expect(await scheduler.deps.runs.finishAttempt(run, { status, now: now(), error: null }, null)).toBe('recorded');
+      expect(await scheduler.deps.leases.finishAttempt(run, { status, now: now(), error: null }, null)).toBe('recorded');
       expect(await gateOf(run.runId)).toEqual(none);
     }
   });
@@ -225,24 +225,24 @@ describe('every way out of RUNNING leaves the lease\'s check-back behind (or, gi
   it('skipped or cancelled by admission, cancelled while running', async () => {
     for (const status of ['SKIPPED', 'CANCELLED'] as const) {
       const run = await leased();
-      expect(await scheduler.deps.runs.complete(run.runId, run.version, { status, now: now(), error: null, reason: 'test' })).toBe('recorded');
+      expect(await scheduler.deps.leases.complete(run.runId, run.version, { status, now: now(), error: null, reason: 'test' })).toBe('recorded');
       expect(await gateOf(run.runId)).toEqual(none);
     }
     const run = await leased();
-    expect(await scheduler.deps.runs.cancelRunning(run.runId, now(), 'test')).toBe(true);
+    expect(await scheduler.deps.leases.cancelRunning(run.runId, now(), 'test')).toBe(true);
     expect(await gateOf(run.runId)).toEqual(none);
   });
 
   it('offered to external workers: no entry (a queued one would be sent and leased again)', async () => {
     const run = await leased();
-    expect(await scheduler.deps.runs.offer(run, now())).toBe(true);
+    expect(await scheduler.deps.claims.offer(run, now())).toBe(true);
     expect(await gateOf(run.runId)).toEqual(none);
   });
 
   it('given back (buffer-one): the entry becomes the queued run\'s check-back', async () => {
     const run = await leased();
     const checkBack = now() + 300_000;
-    expect(await scheduler.deps.runs.giveBack(run.runId, run.version, now(), checkBack, scheduler.config.timeIndexShards, 'test')).toBe(true);
+    expect(await scheduler.deps.leases.giveBack(run.runId, run.version, now(), checkBack, scheduler.config.timeIndexShards, 'test')).toBe(true);
     expect((await gateOf(run.runId)).gateAt).toBe(new Date(checkBack).toISOString());
   });
 
@@ -250,9 +250,9 @@ describe('every way out of RUNNING leaves the lease\'s check-back behind (or, gi
     const run = await leased();
     const { gateAt } = await gateOf(run.runId);
     const shards = scheduler.config.timeIndexShards;
-    expect(await scheduler.deps.runs.moveLeaseCheck(run.runId, run.version + 1, gateAt!, now() + 60_000, shards)).toBe(false);
-    expect(await scheduler.deps.runs.moveLeaseCheck(run.runId, run.version, gateAt!, now() + 60_000, shards)).toBe(true);
+    expect(await scheduler.deps.timeIndex.moveLeaseCheck(run.runId, run.version + 1, gateAt!, now() + 60_000, shards)).toBe(false);
+    expect(await scheduler.deps.timeIndex.moveLeaseCheck(run.runId, run.version, gateAt!, now() + 60_000, shards)).toBe(true);
     // Moved once: a second ticker holding the old position moves nothing.
-    expect(await scheduler.deps.runs.moveLeaseCheck(run.runId, run.version, gateAt!, now() + 90_000, shards)).toBe(false);
+    expect(await scheduler.deps.timeIndex.moveLeaseCheck(run.runId, run.version, gateAt!, now() + 90_000, shards)).toBe(false);
   });
 });

@@ -43,7 +43,7 @@ describe('leases', () => {
     for (let round = 0; round < 5; round++) {
       const { runId } = await createRun();
       const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => scheduler.deps.runs.lease(runId, leaseRequest(scheduler.config, `racer-${i}`))),
+        Array.from({ length: 20 }, (_, i) => scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, `racer-${i}`))),
       );
       expect(results.filter((result) => result.kind === 'leased')).toHaveLength(1);
       expect((await scheduler.deps.runs.get(runId))?.version).toBe(1);
@@ -103,7 +103,7 @@ describe('leases', () => {
   it('records the attempt of a worker that died as WORKER_LOST once its lease expires, retries it, and fences the late worker', async () => {
     const { runId } = await createRun();
     // Worker A leases the run and "dies": it never records an outcome.
-    const leasedByA = await scheduler.deps.runs.lease(runId, leaseRequest(scheduler.config, 'worker-a'));
+    const leasedByA = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'worker-a'));
     expect(leasedByA.kind).toBe('leased');
     if (leasedByA.kind !== 'leased') return;
     const expiresAt = Date.parse(leasedByA.run.leaseExpiresAt ?? '');
@@ -122,7 +122,7 @@ describe('leases', () => {
     expect(await executeRun(scheduler.workerDeps('worker-c', () => Date.parse(retry?.availableAt ?? '') + 10), retryId)).toBe('succeeded');
 
     // Worker A comes back and tries to record its outcome under its old fencing version.
-    const late = await scheduler.deps.runs.complete(runId, leasedByA.run.version, { status: 'SUCCEEDED', now: Date.now(), error: null });
+    const late = await scheduler.deps.leases.complete(runId, leasedByA.run.version, { status: 'SUCCEEDED', now: Date.now(), error: null });
     expect(late).toBe('fenced');
     expect((await scheduler.deps.runs.get(runId))?.status).toBe('FAILED');
     // Two workers racing to record the same loss record it once.

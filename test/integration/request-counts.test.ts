@@ -4,7 +4,7 @@
 // here. (The SQS polling of the event source mapping is the runtime's and is not counted.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RequestCounter } from '../../lambdas/store/request-counter';
-import { RunsRepository } from '../../lambdas/store/runs-repository';
+import { RunRecords } from '../../lambdas/store/run-records';
 import type { Scheduler, TargetServer } from './harness';
 import { awsClients, eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -13,18 +13,27 @@ describe('requests per execution', () => {
   let scheduler: Scheduler;
   let target: TargetServer;
   // The test's own reads go through clients the counter does not see.
-  let runs: RunsRepository;
+  let runs: RunRecords;
 
   beforeAll(async () => {
     scheduler = await startScheduler({ requestCounter: counter, workerConcurrency: 1 });
-    runs = new RunsRepository(awsClients().dynamo, scheduler.config.runsTable);
+    runs = new RunRecords(awsClients().dynamo, scheduler.config.runsTable);
     let flakyCalls = 0;
     target = await startTarget((call) => ({ status: call.path.endsWith('/flaky') && flakyCalls++ === 0 ? 503 : 200 }));
     // The key's lookup is cached from here on, as the authorizer's answer is in AWS.
     expect((await scheduler.api('GET', '/v1/jobs?limit=1')).status).toBe(200);
-    // Likewise the tenant's limits in the worker (read once a minute per process).
-    await scheduler.deps.tenantLimits.of(scheduler.tenantId);
+    await warm();
   });
+
+  /**
+   * Likewise the tenant's limits and its signing secrets in the worker: each is read once a minute
+   * per process, not per execution (a Query and a GetItem per tenant, process and minute). Warmed
+   * again before each count, so that a slow machine's minute does not land inside one.
+   */
+  async function warm(): Promise<void> {
+    await scheduler.deps.tenantLimits.of(scheduler.tenantId);
+    await scheduler.deps.signingCache.of(scheduler.tenantId);
+  }
   afterAll(async () => {
     await scheduler.stop();
     await target.stop();
@@ -37,6 +46,7 @@ describe('requests per execution', () => {
   }
 
   it('a run-now job: created, queued, leased, called and recorded', async () => {
+    await warm();
     counter.reset();
     const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-now' }));
     await finished(created.body.job.nextRunId);
@@ -56,6 +66,7 @@ describe('requests per execution', () => {
   });
 
   it('a delayed run: the same, the message held by SQS until due', async () => {
+    await warm();
     counter.reset();
     const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-delay', schedule: { kind: 'delay', seconds: 1 } }));
     await finished(created.body.job.nextRunId);
@@ -71,6 +82,7 @@ describe('requests per execution', () => {
   });
 
   it('a run that fails once and is retried: the failed attempt and its retry written together', async () => {
+    await warm();
     counter.reset();
     const created = await scheduler.api(
       'POST',
@@ -93,6 +105,7 @@ describe('requests per execution', () => {
   });
 
   it('an at-most-once run: the same, plus the write that consumes the attempt before the call', async () => {
+    await warm();
     counter.reset();
     const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-at-most-once', delivery: 'at-most-once' }));
     await finished(created.body.job.nextRunId);
@@ -107,6 +120,7 @@ describe('requests per execution', () => {
   });
 
   it('an exactly-once run: the ledger read before the call, and the outcome written with its effect', async () => {
+    await warm();
     counter.reset();
     const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-exactly-once', delivery: 'exactly-once' }));
     await finished(created.body.job.nextRunId);
@@ -145,7 +159,7 @@ describe('requests per worker batch', () => {
   });
 
   it('the runs of one batch share the job read and the visibility change', async () => {
-    const runs = new RunsRepository(awsClients().dynamo, scheduler.config.runsTable);
+    const runs = new RunRecords(awsClients().dynamo, scheduler.config.runsTable);
     const created = await Promise.all(
       Array.from({ length: 10 }, (_, index) => scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `count-batch-${index}` }))),
     );

@@ -90,7 +90,7 @@ describe('sqs and eventbridge targets against the emulator', () => {
     expect(run.status).toBe('SUCCEEDED');
     const message = await receiveOne(queue.url);
     expect(message.Attributes).toMatchObject({ MessageGroupId: jobId, MessageDeduplicationId: occurrenceKey(jobId, run.scheduledFor) });
-    expect(await scheduler.deps.runs.effectOf(occurrenceKey(jobId, run.scheduledFor))).toMatchObject({ runId });
+    expect(await scheduler.deps.leases.effectOf(occurrenceKey(jobId, run.scheduledFor))).toMatchObject({ runId });
   });
 
   it('sqs: a queue that does not exist is a permanent failure', async () => {

@@ -57,16 +57,18 @@ export function dynamoAccesses(role: string, operation: string, input: Record<st
   return [{ role, action: `dynamodb:${operation}`, resource: `table:${table}`, ...(input.IndexName ? { index: true } : {}) }];
 }
 
-/** The access one SQS or CloudWatch request needs. */
-export function otherAccess(role: string, service: 'sqs' | 'cloudwatch', operation: string, input: Record<string, unknown>): Access {
+/** The access one SQS, CloudWatch or KMS request needs. */
+export function otherAccess(role: string, service: 'sqs' | 'cloudwatch' | 'kms', operation: string, input: Record<string, unknown>): Access {
   if (service === 'cloudwatch') return { role, action: `cloudwatch:${operation}`, resource: '*' };
+  // The deployment has one KMS key, the signing secrets'.
+  if (service === 'kms') return { role, action: `kms:${operation}`, resource: 'key:signing' };
   const url = typeof input.QueueUrl === 'string' ? input.QueueUrl : '?';
   return { role, action: `sqs:${SQS_ACTIONS[operation] ?? operation}`, resource: `queue:${url.split('/').pop() ?? url}` };
 }
 
 /** Records every request these clients make inside a function invocation of the local runtime. */
 export function recordAccesses(clients: AwsClients): void {
-  const attach = (stack: MiddlewareStack, service: 'dynamodb' | 'sqs' | 'cloudwatch') => {
+  const attach = (stack: MiddlewareStack, service: 'dynamodb' | 'sqs' | 'cloudwatch' | 'kms') => {
     if (attached.has(stack)) return;
     attached.add(stack);
     stack.add(
@@ -85,6 +87,7 @@ export function recordAccesses(clients: AwsClients): void {
   attach(clients.dynamo.middlewareStack, 'dynamodb');
   attach(clients.sqs.middlewareStack, 'sqs');
   attach(clients.cloudwatch.middlewareStack, 'cloudwatch');
+  attach(clients.kms.middlewareStack, 'kms');
 }
 
 /** Writes what this process recorded (one file per test file) for the grants check. */

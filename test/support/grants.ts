@@ -32,7 +32,7 @@ const LANE_OF: Record<string, string> = { '': 'standard', '-high': 'high', '-low
  * `<prefix>-pool-<name>-high` used by the worker of pool <name> is `queue:own/high`.
  */
 export function kindOfRecorded(resource: string, role: string): string | null {
-  if (resource === '*') return '*';
+  if (resource === '*' || resource === 'key:signing') return resource;
   const table = /^table:.*-(jobs|runs)$/.exec(resource);
   if (table) return `table:${table[1]}`;
   const queue = /^queue:.*?-(dispatch|pool-([a-z][a-z0-9-]*?))(-high|-low|-dlq)?$/.exec(resource);
@@ -49,6 +49,7 @@ export function kindOfRecorded(resource: string, role: string): string | null {
 
 /** The kind of a resource of the synthesized stack, by logical id. */
 function kindOfLogicalId(id: string): string | null {
+  if (/^SigningKey[0-9A-F]{8}$/.test(id)) return 'key:signing';
   const table = /^Storage(Jobs|Runs)[0-9A-F]{8}$/.exec(id);
   if (table) return `table:${table[1]!.toLowerCase()}`;
   const queue = /^Storage(?:Pool(Own|Other))?Dispatch(High|Low|Dlq)?[0-9A-F]{8}$/.exec(id);
@@ -90,7 +91,7 @@ export function functionsByRole(template: Template): Map<string, string> {
   return roles;
 }
 
-/** Every (action, resource kind) the role policies of a function allow, for DynamoDB, SQS and CloudWatch. */
+/** Every (action, resource kind) the role policies of a function allow, for DynamoDB, SQS, CloudWatch and KMS. */
 export function grantsOf(template: Template, functionId: string): Grant[] {
   const roleRef = template[functionId]!.Properties.Role['Fn::GetAtt'][0] as string;
   const grants = new Map<string, Grant>();
@@ -98,7 +99,7 @@ export function grantsOf(template: Template, functionId: string): Grant[] {
     if (resource.Type !== 'AWS::IAM::Policy' || !resource.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleRef)) continue;
     for (const statement of resource.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown }[]) {
       if (statement.Effect !== 'Allow') continue;
-      const actions = [statement.Action].flat().filter((action) => /^(dynamodb|sqs|cloudwatch):/.test(action));
+      const actions = [statement.Action].flat().filter((action) => /^(dynamodb|sqs|cloudwatch|kms):/.test(action));
       for (const entry of [statement.Resource].flat()) {
         const kind = kindOfStatementResource(entry);
         if (!kind) continue;

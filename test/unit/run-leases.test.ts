@@ -6,7 +6,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import type { Run } from '../../lambdas/domain/run';
-import { RunsRepository } from '../../lambdas/store/runs-repository';
+import { RunLeases } from '../../lambdas/store/run-leases';
 
 const cancelled = (...codes: string[]) =>
   new TransactionCanceledException({ message: 'cancelled', $metadata: {}, CancellationReasons: codes.map((Code) => ({ Code })) });
@@ -43,26 +43,26 @@ const effect = { occurrence: 'job_1#2026-01-01T00:00:00.000Z', runId: run.runId,
 const failed = { status: 'FAILED' as const, now: Date.parse('2026-01-01T00:00:01.000Z'), error: { code: 'WORKER_LOST', message: 'lost', retryable: true } };
 const succeeded = { status: 'SUCCEEDED' as const, now: Date.parse('2026-01-01T00:00:01.000Z'), error: null };
 
-describe('RunsRepository outcome transactions', () => {
+describe('RunLeases outcome transactions', () => {
   it('tries an attempt with its retry again after a TransactionConflict, and its conditions then decide', async () => {
     const recorded = fakeDynamo([cancelled('TransactionConflict', 'None'), null]);
-    expect(await new RunsRepository(recorded.client, 'runs').finishAttempt(run, failed, retry)).toBe('recorded');
+    expect(await new RunLeases(recorded.client, 'runs').finishAttempt(run, failed, retry)).toBe('recorded');
     expect(recorded.transacts()).toBe(2);
 
     const fenced = fakeDynamo([cancelled('None', 'TransactionConflict'), cancelled('ConditionalCheckFailed', 'None')]);
-    expect(await new RunsRepository(fenced.client, 'runs').finishAttempt(run, failed, retry)).toBe('fenced');
+    expect(await new RunLeases(fenced.client, 'runs').finishAttempt(run, failed, retry)).toBe('fenced');
     expect(fenced.transacts()).toBe(2);
   });
 
   it('does the same for an outcome written with its effect', async () => {
     const dynamo = fakeDynamo([cancelled('TransactionConflict', 'None'), cancelled('ConditionalCheckFailed', 'None')]);
-    expect(await new RunsRepository(dynamo.client, 'runs').finishAttempt(run, succeeded, null, { effect })).toBe('fenced');
+    expect(await new RunLeases(dynamo.client, 'runs').finishAttempt(run, succeeded, null, { effect })).toBe('fenced');
     expect(dynamo.transacts()).toBe(2);
   });
 
   it('gives up after a few conflicts rather than looping', async () => {
     const dynamo = fakeDynamo([cancelled('TransactionConflict', 'None')]);
-    await expect(new RunsRepository(dynamo.client, 'runs').finishAttempt(run, succeeded, null, { effect })).rejects.toBeInstanceOf(TransactionCanceledException);
+    await expect(new RunLeases(dynamo.client, 'runs').finishAttempt(run, succeeded, null, { effect })).rejects.toBeInstanceOf(TransactionCanceledException);
     expect(dynamo.transacts()).toBe(4);
   });
 });

@@ -1,0 +1,82 @@
+// The in-flight limit around a run's execution: a tenant with a limit takes one of its slots before
+// the lease and gives it back after the run; a run without a slot waits, its message sent again
+// after a growing delay (decision 0025).
+import type { SchedulerDeps } from './deps';
+import type { DispatchContext, ExecuteResult } from './execute-run';
+
+/** Longest wait of a deferred run before it tries for a slot again. */
+const MAX_DEFERRAL_SECONDS = 16;
+/** How long a tenant found at its in-flight limit is taken to be full, in this process. */
+const FULL_MEMO_MS = 500;
+
+/**
+ * The tenants this process found at their in-flight limit a moment ago, with the slots it gave
+ * back since (one try each). One per process, made by createDeps.
+ */
+export class TenantsFullMemo {
+  /** Per tenant: full until when, and the slots this process gave back since. */
+  private readonly tenants = new Map<string, { until: number; freed: number[] }>();
+
+  /** Whether to try for a slot: yes, unless the tenant was found full a moment ago. The slot to try first. */
+  mayTry(tenantId: string, now: number): { readonly try: boolean; readonly freed?: number } {
+    const full = this.tenants.get(tenantId);
+    if (!full || full.until <= now) return { try: true };
+    const freed = full.freed.shift();
+    return freed === undefined ? { try: false } : { try: true, freed };
+  }
+
+  markFull(tenantId: string, now: number): void {
+    const full = this.tenants.get(tenantId);
+    if (full && full.until > now) return;
+    this.tenants.set(tenantId, { until: now + FULL_MEMO_MS, freed: [] });
+  }
+
+  /** A slot this process gave back: the next run of a tenant found full tries it. */
+  freed(tenantId: string, slot: number): void {
+    this.tenants.get(tenantId)?.freed.push(slot);
+  }
+}
+
+/** Runs `execute` holding one of the tenant's in-flight slots, or defers the run when none is free. */
+export async function withInFlightSlot(
+  deps: SchedulerDeps,
+  runId: string,
+  message: DispatchContext,
+  execute: () => Promise<ExecuteResult>,
+): Promise<ExecuteResult> {
+  const { tenantId } = message;
+  const limit = tenantId ? (await deps.tenantLimits.of(tenantId)).maxInFlightRuns : null;
+  if (!tenantId || limit === null) return execute();
+
+  // A tenant found full a moment ago in this process is full still, except for the slots this
+  // process gave back since (one try each): defer without asking DynamoDB, as a deep backlog would
+  // otherwise cost a query and a write per message, per round.
+  const attempt = deps.tenantsFull.mayTry(tenantId, deps.clock());
+  const slot = attempt.try ? await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => liveness(deps, runIds), attempt.freed) : null;
+  if (slot === null) {
+    deps.tenantsFull.markFull(tenantId, deps.clock());
+    // Waits, never dropped: the message goes round again after a growing delay, with a fresh
+    // receive count (a kept message would count towards the DLQ).
+    const deferrals = (message.deferrals ?? 0) + 1;
+    const delaySeconds = Math.min(MAX_DEFERRAL_SECONDS, 2 ** Math.min(deferrals - 1, 4)) + (deps.random() < 0.5 ? 0 : 1);
+    await deps.dispatch.send([{ runId, tenantId, availableAt: deps.clock() + delaySeconds * 1000, deferrals, ...(message.queueUrl ? { queueUrl: message.queueUrl } : {}) }], deps.clock());
+    deps.telemetry.runDeferred({ runId, tenantId }, deferrals, delaySeconds);
+    return 'deferred';
+  }
+  let result: ExecuteResult | undefined;
+  try {
+    result = await execute();
+    return result;
+  } finally {
+    // Another worker runs this run (a duplicate message): the slot is its run's, and stays.
+    if (result !== 'held' && result !== 'recheck') {
+      await deps.inFlight.release(tenantId, slot, runId);
+      deps.tenantsFull.freed(tenantId, slot);
+    }
+  }
+}
+
+async function liveness(deps: SchedulerDeps, runIds: readonly string[]) {
+  const runs = await deps.runs.getMany(runIds);
+  return new Map(runs.map((run) => [run.runId, { running: run.status === 'RUNNING', leaseExpiresAt: run.leaseExpiresAt ? Date.parse(run.leaseExpiresAt) : null }]));
+}

@@ -1,0 +1,235 @@
+// The worker's path for a run it has leased: its job is read and the run admitted (the chain, the
+// overlap and misfire policies), the message follows the lease, the delivery semantics are checked,
+// and the target is called while a heartbeat extends the lease; the outcome is recorded under the
+// lease's fencing version. A run of an external target is offered to external workers instead.
+import { logger } from '../core/logger';
+import type { Job } from '../domain/job';
+import type { Run, RunError } from '../domain/run';
+import { occurrenceKey } from '../domain/run';
+import { fencingTokenOf } from '../domain/delivery';
+import type { LeaseResult } from '../store/run-leases';
+import type { TargetResult } from '../targets/target';
+import type { SchedulerConfig } from '../config/config';
+import type { SchedulerDeps } from './deps';
+import type { DispatchContext, ExecuteResult } from './execute-run';
+import { admitRun } from './admit-run';
+import { recordOutcome } from './record-outcome';
+import { runFields } from './run-log';
+
+/** Seconds a received message stays invisible beyond its run's lease. */
+export const VISIBILITY_SLACK_SECONDS = 1;
+
+/**
+ * How the calls the runs of a batch make right after their leases (the job read, the message's
+ * visibility) wait for each other to share one request: until none has joined for 10 ms, and at
+ * most 40 ms, by default (tunable). On AWS a batch's leases land within a few milliseconds; the cap
+ * bounds what a run can lose before its call when they trickle in (decisions 0031, 0033).
+ */
+function batchCoalesce(config: SchedulerConfig): { readonly quietMs: number; readonly capMs: number } {
+  return { quietMs: config.batchCoalesceQuietMs, capMs: config.batchCoalesceCapMs };
+}
+
+/** Executes a leased run; the message follows the lease from now on. */
+export async function executeLeasedRun(
+  deps: SchedulerDeps,
+  lease: Extract<LeaseResult, { kind: 'leased' }>,
+  receivedAt: number,
+  message: DispatchContext,
+): Promise<ExecuteResult> {
+  const { run } = lease;
+  const leasedAt = Date.parse(run.startedAt ?? run.updatedAt);
+  // If this worker dies, the message comes back when the lease has expired, not an hour later. The
+  // leases of one batch share a ChangeMessageVisibilityBatch request, made while the runs go on;
+  // it is settled before the run's message is acknowledged (deleted) or handed back.
+  const followLease = message.receiptHandle
+    ? deps.dispatch
+        .setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl, { coalesce: batchCoalesce(deps.config) })
+        .catch((error: unknown) => logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { runId: run.runId, error }))
+    : undefined;
+  try {
+    return await executeLeased(deps, run, lease, leasedAt, receivedAt, message, followLease);
+  } finally {
+    await followLease;
+    deps.telemetry.released(run.runId);
+  }
+}
+
+async function executeLeased(
+  deps: SchedulerDeps,
+  run: Run,
+  lease: Extract<LeaseResult, { kind: 'leased' }>,
+  leasedAt: number,
+  receivedAt: number,
+  message: DispatchContext,
+  followLease: Promise<unknown> | undefined,
+): Promise<ExecuteResult> {
+  const job = await deps.jobs.getAnyTenant(run.jobId, true, { coalesce: batchCoalesce(deps.config) });
+  if (!job) {
+    const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false };
+    const now = deps.clock();
+    if ((await deps.leases.finishAttempt(run, { status: 'DEAD', now, error, reason: 'the job no longer exists' }, null)) === 'recorded') {
+      deps.telemetry.runFinished(run, 'DEAD', now - leasedAt, false);
+      logger.info('run finished', { ...runFields(run), status: 'DEAD', durationMs: now - leasedAt, errorCode: error.code });
+    }
+    return 'dead';
+  }
+  const admission = await admitRun(deps, job, run, lease.backfillRemaining);
+  if (admission.kind === 'stopped') return admission.outcome;
+
+  deps.telemetry.runStarted(run, receivedAt);
+  logger.info('run started', {
+    ...runFields(run),
+    status: run.status,
+    leaseOwner: run.leaseOwner,
+    fencingToken: fencingTokenOf(run),
+    delivery: job.delivery,
+    startLagMs: leasedAt - Date.parse(run.availableAt),
+    schedulingLagMs: receivedAt - Date.parse(run.availableAt),
+  });
+
+  if (job.target.kind === 'external') return offerToExternalWorkers(deps, job, run);
+  // The message must follow the lease before the target can act: a worker that dies after the call
+  // would otherwise leave its message invisible for the queue's timeout (90 min), not lease + 1 s,
+  // and the second call at-least-once promises would come that late (decision 0064). The batch's
+  // visibility change is on its way since the lease; this waits for the rest of it.
+  await followLease;
+  const gate = await passDeliveryGate(deps, job, run);
+  if (gate !== 'call') return gate;
+
+  const result = await invokeWithHeartbeat(deps, job, run, lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload, message);
+  if (result === 'lease-lost') {
+    const now = await deps.runs.get(run.runId);
+    logger.warn('lease lost or run cancelled during the call; outcome discarded', { ...runFields(run), status: now?.status });
+    if (now?.status === 'CANCELLED') return 'cancelled';
+    deps.telemetry.leaseExpired(run, false);
+    return 'fenced';
+  }
+
+  const finishedAt = deps.clock();
+  const outcome = await recordOutcome(deps, job, run, lease.budgetFrom, result, finishedAt, admission.reason);
+  if (outcome.recorded === 'fenced') {
+    logger.warn('lease lost before the outcome was recorded; outcome discarded', { ...runFields(run), fencingToken: run.version });
+    deps.telemetry.leaseExpired(run, false);
+    return 'fenced';
+  }
+  logger.info('run finished', {
+    ...runFields(run),
+    status: outcome.status,
+    durationMs: finishedAt - leasedAt,
+    errorCode: result.ok ? undefined : result.error.code,
+    retryRunId: outcome.retry?.runId,
+  });
+  deps.telemetry.runFinished(run, outcome.status, finishedAt - leasedAt, outcome.retry !== undefined);
+  if (job.overlapPolicy === 'buffer-one' && run.trigger === 'schedule') await wakeBuffered(deps, job.jobId, finishedAt);
+  return outcome.status === 'SUCCEEDED' ? 'succeeded' : outcome.status === 'DEAD' ? 'dead' : outcome.status === 'TIMED_OUT' ? 'timed-out' : 'failed';
+}
+
+/**
+ * What the job's delivery semantics ask before the target is called. Exactly-once: an occurrence
+ * whose effect is in the ledger already (a replay, a duplicate attempt) is not called again, and the
+ * run ends SKIPPED naming the run that recorded it. At-most-once: the attempt is recorded as consumed
+ * first; a lease lost before that write means another worker owns the run, and nothing is called.
+ * At-least-once asks nothing (no request).
+ */
+async function passDeliveryGate(deps: SchedulerDeps, job: Job, run: Run): Promise<'call' | ExecuteResult> {
+  if (job.delivery === 'exactly-once') return effectGate(deps, run);
+  if (job.delivery === 'at-most-once') {
+    if (await deps.leases.consume(run.runId, run.version, deps.clock())) return 'call';
+    const now = await deps.runs.get(run.runId);
+    logger.warn('at-most-once: lease lost before the attempt was consumed; target not called', { ...runFields(run), status: now?.status });
+    return now?.status === 'CANCELLED' ? 'cancelled' : 'fenced';
+  }
+  return 'call';
+}
+
+/** Exactly-once: an occurrence whose effect the ledger holds ends SKIPPED, naming the run that recorded it. */
+async function effectGate(deps: SchedulerDeps, run: Run): Promise<'call' | ExecuteResult> {
+  const effect = await deps.leases.effectOf(occurrenceKey(run.jobId, run.scheduledFor));
+  if (!effect) return 'call';
+  const reason = `exactly-once: the effect of this occurrence was recorded by run ${effect.runId} (attempt ${effect.attempt}); the target is not called again`;
+  const recorded = await deps.leases.complete(run.runId, run.version, { status: 'SKIPPED', now: deps.clock(), error: null, reason });
+  if (recorded === 'fenced') return 'fenced';
+  deps.telemetry.runEnded(run, 'SKIPPED', reason);
+  return 'skipped';
+}
+
+/**
+ * A run of an external target is not called: after admission it is offered to external workers
+ * (RUNNING -> QUEUED with an entry in the claimable index), who claim it over the API. Exactly-once
+ * still checks the ledger first; at-most-once consumes the attempt at the claim.
+ */
+async function offerToExternalWorkers(deps: SchedulerDeps, job: Job, run: Run): Promise<ExecuteResult> {
+  if (job.delivery === 'exactly-once') {
+    const gate = await effectGate(deps, run);
+    if (gate !== 'call') return gate;
+  }
+  if (!(await deps.claims.offer(run, deps.clock()))) return 'fenced';
+  logger.info('run offered to external workers', { ...runFields(run), fencingToken: fencingTokenOf(run) });
+  return 'offered';
+}
+
+/**
+ * Calls the target while a heartbeat extends the lease and the message's visibility together. A
+ * heartbeat that finds the lease gone (cancelled, or taken over) aborts the call.
+ */
+async function invokeWithHeartbeat(
+  deps: SchedulerDeps,
+  job: Job,
+  run: Run,
+  payload: unknown,
+  message: DispatchContext,
+): Promise<TargetResult | 'lease-lost'> {
+  // An HTTP delivery is signed with the tenant's live secrets; unsigned is never the fallback of a
+  // tenant that has one, so a failed read fails the attempt (retryable) before any call.
+  let signingSecrets: readonly string[] | undefined;
+  if (job.target.kind === 'http') {
+    try {
+      signingSecrets = await deps.signingCache.of(run.tenantId);
+    } catch (error) {
+      logger.warn('signing secrets unreadable; attempt failed before the call', { ...runFields(run), error: error instanceof Error ? error.message : String(error) });
+      return { ok: false, timedOut: false, error: { code: 'SIGNING_UNAVAILABLE', message: 'the signing secrets could not be read; the target was not called', retryable: true } };
+    }
+  }
+  const cancel = new AbortController();
+  let lost = false;
+  const intervalMs = Math.max(1_000, Math.min(60_000, Math.floor((run.leaseSeconds * 1000) / 3)));
+  const timer = setInterval(() => {
+    void (async () => {
+      try {
+        const alive = await deps.leases.heartbeat(run.runId, run.version, deps.clock());
+        if (!alive) {
+          lost = true;
+          cancel.abort();
+          return;
+        }
+        if (message.receiptHandle) await deps.dispatch.setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl);
+      } catch (error) {
+        // A missed beat is not fatal: the lease has two more intervals to run.
+        logger.warn('heartbeat failed', { ...runFields(run), error: error instanceof Error ? error.message : String(error) });
+      }
+    })();
+  }, intervalMs);
+  try {
+    const result = await deps.targets.invoke({
+      job,
+      run,
+      payload,
+      timeoutMs: (run.leaseSeconds - deps.config.leaseMarginSeconds) * 1000,
+      signal: cancel.signal,
+      egress: deps.egress,
+      ...(signingSecrets?.length ? { signingSecrets } : {}),
+    });
+    return lost ? 'lease-lost' : result;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Under buffer-one, the occurrence waiting behind this run may start now. */
+async function wakeBuffered(deps: SchedulerDeps, jobId: string, now: number): Promise<void> {
+  const job = await deps.jobs.getAnyTenant(jobId);
+  const pending = job?.nextRunId ? await deps.runs.get(job.nextRunId) : null;
+  if (pending?.status === 'QUEUED' && Date.parse(pending.availableAt) <= now) {
+    await deps.dispatch.send([{ runId: pending.runId, tenantId: pending.tenantId, availableAt: now, jobType: pending.jobType, priority: pending.priority }], now);
+  }
+}

@@ -1,0 +1,118 @@
+// Records the outcome of an attempt under its lease's fencing version and plans the retry that
+// follows a retryable failure: for the worker after its call, for external workers' complete and
+// fail calls, and for a run whose worker was lost.
+import { logger } from '../core/logger';
+import type { Job } from '../domain/job';
+import { decideRetry } from '../domain/retry';
+import type { AttemptOutcome, Run, RunError } from '../domain/run';
+import { occurrenceKey } from '../domain/run';
+import { fencingTokenOf } from '../domain/delivery';
+import type { TargetResult } from '../targets/target';
+import type { SchedulerDeps } from './deps';
+import { planRun } from './plan-run';
+import { runFields } from './run-log';
+import { sendPlannedRun } from './send-planned-run';
+
+/** An attempt's outcome as recorded, or fenced (the lease was lost first: nothing was written). */
+export interface RecordedOutcome {
+  readonly status: AttemptOutcome;
+  readonly recorded: 'recorded' | 'fenced';
+  /** The next attempt, when a retryable failure had budget left. */
+  readonly retry?: Run;
+}
+
+/**
+ * Records an attempt's outcome; a retryable failure with budget left plans the next attempt, which
+ * receives the attempt's checkpoint (external workers). Used by the worker and by the external
+ * workers' complete and fail calls.
+ */
+export async function recordOutcome(
+  deps: SchedulerDeps,
+  job: Job,
+  run: Run,
+  budgetFrom: number,
+  result: TargetResult,
+  now: number,
+  reason: string | null,
+  carried: { readonly checkpoint?: unknown; readonly result?: unknown } = {},
+): Promise<RecordedOutcome> {
+  if (result.ok) {
+    const effect =
+      job.delivery === 'exactly-once'
+        ? { occurrence: occurrenceKey(run.jobId, run.scheduledFor), runId: run.runId, attempt: run.attempt, fencingToken: fencingTokenOf(run), recordedAt: new Date(now).toISOString() }
+        : undefined;
+    const recorded = await deps.leases.finishAttempt(run, { status: 'SUCCEEDED', now, error: null, reason, result: carried.result }, null, effect ? { effect } : {});
+    if (recorded === 'effect-exists') logger.warn('exactly-once: another attempt recorded this occurrence\'s effect first; one effect kept', runFields(run));
+    return { status: 'SUCCEEDED', recorded: recorded === 'fenced' ? 'fenced' : 'recorded' };
+  }
+  // At-most-once: the target may have acted on a failed call, so it is never called again.
+  const decision =
+    job.delivery === 'at-most-once'
+      ? { retry: false as const, delayMs: 0, why: 'at-most-once: a failed attempt is not retried' }
+      : decideRetry(job.retryPolicy, { retryable: result.error.retryable, retryAfterSeconds: result.retryAfterSeconds }, run.attempt - budgetFrom + 1, deps.random);
+  if (!decision.retry) {
+    const recorded = (await deps.leases.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why }, null)) === 'fenced' ? 'fenced' : 'recorded';
+    return { status: 'DEAD', recorded };
+  }
+  const status: AttemptOutcome = result.timedOut ? 'TIMED_OUT' : 'FAILED';
+  const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, carried.checkpoint);
+  const recorded = (await deps.leases.finishAttempt(run, { status, now, error: result.error, reason }, retry)) === 'fenced' ? 'fenced' : 'recorded';
+  if (recorded === 'recorded') {
+    deps.telemetry.runCreated(retry.run);
+    await sendPlannedRun(deps, retry, now);
+  }
+  return { status, recorded, retry: retry.run };
+}
+
+/**
+ * A message for a run whose lease expired (the lost worker's own, back at the lease's end, or the
+ * ticker's, sent when it found the lease's check-back passed): that attempt failed. Fenced when
+ * another worker recorded or took over the run first.
+ */
+export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: number, checkpoint?: unknown): Promise<'recorded' | 'fenced'> {
+  const now = deps.clock();
+  const job = await deps.jobs.getAnyTenant(run.jobId);
+  // At-most-once: a consumed attempt may have reached its target; it is never called again.
+  const consumed = typeof run.consumedAt === 'string';
+  const error: RunError = consumed
+    ? { code: 'OUTCOME_UNKNOWN', message: `the lease of ${run.leaseOwner ?? 'its worker'} expired after the attempt was consumed; the target may or may not have been called`, retryable: false }
+    : { code: 'WORKER_LOST', message: `the lease of ${run.leaseOwner ?? 'its worker'} expired before an outcome was recorded`, retryable: true };
+  const decision = consumed
+    ? { retry: false as const, delayMs: 0, why: 'at-most-once: the attempt was consumed before its worker was lost; it is not called again' }
+    : job
+      ? decideRetry(job.retryPolicy, { retryable: true }, run.attempt - budgetFrom + 1, deps.random)
+      : null;
+  const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, checkpoint) : null;
+  const recorded = await deps.leases.finishAttempt(
+    run,
+    { status: retry ? 'FAILED' : 'DEAD', now, error, reason: decision?.why ?? 'the job no longer exists' },
+    retry,
+    { leaseExpiredBefore: now },
+  );
+  if (recorded === 'fenced') return 'fenced';
+  deps.telemetry.leaseExpired(run, true);
+  deps.telemetry.runFinished(run, retry ? 'FAILED' : 'DEAD', now - Date.parse(run.startedAt ?? run.updatedAt), retry !== null);
+  if (retry) {
+    deps.telemetry.runCreated(retry.run);
+    await sendPlannedRun(deps, retry, now);
+  }
+  logger.warn('worker lost during a run; attempt recorded as failed', {
+    ...runFields(run),
+    status: retry ? 'FAILED' : 'DEAD',
+    errorCode: error.code,
+    leaseOwner: run.leaseOwner,
+    retryRunId: retry?.run.runId,
+  });
+  return 'recorded';
+}
+
+function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, availableAt: number, now: number, checkpoint?: unknown) {
+  const plan = planRun(deps.config, job, {
+    scheduledFor: Date.parse(run.scheduledFor),
+    attempt: run.attempt + 1,
+    trigger: 'retry',
+    availableAt,
+    ...(checkpoint !== undefined ? { checkpoint } : {}),
+  }, now);
+  return { ...plan, extras: { ...plan.extras, budgetFrom } };
+}

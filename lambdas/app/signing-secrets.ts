@@ -1,0 +1,74 @@
+// A tenant's webhook signing secrets: issued (and rotated) with the value shown once, listed without
+// values, revoked. The worker reads the live ones through a short cache (decision 0078).
+import { randomBytes } from 'node:crypto';
+import { ConflictError, NotFoundError, ServiceUnavailableError } from '../core/errors';
+import type { IssueSigningSecretRequest } from '../api/schemas';
+import type { SigningSecretRecord, SigningSecretsRepository } from '../store/signing-secrets';
+import { SigningSecretConflict } from '../store/signing-secrets';
+import { newSigningSecret } from '../targets/webhook-signature';
+
+export interface SigningSecretsDeps {
+  readonly signingSecrets: SigningSecretsRepository;
+  readonly clock: () => number;
+}
+
+export interface IssuedSigningSecret extends SigningSecretRecord {
+  /** The value, `whsec_` + base64: shown in this answer only, never again. */
+  readonly secret: string;
+  /** The secrets that sign beside it, until their `expiresAt`. */
+  readonly previous: readonly SigningSecretRecord[];
+}
+
+export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: string, input: IssueSigningSecretRequest): Promise<IssuedSigningSecret> {
+  if (!deps.signingSecrets.configured) throw new ServiceUnavailableError('This deployment has no KMS key for signing secrets (SIGNING_KEY_ID); its operator configures one');
+  const secretId = `sec_${randomBytes(12).toString('base64url')}`;
+  const secret = newSigningSecret();
+  const now = deps.clock();
+  try {
+    const issued = await deps.signingSecrets.rotate(tenantId, secretId, secret, now, input.graceSeconds);
+    const previous = (await deps.signingSecrets.list(tenantId, now)).filter((record) => record.secretId !== secretId);
+    return { ...issued, secret, previous };
+  } catch (error) {
+    if (error instanceof SigningSecretConflict) throw new ConflictError('Another rotation of the signing secrets committed first; list them and rotate again if needed');
+    throw error;
+  }
+}
+
+export async function listSigningSecrets(deps: SigningSecretsDeps, tenantId: string): Promise<SigningSecretRecord[]> {
+  return deps.signingSecrets.list(tenantId, deps.clock());
+}
+
+export async function revokeSigningSecret(deps: SigningSecretsDeps, tenantId: string, secretId: string): Promise<void> {
+  if (!(await deps.signingSecrets.revoke(tenantId, secretId))) throw new NotFoundError(`No signing secret ${secretId}`);
+}
+
+const CACHE_TTL_MS = 60_000;
+const CACHE_MAX_ENTRIES = 10_000;
+
+/**
+ * The live secret values per tenant, as the worker signs with them: read and decrypted once a
+ * minute per tenant and process, so a batch's deliveries share one query and one decrypt each. A
+ * rotation reaches deliveries within the minute, inside any grace period; a revocation too.
+ */
+export class SigningSecretsCache {
+  private readonly cache = new Map<string, { values: Promise<readonly string[]>; expiresAt: number }>();
+
+  constructor(
+    private readonly secrets: Pick<SigningSecretsRepository, 'values'>,
+    private readonly clock: () => number,
+  ) {}
+
+  of(tenantId: string): Promise<readonly string[]> {
+    const now = this.clock();
+    const cached = this.cache.get(tenantId);
+    if (cached && cached.expiresAt > now) return cached.values;
+    if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
+    const values = this.secrets.values(tenantId, now);
+    this.cache.set(tenantId, { values, expiresAt: now + CACHE_TTL_MS });
+    // A failed read is not remembered: the next delivery tries again.
+    values.catch(() => {
+      if (this.cache.get(tenantId)?.values === values) this.cache.delete(tenantId);
+    });
+    return values;
+  }
+}

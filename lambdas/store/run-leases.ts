@@ -1,0 +1,247 @@
+// Leases and outcomes: a worker leases a due run, keeps its lease alive, and records how the
+// attempt ended, fenced by the lease's version. Every status change is a conditional UpdateItem
+// whose status condition is the transition's `from` side in the domain's table (`sourcesOf`); a
+// lost condition is read back (ReturnValuesOnConditionCheckFailure) so callers learn why without a
+// second request.
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { AttemptOutcome, Run, RunError } from '../domain/run';
+import { isTerminal, sourcesOf } from '../domain/run';
+import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
+import type { TransactItem, UpdateSpec } from './conditional';
+import { absent, atMost, exists, IF_NEW, conditionExpressions, lessThan, oneOf, plus, transactRetryingConflicts, updateExpressions, updateIf, updateReturning } from './conditional';
+import type { Item, RunItemExtras } from './keys';
+import { backfillRemainingOf, budgetFromOf, checkpointOf, deadAttributes, effectKey, gateAttributes, itemToRun, payloadOverrideOf, RESULT_ATTRIBUTE, runKey, runToItem } from './keys';
+
+export { LEASE_CHECK_SLACK_MS };
+
+export type LeaseResult =
+  | {
+      readonly kind: 'leased';
+      readonly run: Run;
+      readonly payloadOverride: unknown;
+      readonly backfillRemaining?: number;
+      /** The attempt from which the retry budget counts (a replay starts a new budget). */
+      readonly budgetFrom: number;
+    }
+  /** No such run: a message for a run that was never written or has been deleted. */
+  | { readonly kind: 'missing' }
+  /** Not yet due: the message arrived early. */
+  | { readonly kind: 'early'; readonly run: Run }
+  /** Another worker holds a live lease. */
+  | { readonly kind: 'held'; readonly run: Run }
+  /** Running under a lease that expired: its worker was lost. The checkpoint it saved goes to the retry. */
+  | { readonly kind: 'expired'; readonly run: Run; readonly budgetFrom: number; readonly checkpoint?: unknown }
+  /** Already finished (or cancelled, skipped): a duplicate delivery. */
+  | { readonly kind: 'finished'; readonly run: Run };
+
+/** The ledger entry of an occurrence whose effect was recorded (exactly-once delivery). */
+export interface EffectRecord {
+  readonly occurrence: string;
+  readonly runId: string;
+  readonly attempt: number;
+  readonly fencingToken: number;
+  readonly recordedAt: string;
+}
+
+export interface LeaseRequest {
+  readonly owner: string;
+  readonly now: number;
+  /** The lease's check-back in the time index (`leaseCheckAt`), by which the ticker finds a lost worker. */
+  readonly checkBackAt: number;
+  readonly shards: number;
+}
+
+/** Tries of an outcome transaction that keeps meeting TransactionConflict before the error is the caller's. */
+const OUTCOME_TRANSACTION_ATTEMPTS = 4;
+
+/** A write fenced by a lease starts from RUNNING under the leased version. */
+const LEASED: readonly ['RUNNING'] = ['RUNNING'];
+
+export class RunLeases {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /**
+   * Takes the lease on a due run: it becomes RUNNING under `owner` until the lease expires, and its
+   * fencing version grows by one. Succeeds for a run that is waiting and due; fails for anything
+   * else, saying why (a run under an expired lease: its worker was lost). The run's entry in the
+   * time index moves to the lease's check-back: the ticker finds a lost worker there whatever
+   * became of its message, and every outcome removes it.
+   */
+  async lease(runId: string, request: LeaseRequest): Promise<LeaseResult> {
+    const now = new Date(request.now).toISOString();
+    const gate = gateAttributes(runId, request.checkBackAt, request.shards);
+    const result = await updateReturning(this.dynamo, this.tableName, runKey(runId), {
+      // The lease length lives on the run, so the lease is one write with no read before it.
+      set: {
+        status: 'RUNNING',
+        leaseOwner: request.owner,
+        leaseExpiresAtMs: plus('leaseMs', request.now),
+        startedAt: now,
+        updatedAt: now,
+        version: plus('version', 1),
+        gateKey: gate.gateKey,
+        gateAt: gate.gateAt,
+      },
+      if: { pk: exists, status: oneOf(sourcesOf('RUNNING')), availableAt: atMost(now) },
+    });
+    if (!result.held) return whyNotLeased(result.item, now, request.now);
+    const item = result.value;
+    return {
+      kind: 'leased',
+      run: itemToRun(item),
+      payloadOverride: payloadOverrideOf(item),
+      backfillRemaining: backfillRemainingOf(item),
+      budgetFrom: budgetFromOf(item),
+    };
+  }
+
+  /** Extends a live lease (a heartbeat); false when the lease was lost or the run cancelled. */
+  async heartbeat(runId: string, version: number, now: number): Promise<boolean> {
+    return updateIf(this.dynamo, this.tableName, runKey(runId), {
+      set: { leaseExpiresAtMs: plus('leaseMs', now), updatedAt: new Date(now).toISOString() },
+      if: { status: 'RUNNING', version },
+    });
+  }
+
+  /**
+   * At-most-once: records the attempt as consumed before its target is called, fenced by the
+   * leased version. Once consumed, the attempt is never called again (a lost worker's run ends
+   * instead of being retried). False when the lease was lost or the run cancelled.
+   */
+  async consume(runId: string, version: number, now: number): Promise<boolean> {
+    const at = new Date(now).toISOString();
+    return updateIf(this.dynamo, this.tableName, runKey(runId), {
+      set: { consumedAt: at, updatedAt: at },
+      if: { status: 'RUNNING', version, consumedAt: absent },
+    });
+  }
+
+  /**
+   * Gives a lease back before anything ran (overlap policy buffer-one): the run waits QUEUED
+   * again, with a check-back in the time index. Fenced like every write after a lease.
+   */
+  async giveBack(runId: string, version: number, now: number, checkBackAt: number, shards: number, reason: string): Promise<boolean> {
+    const gate = gateAttributes(runId, checkBackAt, shards);
+    return updateIf(this.dynamo, this.tableName, runKey(runId), {
+      set: { status: 'QUEUED', updatedAt: new Date(now).toISOString(), reason, gateKey: gate.gateKey, gateAt: gate.gateAt },
+      remove: ['leaseExpiresAtMs'],
+      if: { status: oneOf(sourcesOf('QUEUED', LEASED)), version },
+    });
+  }
+
+  /**
+   * Records the outcome of an attempt, fenced by the version the worker leased: a worker whose
+   * lease was taken over (or whose run was cancelled) writes nothing.
+   */
+  async complete(
+    runId: string,
+    version: number,
+    outcome: { status: AttemptOutcome | 'SKIPPED' | 'CANCELLED'; now: number; error: RunError | null; reason?: string | null },
+  ): Promise<'recorded' | 'fenced'> {
+    const now = new Date(outcome.now).toISOString();
+    const recorded = await updateIf(this.dynamo, this.tableName, runKey(runId), {
+      // A reason given now replaces the one the run was created with; none keeps it.
+      set: { status: outcome.status, finishedAt: now, updatedAt: now, error: outcome.error, reason: outcome.reason ?? undefined },
+      remove: ['gateKey', 'gateAt'],
+      if: { status: oneOf(sourcesOf(outcome.status, LEASED)), version },
+    });
+    return recorded ? 'recorded' : 'fenced';
+  }
+
+  /** Cancels a running run whatever its lease: its worker notices at its next heartbeat. */
+  async cancelRunning(runId: string, now: number, reason: string): Promise<boolean> {
+    const at = new Date(now).toISOString();
+    return updateIf(this.dynamo, this.tableName, runKey(runId), {
+      set: { status: 'CANCELLED', finishedAt: at, updatedAt: at, reason },
+      remove: ['gateKey', 'gateAt'],
+      if: { status: oneOf(sourcesOf('CANCELLED', LEASED)) },
+    });
+  }
+
+  /**
+   * Ends an attempt and, in the same transaction, writes the retry that follows it (if any). Fenced
+   * by the leased version; for a lost worker also by the lease having expired. A DEAD outcome
+   * enters the tenant's dead-run index. With an effect, the occurrence's entry in the effect ledger
+   * is written with the outcome; when another attempt recorded the occurrence's effect first, the
+   * outcome is recorded alone ('effect-exists'): the ledger keeps one effect per occurrence.
+   */
+  async finishAttempt(
+    run: Run,
+    outcome: { status: AttemptOutcome; now: number; error: RunError | null; reason?: string | null; result?: unknown },
+    retry: { run: Run; extras: RunItemExtras } | null,
+    options: { leaseExpiredBefore?: number; effect?: EffectRecord } = {},
+  ): Promise<'recorded' | 'fenced' | 'effect-exists'> {
+    const now = new Date(outcome.now).toISOString();
+    const dead = outcome.status === 'DEAD' ? deadAttributes(run.tenantId, now, run.runId) : null;
+    const finish: UpdateSpec = {
+      set: {
+        status: outcome.status,
+        finishedAt: now,
+        updatedAt: now,
+        error: outcome.error,
+        reason: outcome.reason ?? run.reason ?? null,
+        [RESULT_ATTRIBUTE]: outcome.result === undefined ? undefined : JSON.stringify(outcome.result),
+        ...(dead ?? {}),
+      },
+      // A leased run carries a lease check-back in the time index: a finished run leaves it.
+      remove: ['gateKey', 'gateAt'],
+      if: {
+        status: oneOf(sourcesOf(outcome.status, LEASED)),
+        version: run.version,
+        ...(options.leaseExpiredBefore === undefined ? {} : { leaseExpiresAtMs: lessThan(options.leaseExpiredBefore) }),
+      },
+    };
+    const alone = async (): Promise<boolean> => updateIf(this.dynamo, this.tableName, runKey(run.runId), finish);
+    const second: Record<string, TransactItem> | null = options.effect
+      ? { effect: this.put({ ...effectKey(options.effect.occurrence), ...options.effect }) }
+      : retry
+        ? { retry: this.put(runToItem(retry.run, retry.extras)) }
+        : null;
+    if (!second) return (await alone()) ? 'recorded' : 'fenced';
+    const result = await transactRetryingConflicts(
+      this.dynamo,
+      { finish: { Update: { TableName: this.tableName, Key: runKey(run.runId), ...updateExpressions(finish) } }, ...second },
+      OUTCOME_TRANSACTION_ATTEMPTS,
+    );
+    if (result.committed) return 'recorded';
+    if (result.failed.has('finish')) return 'fenced';
+    // The retry exists already (a racing recorder wrote it): the outcome is recorded alone.
+    if (result.failed.has('retry')) return (await alone()) ? 'recorded' : 'fenced';
+    if (result.failed.has('effect')) return (await alone()) ? 'effect-exists' : 'fenced';
+    throw result.error;
+  }
+
+  /** The recorded effect of an occurrence (exactly-once delivery), or null when none was recorded. */
+  async effectOf(occurrence: string): Promise<EffectRecord | null> {
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: effectKey(occurrence), ConsistentRead: true }));
+    if (!item) return null;
+    return {
+      occurrence: String(item.occurrence),
+      runId: String(item.runId),
+      attempt: Number(item.attempt),
+      fencingToken: Number(item.fencingToken),
+      recordedAt: String(item.recordedAt),
+    };
+  }
+
+  private put(item: Item): TransactItem {
+    return { Put: { TableName: this.tableName, Item: item, ...conditionExpressions(IF_NEW) } };
+  }
+}
+
+function whyNotLeased(item: Item | undefined, now: string, nowMs: number): LeaseResult {
+  if (!item) return { kind: 'missing' };
+  const run = itemToRun(item);
+  if (isTerminal(run.status)) return { kind: 'finished', run };
+  if (run.status === 'RUNNING') {
+    const expiresAt = typeof item.leaseExpiresAtMs === 'number' ? item.leaseExpiresAtMs : Infinity;
+    return expiresAt < nowMs ? { kind: 'expired', run, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item) } : { kind: 'held', run };
+  }
+  if (run.availableAt > now) return { kind: 'early', run };
+  // Waiting and due, yet the condition failed: it changed between the read and the write.
+  return { kind: 'held', run };
+}

@@ -1,0 +1,127 @@
+// Runs as records: reading them, writing a new one, and ending one that has not started. Leases
+// and outcomes (run-leases.ts), external workers' claims (run-claims.ts), the time index
+// (time-index.ts) and dead runs (dead-runs.ts) are modules of their own over the same table.
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Run, RunStatus } from '../domain/run';
+import { PENDING_STATUSES, sourcesOf } from '../domain/run';
+import { batchGetConsistent } from './batch-get';
+import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
+import type { RunItemExtras } from './keys';
+import { encodeCursor, itemToRun, RUN_PK_PREFIX, runKey, runToItem } from './keys';
+import type { Page } from './page';
+import { decodeCursorOrThrow } from './page';
+import { RUNS_BY_JOB_INDEX, RUNS_BY_TENANT_INDEX } from './schema';
+import { readIndexedPage } from './indexed-page';
+
+/** Filters of a run listing: a status, and the occurrence time from (inclusive) to (exclusive), as UTC ISO instants. */
+export interface RunFilter {
+  readonly status?: RunStatus;
+  readonly from?: string;
+  readonly to?: string;
+}
+
+export class RunRecords {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async get(runId: string): Promise<Run | null> {
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
+    return item ? itemToRun(item) : null;
+  }
+
+  /** Several runs by id (any order; missing ones are left out). */
+  async getMany(runIds: readonly string[]): Promise<Run[]> {
+    return (await batchGetConsistent(this.dynamo, this.tableName, [...new Set(runIds)].map(runKey))).map(itemToRun);
+  }
+
+  /** Writes a new run once: false if a run with its id exists already. */
+  async create(newRun: { run: Run; extras: RunItemExtras }): Promise<boolean> {
+    const written = await ifHeld(() =>
+      this.dynamo.send(new PutCommand({ TableName: this.tableName, Item: runToItem(newRun.run, newRun.extras), ...conditionExpressions(IF_NEW) })),
+    );
+    return written.held;
+  }
+
+  /** Ends a run that has not started (SCHEDULED or QUEUED): it will never be leased. */
+  async retirePending(runId: string, status: 'SKIPPED' | 'CANCELLED', reason: string, now: number): Promise<boolean> {
+    const at = new Date(now).toISOString();
+    return updateIf(this.dynamo, this.tableName, runKey(runId), {
+      set: { status, finishedAt: at, updatedAt: at, reason },
+      remove: ['gateKey', 'gateAt'],
+      if: { status: oneOf(sourcesOf(status, PENDING_STATUSES)) },
+    });
+  }
+
+  /** Runs of a job that have not started yet (the newest hundred occurrences are looked at). */
+  async pendingOfJob(jobId: string): Promise<Run[]> {
+    // The byJob index holds keys only (a run's updates then never write to it), so the status is
+    // read from the runs themselves.
+    const { Items: keys = [] } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: RUNS_BY_JOB_INDEX,
+        KeyConditionExpression: '#jobId = :jobId',
+        ExpressionAttributeNames: { '#jobId': 'jobId' },
+        ExpressionAttributeValues: { ':jobId': jobId },
+        ScanIndexForward: false,
+        Limit: 100,
+      }),
+    );
+    const runs = await this.inKeyOrder(keys);
+    return runs.filter((run) => PENDING_STATUSES.includes(run.status));
+  }
+
+  /**
+   * The runs of a job, newest occurrence and attempt first; `from`/`to` bound the occurrence time
+   * (the index's sort key), `status` is kept from the runs read (decision 0095).
+   */
+  async listByJob(jobId: string, limit: number, cursor?: string, filter: RunFilter = {}): Promise<Page<Run>> {
+    return this.listThroughIndex(RUNS_BY_JOB_INDEX, 'jobId', jobId, 'jobSort', limit, filter, cursor);
+  }
+
+  /** The tenant's runs, newest occurrence first, filtered as listByJob's (decision 0095). */
+  async listByTenant(tenantId: string, limit: number, filter: RunFilter = {}, cursor?: string): Promise<Page<Run>> {
+    return this.listThroughIndex(RUNS_BY_TENANT_INDEX, 'tenantId', tenantId, 'tenantRunSort', limit, filter, cursor);
+  }
+
+  private async listThroughIndex(indexName: string, partitionKey: string, partition: string, sortKey: string, limit: number, filter: RunFilter, cursor?: string): Promise<Page<Run>> {
+    const page = await readIndexedPage(
+      this.dynamo,
+      {
+        TableName: this.tableName,
+        IndexName: indexName,
+        KeyConditionExpression: '#partition = :partition AND #sort BETWEEN :from AND :to',
+        ExpressionAttributeNames: { '#partition': partitionKey, '#sort': sortKey },
+        // Sort keys start with the occurrence time: `to` is exclusive, so the bound stops before it.
+        ExpressionAttributeValues: { ':partition': partition, ':from': filter.from ?? '0000', ':to': filter.to ?? '9999~' },
+        ScanIndexForward: false,
+      },
+      {
+        limit,
+        start: cursor ? decodeCursorOrThrow(cursor, { [partitionKey]: partition }, sortKey) : undefined,
+        keyOf: (entry) => ({ pk: entry.pk, sk: entry.sk, [partitionKey]: entry[partitionKey], [sortKey]: entry[sortKey] }),
+        load: async (entries) => {
+          const runs = await this.inKeyOrder(entries);
+          const byId = new Map(runs.map((run) => [`${RUN_PK_PREFIX}${run.runId}`, run]));
+          return entries.map((entry) => byId.get(String(entry.pk)) ?? null);
+        },
+        keep: (run) => filter.status === undefined || run.status === filter.status,
+        filtered: filter.status !== undefined,
+      },
+    );
+    return { items: page.items, nextCursor: encodeCursor(page.next) };
+  }
+
+  /** The runs whose index entries are given, in the entries' order (runs deleted since are left out). */
+  private async inKeyOrder(keys: readonly Record<string, unknown>[]): Promise<Run[]> {
+    const runIds = keys.flatMap((key) => (typeof key.pk === 'string' && key.pk.startsWith(RUN_PK_PREFIX) ? [key.pk.slice(RUN_PK_PREFIX.length)] : []));
+    const byId = new Map((await this.getMany(runIds)).map((run) => [run.runId, run]));
+    return runIds.flatMap((runId) => {
+      const run = byId.get(runId);
+      return run ? [run] : [];
+    });
+  }
+}

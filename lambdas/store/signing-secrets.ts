@@ -1,0 +1,152 @@
+// A tenant's webhook signing secrets, encrypted with the deployment's KMS key (the tenant and the
+// secret's id bound in as encryption context, so a ciphertext copied to another item or tenant
+// does not decrypt). At most two are live: the current one, and during a rotation's grace period
+// the one it replaced. The plaintext leaves this module only towards the signer and, once, in the
+// answer that issued it.
+import { DecryptCommand, EncryptCommand } from '@aws-sdk/client-kms';
+import type { KMSClient } from '@aws-sdk/client-kms';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { TransactItem } from './conditional';
+import { absent, conditionExpressions, exists, IF_NEW, ifHeld, transact, updateExpressions } from './conditional';
+import { signingHeadKey, signingSecretKey, SIGNING_SECRET_PREFIX, tenantPartition } from './keys';
+
+export interface SigningSecretRecord {
+  readonly secretId: string;
+  readonly createdAt: string;
+  /** When a replaced secret stops signing; null for the current one. */
+  readonly expiresAt: string | null;
+}
+
+interface StoredSecret extends SigningSecretRecord {
+  readonly ciphertext: Uint8Array;
+}
+
+/** Another rotation of the same tenant's secrets committed first. */
+export class SigningSecretConflict extends Error {}
+
+export class SigningSecretsRepository {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly kms: KMSClient,
+    private readonly tableName: string,
+    private readonly keyId: string | undefined,
+  ) {}
+
+  /** Whether this deployment can issue secrets (it has a KMS key for them). */
+  get configured(): boolean {
+    return this.keyId !== undefined;
+  }
+
+  /**
+   * Stores `secret` as the tenant's current one. The current secret it replaces keeps signing
+   * until `now + graceSeconds`; one already in its grace period stops now. All of it commits
+   * together, only if no other rotation changed the tenant's secrets since they were read.
+   */
+  async rotate(tenantId: string, secretId: string, secret: string, now: number, graceSeconds: number): Promise<SigningSecretRecord> {
+    if (this.keyId === undefined) throw new Error('no KMS key is configured for signing secrets (SIGNING_KEY_ID)');
+    const { live, head } = await this.read(tenantId, now);
+    const createdAt = new Date(now).toISOString();
+    const { CiphertextBlob: ciphertext } = await this.kms.send(
+      new EncryptCommand({ KeyId: this.keyId, Plaintext: Buffer.from(secret, 'utf8'), EncryptionContext: { tenantId, secretId } }),
+    );
+    if (!ciphertext) throw new Error('KMS returned no ciphertext');
+    const graceEnd = new Date(now + graceSeconds * 1000).toISOString();
+    // Every live secret is either given its grace or ended now; the head moves to the new one.
+    const replaced = Object.fromEntries(
+      live.map((old): [string, TransactItem] => [
+        `replaced ${old.secretId}`,
+        old.expiresAt === null && graceSeconds > 0
+          ? {
+              Update: {
+                TableName: this.tableName,
+                Key: signingSecretKey(tenantId, old.secretId),
+                ...updateExpressions({
+                  set: { expiresAt: graceEnd, expiresAtEpoch: Math.ceil(Date.parse(graceEnd) / 1000) + 86_400 },
+                  if: { pk: exists, expiresAt: absent },
+                }),
+              },
+            }
+          : { Delete: { TableName: this.tableName, Key: signingSecretKey(tenantId, old.secretId), ...conditionExpressions({ pk: exists }) } },
+      ]),
+    );
+    const result = await transact(this.dynamo, {
+      secret: {
+        Put: {
+          TableName: this.tableName,
+          Item: { ...signingSecretKey(tenantId, secretId), secretId, createdAt, ciphertext },
+          ...conditionExpressions(IF_NEW),
+        },
+      },
+      ...replaced,
+      head: {
+        Update: {
+          TableName: this.tableName,
+          Key: signingHeadKey(tenantId),
+          // The head as it was read: no other rotation moved it since.
+          ...updateExpressions({ set: { currentSecretId: secretId }, if: { currentSecretId: head ?? absent } }),
+        },
+      },
+    });
+    if (!result.committed) throw new SigningSecretConflict(`the signing secrets changed while rotating (${[...result.failed].join(', ') || 'a concurrent transaction'})`, { cause: result.error });
+    return { secretId, createdAt, expiresAt: null };
+  }
+
+  /** The tenant's live secrets, newest first, without their values. */
+  async list(tenantId: string, now: number): Promise<SigningSecretRecord[]> {
+    return (await this.stored(tenantId, now)).map(({ secretId, createdAt, expiresAt }) => ({ secretId, createdAt, expiresAt }));
+  }
+
+  /** Stops a secret signing at once; false when the tenant has no such live secret. */
+  async revoke(tenantId: string, secretId: string): Promise<boolean> {
+    const result = await ifHeld(() =>
+      this.dynamo.send(new DeleteCommand({ TableName: this.tableName, Key: signingSecretKey(tenantId, secretId), ...conditionExpressions({ pk: exists }) })),
+    );
+    return result.held;
+  }
+
+  /** The values of the tenant's live secrets, newest first: what signs its deliveries now. */
+  async values(tenantId: string, now: number): Promise<string[]> {
+    const live = await this.stored(tenantId, now);
+    if (live.length === 0) return [];
+    return Promise.all(
+      live.map(async (stored) => {
+        const { Plaintext: plaintext } = await this.kms.send(
+          new DecryptCommand({ KeyId: this.keyId, CiphertextBlob: stored.ciphertext, EncryptionContext: { tenantId, secretId: stored.secretId } }),
+        );
+        if (!plaintext) throw new Error('KMS returned no plaintext');
+        return Buffer.from(plaintext).toString('utf8');
+      }),
+    );
+  }
+
+  private async stored(tenantId: string, now: number): Promise<StoredSecret[]> {
+    return (await this.read(tenantId, now)).live;
+  }
+
+  /** The live secrets, newest first, and the id the head names as current (the rotation's guard), in one query. */
+  private async read(tenantId: string, now: number): Promise<{ live: StoredSecret[]; head: string | null }> {
+    const { Items: items = [] } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        // SIGNING# (the secrets) and SIGNINGHEAD sort together.
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': tenantPartition(tenantId), ':prefix': 'SIGNING' },
+        ConsistentRead: true,
+      }),
+    );
+    const headItem = items.find((item) => item.sk === signingHeadKey(tenantId).sk);
+    const head = typeof headItem?.currentSecretId === 'string' ? headItem.currentSecretId : null;
+    const live = items
+      .filter((item) => typeof item.sk === 'string' && item.sk.startsWith(SIGNING_SECRET_PREFIX))
+      .map((item) => ({
+        secretId: String(item.secretId),
+        createdAt: String(item.createdAt),
+        expiresAt: typeof item.expiresAt === 'string' ? item.expiresAt : null,
+        ciphertext: item.ciphertext as Uint8Array,
+      }))
+      .filter((secret) => secret.expiresAt === null || Date.parse(secret.expiresAt) > now)
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.secretId.localeCompare(a.secretId));
+    return { live, head };
+  }
+}

@@ -1,0 +1,104 @@
+// The signing secrets store against the emulator: encrypted at rest with KMS and bound to their
+// tenant, at most two live through a rotation, and two rotations at once never both winning.
+import { CreateKeyCommand } from '@aws-sdk/client-kms';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SigningSecretConflict, SigningSecretsRepository } from '../../lambdas/store/signing-secrets';
+import { signingSecretKey } from '../../lambdas/store/keys';
+import { newSigningSecret } from '../../lambdas/targets/webhook-signature';
+import type { Scheduler } from './harness';
+import { awsClients, startScheduler } from './harness';
+
+describe('signing secrets store', () => {
+  let scheduler: Scheduler;
+  let secrets: SigningSecretsRepository;
+  const HOUR = 3_600_000;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+    const { KeyMetadata: key } = await awsClients().kms.send(new CreateKeyCommand({ Description: `${scheduler.prefix} signing` }));
+    secrets = new SigningSecretsRepository(awsClients().dynamo, awsClients().kms, scheduler.config.jobsTable, key!.KeyId);
+  });
+  afterAll(() => scheduler.stop());
+
+  const tenant = () => `tenant-${randomUUID().slice(0, 8)}`;
+
+  it('stores a secret encrypted, and gives its value back only to the signer', async () => {
+    const tenantId = tenant();
+    const value = newSigningSecret();
+    const now = Date.now();
+    await secrets.rotate(tenantId, 'sec_1', value, now, 3600);
+    const { Item: item } = await awsClients().dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: signingSecretKey(tenantId, 'sec_1') }));
+    expect(JSON.stringify(item)).not.toContain(value.slice('whsec_'.length, 20));
+    expect(await secrets.list(tenantId, now)).toEqual([{ secretId: 'sec_1', createdAt: new Date(now).toISOString(), expiresAt: null }]);
+    expect(await secrets.values(tenantId, now)).toEqual([value]);
+  });
+
+  it('keeps the replaced secret signing through the grace period, then only the new one', async () => {
+    const tenantId = tenant();
+    const [first, second, third] = [newSigningSecret(), newSigningSecret(), newSigningSecret()];
+    const t0 = Date.now();
+    await secrets.rotate(tenantId, 'sec_a', first, t0, 3600);
+    await secrets.rotate(tenantId, 'sec_b', second, t0 + 1000, 3600);
+    expect(await secrets.values(tenantId, t0 + 2000)).toEqual([second, first]);
+    expect((await secrets.list(tenantId, t0 + 2000)).map((s) => [s.secretId, s.expiresAt])).toEqual([
+      ['sec_b', null],
+      ['sec_a', new Date(t0 + 1000 + HOUR).toISOString()],
+    ]);
+    expect(await secrets.values(tenantId, t0 + 1000 + HOUR + 1)).toEqual([second]);
+    // A rotation during a grace period ends that one at once: never more than two sign.
+    await secrets.rotate(tenantId, 'sec_c', third, t0 + 3000, 3600);
+    expect(await secrets.values(tenantId, t0 + 4000)).toEqual([third, second]);
+    // No grace: the replaced secret stops now.
+    await secrets.rotate(tenantId, 'sec_d', first, t0 + 5000, 0);
+    expect(await secrets.values(tenantId, t0 + 6000)).toEqual([first]);
+  });
+
+  it('lets one of two rotations at the same moment win, and the other conflict', async () => {
+    const tenantId = tenant();
+    const now = Date.now();
+    await secrets.rotate(tenantId, 'sec_0', newSigningSecret(), now, 3600);
+    const results = await Promise.allSettled([
+      secrets.rotate(tenantId, 'sec_x', newSigningSecret(), now + 1, 3600),
+      secrets.rotate(tenantId, 'sec_y', newSigningSecret(), now + 1, 3600),
+    ]);
+    expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
+    const failed = results.find((result) => result.status === 'rejected');
+    expect(failed?.reason).toBeInstanceOf(SigningSecretConflict);
+    expect((await secrets.list(tenantId, now + 2)).filter((s) => s.expiresAt === null)).toHaveLength(1);
+  });
+
+  it('lets the first two issues of a new tenant at once conflict too', async () => {
+    const tenantId = tenant();
+    const now = Date.now();
+    const results = await Promise.allSettled([
+      secrets.rotate(tenantId, 'sec_p', newSigningSecret(), now, 3600),
+      secrets.rotate(tenantId, 'sec_q', newSigningSecret(), now, 3600),
+    ]);
+    expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
+    expect(await secrets.list(tenantId, now)).toHaveLength(1);
+  });
+
+  it('revokes a secret at once, and a revoked current one does not block the next rotation', async () => {
+    const tenantId = tenant();
+    const now = Date.now();
+    const next = newSigningSecret();
+    await secrets.rotate(tenantId, 'sec_r', newSigningSecret(), now, 3600);
+    expect(await secrets.revoke(tenantId, 'sec_r')).toBe(true);
+    expect(await secrets.revoke(tenantId, 'sec_r')).toBe(false);
+    expect(await secrets.values(tenantId, now)).toEqual([]);
+    await secrets.rotate(tenantId, 'sec_s', next, now + 1, 3600);
+    expect(await secrets.values(tenantId, now + 2)).toEqual([next]);
+  });
+
+  it("does not decrypt a tenant's ciphertext under another tenant", async () => {
+    const [owner, thief] = [tenant(), tenant()];
+    const now = Date.now();
+    await secrets.rotate(owner, 'sec_t', newSigningSecret(), now, 3600);
+    const { Item: item } = await awsClients().dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: signingSecretKey(owner, 'sec_t') }));
+    const { PutCommand } = await import('@aws-sdk/lib-dynamodb');
+    await awsClients().dynamo.send(new PutCommand({ TableName: scheduler.config.jobsTable, Item: { ...item, ...signingSecretKey(thief, 'sec_t') } }));
+    await expect(secrets.values(thief, now)).rejects.toThrow();
+  });
+});
