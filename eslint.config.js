@@ -14,7 +14,7 @@ function boundaries(...own) {
 
 export default tseslint.config(
   // The BullMQ peer has its own packages and typecheck (npm run bench:peer:install).
-  { ignores: ['node_modules/**', 'cdk.out/**', '.local/**', 'coverage/**', 'bench/peers/bullmq.ts', 'bench/peers/node_modules/**'] },
+  { ignores: ['node_modules/**', 'cdk.out/**', '.local/**', 'coverage/**', 'bench/peers/bullmq.ts', 'bench/peers/node_modules/**', 'clients/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -80,7 +80,8 @@ export default tseslint.config(
     },
   },
   {
-    files: ['eslint.config.js', 'scripts/**/*.mjs'],
+    // bin/*.js: the CLI's shim for `npx scheduler` (the CLI itself is TypeScript, type-checked).
+    files: ['eslint.config.js', 'scripts/**/*.mjs', 'bin/**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

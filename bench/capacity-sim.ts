@@ -15,7 +15,7 @@
 //   npm run bench:capacity-sim -- [--burst 600000] [--shards 8,32,64] [--update-ms 6] [--send-ms 12]
 //     [--query-page-ms 60] [--batch-get-ms 25] [--write-concurrency 16] [--steady-rate 10000]
 import { parseArgs } from 'node:util';
-import { DEFAULT_TUNING } from '../lambdas/core/config';
+import { DEFAULT_TUNING } from '../lambdas/config/config';
 
 const { values } = parseArgs({
   options: {

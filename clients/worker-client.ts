@@ -1,85 +1,42 @@
-// A small typed client for external workers: claim a run of an `external` target, heartbeat within
+// The external workers' part of the client: claim a run of an `external` target, heartbeat within
 // its lease (with progress and a checkpoint), then complete or fail it. Every call after the claim
-// carries the claim's lease token; a 409 means the token is no longer the run's (the run was
-// cancelled, taken over after the lease lapsed, or finished) and the worker must stop.
-// Dependency-free (global fetch, Node 18+), so a worker can copy this one file.
+// carries the claim's lease token; a 409 naming the run's status means the token is no longer the
+// run's (the run was cancelled, taken over after the lease lapsed, or finished) and the worker must
+// stop: LeaseLostError, a SchedulerApiError like every other refusal. It shares the transport of
+// SchedulerClient (retries of 429, Retry-After), which hands it out as `client.workers`.
+import type { Problem } from './errors.js';
+import { SchedulerApiError } from './errors.js';
+import type { RetryOptions } from './transport.js';
+import { Transport, segment } from './transport.js';
+import type { Claim, ClaimRequest, Heartbeat, HeartbeatResult, Run, RunError } from './types.js';
 
-export interface RunError {
-  readonly code: string;
-  readonly message: string;
-  readonly retryable: boolean;
-}
+export type { Claim, Problem, RunError };
+/** A run as the API shows it. */
+export type RunView = Run;
 
-/** A run as the API shows it (the fields a worker is likely to read; the API may add more). */
-export interface RunView {
-  readonly runId: string;
-  readonly jobId: string;
-  readonly tenantId: string;
-  readonly scheduledFor: string;
-  readonly attempt: number;
-  readonly status: string;
-  readonly leaseOwner: string | null;
-  readonly leaseExpiresAt: string | null;
-  readonly progress: unknown;
-  readonly error: RunError | null;
-  readonly idempotencyKey: string;
-  readonly result?: unknown;
-}
-
-export interface Claim<Payload = unknown, Checkpoint = unknown> {
-  readonly run: RunView;
-  /** The lease's secret: send it with every heartbeat, complete and fail. */
-  readonly leaseToken: string;
-  readonly leaseExpiresAt: string;
-  /** Heartbeat well within this (the client's `process` beats every third of it). */
-  readonly leaseSeconds: number;
-  readonly attempt: number;
-  /** Grows strictly across the attempts of an occurrence: pass it to systems that can fence writes. */
-  readonly fencingToken: number;
-  /** The occurrence's key, the same for every attempt: deduplicate effects by it. */
-  readonly idempotencyKey: string;
-  readonly payload: Payload;
-  /** The last checkpoint saved by an earlier attempt of this occurrence: resume from it. */
-  readonly checkpoint: Checkpoint | null;
-}
-
-export interface Problem {
-  readonly type?: string;
-  readonly title?: string;
-  readonly status?: number;
-  readonly detail?: string;
-  readonly errors?: readonly { readonly path: string; readonly message: string }[];
-  readonly runStatus?: string;
-}
-
-/** The API refused a call (other than a stale lease). */
-export class WorkerApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly problem: Problem,
-  ) {
-    super(`${status} ${problem.title ?? 'error'}: ${problem.detail ?? ''}`.trim());
-    this.name = 'WorkerApiError';
-  }
-}
+/** The API refused a worker's call (other than a stale lease). */
+export class WorkerApiError extends SchedulerApiError {}
 
 /** The lease token is no longer the run's: stop working on it; its outcome is not this worker's to record. */
-export class LeaseLostError extends Error {
-  constructor(
-    readonly runStatus: string,
-    detail: string,
-  ) {
-    super(detail);
-    this.name = 'LeaseLostError';
+export class LeaseLostError extends SchedulerApiError {
+  /** The run's status now: RUNNING (taken over by another claim), a finished status, or CANCELLED. */
+  readonly runStatus: string;
+
+  constructor(problem: Problem, request: string) {
+    super(problem, request);
+    this.runStatus = typeof problem.runStatus === 'string' ? problem.runStatus : 'UNKNOWN';
   }
 }
 
 /** The run was cancelled: seen at the next heartbeat. */
-export class RunCancelledError extends LeaseLostError {
-  constructor(detail: string) {
-    super('CANCELLED', detail);
-    this.name = 'RunCancelledError';
+export class RunCancelledError extends LeaseLostError {}
+
+/** The problem of a worker's call as its error: a 409 with `runStatus` is a lost lease. */
+function workerRefusal(problem: Problem, request: string, retryAfterSeconds: number | null): SchedulerApiError {
+  if (problem.status === 409 && typeof problem.runStatus === 'string') {
+    return problem.runStatus === 'CANCELLED' ? new RunCancelledError(problem, request) : new LeaseLostError(problem, request);
   }
+  return new WorkerApiError(problem, request, retryAfterSeconds);
 }
 
 export interface WorkerClientOptions {
@@ -89,6 +46,7 @@ export interface WorkerClientOptions {
   /** Shown as the run's leaseOwner (`external:<workerId>`). */
   readonly workerId?: string;
   readonly fetch?: typeof fetch;
+  readonly retry?: RetryOptions;
 }
 
 /** What `process` hands the work function. */
@@ -115,33 +73,35 @@ export class WorkFailure extends Error {
 }
 
 export class WorkerClient {
-  private readonly baseUrl: string;
-  private readonly fetchFn: typeof fetch;
+  private readonly transport: Transport;
+  private readonly workerId: string | undefined;
 
-  constructor(private readonly options: WorkerClientOptions) {
-    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
-    this.fetchFn = options.fetch ?? fetch;
+  /** Either its own options, or the transport of a SchedulerClient (`client.workers`). */
+  constructor(options: WorkerClientOptions | { readonly transport: Transport; readonly workerId?: string }) {
+    this.transport = 'transport' in options ? options.transport : new Transport(options);
+    this.workerId = options.workerId;
   }
 
   /** The next run waiting for an external worker (of `jobType`, if given), waiting up to `waitSeconds` (≤ 20); null if none. */
-  async claim<Payload = unknown, Checkpoint = unknown>(options: { jobType?: string; waitSeconds?: number } = {}): Promise<Claim<Payload, Checkpoint> | null> {
-    const body = { ...options, ...(this.options.workerId ? { workerId: this.options.workerId } : {}) };
-    const answer = await this.call('/v1/workers/claim', body);
+  async claim<Payload = unknown, Checkpoint = unknown>(options: ClaimRequest = {}): Promise<Claim<Payload, Checkpoint> | null> {
+    const body: ClaimRequest = { ...options, ...(options.workerId === undefined && this.workerId ? { workerId: this.workerId } : {}) };
+    // Not repeated after a 503: a claim that was made would hold a run nobody works on until its lease ends.
+    const answer = await this.post('/v1/workers/claim', body, 'once');
     return answer === null ? null : (answer as Claim<Payload, Checkpoint>);
   }
 
   /** Extends the lease; records progress and a checkpoint if given. Throws LeaseLostError / RunCancelledError. */
-  async heartbeat(runId: string, leaseToken: string, beat: { progress?: unknown; checkpoint?: unknown } = {}): Promise<{ leaseExpiresAt: string | null }> {
-    return (await this.call(`/v1/runs/${encodeURIComponent(runId)}/heartbeat`, { leaseToken, ...beat })) as { leaseExpiresAt: string | null };
+  async heartbeat(runId: string, leaseToken: string, beat: Heartbeat = {}): Promise<HeartbeatResult> {
+    return (await this.post(`/v1/runs/${segment(runId)}/heartbeat`, { leaseToken, ...beat }, 'repeatable')) as HeartbeatResult;
   }
 
-  async complete(runId: string, leaseToken: string, result?: unknown): Promise<RunView> {
-    return (await this.call(`/v1/runs/${encodeURIComponent(runId)}/complete`, { leaseToken, ...(result !== undefined ? { result } : {}) })) as RunView;
+  async complete(runId: string, leaseToken: string, result?: unknown): Promise<Run> {
+    return (await this.post(`/v1/runs/${segment(runId)}/complete`, { leaseToken, ...(result !== undefined ? { result } : {}) }, 'once')) as Run;
   }
 
   /** Fails the attempt; a retryable error is retried by the job's policy, with the last checkpoint. */
-  async fail(runId: string, leaseToken: string, error: RunError): Promise<RunView> {
-    return (await this.call(`/v1/runs/${encodeURIComponent(runId)}/fail`, { leaseToken, error })) as RunView;
+  async fail(runId: string, leaseToken: string, error: RunError): Promise<Run> {
+    return (await this.post(`/v1/runs/${segment(runId)}/fail`, { leaseToken, error }, 'once')) as Run;
   }
 
   /**
@@ -195,21 +155,7 @@ export class WorkerClient {
     }
   }
 
-  private async call(path: string, body: unknown): Promise<unknown> {
-    const response = await this.fetchFn(`${this.baseUrl}${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${this.options.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    if (response.status === 204) return null;
-    const text = await response.text();
-    const parsed: unknown = text ? JSON.parse(text) : null;
-    if (response.ok) return parsed;
-    const problem: Problem = typeof parsed === 'object' && parsed !== null ? parsed : {};
-    if (response.status === 409 && typeof problem.runStatus === 'string') {
-      const detail = problem.detail ?? 'the lease token is stale';
-      throw problem.runStatus === 'CANCELLED' ? new RunCancelledError(detail) : new LeaseLostError(problem.runStatus, detail);
-    }
-    throw new WorkerApiError(response.status, problem);
+  private async post(path: string, body: unknown, repeat: 'repeatable' | 'once'): Promise<unknown> {
+    return (await this.transport.send({ method: 'POST', path, body, repeat, refusal: workerRefusal })).body;
   }
 }

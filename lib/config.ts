@@ -1,10 +1,10 @@
 // Typed settings of a deployment, given to the stack by bin/ (or a test).
 import type { WarmThroughput } from 'aws-cdk-lib/aws-dynamodb';
-import type { Tuning } from '../lambdas/core/config';
+import type { Tuning } from '../lambdas/config/config';
 import type { TenantLimits } from '../lambdas/domain/tenant';
 import { DEFAULT_TENANT_LIMITS } from '../lambdas/domain/tenant';
-import { DEFAULT_TUNING } from '../lambdas/core/config';
-import type { PoolDefinition } from '../lambdas/store/schema';
+import { DEFAULT_TUNING } from '../lambdas/config/config';
+import type { PoolDefinition } from '../lambdas/store/pools';
 import type { DeploymentTargets } from '../lambdas/domain/target-allowlist';
 
 export interface SchedulerStackConfig {
@@ -31,7 +31,7 @@ export interface SchedulerStackConfig {
   readonly warmThroughput?: WarmThroughput;
   /** An SNS topic that alarms notify, if any. */
   readonly alarmTopicArn?: string;
-  /** Alarm thresholds (lib/observability.ts; what each alarm means: docs/operations.md#alarms). */
+  /** Alarm thresholds (lib/alarms.ts; what each alarm means: docs/operations.md#alarms). */
   readonly alarms: AlarmThresholds;
   /** Limits of tenants that have none of their own (the admin command sets a tenant's). */
   readonly tenantDefaults: TenantLimits;
@@ -47,7 +47,7 @@ export interface SchedulerStackConfig {
    * API refuses a job naming anything else (400). Empty by default: only http targets.
    */
   readonly targets?: Partial<DeploymentTargets>;
-  /** Time gate and lease tunables (see lambdas/core/config.ts). */
+  /** Time gate and lease tunables (lambdas/config/settings.ts says what each means). */
   readonly tuning: Tuning;
 }
 

@@ -12,8 +12,11 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
-import { DEFAULT_POOL_NAME, lowLaneConcurrency, validatePools, workerConsumer } from '../lambdas/store/schema';
+import { workerConsumer } from '../lambdas/store/schema';
+import type { Pool } from '../lambdas/store/pools';
+import { DEFAULT_POOL_NAME, defaultPool, lowLaneConcurrency, poolResourceNames, validatePools } from '../lambdas/store/pools';
 import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-allowlist';
+import { routingSettings, toEnvironment } from '../lambdas/config/config';
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
@@ -60,17 +63,13 @@ export class SchedulerStack extends Stack {
     for (const [name, value] of [['workerMaxConcurrency', config.workerMaxConcurrency], ['workerLowMaxConcurrency', config.workerLowMaxConcurrency]] as const) {
       if (value !== undefined && (!Number.isInteger(value) || value < 2 || value > 1000)) throw new Error(`${name} must be a whole number from 2 to 1000`);
     }
-    this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput, pools: config.pools });
-    const { jobsTable, runsTable, dispatchQueue, dispatchHighQueue, dispatchLowQueue, dispatchDlq, pools } = this.storage;
-    const otherPools = pools.filter((pool) => pool.name !== DEFAULT_POOL_NAME);
+    // The default pool is a pool like the others: the job types none lists, the worker's own timeout.
+    const poolDefinitions: readonly Pool[] = [defaultPool({ maxConcurrency: config.workerMaxConcurrency, lowMaxConcurrency: config.workerLowMaxConcurrency }), ...config.pools];
+    this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput, pools: poolDefinitions });
+    const { jobsTable, runsTable, dispatchQueue, dispatchDlq, pools } = this.storage;
+    const definitionOf = (pool: PoolQueues): Pool => poolDefinitions.find((candidate) => candidate.name === pool.name)!;
     /** Where any run may be sent: every lane of every pool. */
     const lanes = pools.flatMap((pool) => [pool.high, pool.standard, pool.low]);
-    const lowConcurrencyOf = (pool: PoolQueues): number => {
-      const definition = config.pools.find((candidate) => candidate.name === pool.name);
-      return definition
-        ? lowLaneConcurrency(definition.maxConcurrency, 2, definition.lowMaxConcurrency)
-        : lowLaneConcurrency(config.workerMaxConcurrency, 2, config.workerLowMaxConcurrency);
-    };
     // Checked here, so a malformed ARN fails the synth rather than every create.
     const targets = deploymentTargetsSchema.parse(config.targets ?? {});
 
@@ -82,44 +81,34 @@ export class SchedulerStack extends Stack {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
-    const environment = {
-      JOBS_TABLE: jobsTable.tableName,
-      SIGNING_KEY_ID: this.signingKey.keyArn,
-      RUNS_TABLE: runsTable.tableName,
-      DISPATCH_QUEUE_URL: dispatchQueue.queueUrl,
-      DISPATCH_DLQ_URL: dispatchDlq.queueUrl,
-      DISPATCH_HIGH_QUEUE_URL: dispatchHighQueue.queueUrl,
-      DISPATCH_LOW_QUEUE_URL: dispatchLowQueue.queueUrl,
-      // The routing table: job type -> pool -> lane queue URLs (lambdas/store/dispatch-queue.ts).
-      ...(otherPools.length > 0
-        ? {
-            DISPATCH_POOLS: this.toJsonString(
-              otherPools.map((pool) => ({
-                name: pool.name,
-                jobTypes: pool.jobTypes,
-                queueUrl: pool.standard.queueUrl,
-                highQueueUrl: pool.high.queueUrl,
-                lowQueueUrl: pool.low.queueUrl,
-                dlqUrl: pool.dlq.queueUrl,
-                // The API refuses jobs whose timeout does not fit in their pool's worker.
-                timeoutSeconds: config.pools.find((definition) => definition.name === pool.name)?.timeoutSeconds,
-              })),
-            ),
-          }
-        : {}),
-      SCHEDULER_MODE: 'aws',
-      ALLOW_PRIVATE_TARGETS: String(config.allowPrivateTargets ?? false),
-      ALLOWED_TARGETS: JSON.stringify(allowlistOf(targets)),
-      NEAR_HORIZON_SECONDS: String(config.tuning.nearHorizonSeconds),
-      TICKER_HORIZON_SECONDS: String(config.tuning.tickerHorizonSeconds),
-      REDELIVERY_GRACE_SECONDS: String(config.tuning.redeliveryGraceSeconds),
-      LEASE_MARGIN_SECONDS: String(config.tuning.leaseMarginSeconds),
-      TIME_INDEX_SHARDS: String(config.tuning.timeIndexShards),
-      FAILED_MESSAGE_RETRY_SECONDS: String(config.tuning.failedMessageRetrySeconds),
-      BATCH_COALESCE_QUIET_MS: String(config.tuning.batchCoalesceQuietMs),
-      BATCH_COALESCE_CAP_MS: String(config.tuning.batchCoalesceCapMs),
-      TENANT_DEFAULT_LIMITS: JSON.stringify(config.tenantDefaults),
-    };
+    // What every function reads at start (lambdas/config/settings.ts), the routing table included:
+    // job type -> pool -> lane queue URLs (lambdas/store/dispatch-queue.ts).
+    const environment = toEnvironment(
+      {
+        jobsTable: jobsTable.tableName,
+        runsTable: runsTable.tableName,
+        signingKeyId: this.signingKey.keyArn,
+        // The API refuses jobs whose timeout does not fit in their pool's worker.
+        ...routingSettings(
+          pools.map((pool) => ({
+            name: pool.name,
+            jobTypes: pool.jobTypes,
+            queueUrl: pool.standard.queueUrl,
+            highQueueUrl: pool.high.queueUrl,
+            lowQueueUrl: pool.low.queueUrl,
+            dlqUrl: pool.dlq.queueUrl,
+            timeoutSeconds: definitionOf(pool).timeoutSeconds,
+          })),
+        ),
+        localMode: false,
+        allowPrivateTargets: config.allowPrivateTargets ?? false,
+        allowedTargets: allowlistOf(targets),
+        tenantDefaults: config.tenantDefaults,
+        ...config.tuning,
+      },
+      // Queue URLs are tokens until deployment: JSON holding them is written by the stack.
+      { json: (value) => this.toJsonString(value) },
+    );
     const common = { environment, logRetentionDays: config.logRetentionDays };
 
     this.api = new SchedulerFunction(this, 'Api', {
@@ -145,15 +134,16 @@ export class SchedulerStack extends Stack {
     // One worker function per pool (the same code, the pool's timeout), fed by one event source
     // mapping per lane: the high and standard lanes each capped at the pool's concurrency (decision
     // 0050), the low lane at its own, smaller cap (decision 0051).
-    const workerOf = (pool: PoolQueues, timeoutSeconds: number, maxConcurrency: number | undefined, batchSize: number): SchedulerFunction => {
+    const workerOf = (pool: PoolQueues, definition: Pool): SchedulerFunction => {
       const isDefault = pool.name === DEFAULT_POOL_NAME;
-      const worker = new SchedulerFunction(this, isDefault ? 'Worker' : `Worker${pool.standard.node.id.replace(/Dispatch$/, '')}`, {
+      const worker = new SchedulerFunction(this, `Worker${poolResourceNames(pool.name).id}`, {
         ...common,
         entry: 'worker',
+        // Operators (and the tests) know the default pool's worker by this description.
         description: isDefault
           ? 'Job scheduler worker: leases and executes runs from the dispatch queue'
           : `Job scheduler pool worker (${pool.name}: ${pool.jobTypes.join(', ')}): leases and executes runs from its pool's queues`.slice(0, 256),
-        timeout: Duration.seconds(timeoutSeconds),
+        timeout: Duration.seconds(definition.timeoutSeconds),
         memorySize: 1024,
         network: props.workerNetwork,
         extraCaBundle: props.targetCaBundle,
@@ -170,13 +160,13 @@ export class SchedulerStack extends Stack {
       // Decrypt: deliveries are signed with the tenant's secrets.
       this.signingKey.grant(worker.fn, 'kms:Decrypt');
       for (const [lane, laneConcurrency] of [
-        [pool.standard, maxConcurrency],
-        [pool.high, maxConcurrency],
-        [pool.low, lowConcurrencyOf(pool)],
+        [pool.standard, definition.maxConcurrency],
+        [pool.high, definition.maxConcurrency],
+        [pool.low, lowLaneConcurrency(definition.maxConcurrency, 2, definition.lowMaxConcurrency)],
       ] as const) {
         worker.fn.addEventSource(
           new SqsEventSource(lane, {
-            batchSize,
+            batchSize: definition.batchSize ?? workerConsumer.batchSize,
             maxBatchingWindow: workerConsumer.maxBatchingWindowSeconds > 0 ? Duration.seconds(workerConsumer.maxBatchingWindowSeconds) : undefined,
             reportBatchItemFailures: workerConsumer.reportBatchItemFailures,
             maxConcurrency: laneConcurrency,
@@ -185,13 +175,7 @@ export class SchedulerStack extends Stack {
       }
       return worker;
     };
-    this.workers = {};
-    for (const pool of pools) {
-      const definition = config.pools.find((candidate) => candidate.name === pool.name);
-      this.workers[pool.name] = definition
-        ? workerOf(pool, definition.timeoutSeconds, definition.maxConcurrency, definition.batchSize ?? workerConsumer.batchSize)
-        : workerOf(pool, workerConsumer.functionTimeoutSeconds, config.workerMaxConcurrency, workerConsumer.batchSize);
-    }
+    this.workers = Object.fromEntries(pools.map((pool) => [pool.name, workerOf(pool, definitionOf(pool))]));
     this.worker = this.workers[DEFAULT_POOL_NAME]!;
 
     this.ticker = new SchedulerFunction(this, 'Ticker', {
@@ -245,9 +229,7 @@ export class SchedulerStack extends Stack {
 
     // Dashboard and alarms (docs/operations.md#dashboard, #alarms).
     this.observability = new SchedulerObservability(this, 'Observability', {
-      functions: { api: this.api.fn, worker: this.worker.fn, ticker: this.ticker.fn, authorizer: this.authorizer.fn },
-      dispatchQueue,
-      dispatchDlq,
+      functions: { api: this.api.fn, ticker: this.ticker.fn, authorizer: this.authorizer.fn },
       pools: pools.map((pool) => ({ ...pool, worker: this.workers[pool.name]!.fn })),
       tables: { jobs: jobsTable, runs: runsTable },
       thresholds: config.alarms,

@@ -4,25 +4,19 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { AttributeType, IndexDefinition, PoolDefinition, QueueDefinition, TableDefinition } from '../lambdas/store/schema';
-import { DEFAULT_POOL_NAME, jobsTable, poolQueues, runsTable, workerConsumer } from '../lambdas/store/schema';
+import type { AttributeType, IndexDefinition, QueueDefinition, TableDefinition } from '../lambdas/store/schema';
+import { jobsTable, runsTable } from '../lambdas/store/schema';
+import type { Pool, PoolLanes } from '../lambdas/store/pools';
+import { DEFAULT_POOL_NAME, poolQueues } from '../lambdas/store/pools';
 
 export interface StorageProps {
   readonly warmThroughput?: dynamodb.WarmThroughput;
-  /** Pools besides the default one; each gets its own lanes and DLQ. */
-  readonly pools?: readonly PoolDefinition[];
+  /** Every pool, the default one included (lambdas/store/pools.ts); each gets its own lanes and DLQ. */
+  readonly pools: readonly Pool[];
 }
 
 /** The queues of one worker pool: every lane redrives into its DLQ. */
-export interface PoolQueues {
-  readonly name: string;
-  readonly jobTypes: readonly string[];
-  /** Normal runs. */
-  readonly standard: sqs.Queue;
-  readonly high: sqs.Queue;
-  readonly low: sqs.Queue;
-  readonly dlq: sqs.Queue;
-}
+export type PoolQueues = Pick<Pool, 'name' | 'jobTypes'> & PoolLanes<sqs.Queue>;
 
 const attributeType = (type: AttributeType): dynamodb.AttributeType =>
   type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER;
@@ -73,19 +67,19 @@ function queue(scope: Construct, definition: QueueDefinition, deadLetterQueue?: 
 export class SchedulerStorage extends Construct {
   readonly jobsTable: dynamodb.TableV2;
   readonly runsTable: dynamodb.TableV2;
-  /** The default pool's standard lane and DLQ (their construct ids predate pools). */
+  /** The default pool's lanes and DLQ (the stack's outputs and the default pool's alarms name them). */
   readonly dispatchQueue: sqs.Queue;
   readonly dispatchHighQueue: sqs.Queue;
   readonly dispatchLowQueue: sqs.Queue;
   readonly dispatchDlq: sqs.Queue;
-  /** Every pool, the default one first. */
+  /** Every pool, in the order given (the default one first). */
   readonly pools: readonly PoolQueues[];
 
-  constructor(scope: Construct, id: string, props: StorageProps = {}) {
+  constructor(scope: Construct, id: string, props: StorageProps) {
     super(scope, id);
     this.jobsTable = table(this, jobsTable, props);
     this.runsTable = table(this, runsTable, props);
-    const poolOf = (pool: Pick<PoolDefinition, 'name' | 'jobTypes' | 'timeoutSeconds'>): PoolQueues => {
+    this.pools = props.pools.map((pool) => {
       const definitions = poolQueues(pool);
       const dlq = queue(this, definitions.dlq);
       return {
@@ -96,12 +90,12 @@ export class SchedulerStorage extends Construct {
         low: queue(this, definitions.low, dlq),
         dlq,
       };
-    };
-    const defaultPool = poolOf({ name: DEFAULT_POOL_NAME, jobTypes: [], timeoutSeconds: workerConsumer.functionTimeoutSeconds });
-    this.dispatchQueue = defaultPool.standard;
-    this.dispatchHighQueue = defaultPool.high;
-    this.dispatchLowQueue = defaultPool.low;
-    this.dispatchDlq = defaultPool.dlq;
-    this.pools = [defaultPool, ...(props.pools ?? []).map(poolOf)];
+    });
+    const fallback = this.pools.find((pool) => pool.name === DEFAULT_POOL_NAME);
+    if (!fallback) throw new Error('the pools have no default pool');
+    this.dispatchQueue = fallback.standard;
+    this.dispatchHighQueue = fallback.high;
+    this.dispatchLowQueue = fallback.low;
+    this.dispatchDlq = fallback.dlq;
   }
 }

@@ -1,6 +1,6 @@
 // `npm run admin -- <command>`: tenants, limits and API keys (see scripts/ops/admin.ts for the
 // commands). Local emulator by default; `--jobs-table <name>` for a deployment.
-import { readConfig } from '../lambdas/core/config';
+import { readConfig } from '../lambdas/config/config';
 import type { TenantLimits } from '../lambdas/domain/tenant';
 import { ApiKeysRepository } from '../lambdas/store/api-keys-repository';
 import { createAwsClients } from '../lambdas/store/aws';

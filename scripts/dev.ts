@@ -4,7 +4,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { createDeps } from '../lambdas/app/deps';
 import { createAwsClients } from '../lambdas/store/aws';
-import { tuningFromEnv } from '../lambdas/core/config';
+import { tuningFromEnv } from '../lambdas/config/config';
 import { emulatorEnvironment, ensureEmulator } from './local/emulator';
 import { createLocalResources } from './local/resources';
 import { localPoolsFromEnv } from './local/pools';

@@ -4,7 +4,9 @@
 // (or `aws sqs start-message-move-task --source-arn <dlq arn>`, which returns each message to the
 // lane it came from).
 import { parseArgs } from 'node:util';
+import { poolRoutesOf } from '../lambdas/config/config';
 import { createAwsClients } from '../lambdas/store/aws';
+import { DEFAULT_POOL_NAME } from '../lambdas/store/pools';
 import { emulatorEnvironment, ensureEmulator } from './local/emulator';
 import { createLocalResources } from './local/resources';
 import { localPoolsFromEnv } from './local/pools';
@@ -18,10 +20,11 @@ if (!from || !to) {
   const emulator = await ensureEmulator();
   Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
   const config = await createLocalResources(createAwsClients(), process.env.LOCAL_PREFIX ?? 'scheduler', {}, {}, localPoolsFromEnv());
-  const pool = values.pool && values.pool !== 'default' ? config.pools?.find((candidate) => candidate.name === values.pool) : undefined;
-  if (values.pool && values.pool !== 'default' && !pool) throw new Error(`no pool ${values.pool} (LOCAL_POOLS names the local pools)`);
-  from = pool ? pool.dlqUrl : config.dispatchDlqUrl;
-  to = pool ? pool.queueUrl : config.dispatchQueueUrl;
+  const name = values.pool ?? DEFAULT_POOL_NAME;
+  const pool = poolRoutesOf(config).find((candidate) => candidate.name === name);
+  if (!pool) throw new Error(`no pool ${name} (LOCAL_POOLS names the local pools)`);
+  from = pool.dlqUrl;
+  to = pool.queueUrl;
 }
 const moved = await redriveMessages(createAwsClients().sqs, from, to, max);
 console.log(`moved ${moved} message(s) from ${from} to ${to}`);

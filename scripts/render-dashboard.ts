@@ -245,7 +245,7 @@ function render(body: DashboardBody, dashboardName: string): string {
   const subtitle =
     `CloudWatch dashboard "${dashboardName}": ${body.widgets.length} widgets on the 24-column grid` +
     `${periods.size === 1 ? `, period ${[...periods][0]} s` : ''}${body.start ? `, time range ${body.start}` : ''}. ` +
-    'Layout only, no data. Generated from lib/observability.ts by npm run docs:dashboard.';
+    'Layout only, no data. Generated from lib/dashboard.ts by npm run docs:dashboard.';
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ${FONT}>`,
     `<rect width="${width}" height="${height}" fill="#ffffff"/>`,

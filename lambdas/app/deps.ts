@@ -1,6 +1,7 @@
 // Everything a use case needs, built once per process from the configuration.
 import { randomUUID } from 'node:crypto';
-import type { SchedulerConfig } from '../core/config';
+import type { SchedulerConfig } from '../config/config';
+import { poolRoutesOf } from '../config/config';
 import type { AwsClients } from '../store/aws';
 import { ApiKeysRepository } from '../store/api-keys-repository';
 import { DispatchQueue, DispatchRouter } from '../store/dispatch-queue';
@@ -107,11 +108,7 @@ export function createDeps(
     inFlight: new InFlightSlots(clients.dynamo, config.jobsTable),
     tenantsFull: new TenantsFullMemo(),
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
-    dispatch: new DispatchRouter(
-      clients.sqs,
-      { queueUrl: config.dispatchQueueUrl, dlqUrl: config.dispatchDlqUrl, ...(config.dispatchHighQueueUrl ? { highQueueUrl: config.dispatchHighQueueUrl } : {}), ...(config.dispatchLowQueueUrl ? { lowQueueUrl: config.dispatchLowQueueUrl } : {}) },
-      config.pools,
-    ),
+    dispatch: new DispatchRouter(clients.sqs, poolRoutesOf(config)),
     dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),
     targets: overrides.targets ?? createTargetInvoker(clients.targets),
     egress: { policy: egressPolicyOf(config), resolve: overrides.resolveHost ?? systemResolver },

@@ -8,7 +8,7 @@ import { limitParam, parseOrThrow } from '../core/validation';
 import type { Histogram } from '../domain/histogram';
 import { merge, percentile, totalOf } from '../domain/histogram';
 import type { QueueDepth } from '../store/dispatch-queue';
-import { DEFAULT_POOL } from '../store/dispatch-queue';
+import { DEFAULT_POOL_NAME } from '../store/pools';
 import type { Counters, OutcomeCounter } from '../store/telemetry-store';
 import { OUTCOME_COUNTERS } from '../store/telemetry-store';
 import type { SchedulerDeps } from './deps';
@@ -161,7 +161,7 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
 
   const problems: string[] = [];
   for (const [name, pool] of Object.entries(pools)) {
-    if (pool.dlq.visible + pool.dlq.inFlight > 0) problems.push(name === DEFAULT_POOL ? 'the dispatch dead-letter queue holds messages' : `the dead-letter queue of pool ${name} holds messages`);
+    if (pool.dlq.visible + pool.dlq.inFlight > 0) problems.push(name === DEFAULT_POOL_NAME ? 'the dispatch dead-letter queue holds messages' : `the dead-letter queue of pool ${name} holds messages`);
   }
   if (since === null || since > TICKER_STALE_MS) problems.push('the ticker has not completed a tick in the last 3 minutes');
   if (p99 !== null && p99 > START_LAG_TARGET_MS) problems.push(`start lag p99 is ${p99} ms over the last ${minutes} minutes (target: under ${START_LAG_TARGET_MS} ms)`);
@@ -171,7 +171,7 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
     status: problems.length === 0 ? 'ok' : 'degraded',
     checkedAt: new Date(now).toISOString(),
     problems,
-    queues: { dispatch: pools[DEFAULT_POOL]!.standard, dispatchDlq: pools[DEFAULT_POOL]!.dlq, pools },
+    queues: { dispatch: pools[DEFAULT_POOL_NAME]!.standard, dispatchDlq: pools[DEFAULT_POOL_NAME]!.dlq, pools },
     ticker: {
       lastCompletedAt: ticker.lastCompletedAt,
       sinceLastCompletionSeconds: since === null ? null : Math.round(since / 1000),

@@ -9,7 +9,7 @@ import { occurrenceKey } from '../domain/run';
 import { fencingTokenOf } from '../domain/delivery';
 import type { LeaseResult } from '../store/run-leases';
 import type { TargetResult } from '../targets/target';
-import type { SchedulerConfig } from '../core/config';
+import type { SchedulerConfig } from '../config/config';
 import type { SchedulerDeps } from './deps';
 import type { DispatchContext, ExecuteResult } from './execute-run';
 import { admitRun } from './admit-run';

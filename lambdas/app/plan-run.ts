@@ -1,5 +1,5 @@
 // Builds a new run of an occurrence and decides where it waits (the time gate).
-import type { SchedulerConfig } from '../core/config';
+import type { SchedulerConfig } from '../config/config';
 import type { Job } from '../domain/job';
 import { leaseSecondsOf } from '../domain/job';
 import type { Run, RunTrigger } from '../domain/run';

@@ -1,6 +1,6 @@
 // Lambda entry point of the API authorizer: clients and the key cache live for the container.
 import { Authenticator } from '../app/authenticate';
-import { readConfig } from '../core/config';
+import { readConfig } from '../config/config';
 import { ApiKeysRepository } from '../store/api-keys-repository';
 import { createAwsClients } from '../store/aws';
 import { TenantsRepository } from '../store/tenants-repository';

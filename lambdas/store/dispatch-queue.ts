@@ -5,7 +5,9 @@ import { Coalescer } from './coalescer';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
-import { DEFAULT_POOL_NAME, MAX_SQS_DELAY_SECONDS } from './schema';
+import { MAX_SQS_DELAY_SECONDS } from './schema';
+import type { PoolRoute } from './pools';
+import { DEFAULT_POOL_NAME } from './pools';
 
 const messageSchema = z.object({
   v: z.literal(1),
@@ -31,30 +33,6 @@ export interface Dispatch {
 }
 
 export type Priority = 'high' | 'normal' | 'low';
-
-/** A worker pool's queues, as the functions are told them (DISPATCH_POOLS) or local resources make them. */
-export interface PoolRoute {
-  readonly name: string;
-  /** Job types this pool runs; the default pool runs every type no other pool lists. */
-  readonly jobTypes: readonly string[];
-  /** The standard lane: `normal` runs (and `high` or `low` runs of a pool without those lanes). */
-  readonly queueUrl: string;
-  /** The high lane; without one, `high` runs share the standard lane. */
-  readonly highQueueUrl?: string;
-  /** The low lane; without one, `low` runs share the standard lane. */
-  readonly lowQueueUrl?: string;
-  readonly dlqUrl: string;
-  /** Concurrent batches of the high and standard lanes each (the event source mapping's maxConcurrency; local pollers). */
-  readonly maxConcurrency?: number;
-  /** Concurrent batches of the low lane (default: lowLaneConcurrency of maxConcurrency). */
-  readonly lowMaxConcurrency?: number;
-  /** Seconds the pool's worker may run (its function timeout). */
-  readonly timeoutSeconds?: number;
-  /** Messages per batch (default workerConsumer.batchSize). */
-  readonly batchSize?: number;
-}
-
-export const DEFAULT_POOL = DEFAULT_POOL_NAME;
 
 export function encodeDispatchMessage(runId: string, tenantId?: string, deferrals?: number): string {
   return JSON.stringify({ v: 1, runId, ...(tenantId ? { tenantId } : {}), ...(deferrals ? { deferrals } : {}) } satisfies DispatchMessage);
@@ -245,13 +223,15 @@ export class DispatchRouter {
   private readonly queues = new Map<string, DispatchQueue>();
   readonly defaultPool: PoolRoute;
 
+  /** `pools`: every pool's routing entry; the one named `default` takes the job types no other lists. */
   constructor(
     private readonly sqs: SQSClient,
-    defaultPool: Omit<PoolRoute, 'name' | 'jobTypes'>,
-    pools: readonly PoolRoute[] = [],
+    pools: readonly PoolRoute[],
   ) {
-    this.defaultPool = { ...defaultPool, name: DEFAULT_POOL, jobTypes: [] };
-    this.pools = [this.defaultPool, ...pools.filter((pool) => pool.name !== DEFAULT_POOL)];
+    const fallback = pools.find((pool) => pool.name === DEFAULT_POOL_NAME);
+    if (!fallback) throw new Error('the dispatch routes have no default pool');
+    this.defaultPool = fallback;
+    this.pools = [fallback, ...pools.filter((pool) => pool !== fallback)];
     for (const pool of this.pools) for (const jobType of pool.jobTypes) this.byJobType.set(jobType, pool);
   }
 

@@ -4,7 +4,7 @@
 import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import type { SchedulerConfig } from '../core/config';
+import type { SchedulerConfig } from '../config/config';
 import type { AddressClass, EgressPolicy, ProtectedEndpoint } from './address-policy';
 import { classifyAddress, isAllowedClass, protectedEndpointOf, protectedEndpointReached } from './address-policy';
 

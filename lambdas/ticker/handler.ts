@@ -1,6 +1,6 @@
 // Lambda entry point of the ticker.
 import { createDeps } from '../app/deps';
-import { readConfig } from '../core/config';
+import { readConfig } from '../config/config';
 import { createAwsClients } from '../store/aws';
 import { createTickerHandler } from './app';
 

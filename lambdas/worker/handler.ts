@@ -1,6 +1,6 @@
 // Lambda entry point of the worker (SQS event source mapping with partial batch responses).
 import { createDeps } from '../app/deps';
-import { readConfig } from '../core/config';
+import { readConfig } from '../config/config';
 import { createAwsClients } from '../store/aws';
 import { createWorkerHandler } from './app';
 

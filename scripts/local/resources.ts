@@ -9,12 +9,13 @@ import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, ResourceI
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import type { SchedulerConfig, Tuning } from '../../lambdas/core/config';
-import { DEFAULT_TUNING } from '../../lambdas/core/config';
+import type { SchedulerConfig, Tuning } from '../../lambdas/config/config';
+import { poolRoutesOf, readConfig, routingSettings, toEnvironment } from '../../lambdas/config/config';
 import type { AwsClients } from '../../lambdas/store/aws';
-import type { IndexDefinition, PoolDefinition, QueueDefinition, TableDefinition } from '../../lambdas/store/schema';
-import { DEFAULT_POOL_NAME, jobsTable, lowLaneConcurrency, poolQueues, runsTable, validatePools, workerConsumer } from '../../lambdas/store/schema';
-import type { PoolRoute } from '../../lambdas/store/dispatch-queue';
+import type { IndexDefinition, QueueDefinition, TableDefinition } from '../../lambdas/store/schema';
+import { jobsTable, runsTable } from '../../lambdas/store/schema';
+import type { Pool, PoolDefinition, PoolRoute } from '../../lambdas/store/pools';
+import { defaultPool, lowLaneConcurrency, poolQueues, poolResourceNames, validatePools } from '../../lambdas/store/pools';
 
 function projectionOf(definition: IndexDefinition) {
   const { projection } = definition;
@@ -142,46 +143,41 @@ export async function createLocalResources(
     ensureTable(clients.dynamo, jobs, jobsTable),
     ensureTable(clients.dynamo, runs, runsTable),
   ]);
-  // Every pool's lanes and DLQ, from the same definitions as the stack's (every lane redrives to the DLQ).
-  const poolResources = async (pool: Pick<PoolDefinition, 'name' | 'timeoutSeconds'>) => {
-    const queues = poolQueues(pool);
-    const base = pool.name === DEFAULT_POOL_NAME ? `${prefix}-dispatch` : `${prefix}-pool-${pool.name}`;
-    const dlq = await ensureQueue(clients.sqs, `${base}-dlq`, queues.dlq);
-    const [standard, high, low] = await Promise.all([
-      ensureQueue(clients.sqs, base, queues.standard, dlq.arn),
-      ensureQueue(clients.sqs, `${base}-high`, queues.high, dlq.arn),
-      ensureQueue(clients.sqs, `${base}-low`, queues.low, dlq.arn),
-    ]);
-    return { queueUrl: standard.url, highQueueUrl: high.url, lowQueueUrl: low.url, dlqUrl: dlq.url };
-  };
-  const dispatch = await poolResources({ name: DEFAULT_POOL_NAME, timeoutSeconds: workerConsumer.functionTimeoutSeconds });
+  // Every pool's lanes and DLQ, the default pool's included, from the same definitions as the
+  // stack's (every lane redrives to the DLQ). The default pool's lanes are uncapped locally too.
   const routes: PoolRoute[] = await Promise.all(
-    pools.map(async (pool) => ({
-      name: pool.name,
-      jobTypes: [...pool.jobTypes],
-      maxConcurrency: pool.maxConcurrency,
-      lowMaxConcurrency: lowLaneConcurrency(pool.maxConcurrency, 1, pool.lowMaxConcurrency),
-      timeoutSeconds: pool.timeoutSeconds,
-      ...(pool.batchSize !== undefined ? { batchSize: pool.batchSize } : {}),
-      ...(await poolResources(pool)),
-    })),
+    [defaultPool(), ...pools].map(async (pool: Pool): Promise<PoolRoute> => {
+      const queues = poolQueues(pool);
+      const base = `${prefix}-${poolResourceNames(pool.name).local}`;
+      const dlq = await ensureQueue(clients.sqs, `${base}-dlq`, queues.dlq);
+      const [standard, high, low] = await Promise.all([
+        ensureQueue(clients.sqs, base, queues.standard, dlq.arn),
+        ensureQueue(clients.sqs, `${base}-high`, queues.high, dlq.arn),
+        ensureQueue(clients.sqs, `${base}-low`, queues.low, dlq.arn),
+      ]);
+      return {
+        ...pool,
+        ...(pool.maxConcurrency !== undefined ? { lowMaxConcurrency: lowLaneConcurrency(pool.maxConcurrency, 1, pool.lowMaxConcurrency) } : {}),
+        queueUrl: standard.url,
+        highQueueUrl: high.url,
+        lowQueueUrl: low.url,
+        dlqUrl: dlq.url,
+      };
+    }),
   );
-  return {
-    jobsTable: jobs,
-    runsTable: runs,
-    dispatchQueueUrl: dispatch.queueUrl,
-    dispatchHighQueueUrl: dispatch.highQueueUrl,
-    dispatchLowQueueUrl: dispatch.lowQueueUrl,
-    dispatchDlqUrl: dispatch.dlqUrl,
-    pools: routes,
-    localMode: true,
-    tenantDefaults: { ...DEFAULT_TENANT_LIMITS, ...tenantDefaults },
-    // Local mode already calls loopback (see egressPolicyOf); other private addresses stay refused.
-    allowPrivateTargets: false,
-    signingKeyId,
-    ...DEFAULT_TUNING,
-    ...tuning,
-  };
+  // The configuration a function would read from the same resources in its environment.
+  return readConfig({
+    ...toEnvironment({ ...tuning, tenantDefaults: { ...DEFAULT_TENANT_LIMITS, ...tenantDefaults } }),
+    ...toEnvironment({
+      jobsTable: jobs,
+      runsTable: runs,
+      signingKeyId,
+      ...routingSettings(routes),
+      localMode: true,
+      // Local mode already calls loopback (see egressPolicyOf); other private addresses stay refused.
+      allowPrivateTargets: false,
+    }),
+  });
 }
 
 /** Deletes a prefix's tables and queues: the emulator keeps everything in memory. */
@@ -189,12 +185,8 @@ export async function deleteLocalResources(clients: AwsClients, config: Schedule
   await Promise.allSettled([
     clients.dynamo.send(new DeleteTableCommand({ TableName: config.jobsTable })),
     clients.dynamo.send(new DeleteTableCommand({ TableName: config.runsTable })),
-    ...[
-      config.dispatchQueueUrl,
-      config.dispatchDlqUrl,
-      ...(config.dispatchHighQueueUrl ? [config.dispatchHighQueueUrl] : []),
-      ...(config.dispatchLowQueueUrl ? [config.dispatchLowQueueUrl] : []),
-      ...(config.pools ?? []).flatMap((pool) => [pool.queueUrl, pool.dlqUrl, ...(pool.highQueueUrl ? [pool.highQueueUrl] : []), ...(pool.lowQueueUrl ? [pool.lowQueueUrl] : [])]),
-    ].map((url) => clients.sqs.send(new DeleteQueueCommand({ QueueUrl: url }))),
+    ...poolRoutesOf(config)
+      .flatMap((pool) => [pool.queueUrl, pool.dlqUrl, ...(pool.highQueueUrl ? [pool.highQueueUrl] : []), ...(pool.lowQueueUrl ? [pool.lowQueueUrl] : [])])
+      .map((url) => clients.sqs.send(new DeleteQueueCommand({ QueueUrl: url }))),
   ]);
 }

@@ -12,7 +12,8 @@ import { createApiHandler } from '../../lambdas/api/app';
 import type { ApiEvent } from '../../lambdas/api/http';
 import { MAX_BODY_BYTES } from '../../lambdas/api/http';
 import type { AwsClients } from '../../lambdas/store/aws';
-import { lowLaneConcurrency, workerConsumer } from '../../lambdas/store/schema';
+import { workerConsumer } from '../../lambdas/store/schema';
+import { lowLaneConcurrency } from '../../lambdas/store/pools';
 import { createTickerHandler } from '../../lambdas/ticker/app';
 import { createWorkerHandler } from '../../lambdas/worker/app';
 import { asFunction } from './function-role';
@@ -195,7 +196,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   // pool's concurrency unless the pool says otherwise (decision 0051).
   const consumers = deps.dispatch.lanes().map((lane) => {
     const pool = deps.dispatch.pools.find((candidate) => candidate.name === lane.pool);
-    const laneConcurrency = options.workerConcurrency > 0 && lane.pool !== deps.dispatch.defaultPool.name ? (pool?.maxConcurrency ?? options.workerConcurrency) : options.workerConcurrency;
+    // A pool without a cap of its own (the default one) polls at the runtime's workerConcurrency.
+    const laneConcurrency = options.workerConcurrency > 0 ? (pool?.maxConcurrency ?? options.workerConcurrency) : options.workerConcurrency;
     const concurrency = lane.lane === 'low' && laneConcurrency > 0 ? lowLaneConcurrency(laneConcurrency, 1, pool?.lowMaxConcurrency) : laneConcurrency;
     return startLaneConsumer({
       sqs: clients.sqs,

@@ -4,7 +4,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerStackConfig } from '../../lib/config';
 import { synthesized } from './support/stacks';
-import { dispatchQueue, UNCAPPED_POOL_LOW_LANE_CONCURRENCY, workerConsumer } from '../../lambdas/store/schema';
+import { dispatchQueue, workerConsumer } from '../../lambdas/store/schema';
+import { UNCAPPED_POOL_LOW_LANE_CONCURRENCY } from '../../lambdas/store/pools';
 
 type Resource = { Type: string; Properties: Record<string, any> };
 

@@ -12,7 +12,7 @@ import { CreateEventBusCommand, EventBridgeClient, PutRuleCommand, PutTargetsCom
 import { CreateRoleCommand, IAMClient } from '@aws-sdk/client-iam';
 import { CreateFunctionCommand, GetFunctionCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DEFAULT_TUNING } from '../../lambdas/core/config';
+import { DEFAULT_TUNING } from '../../lambdas/config/config';
 import type { SchedulerStackConfig } from '../../lib/config';
 import type { MiniStack } from '../../scripts/local/ministack';
 import { startMiniStack } from '../../scripts/local/ministack';

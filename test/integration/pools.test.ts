@@ -173,7 +173,7 @@ describe('the ticker and pools', () => {
         const depth = await scheduler.deps.dispatch.queue(url!).depth();
         return depth.visible + depth.delayed + depth.inFlight;
       };
-      const reports = scheduler.config.pools!.find((pool) => pool.name === 'reports')!;
+      const reports = scheduler.config.pools.find((pool) => pool.name === 'reports')!;
       return {
         defaultStandard: await waiting(scheduler.config.dispatchQueueUrl),
         defaultHigh: await waiting(scheduler.config.dispatchHighQueueUrl),

@@ -1,9 +1,9 @@
 // Routing of dispatches to worker pools and lanes, and the routing table as the functions read it.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { readConfig } from '../../lambdas/core/config';
+import { readConfig } from '../../lambdas/config/config';
 import { DispatchRouter } from '../../lambdas/store/dispatch-queue';
-import { lowLaneConcurrency, UNCAPPED_POOL_LOW_LANE_CONCURRENCY, validatePools } from '../../lambdas/store/schema';
+import { lowLaneConcurrency, UNCAPPED_POOL_LOW_LANE_CONCURRENCY, validatePools } from '../../lambdas/store/pools';
 
 const base = 'https://sqs.us-east-1.amazonaws.com/123456789012';
 const sent: { QueueUrl: string; ids: string[] }[] = [];
@@ -14,7 +14,8 @@ const sqs = {
   },
 } as unknown as SQSClient;
 
-const router = new DispatchRouter(sqs, { queueUrl: `${base}/d`, highQueueUrl: `${base}/d-high`, lowQueueUrl: `${base}/d-low`, dlqUrl: `${base}/d-dlq` }, [
+const router = new DispatchRouter(sqs, [
+  { name: 'default', jobTypes: [], queueUrl: `${base}/d`, highQueueUrl: `${base}/d-high`, lowQueueUrl: `${base}/d-low`, dlqUrl: `${base}/d-dlq` },
   { name: 'exports', jobTypes: ['export', 'archive'], queueUrl: `${base}/exports`, highQueueUrl: `${base}/exports-high`, lowQueueUrl: `${base}/exports-low`, dlqUrl: `${base}/exports-dlq` },
   { name: 'nohigh', jobTypes: ['plain'], queueUrl: `${base}/plain`, dlqUrl: `${base}/plain-dlq` },
 ]);

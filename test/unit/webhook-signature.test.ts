@@ -12,6 +12,7 @@ import { egressPolicyOf } from '../../lambdas/targets/egress';
 import { callHttpTarget } from '../../lambdas/targets/http-target';
 import { describe, expect, it } from 'vitest';
 import { newSigningSecret, secretKey, signDelivery, verifyDelivery } from '../../lambdas/targets/webhook-signature';
+import { verifyDelivery as clientVerifyDelivery } from '../../clients/index';
 
 // The example of the specification (standard-webhooks, spec/standard-webhooks.md, "Signature scheme").
 const SPEC = {
@@ -57,6 +58,9 @@ describe('verifying a delivery', () => {
 
   it("accepts the specification's example, and what the reference library signs", () => {
     expect(verifyDelivery(SPEC.secret, signed, SPEC.body, AT_SPEC_TIME)).toBeNull();
+    // The typed client's helper, for targets written in TypeScript, is the same check.
+    expect(clientVerifyDelivery(SPEC.secret, signed, SPEC.body, AT_SPEC_TIME)).toBeNull();
+    expect(clientVerifyDelivery(SPEC.secret, signed, `${SPEC.body} `, AT_SPEC_TIME)).toBe('no-matching-signature');
     const secret = newSigningSecret();
     const at = new Date();
     const body = '{"hello":"world"}';

@@ -1,0 +1,131 @@
+// How the CLI shows things to a person: aligned tables and short summaries. `--json` bypasses all of it.
+import type { HealthReport, JobDetail, JobView, Run, RunStatus, Schedule } from '../types.js';
+
+/** Run statuses that have no way out (the domain's terminal statuses; a unit test keeps them equal). */
+export const FINISHED_RUN_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'SKIPPED', 'DEAD']);
+
+export interface Column<T> {
+  readonly header: string;
+  readonly value: (row: T) => string;
+}
+
+/** Rows under a header, each column as wide as its widest cell; an empty list says so. */
+export function table<T>(rows: readonly T[], columns: readonly Column<T>[], empty = '(none)'): string {
+  if (rows.length === 0) return `${empty}\n`;
+  const cells = [columns.map((column) => column.header), ...rows.map((row) => columns.map((column) => column.value(row)))];
+  const widths = columns.map((_, index) => Math.max(...cells.map((line) => (line[index] ?? '').length)));
+  return cells.map((line) => line.map((cell, index) => (index === line.length - 1 ? cell : cell.padEnd(widths[index] ?? 0))).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+const dash = (value: string | null | undefined): string => (value === null || value === undefined || value === '' ? '-' : value);
+
+export function scheduleText(schedule: Schedule): string {
+  switch (schedule.kind) {
+    case 'now':
+      return 'now';
+    case 'delay':
+      return `in ${schedule.seconds}s`;
+    case 'at':
+      return `at ${schedule.at}`;
+    case 'cron':
+      return `cron "${schedule.expression}" ${schedule.timezone}`;
+  }
+}
+
+export const JOB_COLUMNS: readonly Column<JobView>[] = [
+  { header: 'JOB ID', value: (job) => job.jobId },
+  { header: 'NAME', value: (job) => job.name },
+  { header: 'TYPE', value: (job) => job.type },
+  { header: 'STATUS', value: (job) => job.status },
+  { header: 'SCHEDULE', value: (job) => scheduleText(job.schedule) },
+  { header: 'NEXT RUN', value: (job) => dash(job.nextRunAt) },
+];
+
+export const RUN_COLUMNS: readonly Column<Run>[] = [
+  { header: 'RUN ID', value: (run) => run.runId },
+  { header: 'STATUS', value: (run) => run.status },
+  { header: 'ATTEMPT', value: (run) => String(run.attempt) },
+  { header: 'TRIGGER', value: (run) => run.trigger },
+  { header: 'SCHEDULED FOR', value: (run) => run.scheduledFor },
+  { header: 'FINISHED', value: (run) => dash(run.finishedAt) },
+  { header: 'ERROR', value: (run) => (run.error ? `${run.error.code}: ${run.error.message}` : dash(run.reason)) },
+];
+
+const DEAD_COLUMNS: readonly Column<Run>[] = [
+  { header: 'RUN ID', value: (run) => run.runId },
+  { header: 'JOB ID', value: (run) => run.jobId },
+  { header: 'ATTEMPT', value: (run) => String(run.attempt) },
+  { header: 'SCHEDULED FOR', value: (run) => run.scheduledFor },
+  { header: 'ERROR', value: (run) => (run.error ? `${run.error.code}: ${run.error.message}` : dash(run.reason)) },
+];
+
+export function deadRunsTable(runs: readonly Run[]): string {
+  return table(runs, DEAD_COLUMNS);
+}
+
+function fields(pairs: readonly [string, string][]): string {
+  const width = Math.max(...pairs.map(([name]) => name.length));
+  return pairs.map(([name, value]) => `${`${name}:`.padEnd(width + 2)}${value}`).join('\n') + '\n';
+}
+
+export function jobText(job: JobView | JobDetail): string {
+  const target = job.target.kind === 'http' ? `http ${job.target.method} ${job.target.url}` : job.target.kind;
+  let text = fields([
+    ['Job', `${job.jobId} (${job.name})`],
+    ['Type', job.type],
+    ['Status', job.status],
+    ['Version', String(job.version)],
+    ['Schedule', scheduleText(job.schedule)],
+    ['Target', target],
+    ['Delivery', job.delivery],
+    ['Priority', job.priority],
+    ['Retries', `${job.retryPolicy.maxAttempts} attempts, ${job.retryPolicy.initialDelaySeconds}s to ${job.retryPolicy.maxDelaySeconds}s`],
+    ['Next runs', job.upcomingRuns.length > 0 ? job.upcomingRuns.join(', ') : '-'],
+  ]);
+  if ('recentRuns' in job) text += `\nRecent runs:\n${table(job.recentRuns, RUN_COLUMNS)}`;
+  return text;
+}
+
+export function runText(run: Run): string {
+  return fields([
+    ['Run', run.runId],
+    ['Job', run.jobId],
+    ['Status', run.status],
+    ['Attempt', String(run.attempt)],
+    ['Trigger', run.trigger],
+    ['Scheduled for', run.scheduledFor],
+    ['Started', dash(run.startedAt)],
+    ['Finished', dash(run.finishedAt)],
+    ['Lease owner', dash(run.leaseOwner)],
+    ['Error', run.error ? `${run.error.code}: ${run.error.message}${run.error.retryable ? ' (retryable)' : ''}` : '-'],
+    ['Reason', dash(run.reason)],
+  ]);
+}
+
+export function healthText(report: HealthReport): string {
+  const lag = report.runs.startLagMs;
+  const queues = Object.entries(report.queues.pools).map(([name, pool]) => ({
+    name,
+    waiting: pool.standard.visible + (pool.high?.visible ?? 0) + (pool.low?.visible ?? 0),
+    inFlight: pool.standard.inFlight + (pool.high?.inFlight ?? 0) + (pool.low?.inFlight ?? 0),
+    dlq: pool.dlq.visible + pool.dlq.inFlight,
+  }));
+  return (
+    fields([
+      ['Status', report.status],
+      ['Checked at', report.checkedAt],
+      ['Ticker', report.ticker.lastCompletedAt ? `last tick ${report.ticker.sinceLastCompletionSeconds ?? '?'}s ago` : 'no tick yet'],
+      ['Runs', `${report.runs.started} started, ${report.runs.byStatus.SUCCEEDED} succeeded, ${report.runs.byStatus.FAILED + report.runs.byStatus.TIMED_OUT + report.runs.byStatus.DEAD} failed in the last ${report.runs.windowMinutes} min`],
+      ['Start lag', lag.samples > 0 ? `p50 ${lag.p50 ?? '-'} ms, p99 ${lag.p99 ?? '-'} ms (${lag.samples} runs)` : '-'],
+      ['In flight', String(report.inFlight.length)],
+      ['Dead runs', `${report.runs.deadAwaitingReplay.count}${report.runs.deadAwaitingReplay.capped ? '+' : ''} awaiting replay`],
+    ]) +
+    `\nQueues:\n${table(queues, [
+      { header: 'POOL', value: (queue) => queue.name },
+      { header: 'WAITING', value: (queue) => String(queue.waiting) },
+      { header: 'IN FLIGHT', value: (queue) => String(queue.inFlight) },
+      { header: 'DLQ', value: (queue) => String(queue.dlq) },
+    ])}` +
+    (report.problems.length > 0 ? `\nProblems:\n${report.problems.map((problem) => `  - ${problem}`).join('\n')}\n` : '')
+  );
+}

@@ -1,0 +1,12 @@
+// The scheduler's client package: `import { SchedulerClient } from '@job-scheduler/client'`.
+export { SchedulerClient, JobsApi, RunsApi, DeadRunsApi } from './scheduler-client.js';
+export type { SchedulerClientOptions, CallOptions, CreateOptions, UpdateOptions } from './scheduler-client.js';
+export { SchedulerApiError, SchedulerConnectionError } from './errors.js';
+export type { Problem, FieldError } from './errors.js';
+export { WorkerClient, WorkerApiError, LeaseLostError, RunCancelledError, WorkFailure } from './worker-client.js';
+export type { WorkerClientOptions, WorkContext, ProcessOutcome } from './worker-client.js';
+export type { RetryOptions } from './transport.js';
+export type * from './types.js';
+// A target's check of a signed delivery (Standard Webhooks; docs/delivery.md#signed-deliveries).
+export { verifyDelivery } from '../lambdas/targets/webhook-signature.js';
+export type { VerifyFailure, VerifyOptions } from '../lambdas/targets/webhook-signature.js';

@@ -1,0 +1,219 @@
+// The typed client of the scheduler's API: one method per route, grouped as the routes are (jobs,
+// runs, dead runs, external workers), on one transport. Creates carry an Idempotency-Key of their
+// own, reused by the transport's retries of the same call; lists come as pages and as async
+// iterators over every item.
+import type { RetryOptions } from './transport.js';
+import { Transport, segment } from './transport.js';
+import type {
+  BulkReplayRequest,
+  BulkReplayResult,
+  CreatedJob,
+  DeadRunsQuery,
+  HealthQuery,
+  HealthReport,
+  JobDetail,
+  JobPatch,
+  JobSpecInput,
+  JobView,
+  ListJobsQuery,
+  Page,
+  PageQuery,
+  PreviewRequest,
+  PreviewResult,
+  Run,
+  TriggerRequest,
+} from './types.js';
+import { WorkerClient } from './worker-client.js';
+
+export interface SchedulerClientOptions {
+  /** The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com or http://127.0.0.1:3000. */
+  readonly baseUrl: string;
+  /** The tenant's API key (sent as `Authorization: Bearer <key>`). */
+  readonly apiKey: string;
+  /** Names this process in the leaseOwner of runs its `workers` claim. */
+  readonly workerId?: string;
+  /** Retries of 429 and 503 answers: attempts and total time (defaults: 4 tries within 30 s). */
+  readonly retry?: RetryOptions;
+  readonly fetch?: typeof fetch;
+}
+
+/** Per call: an abort signal; for creates, the Idempotency-Key (a random one otherwise). */
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+}
+
+export interface CreateOptions extends CallOptions {
+  /** Sent as Idempotency-Key; a retry of the call (by you, later) with the same key and body gets the same job. */
+  readonly idempotencyKey?: string;
+}
+
+export interface UpdateOptions extends CallOptions {
+  /** The job version the change expects (If-Match): a job changed since answers 412. */
+  readonly ifMatch?: number;
+}
+
+async function* everyItem<T>(fetchPage: (cursor: string | undefined) => Promise<Page<T>>, cursor: string | undefined): AsyncGenerator<T, void, undefined> {
+  let next = cursor;
+  do {
+    const page = await fetchPage(next);
+    yield* page.items;
+    next = page.nextCursor ?? undefined;
+  } while (next !== undefined);
+}
+
+export class JobsApi {
+  constructor(private readonly transport: Transport) {}
+
+  /** Creates a job; the Idempotency-Key makes the transport's retries (and yours, with the same key) safe. */
+  async create(spec: JobSpecInput, options: CreateOptions = {}): Promise<CreatedJob> {
+    const idempotencyKey = options.idempotencyKey ?? globalThis.crypto.randomUUID();
+    const answer = await this.transport.send({
+      method: 'POST',
+      path: '/v1/jobs',
+      body: spec,
+      headers: { 'idempotency-key': idempotencyKey },
+      repeat: 'repeatable',
+      signal: options.signal,
+    });
+    const created = answer.body as Omit<CreatedJob, 'replayed'>;
+    return { ...created, replayed: answer.headers.get('idempotent-replayed') === 'true' };
+  }
+
+  async list(query: ListJobsQuery = {}, options: CallOptions = {}): Promise<Page<JobView>> {
+    return (await this.transport.send({ method: 'GET', path: '/v1/jobs', query: { ...query }, repeat: 'repeatable', signal: options.signal })).body as Page<JobView>;
+  }
+
+  /** Every job matching the filters, a page (of `limit`) at a time: `for await (const job of client.jobs.iterate())`. */
+  iterate(query: ListJobsQuery = {}, options: CallOptions = {}): AsyncGenerator<JobView, void, undefined> {
+    return everyItem((cursor) => this.list({ ...query, cursor }, options), query.cursor);
+  }
+
+  async get(jobId: string, options: CallOptions = {}): Promise<JobDetail> {
+    return (await this.transport.send({ method: 'GET', path: `/v1/jobs/${segment(jobId)}`, repeat: 'repeatable', signal: options.signal })).body as JobDetail;
+  }
+
+  /** Replaces the given fields (a schedule change re-plans the pending occurrence). */
+  async update(jobId: string, patch: JobPatch, options: UpdateOptions = {}): Promise<JobView> {
+    const headers: Record<string, string> = options.ifMatch === undefined ? {} : { 'if-match': `"${options.ifMatch}"` };
+    // A repeat under If-Match would meet the version the first try made (412): sent once then.
+    const repeat = options.ifMatch === undefined ? 'repeatable' : 'once';
+    return (await this.transport.send({ method: 'PATCH', path: `/v1/jobs/${segment(jobId)}`, body: patch, headers, repeat, signal: options.signal })).body as JobView;
+  }
+
+  async pause(jobId: string, options: CallOptions = {}): Promise<JobView> {
+    return this.action(jobId, 'pause', options);
+  }
+
+  async resume(jobId: string, options: CallOptions = {}): Promise<JobView> {
+    return this.action(jobId, 'resume', options);
+  }
+
+  /** Cancels the job and its runs that have not started; its name is free again. */
+  async delete(jobId: string, options: CallOptions = {}): Promise<JobView> {
+    // Repeatable: deleting a deleted job answers the job again.
+    return (await this.transport.send({ method: 'DELETE', path: `/v1/jobs/${segment(jobId)}`, repeat: 'repeatable', signal: options.signal })).body as JobView;
+  }
+
+  /** A manual run now, outside the schedule (with the job's payload, or `request.payload`). */
+  async trigger(jobId: string, request: TriggerRequest = {}, options: CallOptions = {}): Promise<Run> {
+    const answer = await this.transport.send({ method: 'POST', path: `/v1/jobs/${segment(jobId)}/trigger`, body: request, repeat: 'once', signal: options.signal });
+    return (answer.body as { run: Run }).run;
+  }
+
+  private async action(jobId: string, action: 'pause' | 'resume', options: CallOptions): Promise<JobView> {
+    // Once: a repeat of a pause that was done answers 409 (the job is PAUSED).
+    return (await this.transport.send({ method: 'POST', path: `/v1/jobs/${segment(jobId)}/${action}`, repeat: 'once', signal: options.signal })).body as JobView;
+  }
+}
+
+export class RunsApi {
+  constructor(private readonly transport: Transport) {}
+
+  /** A job's runs, newest first. */
+  async list(jobId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<Run>> {
+    return (await this.transport.send({ method: 'GET', path: `/v1/jobs/${segment(jobId)}/runs`, query: { ...query }, repeat: 'repeatable', signal: options.signal })).body as Page<Run>;
+  }
+
+  iterate(jobId: string, query: PageQuery = {}, options: CallOptions = {}): AsyncGenerator<Run, void, undefined> {
+    return everyItem((cursor) => this.list(jobId, { ...query, cursor }, options), query.cursor);
+  }
+
+  async get(runId: string, options: CallOptions = {}): Promise<Run> {
+    return (await this.transport.send({ method: 'GET', path: `/v1/runs/${segment(runId)}`, repeat: 'repeatable', signal: options.signal })).body as Run;
+  }
+
+  /** A waiting run never starts; a running one is marked CANCELLED and its worker stops at its next heartbeat. */
+  async cancel(runId: string, options: CallOptions = {}): Promise<Run> {
+    return (await this.transport.send({ method: 'POST', path: `/v1/runs/${segment(runId)}/cancel`, repeat: 'repeatable', signal: options.signal })).body as Run;
+  }
+
+  /** A new run of a finished run's occurrence, with a fresh retry budget. */
+  async replay(runId: string, options: CallOptions = {}): Promise<Run> {
+    const answer = await this.transport.send({ method: 'POST', path: `/v1/runs/${segment(runId)}/replay`, repeat: 'once', signal: options.signal });
+    return (answer.body as { run: Run }).run;
+  }
+}
+
+export class DeadRunsApi {
+  constructor(
+    private readonly transport: Transport,
+    private readonly runs: RunsApi,
+  ) {}
+
+  /** The tenant's DEAD runs waiting for a replay, newest first. */
+  async list(query: DeadRunsQuery = {}, options: CallOptions = {}): Promise<Page<Run>> {
+    return (await this.transport.send({ method: 'GET', path: '/v1/dead-runs', query: { ...query }, repeat: 'repeatable', signal: options.signal })).body as Page<Run>;
+  }
+
+  iterate(query: DeadRunsQuery = {}, options: CallOptions = {}): AsyncGenerator<Run, void, undefined> {
+    return everyItem((cursor) => this.list({ ...query, cursor }, options), query.cursor);
+  }
+
+  /** Replays one dead run (the same as `runs.replay`). */
+  async replay(runId: string, options: CallOptions = {}): Promise<Run> {
+    return this.runs.replay(runId, options);
+  }
+
+  /** Replays up to `limit` (≤ 100) dead runs of a job and/or time range; `remaining` says whether to call again. */
+  async replayAll(request: BulkReplayRequest = {}, options: CallOptions = {}): Promise<BulkReplayResult> {
+    return (await this.transport.send({ method: 'POST', path: '/v1/dead-runs/replay', body: request, repeat: 'once', signal: options.signal })).body as BulkReplayResult;
+  }
+}
+
+/**
+ * ```ts
+ * const client = new SchedulerClient({ baseUrl: process.env.SCHEDULER_URL!, apiKey: process.env.SCHEDULER_API_KEY! });
+ * const { job } = await client.jobs.create({ name: 'nightly', type: 'report', schedule: { kind: 'cron', expression: '0 2 * * *' }, target: { kind: 'http', url: 'https://example.com/hook' } });
+ * for await (const run of client.runs.iterate(job.jobId)) console.log(run.status);
+ * ```
+ */
+export class SchedulerClient {
+  readonly jobs: JobsApi;
+  readonly runs: RunsApi;
+  readonly deadRuns: DeadRunsApi;
+  /** External workers: claim, heartbeat, complete, fail, and `process` around a work function. */
+  readonly workers: WorkerClient;
+  private readonly transport: Transport;
+
+  constructor(options: SchedulerClientOptions) {
+    this.transport = new Transport(options);
+    this.jobs = new JobsApi(this.transport);
+    this.runs = new RunsApi(this.transport);
+    this.deadRuns = new DeadRunsApi(this.transport, this.runs);
+    this.workers = new WorkerClient({ transport: this.transport, ...(options.workerId ? { workerId: options.workerId } : {}) });
+  }
+
+  get baseUrl(): string {
+    return this.transport.baseUrl;
+  }
+
+  /** The next fire times of a schedule, without creating a job. */
+  async preview(request: PreviewRequest, options: CallOptions = {}): Promise<PreviewResult> {
+    return (await this.transport.send({ method: 'POST', path: '/v1/schedules/preview', body: request, repeat: 'repeatable', signal: options.signal })).body as PreviewResult;
+  }
+
+  /** Whether the scheduler keeps up: queues, the ticker, the tenant's runs and in-flight work. */
+  async health(query: HealthQuery = {}, options: CallOptions = {}): Promise<HealthReport> {
+    return (await this.transport.send({ method: 'GET', path: '/v1/health', query: { ...query }, repeat: 'repeatable', signal: options.signal })).body as HealthReport;
+  }
+}

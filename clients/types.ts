@@ -1,0 +1,202 @@
+// The types of the API's requests and answers, as the client sees them.
+//
+// Requests come from the zod schemas the handlers validate with (lambdas/domain), as their *input*
+// types: what a caller may send, defaults left out. Answers are the domain's Job and Run. The few
+// shapes the use cases (lambdas/app) define themselves are restated here, so that the client's
+// declarations need only the domain and zod, not the whole backend with its AWS SDK types (decision
+// 0101); test/unit/client-types.test.ts checks at compile time that each is the same type as the
+// backend's, so the two cannot drift apart.
+import type { z } from 'zod';
+import type { Delivery } from '../lambdas/domain/delivery';
+import type { Job, JobStatus, RetryPolicy, Schedule, Target, jobPatchSchema, jobSpecSchema, scheduleSchema, targetSchema } from '../lambdas/domain/job';
+import type { Run, RunError, RunStatus, RunTrigger } from '../lambdas/domain/run';
+
+export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
+
+/** A job as `POST /v1/jobs` takes it: what jobSpecSchema accepts (fields with defaults optional). */
+export type JobSpecInput = z.input<typeof jobSpecSchema>;
+/** `PATCH /v1/jobs/{jobId}`: any fields of a job spec, each replaced whole. */
+export type JobPatch = z.input<typeof jobPatchSchema>;
+export type ScheduleInput = z.input<typeof scheduleSchema>;
+export type TargetInput = z.input<typeof targetSchema>;
+
+/** A job as the API answers it: the stored job and its next fire times. */
+export interface JobView extends Job {
+  readonly upcomingRuns: string[];
+}
+
+/** `GET /v1/jobs/{jobId}`: the job and its ten newest runs. */
+export type JobDetail = JobView & { recentRuns: Run[] };
+
+export interface Page<T> {
+  readonly items: T[];
+  /** Pass as `cursor` for the next page; null on the last. */
+  readonly nextCursor: string | null;
+}
+
+export interface CreatedJob {
+  readonly job: JobView;
+  readonly nextRunAt: string | null;
+  /** True when the API answered a retry under the same Idempotency-Key with the job the first try created. */
+  readonly replayed: boolean;
+}
+
+export interface ListJobsQuery {
+  readonly status?: JobStatus;
+  readonly type?: string;
+  /** Page size, 1 to 100 (default 20). */
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
+export interface PageQuery {
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
+export interface DeadRunsQuery extends PageQuery {
+  readonly jobId?: string;
+  /** ISO 8601 instants bounding the runs' scheduled times. */
+  readonly from?: string;
+  readonly to?: string;
+}
+
+/** `POST /v1/dead-runs/replay`: the dead runs of a job and/or a time range, up to `limit` (≤ 100) per call. */
+export interface BulkReplayRequest {
+  jobId?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+  limit?: number | undefined;
+}
+
+export interface BulkReplayResult {
+  replayed: Run[];
+  /** More dead runs match: call again. */
+  remaining: boolean;
+}
+
+/** `POST /v1/jobs/{jobId}/trigger`: a manual run now, with the job's payload or this one. */
+export interface TriggerRequest {
+  payload?: z.core.util.JSONType | undefined;
+}
+
+/** `POST /v1/schedules/preview`: the next `count` (≤ 100, default 5) fire times of a schedule from `from` (default now). */
+export interface PreviewRequest {
+  schedule: ScheduleInput;
+  from?: string | undefined;
+  count?: number | undefined;
+}
+
+export interface PreviewResult {
+  fireTimes: string[];
+}
+
+export interface HealthQuery {
+  /** The window of the run figures, 1 to 60 minutes (default 15). */
+  readonly minutes?: number;
+}
+
+export interface QueueHealth {
+  readonly visible: number;
+  readonly inFlight: number;
+  readonly delayed: number;
+  /** From CloudWatch (AWS/SQS); null when the backend publishes no SQS metrics (moto). */
+  readonly oldestMessageAgeSeconds: number | null;
+}
+
+export interface PoolHealth {
+  readonly jobTypes: readonly string[];
+  readonly standard: QueueHealth;
+  readonly high: QueueHealth | null;
+  readonly low: QueueHealth | null;
+  readonly dlq: QueueHealth;
+}
+
+export interface InFlightRun {
+  readonly runId: string;
+  readonly jobId: string;
+  readonly jobType: string;
+  readonly attempt: number;
+  readonly startedAt: string | null;
+  readonly leaseOwner: string | null;
+  readonly leaseExpiresAt: string | null;
+  readonly leaseExpired: boolean;
+}
+
+export interface MinuteFigures {
+  readonly minute: string;
+  readonly started: number;
+  readonly succeeded: number;
+  readonly errors: number;
+}
+
+interface Percentiles {
+  readonly p50: number | null;
+  readonly p95: number | null;
+  readonly p99: number | null;
+  readonly samples: number;
+}
+
+/** `GET /v1/health`: queues and the ticker (the deployment's), runs and in-flight work (the caller's tenant's). */
+export interface HealthReport {
+  readonly status: 'ok' | 'degraded';
+  readonly checkedAt: string;
+  readonly problems: string[];
+  readonly queues: {
+    readonly dispatch: QueueHealth;
+    readonly dispatchDlq: QueueHealth;
+    readonly pools: Record<string, PoolHealth>;
+  };
+  readonly ticker: { readonly lastCompletedAt: string | null; readonly sinceLastCompletionSeconds: number | null; readonly lastReport: Record<string, number> | null };
+  readonly runs: {
+    readonly windowMinutes: number;
+    readonly byStatus: Record<'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'DEAD' | 'SKIPPED' | 'CANCELLED', number>;
+    readonly started: number;
+    readonly retried: number;
+    readonly workerLost: number;
+    readonly successRate: number | null;
+    readonly startLagMs: Percentiles;
+    readonly claimWaitMs: Percentiles;
+    readonly perMinute: MinuteFigures[];
+    readonly deadAwaitingReplay: { readonly count: number; readonly capped: boolean };
+  };
+  readonly inFlight: InFlightRun[];
+}
+
+/** `POST /v1/workers/claim`. */
+export interface ClaimRequest {
+  /** Only runs of jobs of this type. */
+  jobType?: string | undefined;
+  /** Wait up to this many seconds (≤ 20) for a run; 0 answers at once. */
+  waitSeconds?: number | undefined;
+  /** Names the worker in the run's leaseOwner (`external:<workerId>`). */
+  workerId?: string | undefined;
+}
+
+/** What a claim hands an external worker. */
+export interface Claim<Payload = unknown, Checkpoint = unknown> {
+  readonly run: Run;
+  /** The lease's secret: send it with every heartbeat, complete and fail. */
+  readonly leaseToken: string;
+  readonly leaseExpiresAt: string;
+  /** Heartbeat well within this (the worker client's `process` beats every third of it). */
+  readonly leaseSeconds: number;
+  readonly attempt: number;
+  /** Grows strictly across the attempts of an occurrence: pass it to systems that can fence writes. */
+  readonly fencingToken: number;
+  /** The occurrence's key, the same for every attempt: deduplicate effects by it. */
+  readonly idempotencyKey: string;
+  readonly payload: Payload;
+  /** The last checkpoint saved by an earlier attempt of this occurrence: resume from it. */
+  readonly checkpoint: Checkpoint | null;
+}
+
+export interface Heartbeat {
+  progress?: unknown;
+  checkpoint?: unknown;
+}
+
+export interface HeartbeatResult {
+  run: Run;
+  leaseExpiresAt: string | null;
+}

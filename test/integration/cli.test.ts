@@ -1,0 +1,243 @@
+// The `scheduler` CLI as a user runs it: a child process (bin/scheduler-cli.js, what `npx scheduler`
+// runs) against the local runtime, for each command group: its table or JSON output and the exit
+// code that says what happened.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Scheduler, TargetServer } from './harness';
+import { eventually, startScheduler, startTarget } from './harness';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SHIM = join(ROOT, 'bin', 'scheduler-cli.js');
+
+interface Outcome {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function run(args: readonly string[], env: Record<string, string | undefined>, stdin?: string, command: readonly string[] = [process.execPath, SHIM]): Promise<Outcome> {
+  return new Promise((resolve, reject) => {
+    const [file, ...rest] = command;
+    const child = spawn(file!, [...rest, ...args], { cwd: ROOT, env: { ...process.env, SCHEDULER_URL: undefined, SCHEDULER_API_KEY: undefined, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+// Each command is a process of its own (a second or more on two busy cores): minutes, not the default 60 s.
+describe('the scheduler CLI', { timeout: 240_000 }, () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  let dir: string;
+  let env: Record<string, string>;
+  const cli = (...args: string[]) => run(args, env);
+  const json = async (...args: string[]): Promise<any> => {
+    const outcome = await cli('--json', ...args);
+    expect(outcome.code, outcome.stderr).toBe(0);
+    return JSON.parse(outcome.stdout);
+  };
+  const file = async (name: string, text: string): Promise<string> => {
+    const path = join(dir, name);
+    await writeFile(path, text);
+    return path;
+  };
+
+  beforeAll(async () => {
+    scheduler = await startScheduler();
+    target = await startTarget((call) => (call.body.includes('"fail":true') ? { status: 400 } : { status: 200 }));
+    dir = await mkdtemp(join(tmpdir(), 'scheduler-cli-'));
+    env = { SCHEDULER_URL: scheduler.runtime.url, SCHEDULER_API_KEY: scheduler.apiKey };
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+    await target?.stop();
+    await scheduler?.stop();
+  });
+
+  const yamlJob = (name: string, extra = '') => `# a job as a user writes it
+name: ${name}
+type: cli
+schedule:
+  kind: delay
+  seconds: 3600
+target:
+  kind: http
+  url: ${target.url}
+payload:
+  hello: world
+${extra}`;
+
+  it('jobs: create from YAML or JSON, list as a table or JSON, get, update, pause, resume, trigger, delete', async () => {
+    const created = await cli('jobs', 'create', '-f', await file('job.yaml', yamlJob('cli-yaml')));
+    expect(created.code, created.stderr).toBe(0);
+    const jobId = /created job (\S+) \(cli-yaml\), ACTIVE, next run \S+/.exec(created.stdout)?.[1];
+    expect(jobId).toBeDefined();
+
+    // JSON from standard input, answered as JSON.
+    const fromStdin = await run(['--json', 'jobs', 'create', '-f', '-'], env, JSON.stringify({ name: 'cli-json', type: 'cli', schedule: { kind: 'delay', seconds: 3600 }, target: { kind: 'http', url: target.url } }));
+    expect(fromStdin.code, fromStdin.stderr).toBe(0);
+    expect(JSON.parse(fromStdin.stdout)).toMatchObject({ replayed: false, job: { name: 'cli-json', status: 'ACTIVE' } });
+
+    const listed = await cli('jobs', 'list', '--type', 'cli');
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^JOB ID\s+NAME\s+TYPE\s+STATUS\s+SCHEDULE\s+NEXT RUN$/);
+    expect(lines.slice(1).map((line) => line.split(/\s+/)[1]).sort()).toEqual(['cli-json', 'cli-yaml']);
+    const paged = await cli('jobs', 'list', '--type', 'cli', '--limit', '1');
+    expect(paged.stderr).toMatch(/^more: --cursor \S+ \(or --all\)/);
+    expect((await json('jobs', 'list', '--type', 'cli', '--limit', '1', '--all')).items).toHaveLength(2);
+
+    const got = await cli('jobs', 'get', jobId!);
+    expect(got.stdout).toMatch(new RegExp(`^Job:\\s+${jobId} \\(cli-yaml\\)\\nType:\\s+cli\\nStatus:\\s+ACTIVE\\n`));
+    expect(got.stdout).toMatch(/Recent runs:\nRUN ID\s+STATUS/);
+
+    const patch = await file('patch.yaml', 'priority: high\n');
+    const updated = await cli('jobs', 'update', jobId!, '-f', patch, '--if-match', '1');
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toContain('to version 2');
+    const stale = await cli('jobs', 'update', jobId!, '-f', patch, '--if-match', '1');
+    expect(stale.code).toBe(3);
+    expect(stale.stderr).toContain('error: 412 Precondition failed: The job is at version 2, not 1');
+
+    expect((await cli('jobs', 'pause', jobId!)).stdout).toContain(`paused job ${jobId} (cli-yaml): PAUSED`);
+    const twice = await cli('jobs', 'pause', jobId!);
+    expect(twice.code).toBe(3);
+    expect((await cli('jobs', 'resume', jobId!)).stdout).toContain(': ACTIVE, next run');
+    const triggered = await json('jobs', 'trigger', jobId!, '--payload', '{"manual": true}');
+    expect(triggered).toMatchObject({ jobId, trigger: 'manual' });
+    await eventually(() => scheduler.api('GET', `/v1/runs/${triggered.runId}`), (answer) => answer.body.status === 'SUCCEEDED');
+    expect(target.calls.some((call) => call.body.includes('"manual":true'))).toBe(true);
+    expect((await json('jobs', 'delete', jobId!)).status).toBe('CANCELLED');
+  });
+
+  it('jobs: a bad file is a usage error, an invalid job names its fields, an unknown one is not found', async () => {
+    const missing = await cli('jobs', 'create', '-f', join(dir, 'nope.yaml'));
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('cannot read');
+    const broken = await cli('jobs', 'create', '-f', await file('broken.yaml', 'name: [unclosed\n'));
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain('is neither JSON nor YAML');
+
+    const invalid = await cli('jobs', 'create', '-f', await file('invalid.yaml', yamlJob('cli-invalid').replace('seconds: 3600', 'seconds: -1')));
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/^error: 400 Invalid request: Invalid request\n {2}schedule\.seconds: /);
+    const asProblem = await cli('--json', 'jobs', 'create', '-f', join(dir, 'invalid.yaml'));
+    expect(JSON.parse(asProblem.stderr)).toMatchObject({ type: 'urn:job-scheduler:problem:invalid-request', status: 400 });
+
+    const unknown = await cli('jobs', 'get', 'job_nope');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe('error: 404 Not found: No job job_nope\n');
+    const usage = await cli('jobs', 'list', '--limit', 'many');
+    expect(usage.code).toBe(1);
+    expect(usage.stderr).toContain('--limit must be a whole number from 1 to 100');
+  });
+
+  it('runs: list, get, cancel and replay', async () => {
+    const { job } = await json('jobs', 'create', '-f', await file('runs.yaml', yamlJob('cli-runs')));
+    const listed = await cli('runs', 'list', job.jobId);
+    expect(listed.stdout).toMatch(new RegExp(`^RUN ID\\s+STATUS\\s+ATTEMPT\\s+TRIGGER\\s+SCHEDULED FOR\\s+FINISHED\\s+ERROR\\n${job.nextRunId.replace(/\./g, '\\.')}\\s+SCHEDULED\\s+1\\s+schedule`));
+    expect((await cli('runs', 'get', job.nextRunId)).stdout).toMatch(/Status:\s+SCHEDULED/);
+    expect((await cli('runs', 'cancel', job.nextRunId)).stdout).toBe(`cancelled run ${job.nextRunId}: CANCELLED\n`);
+    const replayed = await json('runs', 'replay', job.nextRunId);
+    expect(replayed).toMatchObject({ trigger: 'replay', attempt: 2 });
+    const again = await cli('runs', 'replay', job.nextRunId);
+    expect(again.code).toBe(3);
+    expect(again.stderr).toContain('409 Conflict: The run was replayed already');
+    expect((await cli('runs', 'get', 'job_nope.1.1')).code).toBe(2);
+  });
+
+  it('dead: list, replay one, replay in bulk', async () => {
+    const jobIds: string[] = [];
+    for (const name of ['cli-dead-a', 'cli-dead-b']) {
+      const spec = yamlJob(name, 'retryPolicy:\n  maxAttempts: 1\n').replace('hello: world', 'fail: true').replace('kind: delay\n  seconds: 3600', 'kind: now');
+      jobIds.push((await json('jobs', 'create', '-f', await file(`${name}.yaml`, spec))).job.jobId);
+    }
+    const dead = await eventually(() => json('dead', 'list'), (page) => jobIds.every((jobId) => page.items.some((run: any) => run.jobId === jobId)), 30_000);
+    const [first] = dead.items.filter((run: any) => run.jobId === jobIds[0]);
+    const table = await cli('dead', 'list', '--job', jobIds[0]!);
+    expect(table.stdout).toMatch(/^RUN ID\s+JOB ID\s+ATTEMPT\s+SCHEDULED FOR\s+ERROR\n/);
+    expect(table.stdout).toContain('HTTP_400');
+
+    expect((await cli('dead', 'replay', first.runId)).stdout).toMatch(/^replayed as run \S+: QUEUED\n$/);
+    const bulk = await cli('dead', 'replay', '--job', jobIds[1]!);
+    expect(bulk.code, bulk.stderr).toBe(0);
+    expect(bulk.stdout).toMatch(/^replayed 1 dead run\(s\)\n/);
+    const neither = await cli('dead', 'replay');
+    expect(neither.code).toBe(1);
+    expect(neither.stderr).toContain('give a run id, or choose dead runs with --job, --from/--to or --all');
+  });
+
+  it('preview and health', async () => {
+    const preview = await cli('preview', '--cron', '0 9 * * 1', '--timezone', 'Europe/Paris', '--from', '2026-01-01T00:00:00Z', '--count', '2');
+    expect(preview.code, preview.stderr).toBe(0);
+    expect(preview.stdout).toBe('2026-01-05T08:00:00.000Z\n2026-01-12T08:00:00.000Z\n');
+    // A job file's schedule.
+    const fromFile = await json('preview', '-f', await file('preview.yaml', yamlJob('cli-preview').replace('kind: delay\n  seconds: 3600', "kind: cron\n  expression: '*/15 * * * *'")), '--from', '2026-01-01T00:00:00Z', '--count', '3');
+    expect(fromFile.fireTimes).toEqual(['2026-01-01T00:15:00.000Z', '2026-01-01T00:30:00.000Z', '2026-01-01T00:45:00.000Z']);
+    const bad = await cli('preview', '--cron', 'not a cron');
+    expect(bad.code).toBe(1);
+
+    const health = await cli('health', '--minutes', '5');
+    expect(health.code, health.stderr).toBe(0);
+    expect(health.stdout).toMatch(/^Status:\s+(ok|degraded)\n/);
+    expect(health.stdout).toMatch(/Queues:\nPOOL\s+WAITING\s+IN FLIGHT\s+DLQ\ndefault\s+\d+/);
+    expect((await json('health')).runs.windowMinutes).toBe(15);
+  });
+
+  it("watch follows a job's runs until it is done", async () => {
+    const spec = yamlJob('cli-watch').replace('kind: delay\n  seconds: 3600', 'kind: now');
+    const { job } = await json('jobs', 'create', '-f', await file('watch.yaml', spec));
+    const watched = await cli('watch', job.jobId, '--interval', '1', '--until-done', '--timeout', '60');
+    expect(watched.code, watched.stderr).toBe(0);
+    expect(watched.stdout).toMatch(new RegExp(`job ${job.jobId} COMPLETED\\n`));
+    expect(watched.stdout).toMatch(new RegExp(`run ${job.nextRunId.replace(/\./g, '\\.')} attempt 1 \\(schedule\\) .*SUCCEEDED\\n$`));
+
+    // As JSON lines, and a timeout when the job is not done in time.
+    const { job: later } = await json('jobs', 'create', '-f', await file('watch-later.yaml', yamlJob('cli-watch-later')));
+    const timedOut = await cli('--json', 'watch', later.jobId, '--interval', '1', '--until-done', '--timeout', '1');
+    expect(timedOut.code).toBe(7);
+    const events = timedOut.stdout.trimEnd().split('\n').map((line) => JSON.parse(line));
+    expect(events[0]).toMatchObject({ jobId: later.jobId, jobStatus: 'ACTIVE' });
+    expect(events[1]).toMatchObject({ run: { runId: later.nextRunId, status: 'SCHEDULED' } });
+  });
+
+  it('says what is missing or refused: no URL or key, a wrong key, no answer', async () => {
+    const noUrl = await run(['jobs', 'list'], {});
+    expect(noUrl.code).toBe(1);
+    expect(noUrl.stderr).toContain('no API URL: set SCHEDULER_URL or pass --url');
+    const noKey = await run(['jobs', 'list', '--url', scheduler.runtime.url], {});
+    expect(noKey.code).toBe(1);
+    // Flags instead of the environment.
+    const flags = await run(['--url', scheduler.runtime.url, '--api-key', scheduler.apiKey, 'jobs', 'list', '--limit', '1'], {});
+    expect(flags.code, flags.stderr).toBe(0);
+
+    const wrongKey = await run(['health'], { ...env, SCHEDULER_API_KEY: 'key_wrong' });
+    expect(wrongKey.code).toBe(4);
+    expect(wrongKey.stderr).toContain('401 Unauthorized');
+    // A port nobody listens on (the target server's, stopped).
+    const gone = await startTarget();
+    await gone.stop();
+    const noAnswer = await run(['jobs', 'list'], { ...env, SCHEDULER_URL: new URL(gone.url).origin });
+    expect(noAnswer.code).toBe(5);
+    expect(noAnswer.stderr).toContain('no answer from the scheduler API (GET /v1/jobs)');
+    const help = await run(['--help'], {});
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Exit codes: 0 ok, 1 usage');
+    expect((await run(['jobs', 'frobnicate'], env)).code).toBe(1);
+  });
+
+  it('runs as `npx scheduler` in this repository', async () => {
+    const outcome = await run(['scheduler', '--json', 'preview', '--delay', '60', '--from', '2026-01-01T00:00:00Z'], env, undefined, ['npx', '--no-install']);
+    expect(outcome.code, outcome.stderr).toBe(0);
+    expect(JSON.parse(outcome.stdout)).toEqual({ fireTimes: ['2026-01-01T00:01:00.000Z'] });
+  });
+});

@@ -1,0 +1,66 @@
+// The CLI's answers to what the local runtime rarely says (a 429 past the retry budget, a 500, a
+// 403), from a small local HTTP server; and its list of finished run statuses against the domain's.
+import type { Server } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { EXIT } from '../../clients/cli/exit-codes';
+import { FINISHED_RUN_STATUSES } from '../../clients/cli/output';
+import { runCli } from '../../clients/cli/program';
+import { RUN_STATUSES, isTerminal } from '../../lambdas/domain/run';
+
+let server: Server | undefined;
+
+async function answering(status: number, headers: Record<string, string> = {}): Promise<string> {
+  server = createServer((request, response) => {
+    request.resume();
+    response.writeHead(status, { 'content-type': 'application/problem+json', ...headers });
+    response.end(JSON.stringify({ type: `urn:job-scheduler:problem:test-${status}`, title: `Status ${status}`, status, detail: 'as told' }));
+  });
+  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+afterEach(async () => {
+  const closing = server;
+  server = undefined;
+  if (closing) await new Promise<void>((resolve) => closing.close(() => resolve()));
+});
+
+async function cli(url: string, ...args: string[]): Promise<{ code: number; stderr: string }> {
+  let stderr = '';
+  const code = await runCli(args, {
+    stdout: () => undefined,
+    stderr: (text) => (stderr += text),
+    env: { SCHEDULER_URL: url, SCHEDULER_API_KEY: 'key' },
+    readStdin: () => Promise.resolve(''),
+    retry: { maxAttempts: 2, baseDelayMs: 1 },
+  });
+  return { code, stderr };
+}
+
+describe('the CLI exit codes', () => {
+  it('6 when the API still says 429 after the retries, with its Retry-After', async () => {
+    const { code, stderr } = await cli(await answering(429, { 'retry-after': '0' }), 'jobs', 'trigger', 'job_1');
+    expect(code).toBe(EXIT.rateLimited);
+    expect(stderr).toBe('error: 429 Status 429: as told\n  (retry after 0 s)\n');
+  });
+
+  it('5 for a server error, 4 for a forbidden key', async () => {
+    expect((await cli(await answering(500), 'health')).code).toBe(EXIT.unavailable);
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    expect((await cli(await answering(403), 'jobs', 'list')).code).toBe(EXIT.auth);
+  });
+
+  it('1 for a URL that is not http(s), before any request', async () => {
+    const { code, stderr } = await cli('ftp://example.com', 'health');
+    expect(code).toBe(EXIT.usage);
+    expect(stderr).toContain('is not an http(s) URL');
+  });
+});
+
+describe('the CLI watch', () => {
+  it('counts as finished exactly the statuses the domain calls terminal', () => {
+    expect([...FINISHED_RUN_STATUSES].sort()).toEqual(RUN_STATUSES.filter(isTerminal).sort());
+  });
+});

@@ -1,0 +1,37 @@
+// The client restates the few answer and request shapes that the use cases (lambdas/app) define, so
+// that its declarations need only the domain and zod (decision 0101). These checks are types:
+// `npm run typecheck` fails when a restated shape stops being the backend's own.
+import type { z } from 'zod';
+import { describe, expectTypeOf, it } from 'vitest';
+import type * as client from '../../clients/types';
+import type { Claim } from '../../clients/worker-client';
+import type { ClaimedRun, claimSchema, heartbeatRun } from '../../lambdas/app/external-workers';
+import type { HealthReport } from '../../lambdas/app/health';
+import type { CreateJobResult, getJob, JobView, previewSchedule, previewSchema } from '../../lambdas/app/jobs';
+import type { triggerSchema } from '../../lambdas/app/job-lifecycle';
+import type { bulkReplaySchema, replayDeadRuns } from '../../lambdas/app/runs';
+import type { Page } from '../../lambdas/store/page';
+
+describe('the client types are the backend types', () => {
+  it('answers', () => {
+    expectTypeOf<client.JobView>().toEqualTypeOf<JobView>();
+    expectTypeOf<client.JobDetail>().toEqualTypeOf<Awaited<ReturnType<typeof getJob>>>();
+    expectTypeOf<client.Page<client.Run>>().toEqualTypeOf<Page<client.Run>>();
+    expectTypeOf<Omit<client.CreatedJob, 'replayed'>>().toEqualTypeOf<Omit<CreateJobResult, 'created'>>();
+    expectTypeOf<client.HealthReport>().toEqualTypeOf<HealthReport>();
+    expectTypeOf<client.PreviewResult>().toEqualTypeOf<ReturnType<typeof previewSchedule>>();
+    expectTypeOf<client.BulkReplayResult>().toEqualTypeOf<Awaited<ReturnType<typeof replayDeadRuns>>>();
+    expectTypeOf<client.HeartbeatResult>().toEqualTypeOf<Awaited<ReturnType<typeof heartbeatRun>>>();
+    // Payload and checkpoint are the worker's own types in the client (unknown in the backend).
+    expectTypeOf<Omit<Claim, 'payload' | 'checkpoint'>>().toEqualTypeOf<Omit<ClaimedRun, 'payload' | 'checkpoint'>>();
+    expectTypeOf<Claim>().toExtend<ClaimedRun>();
+    expectTypeOf<ClaimedRun>().toExtend<Claim>();
+  });
+
+  it('requests', () => {
+    expectTypeOf<client.TriggerRequest>().toEqualTypeOf<z.input<typeof triggerSchema>>();
+    expectTypeOf<client.PreviewRequest>().toEqualTypeOf<z.input<typeof previewSchema>>();
+    expectTypeOf<client.BulkReplayRequest>().toEqualTypeOf<z.input<typeof bulkReplaySchema>>();
+    expectTypeOf<client.ClaimRequest>().toEqualTypeOf<z.input<typeof claimSchema>>();
+  });
+});
