@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createDeps } from '../lambdas/app/deps';
 import { createJob } from '../lambdas/app/jobs';
+import { jobSpecSchema } from '../lambdas/domain/job';
 import { logger } from '../lambdas/core/logger';
 import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
@@ -109,7 +110,7 @@ async function measure(kind: Kind): Promise<Measured> {
     // Creates, ten at a time, with no worker running.
     const runIds: string[] = [];
     for (let start = 0; start < count; start += 10) {
-      const created = await Promise.all(Array.from({ length: Math.min(10, count - start) }, (_, k) => createJob(deps, tenantId, jobBody(kind, start + k))));
+      const created = await Promise.all(Array.from({ length: Math.min(10, count - start) }, (_, k) => createJob(deps, tenantId, jobSpecSchema.parse(jobBody(kind, start + k)))));
       runIds.push(...created.map((result) => result.job.nextRunId!));
     }
     await new Promise((resolve) => setTimeout(resolve, 200));

@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createDeps } from '../lambdas/app/deps';
 import { createJob } from '../lambdas/app/jobs';
+import { jobSpecSchema } from '../lambdas/domain/job';
 import { logger } from '../lambdas/core/logger';
 import { DEFAULT_TENANT_LIMITS } from '../lambdas/domain/tenant';
 import { createAwsClients } from '../lambdas/store/aws';
@@ -68,7 +69,7 @@ async function measure(mode: string): Promise<number[]> {
   // The backlog first, with no worker running: every noisy message is ahead of the quiet ones.
   const started = Date.now();
   for (let i = 0; i < backlog; i += 25) {
-    await Promise.all(Array.from({ length: Math.min(25, backlog - i) }, (_, k) => createJob(deps, 'noisy', job(`noisy-${i + k}`), undefined, noisyLimits)));
+    await Promise.all(Array.from({ length: Math.min(25, backlog - i) }, (_, k) => createJob(deps, 'noisy', jobSpecSchema.parse(job(`noisy-${i + k}`)), undefined, noisyLimits)));
   }
   const depth = await deps.dispatch.depth();
   console.log(`[${mode}] backlog of ${depth.visible + depth.delayed} noisy runs queued in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -86,7 +87,7 @@ async function measure(mode: string): Promise<number[]> {
   const waiting: number[] = [];
   try {
     for (let q = 0; q < quietCount; q++) {
-      const created = await createJob(deps, 'quiet', job(`quiet-${q}`, 'quiet'));
+      const created = await createJob(deps, 'quiet', jobSpecSchema.parse(job(`quiet-${q}`, 'quiet')));
       const runId = created.job.nextRunId!;
       const deadline = Date.now() + 60_000;
       let run = await deps.runs.get(runId);

@@ -8,5 +8,5 @@ export type { WorkerClientOptions, WorkContext, ProcessOutcome } from './worker-
 export type { RetryOptions } from './transport.js';
 export type * from './types.js';
 // A target's check of a signed delivery (Standard Webhooks; docs/delivery.md#signed-deliveries).
-export { verifyDelivery } from '../lambdas/targets/webhook-signature.js';
-export type { VerifyFailure, VerifyOptions } from '../lambdas/targets/webhook-signature.js';
+export { verifyDelivery } from './webhook.js';
+export type { VerifyFailure, VerifyOptions } from './webhook.js';

@@ -77,7 +77,7 @@ export interface BulkReplayResult {
 
 /** `POST /v1/jobs/{jobId}/trigger`: a manual run now, with the job's payload or this one. */
 export interface TriggerRequest {
-  payload?: z.core.util.JSONType | undefined;
+  payload?: unknown;
 }
 
 /** `POST /v1/schedules/preview`: the next `count` (≤ 100, default 5) fire times of a schedule from `from` (default now). */

@@ -12,6 +12,8 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
+import { NagSuppressions } from 'cdk-nag';
+import { PUBLIC_ROUTES } from '../lambdas/api/routes';
 import { workerConsumer } from '../lambdas/store/schema';
 import type { Pool } from '../lambdas/store/pools';
 import { DEFAULT_POOL_NAME, defaultPool, lowLaneConcurrency, poolResourceNames, validatePools } from '../lambdas/store/pools';
@@ -119,8 +121,9 @@ export class SchedulerStack extends Stack {
     });
     // PutItem/DeleteItem on jobs: create, CAS replace, and releasing a deleted job's name;
     // UpdateItem: the tenant's active-jobs and creates-per-second counters.
-    // Query on jobs: API keys, roll-ups and the worker registry (the table); listings (an index).
-    this.api.grantTable(jobsTable, ['GetItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
+    // Query on jobs: API keys, roll-ups, the worker registry and label entries (the table); listings
+    // (an index). BatchGetItem on jobs: a listing reads the jobs its keys-only index points at.
+    this.api.grantTable(jobsTable, ['GetItem', 'BatchGetItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
     // BatchGetItem on runs: the health endpoint checks the runs workers report in flight.
     this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
     // SendMessage: a new run goes to its pool's lane; GetQueueAttributes: the health report's depths.
@@ -224,6 +227,13 @@ export class SchedulerStack extends Stack {
         resultsCacheTtl: Duration.seconds(AUTHORIZER_CACHE_SECONDS),
       }),
     });
+
+    // The API's own contract is public (lambdas/api/routes.ts: PUBLIC_ROUTES): these more specific
+    // routes take precedence over {proxy+} and carry no authorizer.
+    for (const route of PUBLIC_ROUTES) {
+      const routes = this.httpApi.addRoutes({ path: route.path, methods: [route.method as HttpMethod], integration: new HttpLambdaIntegration(`Public${route.path.replace(/[^A-Za-z0-9]/g, '')}`, this.api.fn) });
+      NagSuppressions.addResourceSuppressions(routes, [{ id: 'AwsSolutions-APIG4', reason: `${route.method} ${route.path} is the API's public contract (its OpenAPI document): it reads nothing of any tenant.` }], true);
+    }
 
     applySecuritySettings(this, { httpApi: this.httpApi, functions: [this.api, ...Object.values(this.workers), this.ticker, this.authorizer], metricsReader: this.api, logRetentionDays: config.logRetentionDays });
 

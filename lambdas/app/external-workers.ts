@@ -5,39 +5,18 @@
 // status. A lease that ends unrenewed is found by the ticker through the run's check-back entry and
 // the attempt is recorded as a lost worker; its retry hands the last checkpoint to the next claim.
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
 import { NotFoundError, StaleLeaseError } from '../core/errors';
 import { logger } from '../core/logger';
 import { fencingTokenOf } from '../domain/delivery';
-import { MAX_PAYLOAD_BYTES, jobTypeSchema } from '../domain/job';
+import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest } from '../api/schemas';
 import type { Run } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import type { SchedulerDeps } from './deps';
 import type { RecordedOutcome } from './record-outcome';
 import { recordOutcome } from './record-outcome';
 
-/** The longest a claim waits for work: well inside API Gateway's 30 s. */
-export const MAX_CLAIM_WAIT_SECONDS = 20;
 const CLAIM_POLL_MS = 500;
 const CLAIM_CANDIDATES = 10;
-const MAX_CHECKPOINT_BYTES = MAX_PAYLOAD_BYTES;
-
-const boundedJson = (what: string) =>
-  z.json().refine((value) => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8') <= MAX_CHECKPOINT_BYTES, `${what} must be at most ${MAX_CHECKPOINT_BYTES} bytes of JSON`);
-
-export const claimSchema = z.strictObject({
-  jobType: jobTypeSchema.optional(),
-  waitSeconds: z.number().int().min(0).max(MAX_CLAIM_WAIT_SECONDS).default(0),
-  /** Names the worker in the run's leaseOwner (e.g. its host and process). */
-  workerId: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/).optional(),
-});
-const leaseToken = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'must be the lease token the claim returned');
-export const heartbeatSchema = z.strictObject({ leaseToken, progress: boundedJson('progress').optional(), checkpoint: boundedJson('checkpoint').optional() });
-export const completeSchema = z.strictObject({ leaseToken, result: boundedJson('result').optional() });
-export const failSchema = z.strictObject({
-  leaseToken,
-  error: z.strictObject({ code: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/), message: z.string().max(1024), retryable: z.boolean() }),
-});
 
 /** What a claim hands an external worker. The lease token is its secret: the only place it appears. */
 export interface ClaimedRun {
@@ -53,7 +32,7 @@ export interface ClaimedRun {
   readonly checkpoint: unknown;
 }
 
-export async function claimRun(deps: SchedulerDeps, tenantId: string, body: z.infer<typeof claimSchema>): Promise<ClaimedRun | null> {
+export async function claimRun(deps: SchedulerDeps, tenantId: string, body: ClaimRequest): Promise<ClaimedRun | null> {
   const deadline = deps.clock() + body.waitSeconds * 1000;
   for (;;) {
     for (const candidate of await deps.claims.claimable(tenantId, body.jobType, CLAIM_CANDIDATES)) {
@@ -101,7 +80,7 @@ export async function heartbeatRun(
   deps: SchedulerDeps,
   tenantId: string,
   runId: string,
-  body: z.infer<typeof heartbeatSchema>,
+  body: HeartbeatRequest,
 ): Promise<{ run: Run; leaseExpiresAt: string | null }> {
   const beat = await deps.claims.beat(runId, tenantId, { ...body, now: deps.clock(), shards: deps.config.timeIndexShards });
   if (beat.kind === 'missing') throw new NotFoundError(`No run ${runId}`);
@@ -119,14 +98,14 @@ async function leasedRun(deps: SchedulerDeps, tenantId: string, runId: string, t
   return { ...found, job };
 }
 
-export async function completeRun(deps: SchedulerDeps, tenantId: string, runId: string, body: z.infer<typeof completeSchema>): Promise<Run> {
+export async function completeRun(deps: SchedulerDeps, tenantId: string, runId: string, body: CompleteRequest): Promise<Run> {
   const { run, job, budgetFrom } = await leasedRun(deps, tenantId, runId, body.leaseToken);
   const now = deps.clock();
   const outcome = await recordOutcome(deps, job, run, budgetFrom, { ok: true, detail: 'completed by an external worker' }, now, null, { result: body.result });
   return finished(deps, run, outcome, now);
 }
 
-export async function failRun(deps: SchedulerDeps, tenantId: string, runId: string, body: z.infer<typeof failSchema>): Promise<Run> {
+export async function failRun(deps: SchedulerDeps, tenantId: string, runId: string, body: FailRequest): Promise<Run> {
   const { run, job, budgetFrom, checkpoint } = await leasedRun(deps, tenantId, runId, body.leaseToken);
   const now = deps.clock();
   const outcome = await recordOutcome(deps, job, run, budgetFrom, { ok: false, timedOut: false, error: body.error }, now, null, { checkpoint });

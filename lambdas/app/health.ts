@@ -2,9 +2,8 @@
 // deployment's (shared by every tenant); runs, lag and in-flight work are the caller's tenant's only.
 // Run figures come from the workers' per-minute roll-ups; in-flight runs from the workers'
 // registry, each checked against its run item, which is the truth.
-import { z } from 'zod';
 import { logger } from '../core/logger';
-import { limitParam, parseOrThrow } from '../core/validation';
+import type { HealthQuery } from '../api/schemas';
 import type { Histogram } from '../domain/histogram';
 import { merge, percentile, totalOf } from '../domain/histogram';
 import type { QueueDepth } from '../store/dispatch-queue';
@@ -88,12 +87,8 @@ export interface HealthReport {
   readonly inFlight: InFlightRun[];
 }
 
-export const healthQuery = z.strictObject({
-  minutes: limitParam(15, 60),
-});
-
-export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: Record<string, string | undefined> = {}): Promise<HealthReport> {
-  const { minutes } = parseOrThrow(healthQuery, query, 'Invalid query');
+export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: HealthQuery = { minutes: 15 }): Promise<HealthReport> {
+  const { minutes } = query;
   const now = deps.clock();
   const minuteStarts = Array.from({ length: minutes }, (_, i) => minuteOf(now - i * 60_000)).reverse();
 

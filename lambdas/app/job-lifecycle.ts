@@ -1,12 +1,12 @@
 // Changes to a job's life by request: pause and resume, delete, PATCH and manual triggers. Every
 // change of a job is a compare-and-swap on its version and pending occurrence, with the runs it
 // creates in the same transaction. The chain's own moves are in occurrence-chain.ts.
-import { z } from 'zod';
 import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import { parseOrThrow } from '../core/validation';
 import type { Job } from '../domain/job';
-import { MAX_PAYLOAD_BYTES, jobSpecSchema } from '../domain/job';
+import { MASKED_HEADER_VALUE, jobSpecSchema } from '../domain/job';
+import type { JobPatchRequest, TriggerRequest } from '../api/schemas';
 import { occurrenceOnResume } from '../domain/recurrence';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
@@ -151,14 +151,10 @@ export async function patchJob(
   deps: SchedulerDeps,
   tenantId: string,
   jobId: string,
-  body: unknown,
+  patch: JobPatchRequest,
   ifMatch?: number,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<JobView> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ValidationError('Invalid request', [{ path: '(body)', message: 'must be a JSON object of the fields to change' }]);
-  }
-  const changes = body as Record<string, unknown>;
   const before = await deps.jobs.get(tenantId, jobId);
   const pending = before ? await pendingRun(deps, before) : null;
   const job = await mutateJob(
@@ -167,12 +163,13 @@ export async function patchJob(
     jobId,
     (current, now) => {
       if (current.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
-      if ('name' in changes && changes.name !== current.name) {
+      const changes = withStoredHeaders(patch, current);
+      if (changes.name !== undefined && changes.name !== current.name) {
         throw new ValidationError('Invalid job', [{ path: 'name', message: 'cannot be changed; create a new job instead' }]);
       }
       const { jobId: _j, tenantId: _t, status: _s, createdAt: _c, updatedAt: _u, version: _v, nextRunAt: _n, nextRunId: _r, lastStartedRunId: _l, pausedAt: _p, pausedPending: _pp, ...spec } = current;
       const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes }, 'Invalid job');
-      if ('target' in changes) checkTarget(deps, merged.target);
+      if (changes.target !== undefined) checkTarget(deps, merged.target);
       checkPoolTimeout(deps, merged);
       const scheduleChanged = JSON.stringify(merged.schedule) !== JSON.stringify(current.schedule);
       const schedulingChanged =
@@ -243,18 +240,31 @@ export async function admitRunRequest(deps: SchedulerDeps, tenantId: string, lim
   }
 }
 
+/**
+ * A PATCH's target with each header sent as the masked value given back its stored value (header
+ * values are write-only, so a client that read the job sends the mask for the ones it keeps). A
+ * masked header the job does not have is left masked, and refused by checkTarget.
+ */
+function withStoredHeaders(patch: JobPatchRequest, current: Job): JobPatchRequest {
+  const target = patch.target;
+  if (target?.kind !== 'http' || current.target.kind !== 'http') return patch;
+  const stored = current.target.headers;
+  const storedValue = (name: string): string | undefined => Object.entries(stored).find(([key]) => key.toLowerCase() === name.toLowerCase())?.[1];
+  const headers = Object.fromEntries(Object.entries(target.headers).map(([name, value]) => [name, value === MASKED_HEADER_VALUE ? (storedValue(name) ?? value) : value]));
+  return { ...patch, target: { ...target, headers } };
+}
+
 /** A manual occurrence now, outside the schedule's chain. */
 export async function triggerJob(
   deps: SchedulerDeps,
   tenantId: string,
   jobId: string,
-  body: unknown,
+  request: TriggerRequest,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<Run> {
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
-  const request = parseOrThrow(triggerSchema, body ?? {});
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
   const plan = planRun(deps.config, job, {
@@ -270,9 +280,3 @@ export async function triggerJob(
   return plan.run;
 }
 
-export const triggerSchema = z.strictObject({
-  payload: z
-    .json()
-    .optional()
-    .refine((payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`),
-});

@@ -1,16 +1,15 @@
 // Use cases of the jobs API: create, read, list, and schedule previews. Each takes the caller's
 // tenant from the authenticated request, never from the body.
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
 import { ConflictError, NotFoundError, TooManyRequestsError, ValidationError } from '../core/errors';
 import type { TenantLimits } from '../domain/tenant';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
-import { cursorParam, limitParam, parseOrThrow } from '../core/validation';
-import type { Job, JobSpec, JobStatus, Target } from '../domain/job';
-import { attemptTimeoutSeconds, jobSpecSchema, jobTypeSchema, scheduleSchema } from '../domain/job';
+import type { Job, JobSpec, Target } from '../domain/job';
+import { MASKED_HEADER_VALUE, attemptTimeoutSeconds } from '../domain/job';
 import type { Run } from '../domain/run';
-import { FIRE_TIME_RANGE, upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
+import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
+import type { ListJobsQuery, ListRunsQuery, PreviewRequest } from '../api/schemas';
 import type { Page } from '../store/page';
 import { urlRefusal } from '../targets/address-policy';
 import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
@@ -37,14 +36,14 @@ export interface CreateJobResult {
 export async function createJob(
   deps: SchedulerDeps,
   tenantId: string,
-  body: unknown,
+  spec: JobSpec,
   idempotencyKey?: string,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<CreateJobResult> {
-  const spec = parseOrThrow(jobSpecSchema, body, 'Invalid job');
   const now = deps.clock();
+  // The hash is of the job as parsed (defaults filled in): two bodies that mean the same job match.
   const idempotency = idempotencyKey
-    ? { key: idempotencyKey, requestHash: hashRequest(body), expiresAtEpoch: Math.floor(now / 1000) + IDEMPOTENCY_TTL_SECONDS }
+    ? { key: idempotencyKey, requestHash: hashRequest(spec), expiresAtEpoch: Math.floor(now / 1000) + IDEMPOTENCY_TTL_SECONDS }
     : undefined;
   // A retry answers with the first result (API.md) even where the checks below, which depend on
   // the clock and the deployment, would now refuse the request: an `at` a minute past, say.
@@ -129,6 +128,10 @@ export function checkTarget(deps: SchedulerDeps, target: Target): void {
     ]);
   }
   if (target.kind === 'http') {
+    const masked = Object.keys(target.headers).find((name) => target.headers[name] === MASKED_HEADER_VALUE);
+    if (masked !== undefined) {
+      throw new ValidationError('Invalid job', [{ path: `target.headers.${masked}`, message: `is the masked value ${MASKED_HEADER_VALUE}; send the header's value` }]);
+    }
     const refusal = urlRefusal(target.url, deps.egress.policy);
     if (refusal) throw new ValidationError('Invalid job', [{ path: 'target.url', message: refusal }]);
     return;
@@ -176,6 +179,13 @@ function hashRequest(body: unknown): string {
   return createHash('sha256').update(JSON.stringify(canonical(body))).digest('hex');
 }
 
+/** A target as responses show it: header values are write-only (they often carry credentials). */
+export function maskedTarget(target: Target): Target {
+  if (target.kind !== 'http') return target;
+  return { ...target, headers: Object.fromEntries(Object.keys(target.headers).map((name) => [name, MASKED_HEADER_VALUE])) };
+}
+
+/** A job as the API shows it: header values masked, its upcoming fire times added. */
 export function viewOf(job: Job): JobView {
   let upcomingRuns: string[] = [];
   if (job.status === 'ACTIVE' && job.nextRunAt) {
@@ -184,7 +194,7 @@ export function viewOf(job: Job): JobView {
         ? [job.nextRunAt, ...upcomingFireTimes(job.schedule, Date.parse(job.nextRunAt), UPCOMING_RUNS - 1).map(iso)]
         : [job.nextRunAt];
   }
-  return { ...job, upcomingRuns };
+  return { ...job, labels: job.labels ?? {}, target: maskedTarget(job.target), upcomingRuns };
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -196,31 +206,30 @@ export async function getJob(deps: SchedulerDeps, tenantId: string, jobId: strin
   return { ...viewOf(job), recentRuns: recent.items };
 }
 
-export const listJobsQuery = z.strictObject({
-  status: z.enum(['ACTIVE', 'PAUSED', 'COMPLETED', 'CANCELLED']).optional(),
-  type: jobTypeSchema.optional(),
-  limit: limitParam(20, 100),
-  cursor: cursorParam.optional(),
-});
-export const pageQuery = z.strictObject({ limit: limitParam(20, 100), cursor: cursorParam.optional() });
-
-export async function listJobs(deps: SchedulerDeps, tenantId: string, query: Record<string, string | undefined>): Promise<Page<JobView>> {
-  const q = parseOrThrow(listJobsQuery, query, 'Invalid query');
-  const status: JobStatus | undefined = q.status;
-  const page = await deps.jobs.list(tenantId, { status, type: q.type }, q.limit, q.cursor);
+/**
+ * The tenant's jobs matching every filter given; each filter is read from an index (decision 0095),
+ * newest first (in name order under `namePrefix`).
+ */
+export async function listJobs(deps: SchedulerDeps, tenantId: string, query: ListJobsQuery): Promise<Page<JobView>> {
+  const page = await deps.jobs.list(
+    tenantId,
+    { status: query.status, type: query.type, name: query.name, namePrefix: query.namePrefix, labels: query.label },
+    query.limit,
+    query.cursor,
+  );
   return { items: page.items.map((job) => viewOf(job)), nextCursor: page.nextCursor };
 }
 
-export async function listJobRuns(
-  deps: SchedulerDeps,
-  tenantId: string,
-  jobId: string,
-  query: Record<string, string | undefined>,
-): Promise<Page<Run>> {
-  const q = parseOrThrow(pageQuery, query, 'Invalid query');
+/** A job's runs, newest occurrence first, within `from`/`to` and of one status when given. */
+export async function listJobRuns(deps: SchedulerDeps, tenantId: string, jobId: string, query: ListRunsQuery): Promise<Page<Run>> {
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
-  return deps.runs.listByJob(jobId, q.limit, q.cursor);
+  return deps.runs.listByJob(jobId, query.limit, query.cursor, { status: query.status, from: query.from, to: query.to });
+}
+
+/** The tenant's runs, newest occurrence first, within `from`/`to` and of one status when given. */
+export async function listRuns(deps: SchedulerDeps, tenantId: string, query: ListRunsQuery): Promise<Page<Run>> {
+  return deps.runs.listByTenant(tenantId, query.limit, { status: query.status, from: query.from, to: query.to }, query.cursor);
 }
 
 export async function getRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
@@ -229,17 +238,7 @@ export async function getRun(deps: SchedulerDeps, tenantId: string, runId: strin
   return run;
 }
 
-export const previewSchema = z.strictObject({
-  schedule: scheduleSchema,
-  from: z.iso
-    .datetime({ offset: true })
-    .refine((from) => Date.parse(from) >= FIRE_TIME_RANGE.earliest && Date.parse(from) <= FIRE_TIME_RANGE.latest, 'must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z')
-    .optional(),
-  count: z.number().int().min(1).max(100).default(5),
-});
-
-export function previewSchedule(deps: SchedulerDeps, body: unknown): { fireTimes: string[] } {
-  const request = parseOrThrow(previewSchema, body);
+export function previewSchedule(deps: SchedulerDeps, request: PreviewRequest): { fireTimes: string[] } {
   const from = request.from ? Date.parse(request.from) : deps.clock();
   // Preview is about the future from `from`; the past-instant rule for `at` does not apply.
   validateSchedule(request.schedule, request.schedule.kind === 'at' ? Math.min(from, Date.parse(request.schedule.at)) : from);

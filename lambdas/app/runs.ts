@@ -1,13 +1,12 @@
 // Use cases on runs: cancel, replay (one, or in bulk from the dead runs), and the dead-run list.
-import { z } from 'zod';
 import { ConflictError, NotFoundError, TooManyRequestsError } from '../core/errors';
 import { logger } from '../core/logger';
-import { cursorParam, limitParam, parseOrThrow, resourceId } from '../core/validation';
 import type { Run } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
 import { nextFireTimeAfter } from '../domain/schedule';
 import type { Page } from '../store/page';
+import type { BulkReplayRequest, DeadQuery } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './job-lifecycle';
 import { advanceChain } from './occurrence-chain';
@@ -69,27 +68,9 @@ export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: st
   return plan.run;
 }
 
-const isoInstant = z.iso.datetime({ offset: true }).transform((value) => new Date(value).toISOString());
-
-export const deadQuery = z.strictObject({
-  limit: limitParam(20, 100),
-  cursor: cursorParam.optional(),
-  jobId: resourceId.optional(),
-  from: isoInstant.optional(),
-  to: isoInstant.optional(),
-});
-
-export async function listDeadRuns(deps: SchedulerDeps, tenantId: string, query: Record<string, string | undefined>): Promise<Page<Run>> {
-  const q = parseOrThrow(deadQuery, query, 'Invalid query');
-  return deps.deadRuns.list(tenantId, q.limit, { jobId: q.jobId, from: q.from, to: q.to }, q.cursor);
+export async function listDeadRuns(deps: SchedulerDeps, tenantId: string, query: DeadQuery): Promise<Page<Run>> {
+  return deps.deadRuns.list(tenantId, query.limit, { jobId: query.jobId, from: query.from, to: query.to }, query.cursor);
 }
-
-export const bulkReplaySchema = z.strictObject({
-  jobId: resourceId.optional(),
-  from: isoInstant.optional(),
-  to: isoInstant.optional(),
-  limit: z.number().int().min(1).max(100).default(100),
-});
 
 /**
  * Replays the tenant's dead runs of a job and/or a time range, up to `limit` per call. Each replay
@@ -99,10 +80,9 @@ export const bulkReplaySchema = z.strictObject({
 export async function replayDeadRuns(
   deps: SchedulerDeps,
   tenantId: string,
-  body: unknown,
+  request: BulkReplayRequest,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<{ replayed: Run[]; remaining: boolean }> {
-  const request = parseOrThrow(bulkReplaySchema, body ?? {});
   const page = await deps.deadRuns.list(tenantId, request.limit, { jobId: request.jobId, from: request.from, to: request.to });
   const replayed: Run[] = [];
   for (const dead of page.items) {

@@ -1,21 +1,11 @@
 // A tenant's webhook signing secrets: issued (and rotated) with the value shown once, listed without
 // values, revoked. The worker reads the live ones through a short cache (decision 0078).
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
 import { ConflictError, NotFoundError, ServiceUnavailableError } from '../core/errors';
+import type { IssueSigningSecretRequest } from '../api/schemas';
 import type { SigningSecretRecord, SigningSecretsRepository } from '../store/signing-secrets';
 import { SigningSecretConflict } from '../store/signing-secrets';
 import { newSigningSecret } from '../targets/webhook-signature';
-
-/** How long a replaced secret keeps signing, unless the request says otherwise. */
-export const DEFAULT_GRACE_SECONDS = 86_400;
-export const MAX_GRACE_SECONDS = 7 * 86_400;
-
-export const issueSigningSecretSchema = z.strictObject({
-  /** How long the secret this one replaces keeps signing beside it (0: it stops now). */
-  graceSeconds: z.number().int().min(0).max(MAX_GRACE_SECONDS).default(DEFAULT_GRACE_SECONDS),
-});
-export type IssueSigningSecretInput = z.infer<typeof issueSigningSecretSchema>;
 
 export interface SigningSecretsDeps {
   readonly signingSecrets: SigningSecretsRepository;
@@ -29,7 +19,7 @@ export interface IssuedSigningSecret extends SigningSecretRecord {
   readonly previous: readonly SigningSecretRecord[];
 }
 
-export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: string, input: IssueSigningSecretInput): Promise<IssuedSigningSecret> {
+export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: string, input: IssueSigningSecretRequest): Promise<IssuedSigningSecret> {
   if (!deps.signingSecrets.configured) throw new ServiceUnavailableError('This deployment has no KMS key for signing secrets (SIGNING_KEY_ID); its operator configures one');
   const secretId = `sec_${randomBytes(12).toString('base64url')}`;
   const secret = newSigningSecret();

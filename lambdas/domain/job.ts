@@ -11,6 +11,11 @@ export const MAX_TARGET_HEADERS = 20;
 export const DEFAULT_EXTERNAL_LEASE_SECONDS = 300;
 export const MAX_EXTERNAL_LEASE_SECONDS = 3600;
 export const MAX_TARGET_HEADER_VALUE_BYTES = 1024;
+/**
+ * What responses show for each header value of an HTTP target: the values are write-only (they
+ * often carry credentials). In a PATCH, a header sent with this value keeps its stored value.
+ */
+export const MASKED_HEADER_VALUE = '<redacted>';
 /** Names and values of a target's headers together, well under what servers accept (8 KiB). */
 export const MAX_TARGET_HEADER_BYTES = 4096;
 /** Lambda's Invoke accepts a function ARN (with its version or alias) of at most 170 characters. */
@@ -143,11 +148,29 @@ export const retryPolicySchema = z.strictObject({
 });
 export type RetryPolicy = z.infer<typeof retryPolicySchema>;
 
-const jsonValue: z.ZodType<unknown> = z.json();
+/** Any JSON value (a payload, a progress report, a result); named for the OpenAPI document. */
+export const jsonValue: z.ZodType<unknown> = z.json().meta({ id: 'JsonValue', description: 'Any JSON value.' });
+
+/** A job carries at most this many labels (key/value pairs to find it by). */
+export const MAX_JOB_LABELS = 10;
+/**
+ * Label keys and values: letters, digits and `. _ / -`, up to 63 characters (a key starts with a
+ * letter or digit). No `=`, `,` or `#`: a filter is written `key=value`, API Gateway joins repeated
+ * query parameters with commas, and a label's index key is `tenant#key=value`.
+ */
+export const LABEL_KEY_PATTERN = '[A-Za-z0-9][A-Za-z0-9._/-]{0,62}';
+export const LABEL_VALUE_PATTERN = '[A-Za-z0-9._/-]{0,63}';
+export const JOB_LABEL_PATTERN = `${LABEL_KEY_PATTERN}=${LABEL_VALUE_PATTERN}`;
+export const labelKeySchema = z.string().regex(new RegExp(`^${LABEL_KEY_PATTERN}$`), 'must be 1 to 63 letters, digits or . _ / - (starting with a letter or digit)');
+export const labelValueSchema = z.string().regex(new RegExp(`^${LABEL_VALUE_PATTERN}$`), 'must be at most 63 letters, digits or . _ / -');
+export const labelsSchema = z
+  .record(labelKeySchema, labelValueSchema)
+  .refine((labels) => Object.keys(labels).length <= MAX_JOB_LABELS, `at most ${MAX_JOB_LABELS} labels`);
 
 const jobSpecShape = {
   name: identifier(128),
   type: jobTypeSchema,
+  labels: labelsSchema.default({}),
   schedule: scheduleSchema,
   target: targetSchema,
   payload: jsonValue.default({}),
@@ -161,12 +184,16 @@ const jobSpecShape = {
   priority: z.enum(['high', 'normal', 'low']).default('normal'),
 };
 
-/** The fields a PATCH may carry: those of a job spec, each optional; the merged job is checked whole. */
+/** A schema without its default: a PATCH leaves a field it does not name as it is. */
+const withoutDefault = (schema: z.ZodType): z.ZodType => (schema instanceof z.ZodDefault ? (schema.unwrap() as z.ZodType) : schema);
+
+/**
+ * The fields a PATCH may carry: those of a job spec, each optional and without its default (a
+ * field the PATCH does not name is left as it is); the merged job is checked whole.
+ */
 export const jobPatchSchema = z.strictObject(
-  Object.fromEntries(Object.entries(jobSpecShape).map(([field, schema]) => [field, schema.optional()])) as {
-    [K in keyof typeof jobSpecShape]: z.ZodOptional<(typeof jobSpecShape)[K]>;
-  },
-);
+  Object.fromEntries(Object.entries(jobSpecShape).map(([field, schema]) => [field, withoutDefault(schema).optional()])),
+) as unknown as z.ZodObject<{ [K in keyof typeof jobSpecShape]: z.ZodOptional<z.ZodType<z.output<(typeof jobSpecShape)[K]>, z.input<(typeof jobSpecShape)[K]>>> }, z.core.$strict>;
 
 export const jobSpecSchema = z
   .strictObject(jobSpecShape)

@@ -3,8 +3,8 @@
 // without its first occurrence and a name or key is never taken twice.
 import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
-import { MAX_ITEMS_READ_PER_PAGE, readFilteredPage } from './filtered-page';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { MAX_ITEMS_READ_PER_PAGE } from './filtered-page';
+import type { DynamoDBDocumentClient, QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from './conditional';
 import { absentOr, conditionExpressions, IF_NEW, ifHeld, lessThan, transact, transactRetryingConflicts, updateExpressions } from './conditional';
@@ -16,10 +16,11 @@ export interface NewRun {
   readonly run: Run;
   readonly extras: RunItemExtras;
 }
-import { JOBS_BY_TENANT_INDEX, JOBS_NEXT_RUN_INDEX } from './schema';
+import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX, JOBS_BY_TYPE_INDEX, JOBS_NEXT_RUN_INDEX } from './schema';
+import { readIndexedPage } from './indexed-page';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
-import { createRateKey, encodeCursor, idempotencyKey, itemToJob, jobKey, jobNameKey, jobToItem, runToItem, tenantUsageKey } from './keys';
+import { createRateKey, encodeCursor, idempotencyKey, itemToJob, jobKey, jobLabelKey, jobLabelPartition, jobNameKey, jobToItem, labelPairsOf, runToItem, tenantUsageKey } from './keys';
 
 /** Jobs that count against a tenant's active-jobs limit. */
 export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
@@ -61,6 +62,12 @@ export type InsertResult =
 export interface JobFilter {
   readonly status?: JobStatus;
   readonly type?: string;
+  /** Exactly this name. */
+  readonly name?: string;
+  /** Names that start with this (the listing is then in name order). */
+  readonly namePrefix?: string;
+  /** Every one of these labels. */
+  readonly labels?: readonly { readonly key: string; readonly value: string }[];
 }
 
 /** Options of a job read. */
@@ -94,6 +101,10 @@ export class JobsRepository {
       items.idempotency = { Put: { TableName: this.jobsTable, Item: record, ...ifNew } };
     }
     if (firstRun) items.firstRun = { Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ...ifNew } };
+    // One entry per label, to find the job by it (decision 0095).
+    labelPairsOf(job.labels).forEach((label, index) => {
+      items[`label:${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } } };
+    });
     // The tenant's usage counter and this second's create count, checked and counted with the job.
     if (guards && isLive(job.status)) items.usage = this.countActive(job.tenantId, 1, guards.maxActiveJobs);
     const second = guards ? Math.floor(guards.now / 1000) : 0;
@@ -199,40 +210,81 @@ export class JobsRepository {
   }
 
   /**
-   * The tenant's jobs, newest first: up to `limit` jobs that match the filter (see
-   * `readFilteredPage` for the read budget); `nextCursor` is null when no further job matches.
+   * The tenant's jobs matching every filter, newest first (in name order under `namePrefix`). The
+   * most selective filter picks the index read (a label, the name, the type, the status, else all
+   * the tenant's jobs); the jobs it points at are read by key and the other filters kept from them,
+   * within the request's read budget (decision 0095). `nextCursor` is null when nothing follows.
    */
   async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Job>> {
-    const names: Record<string, string> = { '#tenantId': 'tenantId' };
-    const values: Record<string, unknown> = { ':tenantId': tenantId };
-    const filters: string[] = [];
-    if (filter.status) {
-      names['#status'] = 'status';
-      values[':status'] = filter.status;
-      filters.push('#status = :status');
+    const labels = labelPairsOf(Object.fromEntries((filter.labels ?? []).map(({ key, value }) => [key, value])));
+    const keep = (job: Job): boolean =>
+      job.tenantId === tenantId &&
+      (filter.status === undefined || job.status === filter.status) &&
+      (filter.type === undefined || job.type === filter.type) &&
+      (filter.name === undefined || job.name === filter.name) &&
+      (filter.namePrefix === undefined || job.name.startsWith(filter.namePrefix)) &&
+      labels.every((label) => labelPairsOf(job.labels).includes(label));
+    const read = (query: Omit<QueryCommandInput, 'ExclusiveStartKey' | 'Limit' | 'TableName'>, expect: Record<string, string>, sortKey: string, keyNames: readonly string[]) =>
+      this.listThrough(query, expect, sortKey, keyNames, limit, keep, cursor, maxItemsRead);
+    const [firstLabel] = labels;
+    if (firstLabel !== undefined) {
+      const partition = jobLabelPartition(tenantId, firstLabel);
+      return read({ KeyConditionExpression: '#pk = :pk', ExpressionAttributeNames: { '#pk': 'pk' }, ExpressionAttributeValues: { ':pk': partition }, ScanIndexForward: false }, { pk: partition }, 'sk', ['pk', 'sk']);
     }
-    if (filter.type) {
-      names['#type'] = 'type';
-      values[':type'] = filter.type;
-      filters.push('#type = :type');
+    if (filter.name !== undefined || filter.namePrefix !== undefined) {
+      const exact = filter.name !== undefined;
+      return read(
+        {
+          IndexName: JOBS_BY_NAME_INDEX,
+          KeyConditionExpression: exact ? '#tenantId = :tenantId AND #name = :name' : '#tenantId = :tenantId AND begins_with(#name, :name)',
+          ExpressionAttributeNames: { '#tenantId': 'tenantId', '#name': 'name' },
+          ExpressionAttributeValues: { ':tenantId': tenantId, ':name': filter.name ?? filter.namePrefix },
+        },
+        { tenantId },
+        'name',
+        ['pk', 'sk', 'tenantId', 'name'],
+      );
     }
-    const page = await readFilteredPage(
-      this.dynamo,
-      {
-        TableName: this.jobsTable,
-        IndexName: JOBS_BY_TENANT_INDEX,
-        KeyConditionExpression: '#tenantId = :tenantId',
-        FilterExpression: filters.length > 0 ? filters.join(' AND ') : undefined,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        ScanIndexForward: false,
-      },
-      limit,
-      (item) => ({ pk: item.pk, sk: item.sk, tenantId: item.tenantId, tenantSort: item.tenantSort }),
-      cursor ? decodeCursorOrThrow(cursor, { tenantId }) : undefined,
-      maxItemsRead,
+    const [indexName, attribute, value] =
+      filter.type !== undefined
+        ? [JOBS_BY_TYPE_INDEX, 'tenantType', `${tenantId}#${filter.type}`]
+        : filter.status !== undefined
+          ? [JOBS_BY_STATUS_INDEX, 'tenantStatus', `${tenantId}#${filter.status}`]
+          : [JOBS_BY_TENANT_INDEX, 'tenantId', tenantId];
+    return read(
+      { IndexName: indexName, KeyConditionExpression: '#partition = :partition', ExpressionAttributeNames: { '#partition': attribute }, ExpressionAttributeValues: { ':partition': value }, ScanIndexForward: false },
+      { [attribute]: value },
+      'tenantSort',
+      ['pk', 'sk', attribute, 'tenantSort'],
     );
-    return { items: page.items.map(itemToJob), nextCursor: encodeCursor(page.next) };
+  }
+
+  private async listThrough(
+    query: Omit<QueryCommandInput, 'ExclusiveStartKey' | 'Limit' | 'TableName'>,
+    expect: Record<string, string>,
+    sortKey: string,
+    keyNames: readonly string[],
+    limit: number,
+    keep: (job: Job) => boolean,
+    cursor: string | undefined,
+    maxItemsRead: number,
+  ): Promise<Page<Job>> {
+    const page = await readIndexedPage<Job>(this.dynamo, { TableName: this.jobsTable, ...query }, {
+      limit,
+      start: cursor ? decodeCursorOrThrow(cursor, expect, sortKey) : undefined,
+      keyOf: (entry) => Object.fromEntries(keyNames.map((name) => [name, entry[name]])),
+      load: async (entries) => {
+        // Label entries name their job; index entries are the job's own keys.
+        const jobIds = entries.map((entry) => (typeof entry.jobId === 'string' ? entry.jobId : String(entry.pk).slice('JOB#'.length)));
+        const jobs = await this.getManyAnyTenant(jobIds);
+        return jobIds.map((jobId) => jobs.get(jobId) ?? null);
+      },
+      keep,
+      // Every listing is checked against the jobs read: an index is eventually consistent.
+      filtered: true,
+      maxItemsRead,
+    });
+    return { items: page.items, nextCursor: encodeCursor(page.next) };
   }
 
   /**
@@ -240,7 +292,7 @@ export class JobsRepository {
    * are the condition (a compare-and-swap). New runs and the release of the job's name are written
    * in the same transaction.
    */
-  async replace(next: Job, expected: Pick<Job, 'version' | 'nextRunId' | 'status'>, extra: ReplaceExtras = {}): Promise<ReplaceResult> {
+  async replace(next: Job, expected: Pick<Job, 'version' | 'nextRunId' | 'status'> & { readonly labels?: Job['labels'] }, extra: ReplaceExtras = {}): Promise<ReplaceResult> {
     const jobPut = { TableName: this.jobsTable, Item: jobToItem(next), ...conditionExpressions({ version: expected.version, nextRunId: expected.nextRunId }) };
     const items: Record<string, TransactItem> = { job: { Put: jobPut } };
     const newRuns = extra.newRuns ?? [];
@@ -255,6 +307,15 @@ export class JobsRepository {
     const becomesLive = !isLive(expected.status) && isLive(next.status);
     if (isLive(expected.status) && !isLive(next.status)) items.usage = this.countActive(next.tenantId, -1, null);
     else if (becomesLive) items.usage = this.countActive(next.tenantId, 1, extra.maxActiveJobs ?? null);
+    // Label entries follow the job's labels (decision 0095): new ones written, dropped ones deleted.
+    const before = new Set(labelPairsOf(expected.labels));
+    const after = new Set(labelPairsOf(next.labels));
+    [...after].filter((label) => !before.has(label)).forEach((label, index) => {
+      items[`label+${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(next.tenantId, label, next), jobId: next.jobId } } };
+    });
+    [...before].filter((label) => !after.has(label)).forEach((label, index) => {
+      items[`label-${index}`] = { Delete: { TableName: this.jobsTable, Key: jobLabelKey(next.tenantId, label, next) } };
+    });
     if (Object.keys(items).length === 1) {
       const put = await ifHeld(() => this.dynamo.send(new PutCommand(jobPut)));
       return put.held ? 'replaced' : 'conflict';

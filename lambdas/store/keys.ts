@@ -49,6 +49,13 @@ const pad = (n: number, width: number): string => String(n).padStart(width, '0')
 
 /** Sort key of a job within its tenant (byTenant index): creation time, then id. */
 export const tenantSortOf = (job: Pick<Job, 'createdAt' | 'jobId'>): string => `${job.createdAt}#${job.jobId}`;
+/** A job's entry for one of its labels (jobs table): found by `tenant#key=value`, newest first. */
+export const jobLabelKey = (tenantId: string, label: string, job: Pick<Job, 'createdAt' | 'jobId'>): Key => ({ pk: jobLabelPartition(tenantId, label), sk: tenantSortOf(job) });
+export const jobLabelPartition = (tenantId: string, label: string): string => `JOBLABEL#${tenantId}#${label}`;
+/** A job's labels as `key=value` strings (the form of a label filter and of its index key). */
+export const labelPairsOf = (labels: Readonly<Record<string, string>> | undefined): string[] => Object.entries(labels ?? {}).map(([key, value]) => `${key}=${value}`);
+/** Sort key of a run within its tenant (byTenantKeys index): occurrence, then id. */
+export const tenantRunSortOf = (run: Pick<Run, 'scheduledFor' | 'runId'>): string => `${run.scheduledFor}#${run.runId}`;
 /** Sort key of a run within its job (byJob index): occurrence, then attempt. */
 export const jobSortOf = (run: Pick<Run, 'scheduledFor' | 'attempt'>): string => `${run.scheduledFor}#${pad(run.attempt, 4)}`;
 
@@ -68,15 +75,19 @@ export function jobToItem(job: Job): Item {
     // Stored as text: any JSON (top-level arrays, nulls, empty maps) round-trips exactly.
     payloadJson: JSON.stringify(payload),
     tenantSort: tenantSortOf(job),
+    // Keys of the finding indexes (decision 0095).
+    tenantStatus: `${job.tenantId}#${job.status}`,
+    tenantType: `${job.tenantId}#${job.type}`,
     // In the sparse byNextRun index only while the job is active with an occurrence pending.
     ...(job.status === 'ACTIVE' && job.nextRunAt ? { nextRunShard: String(shardOf(job.jobId, NEXT_RUN_SHARDS)) } : {}),
   };
 }
 
 export function itemToJob(item: Item): Job {
-  const { pk: _pk, sk: _sk, payloadJson, tenantSort: _ts, nextRunShard: _nrs, ...rest } = item;
-  const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt'> & { nextRunAt?: string };
-  return { ...job, nextRunAt: job.nextRunAt ?? null, payload: JSON.parse(String(payloadJson)) as unknown };
+  const { pk: _pk, sk: _sk, payloadJson, tenantSort: _ts, nextRunShard: _nrs, tenantStatus: _tst, tenantType: _tty, ...rest } = item;
+  const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt' | 'labels'> & { nextRunAt?: string; labels?: Record<string, string> };
+  // Jobs written before labels have none.
+  return { ...job, labels: job.labels ?? {}, nextRunAt: job.nextRunAt ?? null, payload: JSON.parse(String(payloadJson)) as unknown };
 }
 
 /** Fields of a run item that are bookkeeping rather than part of the Run. */
@@ -122,6 +133,7 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
     leaseMs: run.leaseSeconds * 1000,
     leaseExpiresAtMs: leaseExpiresAt === null ? null : Date.parse(leaseExpiresAt),
     jobSort: jobSortOf(run),
+    tenantRunSort: tenantRunSortOf(run),
     ...(extras.payloadOverride !== undefined ? { payloadOverrideJson: JSON.stringify(extras.payloadOverride) } : {}),
     ...(extras.gate ? gateAttributes(run.runId, extras.gate.at, extras.gate.shards) : {}),
     ...(extras.backfillRemaining !== undefined ? { backfillRemaining: extras.backfillRemaining } : {}),
@@ -179,7 +191,8 @@ export function encodeCursor(key: Record<string, unknown> | undefined): string |
 /** The sort key of each index a listing pages through, by the index's partition key. */
 const INDEX_SORT_KEY: Readonly<Record<string, string>> = { tenantId: 'tenantSort', jobId: 'jobSort', deadTenantId: 'deadSort' };
 
-export function decodeCursor(cursor: string, expect: Record<string, string>): Record<string, unknown> | null {
+/** `sortKey`: the index's sort key, where its partition key does not say (INDEX_SORT_KEY). */
+export function decodeCursor(cursor: string, expect: Record<string, string>, sortKey?: string): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
@@ -190,7 +203,7 @@ export function decodeCursor(cursor: string, expect: Record<string, string>): Re
     }
     // Exactly the keys of a LastEvaluatedKey of that index, as non-empty strings: anything else
     // would reach DynamoDB as an invalid ExclusiveStartKey (a 500, not the 400 it deserves).
-    const wanted = new Set(['pk', 'sk', ...Object.keys(expect).flatMap((name) => [name, INDEX_SORT_KEY[name] ?? name])]);
+    const wanted = new Set(['pk', 'sk', ...Object.keys(expect).flatMap((name) => [name, sortKey ?? INDEX_SORT_KEY[name] ?? name])]);
     const keys = Object.keys(record);
     if (keys.length !== wanted.size || !keys.every((key) => wanted.has(key))) return null;
     if (!Object.values(record).every((v) => typeof v === 'string' && v.length > 0 && v.length <= 1024)) return null;

@@ -8,8 +8,8 @@ export interface Page<T> {
 }
 
 /** The start key a cursor stands for; a cursor this listing did not return is the caller's error (400). */
-export function decodeCursorOrThrow(cursor: string, expect: Record<string, string>): Record<string, unknown> {
-  const key = decodeCursor(cursor, expect);
+export function decodeCursorOrThrow(cursor: string, expect: Record<string, string>, sortKey?: string): Record<string, unknown> {
+  const key = decodeCursor(cursor, expect, sortKey);
   if (!key) throw new ValidationError('Invalid cursor', [{ path: 'cursor', message: 'is not a cursor this listing returned' }]);
   return key;
 }

@@ -3,7 +3,7 @@
 // (time-index.ts) and dead runs (dead-runs.ts) are modules of their own over the same table.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { Run } from '../domain/run';
+import type { Run, RunStatus } from '../domain/run';
 import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
@@ -11,7 +11,15 @@ import type { RunItemExtras } from './keys';
 import { encodeCursor, itemToRun, RUN_PK_PREFIX, runKey, runToItem } from './keys';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
-import { RUNS_BY_JOB_INDEX } from './schema';
+import { RUNS_BY_JOB_INDEX, RUNS_BY_TENANT_INDEX } from './schema';
+import { readIndexedPage } from './indexed-page';
+
+/** Filters of a run listing: a status, and the occurrence time from (inclusive) to (exclusive), as UTC ISO instants. */
+export interface RunFilter {
+  readonly status?: RunStatus;
+  readonly from?: string;
+  readonly to?: string;
+}
 
 export class RunRecords {
   constructor(
@@ -66,21 +74,45 @@ export class RunRecords {
     return runs.filter((run) => PENDING_STATUSES.includes(run.status));
   }
 
-  /** The runs of a job, newest occurrence and attempt first. */
-  async listByJob(jobId: string, limit: number, cursor?: string): Promise<Page<Run>> {
-    const { Items: items = [], LastEvaluatedKey: last } = await this.dynamo.send(
-      new QueryCommand({
+  /**
+   * The runs of a job, newest occurrence and attempt first; `from`/`to` bound the occurrence time
+   * (the index's sort key), `status` is kept from the runs read (decision 0095).
+   */
+  async listByJob(jobId: string, limit: number, cursor?: string, filter: RunFilter = {}): Promise<Page<Run>> {
+    return this.listThroughIndex(RUNS_BY_JOB_INDEX, 'jobId', jobId, 'jobSort', limit, filter, cursor);
+  }
+
+  /** The tenant's runs, newest occurrence first, filtered as listByJob's (decision 0095). */
+  async listByTenant(tenantId: string, limit: number, filter: RunFilter = {}, cursor?: string): Promise<Page<Run>> {
+    return this.listThroughIndex(RUNS_BY_TENANT_INDEX, 'tenantId', tenantId, 'tenantRunSort', limit, filter, cursor);
+  }
+
+  private async listThroughIndex(indexName: string, partitionKey: string, partition: string, sortKey: string, limit: number, filter: RunFilter, cursor?: string): Promise<Page<Run>> {
+    const page = await readIndexedPage(
+      this.dynamo,
+      {
         TableName: this.tableName,
-        IndexName: RUNS_BY_JOB_INDEX,
-        KeyConditionExpression: '#jobId = :jobId',
-        ExpressionAttributeNames: { '#jobId': 'jobId' },
-        ExpressionAttributeValues: { ':jobId': jobId },
+        IndexName: indexName,
+        KeyConditionExpression: '#partition = :partition AND #sort BETWEEN :from AND :to',
+        ExpressionAttributeNames: { '#partition': partitionKey, '#sort': sortKey },
+        // Sort keys start with the occurrence time: `to` is exclusive, so the bound stops before it.
+        ExpressionAttributeValues: { ':partition': partition, ':from': filter.from ?? '0000', ':to': filter.to ?? '9999~' },
         ScanIndexForward: false,
-        Limit: limit,
-        ExclusiveStartKey: cursor ? decodeCursorOrThrow(cursor, { jobId }) : undefined,
-      }),
+      },
+      {
+        limit,
+        start: cursor ? decodeCursorOrThrow(cursor, { [partitionKey]: partition }, sortKey) : undefined,
+        keyOf: (entry) => ({ pk: entry.pk, sk: entry.sk, [partitionKey]: entry[partitionKey], [sortKey]: entry[sortKey] }),
+        load: async (entries) => {
+          const runs = await this.inKeyOrder(entries);
+          const byId = new Map(runs.map((run) => [`${RUN_PK_PREFIX}${run.runId}`, run]));
+          return entries.map((entry) => byId.get(String(entry.pk)) ?? null);
+        },
+        keep: (run) => filter.status === undefined || run.status === filter.status,
+        filtered: filter.status !== undefined,
+      },
     );
-    return { items: await this.inKeyOrder(items), nextCursor: encodeCursor(last) };
+    return { items: page.items, nextCursor: encodeCursor(page.next) };
   }
 
   /** The runs whose index entries are given, in the entries' order (runs deleted since are left out). */

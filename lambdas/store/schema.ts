@@ -36,6 +36,11 @@ export const RUNS_TIME_INDEX = 'timeIndex';
 export const JOBS_NEXT_RUN_INDEX = 'byNextRun';
 export const RUNS_DEAD_INDEX = 'deadByTenant';
 export const RUNS_CLAIM_INDEX = 'claimable';
+/** Finding jobs and runs (decision 0095): keys only, written when their keys change. */
+export const JOBS_BY_NAME_INDEX = 'byTenantName';
+export const JOBS_BY_STATUS_INDEX = 'byTenantStatus';
+export const JOBS_BY_TYPE_INDEX = 'byTenantType';
+export const RUNS_BY_TENANT_INDEX = 'byTenantKeys';
 /** Partitions of the jobs' byNextRun index. */
 export const NEXT_RUN_SHARDS = 8;
 
@@ -59,6 +64,11 @@ export const jobsTable: TableDefinition = {
       sortKey: { name: 'nextRunAt', type: 'S' },
       projection: ['jobId', 'nextRunId'],
     },
+    // Finding a tenant's jobs (decision 0095). Keys only: a job is rewritten at every occurrence
+    // (its nextRunAt), and a keys-only index is written only when its own keys change.
+    { indexName: JOBS_BY_NAME_INDEX, partitionKey: { name: 'tenantId', type: 'S' }, sortKey: { name: 'name', type: 'S' }, projection: 'keys' },
+    { indexName: JOBS_BY_STATUS_INDEX, partitionKey: { name: 'tenantStatus', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'keys' },
+    { indexName: JOBS_BY_TYPE_INDEX, partitionKey: { name: 'tenantType', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'keys' },
   ],
   timeToLiveAttribute: 'expiresAtEpoch',
 };
@@ -100,6 +110,14 @@ export const runsTable: TableDefinition = {
       partitionKey: { name: 'claimTenant', type: 'S' },
       sortKey: { name: 'claimSort', type: 'S' },
       projection: ['leaseMs'],
+    },
+    {
+      // A tenant's runs by occurrence time (decision 0095). Keys only, and its sort key is written
+      // once, when the run is created: the run's later writes do not touch it.
+      indexName: RUNS_BY_TENANT_INDEX,
+      partitionKey: { name: 'tenantId', type: 'S' },
+      sortKey: { name: 'tenantRunSort', type: 'S' },
+      projection: 'keys',
     },
   ],
 };

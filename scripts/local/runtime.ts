@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { createAuthorizerHandler } from '../../lambdas/authorizer/app';
+import { PUBLIC_ROUTES } from '../../lambdas/api/routes';
 import { createApiHandler } from '../../lambdas/api/app';
 import type { ApiEvent } from '../../lambdas/api/http';
 import { MAX_BODY_BYTES } from '../../lambdas/api/http';
@@ -159,6 +160,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         // API Gateway's part: no Authorization header, no call; otherwise the authorizer first, its
         // answer passed on as the request's authorizer context.
         const authorization = event.headers.authorization;
+        // Routes the stack serves without the authorizer (lambdas/api/routes.ts: PUBLIC_ROUTES).
+        if (PUBLIC_ROUTES.some((route) => route.method === event.requestContext.http.method && route.path === event.rawPath)) {
+          const result = await asFunction('api', () => api(event, lambdaContext('api')));
+          response.writeHead(result.statusCode ?? 200, result.headers as Record<string, string> | undefined);
+          response.end(result.body ?? '');
+          return;
+        }
         if (!authorization) {
           response.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
           response.end(JSON.stringify({ message: 'Unauthorized' }));

@@ -39,7 +39,7 @@ describe('cdk-nag AwsSolutions', () => {
     const suppressions = Object.values(resources).flatMap((r) => r.Metadata?.cdk_nag?.rules_to_suppress ?? []);
     expect(suppressions.length).toBeGreaterThan(0);
     for (const { id, reason } of suppressions) expect({ id, long: reason.length >= 60 }).toEqual({ id, long: true });
-    expect(new Set(suppressions.map((s) => s.id))).toEqual(new Set(['AwsSolutions-IAM5', 'AwsSolutions-L1']));
+    expect(new Set(suppressions.map((s) => s.id))).toEqual(new Set(['AwsSolutions-APIG4', 'AwsSolutions-IAM5', 'AwsSolutions-L1']));
   });
 
   it('does flag what it should: an unencrypted queue without a DLQ in another stack', () => {

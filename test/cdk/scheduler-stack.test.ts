@@ -69,7 +69,7 @@ describe('storage', () => {
       expect(table.Properties.Replicas[0].DeletionProtectionEnabled).toBe(true);
     }
     const indexNames = tables.flatMap((t) => (t.Properties.GlobalSecondaryIndexes as { IndexName: string }[]).map((i) => i.IndexName)).sort();
-    expect(indexNames).toEqual(['byJobKeys', 'byNextRun', 'byTenant', 'claimable', 'deadByTenant', 'timeIndex']);
+    expect(indexNames).toEqual(['byJobKeys', 'byNextRun', 'byTenant', 'byTenantKeys', 'byTenantName', 'byTenantStatus', 'byTenantType', 'claimable', 'deadByTenant', 'timeIndex']);
     template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
       GlobalSecondaryIndexes: Match.arrayWith([
         Match.objectLike({
@@ -129,7 +129,7 @@ describe('least privilege', () => {
     const dlq = dlqIdOf();
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler HTTP API')))).toEqual({
       'dynamodb:GetItem': [jobs, runs].sort(),
-      'dynamodb:BatchGetItem': [runs],
+      'dynamodb:BatchGetItem': [jobs, runs].sort(),
       'dynamodb:Query': [jobs, runs].sort(),
       'dynamodb:PutItem': [jobs, runs].sort(),
       'dynamodb:DeleteItem': [jobs],
@@ -138,7 +138,9 @@ describe('least privilege', () => {
       'sqs:GetQueueAttributes': [dlq, ...lanes].sort(),
     });
     const api = grantsOf(functionId('Job scheduler HTTP API'));
-    expect([...api.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action))).toEqual(['cloudwatch:GetMetricData']);
+    expect([...api.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action)).sort()).toEqual(['cloudwatch:GetMetricData', 'kms:Encrypt']);
+    // Encrypt only, and only with the signing secrets' key: the API never decrypts a secret.
+    expect([...api.get('kms:Encrypt')!].map((id) => resources[id]!.Type)).toEqual(['AWS::KMS::Key']);
   });
 
   it('lets the worker lease and record runs, move a job chain on, and consume the dispatch queue', () => {
@@ -179,7 +181,10 @@ describe('least privilege', () => {
   it('gives the worker and the ticker no action beyond their tables, queues and logs when the deployment allows no AWS target', () => {
     for (const description of ['Job scheduler worker', 'Job scheduler ticker']) {
       const grants = grantsOf(functionId(description));
-      expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs):/.test(action)).sort(), description).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
+      // The worker decrypts the tenants' signing secrets with the stack's own key, nothing else.
+      const own = description === 'Job scheduler worker' ? ['kms:Decrypt'] : [];
+      expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs):/.test(action)).sort(), description).toEqual([...own, 'logs:CreateLogStream', 'logs:PutLogEvents']);
+      for (const action of own) expect([...grants.get(action)!].map((id) => resources[id]!.Type), description).toEqual(['AWS::KMS::Key']);
       // Logs only to the function's own log group.
       const logGroups = [...(grants.get('logs:PutLogEvents') ?? [])];
       expect(logGroups, description).toHaveLength(1);

@@ -50,7 +50,9 @@ const targetActions = /^(lambda:InvokeFunction|sqs:SendMessage|events:PutEvents|
 function targetGrants(statements: Statement[]): { action: string; resources: unknown }[] {
   return statements
     .flatMap((statement) => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]).map((action) => ({ action, resources: statement.Resource })))
-    .filter(({ action, resources }) => targetActions.test(action) && (action !== 'sqs:SendMessage' || JSON.stringify(resources).includes('arn:aws:sqs')));
+    .filter(({ action, resources }) => targetActions.test(action) && (action !== 'sqs:SendMessage' || JSON.stringify(resources).includes('arn:aws:sqs')))
+    // The stack's own key (the signing secrets'), not a target's.
+    .filter(({ resources }) => !JSON.stringify(resources).includes('"SigningKey'));
 }
 
 describe('stack property targets', () => {

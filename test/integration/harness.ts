@@ -27,6 +27,7 @@ import { tick as tickUseCase } from '../../lambdas/app/tick';
 import { leaseCheckAt } from '../../lambdas/domain/time-gate';
 import type { LeaseRequest } from '../../lambdas/store/run-leases';
 import { recordAccesses } from '../support/access-log';
+import { contractViolations } from '../support/contract';
 
 let clients: AwsClients | undefined;
 
@@ -142,7 +143,11 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       });
       const text = await response.text();
-      return { status: response.status, body: text ? JSON.parse(text) : null };
+      const parsed: unknown = text ? JSON.parse(text) : null;
+      // Every response the integration tests receive must conform to the OpenAPI document.
+      const violations = contractViolations(method, path, response.status, response.headers.get('content-type'), parsed);
+      if (violations.length > 0) throw new Error(`The response breaks docs/openapi.json:\n${violations.slice(0, 10).join('\n')}`);
+      return { status: response.status, body: parsed };
     },
     workerDeps(workerId, clock) {
       return createDeps(config, aws, { workerId, metricSink: (line) => metricLines.push(line), ...(clock ? { clock } : {}) });

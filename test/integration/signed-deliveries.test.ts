@@ -2,7 +2,7 @@
 // knows it verifies every delivery and refuses a tampered one; through a rotation, a target that
 // still has the old secret keeps verifying until the grace period ends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyDelivery } from '../../lambdas/targets/webhook-signature';
+import { verifyDelivery } from '../../clients/index';
 import type { LocalRuntime } from '../../scripts/local/runtime';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';

@@ -5,11 +5,11 @@ import type { z } from 'zod';
 import { describe, expectTypeOf, it } from 'vitest';
 import type * as client from '../../clients/types';
 import type { Claim } from '../../clients/worker-client';
-import type { ClaimedRun, claimSchema, heartbeatRun } from '../../lambdas/app/external-workers';
+import type { ClaimedRun, heartbeatRun } from '../../lambdas/app/external-workers';
+import type { bulkReplaySchema, claimSchema, previewSchema, triggerSchema } from '../../lambdas/api/schemas';
 import type { HealthReport } from '../../lambdas/app/health';
-import type { CreateJobResult, getJob, JobView, previewSchedule, previewSchema } from '../../lambdas/app/jobs';
-import type { triggerSchema } from '../../lambdas/app/job-lifecycle';
-import type { bulkReplaySchema, replayDeadRuns } from '../../lambdas/app/runs';
+import type { CreateJobResult, getJob, JobView, previewSchedule } from '../../lambdas/app/jobs';
+import type { replayDeadRuns } from '../../lambdas/app/runs';
 import type { Page } from '../../lambdas/store/page';
 
 describe('the client types are the backend types', () => {

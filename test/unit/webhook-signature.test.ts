@@ -1,6 +1,6 @@
-// Signed deliveries against the Standard Webhooks specification: its published example, and the
-// reference library (`standardwebhooks`, the spec authors' own) verifying what we sign and signing
-// what we verify.
+// Signed deliveries against the Standard Webhooks specification (our signer, and the client
+// package's verifyDelivery that targets use): its published example, and the reference library
+// (`standardwebhooks`, the spec authors' own) verifying what we sign and signing what we verify.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
@@ -11,8 +11,8 @@ import type { Egress } from '../../lambdas/targets/egress';
 import { egressPolicyOf } from '../../lambdas/targets/egress';
 import { callHttpTarget } from '../../lambdas/targets/http-target';
 import { describe, expect, it } from 'vitest';
-import { newSigningSecret, secretKey, signDelivery, verifyDelivery } from '../../lambdas/targets/webhook-signature';
-import { verifyDelivery as clientVerifyDelivery } from '../../clients/index';
+import { newSigningSecret, secretKey, signDelivery } from '../../lambdas/targets/webhook-signature';
+import { verifyDelivery } from '../../clients/index';
 
 // The example of the specification (standard-webhooks, spec/standard-webhooks.md, "Signature scheme").
 const SPEC = {
@@ -58,9 +58,6 @@ describe('verifying a delivery', () => {
 
   it("accepts the specification's example, and what the reference library signs", () => {
     expect(verifyDelivery(SPEC.secret, signed, SPEC.body, AT_SPEC_TIME)).toBeNull();
-    // The typed client's helper, for targets written in TypeScript, is the same check.
-    expect(clientVerifyDelivery(SPEC.secret, signed, SPEC.body, AT_SPEC_TIME)).toBeNull();
-    expect(clientVerifyDelivery(SPEC.secret, signed, `${SPEC.body} `, AT_SPEC_TIME)).toBe('no-matching-signature');
     const secret = newSigningSecret();
     const at = new Date();
     const body = '{"hello":"world"}';

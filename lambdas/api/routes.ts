@@ -1,0 +1,256 @@
+// The route table of the API as data: method, path, what each route reads and what it answers.
+// The router (app.ts) serves it, with one handler per operation; the OpenAPI document
+// (openapi.ts) is generated from it. No AWS SDK here: a client or a script may import it.
+import type { z } from 'zod';
+import { resourceId } from '../core/validation';
+import type { ProblemStatus } from './schemas';
+import {
+  bulkReplayResponseSchema,
+  bulkReplaySchema,
+  claimSchema,
+  claimedRunSchema,
+  completeSchema,
+  createJobResponseSchema,
+  deadQuery,
+  failSchema,
+  healthQuery,
+  healthReportSchema,
+  heartbeatResponseSchema,
+  heartbeatSchema,
+  issueSigningSecretSchema,
+  issuedSigningSecretSchema,
+  jobDetailSchema,
+  jobPageSchema,
+  jobPatchSchema,
+  jobSpecSchema,
+  jobViewSchema,
+  listJobsQuery,
+  listRunsQuery,
+  previewResponseSchema,
+  previewSchema,
+  runPageSchema,
+  runResponseSchema,
+  runSchema,
+  signingSecretListSchema,
+  triggerSchema,
+} from './schemas';
+
+/** Every path parameter of every route, by name. A malformed id is a 400; a well-formed unknown one, 404. */
+export const PATH_PARAMS = { jobId: resourceId, runId: resourceId, secretId: resourceId } as const satisfies Record<string, z.ZodType>;
+
+export interface SuccessResponse {
+  readonly description: string;
+  /** The body's schema; none for an empty body (204). */
+  readonly schema?: z.ZodType;
+  /** Response headers worth documenting, by name. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface RouteSpec {
+  readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** A path template; `{name}` is one segment, checked by PATH_PARAMS[name]. */
+  readonly path: string;
+  readonly summary: string;
+  readonly description?: string;
+  readonly tag: 'Jobs' | 'Runs' | 'Dead runs' | 'External workers' | 'Schedules' | 'Signing secrets' | 'Health' | 'Contract';
+  /** The query string's schema; a route without one takes no query parameters. */
+  readonly query?: z.ZodType;
+  /** The JSON body; absent: the route takes no body (none, or `{}`). */
+  readonly body?: { readonly schema: z.ZodType; readonly required: boolean };
+  /** Request headers the route reads, besides Authorization. */
+  readonly headers?: readonly ('If-Match' | 'Idempotency-Key')[];
+  readonly responses: Readonly<Partial<Record<200 | 201 | 202 | 204, SuccessResponse>>>;
+  /** Problems this route answers with besides those every route may (400, 404, 429, 500, 503). */
+  readonly problems?: readonly ProblemStatus[];
+  /** Served without an API key (API Gateway routes it without the authorizer). */
+  readonly public?: boolean;
+  /** An example request body, shown in the document. */
+  readonly example?: unknown;
+}
+
+const job = { description: 'The job', schema: jobViewSchema };
+
+const exampleJob = {
+  name: 'nightly-report',
+  type: 'reports',
+  labels: { team: 'billing', env: 'prod' },
+  schedule: { kind: 'cron', expression: '0 2 * * *', timezone: 'Europe/Paris' },
+  target: { kind: 'http', url: 'https://example.com/hooks/report', method: 'POST', headers: { Authorization: 'Bearer s3cr3t' } },
+  payload: { report: 'daily' },
+};
+
+/** The API's routes, by operation id (the OpenAPI operationId and the name of its handler). */
+export const ROUTES = {
+  createJob: {
+    method: 'POST',
+    path: '/v1/jobs',
+    tag: 'Jobs',
+    summary: 'Create a job',
+    description: 'Creates a job and plans its first run in one transaction. With an Idempotency-Key, a retry answers as the first request did (201, with `Idempotent-Replayed: true`).',
+    body: { schema: jobSpecSchema, required: true },
+    headers: ['Idempotency-Key'],
+    responses: { 201: { description: 'The job was created (or, under a replayed Idempotency-Key, had been)', schema: createJobResponseSchema, headers: { Location: 'The job’s URL', 'Idempotent-Replayed': '`true` when this answers an earlier request with the same key' } } },
+    problems: [409, 413, 415],
+    example: exampleJob,
+  },
+  listJobs: {
+    method: 'GET',
+    path: '/v1/jobs',
+    tag: 'Jobs',
+    summary: 'List jobs',
+    description: 'Newest first, or in name order with `namePrefix`. Filters combine (all must match); each is served by an index (docs/decisions/0095-job-and-run-finding-indexes.md).',
+    query: listJobsQuery,
+    responses: { 200: { description: 'A page of jobs', schema: jobPageSchema } },
+  },
+  getJob: {
+    method: 'GET',
+    path: '/v1/jobs/{jobId}',
+    tag: 'Jobs',
+    summary: 'Get a job with its recent runs',
+    responses: { 200: { description: 'The job and its ten most recent runs', schema: jobDetailSchema } },
+  },
+  patchJob: {
+    method: 'PATCH',
+    path: '/v1/jobs/{jobId}',
+    tag: 'Jobs',
+    summary: 'Change a job',
+    description: `Each field given replaces the stored one whole; the result is checked as a full job. A header of an HTTP target sent with the masked value "<redacted>" keeps its stored value; a header left out is removed.`,
+    body: { schema: jobPatchSchema, required: true },
+    headers: ['If-Match'],
+    responses: { 200: job },
+    problems: [409, 412, 413, 415],
+    example: { timeoutSeconds: 120, labels: { team: 'billing' } },
+  },
+  deleteJob: { method: 'DELETE', path: '/v1/jobs/{jobId}', tag: 'Jobs', summary: 'Delete (cancel) a job', responses: { 200: job } },
+  pauseJob: { method: 'POST', path: '/v1/jobs/{jobId}/pause', tag: 'Jobs', summary: 'Pause a job', responses: { 200: job }, problems: [409] },
+  resumeJob: { method: 'POST', path: '/v1/jobs/{jobId}/resume', tag: 'Jobs', summary: 'Resume a paused job', responses: { 200: job }, problems: [409] },
+  triggerJob: {
+    method: 'POST',
+    path: '/v1/jobs/{jobId}/trigger',
+    tag: 'Jobs',
+    summary: 'Run a job now',
+    body: { schema: triggerSchema, required: false },
+    responses: { 202: { description: 'The manual run', schema: runResponseSchema } },
+    problems: [409, 413, 415],
+    example: { payload: { report: 'adhoc' } },
+  },
+  listJobRuns: {
+    method: 'GET',
+    path: '/v1/jobs/{jobId}/runs',
+    tag: 'Runs',
+    summary: 'List the runs of a job',
+    description: 'Newest occurrence first; `from`/`to` bound the occurrence time.',
+    query: listRunsQuery,
+    responses: { 200: { description: 'A page of runs', schema: runPageSchema } },
+  },
+  listRuns: {
+    method: 'GET',
+    path: '/v1/runs',
+    tag: 'Runs',
+    summary: 'List the runs of the tenant',
+    description: 'Newest occurrence first; `from`/`to` bound the occurrence time.',
+    query: listRunsQuery,
+    responses: { 200: { description: 'A page of runs', schema: runPageSchema } },
+  },
+  getRun: { method: 'GET', path: '/v1/runs/{runId}', tag: 'Runs', summary: 'Get a run', responses: { 200: { description: 'The run', schema: runSchema } } },
+  cancelRun: { method: 'POST', path: '/v1/runs/{runId}/cancel', tag: 'Runs', summary: 'Cancel a run', responses: { 200: { description: 'The run as it is now', schema: runSchema } }, problems: [409] },
+  replayRun: { method: 'POST', path: '/v1/runs/{runId}/replay', tag: 'Runs', summary: 'Replay a finished run', responses: { 202: { description: 'The new run', schema: runResponseSchema } }, problems: [409] },
+  claimRun: {
+    method: 'POST',
+    path: '/v1/workers/claim',
+    tag: 'External workers',
+    summary: 'Claim a due run of an external target',
+    body: { schema: claimSchema, required: false },
+    responses: { 200: { description: 'A run, leased to the caller', schema: claimedRunSchema }, 204: { description: 'Nothing due within waitSeconds: ask again' } },
+    problems: [413, 415],
+    example: { jobType: 'reports', waitSeconds: 10, workerId: 'host-1' },
+  },
+  heartbeatRun: {
+    method: 'POST',
+    path: '/v1/runs/{runId}/heartbeat',
+    tag: 'External workers',
+    summary: 'Renew a lease, report progress',
+    body: { schema: heartbeatSchema, required: true },
+    responses: { 200: { description: 'The run and its renewed lease', schema: heartbeatResponseSchema } },
+    problems: [409, 413, 415],
+  },
+  completeRun: {
+    method: 'POST',
+    path: '/v1/runs/{runId}/complete',
+    tag: 'External workers',
+    summary: 'Complete a claimed run',
+    body: { schema: completeSchema, required: true },
+    responses: { 200: { description: 'The run', schema: runSchema } },
+    problems: [409, 413, 415],
+  },
+  failRun: {
+    method: 'POST',
+    path: '/v1/runs/{runId}/fail',
+    tag: 'External workers',
+    summary: 'Fail a claimed run',
+    body: { schema: failSchema, required: true },
+    responses: { 200: { description: 'The run', schema: runSchema } },
+    problems: [409, 413, 415],
+  },
+  listDeadRuns: { method: 'GET', path: '/v1/dead-runs', tag: 'Dead runs', summary: 'List dead runs', query: deadQuery, responses: { 200: { description: 'A page of dead runs, newest death first', schema: runPageSchema } } },
+  replayDeadRuns: {
+    method: 'POST',
+    path: '/v1/dead-runs/replay',
+    tag: 'Dead runs',
+    summary: 'Replay dead runs in bulk',
+    body: { schema: bulkReplaySchema, required: false },
+    responses: { 202: { description: 'What was replayed', schema: bulkReplayResponseSchema } },
+    problems: [413, 415],
+  },
+  previewSchedule: {
+    method: 'POST',
+    path: '/v1/schedules/preview',
+    tag: 'Schedules',
+    summary: 'Preview the fire times of a schedule',
+    body: { schema: previewSchema, required: true },
+    responses: { 200: { description: 'The next fire times', schema: previewResponseSchema } },
+    problems: [413, 415],
+    example: { schedule: { kind: 'cron', expression: '*/15 9-17 * * MON-FRI', timezone: 'America/New_York' }, count: 3 },
+  },
+  issueSigningSecret: {
+    method: 'POST',
+    path: '/v1/signing-secrets',
+    tag: 'Signing secrets',
+    summary: 'Issue (or rotate) the webhook signing secret',
+    description: 'HTTP deliveries are signed (Standard Webhooks) with each live secret. The one this replaces keeps signing for graceSeconds. The value is in this answer only (Cache-Control: no-store).',
+    body: { schema: issueSigningSecretSchema, required: false },
+    responses: { 201: { description: 'The new secret, with its value', schema: issuedSigningSecretSchema, headers: { 'Cache-Control': '`no-store`' } } },
+    problems: [409, 413, 415],
+    example: { graceSeconds: 86400 },
+  },
+  listSigningSecrets: {
+    method: 'GET',
+    path: '/v1/signing-secrets',
+    tag: 'Signing secrets',
+    summary: 'List the live signing secrets, without their values',
+    responses: { 200: { description: 'The live secrets, newest first', schema: signingSecretListSchema } },
+  },
+  revokeSigningSecret: {
+    method: 'DELETE',
+    path: '/v1/signing-secrets/{secretId}',
+    tag: 'Signing secrets',
+    summary: 'Stop a signing secret at once',
+    responses: { 204: { description: 'The secret no longer signs' } },
+  },
+  checkHealth: { method: 'GET', path: '/v1/health', tag: 'Health', summary: 'Health of the scheduler, as the tenant sees it', query: healthQuery, responses: { 200: { description: 'The health report', schema: healthReportSchema } } },
+  getOpenApi: {
+    method: 'GET',
+    path: '/v1/openapi.json',
+    tag: 'Contract',
+    summary: 'This document',
+    public: true,
+    responses: { 200: { description: 'The OpenAPI 3.1 document of this API' } },
+  },
+} as const satisfies Record<string, RouteSpec>;
+
+export type OperationId = keyof typeof ROUTES;
+
+/** Routes API Gateway serves without the authorizer (the stack and the local runtime both read this). */
+export const PUBLIC_ROUTES: readonly { readonly method: string; readonly path: string }[] = Object.values(ROUTES as Record<string, RouteSpec>)
+  .filter((route) => route.public === true)
+  .map(({ method, path }) => ({ method, path }));

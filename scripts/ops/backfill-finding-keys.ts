@@ -1,0 +1,68 @@
+// Backfills the keys of the finding indexes (decision 0095) on items written before them: a job's
+// `tenantStatus` and `tenantType` (its label entries, when it has labels), a run's `tenantRunSort`.
+// Each item is updated only where the attribute is missing, so running it twice, or while the
+// scheduler writes, is safe. A one-off after deploying the indexes to a stack with existing data.
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { itemToJob, jobLabelKey, labelPairsOf, tenantRunSortOf } from '../../lambdas/store/keys';
+
+export interface BackfillCounts {
+  readonly jobs: number;
+  readonly runs: number;
+}
+
+async function* scan(dynamo: DynamoDBDocumentClient, table: string, prefix: string, missing: string): AsyncGenerator<Record<string, unknown>> {
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await dynamo.send(
+      new ScanCommand({
+        TableName: table,
+        FilterExpression: 'begins_with(#pk, :prefix) AND attribute_not_exists(#missing)',
+        ExpressionAttributeNames: { '#pk': 'pk', '#missing': missing },
+        ExpressionAttributeValues: { ':prefix': prefix },
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const item of page.Items ?? []) yield item;
+    start = page.LastEvaluatedKey;
+  } while (start);
+}
+
+async function setIfMissing(dynamo: DynamoDBDocumentClient, table: string, key: Record<string, unknown>, values: Record<string, string>): Promise<boolean> {
+  const names = Object.fromEntries(Object.keys(values).map((name, i) => [`#a${i}`, name]));
+  const placeholders = Object.fromEntries(Object.values(values).map((value, i) => [`:v${i}`, value]));
+  try {
+    await dynamo.send(
+      new UpdateCommand({
+        TableName: table,
+        Key: key,
+        UpdateExpression: `SET ${Object.keys(values).map((_, i) => `#a${i} = :v${i}`).join(', ')}`,
+        ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(#a0)`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: placeholders,
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return false;
+    throw error;
+  }
+}
+
+export async function backfillFindingKeys(dynamo: DynamoDBDocumentClient, jobsTable: string, runsTable: string): Promise<BackfillCounts> {
+  let jobs = 0;
+  for await (const item of scan(dynamo, jobsTable, 'JOB#', 'tenantStatus')) {
+    const job = itemToJob(item);
+    if (await setIfMissing(dynamo, jobsTable, { pk: item.pk, sk: item.sk }, { tenantStatus: `${job.tenantId}#${job.status}`, tenantType: `${job.tenantId}#${job.type}` })) jobs += 1;
+    for (const label of labelPairsOf(job.labels)) {
+      await dynamo.send(new PutCommand({ TableName: jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } }));
+    }
+  }
+  let runs = 0;
+  for await (const item of scan(dynamo, runsTable, 'RUN#', 'tenantRunSort')) {
+    if (typeof item.scheduledFor !== 'string' || typeof item.runId !== 'string') continue;
+    if (await setIfMissing(dynamo, runsTable, { pk: item.pk, sk: item.sk }, { tenantRunSort: tenantRunSortOf({ scheduledFor: item.scheduledFor, runId: item.runId }) })) runs += 1;
+  }
+  return { jobs, runs };
+}

@@ -1,0 +1,47 @@
+// The API's contract: docs/openapi.json is what the code generates, it is a valid OpenAPI 3.1
+// document, and it describes every route the router serves.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describe, expect, it } from 'vitest';
+import { routerRoutes } from '../../lambdas/api/app';
+import { buildOpenApiDocument, openApiFileText } from '../../lambdas/api/openapi';
+import { PROBLEM_TYPES, problemTypeOf } from '../../lambdas/api/schemas';
+
+const root = path.join(__dirname, '..', '..');
+
+describe('the OpenAPI document', () => {
+  it('docs/openapi.json is current (run `npm run openapi` after changing a route or a schema)', () => {
+    expect(readFileSync(path.join(root, 'docs', 'openapi.json'), 'utf8')).toBe(openApiFileText());
+  });
+
+  it('has every route of the router, with its method (the document served and the one in docs/)', () => {
+    const committed = JSON.parse(readFileSync(path.join(root, 'docs', 'openapi.json'), 'utf8')) as { paths: Record<string, Record<string, unknown>> };
+    for (const paths of [buildOpenApiDocument().paths as Record<string, Record<string, unknown>>, committed.paths]) {
+      const missing = routerRoutes().filter(({ method, path: template }) => paths[template]?.[method.toLowerCase()] === undefined);
+      expect(missing).toEqual([]);
+    }
+    expect(routerRoutes().length).toBeGreaterThan(20);
+  });
+
+  it('is OpenAPI 3.1 whose schemas compile as JSON Schema 2020-12', () => {
+    const document = buildOpenApiDocument();
+    expect(document.openapi).toBe('3.1.0');
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajv.addFormat('date-time', true).addFormat('uri', true).addFormat('email', true);
+    ajv.addSchema({ ...document, $id: 'openapi.json' });
+    for (const name of Object.keys((document.components as { schemas: Record<string, unknown> }).schemas)) {
+      expect(() => ajv.getSchema(`openapi.json#/components/schemas/${name}`), name).not.toThrow();
+    }
+  });
+
+  it('names each problem by its type URN and secures every route but its own with the Bearer scheme', () => {
+    const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { security?: unknown[] }>>; components: { responses: Record<string, { description: string }>; securitySchemes: Record<string, unknown> } };
+    for (const [status, { title }] of Object.entries(PROBLEM_TYPES)) {
+      expect(document.components.responses[`Problem${status}`]?.description).toContain(problemTypeOf(title));
+    }
+    expect(document.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(document.paths['/v1/openapi.json']?.get?.security).toEqual([]);
+    expect(document.paths['/v1/jobs']?.post?.security).toBeUndefined();
+  });
+});
