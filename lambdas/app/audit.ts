@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import type { AuditAction, AuditEntry, FieldChange } from '../domain/audit';
+import type { AuditQuery } from '../api/schemas';
 import type { AuditLog, AuditPage } from '../store/audit-log';
 import { InvalidAuditCursor } from '../store/audit-log';
 
@@ -20,6 +21,7 @@ export interface AuditRecord {
   readonly objectId: string;
   readonly objectIds?: readonly string[];
   readonly changes?: Readonly<Record<string, FieldChange>>;
+  readonly requested?: readonly string[];
 }
 
 /**
@@ -37,6 +39,7 @@ export async function recordAudit(deps: AuditDeps, record: AuditRecord): Promise
     objectId: record.objectId,
     ...(record.objectIds ? { objectIds: record.objectIds } : {}),
     changes: record.changes ?? {},
+    ...(record.requested ? { requested: record.requested } : {}),
   };
   try {
     await deps.audit.append(entry, deps.config.auditRetentionDays);
@@ -46,15 +49,7 @@ export async function recordAudit(deps: AuditDeps, record: AuditRecord): Promise
   return entry;
 }
 
-export interface AuditListInput {
-  readonly objectId?: string;
-  readonly from?: string;
-  readonly to?: string;
-  readonly limit: number;
-  readonly cursor?: string;
-}
-
-export async function listAudit(deps: AuditDeps, tenantId: string, input: AuditListInput): Promise<AuditPage> {
+export async function listAudit(deps: AuditDeps, tenantId: string, input: AuditQuery): Promise<AuditPage> {
   if (input.from !== undefined && input.to !== undefined && input.from > input.to) {
     throw new ValidationError('Invalid time range', [{ path: 'query.from', message: 'must not be after `to`' }]);
   }

@@ -39,6 +39,8 @@ export interface AuditEntry {
   readonly objectIds?: readonly string[];
   /** The fields the change set, by name. */
   readonly changes: Readonly<Record<string, FieldChange>>;
+  /** The fields the request named (a PATCH), including those whose values are not shown. */
+  readonly requested?: readonly string[];
 }
 
 /** Fields whose values are never written to the audit, only that they changed. */
@@ -63,11 +65,9 @@ const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.str
  * The fields of an object (a job) that differ between before and after, with audited values:
  * bookkeeping fields (versions, timestamps, the pending occurrence) are left out.
  */
-export function changesBetween(
-  before: Readonly<Record<string, unknown>> | undefined,
-  after: Readonly<Record<string, unknown>> | undefined,
-  ignored: ReadonlySet<string> = JOB_BOOKKEEPING,
-): Record<string, FieldChange> {
+export function changesBetween(beforeObject: object | undefined, afterObject: object | undefined, ignored: ReadonlySet<string> = JOB_BOOKKEEPING): Record<string, FieldChange> {
+  const before = beforeObject as Readonly<Record<string, unknown>> | undefined;
+  const after = afterObject as Readonly<Record<string, unknown>> | undefined;
   const changes: Record<string, FieldChange> = {};
   const fields = new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})]);
   for (const field of [...fields].sort()) {
@@ -84,6 +84,7 @@ export function changesBetween(
 
 /** What a job carries beside its definition: not a person's change. */
 export const JOB_BOOKKEEPING: ReadonlySet<string> = new Set([
+  'upcomingRuns',
   'jobId',
   'tenantId',
   'createdAt',
