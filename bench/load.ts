@@ -26,7 +26,7 @@ import { RunRecords } from '../lambdas/store/run-records';
 import { emulatorEnvironment, emulatorPidFile, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
 import { startLocalRuntime } from '../scripts/local/runtime';
-import { runAdmin } from '../scripts/ops/admin';
+import { auditAsAdmin, runAdmin } from '../scripts/ops/admin';
 import { loadBullmqPeer } from './peers/peer';
 import { ensureRedis, stopRedis } from './peers/redis';
 import { CallTimer } from './call-timer';
@@ -126,6 +126,7 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
       apiKeys: deps.apiKeys,
       defaults: config.tenantDefaults,
       now: Date.now,
+      audit: auditAsAdmin(deps),
     });
     if (typeof created.apiKey !== 'string') throw new Error('admin: tenant create returned no API key');
     keys.push(created.apiKey);

@@ -8,7 +8,9 @@ import { TenantsRepository } from '../lambdas/store/tenants-repository';
 import { emulatorEnvironment, ensureEmulator } from './local/emulator';
 import { createLocalResources } from './local/resources';
 import { localPoolsFromEnv } from './local/pools';
-import { AdminUsageError, parseAdminArgs, runAdmin } from './ops/admin';
+import { AdminUsageError, auditAsAdmin, parseAdminArgs, runAdmin } from './ops/admin';
+import { AuditLog } from '../lambdas/store/audit-log';
+import { SETTINGS } from '../lambdas/config/settings';
 
 const argv = process.argv.slice(2);
 // Parsed with the commands' own declared options before anything else: `--jobs-table` without its
@@ -41,10 +43,17 @@ try {
     apiKeys: new ApiKeysRepository(clients.dynamo, jobsTable),
     defaults,
     now: Date.now,
+    audit: auditAsAdmin({ audit: new AuditLog(clients.dynamo, jobsTable), clock: Date.now, config: { auditRetentionDays: auditRetentionDays() } }),
   });
   console.log(JSON.stringify(output, null, 2));
 } catch (error) {
   if (!(error instanceof AdminUsageError)) throw error;
   console.error(error.message);
   process.exitCode = 2;
+}
+
+/** The deployment's audit retention (AUDIT_RETENTION_DAYS, as it was deployed with), or the default. */
+function auditRetentionDays(): number {
+  const raw = process.env.AUDIT_RETENTION_DAYS;
+  return SETTINGS.auditRetentionDays.schema.parse(raw === undefined || raw === '' ? undefined : Number(raw));
 }

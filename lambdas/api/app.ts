@@ -9,11 +9,16 @@ import { resourceId, toFieldErrors } from '../core/validation';
 import type { SchedulerDeps } from '../app/deps';
 import { flushTelemetry } from '../app/flush-telemetry';
 import { checkHealth } from '../app/health';
-import { createJob, getJob, getRun, listJobRuns, listJobs, listRuns, previewSchedule } from '../app/jobs';
+import { createJob, getJob, getRun, listJobRuns, listJobs, listRuns, previewSchedule, viewOf } from '../app/jobs';
+import type { JobView } from '../app/jobs';
 import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob } from '../app/job-lifecycle';
 import { cancelRun, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
 import { claimRun, completeRun, failRun, heartbeatRun } from '../app/external-workers';
 import { issueSigningSecret, listSigningSecrets, revokeSigningSecret } from '../app/signing-secrets';
+import type { AuditRecord } from '../app/audit';
+import { listAudit, recordAudit } from '../app/audit';
+import type { AuditAction } from '../domain/audit';
+import { changesBetween } from '../domain/audit';
 import type { Caller } from '../app/authenticate';
 import { callerOf } from './auth';
 import type { ApiEvent, ApiResult } from './http';
@@ -92,9 +97,20 @@ function idempotencyKeyOf(event: ApiEvent): string | undefined {
 }
 
 function handlers(deps: SchedulerDeps): Handlers {
+  /** Appends what the caller changed to the tenant's audit trail (after the change succeeded). */
+  const audit = (caller: Caller, action: AuditAction, objectId: string, details: Pick<AuditRecord, 'changes' | 'objectIds' | 'requested'> = {}) =>
+    recordAudit(deps, { tenantId: caller.tenantId, actor: caller.keyId, action, objectId, ...details });
+  /** A change of a job, audited with the fields it changed (the job as shown before and after). */
+  const jobChange = async (caller: Caller, action: AuditAction, jobId: string, change: (jobId: string) => Promise<JobView>, requested?: readonly string[]) => {
+    const before = await deps.jobs.get(caller.tenantId, jobId);
+    const after = await change(jobId);
+    await audit(caller, action, jobId, { changes: changesBetween(before ? viewOf(before) : undefined, after), ...(requested ? { requested } : {}) });
+    return after;
+  };
   return {
     createJob: async ({ event, tenantId, caller, body }) => {
       const result = await createJob(deps, tenantId, body, idempotencyKeyOf(event), caller.limits);
+      if (result.created) await audit(caller, 'job.create', result.job.jobId, { changes: changesBetween(undefined, result.job) });
       // A replay answers as the first request did (201), and says it is one.
       return json(201, { job: result.job, nextRunAt: result.nextRunAt }, {
         location: `/v1/jobs/${result.job.jobId}`,
@@ -103,17 +119,29 @@ function handlers(deps: SchedulerDeps): Handlers {
     },
     listJobs: async ({ tenantId, query }) => json(200, await listJobs(deps, tenantId, query)),
     getJob: async ({ tenantId, params }) => json(200, await getJob(deps, tenantId, param(params, 'jobId'))),
-    patchJob: async ({ event, tenantId, caller, params, body }) =>
-      json(200, await patchJob(deps, tenantId, param(params, 'jobId'), body, ifMatchVersion(event), caller.limits)),
-    deleteJob: async ({ tenantId, params }) => json(200, await deleteJob(deps, tenantId, param(params, 'jobId'))),
-    pauseJob: async ({ tenantId, params }) => json(200, await pauseJob(deps, tenantId, param(params, 'jobId'))),
-    resumeJob: async ({ tenantId, params }) => json(200, await resumeJob(deps, tenantId, param(params, 'jobId'))),
-    triggerJob: async ({ tenantId, caller, params, body }) => json(202, { run: await triggerJob(deps, tenantId, param(params, 'jobId'), body, caller.limits) }),
+    patchJob: async ({ event, caller, params, body }) =>
+      json(200, await jobChange(caller, 'job.update', param(params, 'jobId'), (jobId) => patchJob(deps, caller.tenantId, jobId, body, ifMatchVersion(event), caller.limits), Object.keys(body).sort())),
+    deleteJob: async ({ caller, params }) => json(200, await jobChange(caller, 'job.delete', param(params, 'jobId'), (jobId) => deleteJob(deps, caller.tenantId, jobId))),
+    pauseJob: async ({ caller, params }) => json(200, await jobChange(caller, 'job.pause', param(params, 'jobId'), (jobId) => pauseJob(deps, caller.tenantId, jobId))),
+    resumeJob: async ({ caller, params }) => json(200, await jobChange(caller, 'job.resume', param(params, 'jobId'), (jobId) => resumeJob(deps, caller.tenantId, jobId))),
+    triggerJob: async ({ tenantId, caller, params, body }) => {
+      const run = await triggerJob(deps, tenantId, param(params, 'jobId'), body, caller.limits);
+      await audit(caller, 'job.trigger', run.jobId, { changes: { run: { after: run.runId } } });
+      return json(202, { run });
+    },
     listJobRuns: async ({ tenantId, params, query }) => json(200, await listJobRuns(deps, tenantId, param(params, 'jobId'), query)),
     listRuns: async ({ tenantId, query }) => json(200, await listRuns(deps, tenantId, query)),
     getRun: async ({ tenantId, params }) => json(200, await getRun(deps, tenantId, param(params, 'runId'))),
-    cancelRun: async ({ tenantId, params }) => json(200, await cancelRun(deps, tenantId, param(params, 'runId'))),
-    replayRun: async ({ tenantId, caller, params }) => json(202, { run: await replayRun(deps, tenantId, param(params, 'runId'), caller.limits) }),
+    cancelRun: async ({ tenantId, caller, params }) => {
+      const run = await cancelRun(deps, tenantId, param(params, 'runId'));
+      await audit(caller, 'run.cancel', run.runId, { changes: { status: { after: run.status } } });
+      return json(200, run);
+    },
+    replayRun: async ({ tenantId, caller, params }) => {
+      const run = await replayRun(deps, tenantId, param(params, 'runId'), caller.limits);
+      await audit(caller, 'run.replay', param(params, 'runId'), { changes: { replayedAs: { after: run.runId } } });
+      return json(202, { run });
+    },
     claimRun: async ({ tenantId, body }) => {
       const claimed = await claimRun(deps, tenantId, body);
       // Nothing to do within waitSeconds: the worker asks again.
@@ -123,16 +151,26 @@ function handlers(deps: SchedulerDeps): Handlers {
     completeRun: async ({ tenantId, params, body }) => json(200, await completeRun(deps, tenantId, param(params, 'runId'), body)),
     failRun: async ({ tenantId, params, body }) => json(200, await failRun(deps, tenantId, param(params, 'runId'), body)),
     listDeadRuns: async ({ tenantId, query }) => json(200, await listDeadRuns(deps, tenantId, query)),
-    replayDeadRuns: async ({ tenantId, caller, body }) => json(202, await replayDeadRuns(deps, tenantId, body, caller.limits)),
+    replayDeadRuns: async ({ tenantId, caller, body }) => {
+      const result = await replayDeadRuns(deps, tenantId, body, caller.limits);
+      const replayed = result.replayed.map((run) => run.runId);
+      if (replayed.length > 0) await audit(caller, 'dead-runs.replay', replayed[0]!, { objectIds: replayed, changes: { replayed: { after: replayed.length } } });
+      return json(202, result);
+    },
     previewSchedule: ({ body }) => Promise.resolve(json(200, previewSchedule(deps, body))),
-    issueSigningSecret: async ({ tenantId, body }) =>
+    issueSigningSecret: async ({ tenantId, caller, body }) => {
+      const issued = await issueSigningSecret(deps, tenantId, body);
+      await audit(caller, 'signing-secret.issue', issued.secretId, { changes: { replaces: { after: issued.previous.map((old) => old.secretId) } } });
       // The value is in this answer only: never cached by anything in between.
-      json(201, await issueSigningSecret(deps, tenantId, body), { 'cache-control': 'no-store' }),
+      return json(201, issued, { 'cache-control': 'no-store' });
+    },
     listSigningSecrets: async ({ tenantId }) => json(200, { items: await listSigningSecrets(deps, tenantId) }),
-    revokeSigningSecret: async ({ tenantId, params }) => {
+    revokeSigningSecret: async ({ tenantId, caller, params }) => {
       await revokeSigningSecret(deps, tenantId, param(params, 'secretId'));
+      await audit(caller, 'signing-secret.revoke', param(params, 'secretId'));
       return { statusCode: 204, headers: {}, body: '' };
     },
+    listAudit: async ({ tenantId, query }) => json(200, await listAudit(deps, tenantId, query)),
     checkHealth: async ({ tenantId, query }) => json(200, await checkHealth(deps, tenantId, query)),
     getOpenApi: () => Promise.resolve({ statusCode: 200, headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' }, body: openApiJson() }),
   };

@@ -5,6 +5,8 @@ import type { z } from 'zod';
 import { resourceId } from '../core/validation';
 import type { ProblemStatus } from './schemas';
 import {
+  auditPageSchema,
+  auditQuery,
   bulkReplayResponseSchema,
   bulkReplaySchema,
   claimSchema,
@@ -52,7 +54,7 @@ export interface RouteSpec {
   readonly path: string;
   readonly summary: string;
   readonly description?: string;
-  readonly tag: 'Jobs' | 'Runs' | 'Dead runs' | 'External workers' | 'Schedules' | 'Signing secrets' | 'Health' | 'Contract';
+  readonly tag: 'Jobs' | 'Runs' | 'Dead runs' | 'External workers' | 'Schedules' | 'Signing secrets' | 'Audit' | 'Health' | 'Contract';
   /** The query string's schema; a route without one takes no query parameters. */
   readonly query?: z.ZodType;
   /** The JSON body; absent: the route takes no body (none, or `{}`). */
@@ -236,6 +238,15 @@ export const ROUTES = {
     tag: 'Signing secrets',
     summary: 'Stop a signing secret at once',
     responses: { 204: { description: 'The secret no longer signs' } },
+  },
+  listAudit: {
+    method: 'GET',
+    path: '/v1/audit',
+    tag: 'Audit',
+    summary: 'What people changed: the audit trail, newest first',
+    description: 'Every change made through the API or the operator CLI, with who (the API key id), what, and the fields before and after. Filter by object and time range; entries are kept AUDIT_RETENTION_DAYS.',
+    query: auditQuery,
+    responses: { 200: { description: 'A page of audit entries', schema: auditPageSchema } },
   },
   checkHealth: { method: 'GET', path: '/v1/health', tag: 'Health', summary: 'Health of the scheduler, as the tenant sees it', query: healthQuery, responses: { 200: { description: 'The health report', schema: healthReportSchema } } },
   getOpenApi: {

@@ -4,6 +4,7 @@
 // domain only, never on the AWS SDK.
 import { z } from 'zod';
 import { cursorParam, limitParam, resourceId } from '../core/validation';
+import { AUDIT_ACTIONS } from '../domain/audit';
 import { DELIVERY_MODES } from '../domain/delivery';
 import {
   JOB_LABEL_PATTERN,
@@ -346,3 +347,34 @@ export const issuedSigningSecretSchema = signingSecretSchema
   .meta({ id: 'IssuedSigningSecret' });
 
 export const signingSecretListSchema = z.strictObject({ items: z.array(signingSecretSchema) }).meta({ id: 'SigningSecretList' });
+
+// ---- The audit trail (docs/api.md#audit-trail) -----------------------------------------------
+
+export const auditQuery = z
+  .strictObject({
+    limit: limitParam(20, 100),
+    cursor: cursorParam.optional(),
+    objectId: resourceId.optional().describe('Only the entries of this job, run, secret or key'),
+    from: isoInstantParam.optional().describe('Entries at or after this instant'),
+    to: isoInstantParam.optional().describe('Entries at or before this instant'),
+  })
+  .meta({ id: 'AuditQuery' });
+export type AuditQuery = z.output<typeof auditQuery>;
+
+const fieldChangeSchema = z.strictObject({ before: z.unknown().optional(), after: z.unknown().optional() });
+
+export const auditEntrySchema = z
+  .strictObject({
+    auditId: z.string(),
+    at: isoInstant,
+    tenantId: z.string(),
+    actor: z.string().describe('The API key id (`key_…`) that made the change, or `admin` for the operator CLI'),
+    action: z.enum(AUDIT_ACTIONS),
+    objectId: z.string(),
+    objectIds: z.array(z.string()).optional(),
+    changes: z.record(z.string(), fieldChangeSchema).describe('Fields changed, before and after; payloads and header values are never shown'),
+    requested: z.array(z.string()).optional(),
+  })
+  .meta({ id: 'AuditEntry' });
+
+export const auditPageSchema = z.strictObject({ items: z.array(auditEntrySchema), nextCursor: z.string().nullable() }).meta({ id: 'AuditPage' });

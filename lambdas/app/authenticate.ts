@@ -6,12 +6,14 @@ import { UnauthorizedError } from '../core/errors';
 import type { TenantLimits } from '../domain/tenant';
 import { effectiveLimits } from '../domain/tenant';
 import type { ApiKeysRepository } from '../store/api-keys-repository';
-import { hashApiKey } from '../store/api-keys-repository';
+import { hashApiKey, keyIdOf } from '../store/api-keys-repository';
 import type { TenantsRepository } from '../store/tenants-repository';
 
 export interface Caller {
   readonly tenantId: string;
   readonly limits: TenantLimits;
+  /** The key's public id (`key_…`, from its hash): who did it, in the audit trail. */
+  readonly keyId: string;
 }
 
 const CACHE_TTL_MS = 60_000;
@@ -58,13 +60,13 @@ export class Authenticator {
     const tenantId = await this.apiKeys.tenantOf(apiKey);
     if (!tenantId) return null;
     const tenant = await this.tenants.get(tenantId);
-    return { tenantId, limits: effectiveLimits(this.defaults, tenant?.limits) };
+    return { tenantId, limits: effectiveLimits(this.defaults, tenant?.limits), keyId: keyIdOf(apiKey) };
   }
 }
 
 /** The authorizer's context, as API Gateway passes it on (values are strings). */
 export function callerToContext(caller: Caller): Record<string, string> {
-  return { tenantId: caller.tenantId, limits: JSON.stringify(caller.limits) };
+  return { tenantId: caller.tenantId, limits: JSON.stringify(caller.limits), keyId: caller.keyId };
 }
 
 /**
@@ -73,9 +75,10 @@ export function callerToContext(caller: Caller): Record<string, string> {
  */
 export function callerFromContext(context: unknown, defaults: TenantLimits): Caller | null {
   if (typeof context !== 'object' || context === null) return null;
-  const { tenantId, limits, unauthenticated } = context as { tenantId?: unknown; limits?: unknown; unauthenticated?: unknown };
+  const { tenantId, limits, keyId, unauthenticated } = context as { tenantId?: unknown; limits?: unknown; keyId?: unknown; unauthenticated?: unknown };
   if (typeof unauthenticated === 'string') throw new UnauthorizedError(unauthenticated);
-  if (typeof tenantId !== 'string' || tenantId === '') return null;
+  // A verdict cached before key ids were passed on has none: the API looks the key up itself.
+  if (typeof tenantId !== 'string' || tenantId === '' || typeof keyId !== 'string' || keyId === '') return null;
   let parsed: Partial<TenantLimits> = {};
   if (typeof limits === 'string') {
     try {
@@ -84,5 +87,5 @@ export function callerFromContext(context: unknown, defaults: TenantLimits): Cal
       parsed = {};
     }
   }
-  return { tenantId, limits: effectiveLimits(defaults, parsed) };
+  return { tenantId, limits: effectiveLimits(defaults, parsed), keyId };
 }

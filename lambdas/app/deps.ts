@@ -15,6 +15,7 @@ import { SchedulerStateRepository } from '../store/scheduler-state-repository';
 import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
 import { SigningSecretsRepository } from '../store/signing-secrets';
+import { AuditLog } from '../store/audit-log';
 import { SigningSecretsCache } from './signing-secrets';
 
 import { TenantsFullMemo } from './in-flight-slot';
@@ -73,6 +74,8 @@ export interface SchedulerDeps {
   readonly signingSecrets: SigningSecretsRepository;
   /** Their live values as the worker signs with them (cached per tenant for a minute). */
   readonly signingCache: SigningSecretsCache;
+  /** What people changed, appended by the API and the admin CLI. */
+  readonly audit: AuditLog;
 }
 
 export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random'>> {
@@ -119,6 +122,7 @@ export function createDeps(
     queueMetrics: new QueueMetrics(clients.cloudwatch),
     signingSecrets,
     signingCache: new SigningSecretsCache(signingSecrets, clock),
+    audit: new AuditLog(clients.dynamo, config.jobsTable),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

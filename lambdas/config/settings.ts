@@ -78,6 +78,12 @@ export const SETTINGS = {
     name.optional(),
     'The KMS key (id, ARN or alias) that encrypts the tenants\' webhook signing secrets; without it no secret can be issued and nothing is signed (docs/delivery.md#signed-deliveries).',
   ),
+  auditRetentionDays: setting(
+    'AUDIT_RETENTION_DAYS',
+    integer,
+    z.number().int().min(1).max(3650).default(365),
+    'How long audit trail entries are kept (they leave through the jobs table\'s TTL).',
+  ),
   localMode: setting('SCHEDULER_MODE', mode, z.boolean().default(false), '`local` allows plain-http targets and any AWS target; `aws` requires https and the allowlist.'),
   tenantDefaults: setting(
     'TENANT_DEFAULT_LIMITS',

@@ -19,6 +19,10 @@ export const tenantKey = (tenantId: string): Key => ({ pk: `TENANT#${tenantId}`,
 export const tenantUsageKey = (tenantId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: 'USAGE' });
 export const tenantApiKeyKey = (tenantId: string, keyId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: `KEY#${keyId}` });
 export const tenantPartition = (tenantId: string): string => `TENANT#${tenantId}`;
+/** The audit trail: a tenant's entries, and one object's (sort key `<at>#<auditId>`). */
+export const auditTenantPartition = (tenantId: string): string => `AUDIT#${tenantId}`;
+export const auditObjectPartition = (tenantId: string, objectId: string): string => `AUDIT#${tenantId}#${objectId}`;
+export const auditSortOf = (at: string, auditId: string): string => `${at}#${auditId}`;
 export const SIGNING_SECRET_PREFIX = 'SIGNING#';
 export const signingSecretKey = (tenantId: string, secretId: string): Key => ({ pk: `TENANT#${tenantId}`, sk: `${SIGNING_SECRET_PREFIX}${secretId}` });
 /** Which secret is the tenant's current one: the item every rotation changes, so two cannot both win. */

@@ -1,5 +1,8 @@
 // The admin commands: tenants, their limits and their API keys. Plain functions over the
 // repositories, so that tests run them against the emulator; scripts/admin.ts is the CLI.
+import type { AuditDeps, AuditRecord } from '../../lambdas/app/audit';
+import { recordAudit } from '../../lambdas/app/audit';
+import { changesBetween } from '../../lambdas/domain/audit';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
@@ -17,6 +20,8 @@ export interface AdminContext {
    */
   readonly defaults: TenantLimits | null;
   readonly now: () => number;
+  /** Appends to the tenant's audit trail what the operator changed (actor `admin`). */
+  readonly audit: (record: Omit<AuditRecord, 'actor'>) => Promise<unknown>;
 }
 
 export class AdminUsageError extends Error {}
@@ -36,6 +41,11 @@ const LIMIT_OPTIONS = {
   'max-in-flight-runs': 'maxInFlightRuns',
   'creates-per-second': 'createsPerSecond',
 } as const;
+
+/** The audit of an operator's change: the actor is `admin`, as the CLI holds no API key. */
+export function auditAsAdmin(deps: AuditDeps): AdminContext['audit'] {
+  return (record) => recordAudit(deps, { ...record, actor: 'admin' });
+}
 
 /** Every option the admin CLI takes, declared once: the entry script and `runAdmin` parse alike. */
 const ADMIN_OPTIONS = {
@@ -102,6 +112,7 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
       if (!(await ctx.tenants.create(tenant))) throw new AdminUsageError(`tenant ${tenant.tenantId} exists already`);
       const apiKey = newApiKey();
       const issuedKeyId = await ctx.apiKeys.issue(apiKey, tenant.tenantId, ctx.now());
+      await ctx.audit({ tenantId: tenant.tenantId, action: 'api-key.issue', objectId: issuedKeyId });
       return { tenant, apiKey, keyId: issuedKeyId, note: 'The API key is shown once; store it now.' };
     }
     case 'tenant show': {
@@ -109,16 +120,19 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
       return { tenant, ...limitsOf(tenant), usage: await ctx.tenants.usage(tenant.tenantId), keys: await ctx.apiKeys.list(tenant.tenantId) };
     }
     case 'tenant limits': {
-      await existing();
+      const before = await existing();
       const changes = limits();
       if (Object.keys(changes).length === 0) throw new AdminUsageError('give at least one limit to change');
       const tenant = await ctx.tenants.setLimits(tenantId(), changes, ctx.now());
+      await ctx.audit({ tenantId: before.tenantId, action: 'tenant.limits', objectId: before.tenantId, changes: changesBetween(before.limits ?? {}, tenant?.limits ?? {}, new Set()) });
       return { tenant, ...(tenant ? limitsOf(tenant) : {}), note: 'Running functions pick the new limits up within 2 minutes.' };
     }
     case 'key issue': {
       const tenant = await existing();
       const apiKey = newApiKey();
-      return { tenantId: tenant.tenantId, apiKey, keyId: await ctx.apiKeys.issue(apiKey, tenant.tenantId, ctx.now()), note: 'The API key is shown once; store it now.' };
+      const issuedKeyId = await ctx.apiKeys.issue(apiKey, tenant.tenantId, ctx.now());
+      await ctx.audit({ tenantId: tenant.tenantId, action: 'api-key.issue', objectId: issuedKeyId });
+      return { tenantId: tenant.tenantId, apiKey, keyId: issuedKeyId, note: 'The API key is shown once; store it now.' };
     }
     case 'key list': {
       const tenant = await existing();
@@ -129,6 +143,7 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
       if (!keyId || !/^key_[0-9a-f]{16}$/.test(keyId)) throw new AdminUsageError('key id: as `key list` shows it, e.g. key_0123456789abcdef');
       const outcome = await ctx.apiKeys.revoke(tenant.tenantId, keyId, ctx.now());
       if (outcome === 'not-found') throw new AdminUsageError(`tenant ${tenant.tenantId} has no key ${keyId}`);
+      await ctx.audit({ tenantId: tenant.tenantId, action: 'api-key.revoke', objectId: keyId, changes: { outcome: { after: outcome } } });
       return { tenantId: tenant.tenantId, keyId, outcome, note: 'Requests with this key are refused within 2 minutes (authorizer caches).' };
     }
     default:

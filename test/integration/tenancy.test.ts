@@ -9,7 +9,7 @@ import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 import { emulatorEnvironment } from '../../scripts/local/emulator';
-import { runAdmin } from '../../scripts/ops/admin';
+import { auditAsAdmin, runAdmin } from '../../scripts/ops/admin';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -47,7 +47,7 @@ describe('tenants and keys', () => {
     expect((await apiWith(scheduler.runtime.url, created.apiKey, 'GET', '/v1/jobs')).status).toBe(200);
 
     // Keys are stored hashed: the table holds no key in clear.
-    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: scheduler.config.tenantDefaults, now: Date.now };
+    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: scheduler.config.tenantDefaults, now: Date.now, audit: auditAsAdmin(scheduler.deps) };
     const shown = await runAdmin(['tenant', 'show', tenantId], ctx);
     expect(JSON.stringify(shown)).not.toContain(created.apiKey);
     expect(shown).toMatchObject({
@@ -60,6 +60,13 @@ describe('tenants and keys', () => {
     const second = (await runAdmin(['key', 'issue', tenantId], ctx)) as { apiKey: string; keyId: string };
     expect(await runAdmin(['key', 'revoke', tenantId, created.keyId], ctx)).toMatchObject({ outcome: 'revoked' });
     expect(await runAdmin(['key', 'revoke', tenantId, created.keyId], ctx)).toMatchObject({ outcome: 'already-revoked' });
+    // Who revoked it, and when: the audit trail of the key.
+    const trail = await scheduler.deps.audit.list(tenantId, { objectId: created.keyId, limit: 10 });
+    expect(trail.items.map((entry) => [entry.actor, entry.action, entry.changes.outcome?.after])).toEqual([
+      ['admin', 'api-key.revoke', 'already-revoked'],
+      ['admin', 'api-key.revoke', 'revoked'],
+      ['admin', 'api-key.issue', undefined],
+    ]);
     // A process that never saw the key (no cached answer) refuses it at once; the other key works.
     const fresh = await scheduler.startWorkers(0);
     expect((await apiWith(fresh.url, created.apiKey, 'GET', '/v1/jobs')).status).toBe(401);
@@ -99,7 +106,7 @@ describe('tenants and keys', () => {
   });
 
   it('refuses bad admin input and changes nothing', async () => {
-    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: scheduler.config.tenantDefaults, now: Date.now };
+    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: scheduler.config.tenantDefaults, now: Date.now, audit: auditAsAdmin(scheduler.deps) };
     await expect(runAdmin(['tenant', 'create', 'Bad_Id'], ctx)).rejects.toThrow(/tenant id/);
     await expect(runAdmin(['tenant', 'create', `ok-${scheduler.prefix}`, '--creates-per-second=-3'], ctx)).rejects.toThrow(/createsPerSecond/);
     expect(await scheduler.deps.tenants.get(`ok-${scheduler.prefix}`)).toBeNull();
@@ -201,7 +208,7 @@ describe('tenant limits over the deployment defaults', () => {
 
   it('stores only the limits the admin command sets; the deployment’s defaults apply to the others', async () => {
     // The admin command knows the code's defaults (100 creates a second), not the deployment's.
-    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: DEFAULT_TENANT_LIMITS, now: Date.now };
+    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: DEFAULT_TENANT_LIMITS, now: Date.now, audit: auditAsAdmin(scheduler.deps) };
     const tenantId = `own-${scheduler.prefix}`;
     const created = (await runAdmin(['tenant', 'create', tenantId, '--max-in-flight-runs', '5'], ctx)) as { apiKey: string };
     expect((await scheduler.deps.tenants.get(tenantId))?.limits).toEqual({ maxInFlightRuns: 5 });
@@ -213,6 +220,9 @@ describe('tenant limits over the deployment defaults', () => {
     expect(await runAdmin(['tenant', 'show', tenantId], { ...ctx, defaults: null })).toMatchObject({ tenant: { limits: { maxInFlightRuns: 5 } }, effectiveLimits: null });
     const changed = await runAdmin(['tenant', 'limits', tenantId, '--creates-per-second', '4'], { ...ctx, defaults: deploymentDefaults });
     expect(changed).toMatchObject({ tenant: { limits: { maxInFlightRuns: 5, createsPerSecond: 4 } }, effectiveLimits: { ...deploymentDefaults, maxInFlightRuns: 5, createsPerSecond: 4 } });
+    const [limitsChange] = (await scheduler.deps.audit.list(tenantId, { objectId: tenantId, limit: 1 })).items;
+    expect(limitsChange).toMatchObject({ actor: 'admin', action: 'tenant.limits', changes: { createsPerSecond: { after: 4 } } });
+    expect(limitsChange?.changes.maxInFlightRuns).toBeUndefined();
   });
 
   it('keeps applying a full set of limits stored before, as it is', async () => {

@@ -10,6 +10,7 @@ import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 const full: SchedulerConfig = {
   jobsTable: 'jobs',
   runsTable: 'runs',
+  auditRetentionDays: 90,
   signingKeyId: 'arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555',
   dispatchQueueUrl: 'https://sqs.example/d',
   dispatchDlqUrl: 'https://sqs.example/d-dlq',
