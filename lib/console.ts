@@ -9,7 +9,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CONSOLE_PATH } from '../lambdas/console/app';
+import { CONSOLE_PATH } from '../lambdas/console/adapter';
 import { SchedulerFunction } from './scheduler-function';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -2,6 +2,6 @@
 import { createDeps } from '../app/deps';
 import { readConfig } from '../config/config';
 import { createAwsClients } from '../store/aws';
-import { createApiHandler } from './app';
+import { createApiHandler } from './adapter';
 
 export const handler = createApiHandler(createDeps(readConfig(), createAwsClients()));

@@ -1,5 +1,5 @@
 // The route table of the API as data: method, path, what each route reads and what it answers.
-// The router (app.ts) serves it, with one handler per operation; the OpenAPI document
+// The router (adapter.ts) serves it, with one handler per operation; the OpenAPI document
 // (openapi.ts) is generated from it. No AWS SDK here: a client or a script may import it.
 import type { z } from 'zod';
 import { resourceId } from '../core/validation';

@@ -52,7 +52,7 @@ export interface DispatchContext {
   readonly queueUrl?: string;
 }
 
-/** The worker's use case for one dispatch message (lambdas/worker/app.ts). */
+/** The worker's use case for one dispatch message (lambdas/worker/adapter.ts). */
 export async function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
   return withInFlightSlot(deps, runId, message, () => executeMessage(deps, runId, message));
 }

@@ -4,7 +4,7 @@ import { readConfig } from '../config/config';
 import { ApiKeysRepository } from '../store/api-keys-repository';
 import { createAwsClients } from '../store/aws';
 import { TenantsRepository } from '../store/tenants-repository';
-import { createAuthorizerHandler } from './app';
+import { createAuthorizerHandler } from './adapter';
 
 const config = readConfig();
 const clients = createAwsClients();

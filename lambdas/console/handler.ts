@@ -2,7 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { consoleFilesIn, serveConsole } from './app';
+import { consoleFilesIn, serveConsole } from './adapter';
 
 const files = consoleFilesIn(path.join(__dirname, 'console'), { readdirSync, readFileSync });
 

@@ -2,6 +2,6 @@
 import { createDeps } from '../app/deps';
 import { readConfig } from '../config/config';
 import { createAwsClients } from '../store/aws';
-import { createWorkerHandler } from './app';
+import { createWorkerHandler } from './adapter';
 
 export const handler = createWorkerHandler(createDeps(readConfig(), createAwsClients()));

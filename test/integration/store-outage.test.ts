@@ -8,7 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeps } from '../../lambdas/app/deps';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
-import { createAuthorizerHandler } from '../../lambdas/authorizer/app';
+import { createAuthorizerHandler } from '../../lambdas/authorizer/adapter';
 import { createAwsClients } from '../../lambdas/store/aws';
 import { createLocalResources } from '../../scripts/local/resources';
 import type { LocalRuntime } from '../../scripts/local/runtime';

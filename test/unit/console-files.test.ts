@@ -6,8 +6,8 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConsoleAssets } from '../../console/build';
 import { buildConsole, writeConsole } from '../../console/build';
-import type { ConsoleFile } from '../../lambdas/console/app';
-import { consoleFilesIn, serveConsole } from '../../lambdas/console/app';
+import type { ConsoleFile } from '../../lambdas/console/adapter';
+import { consoleFilesIn, serveConsole } from '../../lambdas/console/adapter';
 
 let assets: ConsoleAssets;
 let directory: string;

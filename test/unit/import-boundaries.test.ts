@@ -19,7 +19,7 @@ describe('import boundaries', { timeout: 120_000 }, () => {
     ['lambdas/targets/target.ts', '../store/keys'],
     ['lambdas/store/keys.ts', 'aws-cdk-lib'],
     ['lambdas/app/deps.ts', 'aws-cdk-lib/aws-sqs'],
-    ['lambdas/api/app.ts', 'constructs'],
+    ['lambdas/api/adapter.ts', 'constructs'],
     ['lambdas/app/deps.ts', '../../lib/config'],
   ])('%s may not import %s', async (filePath, specifier) => {
     expect(await restrictedImports(filePath, specifier)).toBe(1);

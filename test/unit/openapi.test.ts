@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
-import { routerRoutes } from '../../lambdas/api/app';
+import { routerRoutes } from '../../lambdas/api/adapter';
 import { buildOpenApiDocument, openApiFileText } from '../../lambdas/api/openapi';
 import { PROBLEM_TYPES, problemTypeOf } from '../../lambdas/api/schemas';
 
