@@ -14,7 +14,18 @@ function boundaries(...own) {
 
 export default tseslint.config(
   // The BullMQ peer has its own packages and typecheck (npm run bench:peer:install).
-  { ignores: ['node_modules/**', 'cdk.out/**', '.local/**', 'coverage/**', 'console/dist/**', 'bench/peers/bullmq.ts', 'bench/peers/node_modules/**', 'clients/dist/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'cdk.out/**',
+      '.local/**',
+      'coverage/**',
+      'console/dist/**',
+      'bench/peers/bullmq.ts',
+      'bench/peers/node_modules/**',
+      'clients/dist/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -54,7 +65,12 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: boundaries({ group: ['../store', '../store/*'], message: 'targets/ call the outside world; they do not read or write the scheduler\'s tables and queues.' }) },
+        {
+          patterns: boundaries({
+            group: ['../store', '../store/*'],
+            message: "targets/ call the outside world; they do not read or write the scheduler's tables and queues.",
+          }),
+        },
       ],
     },
   },

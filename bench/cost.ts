@@ -73,7 +73,8 @@ await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
 const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
 
 function jobBody(kind: Kind, index: number): Record<string, unknown> {
-  const schedule = kind === 'delay' ? { kind: 'delay', seconds: 2 } : kind === 'cron' ? { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } : { kind: 'now' };
+  const schedule =
+    kind === 'delay' ? { kind: 'delay', seconds: 2 } : kind === 'cron' ? { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } : { kind: 'now' };
   return {
     name: `${kind}-${index}`,
     type: 'bench',
@@ -96,7 +97,12 @@ async function measure(kind: Kind): Promise<Measured> {
   const handlerClients = createAwsClients();
   const counter = new RequestCounter();
   counter.attach(handlerClients);
-  const model = new CapacityModel(new Map([[config.jobsTable, jobsTable], [config.runsTable, runsTable]]));
+  const model = new CapacityModel(
+    new Map([
+      [config.jobsTable, jobsTable],
+      [config.runsTable, runsTable],
+    ]),
+  );
   model.attach(handlerClients.dynamo);
   // The runtime's own polling and deletes are the event source mapping's: counted apart.
   const runtimeClients = createAwsClients();
@@ -110,7 +116,9 @@ async function measure(kind: Kind): Promise<Measured> {
     // Creates, ten at a time, with no worker running.
     const runIds: string[] = [];
     for (let start = 0; start < count; start += 10) {
-      const created = await Promise.all(Array.from({ length: Math.min(10, count - start) }, (_, k) => createJob(deps, tenantId, jobSpecSchema.parse(jobBody(kind, start + k)))));
+      const created = await Promise.all(
+        Array.from({ length: Math.min(10, count - start) }, (_, k) => createJob(deps, tenantId, jobSpecSchema.parse(jobBody(kind, start + k)))),
+      );
       runIds.push(...created.map((result) => result.job.nextRunId!));
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -118,7 +126,14 @@ async function measure(kind: Kind): Promise<Measured> {
     counter.reset();
     model.reset();
 
-    const runtime = await startLocalRuntime({ deps, clients: runtimeClients, port: 0, workerConcurrency: Number(values.concurrency), tickIntervalMs: 0, pollWaitSeconds: 1 });
+    const runtime = await startLocalRuntime({
+      deps,
+      clients: runtimeClients,
+      port: 0,
+      workerConcurrency: Number(values.concurrency),
+      tickIntervalMs: 0,
+      pollWaitSeconds: 1,
+    });
     try {
       // The runs to wait for: the first attempt, or for the retried kind its second.
       const awaited = kind === 'retried' ? runIds.map((runId) => runId.replace(/\.1$/, '.2')) : runIds;
@@ -142,7 +157,8 @@ async function measure(kind: Kind): Promise<Measured> {
 }
 
 const per = (value: number): string => (value / count).toFixed(2);
-const sum = (calls: Record<string, number>, prefix: string): number => Object.entries(calls).reduce((total, [name, n]) => (name.startsWith(prefix) ? total + n : total), 0);
+const sum = (calls: Record<string, number>, prefix: string): number =>
+  Object.entries(calls).reduce((total, [name, n]) => (name.startsWith(prefix) ? total + n : total), 0);
 
 console.log(`emulator ${emulator.endpoint}; ${count} executions per kind; worker concurrency ${values.concurrency}; per execution:`);
 const rows: string[] = [];
@@ -164,10 +180,16 @@ for (const kind of kinds) {
     `| ${kind} | ${per(createWrites)} | ${per(create.capacity.readUnits)} | ${per(createSqs)} | ${per(executeWrites)} (${per(execute.capacity.indexWriteUnits)} index) | ${per(execute.capacity.readUnits)} | ${per(handlerSqs)} + ${per(esmSqs)} | ${per(batches)} | $${dollars.toFixed(2)} |`,
   );
   console.log(`\n[${kind}] create: ${JSON.stringify(create.calls.calls)}\n  write units by operation: ${JSON.stringify(create.capacity.writesByOperation)}`);
-  console.log(`[${kind}] execute: ${JSON.stringify(execute.calls.calls)}\n  write units by operation: ${JSON.stringify(execute.capacity.writesByOperation)}\n  event source mapping side: ${JSON.stringify(execute.esm.calls)}`);
+  console.log(
+    `[${kind}] execute: ${JSON.stringify(execute.calls.calls)}\n  write units by operation: ${JSON.stringify(execute.capacity.writesByOperation)}\n  event source mapping side: ${JSON.stringify(execute.esm.calls)}`,
+  );
 }
 target.close();
-console.log('\n| kind | create WCU | create RCU | create SQS | execution WCU | execution RCU | execution SQS (handler + ESM) | worker invocations | $ per million, create + execution |');
+console.log(
+  '\n| kind | create WCU | create RCU | create SQS | execution WCU | execution RCU | execution SQS (handler + ESM) | worker invocations | $ per million, create + execution |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) console.log(row);
-console.log(`\nPrices: DynamoDB on demand $0.625/M write units, $0.125/M read units; SQS $0.40/M requests; Lambda $0.20/M invocations + ${WORKER_MEMORY_GB} GB x ${ASSUMED_BATCH_SECONDS} s per batch (assumed). EventBridge Scheduler: $1.00/M invocations.`);
+console.log(
+  `\nPrices: DynamoDB on demand $0.625/M write units, $0.125/M read units; SQS $0.40/M requests; Lambda $0.20/M invocations + ${WORKER_MEMORY_GB} GB x ${ASSUMED_BATCH_SECONDS} s per batch (assumed). EventBridge Scheduler: $1.00/M invocations.`,
+);

@@ -61,7 +61,12 @@ const api = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency:
 // The ticker, every --tick seconds from the start, whatever the trials do (as EventBridge Scheduler runs it).
 let ticking = Promise.resolve();
 const ticker = setInterval(() => {
-  ticking = ticking.then(() => tick(deps).then(() => undefined, (error: unknown) => console.error('tick failed', error)));
+  ticking = ticking.then(() =>
+    tick(deps).then(
+      () => undefined,
+      (error: unknown) => console.error('tick failed', error),
+    ),
+  );
 }, tickSeconds * 1000);
 
 // The first call of each job hangs (its worker is killed during it); the retry's call answers.
@@ -87,7 +92,15 @@ function startChild(): ChildProcess {
     cwd: root,
     detached: true,
     stdio: 'ignore',
-    env: { ...process.env, LOCAL_PREFIX: prefix, PORT: '0', TICK_INTERVAL_SECONDS: '0', WORKER_CONCURRENCY: '1', LEASE_MARGIN_SECONDS: String(marginSeconds), POWERTOOLS_LOG_LEVEL: 'WARN' },
+    env: {
+      ...process.env,
+      LOCAL_PREFIX: prefix,
+      PORT: '0',
+      TICK_INTERVAL_SECONDS: '0',
+      WORKER_CONCURRENCY: '1',
+      LEASE_MARGIN_SECONDS: String(marginSeconds),
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+    },
   });
   return child;
 }
@@ -99,8 +112,14 @@ async function killChild(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-console.log(`emulator ${emulator.endpoint} (${emulator.origin}); ${trials} trials; job timeout ${timeoutSeconds} s + lease margin ${marginSeconds} s = lease ${timeoutSeconds + marginSeconds} s; retry initial delay ${initialDelaySeconds} s`);
-console.log(lostMessage ? `lost message: the worker died between its lease and the visibility change; ticker every ${tickSeconds} s` : 'the worker killed during its call');
+console.log(
+  `emulator ${emulator.endpoint} (${emulator.origin}); ${trials} trials; job timeout ${timeoutSeconds} s + lease margin ${marginSeconds} s = lease ${timeoutSeconds + marginSeconds} s; retry initial delay ${initialDelaySeconds} s`,
+);
+console.log(
+  lostMessage
+    ? `lost message: the worker died between its lease and the visibility change; ticker every ${tickSeconds} s`
+    : 'the worker killed during its call',
+);
 console.log('trial   expiry->recorded ms   expiry->lease ms   kill->lease ms   target calls');
 const recorded: number[] = [];
 const recovery: number[] = [];
@@ -132,21 +151,41 @@ try {
       seen.set(job.jobId, 1);
       let taken = 0;
       while (taken === 0) {
-        const received = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: config.dispatchQueueUrl, MaxNumberOfMessages: 1, VisibilityTimeout: 3_600, WaitTimeSeconds: 1 }));
+        const received = await clients.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: config.dispatchQueueUrl, MaxNumberOfMessages: 1, VisibilityTimeout: 3_600, WaitTimeSeconds: 1 }),
+        );
         taken = received.Messages?.length ?? 0;
       }
       const now = Date.now();
-      const lease = await deps.leases.lease(job.nextRunId, { owner: `bench-ghost-${trial}`, now, checkBackAt: leaseCheckAt(now, config), shards: config.timeIndexShards });
+      const lease = await deps.leases.lease(job.nextRunId, {
+        owner: `bench-ghost-${trial}`,
+        now,
+        checkBackAt: leaseCheckAt(now, config),
+        shards: config.timeIndexShards,
+      });
       if (lease.kind !== 'leased') throw new Error(`the ghost could not lease the run: ${lease.kind}`);
       killedAt = Date.now();
     } else {
       const child = startChild();
-      await waitFor(() => Promise.resolve(calls), (n) => n > callsBefore, 30_000, 'the first call', 50);
+      await waitFor(
+        () => Promise.resolve(calls),
+        (n) => n > callsBefore,
+        30_000,
+        'the first call',
+        50,
+      );
       await killChild(child);
       killedAt = Date.now();
     }
 
-    const workers = await startLocalRuntime({ deps: createDeps(config, clients, { workerId: `bench-standby-${trial}` }), clients, port: 0, workerConcurrency: 2, tickIntervalMs: 0, pollWaitSeconds: 1 });
+    const workers = await startLocalRuntime({
+      deps: createDeps(config, clients, { workerId: `bench-standby-${trial}` }),
+      clients,
+      port: 0,
+      workerConcurrency: 2,
+      tickIntervalMs: 0,
+      pollWaitSeconds: 1,
+    });
     const runs = await waitFor(
       async () => (await deps.runs.listByJob(job.jobId, 10)).items,
       (items: Run[]) => items.some((run) => run.status === 'SUCCEEDED'),

@@ -56,7 +56,7 @@ async function measure(mode: string): Promise<number[]> {
   const config = await createLocalResources(clients, `bench-fair-${randomUUID().slice(0, 8)}`);
   const schedulingLags: number[] = [];
   const deps = createDeps(config, clients, {
-    workerId: `bench-${mode.replace(" ", "-")}`,
+    workerId: `bench-${mode.replace(' ', '-')}`,
     metricSink: (line) => {
       const doc = JSON.parse(line) as { JobType?: string; SchedulingLag?: number | number[] };
       if (doc.JobType === 'quiet' && doc.SchedulingLag !== undefined) schedulingLags.push(...[doc.SchedulingLag].flat());
@@ -69,7 +69,9 @@ async function measure(mode: string): Promise<number[]> {
   // The backlog first, with no worker running: every noisy message is ahead of the quiet ones.
   const started = Date.now();
   for (let i = 0; i < backlog; i += 25) {
-    await Promise.all(Array.from({ length: Math.min(25, backlog - i) }, (_, k) => createJob(deps, 'noisy', jobSpecSchema.parse(job(`noisy-${i + k}`)), undefined, noisyLimits)));
+    await Promise.all(
+      Array.from({ length: Math.min(25, backlog - i) }, (_, k) => createJob(deps, 'noisy', jobSpecSchema.parse(job(`noisy-${i + k}`)), undefined, noisyLimits)),
+    );
   }
   const depth = await deps.dispatch.depth();
   console.log(`[${mode}] backlog of ${depth.visible + depth.delayed} noisy runs queued in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -114,7 +116,9 @@ async function measure(mode: string): Promise<number[]> {
   return lags;
 }
 
-console.log(`emulator ${emulator.endpoint}; noisy backlog ${backlog} (in-flight limit ${inFlight}, target ${targetMs} ms); ${quietCount} quiet run-now jobs; worker concurrency ${values.concurrency}`);
+console.log(
+  `emulator ${emulator.endpoint}; noisy backlog ${backlog} (in-flight limit ${inFlight}, target ${targetMs} ms); ${quietCount} quiet run-now jobs; worker concurrency ${values.concurrency}`,
+);
 try {
   const all: number[] = [];
   for (let run = 1; run <= Number(values.runs); run++) all.push(...(await measure(`run ${run}`)));

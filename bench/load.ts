@@ -132,7 +132,13 @@ async function createSchedulerSystem(targetUrl: string): Promise<SystemUnderTest
     keys.push(created.apiKey);
   }
   const runtime = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
-  const workers = await startLocalRuntime({ deps: workerDeps, clients, port: 0, workerConcurrency: concurrency, tickIntervalMs: Number(values['tick-seconds']) * 1000 });
+  const workers = await startLocalRuntime({
+    deps: workerDeps,
+    clients,
+    port: 0,
+    workerConcurrency: concurrency,
+    tickIntervalMs: Number(values['tick-seconds']) * 1000,
+  });
   let submitted: { runId: string; kind: RunKind }[] = [];
   let phase = '';
   /** Runs that ended otherwise than SUCCEEDED, by status and error code. */
@@ -262,7 +268,14 @@ if (values['raw-limit']) {
     if (schema !== 'plain' && schema !== 'scheduler') throw new Error('--raw-schema: plain, scheduler or both');
     console.log(`[raw ${schema}] the minimal calls per execution, ${values['raw-concurrency']} producers and consumers, ${values['raw-seconds']} s ...`);
     const cpuBefore = emulatorCpuMs();
-    const raw = await measureRawLimit({ seconds: number('raw-seconds'), concurrency: Math.floor(number('raw-concurrency')), maxBacklog: 200, warmupSeconds: 3, targetUrl: target.url, schema });
+    const raw = await measureRawLimit({
+      seconds: number('raw-seconds'),
+      concurrency: Math.floor(number('raw-concurrency')),
+      maxBacklog: 200,
+      warmupSeconds: 3,
+      targetUrl: target.url,
+      schema,
+    });
     // The yardstick is the plain one: the least any design on these services pays.
     if (schema === 'plain' || schemas.length === 1) rawLimit = raw.executionsPerSecond;
     const perExecution = Object.entries(raw.requestsPerExecution)
@@ -270,7 +283,9 @@ if (values['raw-limit']) {
       .join(', ');
     const note =
       `raw (${schema} tables): ${raw.executionsPerSecond.toFixed(1)} executions/s (${raw.executions} executions, ${raw.errors} errors${raw.firstError ? `, first: ${raw.firstError}` : ''}); ` +
-      `requests per execution: ${perExecution}${emulatorCpuNote(cpuBefore, raw.executions).map((text) => `; ${text}`).join('')}`;
+      `requests per execution: ${perExecution}${emulatorCpuNote(cpuBefore, raw.executions)
+        .map((text) => `; ${text}`)
+        .join('')}`;
     rawNotes.push(note);
     console.log(note);
   }

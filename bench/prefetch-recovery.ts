@@ -64,18 +64,43 @@ try {
     cwd: root,
     detached: true,
     stdio: 'ignore',
-    env: { ...process.env, LOCAL_PREFIX: prefix, PORT: '0', TICK_INTERVAL_SECONDS: '0', WORKER_CONCURRENCY: '1', LEASE_MARGIN_SECONDS: '2', POWERTOOLS_LOG_LEVEL: 'WARN' },
+    env: {
+      ...process.env,
+      LOCAL_PREFIX: prefix,
+      PORT: '0',
+      TICK_INTERVAL_SECONDS: '0',
+      WORKER_CONCURRENCY: '1',
+      LEASE_MARGIN_SECONDS: '2',
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+    },
   });
-  await waitFor(() => Promise.resolve(calls), (n) => n >= 1, 60_000, 'the first call');
+  await waitFor(
+    () => Promise.resolve(calls),
+    (n) => n >= 1,
+    60_000,
+    'the first call',
+  );
   const runIds: string[] = [];
   for (let i = 0; i < count; i++) runIds.push(await create(`prefetched-${i}`));
-  await waitFor(() => deps.dispatch.depth(), (depth) => depth.visible === 0 && depth.delayed === 0 && depth.inFlight >= count + 1, 60_000, 'the child to fetch every message');
+  await waitFor(
+    () => deps.dispatch.depth(),
+    (depth) => depth.visible === 0 && depth.delayed === 0 && depth.inFlight >= count + 1,
+    60_000,
+    'the child to fetch every message',
+  );
 
   const exited = new Promise<void>((resolve) => child?.once('exit', () => resolve()));
   if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
   await exited;
   const killedAt = Date.now();
-  const workers = await startLocalRuntime({ deps: createDeps(config, clients, { workerId: 'bench-standby', metricSink: () => undefined }), clients, port: 0, workerConcurrency: 2, tickIntervalMs: 0, pollWaitSeconds: 1 });
+  const workers = await startLocalRuntime({
+    deps: createDeps(config, clients, { workerId: 'bench-standby', metricSink: () => undefined }),
+    clients,
+    port: 0,
+    workerConcurrency: 2,
+    tickIntervalMs: 0,
+    pollWaitSeconds: 1,
+  });
   const runs = await waitFor(
     () => deps.runs.getMany(runIds),
     (items) => items.length === count && items.every((run) => run.status === 'SUCCEEDED'),
@@ -84,8 +109,12 @@ try {
   );
   await workers.stop();
   const sinceKill = runs.map((run) => Date.parse(run.startedAt ?? '') - killedAt).sort((a, b) => a - b);
-  console.log(`emulator ${emulator.endpoint}; ${count} runs fetched ahead by a runtime killed with SIGKILL; prefetch visibility ${PREFETCH_VISIBILITY_SECONDS} s; no ticker`);
-  console.log(`kill -> lease (s): p50 ${(percentile(sinceKill, 50) / 1000).toFixed(1)}  p99 ${(percentile(sinceKill, 99) / 1000).toFixed(1)}  max ${(percentile(sinceKill, 100) / 1000).toFixed(1)}; every run once: ${runs.every((run) => run.attempt === 1)}`);
+  console.log(
+    `emulator ${emulator.endpoint}; ${count} runs fetched ahead by a runtime killed with SIGKILL; prefetch visibility ${PREFETCH_VISIBILITY_SECONDS} s; no ticker`,
+  );
+  console.log(
+    `kill -> lease (s): p50 ${(percentile(sinceKill, 50) / 1000).toFixed(1)}  p99 ${(percentile(sinceKill, 99) / 1000).toFixed(1)}  max ${(percentile(sinceKill, 100) / 1000).toFixed(1)}; every run once: ${runs.every((run) => run.attempt === 1)}`,
+  );
 } finally {
   if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(-child.pid, 'SIGKILL');
   await api.stop();

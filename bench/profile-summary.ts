@@ -37,7 +37,8 @@ function motoAreaOf(frames: readonly string[]): string {
   if (has(/_serialised_call_action/) && /acquire|_serialised_call_action \(moto_server/.test(leaf)) return 'waiting for the DynamoDB lock';
   if (has(/moto\/dynamodb\/(models|parsing|comparisons)/)) return 'DynamoDB work (moto/dynamodb models, expressions)';
   if (has(/moto\/sqs\/models/)) return 'SQS work (moto/sqs models)';
-  if (has(/moto\/core\/(parse|serialize)|moto\/core\/responses|json \(|dynamo_json_dump|responses\.py/)) return 'request parsing and response serialising (moto core)';
+  if (has(/moto\/core\/(parse|serialize)|moto\/core\/responses|json \(|dynamo_json_dump|responses\.py/))
+    return 'request parsing and response serialising (moto core)';
   if (has(/logging\//)) return 'access log (werkzeug)';
   if (has(/werkzeug|socketserver|socket\.py|http\/server|threading/)) return 'HTTP server, connections and threads';
   return 'other';

@@ -7,7 +7,14 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import type { Message } from '@aws-sdk/client-sqs';
-import { ChangeMessageVisibilityBatchCommand, CreateQueueCommand, DeleteMessageBatchCommand, DeleteQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  DeleteQueueCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
@@ -51,19 +58,19 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
     await clients.dynamo.send(new CreateTableCommand(createTableInput(jobsTableName, jobsTable)));
   } else
     await clients.dynamo.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [
-        { AttributeName: 'pk', AttributeType: 'S' },
-        { AttributeName: 'sk', AttributeType: 'S' },
-      ],
-      KeySchema: [
-        { AttributeName: 'pk', KeyType: 'HASH' },
-        { AttributeName: 'sk', KeyType: 'RANGE' },
-      ],
-    }),
-  );
+      new CreateTableCommand({
+        TableName: tableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: 'pk', AttributeType: 'S' },
+          { AttributeName: 'sk', AttributeType: 'S' },
+        ],
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+      }),
+    );
   const { QueueUrl: queueUrl } = await clients.sqs.send(new CreateQueueCommand({ QueueName: `${prefix}-queue`, Attributes: { VisibilityTimeout: '60' } }));
   if (!queueUrl) throw new Error('raw limit: queue not created');
   const counter = new RequestCounter();
@@ -93,14 +100,30 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
       const id = randomUUID();
       const at = new Date().toISOString();
       // The index keys the scheduler's job and run items carry (byTenant, byNextRun; byJob, timeIndex).
-      const jobIndexKeys = options.schema === 'scheduler' ? { tenantId: 'raw', tenantSort: `${at}#${id}`, nextRunShard: String(created % 8), nextRunAt: at } : {};
-      const runIndexKeys = options.schema === 'scheduler' ? { jobId: id, jobSort: `${at}#0001`, gateKey: `${at.slice(0, 16)}#${String(created % 8).padStart(3, '0')}`, gateAt: at } : {};
+      const jobIndexKeys =
+        options.schema === 'scheduler' ? { tenantId: 'raw', tenantSort: `${at}#${id}`, nextRunShard: String(created % 8), nextRunAt: at } : {};
+      const runIndexKeys =
+        options.schema === 'scheduler'
+          ? { jobId: id, jobSort: `${at}#0001`, gateKey: `${at.slice(0, 16)}#${String(created % 8).padStart(3, '0')}`, gateAt: at }
+          : {};
       try {
         await clients.dynamo.send(
           new TransactWriteCommand({
             TransactItems: [
-              { Put: { TableName: jobsTableName, Item: { pk: `JOB#${id}`, sk: 'JOB', status: 'ACTIVE', createdAt: at, ...jobIndexKeys }, ConditionExpression: 'attribute_not_exists(pk)' } },
-              { Put: { TableName: tableName, Item: { pk: `RUN#${id}`, sk: 'RUN', status: 'QUEUED', scheduledFor: at, ...runIndexKeys }, ConditionExpression: 'attribute_not_exists(pk)' } },
+              {
+                Put: {
+                  TableName: jobsTableName,
+                  Item: { pk: `JOB#${id}`, sk: 'JOB', status: 'ACTIVE', createdAt: at, ...jobIndexKeys },
+                  ConditionExpression: 'attribute_not_exists(pk)',
+                },
+              },
+              {
+                Put: {
+                  TableName: tableName,
+                  Item: { pk: `RUN#${id}`, sk: 'RUN', status: 'QUEUED', scheduledFor: at, ...runIndexKeys },
+                  ConditionExpression: 'attribute_not_exists(pk)',
+                },
+              },
             ],
           }),
         );
@@ -181,7 +204,10 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
       if (done.length > 0) {
         try {
           await clients.sqs.send(
-            new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: done.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '' })) }),
+            new DeleteMessageBatchCommand({
+              QueueUrl: queueUrl,
+              Entries: done.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '' })),
+            }),
           );
         } catch (error) {
           fail(error);

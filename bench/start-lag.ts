@@ -60,7 +60,12 @@ try {
       const response = await fetch(`${runtime.url}/v1/jobs`, {
         method: 'POST',
         headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: `bench-${kind}-${i}-${randomUUID().slice(0, 6)}`, type: 'bench', schedule: schedule(kind, i), target: { kind: 'http', url: targetUrl } }),
+        body: JSON.stringify({
+          name: `bench-${kind}-${i}-${randomUUID().slice(0, 6)}`,
+          type: 'bench',
+          schedule: schedule(kind, i),
+          target: { kind: 'http', url: targetUrl },
+        }),
       });
       if (response.status !== 201) throw new Error(`create failed: ${response.status} ${await response.text()}`);
       const body = (await response.json()) as { job: { nextRunId: string } };
@@ -78,7 +83,13 @@ try {
     const lags = runs.map((run) => Date.parse(run?.startedAt ?? '') - Date.parse(run?.scheduledFor ?? '')).sort((a, b) => a - b);
     const early = lags.filter((lag) => lag < 0).length;
     console.log(
-      [kind.padEnd(5), String(lags.length).padStart(5), ...[50, 95, 99].map((p) => String(percentile(lags, p)).padStart(8)), String(lags.at(-1)).padStart(8), String(early).padStart(7)].join(' '),
+      [
+        kind.padEnd(5),
+        String(lags.length).padStart(5),
+        ...[50, 95, 99].map((p) => String(percentile(lags, p)).padStart(8)),
+        String(lags.at(-1)).padStart(8),
+        String(early).padStart(7),
+      ].join(' '),
     );
   }
 } finally {

@@ -168,7 +168,9 @@ export function phaseFigures(
 ): PhaseFigures {
   const windowStart = drive.startedAt + warmupSeconds * 1000;
   const windowEnd = drive.startedAt + spec.seconds * 1000;
-  const inWindow = executions.filter((execution) => execution.succeeded && execution.finishedAt !== null && execution.finishedAt >= windowStart && execution.finishedAt < windowEnd).length;
+  const inWindow = executions.filter(
+    (execution) => execution.succeeded && execution.finishedAt !== null && execution.finishedAt >= windowStart && execution.finishedAt < windowEnd,
+  ).length;
   const lagOf = (execution: Execution): number[] => (execution.startedAt === null ? [] : [execution.startedAt - execution.dueAt]);
   const lagByKind: Partial<Record<RunKind, LagFigures>> = {};
   for (const kind of ['now', 'delay'] as const) {
@@ -214,7 +216,8 @@ export function printTable(rows: readonly PhaseFigures[]): void {
     String(row.errors),
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)));
-  const render = (cells: readonly string[]) => cells.map((cell, column) => (column < 2 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))).join('  ');
+  const render = (cells: readonly string[]) =>
+    cells.map((cell, column) => (column < 2 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))).join('  ');
   console.log(render(header));
   console.log(widths.map((width) => '-'.repeat(width)).join('  '));
   for (const line of lines) console.log(render(line));

@@ -71,7 +71,10 @@ export class SchedulerConnectionError extends Error {
     readonly request: string,
     cause: unknown,
   ) {
-    super(`no answer from the scheduler API (${request}): ${cause instanceof Error ? (cause.cause instanceof Error ? cause.cause.message : cause.message) : String(cause)}`, { cause });
+    super(
+      `no answer from the scheduler API (${request}): ${cause instanceof Error ? (cause.cause instanceof Error ? cause.cause.message : cause.message) : String(cause)}`,
+      { cause },
+    );
     this.name = 'SchedulerConnectionError';
   }
 }

@@ -80,7 +80,8 @@ export class JobsApi {
   }
 
   async list(query: ListJobsQuery = {}, options: CallOptions = {}): Promise<Page<JobView>> {
-    return (await this.transport.send({ method: 'GET', path: '/v1/jobs', query: { ...query }, repeat: 'repeatable', signal: options.signal })).body as Page<JobView>;
+    return (await this.transport.send({ method: 'GET', path: '/v1/jobs', query: { ...query }, repeat: 'repeatable', signal: options.signal }))
+      .body as Page<JobView>;
   }
 
   /** Every job matching the filters, a page (of `limit`) at a time: `for await (const job of client.jobs.iterate())`. */
@@ -97,7 +98,8 @@ export class JobsApi {
     const headers: Record<string, string> = options.ifMatch === undefined ? {} : { 'if-match': `"${options.ifMatch}"` };
     // A repeat under If-Match would meet the version the first try made (412): sent once then.
     const repeat = options.ifMatch === undefined ? 'repeatable' : 'once';
-    return (await this.transport.send({ method: 'PATCH', path: `/v1/jobs/${segment(jobId)}`, body: patch, headers, repeat, signal: options.signal })).body as JobView;
+    return (await this.transport.send({ method: 'PATCH', path: `/v1/jobs/${segment(jobId)}`, body: patch, headers, repeat, signal: options.signal }))
+      .body as JobView;
   }
 
   async pause(jobId: string, options: CallOptions = {}): Promise<JobView> {
@@ -116,13 +118,20 @@ export class JobsApi {
 
   /** A manual run now, outside the schedule (with the job's payload, or `request.payload`). */
   async trigger(jobId: string, request: TriggerRequest = {}, options: CallOptions = {}): Promise<Run> {
-    const answer = await this.transport.send({ method: 'POST', path: `/v1/jobs/${segment(jobId)}/trigger`, body: request, repeat: 'once', signal: options.signal });
+    const answer = await this.transport.send({
+      method: 'POST',
+      path: `/v1/jobs/${segment(jobId)}/trigger`,
+      body: request,
+      repeat: 'once',
+      signal: options.signal,
+    });
     return (answer.body as { run: Run }).run;
   }
 
   private async action(jobId: string, action: 'pause' | 'resume', options: CallOptions): Promise<JobView> {
     // Once: a repeat of a pause that was done answers 409 (the job is PAUSED).
-    return (await this.transport.send({ method: 'POST', path: `/v1/jobs/${segment(jobId)}/${action}`, repeat: 'once', signal: options.signal })).body as JobView;
+    return (await this.transport.send({ method: 'POST', path: `/v1/jobs/${segment(jobId)}/${action}`, repeat: 'once', signal: options.signal }))
+      .body as JobView;
   }
 }
 
@@ -131,7 +140,9 @@ export class RunsApi {
 
   /** A job's runs, newest first. */
   async list(jobId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<Run>> {
-    return (await this.transport.send({ method: 'GET', path: `/v1/jobs/${segment(jobId)}/runs`, query: { ...query }, repeat: 'repeatable', signal: options.signal })).body as Page<Run>;
+    return (
+      await this.transport.send({ method: 'GET', path: `/v1/jobs/${segment(jobId)}/runs`, query: { ...query }, repeat: 'repeatable', signal: options.signal })
+    ).body as Page<Run>;
   }
 
   iterate(jobId: string, query: PageQuery = {}, options: CallOptions = {}): AsyncGenerator<Run, void, undefined> {
@@ -162,7 +173,8 @@ export class DeadRunsApi {
 
   /** The tenant's DEAD runs waiting for a replay, newest first. */
   async list(query: DeadRunsQuery = {}, options: CallOptions = {}): Promise<Page<Run>> {
-    return (await this.transport.send({ method: 'GET', path: '/v1/dead-runs', query: { ...query }, repeat: 'repeatable', signal: options.signal })).body as Page<Run>;
+    return (await this.transport.send({ method: 'GET', path: '/v1/dead-runs', query: { ...query }, repeat: 'repeatable', signal: options.signal }))
+      .body as Page<Run>;
   }
 
   iterate(query: DeadRunsQuery = {}, options: CallOptions = {}): AsyncGenerator<Run, void, undefined> {
@@ -176,7 +188,8 @@ export class DeadRunsApi {
 
   /** Replays up to `limit` (≤ 100) dead runs of a job and/or time range; `remaining` says whether to call again. */
   async replayAll(request: BulkReplayRequest = {}, options: CallOptions = {}): Promise<BulkReplayResult> {
-    return (await this.transport.send({ method: 'POST', path: '/v1/dead-runs/replay', body: request, repeat: 'once', signal: options.signal })).body as BulkReplayResult;
+    return (await this.transport.send({ method: 'POST', path: '/v1/dead-runs/replay', body: request, repeat: 'once', signal: options.signal }))
+      .body as BulkReplayResult;
   }
 }
 
@@ -209,11 +222,13 @@ export class SchedulerClient {
 
   /** The next fire times of a schedule, without creating a job. */
   async preview(request: PreviewRequest, options: CallOptions = {}): Promise<PreviewResult> {
-    return (await this.transport.send({ method: 'POST', path: '/v1/schedules/preview', body: request, repeat: 'repeatable', signal: options.signal })).body as PreviewResult;
+    return (await this.transport.send({ method: 'POST', path: '/v1/schedules/preview', body: request, repeat: 'repeatable', signal: options.signal }))
+      .body as PreviewResult;
   }
 
   /** Whether the scheduler keeps up: queues, the ticker, the tenant's runs and in-flight work. */
   async health(query: HealthQuery = {}, options: CallOptions = {}): Promise<HealthReport> {
-    return (await this.transport.send({ method: 'GET', path: '/v1/health', query: { ...query }, repeat: 'repeatable', signal: options.signal })).body as HealthReport;
+    return (await this.transport.send({ method: 'GET', path: '/v1/health', query: { ...query }, repeat: 'repeatable', signal: options.signal }))
+      .body as HealthReport;
   }
 }

@@ -150,7 +150,11 @@ export interface HealthReport {
     readonly dispatchDlq: QueueHealth;
     readonly pools: Record<string, PoolHealth>;
   };
-  readonly ticker: { readonly lastCompletedAt: string | null; readonly sinceLastCompletionSeconds: number | null; readonly lastReport: Record<string, number> | null };
+  readonly ticker: {
+    readonly lastCompletedAt: string | null;
+    readonly sinceLastCompletionSeconds: number | null;
+    readonly lastReport: Record<string, number> | null;
+  };
   readonly runs: {
     readonly windowMinutes: number;
     readonly byStatus: Record<'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'DEAD' | 'SKIPPED' | 'CANCELLED', number>;

@@ -125,12 +125,19 @@ export class WorkerClient {
         throw error;
       }
     };
-    const timer = setInterval(() => {
-      // A missed beat is retried at the next interval; the lease has two more to run.
-      beat().catch(() => undefined);
-    }, Math.max(500, (claim.leaseSeconds * 1000) / 3));
+    const timer = setInterval(
+      () => {
+        // A missed beat is retried at the next interval; the lease has two more to run.
+        beat().catch(() => undefined);
+      },
+      Math.max(500, (claim.leaseSeconds * 1000) / 3),
+    );
     try {
-      const result = await work({ claim, signal: stop.signal, checkpoint: (value, progress) => beat({ checkpoint: value, ...(progress !== undefined ? { progress } : {}) }) });
+      const result = await work({
+        claim,
+        signal: stop.signal,
+        checkpoint: (value, progress) => beat({ checkpoint: value, ...(progress !== undefined ? { progress } : {}) }),
+      });
       if (lost) return lost instanceof RunCancelledError ? 'cancelled' : 'lease-lost';
       await this.complete(claim.run.runId, claim.leaseToken, result);
       return 'completed';

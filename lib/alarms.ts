@@ -17,13 +17,7 @@ import { defaultPoolOf, FIVE_MINUTES, functionsOf, ONE_MINUTE, serviceMetric } f
 export const RUNBOOK = 'See docs/operations.md#alarms';
 
 export type SchedulerAlarmName =
-  | 'DispatchDlqNotEmpty'
-  | 'DeadRunsRising'
-  | 'StartLagP99High'
-  | 'OldestMessageTooOld'
-  | 'TickerErrors'
-  | 'TickerNotRunning'
-  | 'LambdaThrottles';
+  'DispatchDlqNotEmpty' | 'DeadRunsRising' | 'StartLagP99High' | 'OldestMessageTooOld' | 'TickerErrors' | 'TickerNotRunning' | 'LambdaThrottles';
 
 /** What differs between alarms; everything else is the same for all. */
 interface AlarmSpec {
@@ -191,7 +185,7 @@ export function createAlarms(scope: Construct, resources: ObservedResources, thr
   };
   for (const pool of resources.pools) {
     const id = poolResourceNames(pool.name).id;
-    const what = pool.name === DEFAULT_POOL_NAME ? 'The default pool\'s' : `Pool ${pool.name}'s`;
+    const what = pool.name === DEFAULT_POOL_NAME ? "The default pool's" : `Pool ${pool.name}'s`;
     if (pool.name !== DEFAULT_POOL_NAME) {
       poolAlarms[`${id}DlqNotEmpty`] = dlqAlarm(
         scope,

@@ -35,7 +35,9 @@ export class SchedulerConsole extends Construct {
       environment: {},
       logRetentionDays: props.logRetentionDays,
       // esbuild builds the console (console/build.ts) into the bundle's console/ when the function is bundled.
-      addToBundle: (outputDir) => [`"${path.join(root, 'node_modules', '.bin', 'tsx')}" "${path.join(root, 'scripts', 'build-console.ts')}" "${outputDir}/console"`],
+      addToBundle: (outputDir) => [
+        `"${path.join(root, 'node_modules', '.bin', 'tsx')}" "${path.join(root, 'scripts', 'build-console.ts')}" "${outputDir}/console"`,
+      ],
     });
     const integration = new HttpLambdaIntegration('ConsoleIntegration', this.function.fn);
     const routes = props.httpApi.addRoutes({ path: CONSOLE_PATH, methods: [HttpMethod.GET, HttpMethod.HEAD], integration });
@@ -44,7 +46,8 @@ export class SchedulerConsole extends Construct {
       NagSuppressions.addResourceSuppressions(route, [
         {
           id: 'AwsSolutions-APIG4',
-          reason: 'The console routes serve its static files only (HTML, script, style): public by design, as any sign-in page; all data comes from the /v1 routes behind the API key authorizer.',
+          reason:
+            'The console routes serve its static files only (HTML, script, style): public by design, as any sign-in page; all data comes from the /v1 routes behind the API key authorizer.',
         },
       ]);
     }

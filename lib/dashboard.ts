@@ -19,7 +19,12 @@ export interface DashboardOptions {
   readonly dashboardName?: string;
 }
 
-export function createDashboard(scope: Construct, resources: ObservedResources, { alarms, poolAlarms }: SchedulerAlarms, options: DashboardOptions): cw.Dashboard {
+export function createDashboard(
+  scope: Construct,
+  resources: ObservedResources,
+  { alarms, poolAlarms }: SchedulerAlarms,
+  options: DashboardOptions,
+): cw.Dashboard {
   const { thresholds } = options;
   const functionList = functionsOf(resources);
   const queueList = queuesOf(resources);
@@ -95,7 +100,9 @@ export function createDashboard(scope: Construct, resources: ObservedResources, 
   );
 
   dashboard.addWidgets(
-    header(`## 1. Is it late?\nStart lag is when a run was leased minus when it was due: what a user sees. The objective is p99 under ${thresholds.startLagP99Ms} ms. External runs wait for their pollers apart (ClaimWait), outside the objective.`),
+    header(
+      `## 1. Is it late?\nStart lag is when a run was leased minus when it was due: what a user sees. The objective is p99 under ${thresholds.startLagP99Ms} ms. External runs wait for their pollers apart (ClaimWait), outside the objective.`,
+    ),
   );
   dashboard.addWidgets(
     graph({
@@ -124,9 +131,7 @@ export function createDashboard(scope: Construct, resources: ObservedResources, 
     }),
   );
 
-  dashboard.addWidgets(
-    header('## 2. Throughput and success\nRuns per minute through each step; the share of ended runs that succeeded; how long runs take.'),
-  );
+  dashboard.addWidgets(header('## 2. Throughput and success\nRuns per minute through each step; the share of ended runs that succeeded; how long runs take.'));
   dashboard.addWidgets(
     graph({
       title: 'Runs per minute',
@@ -151,7 +156,9 @@ export function createDashboard(scope: Construct, resources: ObservedResources, 
   );
 
   dashboard.addWidgets(
-    header('## 3. What fails\nOne line per job type. Retried runs are attempts that will run again; dead runs will not. Lease expirations and lost workers point at crashed or stuck workers.'),
+    header(
+      '## 3. What fails\nOne line per job type. Retried runs are attempts that will run again; dead runs will not. Lease expirations and lost workers point at crashed or stuck workers.',
+    ),
   );
   dashboard.addWidgets(
     graph({ title: 'Failed runs by job type', width: 8, left: [byJobType(Metric.RunsFailed)], leftYAxis: count }),
@@ -175,7 +182,9 @@ export function createDashboard(scope: Construct, resources: ObservedResources, 
   );
 
   dashboard.addWidgets(
-    header('## 4. Queues\nEach worker pool has a lane per priority (high; standard, for normal runs; low) and a DLQ; `dispatch` is the default pool. Lanes feed their pool\'s workers; messages that fail 5 receives move to the pool\'s DLQ (it should stay empty).'),
+    header(
+      "## 4. Queues\nEach worker pool has a lane per priority (high; standard, for normal runs; low) and a DLQ; `dispatch` is the default pool. Lanes feed their pool's workers; messages that fail 5 receives move to the pool's DLQ (it should stay empty).",
+    ),
   );
   dashboard.addWidgets(
     graph({
@@ -187,9 +196,7 @@ export function createDashboard(scope: Construct, resources: ObservedResources, 
     graph({
       title: 'Messages in flight (received, not deleted)',
       width: 8,
-      left: queueList.map(([name, q]) =>
-        q.metricApproximateNumberOfMessagesNotVisible({ period: ONE_MINUTE, statistic: 'Maximum', label: name }),
-      ),
+      left: queueList.map(([name, q]) => q.metricApproximateNumberOfMessagesNotVisible({ period: ONE_MINUTE, statistic: 'Maximum', label: name })),
       leftYAxis: { label: 'messages', showUnits: false, min: 0 },
     }),
     graph({
@@ -224,9 +231,7 @@ export function createDashboard(scope: Construct, resources: ObservedResources, 
     graph({
       title: 'Lambda duration (p50, p99)',
       width: 6,
-      left: functionList.flatMap(([name, fn]) =>
-        ['p50', 'p99'].map((p) => fn.metricDuration({ period: ONE_MINUTE, statistic: p, label: `${name} ${p}` })),
-      ),
+      left: functionList.flatMap(([name, fn]) => ['p50', 'p99'].map((p) => fn.metricDuration({ period: ONE_MINUTE, statistic: p, label: `${name} ${p}` }))),
       leftYAxis: ms,
     }),
   );
@@ -253,9 +258,7 @@ export function createDashboard(scope: Construct, resources: ObservedResources, 
     }),
   );
 
-  dashboard.addWidgets(
-    header('## 7. Ticker\nOnce a minute the ticker releases runs due within its horizon, redelivers lost messages and repairs job chains.'),
-  );
+  dashboard.addWidgets(header('## 7. Ticker\nOnce a minute the ticker releases runs due within its horizon, redelivers lost messages and repairs job chains.'));
   dashboard.addWidgets(
     graph({
       title: 'Ticks, tick errors, ticks out of budget',

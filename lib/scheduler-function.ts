@@ -122,7 +122,8 @@ export class SchedulerFunction extends Construct {
   /** Grants exactly `actions` on the table, and Query on its indexes with `QueryIndexes`. */
   grantTable(table: ITableV2, actions: readonly DynamoAction[]): void {
     const onTable = actions.filter((action) => action !== 'QueryIndexes');
-    if (onTable.length > 0) this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: onTable.map((action) => `dynamodb:${action}`), resources: [table.tableArn] }));
+    if (onTable.length > 0)
+      this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: onTable.map((action) => `dynamodb:${action}`), resources: [table.tableArn] }));
     if (actions.includes('QueryIndexes')) {
       this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${table.tableArn}/index/*`] }));
     }
@@ -143,8 +144,10 @@ export class SchedulerFunction extends Construct {
         new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: targets.lambdaFunctionArns.flatMap((arn) => [arn, `${arn}:*`]) }),
       );
     }
-    if (targets.sqsQueueArns.length > 0) this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [...targets.sqsQueueArns] }));
-    if (targets.eventBusArns.length > 0) this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [...targets.eventBusArns] }));
+    if (targets.sqsQueueArns.length > 0)
+      this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [...targets.sqsQueueArns] }));
+    if (targets.eventBusArns.length > 0)
+      this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [...targets.eventBusArns] }));
     if (targets.kmsKeyArns.length > 0) {
       this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [...targets.kmsKeyArns] }));
     }

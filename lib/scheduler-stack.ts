@@ -65,11 +65,17 @@ export class SchedulerStack extends Stack {
     const config: SchedulerStackConfig = { ...defaultConfig, ...props.config };
     // The event source mapping's maxConcurrency is 2 at least.
     validatePools(config.pools, { minConcurrency: 2 });
-    for (const [name, value] of [['workerMaxConcurrency', config.workerMaxConcurrency], ['workerLowMaxConcurrency', config.workerLowMaxConcurrency]] as const) {
+    for (const [name, value] of [
+      ['workerMaxConcurrency', config.workerMaxConcurrency],
+      ['workerLowMaxConcurrency', config.workerLowMaxConcurrency],
+    ] as const) {
       if (value !== undefined && (!Number.isInteger(value) || value < 2 || value > 1000)) throw new Error(`${name} must be a whole number from 2 to 1000`);
     }
     // The default pool is a pool like the others: the job types none lists, the worker's own timeout.
-    const poolDefinitions: readonly Pool[] = [defaultPool({ maxConcurrency: config.workerMaxConcurrency, lowMaxConcurrency: config.workerLowMaxConcurrency }), ...config.pools];
+    const poolDefinitions: readonly Pool[] = [
+      defaultPool({ maxConcurrency: config.workerMaxConcurrency, lowMaxConcurrency: config.workerLowMaxConcurrency }),
+      ...config.pools,
+    ];
     this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput, pools: poolDefinitions });
     const { jobsTable, runsTable, dispatchQueue, dispatchDlq, pools } = this.storage;
     const definitionOf = (pool: PoolQueues): Pool => poolDefinitions.find((candidate) => candidate.name === pool.name)!;
@@ -81,7 +87,7 @@ export class SchedulerStack extends Stack {
     // The tenants' webhook signing secrets are encrypted with this key (decision 0078). Kept when
     // the stack is deleted, as the tables are: without it the stored secrets are unreadable.
     this.signingKey = new Key(this, 'SigningKey', {
-      description: 'Job scheduler: encrypts the tenants\' webhook signing secrets',
+      description: "Job scheduler: encrypts the tenants' webhook signing secrets",
       enableKeyRotation: true,
       removalPolicy: RemovalPolicy.RETAIN,
     });
@@ -234,13 +240,31 @@ export class SchedulerStack extends Stack {
     // The API's own contract is public (lambdas/api/routes.ts: PUBLIC_ROUTES): these more specific
     // routes take precedence over {proxy+} and carry no authorizer.
     for (const route of PUBLIC_ROUTES) {
-      const routes = this.httpApi.addRoutes({ path: route.path, methods: [route.method as HttpMethod], integration: new HttpLambdaIntegration(`Public${route.path.replace(/[^A-Za-z0-9]/g, '')}`, this.api.fn) });
-      NagSuppressions.addResourceSuppressions(routes, [{ id: 'AwsSolutions-APIG4', reason: `${route.method} ${route.path} is the API's public contract (its OpenAPI document): it reads nothing of any tenant.` }], true);
+      const routes = this.httpApi.addRoutes({
+        path: route.path,
+        methods: [route.method as HttpMethod],
+        integration: new HttpLambdaIntegration(`Public${route.path.replace(/[^A-Za-z0-9]/g, '')}`, this.api.fn),
+      });
+      NagSuppressions.addResourceSuppressions(
+        routes,
+        [
+          {
+            id: 'AwsSolutions-APIG4',
+            reason: `${route.method} ${route.path} is the API's public contract (its OpenAPI document): it reads nothing of any tenant.`,
+          },
+        ],
+        true,
+      );
     }
 
     this.console = new SchedulerConsole(this, 'Console', { httpApi: this.httpApi, logRetentionDays: config.logRetentionDays });
 
-    applySecuritySettings(this, { httpApi: this.httpApi, functions: [this.api, ...Object.values(this.workers), this.ticker, this.authorizer, this.console.function], metricsReader: this.api, logRetentionDays: config.logRetentionDays });
+    applySecuritySettings(this, {
+      httpApi: this.httpApi,
+      functions: [this.api, ...Object.values(this.workers), this.ticker, this.authorizer, this.console.function],
+      metricsReader: this.api,
+      logRetentionDays: config.logRetentionDays,
+    });
 
     // Dashboard and alarms (docs/operations.md#dashboard, #alarms).
     this.observability = new SchedulerObservability(this, 'Observability', {

@@ -74,7 +74,8 @@ export function applySecuritySettings(stack: Stack, props: SecurityProps): void 
     [
       {
         id: 'AwsSolutions-IAM5',
-        reason: 'cloudwatch:GetMetricData has no resource-level permissions (its resource must be *); the health endpoint reads the AWS/SQS oldest-message age with it.',
+        reason:
+          'cloudwatch:GetMetricData has no resource-level permissions (its resource must be *); the health endpoint reads the AWS/SQS oldest-message age with it.',
         appliesTo: ['Resource::*'],
       },
     ],
@@ -88,7 +89,8 @@ export function applySecuritySettings(stack: Stack, props: SecurityProps): void 
         [
           {
             id: 'AwsSolutions-IAM5',
-            reason: "EventBridge Scheduler's role may invoke the ticker function and its versions (function ARN + :*), as the CDK LambdaInvoke target grants; nothing else.",
+            reason:
+              "EventBridge Scheduler's role may invoke the ticker function and its versions (function ARN + :*), as the CDK LambdaInvoke target grants; nothing else.",
             appliesTo: [{ regex: '/^Resource::<Ticker.+\\.Arn>:\\*$/g' }],
           },
         ],

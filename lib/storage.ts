@@ -18,8 +18,7 @@ export interface StorageProps {
 /** The queues of one worker pool: every lane redrives into its DLQ. */
 export type PoolQueues = Pick<Pool, 'name' | 'jobTypes'> & PoolLanes<sqs.Queue>;
 
-const attributeType = (type: AttributeType): dynamodb.AttributeType =>
-  type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER;
+const attributeType = (type: AttributeType): dynamodb.AttributeType => (type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER);
 
 function index(definition: IndexDefinition): dynamodb.GlobalSecondaryIndexPropsV2 {
   const { projection } = definition;
@@ -28,11 +27,7 @@ function index(definition: IndexDefinition): dynamodb.GlobalSecondaryIndexPropsV
     partitionKey: { name: definition.partitionKey.name, type: attributeType(definition.partitionKey.type) },
     sortKey: definition.sortKey && { name: definition.sortKey.name, type: attributeType(definition.sortKey.type) },
     projectionType:
-      projection === 'all'
-        ? dynamodb.ProjectionType.ALL
-        : projection === 'keys'
-          ? dynamodb.ProjectionType.KEYS_ONLY
-          : dynamodb.ProjectionType.INCLUDE,
+      projection === 'all' ? dynamodb.ProjectionType.ALL : projection === 'keys' ? dynamodb.ProjectionType.KEYS_ONLY : dynamodb.ProjectionType.INCLUDE,
     nonKeyAttributes: typeof projection === 'string' ? undefined : [...projection],
   };
 }
@@ -59,8 +54,7 @@ function queue(scope: Construct, definition: QueueDefinition, deadLetterQueue?: 
     maxMessageSizeBytes: definition.maxMessageSizeBytes,
     encryption: sqs.QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
-    deadLetterQueue:
-      deadLetterQueue && definition.maxReceiveCount ? { queue: deadLetterQueue, maxReceiveCount: definition.maxReceiveCount } : undefined,
+    deadLetterQueue: deadLetterQueue && definition.maxReceiveCount ? { queue: deadLetterQueue, maxReceiveCount: definition.maxReceiveCount } : undefined,
   });
 }
 

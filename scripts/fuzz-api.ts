@@ -35,7 +35,9 @@ async function main(): Promise<number> {
   const clients = createAwsClients();
   const config = await createLocalResources(clients, `fuzz-${randomBytes(3).toString('hex')}`);
   // Generous tenant limits: a fuzzer's burst of creates should reach the API's checks, not its 429.
-  const deps = createDeps({ ...config, tenantDefaults: { ...config.tenantDefaults, createsPerSecond: 1000, maxActiveJobs: 100_000 } }, clients, { workerId: 'fuzz-api' });
+  const deps = createDeps({ ...config, tenantDefaults: { ...config.tenantDefaults, createsPerSecond: 1000, maxActiveJobs: 100_000 } }, clients, {
+    workerId: 'fuzz-api',
+  });
   const apiKey = `fuzz_${randomBytes(18).toString('base64url')}`;
   await deps.apiKeys.issue(apiKey, 'fuzz', Date.now());
   // The API alone: no workers, no ticker (runs stay queued; the fuzzer looks at the API's answers).

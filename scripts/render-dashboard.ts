@@ -78,12 +78,11 @@ const UNIT = 36;
 const MARGIN = 24;
 const HEADER = 64;
 const GAP = 4;
-const FONT = "font-family=\"'Amazon Ember', Helvetica, Arial, sans-serif\"";
+const FONT = 'font-family="\'Amazon Ember\', Helvetica, Arial, sans-serif"';
 /** CloudWatch's default series colors, in order. */
 const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
 
-const escape = (text: string) =>
-  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** Approximate width of text in a sans-serif font. */
 const textWidth = (text: string, size: number) => text.length * size * 0.55;
@@ -218,7 +217,9 @@ function drawWidget(widget: Widget): string {
     const fraction = axis?.max !== undefined ? 1 - (annotation.value - (axis.min ?? 0)) / (axis.max - (axis.min ?? 0)) : 0.3 + 0.15 * i;
     const ay = plotTop + (plotBottom - plotTop) * Math.min(Math.max(fraction, 0.08), 0.92);
     const color = annotation.color ?? '#d62728';
-    parts.push(`<line x1="${plotLeft}" y1="${ay.toFixed(1)}" x2="${plotRight}" y2="${ay.toFixed(1)}" stroke="${color}" stroke-width="1.5" stroke-dasharray="6 4"/>`);
+    parts.push(
+      `<line x1="${plotLeft}" y1="${ay.toFixed(1)}" x2="${plotRight}" y2="${ay.toFixed(1)}" stroke="${color}" stroke-width="1.5" stroke-dasharray="6 4"/>`,
+    );
     const label = annotation.label?.includes(String(annotation.value)) ? annotation.label : `${annotation.label ?? ''} (${annotation.value})`.trim();
     parts.push(textElement(plotRight - 4, ay - 4, truncate(label, plotRight - plotLeft - 8, 10), 10, `text-anchor="end" fill="${color}"`));
   });
@@ -268,10 +269,7 @@ const template = app.synth().getStackByName(stack.stackName).template as {
 };
 // Alarm ARNs in the alarm widget are tokens; show the alarms' names instead.
 const names = new Map<string, string>(
-  Object.values(stack.observability.alarms).map((alarm) => [
-    stack.getLogicalId(alarm.node.defaultChild as CfnAlarm),
-    alarm.node.id,
-  ]),
+  Object.values(stack.observability.alarms).map((alarm) => [stack.getLogicalId(alarm.node.defaultChild as CfnAlarm), alarm.node.id]),
 );
 const dashboards = Object.values(template.Resources).filter((r) => r.Type === 'AWS::CloudWatch::Dashboard');
 if (dashboards.length !== 1) throw new Error(`expected one dashboard, found ${dashboards.length}`);

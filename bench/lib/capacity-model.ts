@@ -87,7 +87,9 @@ export class CapacityModel {
 
   private writeTargets(operation: string, input: Record<string, unknown>): WriteTarget[] {
     const single = (tableName: unknown, key: unknown, transactional: boolean, checkOnly = false): WriteTarget[] =>
-      typeof tableName === 'string' && this.tables.has(tableName) && isRecord(key) ? [{ tableName, key: this.keyOf(tableName, key), transactional, checkOnly }] : [];
+      typeof tableName === 'string' && this.tables.has(tableName) && isRecord(key)
+        ? [{ tableName, key: this.keyOf(tableName, key), transactional, checkOnly }]
+        : [];
     switch (operation) {
       case 'PutItem':
         return single(input.TableName, input.Item, false);

@@ -32,7 +32,6 @@ interface Tracked {
   succeeded?: boolean;
 }
 
-
 export function createBullmqSystem(options: BullmqOptions): SystemUnderTest {
   const connection = { host: options.host, port: options.port, maxRetriesPerRequest: null };
   let queue: Queue<BenchJobData> | null = null;
@@ -94,7 +93,11 @@ export function createBullmqSystem(options: BullmqOptions): SystemUnderTest {
     },
     async submit(item: WorkItem) {
       if (!queue) throw new Error('beginPhase first');
-      const job = await queue.add('run', { tenant: item.tenant, kind: item.kind }, { delay: item.delaySeconds * 1000, removeOnComplete: false, removeOnFail: false });
+      const job = await queue.add(
+        'run',
+        { tenant: item.tenant, kind: item.kind },
+        { delay: item.delaySeconds * 1000, removeOnComplete: false, removeOnFail: false },
+      );
       tracked.set(job.id ?? '', { kind: item.kind });
     },
     async collect(timeoutMs: number): Promise<Execution[]> {
@@ -136,7 +139,17 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     await system.beginPhase();
     const driven = await drive(spec, 64, (item) => system.submit(item));
     const executions = await system.collect(60_000);
-    printTable([phaseFigures('bullmq', `rate ${spec.rate}/s`, spec, driven, executions, Math.min(spec.seconds / 2, spec.maxDelaySeconds + 2), system.phaseNotes(executions.length))]);
+    printTable([
+      phaseFigures(
+        'bullmq',
+        `rate ${spec.rate}/s`,
+        spec,
+        driven,
+        executions,
+        Math.min(spec.seconds / 2, spec.maxDelaySeconds + 2),
+        system.phaseNotes(executions.length),
+      ),
+    ]);
   } finally {
     await system.stop();
     await target.close();

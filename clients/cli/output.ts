@@ -14,7 +14,16 @@ export function table<T>(rows: readonly T[], columns: readonly Column<T>[], empt
   if (rows.length === 0) return `${empty}\n`;
   const cells = [columns.map((column) => column.header), ...rows.map((row) => columns.map((column) => column.value(row)))];
   const widths = columns.map((_, index) => Math.max(...cells.map((line) => (line[index] ?? '').length)));
-  return cells.map((line) => line.map((cell, index) => (index === line.length - 1 ? cell : cell.padEnd(widths[index] ?? 0))).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    cells
+      .map((line) =>
+        line
+          .map((cell, index) => (index === line.length - 1 ? cell : cell.padEnd(widths[index] ?? 0)))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 const dash = (value: string | null | undefined): string => (value === null || value === undefined || value === '' ? '-' : value);
@@ -115,7 +124,10 @@ export function healthText(report: HealthReport): string {
       ['Status', report.status],
       ['Checked at', report.checkedAt],
       ['Ticker', report.ticker.lastCompletedAt ? `last tick ${report.ticker.sinceLastCompletionSeconds ?? '?'}s ago` : 'no tick yet'],
-      ['Runs', `${report.runs.started} started, ${report.runs.byStatus.SUCCEEDED} succeeded, ${report.runs.byStatus.FAILED + report.runs.byStatus.TIMED_OUT + report.runs.byStatus.DEAD} failed in the last ${report.runs.windowMinutes} min`],
+      [
+        'Runs',
+        `${report.runs.started} started, ${report.runs.byStatus.SUCCEEDED} succeeded, ${report.runs.byStatus.FAILED + report.runs.byStatus.TIMED_OUT + report.runs.byStatus.DEAD} failed in the last ${report.runs.windowMinutes} min`,
+      ],
       ['Start lag', lag.samples > 0 ? `p50 ${lag.p50 ?? '-'} ms, p99 ${lag.p99 ?? '-'} ms (${lag.samples} runs)` : '-'],
       ['In flight', String(report.inFlight.length)],
       ['Dead runs', `${report.runs.deadAwaitingReplay.count}${report.runs.deadAwaitingReplay.capped ? '+' : ''} awaiting replay`],

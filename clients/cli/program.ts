@@ -104,7 +104,10 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
   };
 
   /** One page, or every page with --all (printed as one page whose nextCursor is null). */
-  const listed = async <T>(options: { all?: boolean; limit?: number; cursor?: string }, pageOf: (cursor: string | undefined) => Promise<Page<T>>): Promise<Page<T>> => {
+  const listed = async <T>(
+    options: { all?: boolean; limit?: number; cursor?: string },
+    pageOf: (cursor: string | undefined) => Promise<Page<T>>,
+  ): Promise<Page<T>> => {
     if (!options.all) return pageOf(options.cursor);
     const items: T[] = [];
     let cursor = options.cursor;
@@ -137,7 +140,9 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
       const spec = (await readDocument(io, options.file)) as JobSpecInput;
       const created = await clientOf(command).jobs.create(spec, options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {});
       if (json) return printJson(created);
-      print(`${created.replayed ? 'already created' : 'created'} job ${created.job.jobId} (${created.job.name}), ${created.job.status}, next run ${created.nextRunAt ?? '-'}`);
+      print(
+        `${created.replayed ? 'already created' : 'created'} job ${created.job.jobId} (${created.job.name}), ${created.job.status}, next run ${created.nextRunAt ?? '-'}`,
+      );
     });
   pageOptions(
     jobs
@@ -190,7 +195,12 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
     .option('--payload-file <path>', "this run's payload from a JSON or YAML file")
     .action(async (jobId: string, options: { payload?: string; payloadFile?: string }, command: Command) => {
       if (options.payload !== undefined && options.payloadFile !== undefined) throw new UsageError('give --payload or --payload-file, not both');
-      const payload = options.payloadFile !== undefined ? await readDocument(io, options.payloadFile) : options.payload !== undefined ? parseValue(options.payload, '--payload') : undefined;
+      const payload =
+        options.payloadFile !== undefined
+          ? await readDocument(io, options.payloadFile)
+          : options.payload !== undefined
+            ? parseValue(options.payload, '--payload')
+            : undefined;
       const run = await clientOf(command).jobs.trigger(jobId, payload === undefined ? {} : { payload: payload as never });
       if (json) return printJson(run);
       print(`triggered run ${run.runId}: ${run.status}`);
@@ -241,7 +251,9 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
       .option('--to <time>', 'scheduled at or before this ISO 8601 time'),
   ).action(async (options: { job?: string; from?: string; to?: string; limit?: number; cursor?: string; all?: boolean }, command: Command) => {
     const client = clientOf(command);
-    const page = await listed(options, (cursor) => client.deadRuns.list({ jobId: options.job, from: options.from, to: options.to, limit: options.limit, cursor }));
+    const page = await listed(options, (cursor) =>
+      client.deadRuns.list({ jobId: options.job, from: options.from, to: options.to, limit: options.limit, cursor }),
+    );
     showPage(page, (items) => deadRunsTable(items));
   });
   dead
@@ -254,7 +266,8 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
     .option('--limit <n>', 'at most this many (1-100, default 100)', integer('--limit', 1, 100))
     .action(async (runId: string | undefined, options: { job?: string; from?: string; to?: string; all?: boolean; limit?: number }, command: Command) => {
       const filtered = options.job !== undefined || options.from !== undefined || options.to !== undefined || options.all === true;
-      if (runId !== undefined && (filtered || options.limit !== undefined)) throw new UsageError('give a run id, or filters (--job, --from, --to, --all), not both');
+      if (runId !== undefined && (filtered || options.limit !== undefined))
+        throw new UsageError('give a run id, or filters (--job, --from, --to, --all), not both');
       if (runId === undefined && !filtered) throw new UsageError('give a run id, or choose dead runs with --job, --from/--to or --all');
       const client = clientOf(command);
       if (runId !== undefined) {
@@ -279,23 +292,25 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
     .option('-f, --file <path>', "a schedule, or a job file's schedule, as JSON or YAML")
     .option('--from <time>', 'from this ISO 8601 time (default now)')
     .option('--count <n>', 'how many fire times (1-100, default 5)', integer('--count', 1, 100))
-    .action(async (options: { cron?: string; timezone?: string; at?: string; delay?: number; file?: string; from?: string; count?: number }, command: Command) => {
-      const sources = [options.cron, options.at, options.delay, options.file].filter((source) => source !== undefined);
-      if (sources.length !== 1) throw new UsageError('give one schedule: --cron, --at, --delay or -f');
-      if (options.timezone !== undefined && options.cron === undefined) throw new UsageError('--timezone goes with --cron');
-      let schedule: ScheduleInput;
-      if (options.cron !== undefined) schedule = { kind: 'cron', expression: options.cron, ...(options.timezone ? { timezone: options.timezone } : {}) };
-      else if (options.at !== undefined) schedule = { kind: 'at', at: options.at };
-      else if (options.delay !== undefined) schedule = { kind: 'delay', seconds: options.delay };
-      else {
-        const document = await readDocument(io, options.file ?? '-');
-        schedule = ('schedule' in document ? document.schedule : document) as ScheduleInput;
-      }
-      const request: PreviewRequest = { schedule, ...(options.from ? { from: options.from } : {}), ...(options.count ? { count: options.count } : {}) };
-      const preview = await clientOf(command).preview(request);
-      if (json) return printJson(preview);
-      print(preview.fireTimes.length > 0 ? preview.fireTimes.join('\n') : '(no fire times)');
-    });
+    .action(
+      async (options: { cron?: string; timezone?: string; at?: string; delay?: number; file?: string; from?: string; count?: number }, command: Command) => {
+        const sources = [options.cron, options.at, options.delay, options.file].filter((source) => source !== undefined);
+        if (sources.length !== 1) throw new UsageError('give one schedule: --cron, --at, --delay or -f');
+        if (options.timezone !== undefined && options.cron === undefined) throw new UsageError('--timezone goes with --cron');
+        let schedule: ScheduleInput;
+        if (options.cron !== undefined) schedule = { kind: 'cron', expression: options.cron, ...(options.timezone ? { timezone: options.timezone } : {}) };
+        else if (options.at !== undefined) schedule = { kind: 'at', at: options.at };
+        else if (options.delay !== undefined) schedule = { kind: 'delay', seconds: options.delay };
+        else {
+          const document = await readDocument(io, options.file ?? '-');
+          schedule = ('schedule' in document ? document.schedule : document) as ScheduleInput;
+        }
+        const request: PreviewRequest = { schedule, ...(options.from ? { from: options.from } : {}), ...(options.count ? { count: options.count } : {}) };
+        const preview = await clientOf(command).preview(request);
+        if (json) return printJson(preview);
+        print(preview.fireTimes.length > 0 ? preview.fireTimes.join('\n') : '(no fire times)');
+      },
+    );
 
   // health
   program
@@ -334,7 +349,10 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
           if (before === state) continue;
           seen.set(run.runId, state);
           if (json) print(JSON.stringify({ at: new Date().toISOString(), run }));
-          else print(`${new Date().toISOString()}  run ${run.runId} attempt ${run.attempt} (${run.trigger}) ${before ? `${before} -> ` : ''}${run.status}${runNote(run)}`);
+          else
+            print(
+              `${new Date().toISOString()}  run ${run.runId} attempt ${run.attempt} (${run.trigger}) ${before ? `${before} -> ` : ''}${run.status}${runNote(run)}`,
+            );
         }
         const settled = (job.status === 'COMPLETED' || job.status === 'CANCELLED') && job.recentRuns.every((run) => FINISHED_RUN_STATUSES.has(run.status));
         if (options.untilDone && settled) return;
@@ -373,7 +391,10 @@ function reportError(io: CliIo, error: unknown, json: boolean): void {
       io.stderr(`${JSON.stringify(error.problem)}\n`);
       return;
     }
-    const lines = [`error: ${error.status} ${error.title}${error.detail ? `: ${error.detail}` : ''}`, ...error.errors.map((field) => `  ${field.path}: ${field.message}`)];
+    const lines = [
+      `error: ${error.status} ${error.title}${error.detail ? `: ${error.detail}` : ''}`,
+      ...error.errors.map((field) => `  ${field.path}: ${field.message}`),
+    ];
     if (error.retryAfterSeconds !== null) lines.push(`  (retry after ${error.retryAfterSeconds} s)`);
     io.stderr(`${lines.join('\n')}\n`);
     return;

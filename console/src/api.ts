@@ -80,7 +80,13 @@ async function request<T>(method: string, path: string, body?: unknown, key = se
   if (!response.ok) {
     // API Gateway's own answers to a missing or refused key are not problem+json.
     const problem: Problem =
-      parsed && typeof parsed === 'object' && 'status' in parsed ? (parsed as Problem) : { status: response.status, title: response.statusText, detail: response.status === 401 || response.status === 403 ? 'The API key was not accepted.' : `HTTP ${response.status}` };
+      parsed && typeof parsed === 'object' && 'status' in parsed
+        ? (parsed as Problem)
+        : {
+            status: response.status,
+            title: response.statusText,
+            detail: response.status === 401 || response.status === 403 ? 'The API key was not accepted.' : `HTTP ${response.status}`,
+          };
     if ((response.status === 401 || response.status === 403) && key === session.key()) window.dispatchEvent(new CustomEvent('scheduler:unauthorized'));
     throw new ApiError({ ...problem, status: response.status });
   }

@@ -2,7 +2,9 @@
 
 /** The zone's offset from UTC at an instant, e.g. `GMT+02:00`. */
 export function offsetAt(iso: string, zone: string): string {
-  const part = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' }).formatToParts(new Date(iso)).find((p) => p.type === 'timeZoneName');
+  const part = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' })
+    .formatToParts(new Date(iso))
+    .find((p) => p.type === 'timeZoneName');
   return part?.value ?? '';
 }
 

@@ -28,8 +28,26 @@ export function table(caption: string, headers: readonly string[], rows: readonl
     'table',
     props,
     h('caption', null, caption),
-    h('thead', null, h('tr', null, headers.map((header) => h('th', { scope: 'col' }, header)))),
-    h('tbody', null, rows.map((cells) => h('tr', null, cells.map((cell, index) => h('td', { 'data-label': headers[index] ?? '' }, cell))))),
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        headers.map((header) => h('th', { scope: 'col' }, header)),
+      ),
+    ),
+    h(
+      'tbody',
+      null,
+      rows.map((cells) =>
+        h(
+          'tr',
+          null,
+          cells.map((cell, index) => h('td', { 'data-label': headers[index] ?? '' }, cell)),
+        ),
+      ),
+    ),
   );
 }
 
@@ -44,7 +62,9 @@ export function confirmDialog(question: string, confirmLabel: string): Promise<b
     };
     dialog.append(
       h('p', { id: 'confirm-question' }, question),
-      h('div', { class: 'actions' },
+      h(
+        'div',
+        { class: 'actions' },
         h('button', { type: 'button', onclick: () => close(false) }, 'Cancel'),
         h('button', { type: 'button', class: 'danger', onclick: () => close(true) }, confirmLabel),
       ),

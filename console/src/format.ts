@@ -29,7 +29,11 @@ function formatter(zone: string): Intl.DateTimeFormat {
 
 /** `2026-11-23 20:01:05 GMT+1` in the given zone (the viewer's by default). */
 export function timeText(iso: string, zone = viewerZone): string {
-  const parts = Object.fromEntries(formatter(zone).formatToParts(new Date(iso)).map((part) => [part.type, part.value]));
+  const parts = Object.fromEntries(
+    formatter(zone)
+      .formatToParts(new Date(iso))
+      .map((part) => [part.type, part.value]),
+  );
   return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName}`;
 }
 

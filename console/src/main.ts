@@ -103,7 +103,13 @@ function render(): void {
   const nav = h(
     'nav',
     { 'aria-label': 'Main' },
-    h('ul', null, NAV.map(([label, href]) => h('li', null, h('a', { href, 'aria-current': found?.section === label ? 'page' : null, onclick: () => reloadIfCurrent(href) }, label)))),
+    h(
+      'ul',
+      null,
+      NAV.map(([label, href]) =>
+        h('li', null, h('a', { href, 'aria-current': found?.section === label ? 'page' : null, onclick: () => reloadIfCurrent(href) }, label)),
+      ),
+    ),
     signOut,
   );
   app.replaceChildren(h('header', null, h('a', { href: '#/jobs', class: 'brand' }, 'Job scheduler'), nav), main, status);
@@ -134,7 +140,6 @@ function render(): void {
     main.append(h('p', { role: 'alert', class: 'error' }, errorText(error)));
   });
 }
-
 
 window.addEventListener('hashchange', () => {
   // The skip link's `#main` is not a page.

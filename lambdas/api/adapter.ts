@@ -44,7 +44,9 @@ interface RouteContext<R> {
 }
 
 /** One handler per operation of the route table: the compiler checks that none is missing. */
-type Handlers = { readonly [K in OperationId]: Routes[K] extends { readonly public: true } ? () => Promise<ApiResult> : (ctx: RouteContext<Routes[K]>) => Promise<ApiResult> };
+type Handlers = {
+  readonly [K in OperationId]: Routes[K] extends { readonly public: true } ? () => Promise<ApiResult> : (ctx: RouteContext<Routes[K]>) => Promise<ApiResult>;
+};
 
 interface Route extends RouteSpec {
   readonly operationId: OperationId;
@@ -89,9 +91,7 @@ function ifMatchVersion(event: ApiEvent): number | undefined {
 function idempotencyKeyOf(event: ApiEvent): string | undefined {
   const key = header(event, 'idempotency-key');
   if (key !== undefined && !/^[\x21-\x7e]{1,128}$/.test(key)) {
-    throw new ValidationError('Invalid Idempotency-Key', [
-      { path: 'headers.Idempotency-Key', message: 'must be 1 to 128 visible ASCII characters' },
-    ]);
+    throw new ValidationError('Invalid Idempotency-Key', [{ path: 'headers.Idempotency-Key', message: 'must be 1 to 128 visible ASCII characters' }]);
   }
   return key;
 }
@@ -112,18 +112,34 @@ function handlers(deps: SchedulerDeps): Handlers {
       const result = await createJob(deps, tenantId, body, idempotencyKeyOf(event), caller.limits);
       if (result.created) await audit(caller, 'job.create', result.job.jobId, { changes: changesBetween(undefined, result.job) });
       // A replay answers as the first request did (201), and says it is one.
-      return json(201, { job: result.job, nextRunAt: result.nextRunAt }, {
-        location: `/v1/jobs/${result.job.jobId}`,
-        ...(result.created ? {} : { 'idempotent-replayed': 'true' }),
-      });
+      return json(
+        201,
+        { job: result.job, nextRunAt: result.nextRunAt },
+        {
+          location: `/v1/jobs/${result.job.jobId}`,
+          ...(result.created ? {} : { 'idempotent-replayed': 'true' }),
+        },
+      );
     },
     listJobs: async ({ tenantId, query }) => json(200, await listJobs(deps, tenantId, query)),
     getJob: async ({ tenantId, params }) => json(200, await getJob(deps, tenantId, param(params, 'jobId'))),
     patchJob: async ({ event, caller, params, body }) =>
-      json(200, await jobChange(caller, 'job.update', param(params, 'jobId'), (jobId) => patchJob(deps, caller.tenantId, jobId, body, ifMatchVersion(event), caller.limits), Object.keys(body).sort())),
-    deleteJob: async ({ caller, params }) => json(200, await jobChange(caller, 'job.delete', param(params, 'jobId'), (jobId) => deleteJob(deps, caller.tenantId, jobId))),
-    pauseJob: async ({ caller, params }) => json(200, await jobChange(caller, 'job.pause', param(params, 'jobId'), (jobId) => pauseJob(deps, caller.tenantId, jobId))),
-    resumeJob: async ({ caller, params }) => json(200, await jobChange(caller, 'job.resume', param(params, 'jobId'), (jobId) => resumeJob(deps, caller.tenantId, jobId))),
+      json(
+        200,
+        await jobChange(
+          caller,
+          'job.update',
+          param(params, 'jobId'),
+          (jobId) => patchJob(deps, caller.tenantId, jobId, body, ifMatchVersion(event), caller.limits),
+          Object.keys(body).sort(),
+        ),
+      ),
+    deleteJob: async ({ caller, params }) =>
+      json(200, await jobChange(caller, 'job.delete', param(params, 'jobId'), (jobId) => deleteJob(deps, caller.tenantId, jobId))),
+    pauseJob: async ({ caller, params }) =>
+      json(200, await jobChange(caller, 'job.pause', param(params, 'jobId'), (jobId) => pauseJob(deps, caller.tenantId, jobId))),
+    resumeJob: async ({ caller, params }) =>
+      json(200, await jobChange(caller, 'job.resume', param(params, 'jobId'), (jobId) => resumeJob(deps, caller.tenantId, jobId))),
     triggerJob: async ({ tenantId, caller, params, body }) => {
       const run = await triggerJob(deps, tenantId, param(params, 'jobId'), body, caller.limits);
       await audit(caller, 'job.trigger', run.jobId, { changes: { run: { after: run.runId } } });
@@ -154,7 +170,8 @@ function handlers(deps: SchedulerDeps): Handlers {
     replayDeadRuns: async ({ tenantId, caller, body }) => {
       const result = await replayDeadRuns(deps, tenantId, body, caller.limits);
       const replayed = result.replayed.map((run) => run.runId);
-      if (replayed.length > 0) await audit(caller, 'dead-runs.replay', replayed[0]!, { objectIds: replayed, changes: { replayed: { after: replayed.length } } });
+      if (replayed.length > 0)
+        await audit(caller, 'dead-runs.replay', replayed[0]!, { objectIds: replayed, changes: { replayed: { after: replayed.length } } });
       return json(202, result);
     },
     previewSchedule: ({ body }) => Promise.resolve(json(200, previewSchedule(deps, body))),
@@ -172,7 +189,8 @@ function handlers(deps: SchedulerDeps): Handlers {
     },
     listAudit: async ({ tenantId, query }) => json(200, await listAudit(deps, tenantId, query)),
     checkHealth: async ({ tenantId, query }) => json(200, await checkHealth(deps, tenantId, query)),
-    getOpenApi: () => Promise.resolve({ statusCode: 200, headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' }, body: openApiJson() }),
+    getOpenApi: () =>
+      Promise.resolve({ statusCode: 200, headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' }, body: openApiJson() }),
   };
 }
 
@@ -187,7 +205,12 @@ function param(params: Readonly<Record<string, string>>, name: string): string {
  * the query string and the body, with one 400 naming every failing field (`path.jobId`,
  * `limit`, `schedule.kind`). Returns the parsed query and body (defaults applied).
  */
-function validateRequest(found: Route, event: ApiEvent, params: Readonly<Record<string, string>>, query: Readonly<Record<string, string | undefined>>): { query: unknown; body: unknown } {
+function validateRequest(
+  found: Route,
+  event: ApiEvent,
+  params: Readonly<Record<string, string>>,
+  query: Readonly<Record<string, string | undefined>>,
+): { query: unknown; body: unknown } {
   const errors: FieldError[] = [];
   let detail = 'Invalid request';
   for (const name of found.paramNames) {
@@ -241,8 +264,5 @@ export function createApiHandler(deps: SchedulerDeps) {
     return handle[found.operationId]({ event, tenantId: caller.tenantId, caller, params, query: query as QueryOf<RouteSpec>, body: body as BodyOf<RouteSpec> });
   };
 
-  return middy<ApiEvent, ApiResult, Error, Context>()
-    .use(flushTelemetry(deps))
-    .use(problemDetails())
-    .handler(route);
+  return middy<ApiEvent, ApiResult, Error, Context>().use(flushTelemetry(deps)).use(problemDetails()).handler(route);
 }

@@ -38,7 +38,14 @@ function problem(
 ): ApiResult {
   const slug = title.toLowerCase().replace(/[^a-z]+/g, '-');
   const omitted = Math.max(0, errors.length - MAX_PROBLEM_ERRORS);
-  const capped = omitted > 0 ? { detail: `${detail} (the first ${MAX_PROBLEM_ERRORS} errors are listed; ${omitted} more omitted)`, errors: errors.slice(0, MAX_PROBLEM_ERRORS), errorsOmitted: omitted } : { detail, errors };
+  const capped =
+    omitted > 0
+      ? {
+          detail: `${detail} (the first ${MAX_PROBLEM_ERRORS} errors are listed; ${omitted} more omitted)`,
+          errors: errors.slice(0, MAX_PROBLEM_ERRORS),
+          errorsOmitted: omitted,
+        }
+      : { detail, errors };
   return {
     statusCode: status,
     headers: { 'content-type': 'application/problem+json', ...headers },
@@ -60,10 +67,14 @@ export function problemDetails(): MiddlewareObj<ApiEvent, ApiResult> {
         // The store did not answer in time (or at all): nothing of this request may have been done,
         // or all of it; a retry with the same Idempotency-Key is safe either way.
         logger.warn('the store did not answer; answered 503', { error: error instanceof Error ? { name: error.name, message: error.message } : String(error) });
-        request.response = problem(503, 'Service unavailable', 'The scheduler could not reach its store in time. Try again shortly.', [], { 'retry-after': String(STORE_RETRY_AFTER_SECONDS) });
+        request.response = problem(503, 'Service unavailable', 'The scheduler could not reach its store in time. Try again shortly.', [], {
+          'retry-after': String(STORE_RETRY_AFTER_SECONDS),
+        });
         return;
       }
-      logger.error('unhandled error in API', { error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) });
+      logger.error('unhandled error in API', {
+        error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error),
+      });
       request.response = problem(500, 'Internal error', 'The request could not be completed. It is safe to retry.');
     },
   };
@@ -104,9 +115,7 @@ export function jsonBody(event: ApiEvent, required: boolean): unknown {
   try {
     value = JSON.parse(raw) as unknown;
   } catch (error) {
-    throw new ValidationError('The body is not valid JSON', [
-      { path: '(body)', message: error instanceof Error ? error.message : 'cannot be parsed' },
-    ]);
+    throw new ValidationError('The body is not valid JSON', [{ path: '(body)', message: error instanceof Error ? error.message : 'cannot be parsed' }]);
   }
   const problems = jsonShapeProblems(value);
   if (problems.length > 0) throw new ValidationError('Invalid request', problems);

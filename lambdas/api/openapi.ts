@@ -40,7 +40,9 @@ class SchemaCollector {
       if (!renamed) break;
     }
     for (const [name, placed] of names) this.components[placed] = rewriteRefs(stripId(defs[name] ?? {}), names) as JsonSchema;
-    return typeof id === 'string' && converted.$ref === undefined ? { $ref: `#/components/schemas/${names.get(id) ?? id}` } : (rewriteRefs(stripId(converted), names) as JsonSchema);
+    return typeof id === 'string' && converted.$ref === undefined
+      ? { $ref: `#/components/schemas/${names.get(id) ?? id}` }
+      : (rewriteRefs(stripId(converted), names) as JsonSchema);
   }
 }
 
@@ -83,8 +85,20 @@ function operation(collector: SchemaCollector, operationId: string, route: Route
   for (const name of route.headers ?? []) {
     parameters.push(
       name === 'If-Match'
-        ? { name, in: 'header', required: false, description: 'The job version the change expects (its `version`); a mismatch is a 412.', schema: { type: 'string', pattern: '^\\s*(W/)?"?\\d{1,12}"?\\s*$' } }
-        : { name, in: 'header', required: false, description: 'Makes the create safe to retry: the same key and body within 24 h answer with the first result.', schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,128}$' } },
+        ? {
+            name,
+            in: 'header',
+            required: false,
+            description: 'The job version the change expects (its `version`); a mismatch is a 412.',
+            schema: { type: 'string', pattern: '^\\s*(W/)?"?\\d{1,12}"?\\s*$' },
+          }
+        : {
+            name,
+            in: 'header',
+            required: false,
+            description: 'Makes the create safe to retry: the same key and body within 24 h answer with the first result.',
+            schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,128}$' },
+          },
     );
   }
   const responses: Record<string, unknown> = {};
@@ -92,12 +106,19 @@ function operation(collector: SchemaCollector, operationId: string, route: Route
     if (!response) continue;
     responses[status] = {
       description: response.description,
-      ...(response.headers ? { headers: Object.fromEntries(Object.entries(response.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) } : {}),
-      ...(response.schema ? { content: { 'application/json': { schema: collector.convert(response.schema, 'output') } } } : route.public ? { content: { 'application/json': { schema: { type: 'object' } } } } : {}),
+      ...(response.headers
+        ? { headers: Object.fromEntries(Object.entries(response.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) }
+        : {}),
+      ...(response.schema
+        ? { content: { 'application/json': { schema: collector.convert(response.schema, 'output') } } }
+        : route.public
+          ? { content: { 'application/json': { schema: { type: 'object' } } } }
+          : {}),
     };
   }
   if (!route.public) {
-    for (const status of [...new Set([...COMMON_PROBLEMS, ...(route.problems ?? [])])].sort()) responses[String(status)] = { $ref: `#/components/responses/${problemResponseName(status)}` };
+    for (const status of [...new Set([...COMMON_PROBLEMS, ...(route.problems ?? [])])].sort())
+      responses[String(status)] = { $ref: `#/components/responses/${problemResponseName(status)}` };
     responses['401'] = { $ref: '#/components/responses/Unauthorized' };
     responses['403'] = { $ref: '#/components/responses/Forbidden' };
   }
@@ -112,7 +133,9 @@ function operation(collector: SchemaCollector, operationId: string, route: Route
       ? {
           requestBody: {
             required: route.body.required,
-            content: { 'application/json': { schema: collector.convert(route.body.schema, 'input'), ...(route.example !== undefined ? { example: route.example } : {}) } },
+            content: {
+              'application/json': { schema: collector.convert(route.body.schema, 'input'), ...(route.example !== undefined ? { example: route.example } : {}) },
+            },
           },
         }
       : {}),
@@ -134,11 +157,19 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       problemResponseName(Number(status) as ProblemStatus),
       {
         description: `${title}: ${meaning} Problem type \`${problemTypeOf(title)}\`.`,
-        ...(status === '429' || status === '503' ? { headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'string' } } } } : {}),
+        ...(status === '429' || status === '503'
+          ? { headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'string' } } } }
+          : {}),
         content: {
           'application/problem+json': {
             schema: problem,
-            example: { type: problemTypeOf(title), title, status: Number(status), detail: meaning, errors: status === '400' ? [{ path: 'schedule.kind', message: 'Invalid input' }] : [] },
+            example: {
+              type: problemTypeOf(title),
+              title,
+              status: Number(status),
+              detail: meaning,
+              errors: status === '400' ? [{ path: 'schedule.kind', message: 'Invalid input' }] : [],
+            },
           },
         },
       },
@@ -149,7 +180,8 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     info: {
       title: 'Job scheduler API',
       version: API_VERSION,
-      description: 'Schedule HTTP, SQS, Lambda, EventBridge and external-worker jobs (now, after a delay, at an instant, on a cron schedule) and follow their runs. The readable guide is docs/api.md.',
+      description:
+        'Schedule HTTP, SQS, Lambda, EventBridge and external-worker jobs (now, after a delay, at an instant, on a cron schedule) and follow their runs. The readable guide is docs/api.md.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
@@ -158,7 +190,11 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     paths,
     components: {
       securitySchemes: {
-        apiKey: { type: 'http', scheme: 'bearer', description: 'An API key of the tenant (`npm run admin -- create-key`), sent as `Authorization: Bearer <key>`.' },
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API key of the tenant (`npm run admin -- create-key`), sent as `Authorization: Bearer <key>`.',
+        },
       },
       responses: {
         ...problemResponses,
@@ -167,7 +203,10 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           headers: { 'WWW-Authenticate': { description: '`Bearer`', schema: { type: 'string' } } },
           content: { 'application/json': { schema: gatewayError, example: { message: 'Unauthorized' } }, 'application/problem+json': { schema: problem } },
         },
-        Forbidden: { description: 'An API key that is unknown or revoked (answered by API Gateway).', content: { 'application/json': { schema: gatewayError, example: { message: 'Forbidden' } } } },
+        Forbidden: {
+          description: 'An API key that is unknown or revoked (answered by API Gateway).',
+          content: { 'application/json': { schema: gatewayError, example: { message: 'Forbidden' } } },
+        },
       },
       schemas: Object.fromEntries(Object.entries(collector.components).sort(([a], [b]) => a.localeCompare(b))),
     },

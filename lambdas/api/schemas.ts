@@ -25,12 +25,14 @@ import { FIRE_TIME_RANGE } from '../domain/schedule';
 
 export { MASKED_HEADER_VALUE, jobPatchSchema, jobSpecSchema };
 
-
 const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
 /** A time filter in a query string, normalised to UTC (`Z`) so that it compares with stored keys. */
 const isoInstantParam = isoInstant.transform((value) => new Date(value).toISOString());
 const boundedJson = (what: string) =>
-  jsonValue.refine((value) => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8') <= MAX_PAYLOAD_BYTES, `${what} must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`);
+  jsonValue.refine(
+    (value) => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8') <= MAX_PAYLOAD_BYTES,
+    `${what} must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`,
+  );
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -94,7 +96,10 @@ export type HealthQuery = z.output<typeof healthQuery>;
 export const triggerSchema = z.strictObject({
   payload: jsonValue
     .optional()
-    .refine((payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`),
+    .refine(
+      (payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES,
+      `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`,
+    ),
 });
 export type TriggerRequest = z.output<typeof triggerSchema>;
 
@@ -109,7 +114,10 @@ export type BulkReplayRequest = z.output<typeof bulkReplaySchema>;
 export const previewSchema = z.strictObject({
   schedule: scheduleSchema,
   from: isoInstant
-    .refine((from) => Date.parse(from) >= FIRE_TIME_RANGE.earliest && Date.parse(from) <= FIRE_TIME_RANGE.latest, 'must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z')
+    .refine(
+      (from) => Date.parse(from) >= FIRE_TIME_RANGE.earliest && Date.parse(from) <= FIRE_TIME_RANGE.latest,
+      'must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z',
+    )
     .optional(),
   count: z.number().int().min(1).max(100).default(5),
 });
@@ -121,7 +129,10 @@ export const claimSchema = z.strictObject({
   jobType: jobTypeSchema.optional(),
   waitSeconds: z.number().int().min(0).max(MAX_CLAIM_WAIT_SECONDS).default(0),
   /** Names the worker in the run's leaseOwner (e.g. its host and process). */
-  workerId: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/).optional(),
+  workerId: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{1,64}$/)
+    .optional(),
 });
 export type ClaimRequest = z.output<typeof claimSchema>;
 const leaseToken = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'must be the lease token the claim returned');
@@ -212,7 +223,12 @@ export const jobViewSchema = z
 export const jobDetailSchema = jobViewSchema.extend({ recentRuns: z.array(runSchema) }).meta({ id: 'JobDetail' });
 
 const pageOf = <T extends z.ZodType>(item: T, id: string) =>
-  z.strictObject({ items: z.array(item), nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null when nothing follows.' }) }).meta({ id });
+  z
+    .strictObject({
+      items: z.array(item),
+      nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null when nothing follows.' }),
+    })
+    .meta({ id });
 
 export const jobPageSchema = pageOf(jobViewSchema, 'JobPage');
 export const runPageSchema = pageOf(runSchema, 'RunPage');
@@ -235,7 +251,9 @@ export const claimedRunSchema = z
   })
   .meta({ id: 'ClaimedRun' });
 
-const queueHealth = z.object({ visible: z.number(), inFlight: z.number(), delayed: z.number(), oldestMessageAgeSeconds: z.number().nullable() }).meta({ id: 'QueueHealth' });
+const queueHealth = z
+  .object({ visible: z.number(), inFlight: z.number(), delayed: z.number(), oldestMessageAgeSeconds: z.number().nullable() })
+  .meta({ id: 'QueueHealth' });
 const percentiles = z.object({ p50: z.number().nullable(), p95: z.number().nullable(), p99: z.number().nullable(), samples: z.number() });
 export const healthReportSchema = z
   .object({
@@ -245,9 +263,16 @@ export const healthReportSchema = z
     queues: z.object({
       dispatch: queueHealth,
       dispatchDlq: queueHealth,
-      pools: z.record(z.string(), z.object({ jobTypes: z.array(z.string()), standard: queueHealth, high: queueHealth.nullable(), low: queueHealth.nullable(), dlq: queueHealth })),
+      pools: z.record(
+        z.string(),
+        z.object({ jobTypes: z.array(z.string()), standard: queueHealth, high: queueHealth.nullable(), low: queueHealth.nullable(), dlq: queueHealth }),
+      ),
     }),
-    ticker: z.object({ lastCompletedAt: nullableTimestamp, sinceLastCompletionSeconds: z.number().nullable(), lastReport: z.record(z.string(), z.number()).nullable() }),
+    ticker: z.object({
+      lastCompletedAt: nullableTimestamp,
+      sinceLastCompletionSeconds: z.number().nullable(),
+      lastReport: z.record(z.string(), z.number()).nullable(),
+    }),
     runs: z.object({
       windowMinutes: z.number().int(),
       byStatus: z.record(z.string(), z.number()),
@@ -258,7 +283,14 @@ export const healthReportSchema = z
       startLagMs: percentiles,
       claimWaitMs: percentiles,
       perMinute: z.array(
-        z.object({ minute: z.string(), started: z.number(), succeeded: z.number(), errors: z.number(), startLagP50Ms: z.number().nullable(), startLagP99Ms: z.number().nullable() }),
+        z.object({
+          minute: z.string(),
+          started: z.number(),
+          succeeded: z.number(),
+          errors: z.number(),
+          startLagP50Ms: z.number().nullable(),
+          startLagP99Ms: z.number().nullable(),
+        }),
       ),
       deadAwaitingReplay: z.object({ count: z.number(), capped: z.boolean() }),
     }),
@@ -288,7 +320,10 @@ export const PROBLEM_TYPES = {
   415: { title: 'Unsupported media type', meaning: 'The body is not application/json.' },
   429: { title: 'Too many requests', meaning: 'Over a tenant limit; Retry-After says when to try again.' },
   500: { title: 'Internal error', meaning: 'Unexpected; nothing internal is disclosed. Safe to retry.' },
-  503: { title: 'Service unavailable', meaning: 'The store did not answer in time; Retry-After says when to try again. Safe to retry with the same Idempotency-Key.' },
+  503: {
+    title: 'Service unavailable',
+    meaning: 'The store did not answer in time; Retry-After says when to try again. Safe to retry with the same Idempotency-Key.',
+  },
 } as const;
 export type ProblemStatus = keyof typeof PROBLEM_TYPES;
 
@@ -341,7 +376,10 @@ export const signingSecretSchema = z
 
 export const issuedSigningSecretSchema = signingSecretSchema
   .extend({
-    secret: z.string().regex(/^whsec_[A-Za-z0-9+/]+=*$/).describe('The value, `whsec_` + base64: in this answer only, never again'),
+    secret: z
+      .string()
+      .regex(/^whsec_[A-Za-z0-9+/]+=*$/)
+      .describe('The value, `whsec_` + base64: in this answer only, never again'),
     previous: z.array(signingSecretSchema).describe('The secrets that sign beside it until their expiresAt'),
   })
   .meta({ id: 'IssuedSigningSecret' });

@@ -13,8 +13,7 @@ import { advanceChain } from './occurrence-chain';
 const BUFFER_RECHECK_SECONDS = 30;
 
 export type Admission =
-  | { readonly kind: 'execute'; readonly reason: string | null }
-  | { readonly kind: 'stopped'; readonly outcome: 'skipped' | 'cancelled' | 'waiting' | 'fenced' };
+  { readonly kind: 'execute'; readonly reason: string | null } | { readonly kind: 'stopped'; readonly outcome: 'skipped' | 'cancelled' | 'waiting' | 'fenced' };
 
 export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfillRemaining: number | undefined): Promise<Admission> {
   if (run.trigger !== 'schedule') return { kind: 'execute', reason: null };
@@ -39,10 +38,22 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
       // Give the lease back and look again later; the finishing run also wakes it (executeRun).
       const remainingMs = Date.parse(previous.leaseExpiresAt ?? '') - now;
       const wait = Math.max(1, Math.min(BUFFER_RECHECK_SECONDS, Math.ceil(remainingMs / 1000)));
-      if (!(await deps.leases.giveBack(run.runId, run.version, now, checkBackAt(now + wait * 1000, now, deps.config), deps.config.timeIndexShards, overlap.reason))) {
+      if (
+        !(await deps.leases.giveBack(
+          run.runId,
+          run.version,
+          now,
+          checkBackAt(now + wait * 1000, now, deps.config),
+          deps.config.timeIndexShards,
+          overlap.reason,
+        ))
+      ) {
         return { kind: 'stopped', outcome: 'fenced' };
       }
-      await deps.dispatch.send([{ runId: run.runId, tenantId: run.tenantId, availableAt: now + wait * 1000, jobType: run.jobType, priority: run.priority }], now);
+      await deps.dispatch.send(
+        [{ runId: run.runId, tenantId: run.tenantId, availableAt: now + wait * 1000, jobType: run.jobType, priority: run.priority }],
+        now,
+      );
       logger.info('occurrence buffered behind a running one', { runId: run.runId, jobId: job.jobId, waitingFor: previous.runId });
       return { kind: 'stopped', outcome: 'waiting' };
     }

@@ -56,7 +56,8 @@ export async function listAudit(deps: AuditDeps, tenantId: string, input: AuditQ
   try {
     return await deps.audit.list(tenantId, input);
   } catch (error) {
-    if (error instanceof InvalidAuditCursor) throw new ValidationError('Invalid cursor', [{ path: 'query.cursor', message: 'is not a cursor of this listing' }]);
+    if (error instanceof InvalidAuditCursor)
+      throw new ValidationError('Invalid cursor', [{ path: 'query.cursor', message: 'is not a cursor of this listing' }]);
     throw error;
   }
 }

@@ -85,11 +85,7 @@ export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'wo
   readonly resolveHost?: HostResolver;
 }
 
-export function createDeps(
-  config: SchedulerConfig,
-  clients: AwsClients,
-  overrides: DepsOverrides = {},
-): SchedulerDeps {
+export function createDeps(config: SchedulerConfig, clients: AwsClients, overrides: DepsOverrides = {}): SchedulerDeps {
   const clock = overrides.clock ?? Date.now;
   const workerId = overrides.workerId ?? `worker-${process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? randomUUID().slice(0, 8)}`;
   const telemetryStore = new TelemetryStore(clients.dynamo, config.jobsTable);

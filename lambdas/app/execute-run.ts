@@ -86,7 +86,11 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
       if (message.receiptHandle && remainingMs <= HELD_RECHECK_WINDOW_MS) {
         // Back just after the lease ends: if its worker is gone by then, this message recovers the run.
         await deps.dispatch.setVisibility(message.receiptHandle, Math.max(0, Math.ceil(remainingMs / 1000)) + VISIBILITY_SLACK_SECONDS, message.queueUrl);
-        logger.info('run is leased by another worker until shortly; message kept for a recheck', { ...runFields(lease.run), leaseOwner: lease.run.leaseOwner, remainingMs });
+        logger.info('run is leased by another worker until shortly; message kept for a recheck', {
+          ...runFields(lease.run),
+          leaseOwner: lease.run.leaseOwner,
+          remainingMs,
+        });
         return 'recheck';
       }
       logger.info('run is leased by another worker; dropped this copy of its message', {

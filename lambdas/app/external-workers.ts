@@ -58,7 +58,14 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
       }
       const job = await deps.jobs.getAnyTenant(run.jobId);
       deps.telemetry.runClaimed(run, deps.clock());
-      logger.info('run claimed by an external worker', { runId: run.runId, jobId: run.jobId, tenantId, attempt: run.attempt, leaseOwner: run.leaseOwner, fencingToken: fencingTokenOf(run) });
+      logger.info('run claimed by an external worker', {
+        runId: run.runId,
+        jobId: run.jobId,
+        tenantId,
+        attempt: run.attempt,
+        leaseOwner: run.leaseOwner,
+        fencingToken: fencingTokenOf(run),
+      });
       return {
         run,
         leaseToken: token,
@@ -118,6 +125,12 @@ async function finished(deps: SchedulerDeps, run: Run, outcome: RecordedOutcome,
     throw new StaleLeaseError(current?.status ?? 'DEAD');
   }
   deps.telemetry.runFinished(run, outcome.status, now - Date.parse(run.startedAt ?? run.updatedAt), outcome.retry !== undefined);
-  logger.info('run finished by an external worker', { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, status: outcome.status, retryRunId: outcome.retry?.runId });
+  logger.info('run finished by an external worker', {
+    runId: run.runId,
+    jobId: run.jobId,
+    tenantId: run.tenantId,
+    status: outcome.status,
+    retryRunId: outcome.retry?.runId,
+  });
   return (await deps.runs.get(run.runId)) ?? run;
 }

@@ -70,7 +70,11 @@ export interface HealthReport {
     /** Every pool, the default one included: its lanes and its DLQ. */
     readonly pools: Record<string, PoolHealth>;
   };
-  readonly ticker: { readonly lastCompletedAt: string | null; readonly sinceLastCompletionSeconds: number | null; readonly lastReport: Record<string, number> | null };
+  readonly ticker: {
+    readonly lastCompletedAt: string | null;
+    readonly sinceLastCompletionSeconds: number | null;
+    readonly lastReport: Record<string, number> | null;
+  };
   readonly runs: {
     readonly windowMinutes: number;
     /** RUNNING now; the other statuses: attempts that ended so in the window. */
@@ -163,10 +167,12 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
 
   const problems: string[] = [];
   for (const [name, pool] of Object.entries(pools)) {
-    if (pool.dlq.visible + pool.dlq.inFlight > 0) problems.push(name === DEFAULT_POOL_NAME ? 'the dispatch dead-letter queue holds messages' : `the dead-letter queue of pool ${name} holds messages`);
+    if (pool.dlq.visible + pool.dlq.inFlight > 0)
+      problems.push(name === DEFAULT_POOL_NAME ? 'the dispatch dead-letter queue holds messages' : `the dead-letter queue of pool ${name} holds messages`);
   }
   if (since === null || since > TICKER_STALE_MS) problems.push('the ticker has not completed a tick in the last 3 minutes');
-  if (p99 !== null && p99 > START_LAG_TARGET_MS) problems.push(`start lag p99 is ${p99} ms over the last ${minutes} minutes (target: under ${START_LAG_TARGET_MS} ms)`);
+  if (p99 !== null && p99 > START_LAG_TARGET_MS)
+    problems.push(`start lag p99 is ${p99} ms over the last ${minutes} minutes (target: under ${START_LAG_TARGET_MS} ms)`);
   if (inFlight.some((run) => run.leaseExpired)) problems.push('runs hold expired leases (their workers were lost; the next tick sends them for recovery)');
 
   return {

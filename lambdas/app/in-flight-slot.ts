@@ -59,7 +59,10 @@ export async function withInFlightSlot(
     // receive count (a kept message would count towards the DLQ).
     const deferrals = (message.deferrals ?? 0) + 1;
     const delaySeconds = Math.min(MAX_DEFERRAL_SECONDS, 2 ** Math.min(deferrals - 1, 4)) + (deps.random() < 0.5 ? 0 : 1);
-    await deps.dispatch.send([{ runId, tenantId, availableAt: deps.clock() + delaySeconds * 1000, deferrals, ...(message.queueUrl ? { queueUrl: message.queueUrl } : {}) }], deps.clock());
+    await deps.dispatch.send(
+      [{ runId, tenantId, availableAt: deps.clock() + delaySeconds * 1000, deferrals, ...(message.queueUrl ? { queueUrl: message.queueUrl } : {}) }],
+      deps.clock(),
+    );
     deps.telemetry.runDeferred({ runId, tenantId }, deferrals, delaySeconds);
     return 'deferred';
   }
@@ -78,5 +81,7 @@ export async function withInFlightSlot(
 
 async function liveness(deps: SchedulerDeps, runIds: readonly string[]) {
   const runs = await deps.runs.getMany(runIds);
-  return new Map(runs.map((run) => [run.runId, { running: run.status === 'RUNNING', leaseExpiresAt: run.leaseExpiresAt ? Date.parse(run.leaseExpiresAt) : null }]));
+  return new Map(
+    runs.map((run) => [run.runId, { running: run.status === 'RUNNING', leaseExpiresAt: run.leaseExpiresAt ? Date.parse(run.leaseExpiresAt) : null }]),
+  );
 }

@@ -35,13 +35,7 @@ interface Mutation {
  * Reads the job, applies `mutate` and writes it back if nothing changed in between; retries on a
  * race with the scheduler's own writes. A stale `ifMatch` version is a 412.
  */
-async function mutateJob(
-  deps: SchedulerDeps,
-  tenantId: string,
-  jobId: string,
-  mutate: (job: Job, now: number) => Mutation,
-  ifMatch?: number,
-): Promise<Job> {
+async function mutateJob(deps: SchedulerDeps, tenantId: string, jobId: string, mutate: (job: Job, now: number) => Mutation, ifMatch?: number): Promise<Job> {
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const job = await deps.jobs.get(tenantId, jobId);
     if (!job) throw new NotFoundError(`No job ${jobId}`);
@@ -107,12 +101,17 @@ export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: st
     if (!occurrence) {
       return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };
     }
-    const plan = planRun(deps.config, current, {
-      scheduledFor: occurrence.scheduledFor,
-      attempt: attemptFor(occurrence.scheduledFor, pausedRun),
-      trigger: 'schedule',
-      reason: occurrence.reason,
-    }, now);
+    const plan = planRun(
+      deps.config,
+      current,
+      {
+        scheduledFor: occurrence.scheduledFor,
+        attempt: attemptFor(occurrence.scheduledFor, pausedRun),
+        trigger: 'schedule',
+        reason: occurrence.reason,
+      },
+      now,
+    );
     return {
       next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
       plan,
@@ -167,7 +166,20 @@ export async function patchJob(
       if (changes.name !== undefined && changes.name !== current.name) {
         throw new ValidationError('Invalid job', [{ path: 'name', message: 'cannot be changed; create a new job instead' }]);
       }
-      const { jobId: _j, tenantId: _t, status: _s, createdAt: _c, updatedAt: _u, version: _v, nextRunAt: _n, nextRunId: _r, lastStartedRunId: _l, pausedAt: _p, pausedPending: _pp, ...spec } = current;
+      const {
+        jobId: _j,
+        tenantId: _t,
+        status: _s,
+        createdAt: _c,
+        updatedAt: _u,
+        version: _v,
+        nextRunAt: _n,
+        nextRunId: _r,
+        lastStartedRunId: _l,
+        pausedAt: _p,
+        pausedPending: _pp,
+        ...spec
+      } = current;
       const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes }, 'Invalid job');
       if (changes.target !== undefined) checkTarget(deps, merged.target);
       checkPoolTimeout(deps, merged);
@@ -250,7 +262,9 @@ function withStoredHeaders(patch: JobPatchRequest, current: Job): JobPatchReques
   if (target?.kind !== 'http' || current.target.kind !== 'http') return patch;
   const stored = current.target.headers;
   const storedValue = (name: string): string | undefined => Object.entries(stored).find(([key]) => key.toLowerCase() === name.toLowerCase())?.[1];
-  const headers = Object.fromEntries(Object.entries(target.headers).map(([name, value]) => [name, value === MASKED_HEADER_VALUE ? (storedValue(name) ?? value) : value]));
+  const headers = Object.fromEntries(
+    Object.entries(target.headers).map(([name, value]) => [name, value === MASKED_HEADER_VALUE ? (storedValue(name) ?? value) : value]),
+  );
   return { ...patch, target: { ...target, headers } };
 }
 
@@ -267,16 +281,20 @@ export async function triggerJob(
   if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
-  const plan = planRun(deps.config, job, {
-    scheduledFor: now,
-    attempt: 1,
-    trigger: 'manual',
-    ...(request.payload !== undefined ? { payloadOverride: request.payload } : {}),
-  }, now);
+  const plan = planRun(
+    deps.config,
+    job,
+    {
+      scheduledFor: now,
+      attempt: 1,
+      trigger: 'manual',
+      ...(request.payload !== undefined ? { payloadOverride: request.payload } : {}),
+    },
+    now,
+  );
   if (!(await deps.runs.create(plan))) throw new ConflictError('A manual run was triggered at this same instant; try again');
   deps.telemetry.runCreated(plan.run);
   await sendPlannedRun(deps, plan, now);
   logger.info('job triggered', { jobId, tenantId, runId: plan.run.runId });
   return plan.run;
 }
-

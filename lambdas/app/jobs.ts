@@ -76,7 +76,10 @@ export async function createJob(
 
   const result = await deps.jobs.insert(job, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs, createsPerSecond: limits.createsPerSecond, now });
   if (result.kind === 'rate-limited') {
-    throw new TooManyRequestsError(`Over this tenant's limit of ${limits.createsPerSecond} job creates, manual triggers and replays per second`, result.retryAfterMs / 1000);
+    throw new TooManyRequestsError(
+      `Over this tenant's limit of ${limits.createsPerSecond} job creates, manual triggers and replays per second`,
+      result.retryAfterMs / 1000,
+    );
   }
   if (result.kind === 'conflicted') {
     throw new TooManyRequestsError('Concurrent creates of this tenant conflicted and this one was not written; try again', result.retryAfterMs / 1000);
@@ -130,7 +133,9 @@ export function checkTarget(deps: SchedulerDeps, target: Target): void {
   if (target.kind === 'http') {
     const masked = Object.keys(target.headers).find((name) => target.headers[name] === MASKED_HEADER_VALUE);
     if (masked !== undefined) {
-      throw new ValidationError('Invalid job', [{ path: `target.headers.${masked}`, message: `is the masked value ${MASKED_HEADER_VALUE}; send the header's value` }]);
+      throw new ValidationError('Invalid job', [
+        { path: `target.headers.${masked}`, message: `is the masked value ${MASKED_HEADER_VALUE}; send the header's value` },
+      ]);
     }
     const refusal = urlRefusal(target.url, deps.egress.policy);
     if (refusal) throw new ValidationError('Invalid job', [{ path: 'target.url', message: refusal }]);
@@ -158,7 +163,10 @@ export function checkPoolTimeout(deps: SchedulerDeps, spec: Pick<JobSpec, 'type'
   const limit = pool.timeoutSeconds - POOL_TIMEOUT_HEADROOM_SECONDS;
   if (attemptTimeoutSeconds(spec) > limit) {
     throw new ValidationError('Invalid job', [
-      { path: 'timeoutSeconds', message: `must be at most ${limit} for job type ${spec.type}: its worker pool ${pool.name} stops after ${pool.timeoutSeconds} s` },
+      {
+        path: 'timeoutSeconds',
+        message: `must be at most ${limit} for job type ${spec.type}: its worker pool ${pool.name} stops after ${pool.timeoutSeconds} s`,
+      },
     ]);
   }
 }
@@ -176,7 +184,9 @@ function hashRequest(body: unknown): string {
     }
     return value;
   };
-  return createHash('sha256').update(JSON.stringify(canonical(body))).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(body)))
+    .digest('hex');
 }
 
 /** A target as responses show it: header values are write-only (they often carry credentials). */
@@ -242,9 +252,6 @@ export function previewSchedule(deps: SchedulerDeps, request: PreviewRequest): {
   const from = request.from ? Date.parse(request.from) : deps.clock();
   // Preview is about the future from `from`; the past-instant rule for `at` does not apply.
   validateSchedule(request.schedule, request.schedule.kind === 'at' ? Math.min(from, Date.parse(request.schedule.at)) : from);
-  const fireTimes =
-    request.schedule.kind === 'cron'
-      ? upcomingFireTimes(request.schedule, from, request.count)
-      : upcomingFireTimes(request.schedule, from, 1);
+  const fireTimes = request.schedule.kind === 'cron' ? upcomingFireTimes(request.schedule, from, request.count) : upcomingFireTimes(request.schedule, from, 1);
   return { fireTimes: fireTimes.map(iso) };
 }

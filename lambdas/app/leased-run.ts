@@ -44,7 +44,9 @@ export async function executeLeasedRun(
   const followLease = message.receiptHandle
     ? deps.dispatch
         .setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl, { coalesce: batchCoalesce(deps.config) })
-        .catch((error: unknown) => logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { runId: run.runId, error }))
+        .catch((error: unknown) =>
+          logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { runId: run.runId, error }),
+        )
     : undefined;
   try {
     return await executeLeased(deps, run, lease, leasedAt, receivedAt, message, followLease);
@@ -172,13 +174,7 @@ async function offerToExternalWorkers(deps: SchedulerDeps, job: Job, run: Run): 
  * Calls the target while a heartbeat extends the lease and the message's visibility together. A
  * heartbeat that finds the lease gone (cancelled, or taken over) aborts the call.
  */
-async function invokeWithHeartbeat(
-  deps: SchedulerDeps,
-  job: Job,
-  run: Run,
-  payload: unknown,
-  message: DispatchContext,
-): Promise<TargetResult | 'lease-lost'> {
+async function invokeWithHeartbeat(deps: SchedulerDeps, job: Job, run: Run, payload: unknown, message: DispatchContext): Promise<TargetResult | 'lease-lost'> {
   // An HTTP delivery is signed with the tenant's live secrets; unsigned is never the fallback of a
   // tenant that has one, so a failed read fails the attempt (retryable) before any call.
   let signingSecrets: readonly string[] | undefined;
@@ -186,8 +182,15 @@ async function invokeWithHeartbeat(
     try {
       signingSecrets = await deps.signingCache.of(run.tenantId);
     } catch (error) {
-      logger.warn('signing secrets unreadable; attempt failed before the call', { ...runFields(run), error: error instanceof Error ? error.message : String(error) });
-      return { ok: false, timedOut: false, error: { code: 'SIGNING_UNAVAILABLE', message: 'the signing secrets could not be read; the target was not called', retryable: true } };
+      logger.warn('signing secrets unreadable; attempt failed before the call', {
+        ...runFields(run),
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return {
+        ok: false,
+        timedOut: false,
+        error: { code: 'SIGNING_UNAVAILABLE', message: 'the signing secrets could not be read; the target was not called', retryable: true },
+      };
     }
   }
   const cancel = new AbortController();
@@ -230,6 +233,9 @@ async function wakeBuffered(deps: SchedulerDeps, jobId: string, now: number): Pr
   const job = await deps.jobs.getAnyTenant(jobId);
   const pending = job?.nextRunId ? await deps.runs.get(job.nextRunId) : null;
   if (pending?.status === 'QUEUED' && Date.parse(pending.availableAt) <= now) {
-    await deps.dispatch.send([{ runId: pending.runId, tenantId: pending.tenantId, availableAt: now, jobType: pending.jobType, priority: pending.priority }], now);
+    await deps.dispatch.send(
+      [{ runId: pending.runId, tenantId: pending.tenantId, availableAt: now, jobType: pending.jobType, priority: pending.priority }],
+      now,
+    );
   }
 }

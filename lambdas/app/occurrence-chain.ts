@@ -30,32 +30,28 @@ export async function pendingRun(deps: SchedulerDeps, job: Job): Promise<Run | n
  * successor, which is written in the same transaction. Returns false when the job had already
  * moved on (a PATCH, pause or another worker got there first).
  */
-export async function advanceChain(
-  deps: SchedulerDeps,
-  job: Job,
-  started: Run,
-  successor: Successor | null,
-  executes: boolean,
-  now: number,
-): Promise<boolean> {
+export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, successor: Successor | null, executes: boolean, now: number): Promise<boolean> {
   let current: Job | null = job;
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS && current; attempt++) {
     if (current.status !== 'ACTIVE' || current.nextRunId !== started.runId) return false;
     const plan = successor
-      ? planRun(deps.config, current, {
-          scheduledFor: successor.scheduledFor,
-          attempt: 1,
-          trigger: 'schedule',
-          ...(successor.backfillRemaining !== undefined ? { backfillRemaining: successor.backfillRemaining } : {}),
-        }, now)
+      ? planRun(
+          deps.config,
+          current,
+          {
+            scheduledFor: successor.scheduledFor,
+            attempt: 1,
+            trigger: 'schedule',
+            ...(successor.backfillRemaining !== undefined ? { backfillRemaining: successor.backfillRemaining } : {}),
+          },
+          now,
+        )
       : undefined;
     const next: Job = {
       ...current,
       updatedAt: iso(now),
       lastStartedRunId: executes ? started.runId : (current.lastStartedRunId ?? null),
-      ...(plan
-        ? { nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
-        : { nextRunAt: null, nextRunId: null, status: 'COMPLETED' as const }),
+      ...(plan ? { nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId } : { nextRunAt: null, nextRunId: null, status: 'COMPLETED' as const }),
     };
     const result = await deps.jobs.replace(next, current, { newRuns: plan ? [plan] : [] });
     if (result === 'replaced') {
@@ -93,7 +89,12 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
   const plan =
     scheduledFor === null
       ? undefined
-      : planRun(deps.config, job, { scheduledFor, attempt: attemptFor(scheduledFor, run), trigger: 'schedule', reason: 'repaired: the pending occurrence was lost' }, now);
+      : planRun(
+          deps.config,
+          job,
+          { scheduledFor, attempt: attemptFor(scheduledFor, run), trigger: 'schedule', reason: 'repaired: the pending occurrence was lost' },
+          now,
+        );
   const next: Job = plan
     ? { ...job, updatedAt: iso(now), nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
     : { ...job, updatedAt: iso(now), nextRunAt: null, nextRunId: null, status: 'COMPLETED' };

@@ -39,19 +39,36 @@ export async function recordOutcome(
   if (result.ok) {
     const effect =
       job.delivery === 'exactly-once'
-        ? { occurrence: occurrenceKey(run.jobId, run.scheduledFor), runId: run.runId, attempt: run.attempt, fencingToken: fencingTokenOf(run), recordedAt: new Date(now).toISOString() }
+        ? {
+            occurrence: occurrenceKey(run.jobId, run.scheduledFor),
+            runId: run.runId,
+            attempt: run.attempt,
+            fencingToken: fencingTokenOf(run),
+            recordedAt: new Date(now).toISOString(),
+          }
         : undefined;
-    const recorded = await deps.leases.finishAttempt(run, { status: 'SUCCEEDED', now, error: null, reason, result: carried.result }, null, effect ? { effect } : {});
-    if (recorded === 'effect-exists') logger.warn('exactly-once: another attempt recorded this occurrence\'s effect first; one effect kept', runFields(run));
+    const recorded = await deps.leases.finishAttempt(
+      run,
+      { status: 'SUCCEEDED', now, error: null, reason, result: carried.result },
+      null,
+      effect ? { effect } : {},
+    );
+    if (recorded === 'effect-exists') logger.warn("exactly-once: another attempt recorded this occurrence's effect first; one effect kept", runFields(run));
     return { status: 'SUCCEEDED', recorded: recorded === 'fenced' ? 'fenced' : 'recorded' };
   }
   // At-most-once: the target may have acted on a failed call, so it is never called again.
   const decision =
     job.delivery === 'at-most-once'
       ? { retry: false as const, delayMs: 0, why: 'at-most-once: a failed attempt is not retried' }
-      : decideRetry(job.retryPolicy, { retryable: result.error.retryable, retryAfterSeconds: result.retryAfterSeconds }, run.attempt - budgetFrom + 1, deps.random);
+      : decideRetry(
+          job.retryPolicy,
+          { retryable: result.error.retryable, retryAfterSeconds: result.retryAfterSeconds },
+          run.attempt - budgetFrom + 1,
+          deps.random,
+        );
   if (!decision.retry) {
-    const recorded = (await deps.leases.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why }, null)) === 'fenced' ? 'fenced' : 'recorded';
+    const recorded =
+      (await deps.leases.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why }, null)) === 'fenced' ? 'fenced' : 'recorded';
     return { status: 'DEAD', recorded };
   }
   const status: AttemptOutcome = result.timedOut ? 'TIMED_OUT' : 'FAILED';
@@ -75,7 +92,11 @@ export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom
   // At-most-once: a consumed attempt may have reached its target; it is never called again.
   const consumed = typeof run.consumedAt === 'string';
   const error: RunError = consumed
-    ? { code: 'OUTCOME_UNKNOWN', message: `the lease of ${run.leaseOwner ?? 'its worker'} expired after the attempt was consumed; the target may or may not have been called`, retryable: false }
+    ? {
+        code: 'OUTCOME_UNKNOWN',
+        message: `the lease of ${run.leaseOwner ?? 'its worker'} expired after the attempt was consumed; the target may or may not have been called`,
+        retryable: false,
+      }
     : { code: 'WORKER_LOST', message: `the lease of ${run.leaseOwner ?? 'its worker'} expired before an outcome was recorded`, retryable: true };
   const decision = consumed
     ? { retry: false as const, delayMs: 0, why: 'at-most-once: the attempt was consumed before its worker was lost; it is not called again' }
@@ -107,12 +128,17 @@ export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom
 }
 
 function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, availableAt: number, now: number, checkpoint?: unknown) {
-  const plan = planRun(deps.config, job, {
-    scheduledFor: Date.parse(run.scheduledFor),
-    attempt: run.attempt + 1,
-    trigger: 'retry',
-    availableAt,
-    ...(checkpoint !== undefined ? { checkpoint } : {}),
-  }, now);
+  const plan = planRun(
+    deps.config,
+    job,
+    {
+      scheduledFor: Date.parse(run.scheduledFor),
+      attempt: run.attempt + 1,
+      trigger: 'retry',
+      availableAt,
+      ...(checkpoint !== undefined ? { checkpoint } : {}),
+    },
+    now,
+  );
   return { ...plan, extras: { ...plan.extras, budgetFrom } };
 }

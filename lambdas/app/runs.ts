@@ -28,9 +28,7 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
   const now = deps.clock();
   const reason = 'cancelled by request';
   const cancelled =
-    run.status === 'RUNNING'
-      ? await deps.leases.cancelRunning(runId, now, reason)
-      : await deps.runs.retirePending(runId, 'CANCELLED', reason, now);
+    run.status === 'RUNNING' ? await deps.leases.cancelRunning(runId, now, reason) : await deps.runs.retirePending(runId, 'CANCELLED', reason, now);
   const after = await tenantRun(deps, tenantId, runId);
   if (cancelled) deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
   if (!cancelled && after.status !== 'CANCELLED') throw new ConflictError(`The run is ${after.status}; only a run that has not finished can be cancelled`);

@@ -20,7 +20,8 @@ export interface IssuedSigningSecret extends SigningSecretRecord {
 }
 
 export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: string, input: IssueSigningSecretRequest): Promise<IssuedSigningSecret> {
-  if (!deps.signingSecrets.configured) throw new ServiceUnavailableError('This deployment has no KMS key for signing secrets (SIGNING_KEY_ID); its operator configures one');
+  if (!deps.signingSecrets.configured)
+    throw new ServiceUnavailableError('This deployment has no KMS key for signing secrets (SIGNING_KEY_ID); its operator configures one');
   const secretId = `sec_${randomBytes(12).toString('base64url')}`;
   const secret = newSigningSecret();
   const now = deps.clock();
@@ -29,7 +30,8 @@ export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: str
     const previous = (await deps.signingSecrets.list(tenantId, now)).filter((record) => record.secretId !== secretId);
     return { ...issued, secret, previous };
   } catch (error) {
-    if (error instanceof SigningSecretConflict) throw new ConflictError('Another rotation of the signing secrets committed first; list them and rotate again if needed');
+    if (error instanceof SigningSecretConflict)
+      throw new ConflictError('Another rotation of the signing secrets committed first; list them and rotate again if needed');
     throw error;
   }
 }

@@ -35,7 +35,11 @@ interface PendingRollup {
 
 type RunRef = Pick<Run, 'runId' | 'tenantId' | 'jobType'>;
 /** What a transition's log line names: enough to find the run, never its payload. */
-export type RunLine = Pick<Run, 'runId' | 'tenantId' | 'jobId' | 'jobType'> & { readonly attempt?: number; readonly scheduledFor?: string; readonly availableAt?: string };
+export type RunLine = Pick<Run, 'runId' | 'tenantId' | 'jobId' | 'jobType'> & {
+  readonly attempt?: number;
+  readonly scheduledFor?: string;
+  readonly availableAt?: string;
+};
 
 export class Telemetry {
   private readonly rollups = new Map<string, PendingRollup>();
@@ -108,7 +112,13 @@ export class Telemetry {
     if (!this.store) return;
     const timer = setTimeout(() => {
       this.registerTimers.delete(run.runId);
-      this.inFlight.set(run.runId, { runId: run.runId, tenantId: run.tenantId, jobId: run.jobId, attempt: run.attempt, startedAt: new Date(leasedAt).toISOString() });
+      this.inFlight.set(run.runId, {
+        runId: run.runId,
+        tenantId: run.tenantId,
+        jobId: run.jobId,
+        attempt: run.attempt,
+        startedAt: new Date(leasedAt).toISOString(),
+      });
       this.registryDirty = true;
       void this.writeRegistry();
     }, REGISTER_AFTER_MS);
@@ -173,13 +183,28 @@ export class Telemetry {
       if (!rollup.dirty) continue;
       rollup.dirty = false;
       const store = this.store;
-      writes.push(store.putRollup(this.workerId, { tenantId: rollup.tenantId, minute: rollup.minute, counts: { ...rollup.counts }, startLag: { ...rollup.startLag }, claimWait: { ...rollup.claimWait } }, ++this.seq, now));
+      writes.push(
+        store.putRollup(
+          this.workerId,
+          {
+            tenantId: rollup.tenantId,
+            minute: rollup.minute,
+            counts: { ...rollup.counts },
+            startLag: { ...rollup.startLag },
+            claimWait: { ...rollup.claimWait },
+          },
+          ++this.seq,
+          now,
+        ),
+      );
     }
     writes.push(this.writeRegistry());
     const results = await Promise.allSettled(writes);
     for (const result of results) {
       if (result.status === 'rejected') {
-        logger.warn('telemetry write failed; health figures may lag', { error: result.reason instanceof Error ? result.reason.message : String(result.reason) });
+        logger.warn('telemetry write failed; health figures may lag', {
+          error: result.reason instanceof Error ? result.reason.message : String(result.reason),
+        });
       }
     }
   }

@@ -62,9 +62,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   const from = state.cursor ?? now - FIRST_LOOKBACK_MS;
 
   const buckets = minuteBuckets(from, horizon);
-  const partitions = buckets.flatMap((bucket) =>
-    Array.from({ length: config.timeIndexShards }, (_, shard) => ({ bucket, shard })),
-  );
+  const partitions = buckets.flatMap((bucket) => Array.from({ length: config.timeIndexShards }, (_, shard) => ({ bucket, shard })));
 
   let released = 0;
   let redelivered = 0;
@@ -85,7 +83,10 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     const lapsed = entries.filter((entry) => entry.status === 'RUNNING' && Date.parse(entry.gateAt) <= now);
     // The time index carries the job type (the pool) but not the priority (the lane), nor a lease's
     // end: read them from the runs.
-    const runs = await runsOf(deps, [...toRelease, ...lost, ...lapsed].map((entry) => entry.runId));
+    const runs = await runsOf(
+      deps,
+      [...toRelease, ...lost, ...lapsed].map((entry) => entry.runId),
+    );
     const priorities = new Map([...runs].flatMap(([runId, run]) => (run.priority ? [[runId, run.priority] as const] : [])));
     const dispatchOf = (entry: TimeIndexEntry) => ({
       runId: entry.runId,
@@ -182,8 +183,10 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   // without starting the next one: resume the chain.
   const overdueBefore = now - config.redeliveryGraceSeconds * 1000;
   const overdue = (
-    await mapWithConcurrency(Array.from({ length: NEXT_RUN_SHARDS }, (_, shard) => shard), QUERY_CONCURRENCY, (shard) =>
-      deps.jobs.overdue(shard, overdueBefore),
+    await mapWithConcurrency(
+      Array.from({ length: NEXT_RUN_SHARDS }, (_, shard) => shard),
+      QUERY_CONCURRENCY,
+      (shard) => deps.jobs.overdue(shard, overdueBefore),
     )
   ).flat();
   let repairedJobs = 0;

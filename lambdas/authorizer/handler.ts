@@ -9,5 +9,10 @@ import { createAuthorizerHandler } from './adapter';
 const config = readConfig();
 const clients = createAwsClients();
 export const handler = createAuthorizerHandler(
-  new Authenticator(new ApiKeysRepository(clients.dynamo, config.jobsTable), new TenantsRepository(clients.dynamo, config.jobsTable), config.tenantDefaults, Date.now),
+  new Authenticator(
+    new ApiKeysRepository(clients.dynamo, config.jobsTable),
+    new TenantsRepository(clients.dynamo, config.jobsTable),
+    config.tenantDefaults,
+    Date.now,
+  ),
 );

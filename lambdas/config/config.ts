@@ -49,7 +49,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): SchedulerConfi
     }
     const parsed = setting.schema.safeParse(decoded);
     if (parsed.success) config[key] = parsed.data;
-    else problems.push(`${setting.env}: ${expected ?? parsed.error.issues.map((issue) => `${issue.path.length > 0 ? `${issue.path.join('.')} ` : ''}${issue.message}`).join(', ')}`);
+    else
+      problems.push(
+        `${setting.env}: ${expected ?? parsed.error.issues.map((issue) => `${issue.path.length > 0 ? `${issue.path.join('.')} ` : ''}${issue.message}`).join(', ')}`,
+      );
   }
   if (problems.length > 0) throw new Error(`Invalid scheduler configuration: ${problems.join('; ')}`);
   return config as SchedulerConfig;

@@ -54,17 +54,33 @@ export interface Setting<S extends z.ZodType = z.ZodType> {
   readonly expected?: string;
 }
 
-const setting = <S extends z.ZodType>(env: string, format: EnvFormat, schema: S, doc: string, expected?: string): Setting<S> => ({ env, format, schema, doc, ...(expected ? { expected } : {}) });
+const setting = <S extends z.ZodType>(env: string, format: EnvFormat, schema: S, doc: string, expected?: string): Setting<S> => ({
+  env,
+  format,
+  schema,
+  doc,
+  ...(expected ? { expected } : {}),
+});
 const name = z.string().min(1);
 const wholeSeconds = (fallback: number, max?: number) => (max === undefined ? z.number().int().min(0) : z.number().int().min(0).max(max)).default(fallback);
 
 export const SETTINGS = {
   jobsTable: setting('JOBS_TABLE', text, name, 'The jobs table.'),
   runsTable: setting('RUNS_TABLE', text, name, 'The runs table.'),
-  dispatchQueueUrl: setting('DISPATCH_QUEUE_URL', text, name, 'The default pool\'s standard lane (normal runs).'),
-  dispatchDlqUrl: setting('DISPATCH_DLQ_URL', text, name, 'The default pool\'s DLQ.'),
-  dispatchHighQueueUrl: setting('DISPATCH_HIGH_QUEUE_URL', text, name.optional(), 'The default pool\'s high lane; without it, high runs of the default pool share its standard lane.'),
-  dispatchLowQueueUrl: setting('DISPATCH_LOW_QUEUE_URL', text, name.optional(), 'The default pool\'s low lane; without it, low runs of the default pool share its standard lane.'),
+  dispatchQueueUrl: setting('DISPATCH_QUEUE_URL', text, name, "The default pool's standard lane (normal runs)."),
+  dispatchDlqUrl: setting('DISPATCH_DLQ_URL', text, name, "The default pool's DLQ."),
+  dispatchHighQueueUrl: setting(
+    'DISPATCH_HIGH_QUEUE_URL',
+    text,
+    name.optional(),
+    "The default pool's high lane; without it, high runs of the default pool share its standard lane.",
+  ),
+  dispatchLowQueueUrl: setting(
+    'DISPATCH_LOW_QUEUE_URL',
+    text,
+    name.optional(),
+    "The default pool's low lane; without it, low runs of the default pool share its standard lane.",
+  ),
   pools: setting(
     'DISPATCH_POOLS',
     json,
@@ -76,15 +92,20 @@ export const SETTINGS = {
     'SIGNING_KEY_ID',
     text,
     name.optional(),
-    'The KMS key (id, ARN or alias) that encrypts the tenants\' webhook signing secrets; without it no secret can be issued and nothing is signed (docs/delivery.md#signed-deliveries).',
+    "The KMS key (id, ARN or alias) that encrypts the tenants' webhook signing secrets; without it no secret can be issued and nothing is signed (docs/delivery.md#signed-deliveries).",
   ),
   auditRetentionDays: setting(
     'AUDIT_RETENTION_DAYS',
     integer,
     z.number().int().min(1).max(3650).default(365),
-    'How long audit trail entries are kept (they leave through the jobs table\'s TTL).',
+    "How long audit trail entries are kept (they leave through the jobs table's TTL).",
   ),
-  localMode: setting('SCHEDULER_MODE', mode, z.boolean().default(false), '`local` allows plain-http targets and any AWS target; `aws` requires https and the allowlist.'),
+  localMode: setting(
+    'SCHEDULER_MODE',
+    mode,
+    z.boolean().default(false),
+    '`local` allows plain-http targets and any AWS target; `aws` requires https and the allowlist.',
+  ),
   tenantDefaults: setting(
     'TENANT_DEFAULT_LIMITS',
     json,
@@ -95,7 +116,12 @@ export const SETTINGS = {
     'Limits of tenants that have none of their own: {"maxActiveJobs":…,"maxInFlightRuns":…,"createsPerSecond":…}; each absent one keeps its default.',
     'a JSON object of tenant limits',
   ),
-  allowPrivateTargets: setting('ALLOW_PRIVATE_TARGETS', flag, z.boolean().default(false), '`true` lets targets resolve to private addresses (RFC 1918, 100.64/10, fc00::/7) and loopback (lambdas/targets/address-policy.ts).'),
+  allowPrivateTargets: setting(
+    'ALLOW_PRIVATE_TARGETS',
+    flag,
+    z.boolean().default(false),
+    '`true` lets targets resolve to private addresses (RFC 1918, 100.64/10, fc00::/7) and loopback (lambdas/targets/address-policy.ts).',
+  ),
   allowedTargets: setting(
     'ALLOWED_TARGETS',
     json,
@@ -103,17 +129,32 @@ export const SETTINGS = {
     'The Lambda functions, SQS queues and event buses jobs may target: {lambdaFunctionArns, sqsQueueArns, eventBusArns}; ignored in local mode (any).',
     'a JSON object of target ARNs',
   ),
-  nearHorizonSeconds: setting('NEAR_HORIZON_SECONDS', integer, wholeSeconds(840, 900), 'Runs due within this many seconds go straight to SQS with a delay; later ones wait in the time index.'),
+  nearHorizonSeconds: setting(
+    'NEAR_HORIZON_SECONDS',
+    integer,
+    wholeSeconds(840, 900),
+    'Runs due within this many seconds go straight to SQS with a delay; later ones wait in the time index.',
+  ),
   tickerHorizonSeconds: setting('TICKER_HORIZON_SECONDS', integer, wholeSeconds(180), 'How far ahead of now the ticker releases runs from the time index.'),
-  redeliveryGraceSeconds: setting('REDELIVERY_GRACE_SECONDS', integer, wholeSeconds(300), 'How long past its due time a queued run may stay unleased before the ticker sends it again.'),
-  leaseMarginSeconds: setting('LEASE_MARGIN_SECONDS', integer, wholeSeconds(30), 'Added to a run\'s timeout to make its lease.'),
+  redeliveryGraceSeconds: setting(
+    'REDELIVERY_GRACE_SECONDS',
+    integer,
+    wholeSeconds(300),
+    'How long past its due time a queued run may stay unleased before the ticker sends it again.',
+  ),
+  leaseMarginSeconds: setting('LEASE_MARGIN_SECONDS', integer, wholeSeconds(30), "Added to a run's timeout to make its lease."),
   timeIndexShards: setting('TIME_INDEX_SHARDS', integer, z.number().int().min(1).max(1000).default(8), 'Shards per minute of the time index.'),
-  failedMessageRetrySeconds: setting('FAILED_MESSAGE_RETRY_SECONDS', integer, wholeSeconds(10), 'A dispatch message whose processing failed comes back after this many seconds.'),
+  failedMessageRetrySeconds: setting(
+    'FAILED_MESSAGE_RETRY_SECONDS',
+    integer,
+    wholeSeconds(10),
+    'A dispatch message whose processing failed comes back after this many seconds.',
+  ),
   batchCoalesceQuietMs: setting(
     'BATCH_COALESCE_QUIET_MS',
     integer,
     wholeSeconds(10, 10_000),
-    'The job read and the visibility change of a worker batch\'s runs wait for each other to share one request until none has joined for this many ms (decisions 0031, 0033).',
+    "The job read and the visibility change of a worker batch's runs wait for each other to share one request until none has joined for this many ms (decisions 0031, 0033).",
   ),
   batchCoalesceCapMs: setting('BATCH_COALESCE_CAP_MS', integer, wholeSeconds(40, 10_000), '… and at most this many ms after the first.'),
 } as const satisfies Record<string, Setting>;

@@ -8,5 +8,10 @@ const files = consoleFilesIn(path.join(__dirname, 'console'), { readdirSync, rea
 
 export const handler = (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
   const answer = serveConsole(files, event.requestContext.http.method, event.rawPath);
-  return Promise.resolve({ statusCode: answer.statusCode, headers: answer.headers, body: typeof answer.body === 'string' ? answer.body : Buffer.from(answer.body).toString('utf8'), isBase64Encoded: false });
+  return Promise.resolve({
+    statusCode: answer.statusCode,
+    headers: answer.headers,
+    body: typeof answer.body === 'string' ? answer.body : Buffer.from(answer.body).toString('utf8'),
+    isBase64Encoded: false,
+  });
 };

@@ -132,7 +132,13 @@ export class MetricsRecorder {
       for (let offset = 0; ; offset += MAX_VALUES_PER_LINE) {
         const slice = entries.filter(([, values]) => values.length > offset);
         if (slice.length === 0) break;
-        this.sink(emfLine(timestamp, jobType, slice.map(([name, values]) => [name, values.slice(offset, offset + MAX_VALUES_PER_LINE)])));
+        this.sink(
+          emfLine(
+            timestamp,
+            jobType,
+            slice.map(([name, values]) => [name, values.slice(offset, offset + MAX_VALUES_PER_LINE)]),
+          ),
+        );
       }
     }
     this.buffers.clear();

@@ -65,7 +65,11 @@ const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.str
  * The fields of an object (a job) that differ between before and after, with audited values:
  * bookkeeping fields (versions, timestamps, the pending occurrence) are left out.
  */
-export function changesBetween(beforeObject: object | undefined, afterObject: object | undefined, ignored: ReadonlySet<string> = JOB_BOOKKEEPING): Record<string, FieldChange> {
+export function changesBetween(
+  beforeObject: object | undefined,
+  afterObject: object | undefined,
+  ignored: ReadonlySet<string> = JOB_BOOKKEEPING,
+): Record<string, FieldChange> {
   const before = beforeObject as Readonly<Record<string, unknown>> | undefined;
   const after = afterObject as Readonly<Record<string, unknown>> | undefined;
   const changes: Record<string, FieldChange> = {};

@@ -13,8 +13,7 @@ const DAY = 24 * HOUR;
 /** The Gregorian calendar repeats every 400 years: a walk that finds nothing in them never will. */
 const MAX_DAYS_WITHOUT_MATCH = 146_097;
 
-const numbers = (values: readonly (number | string)[]): number[] =>
-  values.filter((value): value is number => typeof value === 'number').sort((a, b) => a - b);
+const numbers = (values: readonly (number | string)[]): number[] => values.filter((value): value is number => typeof value === 'number').sort((a, b) => a - b);
 
 const daysInMonth = (year: number, month: number): number => new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
 
@@ -80,7 +79,7 @@ export class CronWallTimes {
 
   /** The first day at or after `day` (naive ms at 00:00) the expression matches, or null. */
   private firstMatchingDay(day: number): number | null {
-    for (let candidate = day; candidate - day <= MAX_DAYS_WITHOUT_MATCH * DAY; ) {
+    for (let candidate = day; candidate - day <= MAX_DAYS_WITHOUT_MATCH * DAY;) {
       const date = new Date(candidate);
       const year = date.getUTCFullYear();
       const month = date.getUTCMonth();

@@ -38,7 +38,9 @@ export function percentile(histogram: Histogram, p: number): number | null {
   if (total === 0) return null;
   const rank = Math.max(1, Math.ceil((p / 100) * total));
   let seen = 0;
-  for (const bucket of Object.keys(histogram).map(Number).sort((a, b) => a - b)) {
+  for (const bucket of Object.keys(histogram)
+    .map(Number)
+    .sort((a, b) => a - b)) {
     seen += histogram[String(bucket)] ?? 0;
     if (seen >= rank) return bucketUpperBound(bucket);
   }

@@ -82,7 +82,10 @@ export type Schedule = z.infer<typeof scheduleSchema>;
 
 const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name');
 /** Visible ASCII, spaces and tabs: no CR or LF (header injection), nothing a socket would refuse. */
-const headerValue = z.string().max(MAX_TARGET_HEADER_VALUE_BYTES).regex(/^[\t\x20-\x7e]*$/, 'must be visible ASCII, spaces or tabs');
+const headerValue = z
+  .string()
+  .max(MAX_TARGET_HEADER_VALUE_BYTES)
+  .regex(/^[\t\x20-\x7e]*$/, 'must be visible ASCII, spaces or tabs');
 
 export const httpTargetSchema = z.strictObject({
   kind: z.literal('http'),
@@ -127,7 +130,10 @@ export const targetSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('sqs'), queueUrl: z.url().max(2048) }),
   z.strictObject({
     kind: z.literal('lambda'),
-    functionArn: z.string().max(MAX_FUNCTION_ARN_LENGTH).regex(/^arn:aws[a-z-]*:lambda:/, 'must be a Lambda function ARN'),
+    functionArn: z
+      .string()
+      .max(MAX_FUNCTION_ARN_LENGTH)
+      .regex(/^arn:aws[a-z-]*:lambda:/, 'must be a Lambda function ARN'),
   }),
   z.strictObject({
     kind: z.literal('eventbridge'),
@@ -136,7 +142,10 @@ export const targetSchema = z.discriminatedUnion('kind', [
     source: z.string().min(1).max(256),
   }),
   // Run by a worker outside Lambda that claims it over the API and heartbeats within the lease.
-  z.strictObject({ kind: z.literal('external'), leaseSeconds: z.number().int().min(1).max(MAX_EXTERNAL_LEASE_SECONDS).default(DEFAULT_EXTERNAL_LEASE_SECONDS) }),
+  z.strictObject({
+    kind: z.literal('external'),
+    leaseSeconds: z.number().int().min(1).max(MAX_EXTERNAL_LEASE_SECONDS).default(DEFAULT_EXTERNAL_LEASE_SECONDS),
+  }),
 ]);
 export type Target = z.infer<typeof targetSchema>;
 export type HttpTarget = z.infer<typeof httpTargetSchema>;
@@ -144,7 +153,11 @@ export type HttpTarget = z.infer<typeof httpTargetSchema>;
 export const retryPolicySchema = z.strictObject({
   maxAttempts: z.number().int().min(1).max(20).default(3),
   initialDelaySeconds: z.number().min(0).max(3600).default(1),
-  maxDelaySeconds: z.number().min(0).max(24 * 3600).default(300),
+  maxDelaySeconds: z
+    .number()
+    .min(0)
+    .max(24 * 3600)
+    .default(300),
 });
 export type RetryPolicy = z.infer<typeof retryPolicySchema>;
 
@@ -161,7 +174,9 @@ export const MAX_JOB_LABELS = 10;
 export const LABEL_KEY_PATTERN = '[A-Za-z0-9][A-Za-z0-9._/-]{0,62}';
 export const LABEL_VALUE_PATTERN = '[A-Za-z0-9._/-]{0,63}';
 export const JOB_LABEL_PATTERN = `${LABEL_KEY_PATTERN}=${LABEL_VALUE_PATTERN}`;
-export const labelKeySchema = z.string().regex(new RegExp(`^${LABEL_KEY_PATTERN}$`), 'must be 1 to 63 letters, digits or . _ / - (starting with a letter or digit)');
+export const labelKeySchema = z
+  .string()
+  .regex(new RegExp(`^${LABEL_KEY_PATTERN}$`), 'must be 1 to 63 letters, digits or . _ / - (starting with a letter or digit)');
 export const labelValueSchema = z.string().regex(new RegExp(`^${LABEL_VALUE_PATTERN}$`), 'must be at most 63 letters, digits or . _ / -');
 export const labelsSchema = z
   .record(labelKeySchema, labelValueSchema)
@@ -193,30 +208,31 @@ const withoutDefault = (schema: z.ZodType): z.ZodType => (schema instanceof z.Zo
  */
 export const jobPatchSchema = z.strictObject(
   Object.fromEntries(Object.entries(jobSpecShape).map(([field, schema]) => [field, withoutDefault(schema).optional()])),
-) as unknown as z.ZodObject<{ [K in keyof typeof jobSpecShape]: z.ZodOptional<z.ZodType<z.output<(typeof jobSpecShape)[K]>, z.input<(typeof jobSpecShape)[K]>>> }, z.core.$strict>;
+) as unknown as z.ZodObject<
+  { [K in keyof typeof jobSpecShape]: z.ZodOptional<z.ZodType<z.output<(typeof jobSpecShape)[K]>, z.input<(typeof jobSpecShape)[K]>>> },
+  z.core.$strict
+>;
 
-export const jobSpecSchema = z
-  .strictObject(jobSpecShape)
-  .check((ctx) => {
-    const size = Buffer.byteLength(JSON.stringify(ctx.value.payload ?? null), 'utf8');
-    if (size > MAX_PAYLOAD_BYTES) {
-      ctx.issues.push({
-        code: 'custom',
-        message: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON (got ${size})`,
-        input: ctx.value.payload,
-        path: ['payload'],
-      });
-    }
-    const { retryPolicy } = ctx.value;
-    if (retryPolicy.maxDelaySeconds < retryPolicy.initialDelaySeconds) {
-      ctx.issues.push({
-        code: 'custom',
-        message: 'must be at least initialDelaySeconds',
-        input: retryPolicy.maxDelaySeconds,
-        path: ['retryPolicy', 'maxDelaySeconds'],
-      });
-    }
-  });
+export const jobSpecSchema = z.strictObject(jobSpecShape).check((ctx) => {
+  const size = Buffer.byteLength(JSON.stringify(ctx.value.payload ?? null), 'utf8');
+  if (size > MAX_PAYLOAD_BYTES) {
+    ctx.issues.push({
+      code: 'custom',
+      message: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON (got ${size})`,
+      input: ctx.value.payload,
+      path: ['payload'],
+    });
+  }
+  const { retryPolicy } = ctx.value;
+  if (retryPolicy.maxDelaySeconds < retryPolicy.initialDelaySeconds) {
+    ctx.issues.push({
+      code: 'custom',
+      message: 'must be at least initialDelaySeconds',
+      input: retryPolicy.maxDelaySeconds,
+      path: ['retryPolicy', 'maxDelaySeconds'],
+    });
+  }
+});
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
 export type JobStatus = 'ACTIVE' | 'PAUSED' | 'COMPLETED' | 'CANCELLED';

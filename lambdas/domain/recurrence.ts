@@ -66,11 +66,7 @@ export function decideStart(job: Policies, occurrence: StartContext): StartDecis
       return {
         execute: true,
         reason: `misfired: started ${lateSeconds} s late; backfilling (misfirePolicy backfill, ${Math.max(0, remaining)} more may run)`,
-        successor: canContinue
-          ? { scheduledFor: following, backfillRemaining: remaining - 1 }
-          : afterNow === null
-            ? null
-            : { scheduledFor: afterNow },
+        successor: canContinue ? { scheduledFor: following, backfillRemaining: remaining - 1 } : afterNow === null ? null : { scheduledFor: afterNow },
       };
     }
   }

@@ -2,17 +2,7 @@
 // its status is a conditional write whose condition is the `from` side of a transition below.
 import type { Delivery } from './delivery';
 
-export const RUN_STATUSES = [
-  'SCHEDULED',
-  'QUEUED',
-  'RUNNING',
-  'SUCCEEDED',
-  'FAILED',
-  'TIMED_OUT',
-  'CANCELLED',
-  'SKIPPED',
-  'DEAD',
-] as const;
+export const RUN_STATUSES = ['SCHEDULED', 'QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'SKIPPED', 'DEAD'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 export type RunTrigger = 'schedule' | 'manual' | 'retry' | 'replay';

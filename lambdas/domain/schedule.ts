@@ -44,7 +44,10 @@ type CronSource = 'new' | 'stored';
 function parseCron(expression: string, path: string, source: CronSource): ParsedCron {
   const fields = expression.trim().split(/\s+/);
   const refuse = (messages: string[]): never => {
-    throw new ValidationError('Invalid cron expression', messages.map((message) => ({ path, message })));
+    throw new ValidationError(
+      'Invalid cron expression',
+      messages.map((message) => ({ path, message })),
+    );
   };
   const shape = cronShapeRefusal(fields);
   if (shape !== null) refuse([shape]);

@@ -94,7 +94,9 @@ export function targetRefusal(target: Target, allowed: TargetAllowlist): { path:
       const bus = target.eventBusName;
       // A bus is named by its ARN, or by its name in the deployment's own account and region.
       const ok = bus.startsWith('arn:') ? allowed.eventBusArns.includes(bus) : allowed.eventBusArns.some((arn) => arn.endsWith(`:event-bus/${bus}`));
-      return ok ? null : { path: 'target.eventBusName', message: 'is not an event bus this deployment may put events on (stack property targets.eventBusArns)' };
+      return ok
+        ? null
+        : { path: 'target.eventBusName', message: 'is not an event bus this deployment may put events on (stack property targets.eventBusArns)' };
     }
     default:
       return null;

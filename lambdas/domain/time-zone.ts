@@ -69,16 +69,8 @@ export function isValidTimeZone(timeZone: string): boolean {
  */
 export function toWallTime(instant: number, timeZone: string): number {
   const parts = formatterFor(timeZone).formatToParts(new Date(instant));
-  const field = (type: Intl.DateTimeFormatPartTypes): number =>
-    Number(parts.find((part) => part.type === type)?.value);
-  const wholeSeconds = Date.UTC(
-    field('year'),
-    field('month') - 1,
-    field('day'),
-    field('hour'),
-    field('minute'),
-    field('second'),
-  );
+  const field = (type: Intl.DateTimeFormatPartTypes): number => Number(parts.find((part) => part.type === type)?.value);
+  const wholeSeconds = Date.UTC(field('year'), field('month') - 1, field('day'), field('hour'), field('minute'), field('second'));
   return wholeSeconds + (((instant % 1000) + 1000) % 1000);
 }
 

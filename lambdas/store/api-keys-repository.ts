@@ -50,7 +50,8 @@ export class ApiKeysRepository {
     });
     if (!stored.committed) {
       const { Item: existing } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: apiKeyKey(keyHash), ConsistentRead: true }));
-      if (existing?.tenantId !== tenantId || existing.revokedAt) throw new Error('This API key is already stored for another tenant, or was revoked', { cause: stored.error });
+      if (existing?.tenantId !== tenantId || existing.revokedAt)
+        throw new Error('This API key is already stored for another tenant, or was revoked', { cause: stored.error });
     }
     return keyId;
   }

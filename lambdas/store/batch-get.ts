@@ -19,9 +19,7 @@ export async function batchGetConsistent(
     let pending: Record<string, unknown>[] | undefined = keys.slice(start, start + BATCH_GET_MAX_KEYS);
     for (let round = 0; pending && pending.length > 0 && round < ROUNDS; round++) {
       if (round > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** round));
-      const output: BatchGetCommandOutput = await dynamo.send(
-        new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } } }),
-      );
+      const output: BatchGetCommandOutput = await dynamo.send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } } }));
       items.push(...(output.Responses?.[tableName] ?? []));
       pending = output.UnprocessedKeys?.[tableName]?.Keys;
     }

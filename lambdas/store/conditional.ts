@@ -186,7 +186,13 @@ export async function updateIf(dynamo: DynamoDBDocumentClient, tableName: string
 export async function updateReturning(dynamo: DynamoDBDocumentClient, tableName: string, key: Item, spec: UpdateSpec): Promise<Conditional<Item>> {
   const result = await ifHeld(() =>
     dynamo.send(
-      new UpdateCommand({ TableName: tableName, Key: key, ...updateExpressions(spec), ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+      new UpdateCommand({
+        TableName: tableName,
+        Key: key,
+        ...updateExpressions(spec),
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
     ),
   );
   if (!result.held) return result;

@@ -72,7 +72,11 @@ type PendingSend = Pending<{ readonly dispatch: Dispatch; readonly now: number }
  * Makes one batch call for the waiting requests (entry ids are their positions) and settles each
  * caller: the entries SQS refused, or all of them if the call failed, are rejected.
  */
-async function settleBatch(batch: readonly Pending<object>[], refused: string, call: () => Promise<readonly { Id?: string; Code?: string; Message?: string }[]>): Promise<void> {
+async function settleBatch(
+  batch: readonly Pending<object>[],
+  refused: string,
+  call: () => Promise<readonly { Id?: string; Code?: string; Message?: string }[]>,
+): Promise<void> {
   try {
     const failed = new Map((await call()).map((entry) => [Number(entry.Id), `${entry.Code ?? 'unknown'}${entry.Message ? `: ${entry.Message}` : ''}`]));
     batch.forEach((entry, index) => {
@@ -120,10 +124,15 @@ export class DispatchQueue {
           }),
       ),
     );
-    const refused = results.flatMap((result, index) => (result.status === 'rejected' ? [{ runId: dispatches[index]!.runId, reason: result.reason as unknown }] : []));
+    const refused = results.flatMap((result, index) =>
+      result.status === 'rejected' ? [{ runId: dispatches[index]!.runId, reason: result.reason as unknown }] : [],
+    );
     if (refused.length > 0) {
       const first = refused[0]!.reason;
-      throw new Error(`SQS refused dispatch of runs ${refused.map((entry) => entry.runId).join(', ')}: ${first instanceof Error ? first.message : String(first)}`, { cause: first });
+      throw new Error(
+        `SQS refused dispatch of runs ${refused.map((entry) => entry.runId).join(', ')}: ${first instanceof Error ? first.message : String(first)}`,
+        { cause: first },
+      );
     }
   }
 
@@ -185,11 +194,7 @@ export class DispatchQueue {
     const { Attributes: attributes = {} } = await this.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: this.queueUrl,
-        AttributeNames: [
-          'ApproximateNumberOfMessages',
-          'ApproximateNumberOfMessagesNotVisible',
-          'ApproximateNumberOfMessagesDelayed',
-        ],
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
       }),
     );
     return {

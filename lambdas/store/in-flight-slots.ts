@@ -61,7 +61,9 @@ export class InFlightSlots {
 
   /** Gives the slot back, if this run still holds it. */
   async release(tenantId: string, slot: number, runId: string): Promise<void> {
-    await ifHeld(() => this.dynamo.send(new DeleteCommand({ TableName: this.tableName, Key: inFlightSlotKey(tenantId, slot), ...conditionExpressions({ runId }) })));
+    await ifHeld(() =>
+      this.dynamo.send(new DeleteCommand({ TableName: this.tableName, Key: inFlightSlotKey(tenantId, slot), ...conditionExpressions({ runId }) })),
+    );
   }
 
   async holders(tenantId: string): Promise<SlotHolder[]> {
@@ -76,7 +78,6 @@ export class InFlightSlots {
       (item) => ({ slot: slotNumberOf(String(item.sk)), runId: String(item.runId), acquiredAt: Number(item.acquiredAt) }),
     );
   }
-
 
   /** Puts the run in the slot if it is free, already the run's, or still held by `replacing`. */
   private async take(tenantId: string, slot: number, runId: string, now: number, replacing: SlotHolder | null): Promise<boolean> {

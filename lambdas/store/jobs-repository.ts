@@ -20,7 +20,20 @@ import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX, JOBS_BY
 import { readIndexedPage } from './indexed-page';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
-import { createRateKey, encodeCursor, idempotencyKey, itemToJob, jobKey, jobLabelKey, jobLabelPartition, jobNameKey, jobToItem, labelPairsOf, runToItem, tenantUsageKey } from './keys';
+import {
+  createRateKey,
+  encodeCursor,
+  idempotencyKey,
+  itemToJob,
+  jobKey,
+  jobLabelKey,
+  jobLabelPartition,
+  jobNameKey,
+  jobToItem,
+  labelPairsOf,
+  runToItem,
+  tenantUsageKey,
+} from './keys';
 
 /** Jobs that count against a tenant's active-jobs limit. */
 export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
@@ -82,7 +95,6 @@ interface PendingJobRead {
   readonly reject: (error: unknown) => void;
 }
 
-
 export class JobsRepository {
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
@@ -97,7 +109,12 @@ export class JobsRepository {
       name: { Put: { TableName: this.jobsTable, Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId }, ...ifNew } },
     };
     if (idempotency) {
-      const record = { ...idempotencyKey(job.tenantId, idempotency.key), jobId: job.jobId, requestHash: idempotency.requestHash, expiresAtEpoch: idempotency.expiresAtEpoch };
+      const record = {
+        ...idempotencyKey(job.tenantId, idempotency.key),
+        jobId: job.jobId,
+        requestHash: idempotency.requestHash,
+        expiresAtEpoch: idempotency.expiresAtEpoch,
+      };
       items.idempotency = { Put: { TableName: this.jobsTable, Item: record, ...ifNew } };
     }
     if (firstRun) items.firstRun = { Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ...ifNew } };
@@ -132,7 +149,11 @@ export class JobsRepository {
    * same per-second window as the tenant's creates. Refused (nothing counted) at `perSecond`;
    * `retryAfterMs` is then the time to the next second.
    */
-  async countRunRequest(tenantId: string, perSecond: number | null, now: number): Promise<{ readonly allowed: true } | { readonly allowed: false; readonly retryAfterMs: number }> {
+  async countRunRequest(
+    tenantId: string,
+    perSecond: number | null,
+    now: number,
+  ): Promise<{ readonly allowed: true } | { readonly allowed: false; readonly retryAfterMs: number }> {
     if (perSecond === null) return { allowed: true };
     const second = Math.floor(now / 1000);
     const counted = await ifHeld(() => this.dynamo.send(new UpdateCommand(this.countCreate(tenantId, second, perSecond))));
@@ -162,9 +183,7 @@ export class JobsRepository {
 
   /** The job a create under this Idempotency-Key made, and the hash of its body; null when none did. */
   async findIdempotencyRecord(tenantId: string, key: string): Promise<{ jobId: string; requestHash: string } | null> {
-    const { Item: item } = await this.dynamo.send(
-      new GetCommand({ TableName: this.jobsTable, Key: idempotencyKey(tenantId, key), ConsistentRead: true }),
-    );
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.jobsTable, Key: idempotencyKey(tenantId, key), ConsistentRead: true }));
     return item ? { jobId: String(item.jobId), requestHash: String(item.requestHash) } : null;
   }
 
@@ -186,9 +205,7 @@ export class JobsRepository {
       const reads = this.reads;
       return new Promise<Job | null>((resolve, reject) => reads.add({ jobId, resolve, reject }));
     }
-    const { Item: item } = await this.dynamo.send(
-      new GetCommand({ TableName: this.jobsTable, Key: jobKey(jobId), ConsistentRead: consistent }),
-    );
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.jobsTable, Key: jobKey(jobId), ConsistentRead: consistent }));
     return item ? itemToJob(item) : null;
   }
 
@@ -224,12 +241,26 @@ export class JobsRepository {
       (filter.name === undefined || job.name === filter.name) &&
       (filter.namePrefix === undefined || job.name.startsWith(filter.namePrefix)) &&
       labels.every((label) => labelPairsOf(job.labels).includes(label));
-    const read = (query: Omit<QueryCommandInput, 'ExclusiveStartKey' | 'Limit' | 'TableName'>, expect: Record<string, string>, sortKey: string, keyNames: readonly string[]) =>
-      this.listThrough(query, expect, sortKey, keyNames, limit, keep, cursor, maxItemsRead);
+    const read = (
+      query: Omit<QueryCommandInput, 'ExclusiveStartKey' | 'Limit' | 'TableName'>,
+      expect: Record<string, string>,
+      sortKey: string,
+      keyNames: readonly string[],
+    ) => this.listThrough(query, expect, sortKey, keyNames, limit, keep, cursor, maxItemsRead);
     const [firstLabel] = labels;
     if (firstLabel !== undefined) {
       const partition = jobLabelPartition(tenantId, firstLabel);
-      return read({ KeyConditionExpression: '#pk = :pk', ExpressionAttributeNames: { '#pk': 'pk' }, ExpressionAttributeValues: { ':pk': partition }, ScanIndexForward: false }, { pk: partition }, 'sk', ['pk', 'sk']);
+      return read(
+        {
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': 'pk' },
+          ExpressionAttributeValues: { ':pk': partition },
+          ScanIndexForward: false,
+        },
+        { pk: partition },
+        'sk',
+        ['pk', 'sk'],
+      );
     }
     if (filter.name !== undefined || filter.namePrefix !== undefined) {
       const exact = filter.name !== undefined;
@@ -252,7 +283,13 @@ export class JobsRepository {
           ? [JOBS_BY_STATUS_INDEX, 'tenantStatus', `${tenantId}#${filter.status}`]
           : [JOBS_BY_TENANT_INDEX, 'tenantId', tenantId];
     return read(
-      { IndexName: indexName, KeyConditionExpression: '#partition = :partition', ExpressionAttributeNames: { '#partition': attribute }, ExpressionAttributeValues: { ':partition': value }, ScanIndexForward: false },
+      {
+        IndexName: indexName,
+        KeyConditionExpression: '#partition = :partition',
+        ExpressionAttributeNames: { '#partition': attribute },
+        ExpressionAttributeValues: { ':partition': value },
+        ScanIndexForward: false,
+      },
       { [attribute]: value },
       'tenantSort',
       ['pk', 'sk', attribute, 'tenantSort'],
@@ -269,21 +306,25 @@ export class JobsRepository {
     cursor: string | undefined,
     maxItemsRead: number,
   ): Promise<Page<Job>> {
-    const page = await readIndexedPage<Job>(this.dynamo, { TableName: this.jobsTable, ...query }, {
-      limit,
-      start: cursor ? decodeCursorOrThrow(cursor, expect, sortKey) : undefined,
-      keyOf: (entry) => Object.fromEntries(keyNames.map((name) => [name, entry[name]])),
-      load: async (entries) => {
-        // Label entries name their job; index entries are the job's own keys.
-        const jobIds = entries.map((entry) => (typeof entry.jobId === 'string' ? entry.jobId : String(entry.pk).slice('JOB#'.length)));
-        const jobs = await this.getManyAnyTenant(jobIds);
-        return jobIds.map((jobId) => jobs.get(jobId) ?? null);
+    const page = await readIndexedPage<Job>(
+      this.dynamo,
+      { TableName: this.jobsTable, ...query },
+      {
+        limit,
+        start: cursor ? decodeCursorOrThrow(cursor, expect, sortKey) : undefined,
+        keyOf: (entry) => Object.fromEntries(keyNames.map((name) => [name, entry[name]])),
+        load: async (entries) => {
+          // Label entries name their job; index entries are the job's own keys.
+          const jobIds = entries.map((entry) => (typeof entry.jobId === 'string' ? entry.jobId : String(entry.pk).slice('JOB#'.length)));
+          const jobs = await this.getManyAnyTenant(jobIds);
+          return jobIds.map((jobId) => jobs.get(jobId) ?? null);
+        },
+        keep,
+        // Every listing is checked against the jobs read: an index is eventually consistent.
+        filtered: true,
+        maxItemsRead,
       },
-      keep,
-      // Every listing is checked against the jobs read: an index is eventually consistent.
-      filtered: true,
-      maxItemsRead,
-    });
+    );
     return { items: page.items, nextCursor: encodeCursor(page.next) };
   }
 
@@ -292,7 +333,11 @@ export class JobsRepository {
    * are the condition (a compare-and-swap). New runs and the release of the job's name are written
    * in the same transaction.
    */
-  async replace(next: Job, expected: Pick<Job, 'version' | 'nextRunId' | 'status'> & { readonly labels?: Job['labels'] }, extra: ReplaceExtras = {}): Promise<ReplaceResult> {
+  async replace(
+    next: Job,
+    expected: Pick<Job, 'version' | 'nextRunId' | 'status'> & { readonly labels?: Job['labels'] },
+    extra: ReplaceExtras = {},
+  ): Promise<ReplaceResult> {
     const jobPut = { TableName: this.jobsTable, Item: jobToItem(next), ...conditionExpressions({ version: expected.version, nextRunId: expected.nextRunId }) };
     const items: Record<string, TransactItem> = { job: { Put: jobPut } };
     const newRuns = extra.newRuns ?? [];
@@ -310,12 +355,16 @@ export class JobsRepository {
     // Label entries follow the job's labels (decision 0095): new ones written, dropped ones deleted.
     const before = new Set(labelPairsOf(expected.labels));
     const after = new Set(labelPairsOf(next.labels));
-    [...after].filter((label) => !before.has(label)).forEach((label, index) => {
-      items[`label+${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(next.tenantId, label, next), jobId: next.jobId } } };
-    });
-    [...before].filter((label) => !after.has(label)).forEach((label, index) => {
-      items[`label-${index}`] = { Delete: { TableName: this.jobsTable, Key: jobLabelKey(next.tenantId, label, next) } };
-    });
+    [...after]
+      .filter((label) => !before.has(label))
+      .forEach((label, index) => {
+        items[`label+${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(next.tenantId, label, next), jobId: next.jobId } } };
+      });
+    [...before]
+      .filter((label) => !after.has(label))
+      .forEach((label, index) => {
+        items[`label-${index}`] = { Delete: { TableName: this.jobsTable, Key: jobLabelKey(next.tenantId, label, next) } };
+      });
     if (Object.keys(items).length === 1) {
       const put = await ifHeld(() => this.dynamo.send(new PutCommand(jobPut)));
       return put.held ? 'replaced' : 'conflict';

@@ -50,10 +50,14 @@ const pad = (n: number, width: number): string => String(n).padStart(width, '0')
 /** Sort key of a job within its tenant (byTenant index): creation time, then id. */
 export const tenantSortOf = (job: Pick<Job, 'createdAt' | 'jobId'>): string => `${job.createdAt}#${job.jobId}`;
 /** A job's entry for one of its labels (jobs table): found by `tenant#key=value`, newest first. */
-export const jobLabelKey = (tenantId: string, label: string, job: Pick<Job, 'createdAt' | 'jobId'>): Key => ({ pk: jobLabelPartition(tenantId, label), sk: tenantSortOf(job) });
+export const jobLabelKey = (tenantId: string, label: string, job: Pick<Job, 'createdAt' | 'jobId'>): Key => ({
+  pk: jobLabelPartition(tenantId, label),
+  sk: tenantSortOf(job),
+});
 export const jobLabelPartition = (tenantId: string, label: string): string => `JOBLABEL#${tenantId}#${label}`;
 /** A job's labels as `key=value` strings (the form of a label filter and of its index key). */
-export const labelPairsOf = (labels: Readonly<Record<string, string>> | undefined): string[] => Object.entries(labels ?? {}).map(([key, value]) => `${key}=${value}`);
+export const labelPairsOf = (labels: Readonly<Record<string, string>> | undefined): string[] =>
+  Object.entries(labels ?? {}).map(([key, value]) => `${key}=${value}`);
 /** Sort key of a run within its tenant (byTenantKeys index): occurrence, then id. */
 export const tenantRunSortOf = (run: Pick<Run, 'scheduledFor' | 'runId'>): string => `${run.scheduledFor}#${run.runId}`;
 /** Sort key of a run within its job (byJob index): occurrence, then attempt. */

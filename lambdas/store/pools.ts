@@ -78,7 +78,13 @@ export interface PoolLanes<Q> {
  */
 export function poolResourceNames(name: string): { readonly id: string; readonly local: string } {
   if (name === DEFAULT_POOL_NAME) return { id: '', local: 'dispatch' };
-  return { id: `Pool${name.split('-').map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join('')}`, local: `pool-${name}` };
+  return {
+    id: `Pool${name
+      .split('-')
+      .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+      .join('')}`,
+    local: `pool-${name}`,
+  };
 }
 
 /** The queues of a pool, as data: every lane's visibility timeout is six times the pool's worker timeout, as the event source mapping requires. */
@@ -98,7 +104,8 @@ export function validatePools(pools: readonly PoolDefinition[], { minConcurrency
   const seenTypes = new Map<string, string>();
   const seenNames = new Set<string>();
   for (const pool of pools) {
-    if (!/^[a-z][a-z0-9-]{0,31}$/.test(pool.name)) throw new Error(`pool name "${pool.name}": use lower-case letters, digits and dashes, starting with a letter (at most 32)`);
+    if (!/^[a-z][a-z0-9-]{0,31}$/.test(pool.name))
+      throw new Error(`pool name "${pool.name}": use lower-case letters, digits and dashes, starting with a letter (at most 32)`);
     if (pool.name === DEFAULT_POOL_NAME) throw new Error('pool name "default" is the implicit pool of every job type no pool lists');
     if (seenNames.has(pool.name)) throw new Error(`pool "${pool.name}" is defined twice`);
     seenNames.add(pool.name);
@@ -113,7 +120,10 @@ export function validatePools(pools: readonly PoolDefinition[], { minConcurrency
     if (!Number.isInteger(pool.maxConcurrency) || pool.maxConcurrency < minConcurrency || pool.maxConcurrency > 1000) {
       throw new Error(`pool "${pool.name}": maxConcurrency must be a whole number from ${minConcurrency} to 1000`);
     }
-    if (pool.lowMaxConcurrency !== undefined && (!Number.isInteger(pool.lowMaxConcurrency) || pool.lowMaxConcurrency < minConcurrency || pool.lowMaxConcurrency > pool.maxConcurrency)) {
+    if (
+      pool.lowMaxConcurrency !== undefined &&
+      (!Number.isInteger(pool.lowMaxConcurrency) || pool.lowMaxConcurrency < minConcurrency || pool.lowMaxConcurrency > pool.maxConcurrency)
+    ) {
       throw new Error(`pool "${pool.name}": lowMaxConcurrency must be a whole number from ${minConcurrency} to its maxConcurrency (${pool.maxConcurrency})`);
     }
     if (!Number.isInteger(pool.timeoutSeconds) || pool.timeoutSeconds < 10 || pool.timeoutSeconds > 900) {

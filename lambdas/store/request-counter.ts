@@ -8,7 +8,18 @@ interface Stack {
   add(middleware: (next: Handler, context: { commandName?: string }) => Handler, options: { step: 'initialize'; name: string }): void;
 }
 
-const CAPACITY_OPERATIONS = new Set(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query', 'Scan', 'BatchGetItem', 'BatchWriteItem', 'TransactWriteItems', 'TransactGetItems']);
+const CAPACITY_OPERATIONS = new Set([
+  'GetItem',
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'Query',
+  'Scan',
+  'BatchGetItem',
+  'BatchWriteItem',
+  'TransactWriteItems',
+  'TransactGetItems',
+]);
 
 interface Capacity {
   readonly CapacityUnits?: number;
@@ -37,7 +48,11 @@ export class RequestCounter {
   }
 
   tally(): RequestTally {
-    return { calls: Object.fromEntries([...this.calls.entries()].sort(([a], [b]) => a.localeCompare(b))), readUnits: this.readUnits, writeUnits: this.writeUnits };
+    return {
+      calls: Object.fromEntries([...this.calls.entries()].sort(([a], [b]) => a.localeCompare(b))),
+      readUnits: this.readUnits,
+      writeUnits: this.writeUnits,
+    };
   }
 
   reset(): void {

@@ -9,9 +9,34 @@ import type { AttemptOutcome, Run, RunError } from '../domain/run';
 import { isTerminal, sourcesOf } from '../domain/run';
 import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
 import type { TransactItem, UpdateSpec } from './conditional';
-import { absent, atMost, exists, IF_NEW, conditionExpressions, lessThan, oneOf, plus, transactRetryingConflicts, updateExpressions, updateIf, updateReturning } from './conditional';
+import {
+  absent,
+  atMost,
+  exists,
+  IF_NEW,
+  conditionExpressions,
+  lessThan,
+  oneOf,
+  plus,
+  transactRetryingConflicts,
+  updateExpressions,
+  updateIf,
+  updateReturning,
+} from './conditional';
 import type { Item, RunItemExtras } from './keys';
-import { backfillRemainingOf, budgetFromOf, checkpointOf, deadAttributes, effectKey, gateAttributes, itemToRun, payloadOverrideOf, RESULT_ATTRIBUTE, runKey, runToItem } from './keys';
+import {
+  backfillRemainingOf,
+  budgetFromOf,
+  checkpointOf,
+  deadAttributes,
+  effectKey,
+  gateAttributes,
+  itemToRun,
+  payloadOverrideOf,
+  RESULT_ATTRIBUTE,
+  runKey,
+  runToItem,
+} from './keys';
 
 export { LEASE_CHECK_SLACK_MS };
 

@@ -87,7 +87,15 @@ export class RunRecords {
     return this.listThroughIndex(RUNS_BY_TENANT_INDEX, 'tenantId', tenantId, 'tenantRunSort', limit, filter, cursor);
   }
 
-  private async listThroughIndex(indexName: string, partitionKey: string, partition: string, sortKey: string, limit: number, filter: RunFilter, cursor?: string): Promise<Page<Run>> {
+  private async listThroughIndex(
+    indexName: string,
+    partitionKey: string,
+    partition: string,
+    sortKey: string,
+    limit: number,
+    filter: RunFilter,
+    cursor?: string,
+  ): Promise<Page<Run>> {
     const page = await readIndexedPage(
       this.dynamo,
       {

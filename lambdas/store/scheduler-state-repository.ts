@@ -19,9 +19,7 @@ export class SchedulerStateRepository {
   ) {}
 
   async ticker(): Promise<TickerState> {
-    const { Item: item } = await this.dynamo.send(
-      new GetCommand({ TableName: this.tableName, Key: schedulerStateKey('ticker'), ConsistentRead: true }),
-    );
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: schedulerStateKey('ticker'), ConsistentRead: true }));
     return {
       cursor: typeof item?.cursor === 'number' ? item.cursor : null,
       lastCompletedAt: typeof item?.lastCompletedAt === 'string' ? item.lastCompletedAt : null,
@@ -39,7 +37,11 @@ export class SchedulerStateRepository {
     if (moved) return;
     // Another ticker got further; still record that this one completed.
     await this.dynamo.send(
-      new UpdateCommand({ TableName: this.tableName, Key: schedulerStateKey('ticker'), ...updateExpressions({ set: { lastCompletedAt: at, lastReport: report } }) }),
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: schedulerStateKey('ticker'),
+        ...updateExpressions({ set: { lastCompletedAt: at, lastReport: report } }),
+      }),
     );
   }
 }

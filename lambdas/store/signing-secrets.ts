@@ -88,7 +88,10 @@ export class SigningSecretsRepository {
         },
       },
     });
-    if (!result.committed) throw new SigningSecretConflict(`the signing secrets changed while rotating (${[...result.failed].join(', ') || 'a concurrent transaction'})`, { cause: result.error });
+    if (!result.committed)
+      throw new SigningSecretConflict(`the signing secrets changed while rotating (${[...result.failed].join(', ') || 'a concurrent transaction'})`, {
+        cause: result.error,
+      });
     return { secretId, createdAt, expiresAt: null };
   }
 

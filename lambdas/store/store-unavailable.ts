@@ -17,7 +17,16 @@ const UNAVAILABLE_NAMES: ReadonlySet<string> = new Set([
   'InternalFailure',
 ]);
 
-const NETWORK_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED']);
+const NETWORK_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
 
 /** Seconds a client is told to wait before trying again. */
 export const STORE_RETRY_AFTER_SECONDS = 5;

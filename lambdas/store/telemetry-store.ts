@@ -81,7 +81,7 @@ export class TelemetryStore {
         ExpressionAttributeNames: { '#pk': 'pk' },
         ExpressionAttributeValues: { ':pk': statsPartition(tenantId, minute) },
       },
-      (item) => ({ tenantId, minute, counts: (item.counts ?? {}), startLag: (item.startLag ?? {}) as Histogram, claimWait: (item.claimWait ?? {}) as Histogram }),
+      (item) => ({ tenantId, minute, counts: item.counts ?? {}, startLag: (item.startLag ?? {}) as Histogram, claimWait: (item.claimWait ?? {}) as Histogram }),
     );
   }
 
@@ -112,5 +112,4 @@ export class TelemetryStore {
       (item) => ({ workerId: String(item.workerId), lastSeenAt: String(item.lastSeenAt), runs: (item.runs ?? []) as InFlightEntry[] }),
     );
   }
-
 }

@@ -47,17 +47,15 @@ export class TimeIndex {
           ...(pageSize ? { Limit: pageSize } : {}),
         }),
       );
-      const entries = (page.Items ?? []).map(
-        (item): TimeIndexEntry => ({
-          runId: String(item.runId),
-          tenantId: String(item.tenantId),
-          jobId: String(item.jobId),
-          jobType: typeof item.jobType === 'string' ? item.jobType : NO_JOB_TYPE,
-          status: item.status as RunStatus,
-          availableAt: String(item.availableAt),
-          gateAt: String(item.gateAt),
-        }),
-      );
+      const entries = (page.Items ?? []).map((item): TimeIndexEntry => ({
+        runId: String(item.runId),
+        tenantId: String(item.tenantId),
+        jobId: String(item.jobId),
+        jobType: typeof item.jobType === 'string' ? item.jobType : NO_JOB_TYPE,
+        status: item.status as RunStatus,
+        availableAt: String(item.availableAt),
+        gateAt: String(item.gateAt),
+      }));
       start = page.LastEvaluatedKey;
       if (entries.length > 0) yield entries;
     } while (start);

@@ -49,7 +49,10 @@ export function protectedEndpointOf(url: string): ProtectedEndpoint | null {
 }
 
 function bareHost(hostname: string): string {
-  return hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+  return hostname
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '')
+    .toLowerCase();
 }
 
 function portOfUrl(url: URL): number {
@@ -90,7 +93,7 @@ function v4(dotted: string): number {
 
 function inV4Range(address: number, base: number, prefix: number): boolean {
   const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
-  return ((address & mask) >>> 0) === ((base & mask) >>> 0);
+  return (address & mask) >>> 0 === (base & mask) >>> 0;
 }
 
 function classifyV4(address: number): AddressClass {

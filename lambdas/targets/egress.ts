@@ -35,7 +35,10 @@ export function serviceEndpointsOf(env: NodeJS.ProcessEnv = process.env): Protec
  * Local mode calls plain http and loopback (the tests' targets), but never the emulator's own
  * endpoints; AWS mode only public https.
  */
-export function egressPolicyOf(config: Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets'>, serviceEndpoints: readonly ProtectedEndpoint[] = serviceEndpointsOf()): EgressPolicy {
+export function egressPolicyOf(
+  config: Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets'>,
+  serviceEndpoints: readonly ProtectedEndpoint[] = serviceEndpointsOf(),
+): EgressPolicy {
   return { allowPlainHttp: config.localMode, allowLoopback: config.localMode, allowPrivate: config.allowPrivateTargets, protectedEndpoints: serviceEndpoints };
 }
 

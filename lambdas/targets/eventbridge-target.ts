@@ -32,7 +32,11 @@ export async function callEventBridgeTarget(events: EventBridgeClient, target: E
       return {
         ok: false,
         timedOut: false,
-        error: { code: `EVENTBRIDGE_${code}`, message: (entry?.ErrorMessage ?? 'the event was not accepted').slice(0, 512), retryable: RETRYABLE_ENTRY_ERRORS.has(code) },
+        error: {
+          code: `EVENTBRIDGE_${code}`,
+          message: (entry?.ErrorMessage ?? 'the event was not accepted').slice(0, 512),
+          retryable: RETRYABLE_ENTRY_ERRORS.has(code),
+        },
       };
     }
     return { ok: true, detail: `event ${entry?.EventId ?? '(no id)'}` };

@@ -126,7 +126,10 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
     // Checked after resolution, on every call: the answer a name gives can change at any time.
     const resolved = await resolveTarget(url.hostname, egress, Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
     if (resolved.kind === 'protected') {
-      return blocked('TARGET_ADDRESS_BLOCKED', `${url.hostname} resolves to ${resolved.address}, and port ${resolved.endpoint.port} there is this deployment's AWS emulator, which no job may call`);
+      return blocked(
+        'TARGET_ADDRESS_BLOCKED',
+        `${url.hostname} resolves to ${resolved.address}, and port ${resolved.endpoint.port} there is this deployment's AWS emulator, which no job may call`,
+      );
     }
     if (resolved.kind === 'blocked') {
       return blocked(

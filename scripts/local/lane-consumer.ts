@@ -149,8 +149,8 @@ function toSqsRecord(message: Message, queueArn: string): SQSRecord {
 }
 
 export function startLaneConsumer(options: LaneConsumerOptions): LaneConsumer {
-const { sqs, poolName, queueUrl, concurrency, batchSize, fetchers } = options;
-let stopping = false;
+  const { sqs, poolName, queueUrl, concurrency, batchSize, fetchers } = options;
+  let stopping = false;
   const queueArn = `arn:aws:sqs:local:000000000000:${queueUrl.split('/').pop() ?? 'dispatch'}`;
   const delivery = new FairBuffer(options.fairBufferSize ?? DEFAULT_FAIR_BUFFER);
   /** When each message fetched but not yet handed to a worker becomes visible again (epoch ms). */
@@ -160,7 +160,9 @@ let stopping = false;
       await sqs.send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: queueUrl,
-          Entries: messages.slice(start, start + 10).map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '', VisibilityTimeout: seconds })),
+          Entries: messages
+            .slice(start, start + 10)
+            .map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle ?? '', VisibilityTimeout: seconds })),
         }),
       );
     }

@@ -55,7 +55,8 @@ export async function stopByPidFileAndWait(pidFile: string, options: { expect?: 
   if (!existsSync(pidFile)) return 'no-pid-file';
   const pid = Number(readFileSync(pidFile, 'utf8').trim());
   const commandLine = Number.isInteger(pid) && pid > 0 ? commandLineOf(pid) : null;
-  const ours = Number.isInteger(pid) && pid > 0 && isRunning(pid) && (options.expect === undefined || commandLine === null || commandLine.includes(options.expect));
+  const ours =
+    Number.isInteger(pid) && pid > 0 && isRunning(pid) && (options.expect === undefined || commandLine === null || commandLine.includes(options.expect));
   if (!ours) {
     rmSync(pidFile, { force: true });
     return 'not-running';

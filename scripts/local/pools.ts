@@ -9,7 +9,9 @@ export function localPoolsFromEnv(env: NodeJS.ProcessEnv = process.env): PoolDef
   if (!raw) return [];
   const parsed = z.array(poolDefinitionSchema).safeParse(JSON.parse(raw));
   if (!parsed.success) {
-    throw new Error(`LOCAL_POOLS must be a JSON array of pools: [{ "name", "jobTypes", "maxConcurrency", "timeoutSeconds" }]: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`);
+    throw new Error(
+      `LOCAL_POOLS must be a JSON array of pools: [{ "name", "jobTypes", "maxConcurrency", "timeoutSeconds" }]: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+    );
   }
   // createLocalResources checks the pools together (validatePools).
   return parsed.data;

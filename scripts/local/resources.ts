@@ -5,7 +5,14 @@ import { CreateAliasCommand, CreateKeyCommand, DescribeKeyCommand } from '@aws-s
 import type { TenantLimits } from '../../lambdas/domain/tenant';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
-import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, ResourceInUseException, UpdateTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  ResourceInUseException,
+  UpdateTableCommand,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';

@@ -50,7 +50,6 @@ export interface LocalRuntimeOptions {
   readonly fairBufferSize?: number;
 }
 
-
 /** The web console, built on its first request (esbuild, in memory) and kept for the process. */
 let consoleBuild: Promise<ConsoleAssets> | null = null;
 
@@ -144,7 +143,6 @@ function toApiEvent(request: IncomingMessage, body: string): ApiEvent {
   };
 }
 
-
 export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
   const { deps, clients } = options;
   const api = createApiHandler(deps);
@@ -159,13 +157,23 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         const body = await readBody(request);
         if (body === null) {
           response.writeHead(413, { 'content-type': 'application/problem+json' });
-          response.end(JSON.stringify({ type: 'urn:job-scheduler:problem:payload-too-large', title: 'Payload too large', status: 413, detail: `The body must be at most ${MAX_BODY_BYTES} bytes`, errors: [] }));
+          response.end(
+            JSON.stringify({
+              type: 'urn:job-scheduler:problem:payload-too-large',
+              title: 'Payload too large',
+              status: 413,
+              detail: `The body must be at most ${MAX_BODY_BYTES} bytes`,
+              errors: [],
+            }),
+          );
           return;
         }
         if (request.url?.startsWith(ECHO_PATH)) {
           // A target for trying the scheduler out: answers 200 and says who called; of the body only
           // its size and type, as payloads never go to logs.
-          console.log(`echo target: ${request.method} run ${String(request.headers['x-run-id'])} attempt ${String(request.headers['x-attempt'])} body ${Buffer.byteLength(body)} bytes of ${String(request.headers['content-type'] ?? 'no content type')}`);
+          console.log(
+            `echo target: ${request.method} run ${String(request.headers['x-run-id'])} attempt ${String(request.headers['x-attempt'])} body ${Buffer.byteLength(body)} bytes of ${String(request.headers['content-type'] ?? 'no content type')}`,
+          );
           response.writeHead(200, { 'content-type': 'application/json' });
           response.end(JSON.stringify({ ok: true }));
           return;
@@ -207,7 +215,15 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       } catch (error) {
         console.error('local API adapter failed', error);
         if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/problem+json' });
-        response.end(JSON.stringify({ type: 'urn:job-scheduler:problem:internal-error', title: 'Internal error', status: 500, detail: 'The request could not be completed.', errors: [] }));
+        response.end(
+          JSON.stringify({
+            type: 'urn:job-scheduler:problem:internal-error',
+            title: 'Internal error',
+            status: 500,
+            detail: 'The request could not be completed.',
+            errors: [],
+          }),
+        );
       }
     })();
   });

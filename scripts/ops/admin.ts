@@ -94,7 +94,10 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
   const limitsOf = (tenant: Tenant) =>
     ctx.defaults
       ? { effectiveLimits: effectiveLimits(ctx.defaults, tenant.limits) }
-      : { effectiveLimits: null, limitsNote: 'Limits the tenant has not set are the deployment defaults: set TENANT_DEFAULT_LIMITS as deployed to see those in force.' };
+      : {
+          effectiveLimits: null,
+          limitsNote: 'Limits the tenant has not set are the deployment defaults: set TENANT_DEFAULT_LIMITS as deployed to see those in force.',
+        };
   const existing = async (): Promise<Tenant> => {
     const tenant = await ctx.tenants.get(tenantId());
     if (!tenant) throw new AdminUsageError(`no tenant ${tenantId()}; create it with: tenant create ${tenantId()}`);
@@ -104,7 +107,11 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
   switch (`${noun ?? ''} ${verb ?? ''}`) {
     case 'tenant create': {
       const own = limits();
-      const name = z.string().min(1).max(200).safeParse(values.name ?? tenantId());
+      const name = z
+        .string()
+        .min(1)
+        .max(200)
+        .safeParse(values.name ?? tenantId());
       if (!name.success) throw new AdminUsageError('name: 1 to 200 characters');
       const at = new Date(ctx.now()).toISOString();
       // Only what was given: a limit copied from the defaults would no longer follow them.
@@ -124,7 +131,12 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
       const changes = limits();
       if (Object.keys(changes).length === 0) throw new AdminUsageError('give at least one limit to change');
       const tenant = await ctx.tenants.setLimits(tenantId(), changes, ctx.now());
-      await ctx.audit({ tenantId: before.tenantId, action: 'tenant.limits', objectId: before.tenantId, changes: changesBetween(before.limits ?? {}, tenant?.limits ?? {}, new Set()) });
+      await ctx.audit({
+        tenantId: before.tenantId,
+        action: 'tenant.limits',
+        objectId: before.tenantId,
+        changes: changesBetween(before.limits ?? {}, tenant?.limits ?? {}, new Set()),
+      });
       return { tenant, ...(tenant ? limitsOf(tenant) : {}), note: 'Running functions pick the new limits up within 2 minutes.' };
     }
     case 'key issue': {

@@ -37,7 +37,9 @@ async function setIfMissing(dynamo: DynamoDBDocumentClient, table: string, key: 
       new UpdateCommand({
         TableName: table,
         Key: key,
-        UpdateExpression: `SET ${Object.keys(values).map((_, i) => `#a${i} = :v${i}`).join(', ')}`,
+        UpdateExpression: `SET ${Object.keys(values)
+          .map((_, i) => `#a${i} = :v${i}`)
+          .join(', ')}`,
         ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(#a0)`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: placeholders,
@@ -54,7 +56,15 @@ export async function backfillFindingKeys(dynamo: DynamoDBDocumentClient, jobsTa
   let jobs = 0;
   for await (const item of scan(dynamo, jobsTable, 'JOB#', 'tenantStatus')) {
     const job = itemToJob(item);
-    if (await setIfMissing(dynamo, jobsTable, { pk: item.pk, sk: item.sk }, { tenantStatus: `${job.tenantId}#${job.status}`, tenantType: `${job.tenantId}#${job.type}` })) jobs += 1;
+    if (
+      await setIfMissing(
+        dynamo,
+        jobsTable,
+        { pk: item.pk, sk: item.sk },
+        { tenantStatus: `${job.tenantId}#${job.status}`, tenantType: `${job.tenantId}#${job.type}` },
+      )
+    )
+      jobs += 1;
     for (const label of labelPairsOf(job.labels)) {
       await dynamo.send(new PutCommand({ TableName: jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } }));
     }
@@ -62,7 +72,15 @@ export async function backfillFindingKeys(dynamo: DynamoDBDocumentClient, jobsTa
   let runs = 0;
   for await (const item of scan(dynamo, runsTable, 'RUN#', 'tenantRunSort')) {
     if (typeof item.scheduledFor !== 'string' || typeof item.runId !== 'string') continue;
-    if (await setIfMissing(dynamo, runsTable, { pk: item.pk, sk: item.sk }, { tenantRunSort: tenantRunSortOf({ scheduledFor: item.scheduledFor, runId: item.runId }) })) runs += 1;
+    if (
+      await setIfMissing(
+        dynamo,
+        runsTable,
+        { pk: item.pk, sk: item.sk },
+        { tenantRunSort: tenantRunSortOf({ scheduledFor: item.scheduledFor, runId: item.runId }) },
+      )
+    )
+      runs += 1;
   }
   return { jobs, runs };
 }

@@ -14,7 +14,13 @@ export async function redriveMessages(sqs: SQSClient, fromUrl: string, toUrl: st
   let moved = 0;
   while (moved < max) {
     const { Messages: messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: fromUrl, MaxNumberOfMessages: Math.min(10, max - moved), VisibilityTimeout: 60, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'] }),
+      new ReceiveMessageCommand({
+        QueueUrl: fromUrl,
+        MaxNumberOfMessages: Math.min(10, max - moved),
+        VisibilityTimeout: 60,
+        WaitTimeSeconds: 1,
+        MessageSystemAttributeNames: ['All'],
+      }),
     );
     if (messages.length === 0) break;
     const sent = await sqs.send(

@@ -152,7 +152,7 @@ describe('the web console', () => {
     expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.status).toBe('CANCELLED');
   });
 
-  it('creates a cron job through the form, with the preview following the expression and zone, and the API\'s errors beside the fields', async () => {
+  it("creates a cron job through the form, with the preview following the expression and zone, and the API's errors beside the fields", async () => {
     await visit('#/new');
     await page.getByRole('heading', { level: 1, name: 'New job' }).waitFor();
     await page.getByLabel('Name', { exact: true }).fill('from-the-form');
@@ -187,9 +187,17 @@ describe('the web console', () => {
   });
 
   it('replays a dead run from the dead runs page, one and the selected ones after a confirmation that says how many', async () => {
-    const dead = await Promise.all(['dead-a', 'dead-b', 'dead-c'].map((name) => scheduler.api('POST', '/v1/jobs', jobBody(failing.url, { name, retryPolicy: { maxAttempts: 1, initialDelaySeconds: 1, maxDelaySeconds: 1 } }))));
+    const dead = await Promise.all(
+      ['dead-a', 'dead-b', 'dead-c'].map((name) =>
+        scheduler.api('POST', '/v1/jobs', jobBody(failing.url, { name, retryPolicy: { maxAttempts: 1, initialDelaySeconds: 1, maxDelaySeconds: 1 } })),
+      ),
+    );
     const jobIds = dead.map((response) => response.body.job.jobId as string);
-    await eventually(() => scheduler.api('GET', '/v1/dead-runs?limit=100'), (response) => response.body.items.length === 3, 60_000);
+    await eventually(
+      () => scheduler.api('GET', '/v1/dead-runs?limit=100'),
+      (response) => response.body.items.length === 3,
+      60_000,
+    );
 
     await visit('#/dead');
     const table = page.getByRole('table', { name: /Dead runs/ });
@@ -217,9 +225,17 @@ describe('the web console', () => {
   });
 
   it('shows a run: its timeline, error, lease, fencing token and delivery, and Replay when it is dead', async () => {
-    const response = await scheduler.api('POST', '/v1/jobs', jobBody(failing.url, { name: 'dead-to-view', retryPolicy: { maxAttempts: 1, initialDelaySeconds: 1, maxDelaySeconds: 1 } }));
+    const response = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(failing.url, { name: 'dead-to-view', retryPolicy: { maxAttempts: 1, initialDelaySeconds: 1, maxDelaySeconds: 1 } }),
+    );
     const jobId = response.body.job.jobId as string;
-    const deadRun = await eventually(() => scheduler.api('GET', `/v1/jobs/${jobId}/runs`), (runs) => runs.body.items[0]?.status === 'DEAD', 60_000);
+    const deadRun = await eventually(
+      () => scheduler.api('GET', `/v1/jobs/${jobId}/runs`),
+      (runs) => runs.body.items[0]?.status === 'DEAD',
+      60_000,
+    );
     const run = deadRun.body.items[0];
     await visit(`#/runs/${run.runId}`);
     await page.getByRole('heading', { level: 1, name: `Run ${run.runId}` }).waitFor();

@@ -16,7 +16,10 @@ let resources: Record<string, Resource>;
 
 const nagFindings = (of: Stack, level: 'error' | 'warning'): string[] => {
   const annotations = Annotations.fromStack(of);
-  const found = level === 'error' ? annotations.findError('*', Match.stringLikeRegexp('AwsSolutions-.*')) : annotations.findWarning('*', Match.stringLikeRegexp('AwsSolutions-.*'));
+  const found =
+    level === 'error'
+      ? annotations.findError('*', Match.stringLikeRegexp('AwsSolutions-.*'))
+      : annotations.findWarning('*', Match.stringLikeRegexp('AwsSolutions-.*'));
   return found.map((finding) => `${finding.id}: ${JSON.stringify(finding.entry.data).slice(0, 200)}`);
 };
 
@@ -41,7 +44,9 @@ describe('cdk-nag AwsSolutions', () => {
     for (const { id, reason } of suppressions) expect({ id, long: reason.length >= 60 }).toEqual({ id, long: true });
     expect(new Set(suppressions.map((s) => s.id))).toEqual(new Set(['AwsSolutions-IAM5', 'AwsSolutions-L1', 'AwsSolutions-APIG4']));
     // Routes without the authorizer: the console's static files and the API's public contract only.
-    const open = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route' && r.Metadata?.cdk_nag?.rules_to_suppress?.some((s: { id: string }) => s.id === 'AwsSolutions-APIG4'));
+    const open = Object.values(resources).filter(
+      (r) => r.Type === 'AWS::ApiGatewayV2::Route' && r.Metadata?.cdk_nag?.rules_to_suppress?.some((s: { id: string }) => s.id === 'AwsSolutions-APIG4'),
+    );
     expect(open.map((r) => r.Properties.RouteKey as string).every((key) => / \/console(\/|$)/.test(key) || key === 'GET /v1/openapi.json')).toBe(true);
   });
 
@@ -77,7 +82,9 @@ describe('security settings in the template', () => {
   });
 
   it('gives the functions roles without AWS managed policies', () => {
-    const roles = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Role' && JSON.stringify(r.Properties.AssumeRolePolicyDocument).includes('lambda.amazonaws.com'));
+    const roles = Object.values(resources).filter(
+      (r) => r.Type === 'AWS::IAM::Role' && JSON.stringify(r.Properties.AssumeRolePolicyDocument).includes('lambda.amazonaws.com'),
+    );
     // The API, worker, ticker, authorizer and console.
     expect(roles).toHaveLength(5);
     for (const role of roles) expect(role.Properties.ManagedPolicyArns).toBeUndefined();

@@ -41,12 +41,10 @@ beforeAll(() => {
 });
 
 describe('worker network', () => {
-  it('puts every pool\'s worker, and only the workers, in the given subnets with the given security groups', () => {
+  it("puts every pool's worker, and only the workers, in the given subnets with the given security groups", () => {
     const all = functions(resources);
     expect(all.filter(isWorker)).toHaveLength(2);
-    const privateSubnets = Template.fromStack(network)
-      .toJSON()
-      .Resources as Record<string, Resource>;
+    const privateSubnets = Template.fromStack(network).toJSON().Resources as Record<string, Resource>;
     const privateSubnetCount = Object.entries(privateSubnets).filter(([id, r]) => r.Type === 'AWS::EC2::Subnet' && /PrivateSubnet/.test(id)).length;
     for (const worker of all.filter(isWorker)) {
       const config = worker.Properties.VpcConfig as { SubnetIds: unknown[]; SecurityGroupIds: unknown[] };

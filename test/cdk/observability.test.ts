@@ -84,8 +84,7 @@ const logicalIdOf = (type: string, predicate: (r: Resource) => boolean) => {
   expect(found).toHaveLength(1);
   return found[0]![0];
 };
-const functionId = (description: string) =>
-  logicalIdOf('AWS::Lambda::Function', (r) => String(r.Properties.Description).startsWith(description));
+const functionId = (description: string) => logicalIdOf('AWS::Lambda::Function', (r) => String(r.Properties.Description).startsWith(description));
 /** The default pool's standard lane, high lane and DLQ, by their construct ids (Storage/Dispatch, …). */
 const queueIdMatching = (pattern: RegExp) => {
   const found = Object.entries(resources).filter(([id, r]) => r.Type === 'AWS::SQS::Queue' && pattern.test(id));
@@ -213,7 +212,7 @@ describe('dashboard', () => {
       for (const s of seriesOf(graph)) expect(s.dimensions).toEqual(service);
     });
 
-    it('plots external runs\' wait for a claim apart from start lag, without the objective', () => {
+    it("plots external runs' wait for a claim apart from start lag, without the objective", () => {
       const graph = widget('External runs: wait for a claim (p50, p99)');
       expect(visible(graph)).toEqual([`${custom('ClaimWait')} p50`, `${custom('ClaimWait')} p99`]);
       for (const s of seriesOf(graph)) expect(s.dimensions).toEqual(service);
@@ -256,9 +255,7 @@ describe('dashboard', () => {
       ['Dead runs by job type', Metric.RunsDead],
     ])('%s: one line per job type from a SEARCH over [Service, JobType]', (title, name) => {
       const graph = widget(title);
-      expect(visible(graph)).toEqual([
-        `SEARCH('{${METRICS_NAMESPACE},Service,JobType} MetricName="${name}" Service="${SERVICE_NAME}"', 'Sum', 60)`,
-      ]);
+      expect(visible(graph)).toEqual([`SEARCH('{${METRICS_NAMESPACE},Service,JobType} MetricName="${name}" Service="${SERVICE_NAME}"', 'Sum', 60)`]);
       expect(seriesOf(graph)[0]!.options.label).toBe("${PROP('Dim.JobType')}");
     });
 
@@ -266,9 +263,7 @@ describe('dashboard', () => {
       expect(visible(widget('Retried, skipped, cancelled and deferred runs'))).toEqual(
         [Metric.RunsRetried, Metric.RunsSkipped, Metric.RunsCancelled, Metric.RunsDeferred].map((name) => `${custom(name)} Sum`),
       );
-      expect(visible(widget('Lease expirations and lost workers'))).toEqual(
-        [Metric.LeaseExpirations, Metric.WorkerLost].map((name) => `${custom(name)} Sum`),
-      );
+      expect(visible(widget('Lease expirations and lost workers'))).toEqual([Metric.LeaseExpirations, Metric.WorkerLost].map((name) => `${custom(name)} Sum`));
     });
   });
 
@@ -293,7 +288,12 @@ describe('dashboard', () => {
   });
 
   describe('5. Lambda', () => {
-    const functions = () => [functionId('Job scheduler HTTP API'), functionId('Job scheduler worker'), functionId('Job scheduler ticker'), functionId('Job scheduler API authorizer')];
+    const functions = () => [
+      functionId('Job scheduler HTTP API'),
+      functionId('Job scheduler worker'),
+      functionId('Job scheduler ticker'),
+      functionId('Job scheduler API authorizer'),
+    ];
 
     it.each([
       ['Lambda concurrent executions (max)', 'ConcurrentExecutions', 'Maximum'],
@@ -405,7 +405,10 @@ describe('alarms', () => {
         expect(r.Properties.MetricName, r.Properties.AlarmName).toEqual(expect.any(String));
       }
       for (const r of all.filter((candidate) => candidate.Properties.Metrics !== undefined)) {
-        expect((r.Properties.Metrics as any[]).some((m) => m.Expression), r.Properties.AlarmName).toBe(true);
+        expect(
+          (r.Properties.Metrics as any[]).some((m) => m.Expression),
+          r.Properties.AlarmName,
+        ).toBe(true);
       }
     }
   });
@@ -463,7 +466,9 @@ describe('alarms', () => {
     const a = alarm('TickerErrors');
     const [expression, ...inputs] = a.Metrics as any[];
     expect(expression).toMatchObject({ Expression: 'FILL(tickerErrors, 0) + FILL(lambdaErrors, 0)', ReturnData: true });
-    expect(inputs.map((m) => [m.Id, m.MetricStat.Metric.Namespace, m.MetricStat.Metric.MetricName, m.MetricStat.Stat, m.MetricStat.Period, m.ReturnData])).toEqual([
+    expect(
+      inputs.map((m) => [m.Id, m.MetricStat.Metric.Namespace, m.MetricStat.Metric.MetricName, m.MetricStat.Stat, m.MetricStat.Period, m.ReturnData]),
+    ).toEqual([
       ['tickerErrors', METRICS_NAMESPACE, 'TickerErrors', 'Sum', 300, false],
       ['lambdaErrors', 'AWS/Lambda', 'Errors', 'Sum', 300, false],
     ]);
@@ -541,7 +546,7 @@ describe('MiniStack template adjustments (deploy test only)', () => {
     expect(alarm('TickerErrors').Metrics).toBeDefined();
   });
 
-  it('grant MiniStack\'s SQS batch action names (AUTH=true) beside the single calls granted, on the same resources, and nothing else', () => {
+  it("grant MiniStack's SQS batch action names (AUTH=true) beside the single calls granted, on the same resources, and nothing else", () => {
     const statementsOf = (resources: Record<string, Resource>) =>
       Object.values(resources)
         .filter((r) => r.Type === 'AWS::IAM::Policy')
@@ -556,13 +561,15 @@ describe('MiniStack template adjustments (deploy test only)', () => {
     emulated.forEach((statement, i) => {
       const before = original[i]!;
       const added = statement.actions.filter((action) => !before.actions.includes(action));
-      const expected = Object.entries(MINISTACK_SQS_BATCH_ACTIONS).filter(([single]) => before.actions.includes(single)).map(([, batch]) => batch);
+      const expected = Object.entries(MINISTACK_SQS_BATCH_ACTIONS)
+        .filter(([single]) => before.actions.includes(single))
+        .map(([, batch]) => batch);
       expect(added.sort()).toEqual(expected.sort());
       expect(statement.resource).toEqual(before.resource);
     });
   });
 
-  it('drop the queues\' non-TLS deny, which MiniStack\'s plain-http gateway would apply to every call, and only when asked for', () => {
+  it("drop the queues' non-TLS deny, which MiniStack's plain-http gateway would apply to every call, and only when asked for", () => {
     const denies = (resources: Record<string, Resource>) =>
       Object.values(resources)
         .filter((r) => r.Type === 'AWS::SQS::QueuePolicy')

@@ -45,7 +45,10 @@ function sqsGrantsOf(fnId: string): Record<string, string[]> {
   for (const r of Object.values(resources)) {
     if (r.Type !== 'AWS::IAM::Policy' || !r.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleRef)) continue;
     for (const statement of r.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]) {
-      const refs = JSON.stringify(statement.Resource).match(/"Fn::GetAtt":\["([A-Za-z0-9]+)"/g)?.map((m) => m.replace(/.*\["/, '').replace(/"$/, '')) ?? [];
+      const refs =
+        JSON.stringify(statement.Resource)
+          .match(/"Fn::GetAtt":\["([A-Za-z0-9]+)"/g)
+          ?.map((m) => m.replace(/.*\["/, '').replace(/"$/, '')) ?? [];
       for (const action of Array.isArray(statement.Action) ? statement.Action : [statement.Action]) {
         if (!action.startsWith('sqs:')) continue;
         const set = grants.get(action) ?? new Set<string>();
@@ -59,7 +62,11 @@ function sqsGrantsOf(fnId: string): Record<string, string[]> {
 
 describe('worker pools', () => {
   it('give each pool a high, a standard and a low lane that redrive into its own encrypted DLQ, visible for 6x its timeout', () => {
-    for (const [prefix, timeout] of [['PoolExports', 300], ['PoolBillingFast', 60], ['', workerConsumer.functionTimeoutSeconds]] as const) {
+    for (const [prefix, timeout] of [
+      ['PoolExports', 300],
+      ['PoolBillingFast', 60],
+      ['', workerConsumer.functionTimeoutSeconds],
+    ] as const) {
       const { standard, high, low, dlq } = queues(prefix);
       for (const lane of [standard, high, low]) {
         const properties = resources[lane]!.Properties;
@@ -77,11 +84,14 @@ describe('worker pools', () => {
     Object.fromEntries(
       mappingsOf(fnId).map((m) => {
         expect(m.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
-        return [m.Properties.EventSourceArn['Fn::GetAtt'][0] as string, { batchSize: m.Properties.BatchSize, concurrency: m.Properties.ScalingConfig?.MaximumConcurrency }];
+        return [
+          m.Properties.EventSourceArn['Fn::GetAtt'][0] as string,
+          { batchSize: m.Properties.BatchSize, concurrency: m.Properties.ScalingConfig?.MaximumConcurrency },
+        ];
       }),
     );
 
-  it('give each pool a worker with its own timeout, fed from its lanes: high and standard at the pool\'s concurrency, low at a quarter or as set', () => {
+  it("give each pool a worker with its own timeout, fed from its lanes: high and standard at the pool's concurrency, low at a quarter or as set", () => {
     for (const [prefix, pool, concurrency, lowConcurrency, timeout, batchSize] of [
       // A quarter of 3 is below the mapping's minimum of 2.
       ['WorkerPoolExports', 'PoolExports', 3, 2, 300, 10],
@@ -107,7 +117,7 @@ describe('worker pools', () => {
     });
   });
 
-  it('cap the default pool\'s low lane at a quarter of workerMaxConcurrency, or at workerLowMaxConcurrency', () => {
+  it("cap the default pool's low lane at a quarter of workerMaxConcurrency, or at workerLowMaxConcurrency", () => {
     const capped = (config: Partial<SchedulerStackConfig>) => {
       const synthesized = synth('Capped', config);
       const fn = Object.entries(synthesized).find(([id, r]) => r.Type === 'AWS::Lambda::Function' && /^WorkerFunction[0-9A-F]{8}$/.test(id))![0];
@@ -116,8 +126,16 @@ describe('worker pools', () => {
         .map((m) => [String(m.Properties.EventSourceArn['Fn::GetAtt'][0]).replace(/[0-9A-F]{8}$/, ''), m.Properties.ScalingConfig.MaximumConcurrency])
         .sort();
     };
-    expect(capped({ workerMaxConcurrency: 40 })).toEqual([['StorageDispatch', 40], ['StorageDispatchHigh', 40], ['StorageDispatchLow', 10]]);
-    expect(capped({ workerMaxConcurrency: 40, workerLowMaxConcurrency: 4 })).toEqual([['StorageDispatch', 40], ['StorageDispatchHigh', 40], ['StorageDispatchLow', 4]]);
+    expect(capped({ workerMaxConcurrency: 40 })).toEqual([
+      ['StorageDispatch', 40],
+      ['StorageDispatchHigh', 40],
+      ['StorageDispatchLow', 10],
+    ]);
+    expect(capped({ workerMaxConcurrency: 40, workerLowMaxConcurrency: 4 })).toEqual([
+      ['StorageDispatch', 40],
+      ['StorageDispatchHigh', 40],
+      ['StorageDispatchLow', 4],
+    ]);
     expect(() => synth('Bad', { workerLowMaxConcurrency: 1 })).toThrow(/workerLowMaxConcurrency must be a whole number from 2 to 1000/);
   });
 
@@ -145,14 +163,23 @@ describe('worker pools', () => {
   });
 
   it('tell every function the routing table: job type to pool to lane queues', () => {
-    const functions = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description).startsWith('Job scheduler'));
+    const functions = Object.values(resources).filter(
+      (r) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description).startsWith('Job scheduler'),
+    );
     expect(functions).toHaveLength(6);
     for (const fn of functions) {
       const variables = fn.Properties.Environment.Variables;
       expect(variables.DISPATCH_HIGH_QUEUE_URL).toEqual({ Ref: queues('').high });
       expect(variables.DISPATCH_LOW_QUEUE_URL).toEqual({ Ref: queues('').low });
       const routes = JSON.stringify(variables.DISPATCH_POOLS);
-      for (const text of ['\\"name\\":\\"exports\\"', '\\"jobTypes\\":[\\"export\\",\\"archive\\"]', queues('PoolExports').high, queues('PoolExports').low, queues('PoolBillingFast').dlq]) expect(routes).toContain(text);
+      for (const text of [
+        '\\"name\\":\\"exports\\"',
+        '\\"jobTypes\\":[\\"export\\",\\"archive\\"]',
+        queues('PoolExports').high,
+        queues('PoolExports').low,
+        queues('PoolBillingFast').dlq,
+      ])
+        expect(routes).toContain(text);
     }
   });
 
@@ -199,6 +226,9 @@ describe('worker pools', () => {
     );
     refuse([{ name: 'default', jobTypes: ['x'], maxConcurrency: 2, timeoutSeconds: 60 }], /implicit pool/);
     refuse([{ name: 'Exports', jobTypes: ['x'], maxConcurrency: 2, timeoutSeconds: 60 }], /lower-case/);
-    refuse([{ name: 'a', jobTypes: ['x'], maxConcurrency: 4, lowMaxConcurrency: 5, timeoutSeconds: 60 }], /lowMaxConcurrency must be a whole number from 2 to its maxConcurrency/);
+    refuse(
+      [{ name: 'a', jobTypes: ['x'], maxConcurrency: 4, lowMaxConcurrency: 5, timeoutSeconds: 60 }],
+      /lowMaxConcurrency must be a whole number from 2 to its maxConcurrency/,
+    );
   });
 });

@@ -34,7 +34,11 @@ function grantsOf(fnId: string): Map<string, Set<string>> {
     if (!r.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleRef)) continue;
     for (const statement of r.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]) {
       const actions = Array.isArray(statement.Action) ? statement.Action : [statement.Action];
-      const refs = new Set<string>(JSON.stringify(statement.Resource).match(/"(?:Ref|Fn::GetAtt)":\s*\[?"([A-Za-z0-9]+)"/g)?.map((m) => m.replace(/.*"([A-Za-z0-9]+)"$/, '$1')) ?? []);
+      const refs = new Set<string>(
+        JSON.stringify(statement.Resource)
+          .match(/"(?:Ref|Fn::GetAtt)":\s*\[?"([A-Za-z0-9]+)"/g)
+          ?.map((m) => m.replace(/.*"([A-Za-z0-9]+)"$/, '$1')) ?? [],
+      );
       for (const action of actions) {
         const set = grants.get(action) ?? new Set<string>();
         refs.forEach((ref) => set.add(ref));
@@ -69,7 +73,18 @@ describe('storage', () => {
       expect(table.Properties.Replicas[0].DeletionProtectionEnabled).toBe(true);
     }
     const indexNames = tables.flatMap((t) => (t.Properties.GlobalSecondaryIndexes as { IndexName: string }[]).map((i) => i.IndexName)).sort();
-    expect(indexNames).toEqual(['byJobKeys', 'byNextRun', 'byTenant', 'byTenantKeys', 'byTenantName', 'byTenantStatus', 'byTenantType', 'claimable', 'deadByTenant', 'timeIndex']);
+    expect(indexNames).toEqual([
+      'byJobKeys',
+      'byNextRun',
+      'byTenant',
+      'byTenantKeys',
+      'byTenantName',
+      'byTenantStatus',
+      'byTenantType',
+      'claimable',
+      'deadByTenant',
+      'timeIndex',
+    ]);
     template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
       GlobalSecondaryIndexes: Match.arrayWith([
         Match.objectLike({
@@ -183,8 +198,16 @@ describe('least privilege', () => {
       const grants = grantsOf(functionId(description));
       // The worker decrypts the tenants' signing secrets with the stack's own key, nothing else.
       const own = description === 'Job scheduler worker' ? ['kms:Decrypt'] : [];
-      expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs):/.test(action)).sort(), description).toEqual([...own, 'logs:CreateLogStream', 'logs:PutLogEvents']);
-      for (const action of own) expect([...grants.get(action)!].map((id) => resources[id]!.Type), description).toEqual(['AWS::KMS::Key']);
+      expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs):/.test(action)).sort(), description).toEqual([
+        ...own,
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+      ]);
+      for (const action of own)
+        expect(
+          [...grants.get(action)!].map((id) => resources[id]!.Type),
+          description,
+        ).toEqual(['AWS::KMS::Key']);
       // Logs only to the function's own log group.
       const logGroups = [...(grants.get('logs:PutLogEvents') ?? [])];
       expect(logGroups, description).toHaveLength(1);
@@ -250,7 +273,11 @@ describe('wiring', () => {
       AuthorizerResultTtlInSeconds: 60,
     });
     expect(JSON.stringify(authorizer.Properties.AuthorizerUri)).toContain(functionId('Job scheduler API authorizer'));
-    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'ANY /v1/{proxy+}', AuthorizationType: 'CUSTOM', AuthorizerId: { Ref: authorizerId } });
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', {
+      RouteKey: 'ANY /v1/{proxy+}',
+      AuthorizationType: 'CUSTOM',
+      AuthorizerId: { Ref: authorizerId },
+    });
   });
 
   it('serves the web console on GET /console and below it, without the authorizer, from a function with no grant but its logs', () => {
@@ -260,10 +287,21 @@ describe('wiring', () => {
     );
     expect(integration).toBeDefined();
     for (const routeKey of ['GET /console', 'HEAD /console', 'GET /console/{proxy+}', 'HEAD /console/{proxy+}']) {
-      template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: routeKey, AuthorizationType: 'NONE', Target: { 'Fn::Join': ['', ['integrations/', { Ref: integration![0] }]] } });
+      template.hasResourceProperties('AWS::ApiGatewayV2::Route', {
+        RouteKey: routeKey,
+        AuthorizationType: 'NONE',
+        Target: { 'Fn::Join': ['', ['integrations/', { Ref: integration![0] }]] },
+      });
     }
-    const routes = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route').map((r) => r.Properties.RouteKey as string);
-    expect(routes.filter((key) => key.includes('console')).sort()).toEqual(['GET /console', 'GET /console/{proxy+}', 'HEAD /console', 'HEAD /console/{proxy+}']);
+    const routes = Object.values(resources)
+      .filter((r) => r.Type === 'AWS::ApiGatewayV2::Route')
+      .map((r) => r.Properties.RouteKey as string);
+    expect(routes.filter((key) => key.includes('console')).sort()).toEqual([
+      'GET /console',
+      'GET /console/{proxy+}',
+      'HEAD /console',
+      'HEAD /console/{proxy+}',
+    ]);
     const role = resources[consoleFunction]!.Properties.Role['Fn::GetAtt'][0] as string;
     const policies = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(role));
     const actions = policies.flatMap((p) => p.Properties.PolicyDocument.Statement.flatMap((st: { Action: string | string[] }) => [st.Action].flat()));

@@ -49,9 +49,11 @@ describe('stateful resources', () => {
     }
   });
 
-  it('redrive every lane into its own pool\'s DLQ', () => {
+  it("redrive every lane into its own pool's DLQ", () => {
     const redrives = Object.fromEntries(
-      stateful.flatMap(([id, resource]) => (resource.Properties.RedrivePolicy ? [[id, resource.Properties.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0] as string]] : [])),
+      stateful.flatMap(([id, resource]) =>
+        resource.Properties.RedrivePolicy ? [[id, resource.Properties.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0] as string]] : [],
+      ),
     );
     expect(redrives).toStrictEqual({
       StorageDispatchBA347357: 'StorageDispatchDlq2DAC9573',

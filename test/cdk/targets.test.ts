@@ -48,11 +48,15 @@ function statementsByFunction(resources: Record<string, Resource>): Map<string, 
 
 const targetActions = /^(lambda:InvokeFunction|sqs:SendMessage|events:PutEvents|kms:.*)$/;
 function targetGrants(statements: Statement[]): { action: string; resources: unknown }[] {
-  return statements
-    .flatMap((statement) => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]).map((action) => ({ action, resources: statement.Resource })))
-    .filter(({ action, resources }) => targetActions.test(action) && (action !== 'sqs:SendMessage' || JSON.stringify(resources).includes('arn:aws:sqs')))
-    // The stack's own key (the signing secrets'), not a target's.
-    .filter(({ resources }) => !JSON.stringify(resources).includes('"SigningKey'));
+  return (
+    statements
+      .flatMap((statement) =>
+        (Array.isArray(statement.Action) ? statement.Action : [statement.Action]).map((action) => ({ action, resources: statement.Resource })),
+      )
+      .filter(({ action, resources }) => targetActions.test(action) && (action !== 'sqs:SendMessage' || JSON.stringify(resources).includes('arn:aws:sqs')))
+      // The stack's own key (the signing secrets'), not a target's.
+      .filter(({ resources }) => !JSON.stringify(resources).includes('"SigningKey'))
+  );
 }
 
 describe('stack property targets', () => {
@@ -77,7 +81,11 @@ describe('stack property targets', () => {
   it('tells every function the allowlist, which the API checks at create and PATCH, and not the keys', () => {
     const resources = synth({ lambdaFunctionArns: [FUNCTION], sqsQueueArns: [QUEUE], kmsKeyArns: [KEY] });
     const api = Object.values(resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Description === 'Job scheduler HTTP API');
-    expect(JSON.parse(api!.Properties.Environment.Variables.ALLOWED_TARGETS as string)).toEqual({ lambdaFunctionArns: [FUNCTION], sqsQueueArns: [QUEUE], eventBusArns: [] });
+    expect(JSON.parse(api!.Properties.Environment.Variables.ALLOWED_TARGETS as string)).toEqual({
+      lambdaFunctionArns: [FUNCTION],
+      sqsQueueArns: [QUEUE],
+      eventBusArns: [],
+    });
   });
 
   it('grants no target action at all without the property', () => {
@@ -87,7 +95,10 @@ describe('stack property targets', () => {
   it('grants no key without kmsKeyArns, whatever queues and buses are listed', () => {
     const byFunction = statementsByFunction(synth({ sqsQueueArns: [QUEUE], eventBusArns: [BUS] }));
     for (const [description, statements] of byFunction) {
-      expect(targetGrants(statements).filter(({ action }) => action.startsWith('kms:')), description).toEqual([]);
+      expect(
+        targetGrants(statements).filter(({ action }) => action.startsWith('kms:')),
+        description,
+      ).toEqual([]);
     }
   });
 

@@ -50,9 +50,12 @@ interface Row {
 }
 const rows: Row[] = [];
 const started = Date.now();
-const log = (line: string) => console.log(`${AUTH ? '[auth] ' : ''}[${Math.round((Date.now() - started) / 1000)
-  .toString()
-  .padStart(4)} s] ${line}`);
+const log = (line: string) =>
+  console.log(
+    `${AUTH ? '[auth] ' : ''}[${Math.round((Date.now() - started) / 1000)
+      .toString()
+      .padStart(4)} s] ${line}`,
+  );
 
 async function scenario(name: string, body: (row: Row) => Promise<void>): Promise<void> {
   const row: Row = { scenario: name, result: 'pass', startLag: '', detail: '' };
@@ -94,9 +97,18 @@ async function main(): Promise<number> {
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     CDK_DISABLE_VERSION_CHECK: 'true',
   };
-  Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_REGION: REGION, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
+  Object.assign(process.env, {
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    AWS_REGION: REGION,
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  });
   const cdk = (args: string[], timeoutMs: number) =>
-    run(process.execPath, [path.join(root, 'node_modules', 'aws-cdk', 'bin', 'cdk'), ...args, '--output', path.join(dir, 'cdk.out')], { env, cwd: root, timeoutMs });
+    run(process.execPath, [path.join(root, 'node_modules', 'aws-cdk', 'bin', 'cdk'), ...args, '--output', path.join(dir, 'cdk.out')], {
+      env,
+      cwd: root,
+      timeoutMs,
+    });
   try {
     log(`MiniStack on port ${port}${AUTH ? ` with AUTH=true, reached through ${endpoint}` : ''}`);
     // The functions call the endpoint named here (the proxy under AUTH), never one the caller exported.
@@ -117,7 +129,10 @@ async function main(): Promise<number> {
     await iam.send(
       new CreateRoleCommand({
         RoleName: FUNCTION_NAME,
-        AssumeRolePolicyDocument: JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }] }),
+        AssumeRolePolicyDocument: JSON.stringify({
+          Version: '2012-10-17',
+          Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }],
+        }),
       }),
     );
     const fn = await lambda.send(
@@ -131,10 +146,16 @@ async function main(): Promise<number> {
         Environment: { Variables: { RECORD_FILE: recordFile } },
       }),
     );
-    await eventually('the target function is active', async () => (await lambda.send(new GetFunctionCommand({ FunctionName: FUNCTION_NAME }))).Configuration?.State, (state) => state === 'Active', 60_000);
+    await eventually(
+      'the target function is active',
+      async () => (await lambda.send(new GetFunctionCommand({ FunctionName: FUNCTION_NAME }))).Configuration?.State,
+      (state) => state === 'Active',
+      60_000,
+    );
     const bus = await events.send(new CreateEventBusCommand({ Name: BUS_NAME }));
     const eventsQueue = await sqs.send(new CreateQueueCommand({ QueueName: 'deploy-test-events' }));
-    const eventsQueueArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: eventsQueue.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
+    const eventsQueueArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: eventsQueue.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes
+      ?.QueueArn;
     await events.send(new PutRuleCommand({ Name: 'deploy-test-all', EventBusName: BUS_NAME, EventPattern: JSON.stringify({ source: ['deploy.test'] }) }));
     await events.send(new PutTargetsCommand({ Rule: 'deploy-test-all', EventBusName: BUS_NAME, Targets: [{ Id: 'queue', Arn: eventsQueueArn }] }));
 
@@ -157,7 +178,20 @@ async function main(): Promise<number> {
     log('cdk deploy');
     const outputsFile = path.join(dir, 'outputs.json');
     const deploy = await cdk(
-      ['deploy', STACK, '--require-approval', 'never', '--outputs-file', outputsFile, '-c', 'ministack=true', '-c', `configFile=${configFile}`, '-c', `targetCaBundle=${certificate.certFile}`],
+      [
+        'deploy',
+        STACK,
+        '--require-approval',
+        'never',
+        '--outputs-file',
+        outputsFile,
+        '-c',
+        'ministack=true',
+        '-c',
+        `configFile=${configFile}`,
+        '-c',
+        `targetCaBundle=${certificate.certFile}`,
+      ],
       900_000,
     );
     deployed = true;
@@ -166,13 +200,23 @@ async function main(): Promise<number> {
     log(`deployed: ${outputs.ApiUrl}`);
 
     // As docs/operations.md tells an operator.
-    const admin = (args: string[]) => run(process.execPath, [path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'scripts/admin.ts', ...args, '--jobs-table', outputs.JobsTableName!], { env, cwd: root, timeoutMs: 120_000 });
+    const admin = (args: string[]) =>
+      run(process.execPath, [path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'scripts/admin.ts', ...args, '--jobs-table', outputs.JobsTableName!], {
+        env,
+        cwd: root,
+        timeoutMs: 120_000,
+      });
     const tenant = await admin(['tenant', 'create', 'deploy-test', '--name', 'Deploy test']);
     check(tenant.code === 0, `npm run admin -- tenant create failed: ${tenant.stderr}`);
     const { apiKey, keyId } = JSON.parse(tenant.stdout) as { apiKey: string; keyId: string };
     const api = apiClient(outputs.ApiUrl!, endpoint, apiKey);
     await scenario('admin: tenant create with --jobs-table; its key is accepted', async (row) => {
-      const listed = await eventually('GET /v1/jobs with the new key', () => api('GET', '/v1/jobs'), (answer) => answer.status === 200, 60_000);
+      const listed = await eventually(
+        'GET /v1/jobs with the new key',
+        () => api('GET', '/v1/jobs'),
+        (answer) => answer.status === 200,
+        60_000,
+      );
       row.detail = `key ${keyId}, GET /v1/jobs ${listed.status}`;
     });
 
@@ -192,13 +236,22 @@ async function main(): Promise<number> {
       ...extra,
     });
     const succeeded = (jobId: string, count: number, timeoutMs: number) =>
-      eventually(`${count} run(s) of ${jobId} SUCCEEDED`, () => runsOf(jobId), (runs) => runs.filter((r) => r.status === 'SUCCEEDED').length >= count, timeoutMs, 2_000);
+      eventually(
+        `${count} run(s) of ${jobId} SUCCEEDED`,
+        () => runsOf(jobId),
+        (runs) => runs.filter((r) => r.status === 'SUCCEEDED').length >= count,
+        timeoutMs,
+        2_000,
+      );
 
     await Promise.all([
       scenario('run now through the worker function', async (row) => {
         const jobId = await create(http('run-now', { kind: 'now' }));
         const runs = await succeeded(jobId, 1, 120_000);
-        check(target!.calls.some((call) => call.path === '/run-now'), 'the target was not called');
+        check(
+          target!.calls.some((call) => call.path === '/run-now'),
+          'the target was not called',
+        );
         row.startLag = lags(runs.slice(0, 1));
       }),
       scenario('delay 60 s', async (row) => {
@@ -232,7 +285,13 @@ async function main(): Promise<number> {
         const one = await create(http('failing-one', { kind: 'now' }, policy));
         const bulk = await create(http('failing-bulk', { kind: 'now' }, policy));
         const deadOf = (jobId: string) =>
-          eventually(`2 attempts of ${jobId}, the last DEAD`, () => runsOf(jobId), (runs) => runs.length === 2 && runs.every((r) => r.status === 'FAILED' || r.status === 'DEAD') && runs.some((r) => r.status === 'DEAD'), 180_000, 2_000);
+          eventually(
+            `2 attempts of ${jobId}, the last DEAD`,
+            () => runsOf(jobId),
+            (runs) => runs.length === 2 && runs.every((r) => r.status === 'FAILED' || r.status === 'DEAD') && runs.some((r) => r.status === 'DEAD'),
+            180_000,
+            2_000,
+          );
         const [oneRuns, bulkRuns] = await Promise.all([deadOf(one), deadOf(bulk)]);
         const dead = await api('GET', '/v1/dead-runs?limit=100');
         check(dead.status === 200, `GET /v1/dead-runs: ${dead.status}`);
@@ -255,33 +314,72 @@ async function main(): Promise<number> {
         await sqs.send(new SendMessageCommand({ QueueUrl: outputs.DispatchQueueUrl, MessageBody: poison }));
         const inDlq = await eventually(
           'the poison message in the DLQ',
-          async () => (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: outputs.DispatchDlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }))).Attributes?.ApproximateNumberOfMessages,
+          async () =>
+            (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: outputs.DispatchDlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }))).Attributes
+              ?.ApproximateNumberOfMessages,
           (count) => Number(count) >= 1,
           180_000,
           2_000,
         );
-        const peek = await sqs.send(new ReceiveMessageCommand({ QueueUrl: outputs.DispatchDlqUrl, MaxNumberOfMessages: 1, VisibilityTimeout: 0, MessageSystemAttributeNames: ['ApproximateReceiveCount'] }));
+        const peek = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: outputs.DispatchDlqUrl,
+            MaxNumberOfMessages: 1,
+            VisibilityTimeout: 0,
+            MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+          }),
+        );
         const receives = Number(peek.Messages?.[0]?.Attributes?.ApproximateReceiveCount ?? 0);
         check(peek.Messages?.[0]?.Body === poison, 'the DLQ holds another message');
         // 5 by the worker's event source mapping, and this look at it.
         check(receives >= 5, `received ${receives} times before the DLQ`);
-        const redrive = await run(process.execPath, [path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'scripts/redrive-dlq.ts', '--from', outputs.DispatchDlqUrl!, '--to', outputs.DispatchQueueUrl!], { env, cwd: root, timeoutMs: 120_000 });
+        const redrive = await run(
+          process.execPath,
+          [
+            path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
+            'scripts/redrive-dlq.ts',
+            '--from',
+            outputs.DispatchDlqUrl!,
+            '--to',
+            outputs.DispatchQueueUrl!,
+          ],
+          { env, cwd: root, timeoutMs: 120_000 },
+        );
         check(redrive.code === 0 && /moved 1 message/.test(redrive.stdout), `dlq:redrive: ${redrive.stdout} ${redrive.stderr}`);
         row.detail = `DLQ held ${inDlq}, received ${receives} times (5 + one look); redrive: ${redrive.stdout.trim()}`;
       }),
       scenario('lambda target', async (row) => {
-        const jobId = await create({ name: 'lambda-target', type: 'invoices', schedule: { kind: 'now' }, target: { kind: 'lambda', functionArn: fn.FunctionArn }, payload: { invoice: 42 } });
+        const jobId = await create({
+          name: 'lambda-target',
+          type: 'invoices',
+          schedule: { kind: 'now' },
+          target: { kind: 'lambda', functionArn: fn.FunctionArn },
+          payload: { invoice: 42 },
+        });
         const runs = await succeeded(jobId, 1, 120_000);
-        const received = readFileSync(recordFile, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as { job: { jobId: string } });
-        check(received.some((event) => event.job.jobId === jobId), 'the function did not receive the envelope');
+        const received = readFileSync(recordFile, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as { job: { jobId: string } });
+        check(
+          received.some((event) => event.job.jobId === jobId),
+          'the function did not receive the envelope',
+        );
         row.startLag = lags(runs.slice(0, 1));
       }),
       scenario('eventbridge target', async (row) => {
-        const jobId = await create({ name: 'eventbridge-target', type: 'events', schedule: { kind: 'now' }, target: { kind: 'eventbridge', eventBusName: BUS_NAME, detailType: 'InvoiceDue', source: 'deploy.test' }, payload: { invoice: 7 } });
+        const jobId = await create({
+          name: 'eventbridge-target',
+          type: 'events',
+          schedule: { kind: 'now' },
+          target: { kind: 'eventbridge', eventBusName: BUS_NAME, detailType: 'InvoiceDue', source: 'deploy.test' },
+          payload: { invoice: 7 },
+        });
         const runs = await succeeded(jobId, 1, 120_000);
         const delivered = await eventually(
-          'the event on the rule\'s queue',
-          async () => (await sqs.send(new ReceiveMessageCommand({ QueueUrl: eventsQueue.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }))).Messages ?? [],
+          "the event on the rule's queue",
+          async () =>
+            (await sqs.send(new ReceiveMessageCommand({ QueueUrl: eventsQueue.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }))).Messages ?? [],
           (messages) => messages.some((message) => message.Body?.includes(jobId)),
           60_000,
         );
@@ -291,7 +389,10 @@ async function main(): Promise<number> {
       scenario('routes: every route answers as the HTTP contract says', (row) => routes(api, target!, row)),
       scenario('console: its page and files on /console, without a key (decision 0105)', async (row) => {
         const page = await api('GET', '/console/', undefined, { authorization: '' });
-        check(page.status === 200 && String(page.headers['content-type']).startsWith('text/html') && String(page.body).includes('src="/console/app.js"'), `GET /console/: ${page.status} ${String(page.body).slice(0, 200)}`);
+        check(
+          page.status === 200 && String(page.headers['content-type']).startsWith('text/html') && String(page.body).includes('src="/console/app.js"'),
+          `GET /console/: ${page.status} ${String(page.body).slice(0, 200)}`,
+        );
         check(String(page.headers['content-security-policy']).includes("connect-src 'self'"), 'no content security policy');
         const script = await api('GET', '/console/app.js', undefined, { authorization: '' });
         check(script.status === 200 && String(script.headers['content-type']).startsWith('text/javascript'), `GET /console/app.js: ${script.status}`);
@@ -303,12 +404,23 @@ async function main(): Promise<number> {
         const issued = await admin(['key', 'issue', 'deploy-test']);
         check(issued.code === 0, `key issue: ${issued.stderr}`);
         const second = JSON.parse(issued.stdout) as { apiKey: string; keyId: string };
-        const accepted = await eventually('the new key accepted', () => api('GET', '/v1/jobs', undefined, {}, second.apiKey), (a) => a.status === 200, 60_000);
+        const accepted = await eventually(
+          'the new key accepted',
+          () => api('GET', '/v1/jobs', undefined, {}, second.apiKey),
+          (a) => a.status === 200,
+          60_000,
+        );
         check(accepted.status === 200, 'not accepted');
         const revoked = await admin(['key', 'revoke', 'deploy-test', second.keyId]);
         check(revoked.code === 0, `key revoke: ${revoked.stderr}`);
         const revokedAt = Date.now();
-        await eventually('the revoked key refused', () => api('GET', '/v1/jobs', undefined, {}, second.apiKey), (a) => a.status === 401 || a.status === 403, 240_000, 5_000);
+        await eventually(
+          'the revoked key refused',
+          () => api('GET', '/v1/jobs', undefined, {}, second.apiKey),
+          (a) => a.status === 401 || a.status === 403,
+          240_000,
+          5_000,
+        );
         row.detail = `refused ${Math.round((Date.now() - revokedAt) / 1000)} s after the revoke (authorizer cache 60 s, key cache 2 min at most)`;
       }),
     ]);
@@ -319,7 +431,12 @@ async function main(): Promise<number> {
     if (deployed && ministack) {
       log('cdk destroy');
       const destroy = await cdk(['destroy', STACK, '--force'], 600_000);
-      rows.push({ scenario: 'cdk destroy', result: destroy.code === 0 ? 'pass' : 'FAIL', startLag: '', detail: destroy.code === 0 ? '' : destroy.stderr.slice(-500) });
+      rows.push({
+        scenario: 'cdk destroy',
+        result: destroy.code === 0 ? 'pass' : 'FAIL',
+        startLag: '',
+        detail: destroy.code === 0 ? '' : destroy.stderr.slice(-500),
+      });
     }
     await target?.close();
     stopChildren();
@@ -354,7 +471,10 @@ async function routes(api: Api, target: HttpsTarget, row: Row): Promise<void> {
   check(replayed.headers['idempotent-replayed'] === 'true' && replayed.body.job.jobId === created.body.job.jobId, 'the replay is not the first answer');
   const jobId = created.body.job.jobId as string;
   const list = await expect('GET /v1/jobs', api('GET', '/v1/jobs?limit=100'), 200);
-  check((list.body.items as RunBody[]).some((job) => job.jobId === jobId), 'the job is not listed');
+  check(
+    (list.body.items as RunBody[]).some((job) => job.jobId === jobId),
+    'the job is not listed',
+  );
   const got = await expect('GET /v1/jobs/{id}', api('GET', `/v1/jobs/${jobId}`), 200);
   const version = String(got.body.job?.version ?? got.body.version);
   await expect('PATCH If-Match current', api('PATCH', `/v1/jobs/${jobId}`, { payload: { v: 2 } }, { 'if-match': version }), 200);
@@ -365,26 +485,53 @@ async function routes(api: Api, target: HttpsTarget, row: Row): Promise<void> {
   await expect('GET runs', api('GET', `/v1/jobs/${jobId}/runs`), 200);
   await expect('GET /v1/runs/{id}', api('GET', `/v1/runs/${triggered.body.run.runId}`), 200);
   // A run far enough ahead to cancel before it starts.
-  const later = await expect('POST /v1/jobs (delay 600 s)', api('POST', '/v1/jobs', { ...body, name: 'routes-cancel', schedule: { kind: 'delay', seconds: 600 } }), 201);
+  const later = await expect(
+    'POST /v1/jobs (delay 600 s)',
+    api('POST', '/v1/jobs', { ...body, name: 'routes-cancel', schedule: { kind: 'delay', seconds: 600 } }),
+    201,
+  );
   const cancelled = await expect('POST cancel', api('POST', `/v1/runs/${later.body.job.nextRunId}/cancel`), 200);
   check(cancelled.body.run?.status === 'CANCELLED' || cancelled.body.status === 'CANCELLED', `cancel: ${JSON.stringify(cancelled.body).slice(0, 200)}`);
-  await expect('POST /v1/schedules/preview', api('POST', '/v1/schedules/preview', { schedule: { kind: 'cron', expression: '*/5 * * * *', timezone: 'UTC' }, count: 3 }), 200);
+  await expect(
+    'POST /v1/schedules/preview',
+    api('POST', '/v1/schedules/preview', { schedule: { kind: 'cron', expression: '*/5 * * * *', timezone: 'UTC' }, count: 3 }),
+    200,
+  );
   await expect('GET /v1/health', api('GET', '/v1/health'), 200);
   await expect('POST /v1/jobs (bad input)', api('POST', '/v1/jobs', { name: '' }), 400);
   await expect('GET /v1/jobs (no key)', api('GET', '/v1/jobs', undefined, {}, 'sk_not_a_key'), 401);
 
   // External workers: claim, heartbeat, complete; claim, fail.
-  const external = { name: 'external', type: 'external-export', schedule: { kind: 'now' }, target: { kind: 'external', leaseSeconds: 60 }, retryPolicy: { maxAttempts: 1 } };
+  const external = {
+    name: 'external',
+    type: 'external-export',
+    schedule: { kind: 'now' },
+    target: { kind: 'external', leaseSeconds: 60 },
+    retryPolicy: { maxAttempts: 1 },
+  };
   await expect('POST /v1/jobs (external)', api('POST', '/v1/jobs', external), 201);
   await expect('POST /v1/jobs (external)', api('POST', '/v1/jobs', { ...external, name: 'external-2' }), 201);
   const claim = async () =>
-    eventually('a claim', () => api('POST', '/v1/workers/claim', { jobType: 'external-export', waitSeconds: 5, workerId: 'deploy-test' }), (a) => a.status === 200, 120_000, 1_000);
+    eventually(
+      'a claim',
+      () => api('POST', '/v1/workers/claim', { jobType: 'external-export', waitSeconds: 5, workerId: 'deploy-test' }),
+      (a) => a.status === 200,
+      120_000,
+      1_000,
+    );
   const first = await claim();
   seen.push('POST /v1/workers/claim 200');
   await expect('POST heartbeat', api('POST', `/v1/runs/${first.body.run.runId}/heartbeat`, { leaseToken: first.body.leaseToken, progress: { done: 1 } }), 200);
   await expect('POST complete', api('POST', `/v1/runs/${first.body.run.runId}/complete`, { leaseToken: first.body.leaseToken, result: { ok: true } }), 200);
   const second = await claim();
-  await expect('POST fail', api('POST', `/v1/runs/${second.body.run.runId}/fail`, { leaseToken: second.body.leaseToken, error: { code: 'EXPORT_FAILED', message: 'on purpose', retryable: false } }), 200);
+  await expect(
+    'POST fail',
+    api('POST', `/v1/runs/${second.body.run.runId}/fail`, {
+      leaseToken: second.body.leaseToken,
+      error: { code: 'EXPORT_FAILED', message: 'on purpose', retryable: false },
+    }),
+    200,
+  );
   await expect('DELETE /v1/jobs/{id}', api('DELETE', `/v1/jobs/${jobId}`), 200);
   row.detail = `${seen.length} calls as expected`;
 }

@@ -63,7 +63,23 @@ export function makeCertificate(dir: string): { certFile: string; cert: string; 
   const keyFile = path.join(dir, 'target-key.pem');
   execFileSync(
     'openssl',
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.2', '-addext', 'subjectAltName=IP:127.0.0.2'],
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.2',
+      '-addext',
+      'subjectAltName=IP:127.0.0.2',
+    ],
     { stdio: 'ignore' },
   );
   return { certFile, cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
@@ -220,4 +236,3 @@ export async function eventually<T>(what: string, read: () => Promise<T>, done: 
 export function check(condition: boolean, message: string): asserts condition {
   if (!condition) throw new Error(message);
 }
-

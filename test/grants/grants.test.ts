@@ -68,14 +68,14 @@ beforeAll(() => {
 });
 
 describe('grants against what the functions did in the integration suite', () => {
-  it('has the integration suite\'s requests to check', () => {
+  it("has the integration suite's requests to check", () => {
     // Empty when the integration project did not run first: `npm test` and `vitest run` run both.
     expect(accesses.length, 'no recorded requests: run the integration project before this one (vitest run)').toBeGreaterThan(0);
     const roles = new Set(accesses.map((access) => access.role.replace(/^worker:(?!default$).*/, 'worker:<pool>')));
     expect([...roles].sort()).toEqual(['api', 'authorizer', 'ticker', 'worker:<pool>', 'worker:default']);
   });
 
-  it('finds every request\'s resource in the stack', () => {
+  it("finds every request's resource in the stack", () => {
     expect(check.unknown).toEqual([]);
   });
 
@@ -104,13 +104,19 @@ describe('the check itself', () => {
   });
 
   it('authorizes batches and transactions as the actions they contain', () => {
-    expect(dynamoAccesses('api', 'TransactWriteItems', { TransactItems: [{ Put: { TableName: 'j' } }, { ConditionCheck: { TableName: 'r' } }, { Update: { TableName: 'j' } }] })).toEqual([
+    expect(
+      dynamoAccesses('api', 'TransactWriteItems', {
+        TransactItems: [{ Put: { TableName: 'j' } }, { ConditionCheck: { TableName: 'r' } }, { Update: { TableName: 'j' } }],
+      }),
+    ).toEqual([
       { role: 'api', action: 'dynamodb:PutItem', resource: 'table:j' },
       { role: 'api', action: 'dynamodb:ConditionCheckItem', resource: 'table:r' },
       { role: 'api', action: 'dynamodb:UpdateItem', resource: 'table:j' },
     ]);
     expect(dynamoAccesses('api', 'BatchGetItem', { RequestItems: { j: {}, r: {} } }).map((a) => a.resource)).toEqual(['table:j', 'table:r']);
-    expect(dynamoAccesses('api', 'Query', { TableName: 'r', IndexName: 'timeIndex' })).toEqual([{ role: 'api', action: 'dynamodb:Query', resource: 'table:r', index: true }]);
+    expect(dynamoAccesses('api', 'Query', { TableName: 'r', IndexName: 'timeIndex' })).toEqual([
+      { role: 'api', action: 'dynamodb:Query', resource: 'table:r', index: true },
+    ]);
     expect(otherAccess('worker:default', 'sqs', 'ChangeMessageVisibilityBatch', { QueueUrl: 'http://h/000/q-dispatch-high' })).toEqual({
       role: 'worker:default',
       action: 'sqs:ChangeMessageVisibility',

@@ -252,7 +252,10 @@ describe('the rate of manual triggers and replays', () => {
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       jobIds.push(created.body.job.jobId);
       deadIds.push(created.body.job.nextRunId);
-      await executeRun(scheduler.workerDeps('rate-worker', () => base + 5_000), created.body.job.nextRunId);
+      await executeRun(
+        scheduler.workerDeps('rate-worker', () => base + 5_000),
+        created.body.job.nextRunId,
+      );
       expect((await scheduler.deps.runs.get(created.body.job.nextRunId))?.status).toBe('DEAD');
     }
     const jobId = jobIds[0] as string;
@@ -371,15 +374,30 @@ describe('filtered listings', () => {
 
   it('fills each page of dead runs filtered by job the same way', async () => {
     const worker = scheduler.workerDeps('list-worker', () => Date.now() + 1_000);
-    const dead = (await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 }, retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 0 } }))).body.job.jobId;
-    const other = (await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 }, retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 0 } }))).body.job.jobId;
+    const dead = (
+      await scheduler.api(
+        'POST',
+        '/v1/jobs',
+        jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 }, retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 0 } }),
+      )
+    ).body.job.jobId;
+    const other = (
+      await scheduler.api(
+        'POST',
+        '/v1/jobs',
+        jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 }, retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 0 } }),
+      )
+    ).body.job.jobId;
     const ours: string[] = [];
     // Newest first: ours, other, other, ours, other, ours.
     for (const jobId of [dead, other, dead, other, other, dead]) {
       const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`);
       expect(triggered.status).toBe(202);
       await executeRun(worker, triggered.body.run.runId);
-      await eventually(() => scheduler.deps.runs.get(triggered.body.run.runId), (run) => run?.status === 'DEAD');
+      await eventually(
+        () => scheduler.deps.runs.get(triggered.body.run.runId),
+        (run) => run?.status === 'DEAD',
+      );
       if (jobId === dead) ours.unshift(triggered.body.run.runId);
       await new Promise((resolve) => setTimeout(resolve, 5)); // distinct finishedAt
     }

@@ -36,7 +36,12 @@ describe('audit trail', () => {
     expect(trail.body.items.map((entry: { action: string }) => entry.action)).toEqual(['job.resume', 'job.update', 'job.pause', 'job.create']);
     const paused = trail.body.items.find((entry: { action: string }) => entry.action === 'job.pause');
     // Who: the caller's key id (never the key), when, and what changed.
-    expect(paused).toMatchObject({ actor: keyIdOf(scheduler.apiKey), tenantId: scheduler.tenantId, objectId: jobId, changes: { status: { before: 'ACTIVE', after: 'PAUSED' } } });
+    expect(paused).toMatchObject({
+      actor: keyIdOf(scheduler.apiKey),
+      tenantId: scheduler.tenantId,
+      objectId: jobId,
+      changes: { status: { before: 'ACTIVE', after: 'PAUSED' } },
+    });
     expect(Date.parse(paused.at)).toBeGreaterThan(Date.now() - 60_000);
     const updated = trail.body.items.find((entry: { action: string }) => entry.action === 'job.update');
     expect(updated.changes.timeoutSeconds).toMatchObject({ after: 120 });
@@ -45,9 +50,13 @@ describe('audit trail', () => {
     expect(JSON.stringify(trail.body)).not.toMatch(/audit-s3cret|payload-marker|sk_|key_[A-Za-z0-9]{20,}/);
   });
 
-  it("lists newest first within a range, and shows a tenant only its own", async () => {
+  it('lists newest first within a range, and shows a tenant only its own', async () => {
     const before = new Date().toISOString();
-    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'ranged', schedule: { kind: 'cron', expression: '0 9 * * *', timezone: 'UTC' } }));
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { name: 'ranged', schedule: { kind: 'cron', expression: '0 9 * * *', timezone: 'UTC' } }),
+    );
     const jobId = created.body.job.jobId as string;
     await scheduler.api('DELETE', `/v1/jobs/${jobId}`);
     const ranged = await scheduler.api('GET', `/v1/audit?from=${encodeURIComponent(before)}`);

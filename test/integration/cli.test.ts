@@ -19,10 +19,19 @@ interface Outcome {
   readonly stderr: string;
 }
 
-function run(args: readonly string[], env: Record<string, string | undefined>, stdin?: string, command: readonly string[] = [process.execPath, SHIM]): Promise<Outcome> {
+function run(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+  stdin?: string,
+  command: readonly string[] = [process.execPath, SHIM],
+): Promise<Outcome> {
   return new Promise((resolve, reject) => {
     const [file, ...rest] = command;
-    const child = spawn(file!, [...rest, ...args], { cwd: ROOT, env: { ...process.env, SCHEDULER_URL: undefined, SCHEDULER_API_KEY: undefined, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(file!, [...rest, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, SCHEDULER_URL: undefined, SCHEDULER_API_KEY: undefined, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -83,7 +92,11 @@ ${extra}`;
     expect(jobId).toBeDefined();
 
     // JSON from standard input, answered as JSON.
-    const fromStdin = await run(['--json', 'jobs', 'create', '-f', '-'], env, JSON.stringify({ name: 'cli-json', type: 'cli', schedule: { kind: 'delay', seconds: 3600 }, target: { kind: 'http', url: target.url } }));
+    const fromStdin = await run(
+      ['--json', 'jobs', 'create', '-f', '-'],
+      env,
+      JSON.stringify({ name: 'cli-json', type: 'cli', schedule: { kind: 'delay', seconds: 3600 }, target: { kind: 'http', url: target.url } }),
+    );
     expect(fromStdin.code, fromStdin.stderr).toBe(0);
     expect(JSON.parse(fromStdin.stdout)).toMatchObject({ replayed: false, job: { name: 'cli-json', status: 'ACTIVE' } });
 
@@ -91,7 +104,12 @@ ${extra}`;
     expect(listed.code).toBe(0);
     const lines = listed.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^JOB ID\s+NAME\s+TYPE\s+STATUS\s+SCHEDULE\s+NEXT RUN$/);
-    expect(lines.slice(1).map((line) => line.split(/\s+/)[1]).sort()).toEqual(['cli-json', 'cli-yaml']);
+    expect(
+      lines
+        .slice(1)
+        .map((line) => line.split(/\s+/)[1])
+        .sort(),
+    ).toEqual(['cli-json', 'cli-yaml']);
     const paged = await cli('jobs', 'list', '--type', 'cli', '--limit', '1');
     expect(paged.stderr).toMatch(/^more: --cursor \S+ \(or --all\)/);
     expect((await json('jobs', 'list', '--type', 'cli', '--limit', '1', '--all')).items).toHaveLength(2);
@@ -114,7 +132,10 @@ ${extra}`;
     expect((await cli('jobs', 'resume', jobId!)).stdout).toContain(': ACTIVE, next run');
     const triggered = await json('jobs', 'trigger', jobId!, '--payload', '{"manual": true}');
     expect(triggered).toMatchObject({ jobId, trigger: 'manual' });
-    await eventually(() => scheduler.api('GET', `/v1/runs/${triggered.runId}`), (answer) => answer.body.status === 'SUCCEEDED');
+    await eventually(
+      () => scheduler.api('GET', `/v1/runs/${triggered.runId}`),
+      (answer) => answer.body.status === 'SUCCEEDED',
+    );
     expect(target.calls.some((call) => call.body.includes('"manual":true'))).toBe(true);
     expect((await json('jobs', 'delete', jobId!)).status).toBe('CANCELLED');
   });
@@ -144,7 +165,11 @@ ${extra}`;
   it('runs: list, get, cancel and replay', async () => {
     const { job } = await json('jobs', 'create', '-f', await file('runs.yaml', yamlJob('cli-runs')));
     const listed = await cli('runs', 'list', job.jobId);
-    expect(listed.stdout).toMatch(new RegExp(`^RUN ID\\s+STATUS\\s+ATTEMPT\\s+TRIGGER\\s+SCHEDULED FOR\\s+FINISHED\\s+ERROR\\n${job.nextRunId.replace(/\./g, '\\.')}\\s+SCHEDULED\\s+1\\s+schedule`));
+    expect(listed.stdout).toMatch(
+      new RegExp(
+        `^RUN ID\\s+STATUS\\s+ATTEMPT\\s+TRIGGER\\s+SCHEDULED FOR\\s+FINISHED\\s+ERROR\\n${job.nextRunId.replace(/\./g, '\\.')}\\s+SCHEDULED\\s+1\\s+schedule`,
+      ),
+    );
     expect((await cli('runs', 'get', job.nextRunId)).stdout).toMatch(/Status:\s+SCHEDULED/);
     expect((await cli('runs', 'cancel', job.nextRunId)).stdout).toBe(`cancelled run ${job.nextRunId}: CANCELLED\n`);
     const replayed = await json('runs', 'replay', job.nextRunId);
@@ -161,7 +186,11 @@ ${extra}`;
       const spec = yamlJob(name, 'retryPolicy:\n  maxAttempts: 1\n').replace('hello: world', 'fail: true').replace('kind: delay\n  seconds: 3600', 'kind: now');
       jobIds.push((await json('jobs', 'create', '-f', await file(`${name}.yaml`, spec))).job.jobId);
     }
-    const dead = await eventually(() => json('dead', 'list'), (page) => jobIds.every((jobId) => page.items.some((run: any) => run.jobId === jobId)), 30_000);
+    const dead = await eventually(
+      () => json('dead', 'list'),
+      (page) => jobIds.every((jobId) => page.items.some((run: any) => run.jobId === jobId)),
+      30_000,
+    );
     const [first] = dead.items.filter((run: any) => run.jobId === jobIds[0]);
     const table = await cli('dead', 'list', '--job', jobIds[0]!);
     expect(table.stdout).toMatch(/^RUN ID\s+JOB ID\s+ATTEMPT\s+SCHEDULED FOR\s+ERROR\n/);
@@ -181,7 +210,15 @@ ${extra}`;
     expect(preview.code, preview.stderr).toBe(0);
     expect(preview.stdout).toBe('2026-01-05T08:00:00.000Z\n2026-01-12T08:00:00.000Z\n');
     // A job file's schedule.
-    const fromFile = await json('preview', '-f', await file('preview.yaml', yamlJob('cli-preview').replace('kind: delay\n  seconds: 3600', "kind: cron\n  expression: '*/15 * * * *'")), '--from', '2026-01-01T00:00:00Z', '--count', '3');
+    const fromFile = await json(
+      'preview',
+      '-f',
+      await file('preview.yaml', yamlJob('cli-preview').replace('kind: delay\n  seconds: 3600', "kind: cron\n  expression: '*/15 * * * *'")),
+      '--from',
+      '2026-01-01T00:00:00Z',
+      '--count',
+      '3',
+    );
     expect(fromFile.fireTimes).toEqual(['2026-01-01T00:15:00.000Z', '2026-01-01T00:30:00.000Z', '2026-01-01T00:45:00.000Z']);
     const bad = await cli('preview', '--cron', 'not a cron');
     expect(bad.code).toBe(1);
@@ -205,7 +242,10 @@ ${extra}`;
     const { job: later } = await json('jobs', 'create', '-f', await file('watch-later.yaml', yamlJob('cli-watch-later')));
     const timedOut = await cli('--json', 'watch', later.jobId, '--interval', '1', '--until-done', '--timeout', '1');
     expect(timedOut.code).toBe(7);
-    const events = timedOut.stdout.trimEnd().split('\n').map((line) => JSON.parse(line));
+    const events = timedOut.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(events[0]).toMatchObject({ jobId: later.jobId, jobStatus: 'ACTIVE' });
     expect(events[1]).toMatchObject({ run: { runId: later.nextRunId, status: 'SCHEDULED' } });
   });

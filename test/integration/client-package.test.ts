@@ -59,7 +59,8 @@ describe('the client package', { timeout: 240_000 }, () => {
     await mkdir(installed, { recursive: true });
     await run('tar', ['-xzf', tarball, '-C', installed, '--strip-components=1']);
     const manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    for (const dependency of Object.keys(manifest.dependencies)) await symlink(join(ROOT, 'node_modules', dependency), join(project, 'node_modules', dependency));
+    for (const dependency of Object.keys(manifest.dependencies))
+      await symlink(join(ROOT, 'node_modules', dependency), join(project, 'node_modules', dependency));
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
     await writeFile(join(project, 'consumer.ts'), CONSUMER);
     // tsc builds the package: tens of seconds on two busy cores.
@@ -84,11 +85,22 @@ describe('the client package', { timeout: 240_000 }, () => {
   it.each(['NodeNext', 'Bundler'])('type-checks a project that uses it, under %s resolution', async (resolution) => {
     const project = join(dir, 'project');
     const tsconfig = {
-      compilerOptions: { strict: true, noEmit: true, target: 'ES2022', lib: ['ES2023', 'DOM'], types: [], skipLibCheck: false, module: resolution === 'NodeNext' ? 'NodeNext' : 'ESNext', moduleResolution: resolution },
+      compilerOptions: {
+        strict: true,
+        noEmit: true,
+        target: 'ES2022',
+        lib: ['ES2023', 'DOM'],
+        types: [],
+        skipLibCheck: false,
+        module: resolution === 'NodeNext' ? 'NodeNext' : 'ESNext',
+        moduleResolution: resolution,
+      },
       files: ['consumer.ts'],
     };
     await writeFile(join(project, `tsconfig.${resolution}.json`), JSON.stringify(tsconfig));
-    const checked = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', `tsconfig.${resolution}.json`], { cwd: project }).catch((error: { stdout: string }) => error);
+    const checked = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', `tsconfig.${resolution}.json`], {
+      cwd: project,
+    }).catch((error: { stdout: string }) => error);
     expect(checked.stdout).toBe('');
   });
 

@@ -92,7 +92,10 @@ describe('the typed client', () => {
 
     const manual = await client.jobs.trigger(job.jobId, { payload: { manual: true } });
     expect(manual).toMatchObject({ jobId: job.jobId, trigger: 'manual' });
-    await eventually(() => client.runs.get(manual.runId), (run) => run.status === 'SUCCEEDED');
+    await eventually(
+      () => client.runs.get(manual.runId),
+      (run) => run.status === 'SUCCEEDED',
+    );
     expect(target.calls.some((call) => call.body.includes('"manual":true'))).toBe(true);
 
     const deleted = await client.jobs.delete(job.jobId);
@@ -117,7 +120,10 @@ describe('the typed client', () => {
     expect((await client.runs.get(pending)).status).toBe('CANCELLED');
     const replay = await client.runs.replay(pending);
     expect(replay).toMatchObject({ jobId: job.jobId, trigger: 'replay', attempt: 2 });
-    await eventually(() => client.runs.get(replay.runId), (run) => run.status === 'SUCCEEDED');
+    await eventually(
+      () => client.runs.get(replay.runId),
+      (run) => run.status === 'SUCCEEDED',
+    );
   });
 
   it('lists dead runs, replays one, and replays the rest in bulk', async () => {
@@ -150,13 +156,24 @@ describe('the typed client', () => {
   });
 
   it('serves external workers on the same transport, with the same error class', async () => {
-    const { job } = await client.jobs.create({ ...later('client-external', { type: 'client-external' }), schedule: { kind: 'now' }, target: { kind: 'external', leaseSeconds: 30 }, payload: { n: 1 } });
-    const claim = await eventually(() => client.workers.claim<{ n: number }>({ jobType: 'client-external', waitSeconds: 2 }), (answer) => answer !== null, 30_000);
+    const { job } = await client.jobs.create({
+      ...later('client-external', { type: 'client-external' }),
+      schedule: { kind: 'now' },
+      target: { kind: 'external', leaseSeconds: 30 },
+      payload: { n: 1 },
+    });
+    const claim = await eventually(
+      () => client.workers.claim<{ n: number }>({ jobType: 'client-external', waitSeconds: 2 }),
+      (answer) => answer !== null,
+      30_000,
+    );
     expect(claim).toMatchObject({ run: { jobId: job.jobId, leaseOwner: 'external:client-test' }, payload: { n: 1 } });
     const beat = await client.workers.heartbeat(claim!.run.runId, claim!.leaseToken, { progress: { half: true } });
     expect(beat.run.progress).toEqual({ half: true });
     expect((await client.workers.complete(claim!.run.runId, claim!.leaseToken, { ok: 1 })).status).toBe('SUCCEEDED');
-    const lost = await client.workers.fail(claim!.run.runId, claim!.leaseToken, { code: 'LATE', message: 'late', retryable: false }).catch((error: unknown) => error);
+    const lost = await client.workers
+      .fail(claim!.run.runId, claim!.leaseToken, { code: 'LATE', message: 'late', retryable: false })
+      .catch((error: unknown) => error);
     expect(lost).toBeInstanceOf(LeaseLostError);
     expect(lost).toBeInstanceOf(SchedulerApiError);
     expect(lost).toMatchObject({ status: 409, runStatus: 'SUCCEEDED', problem: { runStatus: 'SUCCEEDED' } });
@@ -165,9 +182,17 @@ describe('the typed client', () => {
   it('refuses with the API problem: 404, 400 with its fields, 401', async () => {
     const missing = await client.jobs.get('job_nope').catch((error: unknown) => error);
     expect(missing).toBeInstanceOf(SchedulerApiError);
-    expect(missing).toMatchObject({ status: 404, type: 'urn:job-scheduler:problem:not-found', title: 'Not found', detail: 'No job job_nope', request: 'GET /v1/jobs/job_nope' });
+    expect(missing).toMatchObject({
+      status: 404,
+      type: 'urn:job-scheduler:problem:not-found',
+      title: 'Not found',
+      detail: 'No job job_nope',
+      request: 'GET /v1/jobs/job_nope',
+    });
 
-    const invalid = (await client.jobs.create({ ...later('client-invalid'), schedule: { kind: 'cron', expression: 'not cron' } }).catch((error: unknown) => error)) as SchedulerApiError;
+    const invalid = (await client.jobs
+      .create({ ...later('client-invalid'), schedule: { kind: 'cron', expression: 'not cron' } })
+      .catch((error: unknown) => error)) as SchedulerApiError;
     expect(invalid.status).toBe(400);
     expect(invalid.errors.map((field) => field.path)).toContain('schedule.expression');
 

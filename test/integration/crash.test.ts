@@ -23,7 +23,9 @@ describe('a worker process killed during a run', () => {
     // This process only serves the API; the child processes are the workers. Lease margin 2 s.
     scheduler = await startScheduler({ workerConcurrency: 0, tuning: { leaseMarginSeconds: 2 } });
     // The first call never answers in time (its worker dies during it); later calls succeed.
-    target = await startTarget((_call, index) => (index === 0 ? new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 30_000)) : { status: 200 }));
+    target = await startTarget((_call, index) =>
+      index === 0 ? new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 30_000)) : { status: 200 },
+    );
   });
   afterAll(async () => {
     await Promise.all(children.map(kill));
@@ -42,7 +44,11 @@ describe('a worker process killed during a run', () => {
 
     const first = startRuntimeProcess(scheduler);
     children.push(first);
-    await eventually(() => Promise.resolve(target.calls.length), (n) => n === 1, 30_000);
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === 1,
+      30_000,
+    );
     const leased = (await scheduler.api('GET', `/v1/runs/${runId}`)).body;
     expect(leased).toMatchObject({ status: 'RUNNING', leaseOwner: expect.stringMatching(/^local-\d+$/) });
     await kill(first);
@@ -96,77 +102,93 @@ describe('a worker process killed during a run', () => {
     expect(target.calls.length - calls).toBe(1);
   });
 
-  it('recovers every run when worker processes are killed at random moments across their leases and their messages are lost', async () => {
-    // Leases of 3 + 2 s; a queued run whose message is lost is sent again after 5 s.
-    const tuning = { leaseMarginSeconds: 2, redeliveryGraceSeconds: 5 };
-    const scheduler = await startScheduler({ workerConcurrency: 0, tuning });
-    onTestFinished(() => scheduler.stop());
-    // Calls take 0.3-2.5 s, so that a kill finds runs at every point of their leases.
-    let answering = 0;
-    const target = await startTarget(() => {
-      answering++;
-      return new Promise((resolve) =>
-        setTimeout(() => {
-          answering--;
-          resolve({ status: 200 });
-        }, 300 + Math.random() * 2_200),
-      );
-    });
-    onTestFinished(() => target.stop());
-    const jobIds: string[] = [];
-    for (let i = 0; i < 30; i++) {
-      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { timeoutSeconds: 3, retryPolicy: { maxAttempts: 6, initialDelaySeconds: 0, maxDelaySeconds: 1 } }));
-      expect(created.status).toBe(201);
-      jobIds.push(created.body.job.jobId);
-    }
-    const leaseMs = (3 + tuning.leaseMarginSeconds) * 1000;
-
-    // Three worker processes in turn, each killed at a random moment of a lease: once a call is
-    // in flight, after 0 to one lease's length more.
-    const kills: number[] = [];
-    for (let round = 0; round < 3; round++) {
-      const calls = target.calls.length;
-      const child = startRuntimeProcess(scheduler, { WORKER_CONCURRENCY: '2', REDELIVERY_GRACE_SECONDS: String(tuning.redeliveryGraceSeconds) });
-      children.push(child);
-      // A worker process starts slowly on a loaded machine (tsx compiles it first): wait for its
-      // first call as long as the test allows, not a time that assumes a fast machine.
-      const started = Date.now();
-      while (target.calls.length === calls && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 50));
-      if (round === 0) expect(target.calls.length, 'the first worker process made no call').toBeGreaterThan(calls);
-      const wait = Math.round(Math.random() * leaseMs);
-      kills.push(wait);
-      await new Promise((resolve) => setTimeout(resolve, wait));
-      // The first kill lands while a call is in flight, so that at least one lease is lost whatever
-      // the timing; the later ones land wherever they fall.
-      while (round === 0 && answering === 0 && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 10));
-      await kill(child);
-    }
-    // Whatever became of the messages (tied to the queue's timeout, to the lease, or not yet
-    // received), they are gone now: only the time index can bring the runs back.
-    await scheduler.clients.sqs.send(new PurgeQueueCommand({ QueueUrl: scheduler.config.dispatchQueueUrl }));
-    const workers = await scheduler.startWorkers(2);
-    onTestFinished(() => workers.stop());
-
-    const runsOfAll = async (): Promise<Run[][]> => Promise.all(jobIds.map(async (jobId) => (await scheduler.deps.runs.listByJob(jobId, 20)).items));
-    const settled = (runs: Run[][]) => runs.every((ofJob) => ofJob.some((run) => run.status === 'SUCCEEDED') && ofJob.every((run) => !['SCHEDULED', 'QUEUED', 'RUNNING'].includes(run.status)));
-    // The ticker, driven here (every second rather than every minute), until every job has succeeded.
-    const deadline = Date.now() + 150_000;
-    let runs = await runsOfAll();
-    while (!settled(runs)) {
-      if (Date.now() > deadline) {
-        const open = runs.flat().filter((run) => ['SCHEDULED', 'QUEUED', 'RUNNING'].includes(run.status));
-        throw new Error(`kills after ${kills.join(', ')} ms; not recovered: ${JSON.stringify(open.map((run) => [run.runId, run.status, run.leaseOwner, run.leaseExpiresAt]))}`);
+  it(
+    'recovers every run when worker processes are killed at random moments across their leases and their messages are lost',
+    async () => {
+      // Leases of 3 + 2 s; a queued run whose message is lost is sent again after 5 s.
+      const tuning = { leaseMarginSeconds: 2, redeliveryGraceSeconds: 5 };
+      const scheduler = await startScheduler({ workerConcurrency: 0, tuning });
+      onTestFinished(() => scheduler.stop());
+      // Calls take 0.3-2.5 s, so that a kill finds runs at every point of their leases.
+      let answering = 0;
+      const target = await startTarget(() => {
+        answering++;
+        return new Promise((resolve) =>
+          setTimeout(
+            () => {
+              answering--;
+              resolve({ status: 200 });
+            },
+            300 + Math.random() * 2_200,
+          ),
+        );
+      });
+      onTestFinished(() => target.stop());
+      const jobIds: string[] = [];
+      for (let i = 0; i < 30; i++) {
+        const created = await scheduler.api(
+          'POST',
+          '/v1/jobs',
+          jobBody(target.url, { timeoutSeconds: 3, retryPolicy: { maxAttempts: 6, initialDelaySeconds: 0, maxDelaySeconds: 1 } }),
+        );
+        expect(created.status).toBe(201);
+        jobIds.push(created.body.job.jobId);
       }
-      await tick(scheduler.deps);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      runs = await runsOfAll();
-    }
-    for (const ofJob of runs) {
-      // One success, the newest attempt; every attempt before it was lost with its worker or timed out.
-      expect(ofJob.filter((run) => run.status === 'SUCCEEDED')).toHaveLength(1);
-      expect(ofJob[0]?.status).toBe('SUCCEEDED');
-      for (const run of ofJob.slice(1)) expect(run.error?.code, JSON.stringify(run)).toMatch(/^(WORKER_LOST|TIMEOUT)$/);
-    }
-    expect(runs.flat().filter((run) => run.error?.code === 'WORKER_LOST').length).toBeGreaterThanOrEqual(1);
-  }, 3 * FIRST_CALL_WAIT_MS + 240_000);
+      const leaseMs = (3 + tuning.leaseMarginSeconds) * 1000;
+
+      // Three worker processes in turn, each killed at a random moment of a lease: once a call is
+      // in flight, after 0 to one lease's length more.
+      const kills: number[] = [];
+      for (let round = 0; round < 3; round++) {
+        const calls = target.calls.length;
+        const child = startRuntimeProcess(scheduler, { WORKER_CONCURRENCY: '2', REDELIVERY_GRACE_SECONDS: String(tuning.redeliveryGraceSeconds) });
+        children.push(child);
+        // A worker process starts slowly on a loaded machine (tsx compiles it first): wait for its
+        // first call as long as the test allows, not a time that assumes a fast machine.
+        const started = Date.now();
+        while (target.calls.length === calls && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 50));
+        if (round === 0) expect(target.calls.length, 'the first worker process made no call').toBeGreaterThan(calls);
+        const wait = Math.round(Math.random() * leaseMs);
+        kills.push(wait);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        // The first kill lands while a call is in flight, so that at least one lease is lost whatever
+        // the timing; the later ones land wherever they fall.
+        while (round === 0 && answering === 0 && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 10));
+        await kill(child);
+      }
+      // Whatever became of the messages (tied to the queue's timeout, to the lease, or not yet
+      // received), they are gone now: only the time index can bring the runs back.
+      await scheduler.clients.sqs.send(new PurgeQueueCommand({ QueueUrl: scheduler.config.dispatchQueueUrl }));
+      const workers = await scheduler.startWorkers(2);
+      onTestFinished(() => workers.stop());
+
+      const runsOfAll = async (): Promise<Run[][]> => Promise.all(jobIds.map(async (jobId) => (await scheduler.deps.runs.listByJob(jobId, 20)).items));
+      const settled = (runs: Run[][]) =>
+        runs.every(
+          (ofJob) => ofJob.some((run) => run.status === 'SUCCEEDED') && ofJob.every((run) => !['SCHEDULED', 'QUEUED', 'RUNNING'].includes(run.status)),
+        );
+      // The ticker, driven here (every second rather than every minute), until every job has succeeded.
+      const deadline = Date.now() + 150_000;
+      let runs = await runsOfAll();
+      while (!settled(runs)) {
+        if (Date.now() > deadline) {
+          const open = runs.flat().filter((run) => ['SCHEDULED', 'QUEUED', 'RUNNING'].includes(run.status));
+          throw new Error(
+            `kills after ${kills.join(', ')} ms; not recovered: ${JSON.stringify(open.map((run) => [run.runId, run.status, run.leaseOwner, run.leaseExpiresAt]))}`,
+          );
+        }
+        await tick(scheduler.deps);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        runs = await runsOfAll();
+      }
+      for (const ofJob of runs) {
+        // One success, the newest attempt; every attempt before it was lost with its worker or timed out.
+        expect(ofJob.filter((run) => run.status === 'SUCCEEDED')).toHaveLength(1);
+        expect(ofJob[0]?.status).toBe('SUCCEEDED');
+        for (const run of ofJob.slice(1)) expect(run.error?.code, JSON.stringify(run)).toMatch(/^(WORKER_LOST|TIMEOUT)$/);
+      }
+      expect(runs.flat().filter((run) => run.error?.code === 'WORKER_LOST').length).toBeGreaterThanOrEqual(1);
+    },
+    3 * FIRST_CALL_WAIT_MS + 240_000,
+  );
 });

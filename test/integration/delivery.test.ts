@@ -71,10 +71,18 @@ describe('delivery semantics under a worker crash after the target call', () => 
     schedulers.push(scheduler);
     const name = `crash-${delivery}`;
     killOnFirstCall.add(name);
-    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name, payload: { name }, delivery, timeoutSeconds: 4, retryPolicy: retryQuickly }));
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { name, payload: { name }, delivery, timeoutSeconds: 4, retryPolicy: retryQuickly }),
+    );
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     worker(scheduler);
-    await eventually(() => Promise.resolve(killOnFirstCall.has(name)), (pending) => !pending, 30_000);
+    await eventually(
+      () => Promise.resolve(killOnFirstCall.has(name)),
+      (pending) => !pending,
+      30_000,
+    );
     worker(scheduler); // restarted, as Lambda (or an operator) would
     return { scheduler, jobId: created.body.job.jobId, runId: created.body.job.nextRunId, name };
   }
@@ -83,7 +91,11 @@ describe('delivery semantics under a worker crash after the target call', () => 
 
   it('at-least-once: a crash after the call leads to a second call of the same occurrence', async () => {
     const { scheduler, jobId, name } = await crashAfterCall('at-least-once');
-    const runs = await eventually(() => runsOf(scheduler, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'), 45_000);
+    const runs = await eventually(
+      () => runsOf(scheduler, jobId),
+      (items) => items.some((run) => run.status === 'SUCCEEDED'),
+      45_000,
+    );
     expect(runs.map((run) => [run.attempt, run.status, run.error?.code ?? null])).toEqual([
       [1, 'FAILED', 'WORKER_LOST'],
       [2, 'SUCCEEDED', null],
@@ -99,7 +111,11 @@ describe('delivery semantics under a worker crash after the target call', () => 
 
   it('at-most-once: a consumed attempt is never called again; the run ends DEAD with OUTCOME_UNKNOWN', async () => {
     const { scheduler, jobId, runId, name } = await crashAfterCall('at-most-once');
-    const dead = await eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body, (run) => run.status === 'DEAD', 45_000);
+    const dead = await eventually(
+      async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body,
+      (run) => run.status === 'DEAD',
+      45_000,
+    );
     expect(dead).toMatchObject({
       attempt: 1,
       delivery: 'at-most-once',
@@ -118,7 +134,11 @@ describe('delivery semantics under a worker crash after the target call', () => 
 
   it('exactly-once: the second call carries the same Idempotency-Key, and the ledger records one effect', async () => {
     const { scheduler, jobId, name } = await crashAfterCall('exactly-once');
-    const runs = await eventually(() => runsOf(scheduler, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'), 45_000);
+    const runs = await eventually(
+      () => runsOf(scheduler, jobId),
+      (items) => items.some((run) => run.status === 'SUCCEEDED'),
+      45_000,
+    );
     expect(runs.map((run) => [run.attempt, run.status])).toEqual([
       [1, 'FAILED'],
       [2, 'SUCCEEDED'],
@@ -131,7 +151,11 @@ describe('delivery semantics under a worker crash after the target call', () => 
     // A replay of the occurrence is another attempt: the ledger answers, the target is not called.
     const replayed = await scheduler.api('POST', `/v1/runs/${runs[1]!.runId}/replay`);
     expect(replayed.status).toBe(202);
-    const skipped = await eventually(async () => (await scheduler.api('GET', `/v1/runs/${replayed.body.run.runId}`)).body, (run) => run.status === 'SKIPPED', 30_000);
+    const skipped = await eventually(
+      async () => (await scheduler.api('GET', `/v1/runs/${replayed.body.run.runId}`)).body,
+      (run) => run.status === 'SKIPPED',
+      30_000,
+    );
     expect(skipped.reason).toContain(`recorded by run ${runs[1]!.runId}`);
     expect(callsOf(name)).toHaveLength(2);
     expect(await scheduler.deps.leases.effectOf(key)).toMatchObject({ runId: runs[1]!.runId });
@@ -149,10 +173,21 @@ describe('delivery semantics without a crash', () => {
   it('at-most-once: a failed attempt is not retried, whatever its class', async () => {
     const target = await startTarget(() => ({ status: 503 }));
     try {
-      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { delivery: 'at-most-once', retryPolicy: { maxAttempts: 5, initialDelaySeconds: 0, maxDelaySeconds: 1 } }));
+      const created = await scheduler.api(
+        'POST',
+        '/v1/jobs',
+        jobBody(target.url, { delivery: 'at-most-once', retryPolicy: { maxAttempts: 5, initialDelaySeconds: 0, maxDelaySeconds: 1 } }),
+      );
       const runId = created.body.job.nextRunId as string;
-      const dead = await eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body, (run) => run.status === 'DEAD');
-      expect(dead).toMatchObject({ error: { code: 'HTTP_503', retryable: true }, reason: 'at-most-once: a failed attempt is not retried', consumedAt: expect.any(String) });
+      const dead = await eventually(
+        async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body,
+        (run) => run.status === 'DEAD',
+      );
+      expect(dead).toMatchObject({
+        error: { code: 'HTTP_503', retryable: true },
+        reason: 'at-most-once: a failed attempt is not retried',
+        consumedAt: expect.any(String),
+      });
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(target.calls).toHaveLength(1);
     } finally {
@@ -177,9 +212,17 @@ describe('delivery semantics without a crash', () => {
       const two = await scheduler.workerDeps('w2').leases.lease(third.runId, leaseRequest(scheduler.config, 'w2'));
       if (one.kind !== 'leased' || two.kind !== 'leased') throw new Error('both attempts should be leased');
       const occurrence = occurrenceKey(job.jobId, first.scheduledFor);
-      const effectOf = (run: Run) => ({ occurrence, runId: run.runId, attempt: run.attempt, fencingToken: fencingTokenOf(run), recordedAt: new Date().toISOString() });
+      const effectOf = (run: Run) => ({
+        occurrence,
+        runId: run.runId,
+        attempt: run.attempt,
+        fencingToken: fencingTokenOf(run),
+        recordedAt: new Date().toISOString(),
+      });
       const results = await Promise.all(
-        [one.run, two.run].map((run) => scheduler.deps.leases.finishAttempt(run, { status: 'SUCCEEDED', now: Date.now(), error: null }, null, { effect: effectOf(run) })),
+        [one.run, two.run].map((run) =>
+          scheduler.deps.leases.finishAttempt(run, { status: 'SUCCEEDED', now: Date.now(), error: null }, null, { effect: effectOf(run) }),
+        ),
       );
       expect(results.sort()).toEqual(['effect-exists', 'recorded']);
       const effect = await scheduler.deps.leases.effectOf(occurrence);
@@ -200,7 +243,11 @@ describe('delivery semantics without a crash', () => {
       // A worker takes the lease (3 s) and dies before consuming the attempt.
       expect((await quick.workerDeps('ghost').leases.lease(runId, leaseRequest(quick.config, 'ghost'))).kind).toBe('leased');
       await quick.startWorkers(1);
-      const runs = await eventually(() => runsOf(quick, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'), 20_000);
+      const runs = await eventually(
+        () => runsOf(quick, jobId),
+        (items) => items.some((run) => run.status === 'SUCCEEDED'),
+        20_000,
+      );
       expect(runs.map((run) => [run.attempt, run.status, run.error?.code ?? null, run.consumedAt ? 'consumed' : null])).toEqual([
         [1, 'FAILED', 'WORKER_LOST', null],
         [2, 'SUCCEEDED', null, 'consumed'],

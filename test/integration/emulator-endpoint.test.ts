@@ -34,7 +34,9 @@ describe("the emulator's endpoint as a job's target", () => {
     const created = await scheduler.api('POST', '/v1/jobs', jobBody(`http://rebound.example:${port}/moto-api/data.json`, { retryPolicy: { maxAttempts: 3 } }));
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const run = await eventually(
-      async () => (await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}/runs`)).body.items[0] as { status: string; error?: { code: string; message: string; retryable: boolean } } | undefined,
+      async () =>
+        (await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}/runs`)).body.items[0] as
+          { status: string; error?: { code: string; message: string; retryable: boolean } } | undefined,
       (r) => r?.status === 'DEAD',
       30_000,
     );

@@ -15,7 +15,7 @@ describe('emulator pid files', () => {
     }
   });
 
-  it('stops the emulator of the port asked for, leaves another port\'s running, and says so truthfully', async () => {
+  it("stops the emulator of the port asked for, leaves another port's running, and says so truthfully", async () => {
     const first = `http://127.0.0.1:${await freePort()}`;
     const second = `http://127.0.0.1:${await freePort()}`;
     started.push(first, second);

@@ -200,7 +200,14 @@ describe('queries in the emulator read one partition', () => {
         ExpressionAttributeValues: { ':shard': s('S2') },
       }),
     );
-    await dynamodb.send(new UpdateItemCommand({ TableName: name, Key: { pk: s('b'), sk: s('1') }, UpdateExpression: 'REMOVE #shard, #due', ExpressionAttributeNames: { '#shard': 'shard', '#due': 'due' } }));
+    await dynamodb.send(
+      new UpdateItemCommand({
+        TableName: name,
+        Key: { pk: s('b'), sk: s('1') },
+        UpdateExpression: 'REMOVE #shard, #due',
+        ExpressionAttributeNames: { '#shard': 'shard', '#due': 'due' },
+      }),
+    );
     await dynamodb.send(new DeleteItemCommand({ TableName: name, Key: { pk: s('c'), sk: s('1') } }));
     await dynamodb.send(
       new UpdateItemCommand({

@@ -32,7 +32,12 @@ describe('external workers', () => {
   });
   afterAll(() => scheduler.stop());
 
-  async function externalJob(type: string, payload: ExportPayload, leaseSeconds: number, extra: Record<string, unknown> = {}): Promise<{ jobId: string; runId: string }> {
+  async function externalJob(
+    type: string,
+    payload: ExportPayload,
+    leaseSeconds: number,
+    extra: Record<string, unknown> = {},
+  ): Promise<{ jobId: string; runId: string }> {
     const created = await scheduler.api('POST', '/v1/jobs', {
       name: `external-${type}`,
       type,
@@ -52,9 +57,18 @@ describe('external workers', () => {
   it('the example worker claims a run, heartbeats checkpoints and completes it', async () => {
     const { runId } = await externalJob('export-ok', { items: 3 }, 10);
     // Offered by the dispatch worker, the run waits QUEUED for a claim.
-    await eventually(() => getRun(runId), (run) => run.status === 'QUEUED' && run.startedAt !== null);
+    await eventually(
+      () => getRun(runId),
+      (run) => run.status === 'QUEUED' && run.startedAt !== null,
+    );
     const claim = (await claimOf('export-ok')) as Claim<ExportPayload, ExportCheckpoint>;
-    expect(claim).toMatchObject({ run: { runId, status: 'RUNNING', leaseOwner: 'external:test-worker' }, attempt: 1, leaseSeconds: 10, payload: { items: 3 }, checkpoint: null });
+    expect(claim).toMatchObject({
+      run: { runId, status: 'RUNNING', leaseOwner: 'external:test-worker' },
+      attempt: 1,
+      leaseSeconds: 10,
+      payload: { items: 3 },
+      checkpoint: null,
+    });
     expect(claim.fencingToken).toBe(fencingTokenOf({ attempt: 1, version: (await getRun(runId)).version }));
     expect(JSON.stringify(await getRun(runId))).not.toContain(claim.leaseToken); // the token is the worker's secret
 
@@ -130,7 +144,9 @@ describe('external workers', () => {
     const { runId } = await externalJob('export-fail', { items: 1 }, 10);
     const claim = (await claimOf('export-fail'))!;
     await client.heartbeat(runId, claim.leaseToken, { checkpoint: { done: 1 } });
-    expect(await client.fail(runId, claim.leaseToken, { code: 'UPSTREAM_DOWN', message: 'the warehouse is down', retryable: true })).toMatchObject({ status: 'FAILED' });
+    expect(await client.fail(runId, claim.leaseToken, { code: 'UPSTREAM_DOWN', message: 'the warehouse is down', retryable: true })).toMatchObject({
+      status: 'FAILED',
+    });
     const retry = (await claimOf('export-fail'))!;
     expect(retry).toMatchObject({ attempt: 2, checkpoint: { done: 1 } });
     expect(await client.fail(retry.run.runId, retry.leaseToken, { code: 'BAD_EXPORT', message: 'no such export', retryable: false })).toMatchObject({
@@ -141,8 +157,14 @@ describe('external workers', () => {
 
   it('one run, eight workers claiming at once: exactly one gets it', async () => {
     const { runId } = await externalJob('export-race', { items: 1 }, 10);
-    await eventually(() => getRun(runId), (run) => run.status === 'QUEUED' && run.startedAt !== null);
-    const workers = Array.from({ length: 8 }, (_, index) => new WorkerClient({ baseUrl: scheduler.runtime.url, apiKey: scheduler.apiKey, workerId: `racer-${index}` }));
+    await eventually(
+      () => getRun(runId),
+      (run) => run.status === 'QUEUED' && run.startedAt !== null,
+    );
+    const workers = Array.from(
+      { length: 8 },
+      (_, index) => new WorkerClient({ baseUrl: scheduler.runtime.url, apiKey: scheduler.apiKey, workerId: `racer-${index}` }),
+    );
     const claims = await Promise.all(workers.map((worker) => worker.claim({ jobType: 'export-race' })));
     const winners = claims.filter((claim) => claim !== null);
     expect(winners).toHaveLength(1);
@@ -154,13 +176,18 @@ describe('external workers', () => {
     await scheduler.deps.apiKeys.issue(otherKey, `other-${scheduler.prefix}`, Date.now());
     const other = new WorkerClient({ baseUrl: scheduler.runtime.url, apiKey: otherKey });
     const { jobId, runId } = await externalJob('export-tenant', { items: 1 }, 10);
-    await eventually(() => getRun(runId), (run) => run.status === 'QUEUED' && run.startedAt !== null);
+    await eventually(
+      () => getRun(runId),
+      (run) => run.status === 'QUEUED' && run.startedAt !== null,
+    );
     expect(await other.claim({ jobType: 'export-tenant', waitSeconds: 1 })).toBeNull();
     const claim = (await claimOf('export-tenant'))!;
     const before = await getRun(runId);
     await expect(other.heartbeat(runId, claim.leaseToken)).rejects.toMatchObject({ name: 'WorkerApiError', status: 404 });
     await expect(other.complete(runId, claim.leaseToken)).rejects.toMatchObject({ status: 404 });
-    await expect(other.fail(runId, claim.leaseToken, { code: 'NOT_YOURS', message: 'another tenant', retryable: false })).rejects.toMatchObject({ status: 404 });
+    await expect(other.fail(runId, claim.leaseToken, { code: 'NOT_YOURS', message: 'another tenant', retryable: false })).rejects.toMatchObject({
+      status: 404,
+    });
     // Nothing changed: the run is as the claim left it, and no retry was planned.
     expect(await getRun(runId)).toEqual(before);
     expect(before.status).toBe('RUNNING');
@@ -224,7 +251,9 @@ describe('external workers under delivery semantics', () => {
 
   /** Until the claim's lease has ended and its check-back is due: the worker stopped beating. */
   const lapse = (...claims: Claim[]) =>
-    new Promise((resolve) => setTimeout(resolve, Math.max(...claims.map((claim) => Date.parse(claim.leaseExpiresAt))) + LEASE_CHECK_SLACK_MS + 100 - Date.now()));
+    new Promise((resolve) =>
+      setTimeout(resolve, Math.max(...claims.map((claim) => Date.parse(claim.leaseExpiresAt))) + LEASE_CHECK_SLACK_MS + 100 - Date.now()),
+    );
   /** Ticks until the lapsed run has been recovered (the poller handles the tick's message). */
   const recovered = (runId: string) =>
     eventually(
@@ -236,7 +265,12 @@ describe('external workers under delivery semantics', () => {
       20_000,
     );
   /** Until every dispatch message has been handled: recoveries done, retries offered. */
-  const drained = () => eventually(() => scheduler.queueDepth(), (depth) => depth === 0, 20_000);
+  const drained = () =>
+    eventually(
+      () => scheduler.queueDepth(),
+      (depth) => depth === 0,
+      20_000,
+    );
 
   it('at-most-once: the claim consumes the attempt; a lease that lapses ends DEAD with OUTCOME_UNKNOWN, and nothing is offered again', async () => {
     const { jobId, runId } = await externalJob('amo-lapse', 'at-most-once');
@@ -305,7 +339,10 @@ describe('external workers under delivery semantics', () => {
     const replayed = await scheduler.api('POST', `/v1/runs/${second.run.runId}/replay`);
     expect(replayed.status).toBe(202);
     const replayRunId = replayed.body.run.runId as string;
-    const skipped = await eventually(() => getRun(replayRunId), (run) => isTerminal(run.status));
+    const skipped = await eventually(
+      () => getRun(replayRunId),
+      (run) => isTerminal(run.status),
+    );
     expect(skipped).toMatchObject({ status: 'SKIPPED', attempt: 3, trigger: 'replay', reason: expect.stringContaining(`recorded by run ${second.run.runId}`) });
     await drained();
     expect(await client.claim({ jobType: 'eo-ledger', waitSeconds: 1 })).toBeNull();

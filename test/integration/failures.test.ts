@@ -38,7 +38,10 @@ describe('retries and dead runs', () => {
     const target = await startTarget((_call, index) => ({ status: index < 2 ? 503 : 200 }));
     try {
       const { jobId } = await createJob(scheduler, jobBody(target.url, { retryPolicy: { maxAttempts: 5, initialDelaySeconds: 1, maxDelaySeconds: 10 } }));
-      const runs = await eventually(() => runsOf(scheduler, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'));
+      const runs = await eventually(
+        () => runsOf(scheduler, jobId),
+        (items) => items.some((run) => run.status === 'SUCCEEDED'),
+      );
 
       expect(runs.map((run) => [run.attempt, run.trigger, run.status])).toEqual([
         [1, 'schedule', 'FAILED'],
@@ -68,7 +71,10 @@ describe('retries and dead runs', () => {
     try {
       // No backoff of its own (initial delay 0), so any wait is the target's.
       const { jobId } = await createJob(scheduler, jobBody(target.url, { retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 60 } }));
-      const runs = await eventually(() => runsOf(scheduler, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'));
+      const runs = await eventually(
+        () => runsOf(scheduler, jobId),
+        (items) => items.some((run) => run.status === 'SUCCEEDED'),
+      );
       expect(runs.map((run) => run.status)).toEqual(['FAILED', 'SUCCEEDED']);
       expect(runs[0]?.error).toMatchObject({ code: 'HTTP_429', retryable: true });
       expect(Date.parse(runs[1]!.availableAt) - Date.parse(runs[0]!.finishedAt)).toBe(2_000);
@@ -82,7 +88,10 @@ describe('retries and dead runs', () => {
     const target = await startTarget((_call, index) => (index === 0 ? { status: 503, headers: { 'retry-after': '3600' } } : { status: 200 }));
     try {
       const { jobId } = await createJob(scheduler, jobBody(target.url, { retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 } }));
-      const runs = await eventually(() => runsOf(scheduler, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'));
+      const runs = await eventually(
+        () => runsOf(scheduler, jobId),
+        (items) => items.some((run) => run.status === 'SUCCEEDED'),
+      );
       expect(Date.parse(runs[1]!.availableAt) - Date.parse(runs[0]!.finishedAt)).toBe(1_000);
     } finally {
       await target.stop();
@@ -94,7 +103,10 @@ describe('retries and dead runs', () => {
     const target = await startTarget(() => (healthy ? { status: 200 } : { status: 400, body: '{"error":"bad payload"}' }));
     try {
       const { jobId, runId } = await createJob(scheduler, jobBody(target.url, { retryPolicy: { maxAttempts: 5, initialDelaySeconds: 0, maxDelaySeconds: 1 } }));
-      const dead = await eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body, (run) => run.status === 'DEAD');
+      const dead = await eventually(
+        async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body,
+        (run) => run.status === 'DEAD',
+      );
       expect(dead).toMatchObject({ attempt: 1, error: { code: 'HTTP_400', retryable: false }, reason: 'the failure is permanent' });
       expect(target.calls).toHaveLength(1);
       expect(await runsOf(scheduler, jobId)).toHaveLength(1);
@@ -107,7 +119,10 @@ describe('retries and dead runs', () => {
       const replayed = await scheduler.api('POST', `/v1/runs/${runId}/replay`);
       expect(replayed.status).toBe(202);
       expect(replayed.body.run).toMatchObject({ jobId, attempt: 2, trigger: 'replay', scheduledFor: dead.scheduledFor });
-      await eventually(async () => (await scheduler.api('GET', `/v1/runs/${replayed.body.run.runId}`)).body, (run) => run.status === 'SUCCEEDED');
+      await eventually(
+        async () => (await scheduler.api('GET', `/v1/runs/${replayed.body.run.runId}`)).body,
+        (run) => run.status === 'SUCCEEDED',
+      );
       expect(target.calls.map((call) => call.headers['x-attempt'])).toEqual(['1', '2']);
 
       // The dead run keeps its record but leaves the list, and cannot be replayed twice.
@@ -125,7 +140,10 @@ describe('retries and dead runs', () => {
     const target = await startTarget(() => ({ status: 500 }));
     try {
       const { jobId } = await createJob(scheduler, jobBody(target.url, { retryPolicy: { maxAttempts: 2, initialDelaySeconds: 0, maxDelaySeconds: 1 } }));
-      const runs = await eventually(() => runsOf(scheduler, jobId), (items) => items.some((run) => run.status === 'DEAD'));
+      const runs = await eventually(
+        () => runsOf(scheduler, jobId),
+        (items) => items.some((run) => run.status === 'DEAD'),
+      );
       expect(runs.map((run) => [run.attempt, run.status])).toEqual([
         [1, 'FAILED'],
         [2, 'DEAD'],
@@ -141,7 +159,10 @@ describe('retries and dead runs', () => {
     const target = await startTarget(() => ({ status: 503, headers: { 'x-retryable': 'false' } }));
     try {
       const { runId } = await createJob(scheduler, jobBody(target.url, { retryPolicy: { maxAttempts: 5, initialDelaySeconds: 0, maxDelaySeconds: 1 } }));
-      const run = await eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body, (r) => r.status === 'DEAD');
+      const run = await eventually(
+        async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body,
+        (r) => r.status === 'DEAD',
+      );
       expect(run.error).toMatchObject({ code: 'HTTP_503', retryable: false });
       expect(target.calls).toHaveLength(1);
     } finally {
@@ -159,8 +180,14 @@ describe('retries and dead runs', () => {
       expect(a2.status).toBe(202);
       const b = await createJob(scheduler, jobBody(target.url, policy));
       const deadOf = async (jobId: string) => (await scheduler.api('GET', `/v1/dead-runs?jobId=${jobId}`)).body.items as RunBody[];
-      await eventually(() => deadOf(a.jobId), (items) => items.length === 2);
-      await eventually(() => deadOf(b.jobId), (items) => items.length === 1);
+      await eventually(
+        () => deadOf(a.jobId),
+        (items) => items.length === 2,
+      );
+      await eventually(
+        () => deadOf(b.jobId),
+        (items) => items.length === 1,
+      );
 
       // Paginated, newest first.
       const first = await scheduler.api('GET', `/v1/dead-runs?jobId=${a.jobId}&limit=1`);
@@ -179,7 +206,10 @@ describe('retries and dead runs', () => {
         [a.jobId, 'replay'],
       ]);
       expect(bulk.body.remaining).toBe(false);
-      await eventually(() => runsOf(scheduler, a.jobId), (items) => items.filter((run) => run.status === 'SUCCEEDED').length === 2);
+      await eventually(
+        () => runsOf(scheduler, a.jobId),
+        (items) => items.filter((run) => run.status === 'SUCCEEDED').length === 2,
+      );
       expect(await deadOf(a.jobId)).toEqual([]);
       expect((await deadOf(b.jobId)).map((run) => run.runId)).toEqual([b.runId]);
 
@@ -200,7 +230,10 @@ describe('retries and dead runs', () => {
         scheduler,
         jobBody(target.url, { timeoutSeconds: 1, retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 } }),
       );
-      const runs = await eventually(() => runsOf(scheduler, jobId), (items) => items.some((run) => run.status === 'SUCCEEDED'));
+      const runs = await eventually(
+        () => runsOf(scheduler, jobId),
+        (items) => items.some((run) => run.status === 'SUCCEEDED'),
+      );
       expect(runs.map((run) => [run.attempt, run.status])).toEqual([
         [1, 'TIMED_OUT'],
         [2, 'SUCCEEDED'],
@@ -231,7 +264,10 @@ describe('a replay whose message cannot be sent', () => {
     const api = await startLocalRuntime({ deps: apiDeps, clients: scheduler.clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
     try {
       const { jobId, runId } = await createJob(scheduler, jobBody(target.url, { retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 1 } }));
-      await eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body, (run) => run.status === 'DEAD');
+      await eventually(
+        async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body,
+        (run) => run.status === 'DEAD',
+      );
 
       healthy = true;
       proxy.cutAction = 'SendMessageBatch';
@@ -248,7 +284,10 @@ describe('a replay whose message cannot be sent', () => {
       expect(await scheduler.queueDepth()).toBe(0);
       const pastGrace = () => Date.now() + (scheduler.config.redeliveryGraceSeconds + 60) * 1000;
       expect((await tick(scheduler.workerDeps('late-ticker', pastGrace))).redelivered).toBe(1);
-      await eventually(async () => (await scheduler.api('GET', `/v1/runs/${replayed.run.runId}`)).body, (run) => run.status === 'SUCCEEDED');
+      await eventually(
+        async () => (await scheduler.api('GET', `/v1/runs/${replayed.run.runId}`)).body,
+        (run) => run.status === 'SUCCEEDED',
+      );
       expect(target.calls.map((call) => call.headers['x-attempt'])).toEqual(['1', '2']);
     } finally {
       await api.stop();
@@ -309,7 +348,10 @@ describe('cancelling a run', () => {
       // Lease = timeout 9 s + margin 2 s; heartbeats every 11/3 s.
       const { jobId, runId } = await createJob(scheduler, jobBody(target.url, { timeoutSeconds: 9 }));
       const calls = target.calls.length;
-      await eventually(() => Promise.resolve(target.calls.length), (n) => n > calls);
+      await eventually(
+        () => Promise.resolve(target.calls.length),
+        (n) => n > calls,
+      );
       const call = target.calls[calls]!;
       expect((await scheduler.api('GET', `/v1/runs/${runId}`)).body.status).toBe('RUNNING');
 
@@ -318,7 +360,11 @@ describe('cancelling a run', () => {
       expect(cancelled.status).toBe(200);
       expect(cancelled.body.status).toBe('CANCELLED');
 
-      await eventually(() => Promise.resolve(call.abortedAt), (abortedAt) => abortedAt !== undefined, 8_000);
+      await eventually(
+        () => Promise.resolve(call.abortedAt),
+        (abortedAt) => abortedAt !== undefined,
+        8_000,
+      );
       expect(call.abortedAt! - cancelledAt).toBeLessThan(5_000);
       expect(call.abortedAt! - call.at).toBeLessThan(9_000); // before the timeout would have
       // The worker's outcome is fenced off: the run stays CANCELLED and nothing retries it.
@@ -333,7 +379,10 @@ describe('cancelling a run', () => {
 
   it('refuses to cancel a finished run with 409 and an unknown one with 404', async () => {
     const { runId } = await createJob(scheduler, jobBody(target.url));
-    await eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body.status, (status) => status === 'SUCCEEDED');
+    await eventually(
+      async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body.status,
+      (status) => status === 'SUCCEEDED',
+    );
     const refused = await scheduler.api('POST', `/v1/runs/${runId}/cancel`);
     expect(refused.status).toBe(409);
     expect(refused.body.detail).toMatch(/SUCCEEDED/);
@@ -371,18 +420,37 @@ describe('poison messages', () => {
     await scheduler.sendDispatch(runId);
     await scheduler.sendRawMessage('this is not a dispatch message');
 
-    await eventually(() => peekQueue(clients, config.dispatchDlqUrl), (n) => n === 2, 30_000);
+    await eventually(
+      () => peekQueue(clients, config.dispatchDlqUrl),
+      (n) => n === 2,
+      30_000,
+    );
     expect(await scheduler.queueDepth()).toBe(0);
     expect((await scheduler.api('GET', `/v1/runs/${runId}`)).body.status).toBe('SCHEDULED');
 
     // The bug is fixed; the operator moves the DLQ back. The run executes; garbage returns to the DLQ.
     await clients.dynamo.send(
-      new UpdateCommand({ TableName: config.runsTable, Key: runKey(runId), UpdateExpression: 'SET leaseMs = :ms', ExpressionAttributeValues: { ':ms': 5_000 } }),
+      new UpdateCommand({
+        TableName: config.runsTable,
+        Key: runKey(runId),
+        UpdateExpression: 'SET leaseMs = :ms',
+        ExpressionAttributeValues: { ':ms': 5_000 },
+      }),
     );
-    await eventually(() => peekQueue(clients, config.dispatchDlqUrl), (n) => n === 2); // visible again after the peek
+    await eventually(
+      () => peekQueue(clients, config.dispatchDlqUrl),
+      (n) => n === 2,
+    ); // visible again after the peek
     expect(await redriveMessages(clients.sqs, config.dispatchDlqUrl, config.dispatchQueueUrl)).toBe(2);
-    await eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body.status, (status) => status === 'SUCCEEDED');
+    await eventually(
+      async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body.status,
+      (status) => status === 'SUCCEEDED',
+    );
     expect(target.calls.filter((call) => call.headers['x-run-id'] === runId)).toHaveLength(1);
-    await eventually(() => peekQueue(clients, config.dispatchDlqUrl), (n) => n === 1, 30_000);
+    await eventually(
+      () => peekQueue(clients, config.dispatchDlqUrl),
+      (n) => n === 1,
+      30_000,
+    );
   });
 });

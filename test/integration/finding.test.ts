@@ -188,7 +188,14 @@ describe('target header values are write-only', () => {
   const SECRET = 'Bearer very-secret-token';
 
   it('never returns a header value: not from create, GET, the list, PATCH, pause or delete', async () => {
-    const created = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 }, target: { kind: 'http', url: TARGET, headers: { Authorization: SECRET, 'X-Tenant': 'acme' } } }));
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(TARGET, {
+        schedule: { kind: 'delay', seconds: 3600 },
+        target: { kind: 'http', url: TARGET, headers: { Authorization: SECRET, 'X-Tenant': 'acme' } },
+      }),
+    );
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const jobId: string = created.body.job.jobId;
     const responses = [
@@ -213,13 +220,23 @@ describe('target header values are write-only', () => {
   });
 
   it('lets a PATCH keep a header by its mask, replace one and remove one', async () => {
-    const created = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 }, target: { kind: 'http', url: TARGET, headers: { Authorization: SECRET, 'X-Tenant': 'acme' } } }));
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(TARGET, {
+        schedule: { kind: 'delay', seconds: 3600 },
+        target: { kind: 'http', url: TARGET, headers: { Authorization: SECRET, 'X-Tenant': 'acme' } },
+      }),
+    );
     const jobId: string = created.body.job.jobId;
     // What a client read, with the URL changed: the masked Authorization is kept as stored.
     const read = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.target;
     const kept = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { target: { ...read, url: 'http://127.0.0.1:9/other' } });
     expect(kept.status, JSON.stringify(kept.body)).toBe(200);
-    expect((await scheduler.deps.jobs.get(scheduler.tenantId, jobId))?.target).toMatchObject({ url: 'http://127.0.0.1:9/other', headers: { Authorization: SECRET, 'X-Tenant': 'acme' } });
+    expect((await scheduler.deps.jobs.get(scheduler.tenantId, jobId))?.target).toMatchObject({
+      url: 'http://127.0.0.1:9/other',
+      headers: { Authorization: SECRET, 'X-Tenant': 'acme' },
+    });
     // Replace Authorization (the name in another case), remove X-Tenant.
     const replaced = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { target: { kind: 'http', url: TARGET, headers: { authorization: 'Bearer new' } } });
     expect(replaced.status, JSON.stringify(replaced.body)).toBe(200);
@@ -232,11 +249,17 @@ describe('target header values are write-only', () => {
   });
 
   it('refuses the mask for a header the job does not have, and on create', async () => {
-    const created = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { target: { kind: 'http', url: TARGET, headers: { Authorization: '<redacted>' } } }));
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(TARGET, { target: { kind: 'http', url: TARGET, headers: { Authorization: '<redacted>' } } }),
+    );
     expect(created.status).toBe(400);
     expect(created.body.errors[0].path).toBe('target.headers.Authorization');
     const job = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 } }));
-    const patched = await scheduler.api('PATCH', `/v1/jobs/${job.body.job.jobId}`, { target: { kind: 'http', url: TARGET, headers: { 'X-Key': '<redacted>' } } });
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${job.body.job.jobId}`, {
+      target: { kind: 'http', url: TARGET, headers: { 'X-Key': '<redacted>' } },
+    });
     expect(patched.status).toBe(400);
     expect(patched.body.errors[0].path).toBe('target.headers.X-Key');
   });
@@ -268,7 +291,11 @@ describe('items written before the finding indexes', () => {
   afterAll(() => scheduler.stop());
 
   it('are found once the backfill has given them the indexes’ keys; a second backfill changes nothing', async () => {
-    const created = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { name: 'old-job', type: 'legacy', labels: { team: 'old' }, schedule: { kind: 'delay', seconds: 3600 } }));
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(TARGET, { name: 'old-job', type: 'legacy', labels: { team: 'old' }, schedule: { kind: 'delay', seconds: 3600 } }),
+    );
     const jobId: string = created.body.job.jobId;
     const runId: string = created.body.job.nextRunId;
     // As an item written before the indexes: no index keys, no label entry.

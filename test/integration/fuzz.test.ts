@@ -69,23 +69,87 @@ const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toStr
 
 /** Values of the wrong type or shape for almost any field. */
 const HOSTILE_VALUES: readonly unknown[] = [
-  null, true, false, 0, -1, -0.5, 1e308, -1e308, 2 ** 53 + 1, 'NaN', 'Infinity', '-Infinity', '', ' ', '\u0000', '\ud800',
-  'é🙂\u202e', 'x'.repeat(5000), [], [1, 2], [{}], {}, { a: 1 }, { __proto__x: 1 }, '{"a":1}', '1', '2026-13-45T25:61:61Z',
-  '<script>alert(1)</script>', "' OR 1=1 --", '../../etc/passwd', '${jndi:ldap://x}',
+  null,
+  true,
+  false,
+  0,
+  -1,
+  -0.5,
+  1e308,
+  -1e308,
+  2 ** 53 + 1,
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '',
+  ' ',
+  '\u0000',
+  '\ud800',
+  'é🙂\u202e',
+  'x'.repeat(5000),
+  [],
+  [1, 2],
+  [{}],
+  {},
+  { a: 1 },
+  { __proto__x: 1 },
+  '{"a":1}',
+  '1',
+  '2026-13-45T25:61:61Z',
+  '<script>alert(1)</script>',
+  "' OR 1=1 --",
+  '../../etc/passwd',
+  '${jndi:ldap://x}',
 ];
 
 const BAD_URLS = [
-  'ftp://example.com/x', 'http://', 'https://', 'javascript:alert(1)', 'file:///etc/passwd', 'gopher://127.0.0.1:25/',
-  'https://127.0.0.1/', 'https://2130706433/', 'https://0x7f.1/', 'https://0177.0.0.1/', 'https://[::1]/',
-  'https://[::ffff:127.0.0.1]/', 'https://[::ffff:a9fe:a9fe]/', 'https://169.254.169.254/latest/meta-data/',
-  'https://[fd00:ec2::254]/', 'https://metadata.google.internal/', 'https://localhost/', 'https://a.localhost/',
-  'https://10.0.0.1/', 'https://192.168.1.1/', 'https://100.64.0.1/', 'https://0.0.0.0/', 'https://[fe80::1]/',
-  'https://224.0.0.1/', 'https://user:pass@example.com/', 'http://example.com/', `https://example.com/${'a'.repeat(2100)}`,
-  'not a url', '', 'https://exa mple.com/',
+  'ftp://example.com/x',
+  'http://',
+  'https://',
+  'javascript:alert(1)',
+  'file:///etc/passwd',
+  'gopher://127.0.0.1:25/',
+  'https://127.0.0.1/',
+  'https://2130706433/',
+  'https://0x7f.1/',
+  'https://0177.0.0.1/',
+  'https://[::1]/',
+  'https://[::ffff:127.0.0.1]/',
+  'https://[::ffff:a9fe:a9fe]/',
+  'https://169.254.169.254/latest/meta-data/',
+  'https://[fd00:ec2::254]/',
+  'https://metadata.google.internal/',
+  'https://localhost/',
+  'https://a.localhost/',
+  'https://10.0.0.1/',
+  'https://192.168.1.1/',
+  'https://100.64.0.1/',
+  'https://0.0.0.0/',
+  'https://[fe80::1]/',
+  'https://224.0.0.1/',
+  'https://user:pass@example.com/',
+  'http://example.com/',
+  `https://example.com/${'a'.repeat(2100)}`,
+  'not a url',
+  '',
+  'https://exa mple.com/',
 ];
 const BAD_CRONS = ['* * *', '61 * * * *', '* 25 * * *', '0 0 30 2 *', '* * * * * * *', '@reboot', '', 'x'.repeat(300), '0 0 * * MONDAY', '*/0 * * * *'];
 const BAD_ZONES = ['Mars/Olympus', '', 'UTC+25', 'Europe/Paris\u0000', 'x'.repeat(100), '../../etc/localtime', 'Etc/GMT+99'];
-const BAD_IDS = ['job%20x', 'j'.repeat(129), 'job_x%00', '%3Cscript%3E', 'job_%F0%9F%98%80', 'job$1', "job_x'", 'job_x%2F..', '%E2%80%AE', 'run;1', 'a,b', '~user'];
+const BAD_IDS = [
+  'job%20x',
+  'j'.repeat(129),
+  'job_x%00',
+  '%3Cscript%3E',
+  'job_%F0%9F%98%80',
+  'job$1',
+  "job_x'",
+  'job_x%2F..',
+  '%E2%80%AE',
+  'run;1',
+  'a,b',
+  '~user',
+];
 const BAD_LIMITS = ['0', '-1', '101', '1e2', '0x10', 'abc', '', '%205', '5.5', 'NaN', '9'.repeat(30), '1,2'];
 const BAD_IDEMPOTENCY_KEYS = ['', ' ', 'a b', 'k'.repeat(129), 'tab\there', 'é', 'key\u00a0x'];
 const BAD_IF_MATCH = ['', 'abc', '"-1"', '1.5', '9999999999999', 'W/"x"', '*', '"1" "2"'];
@@ -114,7 +178,7 @@ const NEVER_VALID_FIELD: readonly unknown[] = [null, true, false, -1, 1e308, '',
 
 function generate(count: number, seed: number, known: Known): FuzzCase[] {
   const random = prng(seed);
-  const pick = <T,>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
   const chance = (p: number): boolean => random() < p;
   const hostile = (): unknown => pick(HOSTILE_VALUES);
 
@@ -122,7 +186,22 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
   const badJob = (): unknown => {
     const body = jobBody('https://example.com/hook', { schedule: { kind: 'delay', seconds: 3600 } });
     const mutations: (() => void)[] = [
-      () => (body[pick(['name', 'type', 'schedule', 'target', 'retryPolicy', 'timeoutSeconds', 'delivery', 'overlapPolicy', 'misfirePolicy', 'priority', 'backfillLimit'])] = pick(NEVER_VALID_FIELD)),
+      () =>
+        (body[
+          pick([
+            'name',
+            'type',
+            'schedule',
+            'target',
+            'retryPolicy',
+            'timeoutSeconds',
+            'delivery',
+            'overlapPolicy',
+            'misfirePolicy',
+            'priority',
+            'backfillLimit',
+          ])
+        ] = pick(NEVER_VALID_FIELD)),
       () => delete body[pick(['name', 'type', 'schedule', 'target'])],
       () => (body[pick(['colour', 'constructor', 'tenantId', 'jobId', 'status'])] = pick(['x', 1, {}])),
       () => (body.schedule = { kind: 'cron', expression: pick(BAD_CRONS), timezone: 'UTC' }),
@@ -130,7 +209,19 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
       () => (body.schedule = { kind: pick(['delay', 'at', 'cron', 'sometimes', '']), seconds: pick([-5, 1e12, 'ten', null]) }),
       () => (body.schedule = { kind: 'at', at: pick(['yesterday', '2020-01-01T00:00:00Z', '2026-13-01T00:00:00Z', 1234567890]) }),
       () => (body.target = { kind: 'http', url: pick(BAD_URLS) }),
-      () => (body.target = { kind: 'http', url: 'https://example.com/', headers: pick([{ Host: 'evil' }, { 'X-A': 'a\r\nB: c' }, { 'Bad Name': 'x' }, { 'X-A': '1', 'x-a': '2' }, Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-H${i}`, 'v'])), { 'X-Big': 'v'.repeat(1100) }]) }),
+      () =>
+        (body.target = {
+          kind: 'http',
+          url: 'https://example.com/',
+          headers: pick([
+            { Host: 'evil' },
+            { 'X-A': 'a\r\nB: c' },
+            { 'Bad Name': 'x' },
+            { 'X-A': '1', 'x-a': '2' },
+            Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-H${i}`, 'v'])),
+            { 'X-Big': 'v'.repeat(1100) },
+          ]),
+        }),
       () => (body.target = { kind: pick(['sqs', 'lambda', 'eventbridge', 'smtp']), queueUrl: 'https://sqs.local/q', bogus: true }),
       () => (body.payload = { blob: 'p'.repeat(70 * 1024) }),
       () => (body.payload = JSON.parse(deep(40, '1')) as unknown),
@@ -170,7 +261,14 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
           null,
         ]);
       case 'complete':
-        return pick<unknown>([{}, { leaseToken: badToken() }, { leaseToken: SHAPED_TOKEN, result: { blob: 'r'.repeat(70 * 1024) } }, { leaseToken: SHAPED_TOKEN, status: 'SUCCEEDED' }, [], 'done']);
+        return pick<unknown>([
+          {},
+          { leaseToken: badToken() },
+          { leaseToken: SHAPED_TOKEN, result: { blob: 'r'.repeat(70 * 1024) } },
+          { leaseToken: SHAPED_TOKEN, status: 'SUCCEEDED' },
+          [],
+          'done',
+        ]);
       case 'fail':
         return pick<unknown>([
           { leaseToken: SHAPED_TOKEN },
@@ -333,7 +431,14 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
 
     const expect: readonly number[] =
       vector === 'auth' ? [401] : vector === 'body' ? [400, 413, 415] : vector === 'path' && !BAD_IDS.includes(id) ? [404] : [400];
-    cases.push({ label: `#${i} ${vector} ${route.method} ${path.slice(0, 100)}`, method: route.method, path, headers, ...(body !== undefined ? { body } : {}), expect });
+    cases.push({
+      label: `#${i} ${vector} ${route.method} ${path.slice(0, 100)}`,
+      method: route.method,
+      path,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+      expect,
+    });
   }
   return cases;
 }
@@ -352,7 +457,11 @@ describe('fuzz: hostile requests on every route', () => {
 
   it(`answers ${CASES} generated hostile requests without a 5xx, with problem+json, and writes nothing`, async () => {
     const cases = generate(CASES, SEED, known);
-    const before = { items: await scheduler.countJobAndRunItems(), job: (await scheduler.api('GET', `/v1/jobs/${known.jobId}`)).body, queue: await scheduler.queueDepth() };
+    const before = {
+      items: await scheduler.countJobAndRunItems(),
+      job: (await scheduler.api('GET', `/v1/jobs/${known.jobId}`)).body,
+      queue: await scheduler.queueDepth(),
+    };
     const failures: string[] = [];
     const statuses = new Map<number, number>();
     const BATCH = 8;
@@ -383,11 +492,20 @@ describe('fuzz: hostile requests on every route', () => {
           } catch {
             return problem('has a body that is not JSON');
           }
-          if (typeof body.type !== 'string' || typeof body.title !== 'string' || body.status !== response.status || typeof body.detail !== 'string' || !Array.isArray(body.errors)) {
+          if (
+            typeof body.type !== 'string' ||
+            typeof body.title !== 'string' ||
+            body.status !== response.status ||
+            typeof body.detail !== 'string' ||
+            !Array.isArray(body.errors)
+          ) {
             return problem('is not a complete problem');
           }
           const errors = body.errors as { path?: unknown; message?: unknown }[];
-          if (response.status === 400 && (errors.length === 0 || !errors.every((e) => typeof e.path === 'string' && e.path !== '' && typeof e.message === 'string'))) {
+          if (
+            response.status === 400 &&
+            (errors.length === 0 || !errors.every((e) => typeof e.path === 'string' && e.path !== '' && typeof e.message === 'string'))
+          ) {
             problem('names no field');
           }
         }),

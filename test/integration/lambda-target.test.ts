@@ -48,7 +48,10 @@ describe('lambda target against MiniStack', () => {
   const recordFile = () => path.join(dir, 'events.jsonl');
   const received = (): TargetEnvelope[] => {
     try {
-      return readFileSync(recordFile(), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as TargetEnvelope);
+      return readFileSync(recordFile(), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as TargetEnvelope);
     } catch {
       return [];
     }
@@ -71,7 +74,10 @@ describe('lambda target against MiniStack', () => {
       }),
     );
     functionArn = created.FunctionArn as string;
-    await eventually(async () => (await lambda.send(new GetFunctionCommand({ FunctionName: 'invoice-worker' }))).Configuration?.State, (state) => state === 'Active');
+    await eventually(
+      async () => (await lambda.send(new GetFunctionCommand({ FunctionName: 'invoice-worker' }))).Configuration?.State,
+      (state) => state === 'Active',
+    );
     scheduler = await startScheduler({ lambdaEndpoint: ministack.endpoint });
   }, 240_000); // the first run installs MiniStack
   afterAll(async () => {

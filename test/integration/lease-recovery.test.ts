@@ -60,7 +60,9 @@ describe('a lost worker is recovered from the time index, whatever became of its
   }
 
   async function indexEntryOf(runId: string): Promise<{ gateKey?: string; gateAt?: string }> {
-    const { Item: item } = await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }));
+    const { Item: item } = await scheduler.clients.dynamo.send(
+      new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }),
+    );
     return { gateKey: item?.gateKey as string | undefined, gateAt: item?.gateAt as string | undefined };
   }
 
@@ -135,7 +137,10 @@ describe('a lost worker is recovered from the time index, whatever became of its
     await takeMessages(4);
     // The messages taken stay in flight for an hour (with the earlier tests'): what remains besides them is counted below.
     const stuck = await scheduler.queueDepth();
-    await strandAll(jobs.map((job) => job.runId), 'ghost-c');
+    await strandAll(
+      jobs.map((job) => job.runId),
+      'ghost-c',
+    );
     await startWorkers();
     const calls = target.calls.length;
     const leaseEnd = Math.max(...(await scheduler.deps.runs.getMany(jobs.map((job) => job.runId))).map((run) => Date.parse(run.leaseExpiresAt!)));
@@ -145,7 +150,11 @@ describe('a lost worker is recovered from the time index, whatever became of its
     expect(reports.reduce((sum, report) => sum + report.lapsedLeases, 0)).toBe(4);
     for (const { jobId } of jobs) await eventually(() => runsOf(jobId), recovered, 20_000);
     // One recovery message each: the four retries called the target once each, and nothing else is left.
-    await eventually(() => scheduler.queueDepth(), (depth) => depth === stuck, 15_000);
+    await eventually(
+      () => scheduler.queueDepth(),
+      (depth) => depth === stuck,
+      15_000,
+    );
     expect(target.calls.length - calls).toBe(4);
     expect((await tick(scheduler.deps)).lapsedLeases).toBe(0);
   });
@@ -164,7 +173,11 @@ describe('a lost worker is recovered from the time index, whatever became of its
     await startWorkers();
     const before = await scheduler.queueDepth();
     // The recovery message is dropped as a duplicate: no lost attempt, no retry.
-    await eventually(() => scheduler.queueDepth(), (depth) => depth < before, 15_000);
+    await eventually(
+      () => scheduler.queueDepth(),
+      (depth) => depth < before,
+      15_000,
+    );
     const runs = await runsOf(jobId);
     expect(runs.map((run) => [run.attempt, run.status, run.leaseOwner])).toEqual([[1, 'SUCCEEDED', 'ghost-d']]);
     expect((await tick(scheduler.deps)).lapsedLeases).toBe(0);
@@ -191,7 +204,7 @@ describe('a lost worker is recovered from the time index, whatever became of its
   }
 });
 
-describe('every way out of RUNNING leaves the lease\'s check-back behind (or, given back, turns it into a queued one)', () => {
+describe("every way out of RUNNING leaves the lease's check-back behind (or, given back, turns it into a queued one)", () => {
   let scheduler: Scheduler;
   beforeAll(async () => {
     scheduler = await startScheduler({ workerConcurrency: 0 });
@@ -208,7 +221,9 @@ describe('every way out of RUNNING leaves the lease\'s check-back behind (or, gi
   }
 
   async function gateOf(runId: string): Promise<{ gateKey?: string; gateAt?: string }> {
-    const { Item: item } = await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }));
+    const { Item: item } = await scheduler.clients.dynamo.send(
+      new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }),
+    );
     return { gateKey: item?.gateKey as string | undefined, gateAt: item?.gateAt as string | undefined };
   }
   const none = { gateKey: undefined, gateAt: undefined };
@@ -239,14 +254,14 @@ describe('every way out of RUNNING leaves the lease\'s check-back behind (or, gi
     expect(await gateOf(run.runId)).toEqual(none);
   });
 
-  it('given back (buffer-one): the entry becomes the queued run\'s check-back', async () => {
+  it("given back (buffer-one): the entry becomes the queued run's check-back", async () => {
     const run = await leased();
     const checkBack = now() + 300_000;
     expect(await scheduler.deps.leases.giveBack(run.runId, run.version, now(), checkBack, scheduler.config.timeIndexShards, 'test')).toBe(true);
     expect((await gateOf(run.runId)).gateAt).toBe(new Date(checkBack).toISOString());
   });
 
-  it('moves a lease\'s check-back only under the version it was read for', async () => {
+  it("moves a lease's check-back only under the version it was read for", async () => {
     const run = await leased();
     const { gateAt } = await gateOf(run.runId);
     const shards = scheduler.config.timeIndexShards;

@@ -28,10 +28,7 @@ describe('leases', () => {
   it('lets exactly one of two racing workers execute a run', async () => {
     const { runId } = await createRun();
     const calls = target.calls.length;
-    const results = await Promise.all([
-      executeRun(scheduler.workerDeps('worker-a'), runId),
-      executeRun(scheduler.workerDeps('worker-b'), runId),
-    ]);
+    const results = await Promise.all([executeRun(scheduler.workerDeps('worker-a'), runId), executeRun(scheduler.workerDeps('worker-b'), runId)]);
     expect([...results].sort()).toEqual(['held', 'succeeded']);
     expect(target.calls.length - calls).toBe(1);
     const run = await scheduler.deps.runs.get(runId);
@@ -42,9 +39,7 @@ describe('leases', () => {
   it('grants one lease when twenty workers race for the same run', async () => {
     for (let round = 0; round < 5; round++) {
       const { runId } = await createRun();
-      const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, `racer-${i}`))),
-      );
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, `racer-${i}`))));
       expect(results.filter((result) => result.kind === 'leased')).toHaveLength(1);
       expect((await scheduler.deps.runs.get(runId))?.version).toBe(1);
     }
@@ -61,7 +56,10 @@ describe('leases', () => {
       ),
     );
     try {
-      await eventually(() => scheduler.queueDepth(), (depth) => depth === 0);
+      await eventually(
+        () => scheduler.queueDepth(),
+        (depth) => depth === 0,
+      );
       expect((await scheduler.deps.runs.get(runId))?.status).toBe('SUCCEEDED');
       expect(target.calls.length - calls).toBe(1);
     } finally {
@@ -93,7 +91,10 @@ describe('leases', () => {
     const runtime = await startScheduler();
     try {
       await runtime.sendDispatch('job_nope.1.1');
-      await eventually(() => runtime.queueDepth(), (depth) => depth === 0);
+      await eventually(
+        () => runtime.queueDepth(),
+        (depth) => depth === 0,
+      );
       expect(await runtime.countItems('runs')).toBe(0);
     } finally {
       await runtime.stop();
@@ -119,7 +120,12 @@ describe('leases', () => {
     const retryId = runId.replace(/\.1$/, '.2');
     const retry = await scheduler.deps.runs.get(retryId);
     expect(retry).toMatchObject({ attempt: 2, trigger: 'retry', scheduledFor: lost?.scheduledFor });
-    expect(await executeRun(scheduler.workerDeps('worker-c', () => Date.parse(retry?.availableAt ?? '') + 10), retryId)).toBe('succeeded');
+    expect(
+      await executeRun(
+        scheduler.workerDeps('worker-c', () => Date.parse(retry?.availableAt ?? '') + 10),
+        retryId,
+      ),
+    ).toBe('succeeded');
 
     // Worker A comes back and tries to record its outcome under its old fencing version.
     const late = await scheduler.deps.leases.complete(runId, leasedByA.run.version, { status: 'SUCCEEDED', now: Date.now(), error: null });

@@ -100,7 +100,12 @@ describe("a run's lifecycle in metrics and logs", () => {
     const runs = await Promise.all([ok, flaky, bad].map((jobId) => eventually(() => runsOf(scheduler, jobId), finished)));
     await scheduler.runtime.tickNow();
 
-    const totals = metricTotals(await eventually(() => Promise.resolve([...scheduler.metricLines]), (lines) => countsOf(metricTotals(lines), 'obs-bad').RunsDead === 1));
+    const totals = metricTotals(
+      await eventually(
+        () => Promise.resolve([...scheduler.metricLines]),
+        (lines) => countsOf(metricTotals(lines), 'obs-bad').RunsDead === 1,
+      ),
+    );
     expect(countsOf(totals, 'obs-ok')).toEqual({
       RunsCreated: 1,
       RunsQueued: 1,
@@ -148,7 +153,14 @@ describe("a run's lifecycle in metrics and logs", () => {
       ['run finished', 'SUCCEEDED'],
     ]);
     const finishedLine = logLines.find((line) => line.runId === first!.runId && line.message === 'run finished')!;
-    expect(finishedLine).toMatchObject({ jobId: flaky, tenantId: scheduler.tenantId, jobType: 'obs-flaky', attempt: 1, errorCode: 'HTTP_503', durationMs: expect.any(Number) });
+    expect(finishedLine).toMatchObject({
+      jobId: flaky,
+      tenantId: scheduler.tenantId,
+      jobType: 'obs-flaky',
+      attempt: 1,
+      errorCode: 'HTTP_503',
+      durationMs: expect.any(Number),
+    });
     const startedLine = logLines.find((line) => line.runId === second!.runId && line.message === 'run started')!;
     expect(startedLine).toMatchObject({ attempt: 2, startLagMs: expect.any(Number), leaseOwner: expect.any(String) });
     // Payloads are never logged.
@@ -191,7 +203,10 @@ describe('GET /v1/health', () => {
     ]);
     for (const jobId of jobs) await eventually(() => runsOf(scheduler, jobId), finished);
     const hangingJob = await createJob(scheduler, jobBody(`${target.url}/hang`, { type: 'health-hang', timeoutSeconds: 60 }));
-    const [hangingRun] = await eventually(() => runsOf(scheduler, hangingJob), (runs) => runs[0]?.status === 'RUNNING');
+    const [hangingRun] = await eventually(
+      () => runsOf(scheduler, hangingJob),
+      (runs) => runs[0]?.status === 'RUNNING',
+    );
     await scheduler.runtime.tickNow();
 
     // Roll-ups are written when each worker batch ends; the registry about a second into a run.
@@ -220,7 +235,9 @@ describe('GET /v1/health', () => {
       if (minute.started === 0) expect([minute.startLagP50Ms, minute.startLagP99Ms]).toEqual([null, null]);
       else expect(minute.startLagP50Ms).toBeLessThanOrEqual(minute.startLagP99Ms);
     }
-    expect(runs.perMinute.some((minute: { startLagP99Ms: number | null }) => minute.startLagP99Ms !== null && minute.startLagP99Ms <= runs.startLagMs.p99)).toBe(true);
+    expect(
+      runs.perMinute.some((minute: { startLagP99Ms: number | null }) => minute.startLagP99Ms !== null && minute.startLagP99Ms <= runs.startLagMs.p99),
+    ).toBe(true);
     expect(runs.deadAwaitingReplay).toEqual({ count: 1, capped: false });
 
     expect(inFlight).toEqual([
@@ -250,7 +267,12 @@ describe('GET /v1/health', () => {
     const other = await scheduler.api('GET', '/v1/health?minutes=5', undefined, { authorization: `Bearer ${otherKey}` });
     expect(other.status).toBe(200);
     expect(other.body.runs.byStatus).toEqual({ RUNNING: 0, SUCCEEDED: 0, FAILED: 0, TIMED_OUT: 0, DEAD: 0, SKIPPED: 0, CANCELLED: 0 });
-    expect(other.body.runs).toMatchObject({ started: 0, successRate: null, startLagMs: { p50: null, p95: null, p99: null, samples: 0 }, deadAwaitingReplay: { count: 0, capped: false } });
+    expect(other.body.runs).toMatchObject({
+      started: 0,
+      successRate: null,
+      startLagMs: { p50: null, p95: null, p99: null, samples: 0 },
+      deadAwaitingReplay: { count: 0, capped: false },
+    });
     expect(other.body.inFlight).toEqual([]);
     expect(other.body.ticker.lastCompletedAt).toBe(ticker.lastCompletedAt);
 

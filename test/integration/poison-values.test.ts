@@ -39,7 +39,11 @@ describe('poison values from external workers', () => {
   it('completes with an integer beyond 2^53 in the result, once, and shows it as JSON parses it', async () => {
     const { runId, leaseToken } = await claimedRun('poison-bigint');
     // Raw text: JSON.stringify could not write this integer exactly.
-    const completed = await scheduler.api('POST', `/v1/runs/${runId}/complete`, `{"leaseToken":"${leaseToken}","result":{"ts_ns":1763900000000000123,"n":12345678901234567891}}`);
+    const completed = await scheduler.api(
+      'POST',
+      `/v1/runs/${runId}/complete`,
+      `{"leaseToken":"${leaseToken}","result":{"ts_ns":1763900000000000123,"n":12345678901234567891}}`,
+    );
     expect(completed.status, JSON.stringify(completed.body)).toBe(200);
     expect(completed.body).toMatchObject({ runId, status: 'SUCCEEDED' });
     // What any JSON parser of IEEE doubles makes of the text (docs/api.md): the nearest double.
@@ -63,7 +67,11 @@ describe('poison values from external workers', () => {
     expect((await scheduler.api('GET', '/v1/health')).status).toBe(200);
 
     // Beyond its largest (1e125), which the SDK refuses to write as a number.
-    const again = await scheduler.api('POST', `/v1/runs/${runId}/heartbeat`, `{"leaseToken":"${leaseToken}","progress":{"pct":1e-200,"big":1e200,"neg":-1e130}}`);
+    const again = await scheduler.api(
+      'POST',
+      `/v1/runs/${runId}/heartbeat`,
+      `{"leaseToken":"${leaseToken}","progress":{"pct":1e-200,"big":1e200,"neg":-1e130}}`,
+    );
     expect(again.status, JSON.stringify(again.body)).toBe(200);
     const completed = await scheduler.api('POST', `/v1/runs/${runId}/complete`, `{"leaseToken":"${leaseToken}","result":{"tiny":1e-300,"huge":1.5e300}}`);
     expect(completed.status, JSON.stringify(completed.body)).toBe(200);
@@ -123,9 +131,15 @@ describe('a tick with an unreadable item in the time index', () => {
     // What a heartbeat stored before progress was JSON text: a number the emulator cannot read back
     // (its queries of the item's partition fail from then on).
     await scheduler.clients.dynamo.send(
-      new UpdateCommand({ TableName: scheduler.config.runsTable, Key: runKey(poisoned), UpdateExpression: 'SET progress = :p', ExpressionAttributeValues: { ':p': { pct: 1e-200 } } }),
+      new UpdateCommand({
+        TableName: scheduler.config.runsTable,
+        Key: runKey(poisoned),
+        UpdateExpression: 'SET progress = :p',
+        ExpressionAttributeValues: { ':p': { pct: 1e-200 } },
+      }),
     );
-    const partitionOf = async (runId: string) => (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId) }))).Item?.gateKey as string;
+    const partitionOf = async (runId: string) =>
+      (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId) }))).Item?.gateKey as string;
     const poisonedPartition = await partitionOf(poisoned);
     const sharing = (await Promise.all(others.map(async (runId) => ((await partitionOf(runId)) === poisonedPartition ? runId : null)))).filter(Boolean);
     const cursorBefore = (await scheduler.deps.state.ticker()).cursor;
@@ -143,7 +157,9 @@ describe('a tick with an unreadable item in the time index', () => {
     expect(scheduler.metricLines.join('\n')).not.toContain('TickerErrors');
 
     // Once the item can be read again, the next tick releases what waited behind it.
-    await scheduler.clients.dynamo.send(new UpdateCommand({ TableName: scheduler.config.runsTable, Key: runKey(poisoned), UpdateExpression: 'REMOVE progress' }));
+    await scheduler.clients.dynamo.send(
+      new UpdateCommand({ TableName: scheduler.config.runsTable, Key: runKey(poisoned), UpdateExpression: 'REMOVE progress' }),
+    );
     const next = await tick(scheduler.deps);
     expect(next.unreadable).toBe(0);
     expect(next.released).toBe(sharing.length + 1);

@@ -52,10 +52,16 @@ describe('worker pools and priorities', () => {
 
   it('runs a default-pool job while a slow pool works through its backlog', async () => {
     for (let i = 0; i < 4; i++) await create('export', `slow/export-${i}`);
-    await eventually(() => Promise.resolve(calls('/hook/slow/export').length), (n) => n >= 1);
+    await eventually(
+      () => Promise.resolve(calls('/hook/slow/export').length),
+      (n) => n >= 1,
+    );
 
     const billing = await create('billing', 'fast/billing');
-    await eventually(() => Promise.resolve(calls('/hook/fast/billing').length), (n) => n === 1);
+    await eventually(
+      () => Promise.resolve(calls('/hook/fast/billing').length),
+      (n) => n === 1,
+    );
     // The billing run did not wait for the export backlog: at most the running export and one more
     // had started when it ran (a single shared queue would have put it fifth).
     expect(calls('/hook/slow/export').length).toBeLessThanOrEqual(2);
@@ -68,18 +74,35 @@ describe('worker pools and priorities', () => {
     // Every pool and lane is in the health report; the defaults keep their old keys.
     const health = await scheduler.api('GET', '/v1/health');
     expect(Object.keys(health.body.queues.pools).sort()).toEqual(['bulk', 'default', 'reports', 'slow']);
-    expect(health.body.queues.pools.slow).toMatchObject({ jobTypes: ['export'], standard: { oldestMessageAgeSeconds: null }, high: { visible: 0 }, low: { visible: 0 }, dlq: { visible: 0 } });
+    expect(health.body.queues.pools.slow).toMatchObject({
+      jobTypes: ['export'],
+      standard: { oldestMessageAgeSeconds: null },
+      high: { visible: 0 },
+      low: { visible: 0 },
+      dlq: { visible: 0 },
+    });
     expect(health.body.queues.pools.default.standard).toEqual(health.body.queues.dispatch);
     // The rest of the backlog still runs, one at a time.
-    await eventually(() => Promise.resolve(calls('/hook/slow/export').length), (n) => n === 4, 30_000);
+    await eventually(
+      () => Promise.resolve(calls('/hook/slow/export').length),
+      (n) => n === 4,
+      30_000,
+    );
   });
 
-  it('takes a pool\'s high runs before the normal ones waiting in it', async () => {
+  it("takes a pool's high runs before the normal ones waiting in it", async () => {
     for (let i = 0; i < 4; i++) await create('report', `slow/report-normal-${i}`);
-    await eventually(() => Promise.resolve(calls('/hook/slow/report').length), (n) => n >= 1);
+    await eventually(
+      () => Promise.resolve(calls('/hook/slow/report').length),
+      (n) => n >= 1,
+    );
 
     const urgent = await create('report', 'slow/report-high', { priority: 'high' });
-    await eventually(() => Promise.resolve(calls('/hook/slow/report').length), (n) => n === 5, 30_000);
+    await eventually(
+      () => Promise.resolve(calls('/hook/slow/report').length),
+      (n) => n === 5,
+      30_000,
+    );
     const order = calls('/hook/slow/report').map((call) => call.path.replace('/hook/slow/', ''));
     // Four normal runs were waiting before it; the high run came before at least two of them.
     expect(order.indexOf('report-high')).toBeLessThanOrEqual(2);
@@ -93,14 +116,25 @@ describe('worker pools and priorities', () => {
 
   it('runs a normal run before a backlog of low runs, and never more low runs at once than the low lane allows', async () => {
     for (let i = 0; i < 4; i++) await create('bulk', `slow/bulk-low-${i}`, { priority: 'low' });
-    await eventually(() => Promise.resolve(calls('/hook/slow/bulk-low').length), (n) => n >= 1);
+    await eventually(
+      () => Promise.resolve(calls('/hook/slow/bulk-low').length),
+      (n) => n >= 1,
+    );
 
     const normal = await create('bulk', 'slow/bulk-normal');
-    await eventually(() => Promise.resolve(calls('/hook/slow/bulk-normal').length), (n) => n === 1, 30_000);
+    await eventually(
+      () => Promise.resolve(calls('/hook/slow/bulk-normal').length),
+      (n) => n === 1,
+      30_000,
+    );
     // The normal run did not wait for the low backlog: at most the running low run and the next had
     // started when it ran (one shared lane would have put it fifth).
     expect(calls('/hook/slow/bulk-low').length).toBeLessThanOrEqual(2);
-    await eventually(() => Promise.resolve(calls('/hook/slow/bulk-low').length), (n) => n === 4, 30_000);
+    await eventually(
+      () => Promise.resolve(calls('/hook/slow/bulk-low').length),
+      (n) => n === 4,
+      30_000,
+    );
     // The pool runs two at a time; its low lane, one.
     expect(lowRunning.most).toBe(1);
     const runs = await eventually(
@@ -132,7 +166,7 @@ describe('worker pools and priorities', () => {
     for (const lane of ['standard', 'high', 'low']) expect(lanes[lane], lane).toMatchObject({ visible: 0, inFlight: 0, delayed: 0 });
   });
 
-  it('refuses a job whose timeout does not fit in its pool\'s worker, on create and on PATCH', async () => {
+  it("refuses a job whose timeout does not fit in its pool's worker, on create and on PATCH", async () => {
     const tooLong = await scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/fast/x`, { type: 'export', timeoutSeconds: 55 }));
     expect(tooLong.status).toBe(400);
     expect(tooLong.body.errors).toEqual([{ path: 'timeoutSeconds', message: 'must be at most 50 for job type export: its worker pool slow stops after 60 s' }]);
@@ -142,7 +176,12 @@ describe('worker pools and priorities', () => {
     const moved = await scheduler.api('PATCH', `/v1/jobs/${job.body.job.jobId}`, { type: 'export' }, { 'if-match': String(job.body.job.version) });
     expect(moved.status).toBe(400);
     expect(moved.body.errors).toEqual([expect.objectContaining({ path: 'timeoutSeconds' })]);
-    const fits = await scheduler.api('PATCH', `/v1/jobs/${job.body.job.jobId}`, { type: 'export', timeoutSeconds: 50, priority: 'high' }, { 'if-match': String(job.body.job.version) });
+    const fits = await scheduler.api(
+      'PATCH',
+      `/v1/jobs/${job.body.job.jobId}`,
+      { type: 'export', timeoutSeconds: 50, priority: 'high' },
+      { 'if-match': String(job.body.job.version) },
+    );
     expect(fits.status).toBe(200);
     expect(fits.body.job ?? fits.body).toMatchObject({ type: 'export', priority: 'high' });
   });
@@ -165,7 +204,14 @@ describe('the ticker and pools', () => {
 
   it('releases a run to its pool and lane: it reads the priority the time index does not carry', async () => {
     const later = { schedule: { kind: 'delay', seconds: 30 }, timeoutSeconds: 30 };
-    for (const [type, priority] of [['report', 'high'], ['report', 'normal'], ['report', 'low'], ['billing', 'high'], ['billing', 'normal'], ['billing', 'low']] as const) {
+    for (const [type, priority] of [
+      ['report', 'high'],
+      ['report', 'normal'],
+      ['report', 'low'],
+      ['billing', 'high'],
+      ['billing', 'normal'],
+      ['billing', 'low'],
+    ] as const) {
       expect((await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/hook', { type, priority, ...later }))).status).toBe(201);
     }
     const depths = async () => {

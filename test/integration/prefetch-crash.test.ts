@@ -17,7 +17,9 @@ describe('a runtime process killed with prefetched messages', () => {
     // This process serves the API only; the child process and then startWorkers are the workers.
     scheduler = await startScheduler({ workerConcurrency: 0, tuning: { leaseMarginSeconds: 2 } });
     // The first call holds the child's only worker; the rest answer at once.
-    target = await startTarget((_call, index) => (index === 0 ? new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 60_000)) : { status: 200 }));
+    target = await startTarget((_call, index) =>
+      index === 0 ? new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 60_000)) : { status: 200 },
+    );
   });
   afterAll(async () => {
     await Promise.all(children.map(killProcess));
@@ -30,7 +32,11 @@ describe('a runtime process killed with prefetched messages', () => {
     expect(blocker.status).toBe(201);
     const child = startRuntimeProcess(scheduler, { WORKER_CONCURRENCY: '1' });
     children.push(child);
-    await eventually(() => Promise.resolve(target.calls.length), (n) => n === 1, 30_000);
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === 1,
+      30_000,
+    );
 
     // The child's one worker is busy: these wait in its fetch-ahead buffer, received and hidden.
     const runIds: string[] = [];
@@ -39,7 +45,11 @@ describe('a runtime process killed with prefetched messages', () => {
       expect(created.status).toBe(201);
       runIds.push(created.body.job.nextRunId);
     }
-    await eventually(() => scheduler.deps.dispatch.depth(), (depth) => depth.visible === 0 && depth.delayed === 0 && depth.inFlight >= 21, 30_000);
+    await eventually(
+      () => scheduler.deps.dispatch.depth(),
+      (depth) => depth.visible === 0 && depth.delayed === 0 && depth.inFlight >= 21,
+      30_000,
+    );
     expect(target.calls).toHaveLength(1);
     for (const runId of runIds) expect((await scheduler.deps.runs.get(runId))?.status).toBe('QUEUED');
 
@@ -47,7 +57,8 @@ describe('a runtime process killed with prefetched messages', () => {
     await scheduler.startWorkers(2);
     // Back after the short prefetch visibility (20 s), not the queue's 5,400 s: each runs once.
     await eventually(
-      async () => (await Promise.all(runIds.map(async (runId) => (await scheduler.deps.runs.get(runId))?.status))).filter((status) => status === 'SUCCEEDED').length,
+      async () =>
+        (await Promise.all(runIds.map(async (runId) => (await scheduler.deps.runs.get(runId))?.status))).filter((status) => status === 'SUCCEEDED').length,
       (succeeded) => succeeded === runIds.length,
       45_000,
     );

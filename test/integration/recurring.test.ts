@@ -165,7 +165,12 @@ describe('recurring jobs and control', () => {
     // whatever the time of day the test runs at.
     const parisHour = Number(new Intl.DateTimeFormat('en-GB', { hour: 'numeric', hourCycle: 'h23', timeZone: 'Europe/Paris' }).format(new Date()));
     const expression = `0 ${(parisHour + 6) % 24} * * *`;
-    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', expression, timezone: 'Europe/Paris' } }, { 'if-match': '1' });
+    const patched = await scheduler.api(
+      'PATCH',
+      `/v1/jobs/${jobId}`,
+      { schedule: { kind: 'cron', expression, timezone: 'Europe/Paris' } },
+      { 'if-match': '1' },
+    );
     expect(patched.status).toBe(200);
     expect(patched.body.version).toBe(2);
     expect(new Date(patched.body.nextRunAt).getUTCMinutes()).toBe(0);
@@ -202,9 +207,7 @@ describe('overlap policies', () => {
   beforeAll(async () => {
     scheduler = await startScheduler({ workerConcurrency: 0 });
     // The first call blocks until released; later calls answer at once.
-    target = await startTarget((_call, index) =>
-      index === 0 ? new Promise((resolve) => (release = () => resolve({ status: 200 }))) : { status: 200 },
-    );
+    target = await startTarget((_call, index) => (index === 0 ? new Promise((resolve) => (release = () => resolve({ status: 200 }))) : { status: 200 }));
   });
   afterAll(async () => {
     release();
@@ -221,11 +224,17 @@ describe('overlap policies', () => {
     );
     const first: string = created.body.job.nextRunId;
     const at = Date.parse(created.body.job.nextRunAt);
-    const firstRun = executeRun(scheduler.workerDeps('w1', () => at + 100), first);
+    const firstRun = executeRun(
+      scheduler.workerDeps('w1', () => at + 100),
+      first,
+    );
     // Wait until the first run is inside its (blocked) target call.
     while (target.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     const second: string = (await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}`)).body.nextRunId;
-    const secondResult = await executeRun(scheduler.workerDeps('w2', () => at + MINUTE + 100), second);
+    const secondResult = await executeRun(
+      scheduler.workerDeps('w2', () => at + MINUTE + 100),
+      second,
+    );
     const secondRun = await scheduler.deps.runs.get(second);
 
     if (policy === 'skip') {
@@ -245,7 +254,12 @@ describe('overlap policies', () => {
     expect(firstResult).toBe(policy === 'cancel-running' ? 'fenced' : 'succeeded');
     if (policy === 'buffer-one') {
       // The finished run woke the buffered one; it runs now.
-      expect(await executeRun(scheduler.workerDeps('w3', () => at + MINUTE + 5_000), second)).toBe('succeeded');
+      expect(
+        await executeRun(
+          scheduler.workerDeps('w3', () => at + MINUTE + 5_000),
+          second,
+        ),
+      ).toBe('succeeded');
     }
   });
 });

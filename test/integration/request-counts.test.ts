@@ -40,7 +40,10 @@ describe('requests per execution', () => {
   });
 
   async function finished(runId: string): Promise<void> {
-    await eventually(() => runs.get(runId), (run) => run?.status === 'SUCCEEDED');
+    await eventually(
+      () => runs.get(runId),
+      (run) => run?.status === 'SUCCEEDED',
+    );
     // The worker writes its roll-up when the batch ends, just after the outcome.
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
@@ -90,7 +93,10 @@ describe('requests per execution', () => {
       jobBody(`${target.url}/flaky`, { name: 'count-retry', retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 } }),
     );
     const first = created.body.job.nextRunId as string;
-    await eventually(() => runs.get(first), (run) => run?.status === 'FAILED');
+    await eventually(
+      () => runs.get(first),
+      (run) => run?.status === 'FAILED',
+    );
     // The retry is the same occurrence's attempt 2: the run id ends in its attempt.
     await finished(first.replace(/\.1$/, '.2'));
     const tally = counter.tally();
@@ -166,7 +172,10 @@ describe('requests per worker batch', () => {
     const runIds = created.map((response) => response.body.job.nextRunId as string);
     counter.reset();
     await scheduler.startWorkers(1);
-    await eventually(() => runs.getMany(runIds), (found) => found.length === 10 && found.every((run) => run.status === 'SUCCEEDED'));
+    await eventually(
+      () => runs.getMany(runIds),
+      (found) => found.length === 10 && found.every((run) => run.status === 'SUCCEEDED'),
+    );
     await new Promise((resolve) => setTimeout(resolve, 300)); // the batch's roll-up
 
     const { calls } = counter.tally();

@@ -122,7 +122,13 @@ describe('idempotent create under concurrent retries', () => {
         }),
       ),
     );
-    const responses = await Promise.all(raw.map(async (r) => ({ status: r.status, replayed: r.headers.get('idempotent-replayed'), body: (await r.json()) as { job: { jobId: string; version: number } } })));
+    const responses = await Promise.all(
+      raw.map(async (r) => ({
+        status: r.status,
+        replayed: r.headers.get('idempotent-replayed'),
+        body: (await r.json()) as { job: { jobId: string; version: number } },
+      })),
+    );
     // Exactly one request created the job; the other 19 replayed it.
     expect(responses.filter((r) => r.replayed === null)).toHaveLength(1);
     expect(responses.filter((r) => r.replayed === 'true')).toHaveLength(19);
@@ -163,7 +169,10 @@ describe('idempotent create under concurrent retries', () => {
     // moto serialises transactions and never answers so; real DynamoDB does when one tenant's
     // creates keep meeting on its usage and rate items. A stand-in answers every transaction so.
     const stack = scheduler.clients.dynamo.middlewareStack as unknown as {
-      add(middleware: (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => (args: unknown) => Promise<unknown>, options: { step: 'initialize'; name: string }): void;
+      add(
+        middleware: (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => (args: unknown) => Promise<unknown>,
+        options: { step: 'initialize'; name: string },
+      ): void;
       remove(name: string): boolean;
     };
     let transactions = 0;
@@ -171,7 +180,13 @@ describe('idempotent create under concurrent retries', () => {
       (next, context) => (args) => {
         if (!context.commandName?.startsWith('TransactWrite')) return next(args);
         transactions++;
-        return Promise.reject(new TransactionCanceledException({ message: 'Transaction cancelled', $metadata: {}, CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict' }] }));
+        return Promise.reject(
+          new TransactionCanceledException({
+            message: 'Transaction cancelled',
+            $metadata: {},
+            CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict' }],
+          }),
+        );
       },
       { step: 'initialize', name: 'transaction-conflict-stand-in' },
     );
@@ -212,7 +227,11 @@ describe('idempotent create replayed after its time has passed', () => {
       headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
       body: JSON.stringify(body),
     });
-    return { status: response.status, replayed: response.headers.get('idempotent-replayed'), body: (await response.json()) as { job?: { jobId: string }; errors?: { path: string }[] } };
+    return {
+      status: response.status,
+      replayed: response.headers.get('idempotent-replayed'),
+      body: (await response.json()) as { job?: { jobId: string }; errors?: { path: string }[] },
+    };
   };
 
   it('answers a retry of an `at` job created before its time with the first result, though its time is now past', async () => {
@@ -282,7 +301,11 @@ describe('tenant isolation', () => {
 
     // Hours ahead whatever the time of day, so that the occurrence stays pending through the test.
     const parisHour = Number(new Intl.DateTimeFormat('en-GB', { hour: 'numeric', hourCycle: 'h23', timeZone: 'Europe/Paris' }).format(new Date()));
-    const pending = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'cron', expression: `0 ${(parisHour + 6) % 24} * * *`, timezone: 'Europe/Paris' } }));
+    const pending = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { schedule: { kind: 'cron', expression: `0 ${(parisHour + 6) % 24} * * *`, timezone: 'Europe/Paris' } }),
+    );
     pendingJob = pending.body.job.jobId;
     pendingRun = pending.body.job.nextRunId;
     const dead = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { retryPolicy: { maxAttempts: 1 } }));
@@ -389,8 +412,8 @@ describe('logs', () => {
       lines.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
     };
     logger.setLogLevel('INFO');
-    process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => (capture(chunk), write(chunk, ...rest)));
-    process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => (capture(chunk), writeErr(chunk, ...rest)));
+    process.stdout.write = (chunk: string | Uint8Array, ...rest: never[]) => (capture(chunk), write(chunk, ...rest));
+    process.stderr.write = (chunk: string | Uint8Array, ...rest: never[]) => (capture(chunk), writeErr(chunk, ...rest));
     // The local runtime's own lines (the echo target's among them) go through console, which the
     // test runner takes over: capture it too.
     const consoles = (['log', 'info', 'warn', 'error'] as const).map((method) =>
@@ -400,10 +423,16 @@ describe('logs', () => {
       const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { payload: { secret: marker } }), { 'idempotency-key': `log-${marker}` });
       expect(created.status).toBe(201);
       const jobId = created.body.job.jobId as string;
-      await eventually(async () => (await scheduler.api('GET', `/v1/jobs/${jobId}/runs`)).body.items[0]?.status as string, (s) => s === 'SUCCEEDED');
+      await eventually(
+        async () => (await scheduler.api('GET', `/v1/jobs/${jobId}/runs`)).body.items[0]?.status as string,
+        (s) => s === 'SUCCEEDED',
+      );
       const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`, { payload: { override: marker } });
       expect(triggered.status).toBe(202);
-      await eventually(async () => (await scheduler.api('GET', `/v1/runs/${triggered.body.run.runId}`)).body.status as string, (s) => s === 'SUCCEEDED');
+      await eventually(
+        async () => (await scheduler.api('GET', `/v1/runs/${triggered.body.run.runId}`)).body.status as string,
+        (s) => s === 'SUCCEEDED',
+      );
       // Failures log too: a bad key, a bad body carrying the marker, a duplicate name.
       await scheduler.api('GET', '/v1/jobs', undefined, { authorization: `Bearer ${scheduler.apiKey}x` });
       await scheduler.api('POST', '/v1/jobs', { ...jobBody(target.url), payload: { secret: marker }, colour: marker });
@@ -412,7 +441,10 @@ describe('logs', () => {
       // The local runtime's echo target receives the payload too.
       const echoed = await scheduler.api('POST', '/v1/jobs', jobBody(`${scheduler.runtime.url}${ECHO_PATH}`, { payload: { secret: marker } }));
       expect(echoed.status).toBe(201);
-      await eventually(async () => (await scheduler.api('GET', `/v1/runs/${echoed.body.job.nextRunId}`)).body.status as string, (s) => s === 'SUCCEEDED');
+      await eventually(
+        async () => (await scheduler.api('GET', `/v1/runs/${echoed.body.job.nextRunId}`)).body.status as string,
+        (s) => s === 'SUCCEEDED',
+      );
     } finally {
       process.stdout.write = write;
       process.stderr.write = writeErr;

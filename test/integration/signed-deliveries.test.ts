@@ -54,9 +54,9 @@ describe('signed deliveries', () => {
     const signed = await deliverOne();
     expect(verifyDelivery(issued.body.secret, signed.headers, signed.body)).toBeNull();
     expect(verifyDelivery(issued.body.secret, signed.headers, signed.body.replace('daily', 'weekly'))).toBe('no-matching-signature');
-    expect(verifyDelivery(issued.body.secret, { ...signed.headers, 'webhook-timestamp': String(Number(signed.headers['webhook-timestamp']) - 1) }, signed.body)).toBe(
-      'no-matching-signature',
-    );
+    expect(
+      verifyDelivery(issued.body.secret, { ...signed.headers, 'webhook-timestamp': String(Number(signed.headers['webhook-timestamp']) - 1) }, signed.body),
+    ).toBe('no-matching-signature');
   });
 
   it('signs with the old and the new secret through a rotation, then with the new one only once the old is revoked', async () => {

@@ -120,7 +120,10 @@ describe('the local runtime when its emulator drops out', () => {
   it('logs, backs off and carries on: it still serves and runs jobs once the emulator is back', async () => {
     // `npm run dev` as its own process, on the test's emulator (through a proxy that can cut calls).
     const prefix = `dropout-${randomUUID().slice(0, 8)}`;
-    const runtime = startRuntimeProcess({ prefix, config: { leaseMarginSeconds: 2 } }, { AWS_ENDPOINT_URL: proxy.endpoint, DEV_API_KEY: apiKey, WORKER_CONCURRENCY: '4', TICK_INTERVAL_SECONDS: '5' });
+    const runtime = startRuntimeProcess(
+      { prefix, config: { leaseMarginSeconds: 2 } },
+      { AWS_ENDPOINT_URL: proxy.endpoint, DEV_API_KEY: apiKey, WORKER_CONCURRENCY: '4', TICK_INTERVAL_SECONDS: '5' },
+    );
     child = runtime;
     let output = '';
     runtime.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -137,7 +140,11 @@ describe('the local runtime when its emulator drops out', () => {
       const created = await call(`${url}/v1/jobs`, apiKey, 'POST', jobBody(target.url, { name: `cut-${i}` }));
       expect(created.status).toBe(201);
     }
-    await eventually(() => Promise.resolve(proxy.cuts), (cuts) => cuts >= 3, 30_000);
+    await eventually(
+      () => Promise.resolve(proxy.cuts),
+      (cuts) => cuts >= 3,
+      30_000,
+    );
     proxy.cutAction = null;
     expect(runtime.exitCode).toBeNull();
     expect(runtime.signalCode).toBeNull();
@@ -147,7 +154,11 @@ describe('the local runtime when its emulator drops out', () => {
       const created = await call(`${url}/v1/jobs`, apiKey, 'POST', jobBody(target.url, { name: `before-${i}` }));
       expect(created.status).toBe(201);
     }
-    await eventually(() => Promise.resolve(target.calls.length), (n) => n >= 15, 30_000);
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n >= 15,
+      30_000,
+    );
     emulator.pause(STALL_MS);
     // Longer than the store clients' timeouts: every call in flight fails, pollers and deletes too.
     await new Promise((resolve) => setTimeout(resolve, 12_000));
@@ -155,12 +166,20 @@ describe('the local runtime when its emulator drops out', () => {
 
     expect(runtime.exitCode).toBeNull();
     expect(runtime.signalCode).toBeNull();
-    const listed = await eventually(() => call(`${url}/v1/jobs?limit=1`, apiKey), (answer) => answer.status === 200, 30_000);
+    const listed = await eventually(
+      () => call(`${url}/v1/jobs?limit=1`, apiKey),
+      (answer) => answer.status === 200,
+      30_000,
+    );
     expect(listed.status).toBe(200);
     const created = await call(`${url}/v1/jobs`, apiKey, 'POST', jobBody(target.url, { name: 'after' }));
     expect(created.status).toBe(201);
     const runId: string = created.body.job.nextRunId;
-    await eventually(async () => (await call(`${url}/v1/runs/${runId}`, apiKey)).body?.status, (status) => status === 'SUCCEEDED', 60_000);
+    await eventually(
+      async () => (await call(`${url}/v1/runs/${runId}`, apiKey)).body?.status,
+      (status) => status === 'SUCCEEDED',
+      60_000,
+    );
     expect(runtime.exitCode).toBeNull();
   });
 });

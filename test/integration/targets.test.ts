@@ -3,7 +3,15 @@
 // that does not exist is a permanent failure. EventBridge is read back through a rule on the bus
 // that targets an SQS queue.
 import { randomUUID } from 'node:crypto';
-import { CreateEventBusCommand, DeleteEventBusCommand, DeleteRuleCommand, EventBridgeClient, PutRuleCommand, PutTargetsCommand, RemoveTargetsCommand } from '@aws-sdk/client-eventbridge';
+import {
+  CreateEventBusCommand,
+  DeleteEventBusCommand,
+  DeleteRuleCommand,
+  EventBridgeClient,
+  PutRuleCommand,
+  PutTargetsCommand,
+  RemoveTargetsCommand,
+} from '@aws-sdk/client-eventbridge';
 import type { Message } from '@aws-sdk/client-sqs';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,8 +35,17 @@ async function receiveOne(url: string): Promise<Message> {
   const { sqs } = awsClients();
   const messages = await eventually(
     async () =>
-      (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['All'] })))
-        .Messages ?? [],
+      (
+        await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+            MessageAttributeNames: ['All'],
+            MessageSystemAttributeNames: ['All'],
+          }),
+        )
+      ).Messages ?? [],
     (found) => found.length > 0,
   );
   expect(messages).toHaveLength(1);
@@ -36,7 +53,10 @@ async function receiveOne(url: string): Promise<Message> {
 }
 
 async function finished(scheduler: Scheduler, runId: string): Promise<RunBody> {
-  return eventually(async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body as RunBody, (run) => ['SUCCEEDED', 'DEAD', 'FAILED'].includes(run.status));
+  return eventually(
+    async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body as RunBody,
+    (run) => ['SUCCEEDED', 'DEAD', 'FAILED'].includes(run.status),
+  );
 }
 
 describe('sqs and eventbridge targets against the emulator', () => {
@@ -49,12 +69,21 @@ describe('sqs and eventbridge targets against the emulator', () => {
   });
   afterAll(async () => {
     for (const cleanup of cleanups) await cleanup().catch(() => undefined);
-    for (const url of queues) await awsClients().sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
+    for (const url of queues)
+      await awsClients()
+        .sqs.send(new DeleteQueueCommand({ QueueUrl: url }))
+        .catch(() => undefined);
     await scheduler.stop();
   });
 
   async function job(body: Record<string, unknown>): Promise<{ jobId: string; runId: string }> {
-    const created = await scheduler.api('POST', '/v1/jobs', { name: `job-${randomUUID().slice(0, 8)}`, type: 'targets', schedule: { kind: 'now' }, payload: { invoice: 42 }, ...body });
+    const created = await scheduler.api('POST', '/v1/jobs', {
+      name: `job-${randomUUID().slice(0, 8)}`,
+      type: 'targets',
+      schedule: { kind: 'now' },
+      payload: { invoice: 42 },
+      ...body,
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     return { jobId: created.body.job.jobId, runId: created.body.job.nextRunId };
   }
@@ -170,7 +199,9 @@ describe('targets the deployment allows (AWS mode)', () => {
     expect((await create({ kind: 'lambda', functionArn: `${allowedFunction}:live` })).status).toBe(201);
     expect((await create({ kind: 'sqs', queueUrl: allowedQueueUrl })).status).toBe(201);
     expect((await create({ kind: 'eventbridge', eventBusName: 'billing', source: 's', detailType: 'd' })).status).toBe(201);
-    expect((await create({ kind: 'eventbridge', eventBusName: 'arn:aws:events:us-east-1:123456789012:event-bus/billing', source: 's', detailType: 'd' })).status).toBe(201);
+    expect(
+      (await create({ kind: 'eventbridge', eventBusName: 'arn:aws:events:us-east-1:123456789012:event-bus/billing', source: 's', detailType: 'd' })).status,
+    ).toBe(201);
   });
 
   it('refuses, with a 400 naming the field, a function, queue or bus it was not granted, and writes nothing', async () => {
@@ -201,7 +232,9 @@ describe('targets the deployment allows (AWS mode)', () => {
 
   it('refuses a PATCH to a target it was not granted', async () => {
     const created = await create({ kind: 'lambda', functionArn: allowedFunction });
-    const patched = await scheduler.api('PATCH', `/v1/jobs/${created.body.job.jobId}`, { target: { kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:123456789012:function:other' } });
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${created.body.job.jobId}`, {
+      target: { kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:123456789012:function:other' },
+    });
     expect(patched.status).toBe(400);
     expect(patched.body.errors).toEqual([{ path: 'target.functionArn', message: expect.any(String) }]);
   });

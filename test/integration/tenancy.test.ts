@@ -26,7 +26,10 @@ async function apiWith(url: string, key: string, method: string, path: string, b
 }
 
 // Hours ahead whatever the time of day: these jobs only need to exist, not to run.
-const cron = (name: string) => ({ ...jobBody('http://127.0.0.1:9/unused', { name }), schedule: { kind: 'cron', expression: `0 ${(new Date().getUTCHours() + 6) % 24} * * *`, timezone: 'UTC' } });
+const cron = (name: string) => ({
+  ...jobBody('http://127.0.0.1:9/unused', { name }),
+  schedule: { kind: 'cron', expression: `0 ${(new Date().getUTCHours() + 6) % 24} * * *`, timezone: 'UTC' },
+});
 
 describe('tenants and keys', () => {
   let scheduler: Scheduler;
@@ -38,16 +41,26 @@ describe('tenants and keys', () => {
   it('creates a tenant with the admin command, whose key works; a revoked key is refused', async () => {
     // The CLI itself, as an operator runs it, against this test's tables.
     const tenantId = `acme-${scheduler.prefix}`;
-    const { stdout } = await run(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'scripts/admin.ts', 'tenant', 'create', tenantId, '--name', 'Acme', '--max-in-flight-runs', '5'], {
-      env: { ...process.env, ...emulatorEnvironment(inject('awsEndpoint')), LOCAL_PREFIX: scheduler.prefix },
-    });
+    const { stdout } = await run(
+      process.execPath,
+      ['node_modules/tsx/dist/cli.mjs', 'scripts/admin.ts', 'tenant', 'create', tenantId, '--name', 'Acme', '--max-in-flight-runs', '5'],
+      {
+        env: { ...process.env, ...emulatorEnvironment(inject('awsEndpoint')), LOCAL_PREFIX: scheduler.prefix },
+      },
+    );
     const created = JSON.parse(stdout) as { apiKey: string; keyId: string; tenant: { limits: Record<string, unknown> } };
     expect(created.tenant.limits).toEqual({ maxInFlightRuns: 5 });
     expect(created.apiKey).toMatch(/^sk_/);
     expect((await apiWith(scheduler.runtime.url, created.apiKey, 'GET', '/v1/jobs')).status).toBe(200);
 
     // Keys are stored hashed: the table holds no key in clear.
-    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: scheduler.config.tenantDefaults, now: Date.now, audit: auditAsAdmin(scheduler.deps) };
+    const ctx = {
+      tenants: scheduler.deps.tenants,
+      apiKeys: scheduler.deps.apiKeys,
+      defaults: scheduler.config.tenantDefaults,
+      now: Date.now,
+      audit: auditAsAdmin(scheduler.deps),
+    };
     const shown = await runAdmin(['tenant', 'show', tenantId], ctx);
     expect(JSON.stringify(shown)).not.toContain(created.apiKey);
     expect(shown).toMatchObject({
@@ -106,7 +119,13 @@ describe('tenants and keys', () => {
   });
 
   it('refuses bad admin input and changes nothing', async () => {
-    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: scheduler.config.tenantDefaults, now: Date.now, audit: auditAsAdmin(scheduler.deps) };
+    const ctx = {
+      tenants: scheduler.deps.tenants,
+      apiKeys: scheduler.deps.apiKeys,
+      defaults: scheduler.config.tenantDefaults,
+      now: Date.now,
+      audit: auditAsAdmin(scheduler.deps),
+    };
     await expect(runAdmin(['tenant', 'create', 'Bad_Id'], ctx)).rejects.toThrow(/tenant id/);
     await expect(runAdmin(['tenant', 'create', `ok-${scheduler.prefix}`, '--creates-per-second=-3'], ctx)).rejects.toThrow(/createsPerSecond/);
     expect(await scheduler.deps.tenants.get(`ok-${scheduler.prefix}`)).toBeNull();
@@ -168,7 +187,10 @@ describe('create limits', () => {
       const once = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'active-once', schedule: { kind: 'delay', seconds: 1 } }));
       expect(once.status).toBe(201);
       expect((await scheduler.api('POST', '/v1/jobs', cron('active-d'))).status).toBe(429);
-      await eventually(() => scheduler.deps.tenants.usage(scheduler.tenantId), (usage) => usage.activeJobs === 1);
+      await eventually(
+        () => scheduler.deps.tenants.usage(scheduler.tenantId),
+        (usage) => usage.activeJobs === 1,
+      );
       expect((await scheduler.api('POST', '/v1/jobs', cron('active-e'))).status).toBe(201);
       expect(await scheduler.deps.tenants.usage(scheduler.tenantId)).toEqual({ activeJobs: 2 });
     } finally {
@@ -208,7 +230,13 @@ describe('tenant limits over the deployment defaults', () => {
 
   it('stores only the limits the admin command sets; the deployment’s defaults apply to the others', async () => {
     // The admin command knows the code's defaults (100 creates a second), not the deployment's.
-    const ctx = { tenants: scheduler.deps.tenants, apiKeys: scheduler.deps.apiKeys, defaults: DEFAULT_TENANT_LIMITS, now: Date.now, audit: auditAsAdmin(scheduler.deps) };
+    const ctx = {
+      tenants: scheduler.deps.tenants,
+      apiKeys: scheduler.deps.apiKeys,
+      defaults: DEFAULT_TENANT_LIMITS,
+      now: Date.now,
+      audit: auditAsAdmin(scheduler.deps),
+    };
     const tenantId = `own-${scheduler.prefix}`;
     const created = (await runAdmin(['tenant', 'create', tenantId, '--max-in-flight-runs', '5'], ctx)) as { apiKey: string };
     expect((await scheduler.deps.tenants.get(tenantId))?.limits).toEqual({ maxInFlightRuns: 5 });
@@ -217,9 +245,15 @@ describe('tenant limits over the deployment defaults', () => {
     const shown = await runAdmin(['tenant', 'show', tenantId], { ...ctx, defaults: deploymentDefaults });
     expect(shown).toMatchObject({ tenant: { limits: { maxInFlightRuns: 5 } }, effectiveLimits: { ...deploymentDefaults, maxInFlightRuns: 5 } });
     // Against a deployment whose defaults it was not told, it shows its own limits only.
-    expect(await runAdmin(['tenant', 'show', tenantId], { ...ctx, defaults: null })).toMatchObject({ tenant: { limits: { maxInFlightRuns: 5 } }, effectiveLimits: null });
+    expect(await runAdmin(['tenant', 'show', tenantId], { ...ctx, defaults: null })).toMatchObject({
+      tenant: { limits: { maxInFlightRuns: 5 } },
+      effectiveLimits: null,
+    });
     const changed = await runAdmin(['tenant', 'limits', tenantId, '--creates-per-second', '4'], { ...ctx, defaults: deploymentDefaults });
-    expect(changed).toMatchObject({ tenant: { limits: { maxInFlightRuns: 5, createsPerSecond: 4 } }, effectiveLimits: { ...deploymentDefaults, maxInFlightRuns: 5, createsPerSecond: 4 } });
+    expect(changed).toMatchObject({
+      tenant: { limits: { maxInFlightRuns: 5, createsPerSecond: 4 } },
+      effectiveLimits: { ...deploymentDefaults, maxInFlightRuns: 5, createsPerSecond: 4 },
+    });
     const [limitsChange] = (await scheduler.deps.audit.list(tenantId, { objectId: tenantId, limit: 1 })).items;
     expect(limitsChange).toMatchObject({ actor: 'admin', action: 'tenant.limits', changes: { createsPerSecond: { after: 4 } } });
     expect(limitsChange?.changes.maxInFlightRuns).toBeUndefined();
@@ -228,7 +262,13 @@ describe('tenant limits over the deployment defaults', () => {
   it('keeps applying a full set of limits stored before, as it is', async () => {
     const tenantId = `full-${scheduler.prefix}`;
     const stamp = new Date(at).toISOString();
-    await scheduler.deps.tenants.create({ tenantId, name: tenantId, limits: { ...DEFAULT_TENANT_LIMITS, createsPerSecond: 3 }, createdAt: stamp, updatedAt: stamp });
+    await scheduler.deps.tenants.create({
+      tenantId,
+      name: tenantId,
+      limits: { ...DEFAULT_TENANT_LIMITS, createsPerSecond: 3 },
+      createdAt: stamp,
+      updatedAt: stamp,
+    });
     const apiKey = `key_${randomBytes(18).toString('base64url')}`;
     await scheduler.deps.apiKeys.issue(apiKey, tenantId, Date.now());
     expect(await createStatuses(apiKey, 'full', 4)).toEqual([201, 201, 201, 429]);
@@ -268,7 +308,9 @@ describe('the in-flight limit', () => {
     expect(target.calls).toHaveLength(8);
     expect(peak).toBe(2);
     // Some waited: deferrals are counted, and every slot is free again.
-    const deferred = scheduler.metricLines.map((line) => JSON.parse(line) as Record<string, unknown>).flatMap((doc) => [doc.RunsDeferred ?? []].flat() as number[]);
+    const deferred = scheduler.metricLines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .flatMap((doc) => [doc.RunsDeferred ?? []].flat() as number[]);
     expect(deferred.length).toBeGreaterThan(0);
     expect(await scheduler.deps.inFlight.holders(scheduler.tenantId)).toEqual([]);
   });
@@ -292,17 +334,25 @@ describe('fair dispatch across tenants', () => {
     await target.stop();
   });
 
-  it('starts a quiet tenant\'s run before most of a noisy tenant\'s backlog queued ahead of it', async () => {
+  it("starts a quiet tenant's run before most of a noisy tenant's backlog queued ahead of it", async () => {
     const noisyKey = `key_${randomBytes(18).toString('base64url')}`;
     const noisy = `noisy-${scheduler.prefix}`;
     await scheduler.deps.apiKeys.issue(noisyKey, noisy, Date.now());
     // No in-flight limit to speak of: only the queue's delivery order keeps the quiet run from
     // waiting behind all of it (with in-order delivery it would start after every noisy run).
     const at = new Date().toISOString();
-    await scheduler.deps.tenants.create({ tenantId: noisy, name: noisy, limits: { ...scheduler.config.tenantDefaults, maxActiveJobs: null, createsPerSecond: null, maxInFlightRuns: 1000 }, createdAt: at, updatedAt: at });
+    await scheduler.deps.tenants.create({
+      tenantId: noisy,
+      name: noisy,
+      limits: { ...scheduler.config.tenantDefaults, maxActiveJobs: null, createsPerSecond: null, maxInFlightRuns: 1000 },
+      createdAt: at,
+      updatedAt: at,
+    });
     for (let i = 0; i < BACKLOG; i += 20) {
       const batch = await Promise.all(
-        Array.from({ length: 20 }, (_, k) => scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/noisy/${i + k}`, { name: `noisy-${i + k}` }), { authorization: `Bearer ${noisyKey}` })),
+        Array.from({ length: 20 }, (_, k) =>
+          scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/noisy/${i + k}`, { name: `noisy-${i + k}` }), { authorization: `Bearer ${noisyKey}` }),
+        ),
       );
       expect(batch.every((response) => response.status === 201)).toBe(true);
     }
@@ -310,12 +360,20 @@ describe('fair dispatch across tenants', () => {
     expect(quiet.status).toBe(201);
 
     await scheduler.startWorkers(2);
-    await eventually(() => Promise.resolve(target.calls.filter((call) => call.path === '/hook/quiet').length), (n) => n === 1, 30_000);
+    await eventually(
+      () => Promise.resolve(target.calls.filter((call) => call.path === '/hook/quiet').length),
+      (n) => n === 1,
+      30_000,
+    );
     const noisyBefore = target.calls.findIndex((call) => call.path === '/hook/quiet');
     // What was in flight when its message came (two pollers' batches of 10, and the runtime's
     // small fetch-ahead), not the backlog: it is taken on the next receive.
     expect(noisyBefore).toBeLessThan(BACKLOG / 2);
-    await eventually(() => Promise.resolve(target.calls.length), (n) => n === BACKLOG + 1, 60_000);
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === BACKLOG + 1,
+      60_000,
+    );
   });
 });
 
@@ -335,7 +393,10 @@ describe('a slot its run never gave back', () => {
   it('is taken over by the next run once the worker sees, in the run items, that its run has ended', async () => {
     const first = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'ends' }));
     const firstRun = first.body.job.nextRunId as string;
-    await eventually(async () => (await scheduler.api('GET', `/v1/runs/${firstRun}`)).body.status as string, (status) => status === 'SUCCEEDED');
+    await eventually(
+      async () => (await scheduler.api('GET', `/v1/runs/${firstRun}`)).body.status as string,
+      (status) => status === 'SUCCEEDED',
+    );
     // Its worker died between recording the outcome and giving the slot back: the slot is still held,
     // since long enough for the holder to be checked.
     const anyLiveness = () => Promise.resolve(new Map<string, { running: boolean; leaseExpiresAt: number | null }>());
@@ -343,7 +404,10 @@ describe('a slot its run never gave back', () => {
 
     const second = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'next' }));
     const secondRun = second.body.job.nextRunId as string;
-    await eventually(async () => (await scheduler.api('GET', `/v1/runs/${secondRun}`)).body.status as string, (status) => status === 'SUCCEEDED');
+    await eventually(
+      async () => (await scheduler.api('GET', `/v1/runs/${secondRun}`)).body.status as string,
+      (status) => status === 'SUCCEEDED',
+    );
     expect(await scheduler.deps.inFlight.holders(scheduler.tenantId)).toEqual([]);
   });
 });

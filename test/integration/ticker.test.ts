@@ -43,7 +43,11 @@ describe('the ticker', () => {
       expect(report.released).toBe(1);
       expect((await scheduler.deps.runs.get(runId))?.status).toBe('QUEUED');
 
-      const run = await eventually(() => scheduler.deps.runs.get(runId), (r) => r?.status === 'SUCCEEDED', 15_000);
+      const run = await eventually(
+        () => scheduler.deps.runs.get(runId),
+        (r) => r?.status === 'SUCCEEDED',
+        15_000,
+      );
       const startedAt = Date.parse(run?.startedAt ?? '');
       expect(startedAt).toBeGreaterThanOrEqual(due);
       expect(startedAt - due).toBeLessThan(2_000);
@@ -69,8 +73,16 @@ describe('the ticker', () => {
       for (let ticks = 0; released < 12 && ticks < 20; ticks++) released += (await tick(scheduler.deps, undefined, { budgetMs: 0, pageSize: 1 })).released;
       expect(released).toBe(12);
       expect((await tick(scheduler.deps)).complete).toBe(true);
-      for (const runId of runIds) await eventually(() => scheduler.deps.runs.get(runId), (r) => r?.status === 'SUCCEEDED', 15_000);
-      await eventually(() => scheduler.queueDepth(), (depth) => depth === 0);
+      for (const runId of runIds)
+        await eventually(
+          () => scheduler.deps.runs.get(runId),
+          (r) => r?.status === 'SUCCEEDED',
+          15_000,
+        );
+      await eventually(
+        () => scheduler.queueDepth(),
+        (depth) => depth === 0,
+      );
       expect(target.calls.length - calls).toBe(12);
     });
 
@@ -81,9 +93,16 @@ describe('the ticker', () => {
       const [a, b] = await Promise.all([tick(scheduler.workerDeps('ticker-a')), tick(scheduler.workerDeps('ticker-b'))]);
       expect((a?.released ?? 0) + (b?.released ?? 0)).toBe(5);
       for (const runId of runIds) {
-        await eventually(() => scheduler.deps.runs.get(runId), (r) => r?.status === 'SUCCEEDED', 15_000);
+        await eventually(
+          () => scheduler.deps.runs.get(runId),
+          (r) => r?.status === 'SUCCEEDED',
+          15_000,
+        );
       }
-      await eventually(() => scheduler.queueDepth(), (depth) => depth === 0);
+      await eventually(
+        () => scheduler.queueDepth(),
+        (depth) => depth === 0,
+      );
       expect(target.calls.length - calls).toBe(5);
     });
   });

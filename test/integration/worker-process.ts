@@ -9,7 +9,10 @@ const root = path.resolve(import.meta.dirname, '../..');
 const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
 
 /** `npm run dev` in its own process group, over the scheduler's resources, with pollers only. */
-export function startRuntimeProcess(scheduler: Pick<Scheduler, 'prefix'> & { readonly config: Pick<Scheduler['config'], 'leaseMarginSeconds'> }, env: Record<string, string> = {}): ChildProcess {
+export function startRuntimeProcess(
+  scheduler: Pick<Scheduler, 'prefix'> & { readonly config: Pick<Scheduler['config'], 'leaseMarginSeconds'> },
+  env: Record<string, string> = {},
+): ChildProcess {
   const child = spawn(process.execPath, [tsxCli, path.join(root, 'scripts', 'dev.ts')], {
     cwd: root,
     detached: true,

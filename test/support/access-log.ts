@@ -40,18 +40,32 @@ const SQS_ACTIONS: Record<string, string> = {
   DeleteMessageBatch: 'DeleteMessage',
   ChangeMessageVisibilityBatch: 'ChangeMessageVisibility',
 };
-const TRANSACT_ACTIONS: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem', Get: 'GetItem' };
+const TRANSACT_ACTIONS: Record<string, string> = {
+  Put: 'PutItem',
+  Update: 'UpdateItem',
+  Delete: 'DeleteItem',
+  ConditionCheck: 'ConditionCheckItem',
+  Get: 'GetItem',
+};
 
 /** The accesses one DynamoDB request needs: one per table, and per contained action for transactions. */
 export function dynamoAccesses(role: string, operation: string, input: Record<string, unknown>): Access[] {
   if (operation === 'TransactWriteItems' || operation === 'TransactGetItems') {
     const items = (input.TransactItems ?? []) as Record<string, { TableName?: string }>[];
     return items.flatMap((item) =>
-      Object.entries(item).map(([kind, request]) => ({ role, action: `dynamodb:${TRANSACT_ACTIONS[kind] ?? kind}`, resource: `table:${request.TableName ?? '?'}` })),
+      Object.entries(item).map(([kind, request]) => ({
+        role,
+        action: `dynamodb:${TRANSACT_ACTIONS[kind] ?? kind}`,
+        resource: `table:${request.TableName ?? '?'}`,
+      })),
     );
   }
   if (operation === 'BatchGetItem' || operation === 'BatchWriteItem') {
-    return Object.keys((input.RequestItems ?? {}) as Record<string, unknown>).map((table) => ({ role, action: `dynamodb:${operation}`, resource: `table:${table}` }));
+    return Object.keys((input.RequestItems ?? {}) as Record<string, unknown>).map((table) => ({
+      role,
+      action: `dynamodb:${operation}`,
+      resource: `table:${table}`,
+    }));
   }
   const table = typeof input.TableName === 'string' ? input.TableName : '?';
   return [{ role, action: `dynamodb:${operation}`, resource: `table:${table}`, ...(input.IndexName ? { index: true } : {}) }];
@@ -112,6 +126,7 @@ export function readAccessLog(): Access[] {
     return [];
   }
   const all = new Map<string, Access>();
-  for (const file of files) for (const access of JSON.parse(readFileSync(join(ACCESS_LOG_DIR, file), 'utf8')) as Access[]) all.set(JSON.stringify(access), access);
+  for (const file of files)
+    for (const access of JSON.parse(readFileSync(join(ACCESS_LOG_DIR, file), 'utf8')) as Access[]) all.set(JSON.stringify(access), access);
   return [...all.values()];
 }

@@ -11,12 +11,18 @@ interface ResponseObject {
   readonly content?: Record<string, { schema: Json }>;
 }
 
-const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { responses: Record<string, ResponseObject> }>>; components: Json & { responses: Record<string, ResponseObject> } };
+const document = buildOpenApiDocument() as {
+  paths: Record<string, Record<string, { responses: Record<string, ResponseObject> }>>;
+  components: Json & { responses: Record<string, ResponseObject> };
+};
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 ajv.addFormat('date-time', DATE_TIME).addFormat('uri', true).addFormat('email', true);
 const compiled = new Map<string, ValidateFunction>();
-const templates = Object.keys(document.paths).map((template) => ({ template, pattern: new RegExp(`^${template.replace(/\./g, '\\.').replace(/\{\w+\}/g, '[^/]+')}$`) }));
+const templates = Object.keys(document.paths).map((template) => ({
+  template,
+  pattern: new RegExp(`^${template.replace(/\./g, '\\.').replace(/\{\w+\}/g, '[^/]+')}$`),
+}));
 
 function resolve(response: ResponseObject | undefined): ResponseObject | undefined {
   if (response?.$ref) return document.components.responses[response.$ref.slice('#/components/responses/'.length)];

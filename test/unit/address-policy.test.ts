@@ -135,7 +135,18 @@ describe('policies', () => {
     for (const address of ['10.0.0.1', '172.16.5.4', '192.168.1.1', '100.64.0.1', 'fd12::1', '127.0.0.1', '::ffff:10.0.0.1']) {
       expect(isAllowedAddress(address, PRIVATE_ALLOWED)).toBe(true);
     }
-    for (const address of ['169.254.169.254', 'fd00:ec2::254', '169.254.1.1', 'fe80::1', '0.0.0.0', '::', '255.255.255.255', '224.0.0.1', 'ff02::1', '192.0.2.1']) {
+    for (const address of [
+      '169.254.169.254',
+      'fd00:ec2::254',
+      '169.254.1.1',
+      'fe80::1',
+      '0.0.0.0',
+      '::',
+      '255.255.255.255',
+      '224.0.0.1',
+      'ff02::1',
+      '192.0.2.1',
+    ]) {
       expect(isAllowedAddress(address, PRIVATE_ALLOWED)).toBe(false);
     }
   });
@@ -161,7 +172,13 @@ describe('urlRefusal (create-time check)', () => {
   });
 
   it('refuses metadata services by address and by name, even where private targets are allowed', () => {
-    for (const url of ['https://169.254.169.254/latest/meta-data/', 'https://[fd00:ec2::254]/', 'https://0xa9fea9fe/', 'https://metadata.google.internal/', 'https://instance-data/']) {
+    for (const url of [
+      'https://169.254.169.254/latest/meta-data/',
+      'https://[fd00:ec2::254]/',
+      'https://0xa9fea9fe/',
+      'https://metadata.google.internal/',
+      'https://instance-data/',
+    ]) {
       expect(urlRefusal(url, PRIVATE_ALLOWED), url).toMatch(/metadata/);
     }
   });
@@ -189,7 +206,10 @@ describe('urlRefusal (create-time check)', () => {
 describe("the emulator's own endpoint (local mode)", () => {
   // As the local runtime runs: AWS_ENDPOINT_URL names moto on 127.0.0.1:4566.
   const EMULATOR_LOCAL = egressPolicyOf({ localMode: true, allowPrivateTargets: false }, serviceEndpointsOf({ AWS_ENDPOINT_URL: 'http://127.0.0.1:4566' }));
-  const EMULATOR_PRIVATE = egressPolicyOf({ localMode: true, allowPrivateTargets: true }, serviceEndpointsOf({ LAMBDA_ENDPOINT_URL: 'http://localhost:4567/' }));
+  const EMULATOR_PRIVATE = egressPolicyOf(
+    { localMode: true, allowPrivateTargets: true },
+    serviceEndpointsOf({ LAMBDA_ENDPOINT_URL: 'http://localhost:4567/' }),
+  );
 
   it('is refused in every spelling of this machine, while other loopback ports stay callable', () => {
     for (const url of [

@@ -58,7 +58,12 @@ const tooMany = (retryAfter: string): Reply => ({
 const unavailable: Reply = {
   status: 503,
   headers: { 'content-type': 'application/problem+json', 'retry-after': '1' },
-  body: JSON.stringify({ type: 'urn:job-scheduler:problem:service-unavailable', title: 'Service unavailable', status: 503, detail: 'The store did not answer' }),
+  body: JSON.stringify({
+    type: 'urn:job-scheduler:problem:service-unavailable',
+    title: 'Service unavailable',
+    status: 503,
+    detail: 'The store did not answer',
+  }),
 };
 const spec = { name: 'n', type: 't', schedule: { kind: 'now' as const }, target: { kind: 'external' as const } };
 
@@ -143,7 +148,9 @@ describe('the client transport', () => {
     server!.closeAllConnections();
     await new Promise<void>((resolve) => server!.close(() => resolve()));
     server = undefined;
-    const error = await new SchedulerClient({ baseUrl: url, apiKey: 'key', retry: { maxAttempts: 2, baseDelayMs: 10 } }).health().catch((thrown: unknown) => thrown);
+    const error = await new SchedulerClient({ baseUrl: url, apiKey: 'key', retry: { maxAttempts: 2, baseDelayMs: 10 } })
+      .health()
+      .catch((thrown: unknown) => thrown);
     expect(error).toBeInstanceOf(SchedulerConnectionError);
     expect((error as Error).message).toContain('GET /v1/health');
   });
@@ -160,7 +167,14 @@ describe('the client transport', () => {
     const { url } = await serve([{ status: 400, headers: { 'content-type': 'application/problem+json' }, body: JSON.stringify(problem) }]);
     const error = (await new SchedulerClient({ baseUrl: url, apiKey: 'key' }).jobs.create(spec).catch((thrown: unknown) => thrown)) as SchedulerApiError;
     expect(error).toBeInstanceOf(SchedulerApiError);
-    expect(error).toMatchObject({ name: 'SchedulerApiError', status: 400, type: problem.type, title: 'Invalid request', detail: 'Invalid job', request: 'POST /v1/jobs' });
+    expect(error).toMatchObject({
+      name: 'SchedulerApiError',
+      status: 400,
+      type: problem.type,
+      title: 'Invalid request',
+      detail: 'Invalid job',
+      request: 'POST /v1/jobs',
+    });
     expect(error.problem).toEqual(problem);
     expect(error.errors).toEqual(problem.errors);
     expect(error.extensions).toEqual({ errors: problem.errors, errorsOmitted: 2 });
@@ -191,6 +205,10 @@ describe('the client transport', () => {
     const ids: string[] = [];
     for await (const job of new SchedulerClient({ baseUrl: url, apiKey: 'key' }).jobs.iterate({ status: 'ACTIVE', limit: 2 })) ids.push(job.jobId);
     expect(ids).toEqual(['a', 'b', 'c']);
-    expect(seen.map((request) => request.url)).toEqual(['/v1/jobs?status=ACTIVE&limit=2', '/v1/jobs?status=ACTIVE&limit=2&cursor=c1', '/v1/jobs?status=ACTIVE&limit=2&cursor=c2']);
+    expect(seen.map((request) => request.url)).toEqual([
+      '/v1/jobs?status=ACTIVE&limit=2',
+      '/v1/jobs?status=ACTIVE&limit=2&cursor=c1',
+      '/v1/jobs?status=ACTIVE&limit=2&cursor=c2',
+    ]);
   });
 });

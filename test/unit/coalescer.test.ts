@@ -7,7 +7,11 @@ describe('Coalescer', () => {
 
   function coalescer(maxBatch = 10) {
     const sent: number[][] = [];
-    const instance = new Coalescer<number>({ maxBatch, quietMs: 10, capMs: 50 }, (batch) => sent.push(batch), () => Date.now());
+    const instance = new Coalescer<number>(
+      { maxBatch, quietMs: 10, capMs: 50 },
+      (batch) => sent.push(batch),
+      () => Date.now(),
+    );
     return { instance, sent };
   }
 

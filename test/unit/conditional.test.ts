@@ -50,7 +50,17 @@ describe('expressions from objects', () => {
       'attribute_exists(#pk) AND #status IN (:v4, :v5) AND #availableAt <= :v6 AND attribute_not_exists(#consumedAt) AND (attribute_not_exists(#seq) OR #seq < :v7) AND #version = :v8',
     );
     expect(built.ExpressionAttributeNames).not.toHaveProperty('#reason');
-    expect(built.ExpressionAttributeValues).toEqual({ ':v0': 'RUNNING', ':v1': 1000, ':v2': 1, ':v3': 1, ':v4': 'SCHEDULED', ':v5': 'QUEUED', ':v6': '2026', ':v7': 4, ':v8': 2 });
+    expect(built.ExpressionAttributeValues).toEqual({
+      ':v0': 'RUNNING',
+      ':v1': 1000,
+      ':v2': 1,
+      ':v3': 1,
+      ':v4': 'SCHEDULED',
+      ':v5': 'QUEUED',
+      ':v6': '2026',
+      ':v7': 4,
+      ':v8': 2,
+    });
   });
 
   it('writes one allowed value as an equality, nested paths part by part, and no empty value map', () => {

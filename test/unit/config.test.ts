@@ -61,7 +61,13 @@ describe('the settings table', () => {
   });
 
   it('keeps the tenant limits a partial TENANT_DEFAULT_LIMITS leaves out at their defaults', () => {
-    const config = readConfig({ JOBS_TABLE: 'j', RUNS_TABLE: 'r', DISPATCH_QUEUE_URL: 'q', DISPATCH_DLQ_URL: 'dlq', TENANT_DEFAULT_LIMITS: '{"maxActiveJobs":5}' });
+    const config = readConfig({
+      JOBS_TABLE: 'j',
+      RUNS_TABLE: 'r',
+      DISPATCH_QUEUE_URL: 'q',
+      DISPATCH_DLQ_URL: 'dlq',
+      TENANT_DEFAULT_LIMITS: '{"maxActiveJobs":5}',
+    });
     expect(config.tenantDefaults).toEqual({ ...DEFAULT_TENANT_LIMITS, maxActiveJobs: 5 });
   });
 
@@ -74,14 +80,33 @@ describe('the settings table', () => {
       }
       return 'no error';
     };
-    const message = problem({ RUNS_TABLE: 'r', DISPATCH_QUEUE_URL: 'q', DISPATCH_DLQ_URL: 'dlq', NEAR_HORIZON_SECONDS: '901', TIME_INDEX_SHARDS: 'x', SCHEDULER_MODE: 'cloud', ALLOWED_TARGETS: '{', TENANT_DEFAULT_LIMITS: '[1]' });
-    for (const name of ['JOBS_TABLE', 'NEAR_HORIZON_SECONDS', 'TIME_INDEX_SHARDS: must be a whole number', 'SCHEDULER_MODE: must be aws or local', 'ALLOWED_TARGETS: must be a JSON object of target ARNs', 'TENANT_DEFAULT_LIMITS: must be a JSON object of tenant limits']) {
+    const message = problem({
+      RUNS_TABLE: 'r',
+      DISPATCH_QUEUE_URL: 'q',
+      DISPATCH_DLQ_URL: 'dlq',
+      NEAR_HORIZON_SECONDS: '901',
+      TIME_INDEX_SHARDS: 'x',
+      SCHEDULER_MODE: 'cloud',
+      ALLOWED_TARGETS: '{',
+      TENANT_DEFAULT_LIMITS: '[1]',
+    });
+    for (const name of [
+      'JOBS_TABLE',
+      'NEAR_HORIZON_SECONDS',
+      'TIME_INDEX_SHARDS: must be a whole number',
+      'SCHEDULER_MODE: must be aws or local',
+      'ALLOWED_TARGETS: must be a JSON object of target ARNs',
+      'TENANT_DEFAULT_LIMITS: must be a JSON object of tenant limits',
+    ]) {
       expect(message).toContain(name);
     }
   });
 
-  it('reads the local runtime\'s tunables through the same table', () => {
-    expect(tuningFromEnv({ LEASE_MARGIN_SECONDS: '2', BATCH_COALESCE_CAP_MS: '100', UNRELATED: 'x' })).toEqual({ leaseMarginSeconds: 2, batchCoalesceCapMs: 100 });
+  it("reads the local runtime's tunables through the same table", () => {
+    expect(tuningFromEnv({ LEASE_MARGIN_SECONDS: '2', BATCH_COALESCE_CAP_MS: '100', UNRELATED: 'x' })).toEqual({
+      leaseMarginSeconds: 2,
+      batchCoalesceCapMs: 100,
+    });
     expect(() => tuningFromEnv({ NEAR_HORIZON_SECONDS: '1000' })).toThrow(/NEAR_HORIZON_SECONDS/);
   });
 
@@ -92,10 +117,17 @@ describe('the settings table', () => {
 });
 
 describe('the pools in the configuration', () => {
-  it('carry every pool\'s route, the default one first, through the environment and back', () => {
+  it("carry every pool's route, the default one first, through the environment and back", () => {
     const routes = poolRoutesOf(full);
     expect(routes.map((route) => route.name)).toEqual(['default', 'exports', 'fast']);
-    expect(routes[0]).toEqual({ name: 'default', jobTypes: [], queueUrl: full.dispatchQueueUrl, highQueueUrl: full.dispatchHighQueueUrl, lowQueueUrl: full.dispatchLowQueueUrl, dlqUrl: full.dispatchDlqUrl });
+    expect(routes[0]).toEqual({
+      name: 'default',
+      jobTypes: [],
+      queueUrl: full.dispatchQueueUrl,
+      highQueueUrl: full.dispatchHighQueueUrl,
+      lowQueueUrl: full.dispatchLowQueueUrl,
+      dlqUrl: full.dispatchDlqUrl,
+    });
     expect(poolRoutesOf(readConfig(toEnvironment({ ...full, ...routingSettings(routes) })))).toEqual(routes);
     expect(() => routingSettings(routes.slice(1))).toThrow(/no default pool/);
   });

@@ -5,7 +5,13 @@ import { daylightSavingNotes } from '../../console/src/daylight-saving';
 describe('daylight-saving notes of the console', () => {
   it('names the change and the moved fire time of a fixed-time schedule across a spring-forward gap', () => {
     // 30 2 * * * in New York: 2026-03-08 02:30 does not exist and fires at 03:00 EDT.
-    const fireTimes = ['2026-03-06T07:30:00.000Z', '2026-03-07T07:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z', '2026-03-10T06:30:00.000Z'];
+    const fireTimes = [
+      '2026-03-06T07:30:00.000Z',
+      '2026-03-07T07:30:00.000Z',
+      '2026-03-08T07:00:00.000Z',
+      '2026-03-09T06:30:00.000Z',
+      '2026-03-10T06:30:00.000Z',
+    ];
     const notes = daylightSavingNotes(fireTimes, 'America/New_York');
     expect(notes[0]).toBeNull();
     expect(notes[1]).toBeNull();
@@ -25,6 +31,10 @@ describe('daylight-saving notes of the console', () => {
   });
 
   it('says nothing where the offset stays', () => {
-    expect(daylightSavingNotes(['2026-11-24T08:00:00.000Z', '2026-11-25T08:00:00.000Z', '2026-11-26T08:00:00.000Z'], 'Europe/Paris')).toEqual([null, null, null]);
+    expect(daylightSavingNotes(['2026-11-24T08:00:00.000Z', '2026-11-25T08:00:00.000Z', '2026-11-26T08:00:00.000Z'], 'Europe/Paris')).toEqual([
+      null,
+      null,
+      null,
+    ]);
   });
 });

@@ -23,7 +23,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 describe('the console files', () => {
-  it('are three, and the whole console is under 50 kB gzipped (the issue\'s budget)', () => {
+  it("are three, and the whole console is under 50 kB gzipped (the issue's budget)", () => {
     expect([...assets.keys()].sort()).toEqual(['app.css', 'app.js', 'index.html']);
     const gzipped = [...assets.values()].reduce((sum, asset) => sum + gzipSync(asset.body).length, 0);
     expect(gzipped).toBeLessThan(50 * 1024);

@@ -16,12 +16,19 @@ const sqs = {
 
 const router = new DispatchRouter(sqs, [
   { name: 'default', jobTypes: [], queueUrl: `${base}/d`, highQueueUrl: `${base}/d-high`, lowQueueUrl: `${base}/d-low`, dlqUrl: `${base}/d-dlq` },
-  { name: 'exports', jobTypes: ['export', 'archive'], queueUrl: `${base}/exports`, highQueueUrl: `${base}/exports-high`, lowQueueUrl: `${base}/exports-low`, dlqUrl: `${base}/exports-dlq` },
+  {
+    name: 'exports',
+    jobTypes: ['export', 'archive'],
+    queueUrl: `${base}/exports`,
+    highQueueUrl: `${base}/exports-high`,
+    lowQueueUrl: `${base}/exports-low`,
+    dlqUrl: `${base}/exports-dlq`,
+  },
   { name: 'nohigh', jobTypes: ['plain'], queueUrl: `${base}/plain`, dlqUrl: `${base}/plain-dlq` },
 ]);
 
 describe('DispatchRouter', () => {
-  it('sends a run to its job type\'s pool, and within it to the lane of its priority', () => {
+  it("sends a run to its job type's pool, and within it to the lane of its priority", () => {
     expect(router.queueUrlFor('export', 'normal')).toBe(`${base}/exports`);
     expect(router.queueUrlFor('archive', 'low')).toBe(`${base}/exports-low`);
     expect(router.queueUrlFor('billing', 'low')).toBe(`${base}/d-low`);
@@ -61,7 +68,15 @@ describe('DispatchRouter', () => {
     expect(router.queueUrlOfArn('arn:aws:sqs:us-east-1:123456789012:exports-low')).toBe(`${base}/exports-low`);
     expect(router.queueUrlOfArn('arn:aws:sqs:us-east-1:123456789012:elsewhere')).toBe(`${base}/d`);
     expect(router.queueUrlOfArn(undefined)).toBe(`${base}/d`);
-    expect(router.lanes().map((lane) => `${lane.pool}/${lane.lane}`)).toEqual(['default/high', 'default/standard', 'default/low', 'exports/high', 'exports/standard', 'exports/low', 'nohigh/standard']);
+    expect(router.lanes().map((lane) => `${lane.pool}/${lane.lane}`)).toEqual([
+      'default/high',
+      'default/standard',
+      'default/low',
+      'exports/high',
+      'exports/standard',
+      'exports/low',
+      'nohigh/standard',
+    ]);
   });
 });
 
@@ -89,8 +104,8 @@ describe('the routing table in the environment', () => {
   });
 });
 
-describe('the low lane\'s concurrency', () => {
-  it('is a quarter of the pool\'s, at least the minimum and at most the pool\'s, unless set', () => {
+describe("the low lane's concurrency", () => {
+  it("is a quarter of the pool's, at least the minimum and at most the pool's, unless set", () => {
     expect(lowLaneConcurrency(20, 2)).toBe(5);
     expect(lowLaneConcurrency(3, 2)).toBe(2);
     expect(lowLaneConcurrency(4, 1)).toBe(1);
@@ -102,9 +117,11 @@ describe('the low lane\'s concurrency', () => {
     expect(lowLaneConcurrency(undefined, 2)).toBe(UNCAPPED_POOL_LOW_LANE_CONCURRENCY);
   });
 
-  it('is refused outside the minimum and the pool\'s own concurrency', () => {
+  it("is refused outside the minimum and the pool's own concurrency", () => {
     const pool = { name: 'a', jobTypes: ['x'], maxConcurrency: 4, timeoutSeconds: 60 };
-    expect(() => validatePools([{ ...pool, lowMaxConcurrency: 5 }], { minConcurrency: 2 })).toThrow(/lowMaxConcurrency must be a whole number from 2 to its maxConcurrency \(4\)/);
+    expect(() => validatePools([{ ...pool, lowMaxConcurrency: 5 }], { minConcurrency: 2 })).toThrow(
+      /lowMaxConcurrency must be a whole number from 2 to its maxConcurrency \(4\)/,
+    );
     expect(() => validatePools([{ ...pool, lowMaxConcurrency: 1 }], { minConcurrency: 2 })).toThrow(/lowMaxConcurrency/);
     expect(() => validatePools([{ ...pool, lowMaxConcurrency: 1.5 }], { minConcurrency: 1 })).toThrow(/lowMaxConcurrency/);
     expect(() => validatePools([{ ...pool, lowMaxConcurrency: 4 }], { minConcurrency: 2 })).not.toThrow();

@@ -90,14 +90,20 @@ describe('HTTP target egress guard', () => {
   it('connects to the address it checked, resolving once, with the name as Host', async () => {
     // A second answer (the rebinding) would point elsewhere; the socket must never ask for it.
     const dns = resolving(['127.0.0.1'], ['10.9.9.9']);
-    const result = await call(`http://pinned.example:${port}/hook`, { policy: egressPolicyOf({ localMode: true, allowPrivateTargets: false }), resolve: dns.resolve });
+    const result = await call(`http://pinned.example:${port}/hook`, {
+      policy: egressPolicyOf({ localMode: true, allowPrivateTargets: false }),
+      resolve: dns.resolve,
+    });
     expect(result).toEqual({ ok: true, detail: 'HTTP 204' });
     expect(dns.asked).toEqual(['pinned.example']);
     expect(requests).toEqual([{ host: `pinned.example:${port}` }]);
   });
 
   it('treats a name that does not resolve as a retryable network error', async () => {
-    const result = await call(`https://nowhere.invalid/`, { policy: PUBLIC_HTTPS_ONLY, resolve: () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.invalid'), { code: 'ENOTFOUND' })) });
+    const result = await call(`https://nowhere.invalid/`, {
+      policy: PUBLIC_HTTPS_ONLY,
+      resolve: () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.invalid'), { code: 'ENOTFOUND' })),
+    });
     expect(result).toMatchObject({ ok: false, error: { code: 'NETWORK_ERROR', retryable: true } });
   });
 });
@@ -129,7 +135,10 @@ describe('HTTP target on a kept-alive connection the target closes', () => {
   });
 
   const run = { runId: 'job_k.1.1', jobId: 'job_k', scheduledFor: '2026-01-01T00:00:00.000Z', attempt: 1 } as Run;
-  const egress: Egress = { policy: egressPolicyOf({ localMode: true, allowPrivateTargets: true }), resolve: () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]) };
+  const egress: Egress = {
+    policy: egressPolicyOf({ localMode: true, allowPrivateTargets: true }),
+    resolve: () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]),
+  };
   const call = (delivery: Job['delivery']) =>
     callHttpTarget(
       { kind: 'http', url: `http://127.0.0.1:${port}/hook`, method: 'POST', headers: {} },
@@ -166,7 +175,10 @@ describe('headers the HTTP target sets itself', () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   const run = { runId: 'job_h.1.1', jobId: 'job_h', scheduledFor: '2026-01-01T00:00:00.000Z', attempt: 1 } as Run;
-  const egress: Egress = { policy: egressPolicyOf({ localMode: true, allowPrivateTargets: true }), resolve: () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]) };
+  const egress: Egress = {
+    policy: egressPolicyOf({ localMode: true, allowPrivateTargets: true }),
+    resolve: () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]),
+  };
 
   it('are all reserved, so a job that names one is refused rather than stored and replaced', async () => {
     const custom = { 'X-Tenant-Tag': 'a' };

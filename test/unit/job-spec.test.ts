@@ -51,9 +51,7 @@ describe('job spec', () => {
   });
 
   it('refuses headers the scheduler sets itself', () => {
-    expect(failingPaths({ ...valid, target: { ...valid.target, headers: { 'Idempotency-Key': 'x' } } })).toEqual([
-      'target.headers.Idempotency-Key',
-    ]);
+    expect(failingPaths({ ...valid, target: { ...valid.target, headers: { 'Idempotency-Key': 'x' } } })).toEqual(['target.headers.Idempotency-Key']);
   });
 
   it('bounds a Lambda target’s function ARN at what Invoke accepts (170 characters)', () => {
@@ -71,9 +69,7 @@ describe('job spec', () => {
   });
 
   it('refuses a retry cap below the first delay', () => {
-    expect(failingPaths({ ...valid, retryPolicy: { initialDelaySeconds: 10, maxDelaySeconds: 5 } })).toEqual([
-      'retryPolicy.maxDelaySeconds',
-    ]);
+    expect(failingPaths({ ...valid, retryPolicy: { initialDelaySeconds: 10, maxDelaySeconds: 5 } })).toEqual(['retryPolicy.maxDelaySeconds']);
   });
 
   it('narrows the attempt timeout to the target timeout', () => {

@@ -30,7 +30,10 @@ describe('JobsRepository.insert', () => {
   const idempotency = { key: 'k', requestHash: 'h', expiresAtEpoch: 1 };
 
   it('tries again after a TransactionConflict and replays the record the winner wrote', async () => {
-    const dynamo = fakeDynamo([cancelled('None', 'None', 'TransactionConflict'), cancelled('ConditionalCheckFailed', 'ConditionalCheckFailed', 'ConditionalCheckFailed')]);
+    const dynamo = fakeDynamo([
+      cancelled('None', 'None', 'TransactionConflict'),
+      cancelled('ConditionalCheckFailed', 'ConditionalCheckFailed', 'ConditionalCheckFailed'),
+    ]);
     const result = await new JobsRepository(dynamo.client, 'jobs', 'runs').insert(job, null, idempotency);
     expect(result).toEqual({ kind: 'idempotent-replay', jobId: 'job_first', requestHash: 'h' });
     expect(dynamo.transacts()).toBe(2);
@@ -43,7 +46,11 @@ describe('JobsRepository.insert', () => {
     try {
       const dynamo = fakeDynamo([cancelled('None', 'TransactionConflict', 'None')]);
       const started = Date.now();
-      const pending = new JobsRepository(dynamo.client, 'jobs', 'runs').insert(job, null, idempotency, { maxActiveJobs: 10, createsPerSecond: 10, now: started });
+      const pending = new JobsRepository(dynamo.client, 'jobs', 'runs').insert(job, null, idempotency, {
+        maxActiveJobs: 10,
+        createsPerSecond: 10,
+        now: started,
+      });
       await vi.runAllTimersAsync();
       expect(await pending).toEqual({ kind: 'conflicted', retryAfterMs: 1000 });
       expect(dynamo.transacts()).toBe(8);

@@ -6,7 +6,13 @@ type Emf = Record<string, any>;
 
 function recorder(): { metrics: MetricsRecorder; lines: Emf[] } {
   const lines: Emf[] = [];
-  return { metrics: new MetricsRecorder((line) => lines.push(JSON.parse(line) as Emf), () => 1_700_000_000_000), lines };
+  return {
+    metrics: new MetricsRecorder(
+      (line) => lines.push(JSON.parse(line) as Emf),
+      () => 1_700_000_000_000,
+    ),
+    lines,
+  };
 }
 
 describe('MetricsRecorder', () => {
@@ -51,7 +57,10 @@ describe('MetricsRecorder', () => {
     expect(lines.flatMap((line) => [line.RunDuration].flat())).toEqual(Array.from({ length: 250 }, (_, i) => i));
     // The one-value metric goes in the first document only.
     expect(lines.map((line) => line.RunsSucceeded)).toEqual([1, undefined, undefined]);
-    for (const line of lines) expect(line._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name)).toEqual(Object.keys(line).filter((k) => k === 'RunDuration' || k === 'RunsSucceeded'));
+    for (const line of lines)
+      expect(line._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name)).toEqual(
+        Object.keys(line).filter((k) => k === 'RunDuration' || k === 'RunsSucceeded'),
+      );
 
     metrics.flush();
     expect(lines).toHaveLength(3);

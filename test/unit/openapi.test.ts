@@ -36,7 +36,10 @@ describe('the OpenAPI document', () => {
   });
 
   it('names each problem by its type URN and secures every route but its own with the Bearer scheme', () => {
-    const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { security?: unknown[] }>>; components: { responses: Record<string, { description: string }>; securitySchemes: Record<string, unknown> } };
+    const document = buildOpenApiDocument() as {
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+      components: { responses: Record<string, { description: string }>; securitySchemes: Record<string, unknown> };
+    };
     for (const [status, { title }] of Object.entries(PROBLEM_TYPES)) {
       expect(document.components.responses[`Problem${status}`]?.description).toContain(problemTypeOf(title));
     }

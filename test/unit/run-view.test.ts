@@ -38,7 +38,13 @@ const run: Run = {
 describe('a run read from its item', () => {
   it('is the run that was written, whatever bookkeeping the item keeps beside it', () => {
     const item = {
-      ...runToItem(run, { payloadOverride: { a: 1 }, gate: { at: Date.parse('2026-01-01T00:06:00.000Z'), shards: 4 }, backfillRemaining: 2, budgetFrom: 1, checkpoint: { page: 3 } }),
+      ...runToItem(run, {
+        payloadOverride: { a: 1 },
+        gate: { at: Date.parse('2026-01-01T00:06:00.000Z'), shards: 4 },
+        backfillRemaining: 2,
+        budgetFrom: 1,
+        checkpoint: { page: 3 },
+      }),
       leaseToken: 'lease-token-secret-0123456789',
       claimTenant: 't',
       claimSort: 'report#2026-01-01T00:00:00.000Z#job_1.occ.1',

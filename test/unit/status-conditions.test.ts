@@ -58,6 +58,13 @@ describe('status conditions from the transition table', () => {
       sourcesOf('SKIPPED', ['SCHEDULED', 'QUEUED']),
       sourcesOf('QUEUED', ['SCHEDULED']),
     ]);
-    expect(dynamo.updates.map(allowedStatuses)).toEqual([['SCHEDULED', 'QUEUED'], ['RUNNING'], ['RUNNING'], ['RUNNING'], ['SCHEDULED', 'QUEUED'], ['SCHEDULED']]);
+    expect(dynamo.updates.map(allowedStatuses)).toEqual([
+      ['SCHEDULED', 'QUEUED'],
+      ['RUNNING'],
+      ['RUNNING'],
+      ['RUNNING'],
+      ['SCHEDULED', 'QUEUED'],
+      ['SCHEDULED'],
+    ]);
   });
 });

@@ -3,8 +3,13 @@
 import { describe, expect, it } from 'vitest';
 import { StoreRetryStrategy, timedOutAfterSending } from '../../lambdas/store/store-retry';
 
-const requestTimeout = Object.assign(new Error('@smithy/node-http-handler - [ERROR] a request has exceeded the configured 3000 ms requestTimeout.'), { name: 'TimeoutError', code: 'ETIMEDOUT' });
-const connectTimeout = Object.assign(new Error('@smithy/node-http-handler - Socket timed out without establishing a connection within 1000 ms'), { name: 'TimeoutError' });
+const requestTimeout = Object.assign(new Error('@smithy/node-http-handler - [ERROR] a request has exceeded the configured 3000 ms requestTimeout.'), {
+  name: 'TimeoutError',
+  code: 'ETIMEDOUT',
+});
+const connectTimeout = Object.assign(new Error('@smithy/node-http-handler - Socket timed out without establishing a connection within 1000 ms'), {
+  name: 'TimeoutError',
+});
 const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:4566'), { code: 'ECONNREFUSED' });
 
 describe('store retries', () => {
@@ -34,6 +39,8 @@ describe('store retries', () => {
 
   it('never retries a client error (a failed condition, a validation error)', async () => {
     const conditional = Object.assign(new Error('The conditional request failed'), { name: 'ConditionalCheckFailedException' });
-    await expect(strategy.refreshRetryTokenForRetry(await strategy.acquireInitialRetryToken(), { error: conditional, errorType: 'CLIENT_ERROR' })).rejects.toBe(conditional);
+    await expect(strategy.refreshRetryTokenForRetry(await strategy.acquireInitialRetryToken(), { error: conditional, errorType: 'CLIENT_ERROR' })).rejects.toBe(
+      conditional,
+    );
   });
 });

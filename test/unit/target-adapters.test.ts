@@ -17,7 +17,13 @@ const run = { runId: 'job_x.1.2', jobId: 'job_x', scheduledFor: '2026-01-01T00:0
 const job = { jobId: 'job_x', name: 'invoices', type: 'billing', delivery: 'exactly-once' } as Job;
 
 function invocation(target: Job['target']): TargetInvocation {
-  return { job: { ...job, target }, run, payload: { n: 1 }, timeoutMs: 2_000, egress: { policy: egressPolicyOf({ localMode: true, allowPrivateTargets: false }), resolve: () => Promise.resolve([]) } };
+  return {
+    job: { ...job, target },
+    run,
+    payload: { n: 1 },
+    timeoutMs: 2_000,
+    egress: { policy: egressPolicyOf({ localMode: true, allowPrivateTargets: false }), resolve: () => Promise.resolve([]) },
+  };
 }
 
 /** A client whose `send` records the command's input and answers (or throws) as told. */
@@ -57,7 +63,11 @@ describe('envelope targets', () => {
 
   it('lambda: invokes synchronously with the envelope as the event', async () => {
     const { client, inputs } = fakeClient<LambdaClient>(() => ({ StatusCode: 200, Payload: Buffer.from('{"ok":true}') }));
-    const result = await callLambdaTarget(client, { kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:1:function:f' }, invocation({ kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:1:function:f' }));
+    const result = await callLambdaTarget(
+      client,
+      { kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:1:function:f' },
+      invocation({ kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:1:function:f' }),
+    );
     expect(result).toEqual({ ok: true, detail: 'Lambda 200' });
     expect(inputs[0]).toMatchObject({ FunctionName: 'arn:aws:lambda:us-east-1:1:function:f', InvocationType: 'RequestResponse' });
     expect(JSON.parse(Buffer.from(inputs[0]!.Payload as Uint8Array).toString())).toEqual(envelope);
@@ -65,32 +75,56 @@ describe('envelope targets', () => {
 
   it('lambda: a function error is retryable unless the function marks it permanent', async () => {
     const error = (body: unknown) => Buffer.from(JSON.stringify(body));
-    expect(functionErrorOf('Unhandled', error({ errorType: 'Error', errorMessage: 'boom' }))).toMatchObject({ ok: false, error: { code: 'LAMBDA_FUNCTION_ERROR', retryable: true } });
+    expect(functionErrorOf('Unhandled', error({ errorType: 'Error', errorMessage: 'boom' }))).toMatchObject({
+      ok: false,
+      error: { code: 'LAMBDA_FUNCTION_ERROR', retryable: true },
+    });
     expect(functionErrorOf('Unhandled', error({ errorType: 'PermanentError', errorMessage: 'bad invoice' }))).toMatchObject({ error: { retryable: false } });
-    expect(functionErrorOf('Unhandled', error({ errorType: 'Runtime.HandlerError', errorMessage: '[permanent] bad invoice' }))).toMatchObject({ error: { retryable: false } });
+    expect(functionErrorOf('Unhandled', error({ errorType: 'Runtime.HandlerError', errorMessage: '[permanent] bad invoice' }))).toMatchObject({
+      error: { retryable: false },
+    });
     expect(functionErrorOf('Unhandled', error({ errorType: 'Sandbox.Timedout', errorMessage: 'Task timed out after 3.00 seconds' }))).toMatchObject({
       timedOut: true,
       error: { code: 'LAMBDA_TIMEOUT', retryable: true },
     });
     expect(functionErrorOf('Unhandled', Buffer.from('not json'))).toMatchObject({ error: { message: 'Unhandled: the function failed', retryable: true } });
-    const { client } = fakeClient<LambdaClient>(() => ({ StatusCode: 200, FunctionError: 'Unhandled', Payload: error({ errorType: 'PermanentError', errorMessage: 'no' }) }));
-    expect(await callLambdaTarget(client, { kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:1:function:f' }, invocation({ kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:1:function:f' }))).toMatchObject({
+    const { client } = fakeClient<LambdaClient>(() => ({
+      StatusCode: 200,
+      FunctionError: 'Unhandled',
+      Payload: error({ errorType: 'PermanentError', errorMessage: 'no' }),
+    }));
+    expect(
+      await callLambdaTarget(
+        client,
+        { kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:1:function:f' },
+        invocation({ kind: 'lambda', functionArn: 'arn:aws:lambda:us-east-1:1:function:f' }),
+      ),
+    ).toMatchObject({
       ok: false,
       error: { code: 'LAMBDA_FUNCTION_ERROR', message: 'PermanentError: no', retryable: false },
     });
   });
 
   it('sqs: the envelope as the body, identity as attributes; FIFO gets a group and a deduplication id', () => {
-    const standard = sqsMessageOf({ kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q' }, invocation({ kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q' }));
+    const standard = sqsMessageOf(
+      { kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q' },
+      invocation({ kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q' }),
+    );
     expect(JSON.parse(standard.MessageBody ?? '')).toEqual(envelope);
-    expect(standard.MessageAttributes).toMatchObject({ 'idempotency-key': { StringValue: envelope.idempotencyKey }, 'fencing-token': { DataType: 'Number', StringValue: '2000001' } });
+    expect(standard.MessageAttributes).toMatchObject({
+      'idempotency-key': { StringValue: envelope.idempotencyKey },
+      'fencing-token': { DataType: 'Number', StringValue: '2000001' },
+    });
     expect(standard.MessageGroupId).toBeUndefined();
-    const fifo = sqsMessageOf({ kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q.fifo' }, invocation({ kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q.fifo' }));
+    const fifo = sqsMessageOf(
+      { kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q.fifo' },
+      invocation({ kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q.fifo' }),
+    );
     expect(fifo).toMatchObject({ MessageGroupId: 'job_x', MessageDeduplicationId: envelope.idempotencyKey });
     expect(deduplicationIdOf('k'.repeat(200))).toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it('sqs: in AWS mode never sends to a plain-http or other-port queue URL, whatever the job says; locally the emulator\'s http URL is fine', async () => {
+  it("sqs: in AWS mode never sends to a plain-http or other-port queue URL, whatever the job says; locally the emulator's http URL is fine", async () => {
     let sends = 0;
     const client = fakeClient<SQSClient>(() => {
       sends++;
@@ -115,16 +149,31 @@ describe('envelope targets', () => {
   it('sqs: throttling and server faults are retryable, client faults permanent, network errors retryable', async () => {
     const target = { kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q' } as const;
     const failing = (error: Error) => fakeClient<SQSClient>(() => Promise.reject(error)).client;
-    expect(await callSqsTarget(failing(new FakeServiceError('QueueDoesNotExist', 'client', { httpStatusCode: 400 })), target, invocation(target))).toMatchObject({ error: { code: 'QueueDoesNotExist', retryable: false } });
-    expect(await callSqsTarget(failing(new FakeServiceError('RequestThrottled', 'client', { httpStatusCode: 400 }, { throttling: true })), target, invocation(target))).toMatchObject({ error: { retryable: true } });
-    expect(await callSqsTarget(failing(new FakeServiceError('InternalError', 'server', { httpStatusCode: 500 })), target, invocation(target))).toMatchObject({ error: { retryable: true } });
-    expect(await callSqsTarget(failing(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })), target, invocation(target))).toMatchObject({ error: { code: 'NETWORK_ERROR', retryable: true } });
+    expect(
+      await callSqsTarget(failing(new FakeServiceError('QueueDoesNotExist', 'client', { httpStatusCode: 400 })), target, invocation(target)),
+    ).toMatchObject({ error: { code: 'QueueDoesNotExist', retryable: false } });
+    expect(
+      await callSqsTarget(
+        failing(new FakeServiceError('RequestThrottled', 'client', { httpStatusCode: 400 }, { throttling: true })),
+        target,
+        invocation(target),
+      ),
+    ).toMatchObject({ error: { retryable: true } });
+    expect(await callSqsTarget(failing(new FakeServiceError('InternalError', 'server', { httpStatusCode: 500 })), target, invocation(target))).toMatchObject({
+      error: { retryable: true },
+    });
+    expect(await callSqsTarget(failing(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })), target, invocation(target))).toMatchObject({
+      error: { code: 'NETWORK_ERROR', retryable: true },
+    });
   });
 
   it('an aborted call is a timeout or a cancellation, whatever the SDK threw', () => {
     const aborted = AbortSignal.abort();
     expect(sdkFailure(new Error('aborted'), aborted, undefined, 100)).toMatchObject({ timedOut: true, error: { code: 'TIMEOUT', retryable: true } });
-    expect(sdkFailure(new Error('aborted'), new AbortController().signal, aborted, 100)).toMatchObject({ timedOut: false, error: { code: 'ABORTED', retryable: false } });
+    expect(sdkFailure(new Error('aborted'), new AbortController().signal, aborted, 100)).toMatchObject({
+      timedOut: false,
+      error: { code: 'ABORTED', retryable: false },
+    });
   });
 
   it('eventbridge: one entry with the envelope as detail; a failed entry is a failure', async () => {
@@ -136,9 +185,18 @@ describe('envelope targets', () => {
     expect(entries[0]).toMatchObject({ EventBusName: 'bus', Source: 'billing', DetailType: 'invoice.due' });
     expect(JSON.parse(entries[0]!.Detail!)).toEqual(envelope);
 
-    const throttled = fakeClient<EventBridgeClient>(() => ({ FailedEntryCount: 1, Entries: [{ ErrorCode: 'ThrottlingException', ErrorMessage: 'slow down' }] }));
-    expect(await callEventBridgeTarget(throttled.client, target, invocation(target))).toMatchObject({ ok: false, error: { code: 'EVENTBRIDGE_ThrottlingException', retryable: true } });
+    const throttled = fakeClient<EventBridgeClient>(() => ({
+      FailedEntryCount: 1,
+      Entries: [{ ErrorCode: 'ThrottlingException', ErrorMessage: 'slow down' }],
+    }));
+    expect(await callEventBridgeTarget(throttled.client, target, invocation(target))).toMatchObject({
+      ok: false,
+      error: { code: 'EVENTBRIDGE_ThrottlingException', retryable: true },
+    });
     const refused = fakeClient<EventBridgeClient>(() => ({ FailedEntryCount: 1, Entries: [{ ErrorCode: 'MalformedDetail', ErrorMessage: 'bad' }] }));
-    expect(await callEventBridgeTarget(refused.client, target, invocation(target))).toMatchObject({ ok: false, error: { code: 'EVENTBRIDGE_MalformedDetail', retryable: false } });
+    expect(await callEventBridgeTarget(refused.client, target, invocation(target))).toMatchObject({
+      ok: false,
+      error: { code: 'EVENTBRIDGE_MalformedDetail', retryable: false },
+    });
   });
 });

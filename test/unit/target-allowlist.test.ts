@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { allowlistOf, deploymentTargetsSchema, queueArnOfUrl, targetAllowlistSchema, targetRefusal, unqualifiedFunctionArn } from '../../lambdas/domain/target-allowlist';
+import {
+  allowlistOf,
+  deploymentTargetsSchema,
+  queueArnOfUrl,
+  targetAllowlistSchema,
+  targetRefusal,
+  unqualifiedFunctionArn,
+} from '../../lambdas/domain/target-allowlist';
 
 describe('target allowlist', () => {
   it('maps queue URLs of every endpoint form to their ARN', () => {

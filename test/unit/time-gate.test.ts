@@ -43,7 +43,7 @@ describe('lease check-backs', () => {
   const leasedAt = Date.parse('2026-01-01T00:00:00Z');
   const running = (leaseExpiresAt: string | null) => ({ status: 'RUNNING', leaseExpiresAt });
 
-  it('puts a fresh lease\'s check-back at the end of the shortest lease, never after its own end', () => {
+  it("puts a fresh lease's check-back at the end of the shortest lease, never after its own end", () => {
     // The shortest lease: a 1 s timeout plus the margin; then the slack.
     expect(leaseCheckAt(leasedAt, { leaseMarginSeconds: 30 })).toBe(leasedAt + 31_000 + LEASE_CHECK_SLACK_MS);
     expect(leaseCheckAt(leasedAt, { leaseMarginSeconds: 0 })).toBe(leasedAt + 1_000 + LEASE_CHECK_SLACK_MS);

@@ -69,9 +69,7 @@ describe('verifying a delivery', () => {
   it('refuses a tampered body, id or timestamp, and another secret', () => {
     expect(verifyDelivery(SPEC.secret, signed, '{"test": 2432232315}', AT_SPEC_TIME)).toBe('no-matching-signature');
     expect(verifyDelivery(SPEC.secret, { ...signed, 'webhook-id': 'msg_other' }, SPEC.body, AT_SPEC_TIME)).toBe('no-matching-signature');
-    expect(verifyDelivery(SPEC.secret, { ...signed, 'webhook-timestamp': String(SPEC.timestamp + 1) }, SPEC.body, AT_SPEC_TIME)).toBe(
-      'no-matching-signature',
-    );
+    expect(verifyDelivery(SPEC.secret, { ...signed, 'webhook-timestamp': String(SPEC.timestamp + 1) }, SPEC.body, AT_SPEC_TIME)).toBe('no-matching-signature');
     expect(verifyDelivery(newSigningSecret(), signed, SPEC.body, AT_SPEC_TIME)).toBe('no-matching-signature');
   });
 
@@ -88,7 +86,10 @@ describe('verifying a delivery', () => {
 });
 
 describe('an HTTP delivery', () => {
-  const egress: Egress = { policy: egressPolicyOf({ localMode: true, allowPrivateTargets: false }), resolve: (host) => Promise.resolve([{ address: host, family: 4 }]) };
+  const egress: Egress = {
+    policy: egressPolicyOf({ localMode: true, allowPrivateTargets: false }),
+    resolve: (host) => Promise.resolve([{ address: host, family: 4 }]),
+  };
   const job = { target: { kind: 'http' } } as Job;
   const runOf = (attempt: number) => ({ runId: `job_x.1.${attempt}`, jobId: 'job_x', scheduledFor: '2026-01-01T00:00:00.000Z', attempt }) as Run;
 

@@ -17,7 +17,14 @@ function field(path: string, label: string, control: HTMLInputElement | HTMLSele
   const errorId = `${id}-error`;
   const hintId = hint ? `${id}-hint` : null;
   control.setAttribute('aria-describedby', [hintId, errorId].filter(Boolean).join(' '));
-  return h('div', { class: 'field', 'data-field': path }, h('label', { for: id }, label), control, hint ? h('p', { class: 'hint', id: hintId }, hint) : null, h('p', { class: 'field-error', id: errorId }));
+  return h(
+    'div',
+    { class: 'field', 'data-field': path },
+    h('label', { for: id }, label),
+    control,
+    hint ? h('p', { class: 'hint', id: hintId }, hint) : null,
+    h('p', { class: 'field-error', id: errorId }),
+  );
 }
 
 function showErrors(form: HTMLElement, summary: HTMLElement, errors: readonly FieldError[], fallback: string): void {
@@ -38,7 +45,15 @@ function showErrors(form: HTMLElement, summary: HTMLElement, errors: readonly Fi
   }
   summary.replaceChildren(
     ...(errors.length > 0 || fallback ? [h('p', null, fallback || 'The job was not created:')] : []),
-    ...(unplaced.length > 0 ? [h('ul', null, unplaced.map((error) => h('li', null, `${error.path}: ${error.message}`)))] : []),
+    ...(unplaced.length > 0
+      ? [
+          h(
+            'ul',
+            null,
+            unplaced.map((error) => h('li', null, `${error.path}: ${error.message}`)),
+          ),
+        ]
+      : []),
   );
 }
 
@@ -53,23 +68,45 @@ export const createPage: Page = async (context) => {
   const zones = Intl.supportedValuesOf('timeZone');
   const name = h('input', { type: 'text', required: true, autocomplete: 'off', maxlength: 128 });
   const type = h('input', { type: 'text', required: true, autocomplete: 'off', value: 'default', maxlength: 64 });
-  const kind = h('select', null, h('option', { value: 'cron' }, 'Recurring (cron)'), h('option', { value: 'now' }, 'Once, now'), h('option', { value: 'delay' }, 'Once, after a delay'), h('option', { value: 'at' }, 'Once, at a time'));
+  const kind = h(
+    'select',
+    null,
+    h('option', { value: 'cron' }, 'Recurring (cron)'),
+    h('option', { value: 'now' }, 'Once, now'),
+    h('option', { value: 'delay' }, 'Once, after a delay'),
+    h('option', { value: 'at' }, 'Once, at a time'),
+  );
   const expression = h('input', { type: 'text', value: '0 9 * * MON-FRI', autocomplete: 'off', spellcheck: 'false' });
   const timezone = h('input', { type: 'text', value: viewerZone, list: 'zones', autocomplete: 'off', spellcheck: 'false' });
   const seconds = h('input', { type: 'number', min: 0, value: 60 });
   const at = h('input', { type: 'datetime-local', step: 1 });
   const targetKind = h('select', null, h('option', { value: 'http' }, 'HTTP call'), h('option', { value: 'external' }, 'Your own worker (external)'));
   const url = h('input', { type: 'url', autocomplete: 'off', placeholder: 'https://example.com/hook' });
-  const method = h('select', null, ['POST', 'PUT', 'PATCH', 'GET', 'DELETE'].map((value) => h('option', { value }, value)));
+  const method = h(
+    'select',
+    null,
+    ['POST', 'PUT', 'PATCH', 'GET', 'DELETE'].map((value) => h('option', { value }, value)),
+  );
   const payload = h('textarea', { rows: 4, spellcheck: 'false' }, '{}');
-  const priority = h('select', null, ['normal', 'high', 'low'].map((value) => h('option', { value }, value)));
-  const delivery = h('select', null, ['at-least-once', 'at-most-once', 'exactly-once'].map((value) => h('option', { value }, value)));
+  const priority = h(
+    'select',
+    null,
+    ['normal', 'high', 'low'].map((value) => h('option', { value }, value)),
+  );
+  const delivery = h(
+    'select',
+    null,
+    ['at-least-once', 'at-most-once', 'exactly-once'].map((value) => h('option', { value }, value)),
+  );
   const summary = h('div', { role: 'alert', class: 'error', id: 'form-errors' });
   const preview = h('div', { id: 'preview', 'aria-live': 'polite' });
   const submit = h('button', { type: 'submit' }, 'Create job');
 
   const kindFields: Record<Kind, HTMLElement[]> = {
-    cron: [field('schedule.expression', 'Cron expression', expression, 'Five fields: minute hour day-of-month month day-of-week (docs/api.md, "Cron syntax").'), field('schedule.timezone', 'Time zone', timezone)],
+    cron: [
+      field('schedule.expression', 'Cron expression', expression, 'Five fields: minute hour day-of-month month day-of-week (docs/api.md, "Cron syntax").'),
+      field('schedule.timezone', 'Time zone', timezone),
+    ],
     delay: [field('schedule.seconds', 'Delay in seconds', seconds)],
     at: [field('schedule.at', `Run at (${viewerZone})`, at)],
     now: [],
@@ -84,7 +121,11 @@ export const createPage: Page = async (context) => {
     field('name', 'Name', name, 'Unique among your jobs: letters, digits and . _ : -'),
     field('type', 'Type', type, 'The job type: its worker pool and metrics dimension.'),
     h('fieldset', null, h('legend', null, 'Schedule'), field('schedule', 'Schedule kind', kind), Object.values(kindFields)),
-    h('datalist', { id: 'zones' }, zones.map((zone) => h('option', { value: zone }))),
+    h(
+      'datalist',
+      { id: 'zones' },
+      zones.map((zone) => h('option', { value: zone })),
+    ),
     h('section', { 'aria-labelledby': 'preview-title', class: 'preview' }, h('h2', { id: 'preview-title' }, 'Next fire times'), preview),
     h('fieldset', null, h('legend', null, 'Target'), field('target.kind', 'Target kind', targetKind), urlField, methodField),
     field('payload', 'Payload (JSON)', payload),
@@ -129,14 +170,31 @@ export const createPage: Page = async (context) => {
       const notes = daylightSavingNotes(fireTimes, zone);
       for (const box of form.querySelectorAll('[data-field^="schedule"] .field-error')) box.textContent = '';
       preview.replaceChildren(
-        h('ol', { 'aria-label': 'Next fire times' }, fireTimes.map((fire, index) => h('li', null, time(fire, zone), sched.kind === 'cron' && zone !== viewerZone ? [' — ', time(fire)] : null, notes[index] ? h('span', { class: 'note' }, ` ${notes[index]}`) : null))),
+        h(
+          'ol',
+          { 'aria-label': 'Next fire times' },
+          fireTimes.map((fire, index) =>
+            h(
+              'li',
+              null,
+              time(fire, zone),
+              sched.kind === 'cron' && zone !== viewerZone ? [' — ', time(fire)] : null,
+              notes[index] ? h('span', { class: 'note' }, ` ${notes[index]}`) : null,
+            ),
+          ),
+        ),
       );
     } catch (error) {
       if (mine !== previewSeq) return;
       if (error instanceof ApiError && error.status === 400) {
         preview.replaceChildren(h('p', { class: 'note' }, 'No preview: fix the schedule.'));
         for (const box of form.querySelectorAll('[data-field^="schedule"] .field-error')) box.textContent = '';
-        showErrors(form, h('div'), (error.problem.errors ?? []).map((e) => ({ ...e, path: e.path.startsWith('schedule') ? e.path : `schedule.${e.path}` })), '');
+        showErrors(
+          form,
+          h('div'),
+          (error.problem.errors ?? []).map((e) => ({ ...e, path: e.path.startsWith('schedule') ? e.path : `schedule.${e.path}` })),
+          '',
+        );
       } else preview.replaceChildren(h('p', { class: 'error' }, errorText(error)));
     }
   };
@@ -159,7 +217,12 @@ export const createPage: Page = async (context) => {
     try {
       parsedPayload = payload.value.trim() ? JSON.parse(payload.value) : {};
     } catch (error) {
-      showErrors(form, summary, [{ path: 'payload', message: `not JSON: ${error instanceof Error ? error.message : String(error)}` }], 'The job was not created:');
+      showErrors(
+        form,
+        summary,
+        [{ path: 'payload', message: `not JSON: ${error instanceof Error ? error.message : String(error)}` }],
+        'The job was not created:',
+      );
       return;
     }
     const spec = {

@@ -12,7 +12,17 @@ export const deadPage: Page = async (context) => {
   const bulk = h('button', { type: 'button', disabled: true }, 'Replay selected');
   const holder = h('div', { id: 'dead-runs' });
   const more = h('button', { type: 'button', hidden: true }, 'More dead runs');
-  context.main.append(h('p', null, 'Runs that failed permanently or spent their retries. A replay is a new run of the same occurrence with a fresh retry budget; a run is replayed once.'), h('div', { class: 'actions' }, bulk), alert, holder, more);
+  context.main.append(
+    h(
+      'p',
+      null,
+      'Runs that failed permanently or spent their retries. A replay is a new run of the same occurrence with a fresh retry budget; a run is replayed once.',
+    ),
+    h('div', { class: 'actions' }, bulk),
+    alert,
+    holder,
+    more,
+  );
 
   let runs: Run[] = [];
   let cursor: string | null = null;

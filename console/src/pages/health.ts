@@ -11,7 +11,13 @@ const REFRESH_MS = 15_000;
 
 type Minute = HealthReport['runs']['perMinute'][number];
 
-function chart(title: string, id: string, minutes: readonly Minute[], series: readonly { label: string; values: (minute: Minute) => number | null; color: string }[], unit: string): HTMLElement {
+function chart(
+  title: string,
+  id: string,
+  minutes: readonly Minute[],
+  series: readonly { label: string; values: (minute: Minute) => number | null; color: string }[],
+  unit: string,
+): HTMLElement {
   const figure = h('figure', { class: 'chart', id, 'aria-labelledby': `${id}-caption` });
   const caption = h('figcaption', { id: `${id}-caption` }, title);
   const holder = h('div', { class: 'plot', 'aria-hidden': 'true' });
@@ -21,7 +27,13 @@ function chart(title: string, id: string, minutes: readonly Minute[], series: re
     'details',
     null,
     h('summary', null, `${title}: figures`),
-    recent.length === 0 ? h('p', null, 'No runs in the last hour.') : table(title, ['Minute', ...series.map((one) => `${one.label} (${unit})`)], recent.map((minute) => [timeText(minute.minute), ...series.map((one) => String(one.values(minute) ?? '—'))])),
+    recent.length === 0
+      ? h('p', null, 'No runs in the last hour.')
+      : table(
+          title,
+          ['Minute', ...series.map((one) => `${one.label} (${unit})`)],
+          recent.map((minute) => [timeText(minute.minute), ...series.map((one) => String(one.values(minute) ?? '—'))]),
+        ),
   );
   figure.append(caption, holder, details);
   const x = minutes.map((minute) => Date.parse(minute.minute) / 1000);
@@ -48,10 +60,22 @@ function chart(title: string, id: string, minutes: readonly Minute[], series: re
 function queueRows(report: HealthReport): (readonly (string | Node)[])[] {
   const rows: (readonly (string | Node)[])[] = [];
   for (const [pool, health] of Object.entries(report.queues.pools)) {
-    const lanes = [['standard', health.standard], ['high', health.high], ['low', health.low], ['dead-letter', health.dlq]] as const;
+    const lanes = [
+      ['standard', health.standard],
+      ['high', health.high],
+      ['low', health.low],
+      ['dead-letter', health.dlq],
+    ] as const;
     for (const [lane, queue] of lanes) {
       if (!queue) continue;
-      rows.push([pool, lane, String(queue.visible), String(queue.inFlight), String(queue.delayed), queue.oldestMessageAgeSeconds === null ? '—' : `${queue.oldestMessageAgeSeconds} s`]);
+      rows.push([
+        pool,
+        lane,
+        String(queue.visible),
+        String(queue.inFlight),
+        String(queue.delayed),
+        queue.oldestMessageAgeSeconds === null ? '—' : `${queue.oldestMessageAgeSeconds} s`,
+      ]);
     }
   }
   return rows;
@@ -61,7 +85,11 @@ export const healthPage: Page = async (context) => {
   heading(context, 'Health');
   const alert = alertBox();
   const body = h('div');
-  context.main.append(h('p', { class: 'note' }, `The last 60 minutes from GET /v1/health?minutes=60, refreshed every ${REFRESH_MS / 1000} s. Times in ${viewerZone}.`), alert, body);
+  context.main.append(
+    h('p', { class: 'note' }, `The last 60 minutes from GET /v1/health?minutes=60, refreshed every ${REFRESH_MS / 1000} s. Times in ${viewerZone}.`),
+    alert,
+    body,
+  );
 
   const load = async (): Promise<void> => {
     let report: HealthReport;
@@ -76,47 +104,101 @@ export const healthPage: Page = async (context) => {
     const minutes = runs.perMinute;
     const outcomes = (minute: Minute): number => minute.succeeded + minute.errors;
     body.replaceChildren(
-      h('section', { 'aria-labelledby': 'status-title', class: `health-status health-${report.status}` },
+      h(
+        'section',
+        { 'aria-labelledby': 'status-title', class: `health-status health-${report.status}` },
         h('h2', { id: 'status-title' }, `status: ${report.status}`),
-        report.problems.length === 0 ? h('p', null, 'problems: none') : h('ul', { 'aria-label': 'problems' }, report.problems.map((problem) => h('li', null, problem))),
+        report.problems.length === 0
+          ? h('p', null, 'problems: none')
+          : h(
+              'ul',
+              { 'aria-label': 'problems' },
+              report.problems.map((problem) => h('li', null, problem)),
+            ),
         h('p', null, 'checkedAt: ', time(report.checkedAt)),
       ),
-      h('section', { 'aria-labelledby': 'figures-title' },
+      h(
+        'section',
+        { 'aria-labelledby': 'figures-title' },
         h('h2', { id: 'figures-title' }, `runs over the last ${runs.windowMinutes} minutes`),
-        h('dl', { class: 'definition' },
+        h(
+          'dl',
+          { class: 'definition' },
           [
-            ['startLagMs p50 / p95 / p99', `${runs.startLagMs.p50 ?? '—'} / ${runs.startLagMs.p95 ?? '—'} / ${runs.startLagMs.p99 ?? '—'} ms (${runs.startLagMs.samples} samples)`],
+            [
+              'startLagMs p50 / p95 / p99',
+              `${runs.startLagMs.p50 ?? '—'} / ${runs.startLagMs.p95 ?? '—'} / ${runs.startLagMs.p99 ?? '—'} ms (${runs.startLagMs.samples} samples)`,
+            ],
             ['successRate', runs.successRate === null ? '— (no outcomes)' : `${runs.successRate} %`],
             ['started', String(runs.started)],
             ['retried', String(runs.retried)],
             ['workerLost', String(runs.workerLost)],
-            ['byStatus', Object.entries(runs.byStatus).map(([status, count]) => `${status} ${count}`).join(', ')],
+            [
+              'byStatus',
+              Object.entries(runs.byStatus)
+                .map(([status, count]) => `${status} ${count}`)
+                .join(', '),
+            ],
             ['deadAwaitingReplay', `${runs.deadAwaitingReplay.count}${runs.deadAwaitingReplay.capped ? '+' : ''}`],
             ['inFlight', String(report.inFlight.length)],
           ].map(([term, value]) => [h('dt', null, term), h('dd', null, value)]),
         ),
       ),
-      h('div', { class: 'charts' },
-        chart('Start lag p50 and p99 per minute', 'chart-lag', minutes, [
-          { label: 'p50', values: (minute) => minute.startLagP50Ms ?? null, color: '#2563eb' },
-          { label: 'p99', values: (minute) => minute.startLagP99Ms ?? null, color: '#dc2626' },
-        ], 'ms'),
-        chart('Runs per minute', 'chart-runs', minutes, [
-          { label: 'started', values: (minute) => minute.started, color: '#2563eb' },
-          { label: 'succeeded', values: (minute) => minute.succeeded, color: '#16a34a' },
-          { label: 'errors', values: (minute) => minute.errors, color: '#dc2626' },
-        ], 'runs'),
-        chart('Success rate per minute', 'chart-success', minutes, [
-          { label: 'successRate', values: (minute) => (outcomes(minute) === 0 ? null : Math.round((minute.succeeded / outcomes(minute)) * 1000) / 10), color: '#16a34a' },
-        ], '%'),
+      h(
+        'div',
+        { class: 'charts' },
+        chart(
+          'Start lag p50 and p99 per minute',
+          'chart-lag',
+          minutes,
+          [
+            { label: 'p50', values: (minute) => minute.startLagP50Ms ?? null, color: '#2563eb' },
+            { label: 'p99', values: (minute) => minute.startLagP99Ms ?? null, color: '#dc2626' },
+          ],
+          'ms',
+        ),
+        chart(
+          'Runs per minute',
+          'chart-runs',
+          minutes,
+          [
+            { label: 'started', values: (minute) => minute.started, color: '#2563eb' },
+            { label: 'succeeded', values: (minute) => minute.succeeded, color: '#16a34a' },
+            { label: 'errors', values: (minute) => minute.errors, color: '#dc2626' },
+          ],
+          'runs',
+        ),
+        chart(
+          'Success rate per minute',
+          'chart-success',
+          minutes,
+          [
+            {
+              label: 'successRate',
+              values: (minute) => (outcomes(minute) === 0 ? null : Math.round((minute.succeeded / outcomes(minute)) * 1000) / 10),
+              color: '#16a34a',
+            },
+          ],
+          '%',
+        ),
       ),
-      h('section', { 'aria-labelledby': 'queues-title' },
+      h(
+        'section',
+        { 'aria-labelledby': 'queues-title' },
         h('h2', { id: 'queues-title' }, 'queues'),
         table('Queue depths by pool and lane', ['Pool', 'Lane', 'visible', 'inFlight', 'delayed', 'oldestMessageAgeSeconds'], queueRows(report)),
       ),
-      h('section', { 'aria-labelledby': 'ticker-title' },
+      h(
+        'section',
+        { 'aria-labelledby': 'ticker-title' },
         h('h2', { id: 'ticker-title' }, 'ticker'),
-        h('p', { id: 'ticker-last' }, 'lastCompletedAt: ', time(ticker.lastCompletedAt), ticker.sinceLastCompletionSeconds === null ? '' : ` (${ticker.sinceLastCompletionSeconds} s ago)`),
+        h(
+          'p',
+          { id: 'ticker-last' },
+          'lastCompletedAt: ',
+          time(ticker.lastCompletedAt),
+          ticker.sinceLastCompletionSeconds === null ? '' : ` (${ticker.sinceLastCompletionSeconds} s ago)`,
+        ),
       ),
     );
   };

@@ -15,7 +15,11 @@ export function runRows(runs: readonly Run[]): HTMLTableElement {
     'Runs, newest first',
     ['Scheduled for', 'Started', 'Finished', 'Status', 'Attempt', 'Start lag', 'Duration', 'Why'],
     runs.map((run) => [
-      h('a', { href: `#/runs/${encodeURIComponent(run.runId)}`, 'aria-label': `Run scheduled for ${run.scheduledFor}, attempt ${run.attempt}` }, time(run.scheduledFor)),
+      h(
+        'a',
+        { href: `#/runs/${encodeURIComponent(run.runId)}`, 'aria-label': `Run scheduled for ${run.scheduledFor}, attempt ${run.attempt}` },
+        time(run.scheduledFor),
+      ),
       time(run.startedAt),
       time(run.finishedAt),
       h('span', { class: STATUS_CLASS(run.status), 'data-run-status': run.runId }, run.status.toLowerCase()),
@@ -40,11 +44,22 @@ function definition(job: JobDetail): HTMLElement {
     ['Timeout', `${job.timeoutSeconds} s`],
     ['Retries', `${job.retryPolicy.maxAttempts} attempts, ${job.retryPolicy.initialDelaySeconds} s doubling up to ${job.retryPolicy.maxDelaySeconds} s`],
     ['Overlap, misfire', `${job.overlapPolicy}, ${job.misfirePolicy}`],
-    ['Labels', job.labels && Object.keys(job.labels).length > 0 ? Object.entries(job.labels).map(([k, v]) => `${k}=${v}`).join(', ') : '—'],
+    [
+      'Labels',
+      job.labels && Object.keys(job.labels).length > 0
+        ? Object.entries(job.labels)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(', ')
+        : '—',
+    ],
     ['Created', time(job.createdAt)],
     ['Updated', time(job.updatedAt)],
   ];
-  return h('dl', { class: 'definition' }, rows.map(([term, value]) => [h('dt', null, term), h('dd', null, value)]));
+  return h(
+    'dl',
+    { class: 'definition' },
+    rows.map(([term, value]) => [h('dt', null, term), h('dd', null, value)]),
+  );
 }
 
 async function fireTimes(job: JobDetail): Promise<HTMLElement> {
@@ -92,11 +107,17 @@ function actions(job: JobDetail, context: PageContext, refresh: () => Promise<vo
       const { run } = await api.trigger(job.jobId);
       return `Run ${run.runId} triggered`;
     }),
-    button('Delete', job.status === 'CANCELLED', async () => {
-      if (!(await confirmDialog(`Delete job ${job.name}? No occurrence fires afterwards and runs not yet started are cancelled.`, 'Delete job'))) return 'Not deleted';
-      await api.deleteJob(job.jobId);
-      return `Job ${job.name} deleted`;
-    }, true),
+    button(
+      'Delete',
+      job.status === 'CANCELLED',
+      async () => {
+        if (!(await confirmDialog(`Delete job ${job.name}? No occurrence fires afterwards and runs not yet started are cancelled.`, 'Delete job')))
+          return 'Not deleted';
+        await api.deleteJob(job.jobId);
+        return `Job ${job.name} deleted`;
+      },
+      true,
+    ),
     alert,
   );
 }
@@ -105,7 +126,12 @@ export const jobPage: Page = async (context) => {
   const [jobId = ''] = context.params;
   const title = heading(context, 'Job');
   const body = h('div');
-  const runsBox = h('section', { 'aria-labelledby': 'runs-title' }, h('h2', { id: 'runs-title' }, 'Runs'), h('p', { class: 'note' }, 'Follows new runs as they come, every 2 seconds.'));
+  const runsBox = h(
+    'section',
+    { 'aria-labelledby': 'runs-title' },
+    h('h2', { id: 'runs-title' }, 'Runs'),
+    h('p', { class: 'note' }, 'Follows new runs as they come, every 2 seconds.'),
+  );
   const runsTable = h('div', { id: 'runs' });
   runsBox.append(runsTable);
   context.main.append(body, runsBox);

@@ -17,7 +17,12 @@ async function lastOutcome(job: Job): Promise<Run | null> {
 export const jobsPage: Page = async (context) => {
   heading(context, 'Jobs');
   const search = h('input', { id: 'search-jobs', type: 'search', autocomplete: 'off', placeholder: 'name starts with…' });
-  const status = h('select', { id: 'status-filter' }, h('option', { value: '' }, 'Any status'), STATUSES.map((value) => h('option', { value }, value.toLowerCase())));
+  const status = h(
+    'select',
+    { id: 'status-filter' },
+    h('option', { value: '' }, 'Any status'),
+    STATUSES.map((value) => h('option', { value }, value.toLowerCase())),
+  );
   const label = h('input', { id: 'label-filter', type: 'text', autocomplete: 'off', placeholder: 'team=billing', pattern: '[^=]+=.*' });
   const filters = h(
     'form',
@@ -75,13 +80,19 @@ export const jobsPage: Page = async (context) => {
     alert.textContent = '';
     const labels = label.value.trim() ? [label.value.trim()] : [];
     try {
-      const page = await listJobs({ name: search.value.trim() || undefined, status: (status.value || undefined) as JobStatus | undefined, labels }, append ? (cursor ?? undefined) : undefined);
+      const page = await listJobs(
+        { name: search.value.trim() || undefined, status: (status.value || undefined) as JobStatus | undefined, labels },
+        append ? (cursor ?? undefined) : undefined,
+      );
       if (mine !== generation) return;
       rows = append ? [...rows, ...page.items] : page.items;
       cursor = page.nextCursor;
       more.hidden = cursor === null;
       const local = [...filtersAppliedInBrowser()].filter((name) => (name === 'name' ? search.value.trim() : labels.length > 0));
-      note.textContent = local.length > 0 ? `This API does not filter by ${local.join(' or ')} yet: the console filtered the first pages of jobs itself, so jobs further on may be missing.` : '';
+      note.textContent =
+        local.length > 0
+          ? `This API does not filter by ${local.join(' or ')} yet: the console filtered the first pages of jobs itself, so jobs further on may be missing.`
+          : '';
       draw();
       context.say(`${rows.length} job${rows.length === 1 ? '' : 's'} shown`);
     } catch (error) {

@@ -20,7 +20,13 @@ function timeline(run: Run): HTMLElement {
     ['Leased', run.startedAt, run.startedAt ? `start lag ${duration(between(run.availableAt, run.startedAt))}` : ''],
     [`Outcome: ${run.status.toLowerCase()}`, run.finishedAt, run.finishedAt ? `took ${duration(between(run.startedAt, run.finishedAt))}` : ''],
   ];
-  return h('ol', { class: 'timeline', 'aria-label': 'Timeline' }, steps.map(([label, at, note]) => h('li', { class: at ? 'done' : 'pending' }, h('strong', null, label), ' ', time(at), note ? h('span', { class: 'note' }, ` ${note}`) : null)));
+  return h(
+    'ol',
+    { class: 'timeline', 'aria-label': 'Timeline' },
+    steps.map(([label, at, note]) =>
+      h('li', { class: at ? 'done' : 'pending' }, h('strong', null, label), ' ', time(at), note ? h('span', { class: 'note' }, ` ${note}`) : null),
+    ),
+  );
 }
 
 export const runPage: Page = async (context) => {
@@ -63,12 +69,29 @@ export const runPage: Page = async (context) => {
     body.replaceChildren(
       h('div', { class: 'actions', role: 'group', 'aria-label': 'Run actions' }, cancel, replay),
       h('section', { 'aria-labelledby': 'timeline-title' }, h('h2', { id: 'timeline-title' }, 'Timeline'), timeline(run)),
-      h('dl', { class: 'definition' }, facts.map(([term, value]) => [h('dt', null, term), h('dd', null, value)])),
+      h(
+        'dl',
+        { class: 'definition' },
+        facts.map(([term, value]) => [h('dt', null, term), h('dd', null, value)]),
+      ),
       h(
         'section',
         { 'aria-labelledby': 'attempts-title' },
         h('h2', { id: 'attempts-title' }, 'Attempts of this occurrence'),
-        h('ol', null, attempts.map((other) => h('li', null, other.runId === run.runId ? h('strong', { 'aria-current': 'page' }, `Attempt ${other.attempt} (this run)`) : h('a', { href: `#/runs/${encodeURIComponent(other.runId)}` }, `Attempt ${other.attempt}`), ` ${other.status.toLowerCase()} (${other.trigger})`))),
+        h(
+          'ol',
+          null,
+          attempts.map((other) =>
+            h(
+              'li',
+              null,
+              other.runId === run.runId
+                ? h('strong', { 'aria-current': 'page' }, `Attempt ${other.attempt} (this run)`)
+                : h('a', { href: `#/runs/${encodeURIComponent(other.runId)}` }, `Attempt ${other.attempt}`),
+              ` ${other.status.toLowerCase()} (${other.trigger})`,
+            ),
+          ),
+        ),
       ),
     );
     title.textContent = `Run ${run.runId}`;
