@@ -3,8 +3,7 @@
 // without its first occurrence and a name or key is never taken twice.
 import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
-import { MAX_ITEMS_READ_PER_PAGE } from './filtered-page';
-import type { DynamoDBDocumentClient, QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from './conditional';
 import { absentOr, conditionExpressions, IF_NEW, ifHeld, lessThan, transact, transactRetryingConflicts, updateExpressions } from './conditional';
@@ -16,24 +15,13 @@ export interface NewRun {
   readonly run: Run;
   readonly extras: RunItemExtras;
 }
-import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX, JOBS_BY_TYPE_INDEX, JOBS_NEXT_RUN_INDEX } from './schema';
-import { readIndexedPage } from './indexed-page';
+import { JOBS_NEXT_RUN_INDEX } from './schema';
 import type { Page } from './page';
-import { decodeCursorOrThrow } from './page';
-import {
-  createRateKey,
-  encodeCursor,
-  idempotencyKey,
-  itemToJob,
-  jobKey,
-  jobLabelKey,
-  jobLabelPartition,
-  jobNameKey,
-  jobToItem,
-  labelPairsOf,
-  runToItem,
-  tenantUsageKey,
-} from './keys';
+import type { JobFilter } from './job-finder';
+import { JobFinder } from './job-finder';
+
+export type { JobFilter } from './job-finder';
+import { createRateKey, idempotencyKey, itemToJob, jobKey, jobLabelKey, jobNameKey, jobToItem, labelPairsOf, runToItem, tenantUsageKey } from './keys';
 
 /** Jobs that count against a tenant's active-jobs limit. */
 export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
@@ -72,17 +60,6 @@ export type InsertResult =
   | { readonly kind: 'conflicted'; readonly retryAfterMs: number }
   | { readonly kind: 'idempotent-replay'; readonly jobId: string; readonly requestHash: string };
 
-export interface JobFilter {
-  readonly status?: JobStatus;
-  readonly type?: string;
-  /** Exactly this name. */
-  readonly name?: string;
-  /** Names that start with this (the listing is then in name order). */
-  readonly namePrefix?: string;
-  /** Every one of these labels. */
-  readonly labels?: readonly { readonly key: string; readonly value: string }[];
-}
-
 /** Options of a job read. */
 export interface JobReadOptions {
   /** Share a BatchGetItem with the reads made around it (see `Coalescer`). Absent: read alone, now. */
@@ -96,11 +73,15 @@ interface PendingJobRead {
 }
 
 export class JobsRepository {
+  private readonly finder: JobFinder;
+
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly jobsTable: string,
     private readonly runsTable: string,
-  ) {}
+  ) {
+    this.finder = new JobFinder(dynamo, jobsTable, (jobIds) => this.getManyAnyTenant(jobIds));
+  }
 
   async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
     const ifNew = conditionExpressions(IF_NEW);
@@ -221,111 +202,15 @@ export class JobsRepository {
   }
 
   /** Strongly consistent reads of jobs by id; a job missing from the answer does not exist. */
-  private async getManyAnyTenant(jobIds: readonly string[]): Promise<Map<string, Job>> {
+  /** Jobs by id, of any tenant (the caller checks the tenant). */
+  async getManyAnyTenant(jobIds: readonly string[]): Promise<Map<string, Job>> {
     const items = await batchGetConsistent(this.dynamo, this.jobsTable, [...new Set(jobIds)].map(jobKey));
     return new Map(items.map(itemToJob).map((job) => [job.jobId, job]));
   }
 
-  /**
-   * The tenant's jobs matching every filter, newest first (in name order under `namePrefix`). The
-   * most selective filter picks the index read (a label, the name, the type, the status, else all
-   * the tenant's jobs); the jobs it points at are read by key and the other filters kept from them,
-   * within the request's read budget (decision 0095). `nextCursor` is null when nothing follows.
-   */
-  async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Job>> {
-    const labels = labelPairsOf(Object.fromEntries((filter.labels ?? []).map(({ key, value }) => [key, value])));
-    const keep = (job: Job): boolean =>
-      job.tenantId === tenantId &&
-      (filter.status === undefined || job.status === filter.status) &&
-      (filter.type === undefined || job.type === filter.type) &&
-      (filter.name === undefined || job.name === filter.name) &&
-      (filter.namePrefix === undefined || job.name.startsWith(filter.namePrefix)) &&
-      labels.every((label) => labelPairsOf(job.labels).includes(label));
-    const read = (
-      query: Omit<QueryCommandInput, 'ExclusiveStartKey' | 'Limit' | 'TableName'>,
-      expect: Record<string, string>,
-      sortKey: string,
-      keyNames: readonly string[],
-    ) => this.listThrough(query, expect, sortKey, keyNames, limit, keep, cursor, maxItemsRead);
-    const [firstLabel] = labels;
-    if (firstLabel !== undefined) {
-      const partition = jobLabelPartition(tenantId, firstLabel);
-      return read(
-        {
-          KeyConditionExpression: '#pk = :pk',
-          ExpressionAttributeNames: { '#pk': 'pk' },
-          ExpressionAttributeValues: { ':pk': partition },
-          ScanIndexForward: false,
-        },
-        { pk: partition },
-        'sk',
-        ['pk', 'sk'],
-      );
-    }
-    if (filter.name !== undefined || filter.namePrefix !== undefined) {
-      const exact = filter.name !== undefined;
-      return read(
-        {
-          IndexName: JOBS_BY_NAME_INDEX,
-          KeyConditionExpression: exact ? '#tenantId = :tenantId AND #name = :name' : '#tenantId = :tenantId AND begins_with(#name, :name)',
-          ExpressionAttributeNames: { '#tenantId': 'tenantId', '#name': 'name' },
-          ExpressionAttributeValues: { ':tenantId': tenantId, ':name': filter.name ?? filter.namePrefix },
-        },
-        { tenantId },
-        'name',
-        ['pk', 'sk', 'tenantId', 'name'],
-      );
-    }
-    const [indexName, attribute, value] =
-      filter.type !== undefined
-        ? [JOBS_BY_TYPE_INDEX, 'tenantType', `${tenantId}#${filter.type}`]
-        : filter.status !== undefined
-          ? [JOBS_BY_STATUS_INDEX, 'tenantStatus', `${tenantId}#${filter.status}`]
-          : [JOBS_BY_TENANT_INDEX, 'tenantId', tenantId];
-    return read(
-      {
-        IndexName: indexName,
-        KeyConditionExpression: '#partition = :partition',
-        ExpressionAttributeNames: { '#partition': attribute },
-        ExpressionAttributeValues: { ':partition': value },
-        ScanIndexForward: false,
-      },
-      { [attribute]: value },
-      'tenantSort',
-      ['pk', 'sk', attribute, 'tenantSort'],
-    );
-  }
-
-  private async listThrough(
-    query: Omit<QueryCommandInput, 'ExclusiveStartKey' | 'Limit' | 'TableName'>,
-    expect: Record<string, string>,
-    sortKey: string,
-    keyNames: readonly string[],
-    limit: number,
-    keep: (job: Job) => boolean,
-    cursor: string | undefined,
-    maxItemsRead: number,
-  ): Promise<Page<Job>> {
-    const page = await readIndexedPage<Job>(
-      this.dynamo,
-      { TableName: this.jobsTable, ...query },
-      {
-        limit,
-        start: cursor ? decodeCursorOrThrow(cursor, expect, sortKey) : undefined,
-        keyOf: (entry) => Object.fromEntries(keyNames.map((name) => [name, entry[name]])),
-        load: async (entries) => {
-          // Label entries name their job; index entries are the job's own keys.
-          const jobIds = entries.map((entry) => (typeof entry.jobId === 'string' ? entry.jobId : String(entry.pk).slice('JOB#'.length)));
-          const jobs = await this.getManyAnyTenant(jobIds);
-          return jobIds.map((jobId) => jobs.get(jobId) ?? null);
-        },
-        keep,
-        // Every listing is checked against the jobs read: an index is eventually consistent.
-        filtered: true,
-        maxItemsRead,
-      },
-    );
-    return { items: page.items, nextCursor: encodeCursor(page.next) };
+  /** The tenant's jobs matching every filter (job-finder.ts, decision 0095). */
+  list(tenantId: string, filter: JobFilter, limit: number, cursor?: string, maxItemsRead?: number): Promise<Page<Job>> {
+    return this.finder.list(tenantId, filter, limit, cursor, maxItemsRead);
   }
 
   /**

@@ -1,0 +1,134 @@
+// Finding a tenant's jobs: by label, name or name prefix, type, status, or all of them, each
+// through an index (or the label entries) rather than a scan of the tenant's items (decision 0095).
+// The jobs an index points at are read by key and every filter is checked on them, within the
+// request's read budget.
+import type { DynamoDBDocumentClient, QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { Job, JobStatus } from '../domain/job';
+import { MAX_ITEMS_READ_PER_PAGE } from './filtered-page';
+import { readIndexedPage } from './indexed-page';
+import { encodeCursor, jobLabelPartition, labelPairsOf } from './keys';
+import type { Page } from './page';
+import { decodeCursorOrThrow } from './page';
+import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX, JOBS_BY_TYPE_INDEX } from './schema';
+
+export interface JobFilter {
+  readonly status?: JobStatus;
+  readonly type?: string;
+  /** Exactly this name. */
+  readonly name?: string;
+  /** Names that start with this (the listing is then in name order). */
+  readonly namePrefix?: string;
+  /** Every one of these labels. */
+  readonly labels?: readonly { readonly key: string; readonly value: string }[];
+}
+
+export class JobFinder {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly jobsTable: string,
+    /** Jobs by id, of any tenant (JobsRepository's read). */
+    private readonly getManyAnyTenant: (jobIds: readonly string[]) => Promise<Map<string, Job>>,
+  ) {}
+
+  /**
+   * The tenant's jobs matching every filter, newest first (in name order under `namePrefix`). The
+   * most selective filter picks the index read (a label, the name, the type, the status, else all
+   * the tenant's jobs); the jobs it points at are read by key and the other filters kept from them,
+   * within the request's read budget (decision 0095). `nextCursor` is null when nothing follows.
+   */
+  async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Job>> {
+    const labels = labelPairsOf(Object.fromEntries((filter.labels ?? []).map(({ key, value }) => [key, value])));
+    const keep = (job: Job): boolean =>
+      job.tenantId === tenantId &&
+      (filter.status === undefined || job.status === filter.status) &&
+      (filter.type === undefined || job.type === filter.type) &&
+      (filter.name === undefined || job.name === filter.name) &&
+      (filter.namePrefix === undefined || job.name.startsWith(filter.namePrefix)) &&
+      labels.every((label) => labelPairsOf(job.labels).includes(label));
+    const read = (
+      query: Omit<QueryCommandInput, 'ExclusiveStartKey' | 'Limit' | 'TableName'>,
+      expect: Record<string, string>,
+      sortKey: string,
+      keyNames: readonly string[],
+    ) => this.listThrough(query, expect, sortKey, keyNames, limit, keep, cursor, maxItemsRead);
+    const [firstLabel] = labels;
+    if (firstLabel !== undefined) {
+      const partition = jobLabelPartition(tenantId, firstLabel);
+      return read(
+        {
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': 'pk' },
+          ExpressionAttributeValues: { ':pk': partition },
+          ScanIndexForward: false,
+        },
+        { pk: partition },
+        'sk',
+        ['pk', 'sk'],
+      );
+    }
+    if (filter.name !== undefined || filter.namePrefix !== undefined) {
+      const exact = filter.name !== undefined;
+      return read(
+        {
+          IndexName: JOBS_BY_NAME_INDEX,
+          KeyConditionExpression: exact ? '#tenantId = :tenantId AND #name = :name' : '#tenantId = :tenantId AND begins_with(#name, :name)',
+          ExpressionAttributeNames: { '#tenantId': 'tenantId', '#name': 'name' },
+          ExpressionAttributeValues: { ':tenantId': tenantId, ':name': filter.name ?? filter.namePrefix },
+        },
+        { tenantId },
+        'name',
+        ['pk', 'sk', 'tenantId', 'name'],
+      );
+    }
+    const [indexName, attribute, value] =
+      filter.type !== undefined
+        ? [JOBS_BY_TYPE_INDEX, 'tenantType', `${tenantId}#${filter.type}`]
+        : filter.status !== undefined
+          ? [JOBS_BY_STATUS_INDEX, 'tenantStatus', `${tenantId}#${filter.status}`]
+          : [JOBS_BY_TENANT_INDEX, 'tenantId', tenantId];
+    return read(
+      {
+        IndexName: indexName,
+        KeyConditionExpression: '#partition = :partition',
+        ExpressionAttributeNames: { '#partition': attribute },
+        ExpressionAttributeValues: { ':partition': value },
+        ScanIndexForward: false,
+      },
+      { [attribute]: value },
+      'tenantSort',
+      ['pk', 'sk', attribute, 'tenantSort'],
+    );
+  }
+
+  private async listThrough(
+    query: Omit<QueryCommandInput, 'ExclusiveStartKey' | 'Limit' | 'TableName'>,
+    expect: Record<string, string>,
+    sortKey: string,
+    keyNames: readonly string[],
+    limit: number,
+    keep: (job: Job) => boolean,
+    cursor: string | undefined,
+    maxItemsRead: number,
+  ): Promise<Page<Job>> {
+    const page = await readIndexedPage<Job>(
+      this.dynamo,
+      { TableName: this.jobsTable, ...query },
+      {
+        limit,
+        start: cursor ? decodeCursorOrThrow(cursor, expect, sortKey) : undefined,
+        keyOf: (entry) => Object.fromEntries(keyNames.map((name) => [name, entry[name]])),
+        load: async (entries) => {
+          // Label entries name their job; index entries are the job's own keys.
+          const jobIds = entries.map((entry) => (typeof entry.jobId === 'string' ? entry.jobId : String(entry.pk).slice('JOB#'.length)));
+          const jobs = await this.getManyAnyTenant(jobIds);
+          return jobIds.map((jobId) => jobs.get(jobId) ?? null);
+        },
+        keep,
+        // Every listing is checked against the jobs read: an index is eventually consistent.
+        filtered: true,
+        maxItemsRead,
+      },
+    );
+    return { items: page.items, nextCursor: encodeCursor(page.next) };
+  }
+}
