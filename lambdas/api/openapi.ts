@@ -4,8 +4,8 @@
 import { z } from 'zod';
 import type { RouteSpec } from './routes';
 import { PATH_PARAMS, ROUTES } from './routes';
-import { PROBLEM_TYPES, gatewayErrorSchema, problemSchema, problemTypeOf } from './schemas';
-import type { ProblemStatus } from './schemas';
+import { PROBLEM_TYPES, gatewayErrorSchema, problemSchema, problemTypeOf } from './responses';
+import type { ProblemStatus } from './responses';
 
 type JsonSchema = Record<string, unknown>;
 

@@ -3,39 +3,41 @@
 // (openapi.ts) is generated from it. No AWS SDK here: a client or a script may import it.
 import type { z } from 'zod';
 import { resourceId } from '../core/validation';
-import type { ProblemStatus } from './schemas';
+import type { ProblemStatus } from './responses';
 import {
-  auditPageSchema,
   auditQuery,
-  bulkReplayResponseSchema,
   bulkReplaySchema,
   claimSchema,
-  claimedRunSchema,
   completeSchema,
-  createJobResponseSchema,
   deadQuery,
   failSchema,
   healthQuery,
-  healthReportSchema,
-  heartbeatResponseSchema,
   heartbeatSchema,
   issueSigningSecretSchema,
+  jobPatchSchema,
+  jobSpecSchema,
+  listJobsQuery,
+  listRunsQuery,
+  previewSchema,
+  triggerSchema,
+} from './schemas';
+import {
+  auditPageSchema,
+  bulkReplayResponseSchema,
+  claimedRunSchema,
+  createJobResponseSchema,
+  healthReportSchema,
+  heartbeatResponseSchema,
   issuedSigningSecretSchema,
   jobDetailSchema,
   jobPageSchema,
-  jobPatchSchema,
-  jobSpecSchema,
   jobViewSchema,
-  listJobsQuery,
-  listRunsQuery,
   previewResponseSchema,
-  previewSchema,
   runPageSchema,
   runResponseSchema,
   runSchema,
   signingSecretListSchema,
-  triggerSchema,
-} from './schemas';
+} from './responses';
 
 /** Every path parameter of every route, by name. A malformed id is a 400; a well-formed unknown one, 404. */
 export const PATH_PARAMS = { jobId: resourceId, runId: resourceId, secretId: resourceId } as const satisfies Record<string, z.ZodType>;

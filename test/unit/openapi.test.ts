@@ -6,7 +6,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { routerRoutes } from '../../lambdas/api/adapter';
 import { buildOpenApiDocument, openApiFileText } from '../../lambdas/api/openapi';
-import { PROBLEM_TYPES, problemTypeOf } from '../../lambdas/api/schemas';
+import { PROBLEM_TYPES, problemTypeOf } from '../../lambdas/api/responses';
 
 const root = path.join(__dirname, '..', '..');
 

@@ -1,0 +1,247 @@
+// The answers of the API as zod schemas: the shapes each route returns and the problem+json of its
+// refusals. The OpenAPI document (openapi.ts) is generated from them and the integration tests check
+// every answer against it; requests are in schemas.ts. Zod and the pure domain only, no AWS SDK.
+import { z } from 'zod';
+import { AUDIT_ACTIONS } from '../domain/audit';
+import { DELIVERY_MODES } from '../domain/delivery';
+import { MASKED_HEADER_VALUE, jsonValue, retryPolicySchema, scheduleSchema, targetSchema } from '../domain/job';
+import { jobStatusSchema, runStatusSchema } from './schemas';
+
+const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
+
+const timestamp = z.string().meta({ format: 'date-time' });
+const nullableTimestamp = timestamp.nullable();
+
+export const runSchema = z
+  .strictObject({
+    runId: z.string(),
+    jobId: z.string(),
+    tenantId: z.string(),
+    jobType: z.string(),
+    priority: z.enum(['high', 'normal', 'low']).optional(),
+    scheduledFor: timestamp,
+    attempt: z.number().int(),
+    status: runStatusSchema,
+    availableAt: timestamp,
+    enqueuedAt: nullableTimestamp,
+    startedAt: nullableTimestamp,
+    finishedAt: nullableTimestamp,
+    leaseOwner: z.string().nullable(),
+    leaseExpiresAt: nullableTimestamp,
+    version: z.number().int().meta({ description: 'The fencing token: grows by one with every lease.' }),
+    leaseSeconds: z.number(),
+    progress: jsonValue,
+    error: z.strictObject({ code: z.string(), message: z.string(), retryable: z.boolean() }).nullable(),
+    reason: z.string().nullable(),
+    idempotencyKey: z.string(),
+    trigger: z.enum(['schedule', 'manual', 'retry', 'replay']),
+    delivery: z.enum(DELIVERY_MODES).optional(),
+    consumedAt: nullableTimestamp.optional(),
+    result: jsonValue.optional(),
+    replayedAs: z.string().optional().meta({ description: 'The run that replayed this one, once replayed.' }),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Run' });
+
+/** A job's target as responses show it: an HTTP target's header values masked. */
+const targetViewSchema = targetSchema;
+
+export const jobViewSchema = z
+  .strictObject({
+    name: z.string(),
+    type: z.string(),
+    schedule: scheduleSchema,
+    target: targetViewSchema.meta({ description: `An HTTP target's header values are write-only: each shows as "${MASKED_HEADER_VALUE}".` }),
+    labels: z.record(z.string(), z.string()),
+    payload: jsonValue,
+    retryPolicy: retryPolicySchema,
+    timeoutSeconds: z.number().int(),
+    delivery: z.enum(DELIVERY_MODES),
+    overlapPolicy: z.enum(['allow', 'skip', 'buffer-one', 'cancel-running']),
+    misfirePolicy: z.enum(['fire-once', 'skip', 'backfill']),
+    backfillLimit: z.number().int(),
+    priority: z.enum(['high', 'normal', 'low']),
+    jobId: z.string(),
+    tenantId: z.string(),
+    status: jobStatusSchema,
+    createdAt: timestamp,
+    updatedAt: timestamp,
+    version: z.number().int().meta({ description: 'Send it as If-Match on a PATCH.' }),
+    nextRunAt: nullableTimestamp,
+    nextRunId: z.string().nullable(),
+    lastStartedRunId: z.string().nullable().optional(),
+    pausedAt: nullableTimestamp.optional(),
+    pausedPending: z.strictObject({ runId: z.string().nullable(), scheduledFor: timestamp }).nullable().optional(),
+    upcomingRuns: z.array(timestamp),
+  })
+  .meta({ id: 'Job' });
+
+export const jobDetailSchema = jobViewSchema.extend({ recentRuns: z.array(runSchema) }).meta({ id: 'JobDetail' });
+
+const pageOf = <T extends z.ZodType>(item: T, id: string) =>
+  z
+    .strictObject({
+      items: z.array(item),
+      nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null when nothing follows.' }),
+    })
+    .meta({ id });
+
+export const jobPageSchema = pageOf(jobViewSchema, 'JobPage');
+export const runPageSchema = pageOf(runSchema, 'RunPage');
+export const createJobResponseSchema = z.strictObject({ job: jobViewSchema, nextRunAt: nullableTimestamp }).meta({ id: 'CreatedJob' });
+export const runResponseSchema = z.strictObject({ run: runSchema }).meta({ id: 'RunAccepted' });
+export const heartbeatResponseSchema = z.strictObject({ run: runSchema, leaseExpiresAt: nullableTimestamp }).meta({ id: 'Heartbeat' });
+export const bulkReplayResponseSchema = z.strictObject({ replayed: z.array(runSchema), remaining: z.boolean() }).meta({ id: 'BulkReplay' });
+export const previewResponseSchema = z.strictObject({ fireTimes: z.array(timestamp) }).meta({ id: 'Preview' });
+export const claimedRunSchema = z
+  .strictObject({
+    run: runSchema,
+    leaseToken: z.string().meta({ description: 'The lease: send it with every heartbeat, complete and fail. Shown only here.' }),
+    leaseExpiresAt: timestamp,
+    leaseSeconds: z.number(),
+    attempt: z.number().int(),
+    fencingToken: z.number().int(),
+    idempotencyKey: z.string(),
+    payload: jsonValue,
+    checkpoint: jsonValue,
+  })
+  .meta({ id: 'ClaimedRun' });
+
+const queueHealth = z
+  .object({ visible: z.number(), inFlight: z.number(), delayed: z.number(), oldestMessageAgeSeconds: z.number().nullable() })
+  .meta({ id: 'QueueHealth' });
+const percentiles = z.object({ p50: z.number().nullable(), p95: z.number().nullable(), p99: z.number().nullable(), samples: z.number() });
+export const healthReportSchema = z
+  .object({
+    status: z.enum(['ok', 'degraded']),
+    checkedAt: timestamp,
+    problems: z.array(z.string()),
+    queues: z.object({
+      dispatch: queueHealth,
+      dispatchDlq: queueHealth,
+      pools: z.record(
+        z.string(),
+        z.object({ jobTypes: z.array(z.string()), standard: queueHealth, high: queueHealth.nullable(), low: queueHealth.nullable(), dlq: queueHealth }),
+      ),
+    }),
+    ticker: z.object({
+      lastCompletedAt: nullableTimestamp,
+      sinceLastCompletionSeconds: z.number().nullable(),
+      lastReport: z.record(z.string(), z.number()).nullable(),
+    }),
+    runs: z.object({
+      windowMinutes: z.number().int(),
+      byStatus: z.record(z.string(), z.number()),
+      started: z.number(),
+      retried: z.number(),
+      workerLost: z.number(),
+      successRate: z.number().nullable(),
+      startLagMs: percentiles,
+      claimWaitMs: percentiles,
+      perMinute: z.array(
+        z.object({
+          minute: z.string(),
+          started: z.number(),
+          succeeded: z.number(),
+          errors: z.number(),
+          startLagP50Ms: z.number().nullable(),
+          startLagP99Ms: z.number().nullable(),
+        }),
+      ),
+      deadAwaitingReplay: z.object({ count: z.number(), capped: z.boolean() }),
+    }),
+    inFlight: z.array(
+      z.object({
+        runId: z.string(),
+        jobId: z.string(),
+        jobType: z.string(),
+        attempt: z.number().int(),
+        startedAt: nullableTimestamp,
+        leaseOwner: z.string().nullable(),
+        leaseExpiresAt: nullableTimestamp,
+        leaseExpired: z.boolean(),
+      }),
+    ),
+  })
+  .meta({ id: 'Health' });
+
+/** Every problem type the API answers with, by HTTP status; `type` is `urn:job-scheduler:problem:<slug of title>`. */
+export const PROBLEM_TYPES = {
+  400: { title: 'Invalid request', meaning: 'A path parameter, query parameter, header or the body is invalid; `errors` names each field.' },
+  404: { title: 'Not found', meaning: 'No such route, or no such job or run in the caller’s tenant.' },
+  405: { title: 'Method not allowed', meaning: 'The path exists but not with this method.' },
+  409: { title: 'Conflict', meaning: 'The request conflicts with the resource’s state (a name taken, a finished run, a stale lease).' },
+  412: { title: 'Precondition failed', meaning: 'If-Match does not match the job’s version.' },
+  413: { title: 'Payload too large', meaning: 'The body is over 256 KiB.' },
+  415: { title: 'Unsupported media type', meaning: 'The body is not application/json.' },
+  429: { title: 'Too many requests', meaning: 'Over a tenant limit; Retry-After says when to try again.' },
+  500: { title: 'Internal error', meaning: 'Unexpected; nothing internal is disclosed. Safe to retry.' },
+  503: {
+    title: 'Service unavailable',
+    meaning: 'The store did not answer in time; Retry-After says when to try again. Safe to retry with the same Idempotency-Key.',
+  },
+} as const;
+export type ProblemStatus = keyof typeof PROBLEM_TYPES;
+
+export const problemTypeOf = (title: string): string => `urn:job-scheduler:problem:${title.toLowerCase().replace(/[^a-z]+/g, '-')}`;
+
+export const problemSchema = z
+  .object({
+    type: z.string().meta({ description: 'A URN naming the kind of problem: urn:job-scheduler:problem:<slug>.' }),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    errors: z.array(z.strictObject({ path: z.string(), message: z.string() })),
+    errorsOmitted: z.number().int().optional(),
+    runStatus: runStatusSchema.optional().meta({ description: 'On a stale lease (409): the run’s status now.' }),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });
+
+/** What API Gateway (and the local runtime, in its place) answers without a valid API key (401, 403). */
+export const gatewayErrorSchema = z.strictObject({ message: z.string() }).meta({ id: 'GatewayError' });
+
+export type RunView = z.output<typeof runSchema>;
+export type JobViewBody = z.output<typeof jobViewSchema>;
+
+// ---- Signing secrets
+
+export const signingSecretSchema = z
+  .strictObject({
+    secretId: z.string(),
+    createdAt: isoInstant,
+    expiresAt: isoInstant.nullable().describe('When a replaced secret stops signing; null for the current one'),
+  })
+  .meta({ id: 'SigningSecret' });
+
+export const issuedSigningSecretSchema = signingSecretSchema
+  .extend({
+    secret: z
+      .string()
+      .regex(/^whsec_[A-Za-z0-9+/]+=*$/)
+      .describe('The value, `whsec_` + base64: in this answer only, never again'),
+    previous: z.array(signingSecretSchema).describe('The secrets that sign beside it until their expiresAt'),
+  })
+  .meta({ id: 'IssuedSigningSecret' });
+
+export const signingSecretListSchema = z.strictObject({ items: z.array(signingSecretSchema) }).meta({ id: 'SigningSecretList' });
+
+// ---- The audit trail
+
+const fieldChangeSchema = z.strictObject({ before: z.unknown().optional(), after: z.unknown().optional() });
+
+export const auditEntrySchema = z
+  .strictObject({
+    auditId: z.string(),
+    at: isoInstant,
+    tenantId: z.string(),
+    actor: z.string().describe('The API key id (`key_…`) that made the change, or `admin` for the operator CLI'),
+    action: z.enum(AUDIT_ACTIONS),
+    objectId: z.string(),
+    objectIds: z.array(z.string()).optional(),
+    changes: z.record(z.string(), fieldChangeSchema).describe('Fields changed, before and after; payloads and header values are never shown'),
+    requested: z.array(z.string()).optional(),
+  })
+  .meta({ id: 'AuditEntry' });
+
+export const auditPageSchema = z.strictObject({ items: z.array(auditEntrySchema), nextCursor: z.string().nullable() }).meta({ id: 'AuditPage' });
