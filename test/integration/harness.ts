@@ -61,7 +61,7 @@ export interface Scheduler {
   sendDispatch(runId: string): Promise<void>;
   queueDepth(): Promise<number>;
   countItems(table: 'jobs' | 'runs'): Promise<number>;
-  /** Jobs (with their name guards and idempotency records) and runs; not API keys or telemetry. */
+  /** Jobs (with their name guards and idempotency records) and runs; not API keys, telemetry or the audit trail. */
   countJobAndRunItems(): Promise<{ jobs: number; runs: number }>;
   stop(): Promise<void>;
 }
@@ -191,7 +191,7 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
         let start: Record<string, unknown> | undefined;
         do {
           const page = await aws.dynamo.send(new ScanCommand({ TableName: tableName, ProjectionExpression: 'pk', ExclusiveStartKey: start }));
-          total += (page.Items ?? []).filter((item) => !/^(APIKEY#|TENANT#|RATE#|INFLIGHT#|STATS#|SCHEDULER#|WORKERS$)/.test(String(item.pk))).length;
+          total += (page.Items ?? []).filter((item) => !/^(APIKEY#|TENANT#|RATE#|INFLIGHT#|STATS#|SCHEDULER#|AUDIT#|WORKERS$)/.test(String(item.pk))).length;
           start = page.LastEvaluatedKey;
         } while (start);
         return total;
