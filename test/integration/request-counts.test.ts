@@ -55,6 +55,7 @@ describe('requests per execution', () => {
     await finished(created.body.job.nextRunId);
     const tally = counter.tally();
     expect(tally.calls).toEqual({
+      'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
       // API: the job (COMPLETED from the start), its name, its run and the creates-per-second
       // counter in one transaction; the message.
       'dynamodb.TransactWriteItems': 1,
@@ -75,6 +76,7 @@ describe('requests per execution', () => {
     await finished(created.body.job.nextRunId);
     const tally = counter.tally();
     expect(tally.calls).toEqual({
+      'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
       'dynamodb.TransactWriteItems': 2, // create; the worker marking the one-shot job COMPLETED as its run starts
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 2,
@@ -101,6 +103,7 @@ describe('requests per execution', () => {
     await finished(first.replace(/\.1$/, '.2'));
     const tally = counter.tally();
     expect(tally.calls).toEqual({
+      'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
       'dynamodb.TransactWriteItems': 2, // create; the failed attempt with its retry run
       'sqs.SendMessageBatch': 2, // the first run; the retry
       'dynamodb.UpdateItem': 3, // two leases, one success (the failure is in the transaction)
@@ -116,6 +119,7 @@ describe('requests per execution', () => {
     const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-at-most-once', delivery: 'at-most-once' }));
     await finished(created.body.job.nextRunId);
     expect(counter.tally().calls).toEqual({
+      'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
       'dynamodb.TransactWriteItems': 1, // create (a run-now job is COMPLETED from it)
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 3, // lease, consume, outcome
@@ -131,6 +135,7 @@ describe('requests per execution', () => {
     const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'count-exactly-once', delivery: 'exactly-once' }));
     await finished(created.body.job.nextRunId);
     expect(counter.tally().calls).toEqual({
+      'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
       'dynamodb.TransactWriteItems': 2, // create; the outcome with the occurrence's effect
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 1, // the lease
