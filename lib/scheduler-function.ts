@@ -49,7 +49,8 @@ export interface WorkerNetwork {
 export const EXTRA_CA_BUNDLE_FILE = 'extra-ca-certificates.pem';
 
 /** `Query` queries the table itself, `QueryIndexes` its secondary indexes (dynamodb:Query on `<table>/index/*`). */
-export type DynamoAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'QueryIndexes' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
+export type DynamoAction =
+  'GetItem' | 'BatchGetItem' | 'BatchWriteItem' | 'Query' | 'QueryIndexes' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
 export type SqsAction = 'SendMessage' | 'GetQueueAttributes';
 
 export class SchedulerFunction extends Construct {

@@ -132,7 +132,8 @@ export class SchedulerStack extends Stack {
     // UpdateItem: the tenant's active-jobs and creates-per-second counters.
     // Query on jobs: API keys, roll-ups, the worker registry and label entries (the table); listings
     // (an index). BatchGetItem on jobs: a listing reads the jobs its keys-only index points at.
-    this.api.grantTable(jobsTable, ['GetItem', 'BatchGetItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
+    // BatchWriteItem on jobs: an audit entry, written under the tenant and under its object (decision 0079).
+    this.api.grantTable(jobsTable, ['GetItem', 'BatchGetItem', 'BatchWriteItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
     // BatchGetItem on runs: the health endpoint checks the runs workers report in flight.
     this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
     // SendMessage: a new run goes to its pool's lane; GetQueueAttributes: the health report's depths.

@@ -145,6 +145,8 @@ describe('least privilege', () => {
     expect(dynamoAndSqs(grantsOf(functionId('Job scheduler HTTP API')))).toEqual({
       'dynamodb:GetItem': [jobs, runs].sort(),
       'dynamodb:BatchGetItem': [jobs, runs].sort(),
+      // The audit trail's entries (decision 0079).
+      'dynamodb:BatchWriteItem': [jobs],
       'dynamodb:Query': [jobs, runs].sort(),
       'dynamodb:PutItem': [jobs, runs].sort(),
       'dynamodb:DeleteItem': [jobs],
