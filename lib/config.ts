@@ -47,6 +47,12 @@ export interface SchedulerStackConfig {
    * API refuses a job naming anything else (400). Empty by default: only http targets.
    */
   readonly targets?: Partial<DeploymentTargets>;
+  /**
+   * The Secrets Manager secrets (full ARNs, with the 6-character suffix) whose values HTTP target
+   * headers may send (`{"secretArn": …}`): the workers are granted secretsmanager:GetSecretValue on
+   * exactly these, and the API refuses a job naming any other (400). Empty by default.
+   */
+  readonly headerSecretArns?: readonly string[];
   /** Time gate and lease tunables (lambdas/config/settings.ts says what each means). */
   readonly tuning: Tuning;
 }

@@ -154,6 +154,16 @@ export class SchedulerFunction extends Construct {
     }
   }
 
+  /**
+   * GetSecretValue on the listed secrets: the values of HTTP target headers that name one. A secret
+   * encrypted with a customer-managed KMS key also needs kms:Decrypt on that key for this role (in
+   * the key's policy; docs/operations.md#header-secrets).
+   */
+  grantSecretReads(secretArns: readonly string[]): void {
+    if (secretArns.length === 0) return;
+    this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [...secretArns] }));
+  }
+
   /** GetMetricData reads, for the health endpoint; CloudWatch does not scope this action to resources. */
   grantMetricReads(): void {
     this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['cloudwatch:GetMetricData'], resources: ['*'] }));

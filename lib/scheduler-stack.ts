@@ -18,6 +18,8 @@ import { workerConsumer } from '../lambdas/store/schema';
 import type { Pool } from '../lambdas/store/pools';
 import { DEFAULT_POOL_NAME, defaultPool, lowLaneConcurrency, poolResourceNames, validatePools } from '../lambdas/store/pools';
 import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-allowlist';
+import { secretArnSchema } from '../lambdas/domain/job';
+import { z } from 'zod';
 import { routingSettings, toEnvironment } from '../lambdas/config/config';
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
@@ -83,6 +85,7 @@ export class SchedulerStack extends Stack {
     const lanes = pools.flatMap((pool) => [pool.high, pool.standard, pool.low]);
     // Checked here, so a malformed ARN fails the synth rather than every create.
     const targets = deploymentTargetsSchema.parse(config.targets ?? {});
+    const headerSecretArns = z.array(secretArnSchema).parse(config.headerSecretArns ?? []);
 
     // The tenants' webhook signing secrets are encrypted with this key (decision 0078). Kept when
     // the stack is deleted, as the tables are: without it the stored secrets are unreadable.
@@ -114,6 +117,7 @@ export class SchedulerStack extends Stack {
         localMode: false,
         allowPrivateTargets: config.allowPrivateTargets ?? false,
         allowedTargets: allowlistOf(targets),
+        headerSecretArns,
         tenantDefaults: config.tenantDefaults,
         ...config.tuning,
       },
@@ -170,6 +174,8 @@ export class SchedulerStack extends Stack {
       for (const lane of lanes) worker.grantQueue(lane, ['SendMessage']);
       // The lambda, sqs and eventbridge targets the deployment allows, and only those.
       worker.grantTargets(targets);
+      // The secrets target headers may name, and only those (decision 0110).
+      worker.grantSecretReads(headerSecretArns);
       // Decrypt: deliveries are signed with the tenant's secrets.
       this.signingKey.grant(worker.fn, 'kms:Decrypt');
       for (const [lane, laneConcurrency] of [

@@ -8,6 +8,7 @@ import { tuningFromEnv } from '../lambdas/config/config';
 import { emulatorEnvironment, ensureEmulator } from './local/emulator';
 import { createLocalResources } from './local/resources';
 import { localPoolsFromEnv } from './local/pools';
+import { localHeaderSecretArnsFromEnv } from './local/header-secrets';
 import { ECHO_PATH, startLocalRuntime } from './local/runtime';
 
 const DEV_TENANT = 'dev';
@@ -30,7 +31,10 @@ async function main(): Promise<void> {
   Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
 
   const clients = createAwsClients();
-  const config = await createLocalResources(clients, process.env.LOCAL_PREFIX ?? 'scheduler', tuningFromEnv(), {}, localPoolsFromEnv());
+  const config = {
+    ...(await createLocalResources(clients, process.env.LOCAL_PREFIX ?? 'scheduler', tuningFromEnv(), {}, localPoolsFromEnv())),
+    headerSecretArns: localHeaderSecretArnsFromEnv(),
+  };
   // Metric lines (EMF) go to a file, as Lambda's go to CloudWatch Logs, not over the console.
   mkdirSync(path.dirname(METRICS_FILE), { recursive: true });
   const metricSink = (line: string): void => appendFileSync(METRICS_FILE, `${line}\n`);

@@ -26,6 +26,7 @@ import { header, json, jsonBody, problemDetails } from './http';
 import { openApiJson } from './openapi';
 import type { OperationId, RouteSpec } from './routes';
 import { PATH_PARAMS, ROUTES } from './routes';
+import { formatTraceparent, traceContextOf } from '../domain/trace-context';
 
 type Routes = typeof ROUTES;
 type QueryOf<R> = R extends { readonly query: infer Q extends z.ZodType } ? z.output<Q> : Record<string, never>;
@@ -88,6 +89,15 @@ function ifMatchVersion(event: ApiEvent): number | undefined {
   return Number(match[1]);
 }
 
+/**
+ * The request's W3C trace context as the runs it makes keep it: the caller's when valid, else a new
+ * trace. An invalid `traceparent` is not refused: the specification has the receiver start a new
+ * trace (decision 0111).
+ */
+function traceparentOf(event: ApiEvent): string {
+  return formatTraceparent(traceContextOf(header(event, 'traceparent'), Date.now()));
+}
+
 function idempotencyKeyOf(event: ApiEvent): string | undefined {
   const key = header(event, 'idempotency-key');
   if (key !== undefined && !/^[\x21-\x7e]{1,128}$/.test(key)) {
@@ -109,7 +119,7 @@ function handlers(deps: SchedulerDeps): Handlers {
   };
   return {
     createJob: async ({ event, tenantId, caller, body }) => {
-      const result = await createJob(deps, tenantId, body, idempotencyKeyOf(event), caller.limits);
+      const result = await createJob(deps, tenantId, body, idempotencyKeyOf(event), caller.limits, traceparentOf(event));
       if (result.created) await audit(caller, 'job.create', result.job.jobId, { changes: changesBetween(undefined, result.job) });
       // A replay answers as the first request did (201), and says it is one.
       return json(
@@ -140,8 +150,8 @@ function handlers(deps: SchedulerDeps): Handlers {
       json(200, await jobChange(caller, 'job.pause', param(params, 'jobId'), (jobId) => pauseJob(deps, caller.tenantId, jobId))),
     resumeJob: async ({ caller, params }) =>
       json(200, await jobChange(caller, 'job.resume', param(params, 'jobId'), (jobId) => resumeJob(deps, caller.tenantId, jobId))),
-    triggerJob: async ({ tenantId, caller, params, body }) => {
-      const run = await triggerJob(deps, tenantId, param(params, 'jobId'), body, caller.limits);
+    triggerJob: async ({ event, tenantId, caller, params, body }) => {
+      const run = await triggerJob(deps, tenantId, param(params, 'jobId'), body, caller.limits, traceparentOf(event));
       await audit(caller, 'job.trigger', run.jobId, { changes: { run: { after: run.runId } } });
       return json(202, { run });
     },
@@ -153,8 +163,8 @@ function handlers(deps: SchedulerDeps): Handlers {
       await audit(caller, 'run.cancel', run.runId, { changes: { status: { after: run.status } } });
       return json(200, run);
     },
-    replayRun: async ({ tenantId, caller, params }) => {
-      const run = await replayRun(deps, tenantId, param(params, 'runId'), caller.limits);
+    replayRun: async ({ event, tenantId, caller, params }) => {
+      const run = await replayRun(deps, tenantId, param(params, 'runId'), caller.limits, traceparentOf(event));
       await audit(caller, 'run.replay', param(params, 'runId'), { changes: { replayedAs: { after: run.runId } } });
       return json(202, { run });
     },
@@ -167,8 +177,8 @@ function handlers(deps: SchedulerDeps): Handlers {
     completeRun: async ({ tenantId, params, body }) => json(200, await completeRun(deps, tenantId, param(params, 'runId'), body)),
     failRun: async ({ tenantId, params, body }) => json(200, await failRun(deps, tenantId, param(params, 'runId'), body)),
     listDeadRuns: async ({ tenantId, query }) => json(200, await listDeadRuns(deps, tenantId, query)),
-    replayDeadRuns: async ({ tenantId, caller, body }) => {
-      const result = await replayDeadRuns(deps, tenantId, body, caller.limits);
+    replayDeadRuns: async ({ event, tenantId, caller, body }) => {
+      const result = await replayDeadRuns(deps, tenantId, body, caller.limits, traceparentOf(event));
       const replayed = result.replayed.map((run) => run.runId);
       if (replayed.length > 0)
         await audit(caller, 'dead-runs.replay', replayed[0]!, { objectIds: replayed, changes: { replayed: { after: replayed.length } } });

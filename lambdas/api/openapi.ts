@@ -84,21 +84,30 @@ function operation(collector: SchemaCollector, operationId: string, route: Route
   }
   for (const name of route.headers ?? []) {
     parameters.push(
-      name === 'If-Match'
+      name === 'traceparent'
         ? {
             name,
             in: 'header',
             required: false,
-            description: 'The job version the change expects (its `version`); a mismatch is a 412.',
-            schema: { type: 'string', pattern: '^\\s*(W/)?"?\\d{1,12}"?\\s*$' },
+            description:
+              'A W3C trace context: the runs the request makes join its trace, and their targets receive it. An invalid one is not refused: a new trace is started instead, as the specification says.',
+            schema: { type: 'string' },
           }
-        : {
-            name,
-            in: 'header',
-            required: false,
-            description: 'Makes the create safe to retry: the same key and body within 24 h answer with the first result.',
-            schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,128}$' },
-          },
+        : name === 'If-Match'
+          ? {
+              name,
+              in: 'header',
+              required: false,
+              description: 'The job version the change expects (its `version`); a mismatch is a 412.',
+              schema: { type: 'string', pattern: '^\\s*(W/)?"?\\d{1,12}"?\\s*$' },
+            }
+          : {
+              name,
+              in: 'header',
+              required: false,
+              description: 'Makes the create safe to retry: the same key and body within 24 h answer with the first result.',
+              schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,128}$' },
+            },
     );
   }
   const responses: Record<string, unknown> = {};

@@ -39,6 +39,10 @@ export const runSchema = z
     consumedAt: nullableTimestamp.optional(),
     result: jsonValue.optional(),
     replayedAs: z.string().optional().meta({ description: 'The run that replayed this one, once replayed.' }),
+    traceparent: z.string().optional().meta({
+      description:
+        "The W3C trace context the run was made under: the request's `traceparent` when it sent a valid one, else a new trace. Targets receive its trace id with a span per attempt.",
+    }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })
@@ -52,7 +56,9 @@ export const jobViewSchema = z
     name: z.string(),
     type: z.string(),
     schedule: scheduleSchema,
-    target: targetViewSchema.meta({ description: `An HTTP target's header values are write-only: each shows as "${MASKED_HEADER_VALUE}".` }),
+    target: targetViewSchema.meta({
+      description: `An HTTP target's header values are write-only: each text value shows as "${MASKED_HEADER_VALUE}"; a reference to a Secrets Manager secret ({"secretArn": …}) shows as given, as it names the secret and is not its value.`,
+    }),
     labels: z.record(z.string(), z.string()),
     payload: jsonValue,
     retryPolicy: retryPolicySchema,

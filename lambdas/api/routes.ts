@@ -62,7 +62,7 @@ export interface RouteSpec {
   /** The JSON body; absent: the route takes no body (none, or `{}`). */
   readonly body?: { readonly schema: z.ZodType; readonly required: boolean };
   /** Request headers the route reads, besides Authorization. */
-  readonly headers?: readonly ('If-Match' | 'Idempotency-Key')[];
+  readonly headers?: readonly ('If-Match' | 'Idempotency-Key' | 'traceparent')[];
   readonly responses: Readonly<Partial<Record<200 | 201 | 202 | 204, SuccessResponse>>>;
   /** Problems this route answers with besides those every route may (400, 404, 429, 500, 503). */
   readonly problems?: readonly ProblemStatus[];
@@ -79,7 +79,12 @@ const exampleJob = {
   type: 'reports',
   labels: { team: 'billing', env: 'prod' },
   schedule: { kind: 'cron', expression: '0 2 * * *', timezone: 'Europe/Paris' },
-  target: { kind: 'http', url: 'https://example.com/hooks/report', method: 'POST', headers: { Authorization: 'Bearer s3cr3t' } },
+  target: {
+    kind: 'http',
+    url: 'https://example.com/hooks/report',
+    method: 'POST',
+    headers: { Authorization: 'Bearer s3cr3t', 'X-Api-Key': { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:reports/api-key-AbC123' } },
+  },
   payload: { report: 'daily' },
 };
 
@@ -93,7 +98,7 @@ export const ROUTES = {
     description:
       'Creates a job and plans its first run in one transaction. With an Idempotency-Key, a retry answers as the first request did (201, with `Idempotent-Replayed: true`).',
     body: { schema: jobSpecSchema, required: true },
-    headers: ['Idempotency-Key'],
+    headers: ['Idempotency-Key', 'traceparent'],
     responses: {
       201: {
         description: 'The job was created (or, under a replayed Idempotency-Key, had been)',
@@ -141,6 +146,7 @@ export const ROUTES = {
     path: '/v1/jobs/{jobId}/trigger',
     tag: 'Jobs',
     summary: 'Run a job now',
+    headers: ['traceparent'],
     body: { schema: triggerSchema, required: false },
     responses: { 202: { description: 'The manual run', schema: runResponseSchema } },
     problems: [409, 413, 415],
@@ -178,6 +184,7 @@ export const ROUTES = {
     path: '/v1/runs/{runId}/replay',
     tag: 'Runs',
     summary: 'Replay a finished run',
+    headers: ['traceparent'],
     responses: { 202: { description: 'The new run', schema: runResponseSchema } },
     problems: [409],
   },
@@ -234,6 +241,7 @@ export const ROUTES = {
     path: '/v1/dead-runs/replay',
     tag: 'Dead runs',
     summary: 'Replay dead runs in bulk',
+    headers: ['traceparent'],
     body: { schema: bulkReplaySchema, required: false },
     responses: { 202: { description: 'What was replayed', schema: bulkReplayResponseSchema } },
     problems: [413, 415],

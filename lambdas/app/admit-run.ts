@@ -1,6 +1,7 @@
 // What a worker does with a run it has just leased, before calling the target: a scheduled
 // occurrence checks its job (paused, deleted), the overlap policy and the misfire policy, and moves
 // the job's chain on to the next occurrence. Manual, retry and replay runs execute as they are.
+import { runFields } from './run-log';
 import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
 import { decideOverlap, decideStart } from '../domain/recurrence';
@@ -54,7 +55,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
         [{ runId: run.runId, tenantId: run.tenantId, availableAt: now + wait * 1000, jobType: run.jobType, priority: run.priority }],
         now,
       );
-      logger.info('occurrence buffered behind a running one', { runId: run.runId, jobId: job.jobId, waitingFor: previous.runId });
+      logger.info('occurrence buffered behind a running one', { ...runFields(run), waitingFor: previous.runId });
       return { kind: 'stopped', outcome: 'waiting' };
     }
     if (overlap.action === 'skip') {

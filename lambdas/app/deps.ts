@@ -30,6 +30,7 @@ import { Telemetry } from './telemetry';
 import { createTargetInvoker } from '../targets/invoker';
 import type { Egress, HostResolver } from '../targets/egress';
 import { egressPolicyOf, systemResolver } from '../targets/egress';
+import { HeaderSecretsCache, secretsManagerRead } from '../targets/header-secrets';
 
 export interface SchedulerDeps {
   readonly config: SchedulerConfig;
@@ -76,6 +77,8 @@ export interface SchedulerDeps {
   readonly signingCache: SigningSecretsCache;
   /** What people changed, appended by the API and the admin CLI. */
   readonly audit: AuditLog;
+  /** The values of the secrets HTTP target headers name, as the worker sends them (cached briefly). */
+  readonly headerSecrets: HeaderSecretsCache;
 }
 
 export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random'>> {
@@ -119,6 +122,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     signingSecrets,
     signingCache: new SigningSecretsCache(signingSecrets, clock),
     audit: new AuditLog(clients.dynamo, config.jobsTable),
+    headerSecrets: new HeaderSecretsCache(secretsManagerRead(clients.secrets), config.headerSecretCacheSeconds * 1000, clock),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

@@ -4,6 +4,7 @@
 // A token that is no longer the run's (taken over, finished, cancelled) is a 409 naming the run's
 // status. A lease that ends unrenewed is found by the ticker through the run's check-back entry and
 // the attempt is recorded as a lost worker; its retry hands the last checkpoint to the next claim.
+import { runFields } from './run-log';
 import { randomBytes } from 'node:crypto';
 import { NotFoundError, StaleLeaseError } from '../core/errors';
 import { logger } from '../core/logger';
@@ -59,10 +60,7 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
       const job = await deps.jobs.getAnyTenant(run.jobId);
       deps.telemetry.runClaimed(run, deps.clock());
       logger.info('run claimed by an external worker', {
-        runId: run.runId,
-        jobId: run.jobId,
-        tenantId,
-        attempt: run.attempt,
+        ...runFields(run),
         leaseOwner: run.leaseOwner,
         fencingToken: fencingTokenOf(run),
       });
@@ -126,9 +124,7 @@ async function finished(deps: SchedulerDeps, run: Run, outcome: RecordedOutcome,
   }
   deps.telemetry.runFinished(run, outcome.status, now - Date.parse(run.startedAt ?? run.updatedAt), outcome.retry !== undefined);
   logger.info('run finished by an external worker', {
-    runId: run.runId,
-    jobId: run.jobId,
-    tenantId: run.tenantId,
+    ...runFields(run),
     status: outcome.status,
     retryRunId: outcome.retry?.runId,
   });

@@ -1,10 +1,12 @@
 // Changes to a job's life by request: pause and resume, delete, PATCH and manual triggers. Every
 // change of a job is a compare-and-swap on its version and pending occurrence, with the runs it
 // creates in the same transaction. The chain's own moves are in occurrence-chain.ts.
+import { traceIdOf } from '../domain/trace-context';
 import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import { parseOrThrow } from '../core/validation';
 import type { Job } from '../domain/job';
+import type { HeaderValue } from '../domain/job';
 import { MASKED_HEADER_VALUE, jobSpecSchema } from '../domain/job';
 import type { JobPatchRequest, TriggerRequest } from '../api/schemas';
 import { occurrenceOnResume } from '../domain/recurrence';
@@ -261,7 +263,7 @@ function withStoredHeaders(patch: JobPatchRequest, current: Job): JobPatchReques
   const target = patch.target;
   if (target?.kind !== 'http' || current.target.kind !== 'http') return patch;
   const stored = current.target.headers;
-  const storedValue = (name: string): string | undefined => Object.entries(stored).find(([key]) => key.toLowerCase() === name.toLowerCase())?.[1];
+  const storedValue = (name: string): HeaderValue | undefined => Object.entries(stored).find(([key]) => key.toLowerCase() === name.toLowerCase())?.[1];
   const headers = Object.fromEntries(
     Object.entries(target.headers).map(([name, value]) => [name, value === MASKED_HEADER_VALUE ? (storedValue(name) ?? value) : value]),
   );
@@ -275,6 +277,7 @@ export async function triggerJob(
   jobId: string,
   request: TriggerRequest,
   limits: TenantLimits = deps.config.tenantDefaults,
+  traceparent?: string,
 ): Promise<Run> {
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
@@ -288,6 +291,7 @@ export async function triggerJob(
       scheduledFor: now,
       attempt: 1,
       trigger: 'manual',
+      traceparent,
       ...(request.payload !== undefined ? { payloadOverride: request.payload } : {}),
     },
     now,
@@ -295,6 +299,6 @@ export async function triggerJob(
   if (!(await deps.runs.create(plan))) throw new ConflictError('A manual run was triggered at this same instant; try again');
   deps.telemetry.runCreated(plan.run);
   await sendPlannedRun(deps, plan, now);
-  logger.info('job triggered', { jobId, tenantId, runId: plan.run.runId });
+  logger.info('job triggered', { jobId, tenantId, runId: plan.run.runId, traceId: traceIdOf(plan.run.traceparent) });
   return plan.run;
 }

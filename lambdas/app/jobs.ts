@@ -6,7 +6,7 @@ import type { TenantLimits } from '../domain/tenant';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
 import type { Job, JobSpec, Target } from '../domain/job';
-import { MASKED_HEADER_VALUE, attemptTimeoutSeconds } from '../domain/job';
+import { MASKED_HEADER_VALUE, attemptTimeoutSeconds, isSecretReference } from '../domain/job';
 import type { Run } from '../domain/run';
 import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
 import type { ListJobsQuery, ListRunsQuery, PreviewRequest } from '../api/schemas';
@@ -39,6 +39,8 @@ export async function createJob(
   spec: JobSpec,
   idempotencyKey?: string,
   limits: TenantLimits = deps.config.tenantDefaults,
+  /** The request's W3C trace context, which the job's first run joins (a new trace without it). */
+  traceparent?: string,
 ): Promise<CreateJobResult> {
   const now = deps.clock();
   // The hash is of the job as parsed (defaults filled in): two bodies that mean the same job match.
@@ -71,7 +73,7 @@ export async function createJob(
     nextRunAt: null,
     nextRunId: null,
   };
-  const plan = first === null ? null : planRun(deps.config, draft, { scheduledFor: first, attempt: 1, trigger: 'schedule' }, now);
+  const plan = first === null ? null : planRun(deps.config, draft, { scheduledFor: first, attempt: 1, trigger: 'schedule', traceparent }, now);
   const job: Job = plan ? { ...draft, nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId } : draft;
 
   const result = await deps.jobs.insert(job, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs, createsPerSecond: limits.createsPerSecond, now });
@@ -137,6 +139,17 @@ export function checkTarget(deps: SchedulerDeps, target: Target): void {
         { path: `target.headers.${masked}`, message: `is the masked value ${MASKED_HEADER_VALUE}; send the header's value` },
       ]);
     }
+    // A secret the workers were not granted could never be read: refused now, not at every attempt.
+    const unlisted = Object.entries(target.headers).filter(([, value]) => isSecretReference(value) && !deps.config.headerSecretArns.includes(value.secretArn));
+    if (unlisted.length > 0) {
+      throw new ValidationError(
+        'Invalid job',
+        unlisted.map(([name]) => ({
+          path: `target.headers.${name}.secretArn`,
+          message: 'is not a secret this deployment may read (stack property headerSecretArns; locally LOCAL_HEADER_SECRET_ARNS)',
+        })),
+      );
+    }
     const refusal = urlRefusal(target.url, deps.egress.policy);
     if (refusal) throw new ValidationError('Invalid job', [{ path: 'target.url', message: refusal }]);
     return;
@@ -189,10 +202,16 @@ function hashRequest(body: unknown): string {
     .digest('hex');
 }
 
-/** A target as responses show it: header values are write-only (they often carry credentials). */
+/**
+ * A target as responses show it: header values are write-only (they often carry credentials). A
+ * reference to a Secrets Manager secret is shown: it names the secret and is not its value.
+ */
 export function maskedTarget(target: Target): Target {
   if (target.kind !== 'http') return target;
-  return { ...target, headers: Object.fromEntries(Object.keys(target.headers).map((name) => [name, MASKED_HEADER_VALUE])) };
+  return {
+    ...target,
+    headers: Object.fromEntries(Object.entries(target.headers).map(([name, value]) => [name, isSecretReference(value) ? value : MASKED_HEADER_VALUE])),
+  };
 }
 
 /** A job as the API shows it: header values masked, its upcoming fire times added. */

@@ -14,7 +14,9 @@ import type { SchedulerDeps } from './deps';
 import type { DispatchContext, ExecuteResult } from './execute-run';
 import { admitRun } from './admit-run';
 import { recordOutcome } from './record-outcome';
-import { runFields } from './run-log';
+import { runFields, traceContextOfRun } from './run-log';
+import { resolveHeaders } from '../targets/header-secrets';
+import { childSpanOf, formatTraceparent } from '../domain/trace-context';
 
 /** Seconds a received message stays invisible beyond its run's lease. */
 export const VISIBILITY_SLACK_SECONDS = 1;
@@ -45,7 +47,7 @@ export async function executeLeasedRun(
     ? deps.dispatch
         .setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl, { coalesce: batchCoalesce(deps.config) })
         .catch((error: unknown) =>
-          logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { runId: run.runId, error }),
+          logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { ...runFields(run), error }),
         )
     : undefined;
   try {
@@ -178,7 +180,20 @@ async function invokeWithHeartbeat(deps: SchedulerDeps, job: Job, run: Run, payl
   // An HTTP delivery is signed with the tenant's live secrets; unsigned is never the fallback of a
   // tenant that has one, so a failed read fails the attempt (retryable) before any call.
   let signingSecrets: readonly string[] | undefined;
+  let headers: Record<string, string> | undefined;
   if (job.target.kind === 'http') {
+    // Secret header values are read before anything else: a secret that cannot be read fails the
+    // attempt (retryably) and the target is not called with a header missing.
+    const resolved = await resolveHeaders(job.target.headers, deps.headerSecrets);
+    if (!resolved.ok) {
+      logger.warn('a header secret could not be read; attempt failed before the call', {
+        ...runFields(run),
+        errorCode: resolved.error.code,
+        error: resolved.error.message,
+      });
+      return { ok: false, timedOut: false, error: resolved.error };
+    }
+    headers = resolved.headers;
     try {
       signingSecrets = await deps.signingCache.of(run.tenantId);
     } catch (error) {
@@ -221,6 +236,8 @@ async function invokeWithHeartbeat(deps: SchedulerDeps, job: Job, run: Run, payl
       signal: cancel.signal,
       egress: deps.egress,
       ...(signingSecrets?.length ? { signingSecrets } : {}),
+      ...(headers ? { headers } : {}),
+      traceparent: formatTraceparent(childSpanOf(traceContextOfRun(run))),
     });
     return lost ? 'lease-lost' : result;
   } finally {

@@ -5,6 +5,7 @@ import { leaseSecondsOf } from '../domain/job';
 import type { Run, RunTrigger } from '../domain/run';
 import { occurrenceKey, runIdFor } from '../domain/run';
 import { placeRun } from '../domain/time-gate';
+import { formatTraceparent, newTraceContext } from '../domain/trace-context';
 import type { Dispatch } from '../store/dispatch-queue';
 import type { NewRun } from '../store/jobs-repository';
 
@@ -26,6 +27,8 @@ export function planRun(
     reason?: string | null;
     /** The last checkpoint an external worker saved on the previous attempt of this occurrence. */
     checkpoint?: unknown;
+    /** The trace the run belongs to (a request's, or its previous attempt's); a new trace without it (decision 0111). */
+    traceparent?: string;
   },
   now: number,
 ): RunPlan {
@@ -56,6 +59,7 @@ export function planRun(
     idempotencyKey: occurrenceKey(job.jobId, scheduledFor),
     trigger: occurrence.trigger,
     delivery: job.delivery,
+    traceparent: occurrence.traceparent ?? formatTraceparent(newTraceContext(now)),
     createdAt: at,
     updatedAt: at,
   };

@@ -136,6 +136,8 @@ function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, 
       attempt: run.attempt + 1,
       trigger: 'retry',
       availableAt,
+      // A retry is the same occurrence's delivery going on: it stays in its trace.
+      traceparent: run.traceparent,
       ...(checkpoint !== undefined ? { checkpoint } : {}),
     },
     now,

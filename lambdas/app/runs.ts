@@ -1,4 +1,5 @@
 // Use cases on runs: cancel, replay (one, or in bulk from the dead runs), and the dead-run list.
+import { traceIdOf } from '../domain/trace-context';
 import { ConflictError, NotFoundError, TooManyRequestsError } from '../core/errors';
 import { logger } from '../core/logger';
 import type { Run } from '../domain/run';
@@ -44,7 +45,13 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
 }
 
 /** A new run of the same occurrence, with a fresh retry budget; counted against the tenant's create rate. */
-export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: string, limits: TenantLimits = deps.config.tenantDefaults): Promise<Run> {
+export async function replayRun(
+  deps: SchedulerDeps,
+  tenantId: string,
+  runId: string,
+  limits: TenantLimits = deps.config.tenantDefaults,
+  traceparent?: string,
+): Promise<Run> {
   const original = await tenantRun(deps, tenantId, runId);
   if (!isTerminal(original.status)) throw new ConflictError(`The run is ${original.status}; only a finished run can be replayed`);
   const job = await deps.jobs.get(tenantId, original.jobId);
@@ -53,7 +60,7 @@ export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: st
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
   const attempt = original.attempt + 1;
-  const plan = planRun(deps.config, job, { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now }, now);
+  const plan = planRun(deps.config, job, { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now, traceparent }, now);
   const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };
   if (!(await deps.deadRuns.replay(original, replay, now))) {
     throw new ConflictError(`The run was replayed already`);
@@ -62,7 +69,7 @@ export async function replayRun(deps: SchedulerDeps, tenantId: string, runId: st
   // The replay is written (and the original marked replayed): a failed send is the ticker's to
   // make good, not the client's to retry, whose retry would find the run replayed already.
   await sendPlannedRun(deps, plan, now);
-  logger.info('run replayed', { runId, replayRunId: plan.run.runId, jobId: job.jobId, tenantId });
+  logger.info('run replayed', { runId, replayRunId: plan.run.runId, jobId: job.jobId, tenantId, traceId: traceIdOf(plan.run.traceparent) });
   return plan.run;
 }
 
@@ -80,12 +87,13 @@ export async function replayDeadRuns(
   tenantId: string,
   request: BulkReplayRequest,
   limits: TenantLimits = deps.config.tenantDefaults,
+  traceparent?: string,
 ): Promise<{ replayed: Run[]; remaining: boolean }> {
   const page = await deps.deadRuns.list(tenantId, request.limit, { jobId: request.jobId, from: request.from, to: request.to });
   const replayed: Run[] = [];
   for (const dead of page.items) {
     try {
-      replayed.push(await replayRun(deps, tenantId, dead.runId, limits));
+      replayed.push(await replayRun(deps, tenantId, dead.runId, limits, traceparent));
     } catch (error) {
       if (error instanceof TooManyRequestsError) {
         if (replayed.length === 0) throw error;

@@ -1,6 +1,7 @@
 // Sends a planned run that goes straight to the queue, or leaves it to the ticker. Every writer of
 // a run (a create, a change of a job's chain, a retry, a replay, a manual trigger) calls this right
 // after the transaction that stored the run has committed.
+import { runFields } from './run-log';
 import { logger } from '../core/logger';
 import type { SchedulerDeps } from './deps';
 import type { RunPlan } from './plan-run';
@@ -19,9 +20,7 @@ export async function sendPlannedRun(deps: SchedulerDeps, plan: Pick<RunPlan, 'r
   } catch (error) {
     const { run } = plan;
     logger.error('dispatch failed; the ticker will redeliver', {
-      runId: run.runId,
-      jobId: run.jobId,
-      tenantId: run.tenantId,
+      ...runFields(run),
       trigger: run.trigger,
       error: error instanceof Error ? error.message : String(error),
     });

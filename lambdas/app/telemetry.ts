@@ -1,6 +1,7 @@
 // What the scheduler reports about its runs: metrics (EMF lines, for CloudWatch and the dashboard)
 // and, from the workers, per-tenant roll-ups and the runs each worker holds (for GET /v1/health).
 // Use cases record events here; the handlers flush once per invocation.
+import { traceIdOf } from '../domain/trace-context';
 import { logger } from '../core/logger';
 import type { MetricName } from '../core/metrics';
 import { Metric, MetricsRecorder } from '../core/metrics';
@@ -37,6 +38,8 @@ type RunRef = Pick<Run, 'runId' | 'tenantId' | 'jobType'>;
 /** What a transition's log line names: enough to find the run, never its payload. */
 export type RunLine = Pick<Run, 'runId' | 'tenantId' | 'jobId' | 'jobType'> & {
   readonly attempt?: number;
+  /** The run's trace (decision 0111): its id goes on the run's log lines. */
+  readonly traceparent?: string;
   readonly scheduledFor?: string;
   readonly availableAt?: string;
 };
@@ -67,9 +70,16 @@ export class Telemetry {
   }
 
   /** A run waits for an in-flight slot of its tenant; its message comes back after `delaySeconds`. */
-  runDeferred(run: Pick<RunLine, 'runId' | 'tenantId'>, deferrals: number, delaySeconds: number): void {
+  runDeferred(run: Pick<RunLine, 'runId' | 'tenantId' | 'traceparent'>, deferrals: number, delaySeconds: number): void {
     this.metrics.count(Metric.RunsDeferred);
-    logger.info('run deferred: tenant at its in-flight limit', { runId: run.runId, tenantId: run.tenantId, status: 'QUEUED', deferrals, delaySeconds });
+    logger.info('run deferred: tenant at its in-flight limit', {
+      runId: run.runId,
+      tenantId: run.tenantId,
+      traceId: traceIdOf(run.traceparent),
+      status: 'QUEUED',
+      deferrals,
+      delaySeconds,
+    });
   }
 
   /** A run's message was sent to the dispatch queue. */
@@ -238,7 +248,7 @@ export class Telemetry {
 }
 
 function lineOf(run: RunLine): Record<string, unknown> {
-  return { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, jobType: run.jobType, attempt: run.attempt };
+  return { runId: run.runId, jobId: run.jobId, tenantId: run.tenantId, jobType: run.jobType, attempt: run.attempt, traceId: traceIdOf(run.traceparent) };
 }
 
 function bump(rollup: PendingRollup, counter: OutcomeCounter): void {

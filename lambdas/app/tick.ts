@@ -5,6 +5,7 @@
 // its message) are sent for recovery, and those whose lease heartbeats extended have their
 // check-back moved to the lease's end. Every write is conditional, so two tickers at once change
 // nothing more than one.
+import { runFields } from './run-log';
 import { logger } from '../core/logger';
 import { checkBackAt, checkLease, minuteBuckets } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
@@ -138,9 +139,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
       if (await deps.timeIndex.moveLeaseCheck(entry.runId, run.version, entry.gateAt, next, config.timeIndexShards)) {
         await deps.dispatch.send([{ ...dispatchOf(entry), availableAt: now }], now);
         logger.warn('a lease ended unrenewed (its worker was lost); sent for recovery', {
-          runId: entry.runId,
-          jobId: entry.jobId,
-          tenantId: entry.tenantId,
+          ...runFields(run),
           leaseOwner: run.leaseOwner,
           leaseExpiresAt: run.leaseExpiresAt,
         });

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { DEFAULT_TENANT_LIMITS, tenantLimitsSchema } from '../domain/tenant';
 import { NO_TARGETS_ALLOWED, targetAllowlistSchema } from '../domain/target-allowlist';
 import { poolRouteSchema } from '../store/pools';
+import { secretArnSchema } from '../domain/job';
 
 /** How a value is written into a variable and read back from it. */
 export interface EnvFormat {
@@ -128,6 +129,19 @@ export const SETTINGS = {
     targetAllowlistSchema.default(NO_TARGETS_ALLOWED),
     'The Lambda functions, SQS queues and event buses jobs may target: {lambdaFunctionArns, sqsQueueArns, eventBusArns}; ignored in local mode (any).',
     'a JSON object of target ARNs',
+  ),
+  headerSecretArns: setting(
+    'HEADER_SECRET_ARNS',
+    json,
+    z.array(secretArnSchema).max(100).default([]),
+    'The Secrets Manager secrets (full ARNs) HTTP target headers may name as {"secretArn": …}: the API refuses any other, and the stack grants the workers secretsmanager:GetSecretValue on exactly these, in both modes (docs/delivery.md#header-values-from-secrets-manager).',
+    'a JSON array of secret ARNs',
+  ),
+  headerSecretCacheSeconds: setting(
+    'HEADER_SECRET_CACHE_SECONDS',
+    integer,
+    wholeSeconds(60, 3600),
+    "How long a worker keeps a header's secret value before reading it again (0: every call).",
   ),
   nearHorizonSeconds: setting(
     'NEAR_HORIZON_SECONDS',

@@ -19,3 +19,22 @@ export function sortableId(now: number): string {
 export function newJobId(now: number): string {
   return `job_${sortableId(now).toLowerCase()}`;
 }
+
+/**
+ * A W3C trace id (32 lowercase hex digits) that is also an X-Ray trace id: its first 8 digits are
+ * the epoch seconds, as X-Ray's `1-<8 hex time>-<24 hex random>` wants, so one id names the trace in
+ * both (decision 0111).
+ */
+export function newTraceId(now: number): string {
+  const seconds = Math.floor(now / 1000)
+    .toString(16)
+    .padStart(8, '0')
+    .slice(-8);
+  return seconds + randomBytes(12).toString('hex');
+}
+
+/** A W3C span (parent) id: 16 lowercase hex digits, never all zeros. */
+export function newSpanId(): string {
+  const id = randomBytes(8).toString('hex');
+  return id === '0000000000000000' ? newSpanId() : id;
+}

@@ -35,6 +35,7 @@ export const RESERVED_HEADERS = [
   'webhook-id',
   'webhook-timestamp',
   'webhook-signature',
+  'traceparent',
   'user-agent',
   'content-type',
   'content-length',
@@ -82,10 +83,29 @@ export type Schedule = z.infer<typeof scheduleSchema>;
 
 const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name');
 /** Visible ASCII, spaces and tabs: no CR or LF (header injection), nothing a socket would refuse. */
-const headerValue = z
+export const headerTextSchema = z
   .string()
   .max(MAX_TARGET_HEADER_VALUE_BYTES)
   .regex(/^[\t\x20-\x7e]*$/, 'must be visible ASCII, spaces or tabs');
+
+/** A Secrets Manager secret's full ARN, with the 6-character suffix Secrets Manager adds to its name. */
+export const SECRET_ARN_PATTERN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
+export const secretArnSchema = z
+  .string()
+  .max(2048)
+  .regex(SECRET_ARN_PATTERN, "must be a Secrets Manager secret's full ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>)");
+
+/**
+ * A header's value: the text itself, or a reference to a Secrets Manager secret whose string the
+ * worker sends (read at the call, cached a minute; decision 0110). Either way write-only: responses
+ * mask the text and show the reference, which is not the secret.
+ */
+export const headerValueSchema = z.union([headerTextSchema, z.strictObject({ secretArn: secretArnSchema })]);
+export type HeaderValue = z.infer<typeof headerValueSchema>;
+export type SecretReference = Extract<HeaderValue, { secretArn: string }>;
+const headerValue = headerValueSchema;
+
+export const isSecretReference = (value: HeaderValue): value is SecretReference => typeof value !== 'string';
 
 export const httpTargetSchema = z.strictObject({
   kind: z.literal('http'),
@@ -102,7 +122,11 @@ export const httpTargetSchema = z.strictObject({
       if (names.length > MAX_TARGET_HEADERS) {
         ctx.issues.push({ code: 'custom', message: `at most ${MAX_TARGET_HEADERS} headers`, input: ctx.value });
       }
-      const bytes = names.reduce((sum, name) => sum + name.length + (ctx.value[name]?.length ?? 0), 0);
+      // A secret's value is checked when it is read: here only what is stored counts.
+      const bytes = names.reduce((sum, name) => {
+        const value = ctx.value[name];
+        return sum + name.length + (value === undefined ? 0 : typeof value === 'string' ? value.length : value.secretArn.length);
+      }, 0);
       if (bytes > MAX_TARGET_HEADER_BYTES) {
         ctx.issues.push({ code: 'custom', message: `at most ${MAX_TARGET_HEADER_BYTES} bytes of names and values together`, input: ctx.value });
       }

@@ -49,6 +49,12 @@ export interface Run {
   readonly result?: unknown;
   /** The run a replay of this one made: a run is replayed once. */
   readonly replayedAs?: string;
+  /**
+   * The W3C trace context the run was made under (the API request's, or a new trace): its targets
+   * get the trace id with a span per attempt, and its log lines carry the trace id (decision 0111).
+   * Absent on runs from before traces.
+   */
+  readonly traceparent?: string;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -84,6 +90,7 @@ const RUN_VIEW: Readonly<Record<keyof Run, true>> = {
   consumedAt: true,
   result: true,
   replayedAs: true,
+  traceparent: true,
   createdAt: true,
   updatedAt: true,
 };

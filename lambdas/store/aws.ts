@@ -9,6 +9,7 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { TargetClients } from '../targets/invoker';
 import { StoreRetryStrategy } from './store-retry';
 
@@ -18,6 +19,8 @@ export interface AwsClients {
   readonly cloudwatch: CloudWatchClient;
   /** Encrypts and decrypts the tenants' webhook signing secrets. */
   readonly kms: KMSClient;
+  /** Reads the secrets HTTP target headers name (lambdas/targets/header-secrets.ts). */
+  readonly secrets: SecretsManagerClient;
   /** Clients of target calls: no SDK retries (a retried send or invoke would be a second call). */
   readonly targets: TargetClients;
 }
@@ -63,5 +66,12 @@ export function createAwsClients(endpoint?: string): AwsClients {
   const dynamo = DynamoDBDocumentClient.from(new DynamoDBClient(config), {
     marshallOptions: { removeUndefinedValues: true },
   });
-  return { dynamo, sqs: new SQSClient(config), cloudwatch: new CloudWatchClient(config), kms: new KMSClient(config), targets: createTargetClients() };
+  return {
+    dynamo,
+    sqs: new SQSClient(config),
+    cloudwatch: new CloudWatchClient(config),
+    kms: new KMSClient(config),
+    secrets: new SecretsManagerClient(config),
+    targets: createTargetClients(),
+  };
 }

@@ -17,10 +17,12 @@ export interface TargetEnvelope {
   readonly idempotencyKey: string;
   /** Grows strictly across the attempts of an occurrence: refuse writes carrying a lower one. */
   readonly fencingToken: number;
+  /** The attempt's W3C trace context: the run's trace id, a span of this attempt's own (decision 0111). */
+  readonly traceparent?: string;
   readonly payload: unknown;
 }
 
-export function envelopeOf(job: Job, run: Run, payload: unknown): TargetEnvelope {
+export function envelopeOf(job: Job, run: Run, payload: unknown, traceparent?: string): TargetEnvelope {
   return {
     scheduler: ENVELOPE_VERSION,
     job: { jobId: job.jobId, name: job.name, type: job.type, delivery: job.delivery },
@@ -28,6 +30,7 @@ export function envelopeOf(job: Job, run: Run, payload: unknown): TargetEnvelope
     attempt: run.attempt,
     idempotencyKey: occurrenceKey(run.jobId, run.scheduledFor),
     fencingToken: fencingTokenOf(run),
+    ...(traceparent ? { traceparent } : {}),
     payload,
   };
 }

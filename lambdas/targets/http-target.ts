@@ -113,6 +113,11 @@ const header = (headers: IncomingHttpHeaders, name: string): string | null => {
   return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
 };
 
+/** A target's text headers alone: what is sent when the worker resolved none (a secret's value is never guessed). */
+function textHeaders(target: HttpTarget): Record<string, string> {
+  return Object.fromEntries(Object.entries(target.headers).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+}
+
 export async function callHttpTarget(target: HttpTarget, invocation: TargetInvocation): Promise<TargetResult> {
   const { run, payload, timeoutMs, egress } = invocation;
   const timeout = AbortSignal.timeout(timeoutMs);
@@ -151,7 +156,8 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
           lookup: pinnedLookup(resolved.addresses),
           signal,
           headers: {
-            ...target.headers,
+            ...(invocation.headers ?? textHeaders(target)),
+            ...(invocation.traceparent ? { traceparent: invocation.traceparent } : {}),
             ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}),
             'idempotency-key': occurrenceKey(run.jobId, run.scheduledFor),
             'x-job-id': run.jobId,

@@ -45,7 +45,7 @@ export async function callLambdaTarget(lambda: LambdaClient, target: LambdaTarge
       new InvokeCommand({
         FunctionName: target.functionArn,
         InvocationType: 'RequestResponse',
-        Payload: Buffer.from(JSON.stringify(envelopeOf(invocation.job, invocation.run, invocation.payload)), 'utf8'),
+        Payload: Buffer.from(JSON.stringify(envelopeOf(invocation.job, invocation.run, invocation.payload, invocation.traceparent)), 'utf8'),
       }),
       { abortSignal: signal },
     );

@@ -15,6 +15,13 @@ export interface TargetInvocation {
   readonly egress: Egress;
   /** The tenant's live webhook signing secrets, newest first: an HTTP delivery is signed with each (docs/delivery.md). */
   readonly signingSecrets?: readonly string[];
+  /**
+   * An HTTP target's headers as sent: its text values, and the values of the secrets it names
+   * (resolved by the worker before the call). Without it only text values are sent.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The W3C `traceparent` of this attempt: the run's trace, a span of its own (decision 0111). */
+  readonly traceparent?: string;
 }
 
 export type TargetResult =

@@ -28,6 +28,8 @@ const full: SchedulerConfig = {
     sqsQueueArns: ['arn:aws:sqs:us-east-1:123456789012:q'],
     eventBusArns: ['arn:aws:events:us-east-1:123456789012:event-bus/b'],
   },
+  headerSecretArns: ['arn:aws:secretsmanager:us-east-1:123456789012:secret:target/token-AbC123'],
+  headerSecretCacheSeconds: 30,
   nearHorizonSeconds: 60,
   tickerHorizonSeconds: 120,
   redeliveryGraceSeconds: 45,
