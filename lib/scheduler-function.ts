@@ -82,10 +82,15 @@ export class SchedulerFunction extends Construct {
       timeout: props.timeout,
       logGroup,
       loggingFormat: lambda.LoggingFormat.JSON,
+      // X-Ray active tracing (CDK grants xray:PutTraceSegments and xray:PutTelemetryRecords); the
+      // code traces through Powertools Tracer (lambdas/core/tracing.ts, decision 0111).
+      tracing: lambda.Tracing.ACTIVE,
       environment: {
         ...props.environment,
         NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_SERVICE_NAME: 'job-scheduler',
+        // Responses carry payloads: never X-Ray metadata.
+        POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
         ...(caBundle ? { NODE_EXTRA_CA_CERTS: `/var/task/${EXTRA_CA_BUNDLE_FILE}` } : {}),
       },
       ...(props.network

@@ -61,6 +61,12 @@ export function applySecuritySettings(stack: Stack, props: SecurityProps): void 
           appliesTo: [{ regex: '/^Resource::arn:aws[a-z-]*:lambda:[a-z0-9-]+:\\d{12}:function:[A-Za-z0-9_-]+:\\*$/g' }],
         },
         {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'X-Ray active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions (their resource must be *); the CDK grants them with Tracing.ACTIVE.',
+          appliesTo: ['Resource::*'],
+        },
+        {
           id: 'AwsSolutions-L1',
           reason:
             'The runtime is pinned (Node.js 22, matching the esbuild target) and moved deliberately with the code; a "latest" runtime would change under a deployed stack.',

@@ -27,6 +27,7 @@ import { openApiJson } from './openapi';
 import type { OperationId, RouteSpec } from './routes';
 import { PATH_PARAMS, ROUTES } from './routes';
 import { formatTraceparent, traceContextOf } from '../domain/trace-context';
+import { annotateTrace } from '../core/tracing';
 
 type Routes = typeof ROUTES;
 type QueryOf<R> = R extends { readonly query: infer Q extends z.ZodType } ? z.output<Q> : Record<string, never>;
@@ -95,7 +96,10 @@ function ifMatchVersion(event: ApiEvent): number | undefined {
  * trace (decision 0111).
  */
 function traceparentOf(event: ApiEvent): string {
-  return formatTraceparent(traceContextOf(header(event, 'traceparent'), Date.now()));
+  const context = traceContextOf(header(event, 'traceparent'), Date.now());
+  // In X-Ray the request's segment is found by the same trace id as the run's.
+  annotateTrace({ traceId: context.traceId });
+  return formatTraceparent(context);
 }
 
 function idempotencyKeyOf(event: ApiEvent): string | undefined {

@@ -14,7 +14,8 @@ import type { SchedulerDeps } from './deps';
 import type { DispatchContext, ExecuteResult } from './execute-run';
 import { admitRun } from './admit-run';
 import { recordOutcome } from './record-outcome';
-import { runFields, traceContextOfRun } from './run-log';
+import { runFields, traceAnnotationsOf, traceContextOfRun } from './run-log';
+import { inSubsegment } from '../core/tracing';
 import { resolveHeaders } from '../targets/header-secrets';
 import { childSpanOf, formatTraceparent } from '../domain/trace-context';
 
@@ -51,7 +52,10 @@ export async function executeLeasedRun(
         )
     : undefined;
   try {
-    return await executeLeased(deps, run, lease, leasedAt, receivedAt, message, followLease);
+    // In X-Ray, a subsegment per run, found by the run's trace id (decision 0111).
+    return await inSubsegment('run', { ...traceAnnotationsOf(run), leaseOwner: run.leaseOwner ?? undefined }, () =>
+      executeLeased(deps, run, lease, leasedAt, receivedAt, message, followLease),
+    );
   } finally {
     await followLease;
     deps.telemetry.released(run.runId);
@@ -228,17 +232,19 @@ async function invokeWithHeartbeat(deps: SchedulerDeps, job: Job, run: Run, payl
     })();
   }, intervalMs);
   try {
-    const result = await deps.targets.invoke({
-      job,
-      run,
-      payload,
-      timeoutMs: (run.leaseSeconds - deps.config.leaseMarginSeconds) * 1000,
-      signal: cancel.signal,
-      egress: deps.egress,
-      ...(signingSecrets?.length ? { signingSecrets } : {}),
-      ...(headers ? { headers } : {}),
-      traceparent: formatTraceparent(childSpanOf(traceContextOfRun(run))),
-    });
+    const result = await inSubsegment(`target call (${job.target.kind})`, traceAnnotationsOf(run), () =>
+      deps.targets.invoke({
+        job,
+        run,
+        payload,
+        timeoutMs: (run.leaseSeconds - deps.config.leaseMarginSeconds) * 1000,
+        signal: cancel.signal,
+        egress: deps.egress,
+        ...(signingSecrets?.length ? { signingSecrets } : {}),
+        ...(headers ? { headers } : {}),
+        traceparent: formatTraceparent(childSpanOf(traceContextOfRun(run))),
+      }),
+    );
     return lost ? 'lease-lost' : result;
   } finally {
     clearInterval(timer);

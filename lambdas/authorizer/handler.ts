@@ -1,4 +1,7 @@
 // Lambda entry point of the API authorizer: clients and the key cache live for the container.
+import middy from '@middy/core';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import { traceClient, tracer } from '../core/tracing';
 import { Authenticator } from '../app/authenticate';
 import { readConfig } from '../config/config';
 import { ApiKeysRepository } from '../store/api-keys-repository';
@@ -7,12 +10,14 @@ import { TenantsRepository } from '../store/tenants-repository';
 import { createAuthorizerHandler } from './adapter';
 
 const config = readConfig();
-const clients = createAwsClients();
-export const handler = createAuthorizerHandler(
-  new Authenticator(
-    new ApiKeysRepository(clients.dynamo, config.jobsTable),
-    new TenantsRepository(clients.dynamo, config.jobsTable),
-    config.tenantDefaults,
-    Date.now,
+const clients = createAwsClients(undefined, traceClient);
+export const handler = middy(
+  createAuthorizerHandler(
+    new Authenticator(
+      new ApiKeysRepository(clients.dynamo, config.jobsTable),
+      new TenantsRepository(clients.dynamo, config.jobsTable),
+      config.tenantDefaults,
+      Date.now,
+    ),
   ),
-);
+).use(captureLambdaHandler(tracer, { captureResponse: false }));

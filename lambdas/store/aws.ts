@@ -25,11 +25,15 @@ export interface AwsClients {
   readonly targets: TargetClients;
 }
 
-export function createTargetClients(lambdaEndpoint = process.env.LAMBDA_ENDPOINT_URL): TargetClients {
+/** Wraps each client as it is made: the functions pass X-Ray's instrumentation (lambdas/core/tracing.ts). */
+export type ClientInstrument = <T>(client: T) => T;
+const asIs: ClientInstrument = (client) => client;
+
+export function createTargetClients(lambdaEndpoint = process.env.LAMBDA_ENDPOINT_URL, instrument: ClientInstrument = asIs): TargetClients {
   return {
-    sqs: new SQSClient({ maxAttempts: 1 }),
-    lambda: new LambdaClient({ maxAttempts: 1, ...(lambdaEndpoint ? { endpoint: lambdaEndpoint } : {}) }),
-    eventbridge: new EventBridgeClient({ maxAttempts: 1 }),
+    sqs: instrument(new SQSClient({ maxAttempts: 1 })),
+    lambda: instrument(new LambdaClient({ maxAttempts: 1, ...(lambdaEndpoint ? { endpoint: lambdaEndpoint } : {}) })),
+    eventbridge: instrument(new EventBridgeClient({ maxAttempts: 1 })),
   };
 }
 
@@ -60,18 +64,18 @@ function requestTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number {
   return value;
 }
 
-/** `endpoint` overrides AWS_ENDPOINT_URL (a test's own emulator). */
-export function createAwsClients(endpoint?: string): AwsClients {
+/** `endpoint` overrides AWS_ENDPOINT_URL (a test's own emulator); `instrument` wraps every client (X-Ray in the functions). */
+export function createAwsClients(endpoint?: string, instrument: ClientInstrument = asIs): AwsClients {
   const config = { ...storeClientConfig(), ...(endpoint ? { endpoint } : {}) };
-  const dynamo = DynamoDBDocumentClient.from(new DynamoDBClient(config), {
+  const dynamo = DynamoDBDocumentClient.from(instrument(new DynamoDBClient(config)), {
     marshallOptions: { removeUndefinedValues: true },
   });
   return {
     dynamo,
-    sqs: new SQSClient(config),
-    cloudwatch: new CloudWatchClient(config),
-    kms: new KMSClient(config),
-    secrets: new SecretsManagerClient(config),
-    targets: createTargetClients(),
+    sqs: instrument(new SQSClient(config)),
+    cloudwatch: instrument(new CloudWatchClient(config)),
+    kms: instrument(new KMSClient(config)),
+    secrets: instrument(new SecretsManagerClient(config)),
+    targets: createTargetClients(undefined, instrument),
   };
 }

@@ -155,7 +155,13 @@ describe('least privilege', () => {
       'sqs:GetQueueAttributes': [dlq, ...lanes].sort(),
     });
     const api = grantsOf(functionId('Job scheduler HTTP API'));
-    expect([...api.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action)).sort()).toEqual(['cloudwatch:GetMetricData', 'kms:Encrypt']);
+    // X-Ray: active tracing's segments (decision 0111).
+    expect([...api.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action)).sort()).toEqual([
+      'cloudwatch:GetMetricData',
+      'kms:Encrypt',
+      'xray:PutTelemetryRecords',
+      'xray:PutTraceSegments',
+    ]);
     // Encrypt only, and only with the signing secrets' key: the API never decrypts a secret.
     expect([...api.get('kms:Encrypt')!].map((id) => resources[id]!.Type)).toEqual(['AWS::KMS::Key']);
   });
@@ -204,6 +210,8 @@ describe('least privilege', () => {
         ...own,
         'logs:CreateLogStream',
         'logs:PutLogEvents',
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
       ]);
       for (const action of own)
         expect(
@@ -235,7 +243,7 @@ describe('least privilege', () => {
     const jobs = tableId('"AttributeName":"tenantSort"');
     const grants = grantsOf(functionId('Job scheduler API authorizer'));
     expect(dynamoAndSqs(grants)).toEqual({ 'dynamodb:GetItem': [jobs] });
-    expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action))).toEqual([]);
+    expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action)).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
   });
 });
 
@@ -307,7 +315,7 @@ describe('wiring', () => {
     const role = resources[consoleFunction]!.Properties.Role['Fn::GetAtt'][0] as string;
     const policies = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(role));
     const actions = policies.flatMap((p) => p.Properties.PolicyDocument.Statement.flatMap((st: { Action: string | string[] }) => [st.Action].flat()));
-    expect(actions.every((action) => action.startsWith('logs:'))).toBe(true);
+    expect(actions.every((action) => action.startsWith('logs:') || action.startsWith('xray:Put'))).toBe(true);
     expect(template.toJSON().Outputs.ConsoleUrl).toBeDefined();
   });
 
