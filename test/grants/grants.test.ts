@@ -11,6 +11,9 @@ import { dynamoAccesses, otherAccess, readAccessLog } from '../support/access-lo
 import type { GrantCheck } from '../support/grants';
 import { CHECK_POOLS, checkGrants } from '../support/grants';
 
+/** A header secret the stack lists, so that the workers have the grant their reads of listed secrets need. */
+const CHECK_SECRET = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:check/header-AbC123';
+
 /**
  * Grants no request of the suite used, each with why the function has it. The worker's queue
  * actions other than SendMessage and ChangeMessageVisibility are the event source mapping's, which
@@ -61,7 +64,10 @@ let template: Record<string, { Type: string; Properties: Record<string, any> }>;
 
 beforeAll(() => {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new SchedulerStack(app, 'Grants', { env: { account: '123456789012', region: 'us-east-1' }, config: { pools: CHECK_POOLS } });
+  const stack = new SchedulerStack(app, 'Grants', {
+    env: { account: '123456789012', region: 'us-east-1' },
+    config: { pools: CHECK_POOLS, headerSecretArns: [CHECK_SECRET] },
+  });
   template = Template.fromStack(stack).toJSON().Resources as typeof template;
   accesses = readAccessLog();
   check = checkGrants(accesses, template);

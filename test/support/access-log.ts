@@ -71,9 +71,11 @@ export function dynamoAccesses(role: string, operation: string, input: Record<st
   return [{ role, action: `dynamodb:${operation}`, resource: `table:${table}`, ...(input.IndexName ? { index: true } : {}) }];
 }
 
-/** The access one SQS, CloudWatch or KMS request needs. */
-export function otherAccess(role: string, service: 'sqs' | 'cloudwatch' | 'kms', operation: string, input: Record<string, unknown>): Access {
+/** The access one SQS, CloudWatch, KMS or Secrets Manager request needs. */
+export function otherAccess(role: string, service: 'sqs' | 'cloudwatch' | 'kms' | 'secretsmanager', operation: string, input: Record<string, unknown>): Access {
   if (service === 'cloudwatch') return { role, action: `cloudwatch:${operation}`, resource: '*' };
+  // Header secrets: the tests' schedulers list exactly the secrets their jobs name (headerSecretArns).
+  if (service === 'secretsmanager') return { role, action: `secretsmanager:${operation}`, resource: 'secret:listed' };
   // The deployment has one KMS key, the signing secrets'.
   if (service === 'kms') return { role, action: `kms:${operation}`, resource: 'key:signing' };
   const url = typeof input.QueueUrl === 'string' ? input.QueueUrl : '?';
@@ -82,7 +84,7 @@ export function otherAccess(role: string, service: 'sqs' | 'cloudwatch' | 'kms',
 
 /** Records every request these clients make inside a function invocation of the local runtime. */
 export function recordAccesses(clients: AwsClients): void {
-  const attach = (stack: MiddlewareStack, service: 'dynamodb' | 'sqs' | 'cloudwatch' | 'kms') => {
+  const attach = (stack: MiddlewareStack, service: 'dynamodb' | 'sqs' | 'cloudwatch' | 'kms' | 'secretsmanager') => {
     if (attached.has(stack)) return;
     attached.add(stack);
     stack.add(
@@ -102,6 +104,7 @@ export function recordAccesses(clients: AwsClients): void {
   attach(clients.sqs.middlewareStack, 'sqs');
   attach(clients.cloudwatch.middlewareStack, 'cloudwatch');
   attach(clients.kms.middlewareStack, 'kms');
+  attach(clients.secrets.middlewareStack, 'secretsmanager');
 }
 
 /** Writes what this process recorded (one file per test file) for the grants check. */

@@ -32,7 +32,7 @@ const LANE_OF: Record<string, string> = { '': 'standard', '-high': 'high', '-low
  * `<prefix>-pool-<name>-high` used by the worker of pool <name> is `queue:own/high`.
  */
 export function kindOfRecorded(resource: string, role: string): string | null {
-  if (resource === '*' || resource === 'key:signing') return resource;
+  if (resource === '*' || resource === 'key:signing' || resource === 'secret:listed') return resource;
   const table = /^table:.*-(jobs|runs)$/.exec(resource);
   if (table) return `table:${table[1]}`;
   const queue = /^queue:.*?-(dispatch|pool-([a-z][a-z0-9-]*?))(-high|-low|-dlq)?$/.exec(resource);
@@ -60,6 +60,8 @@ function kindOfLogicalId(id: string): string | null {
 /** A policy statement's resource entry as a kind: `table:runs`, `table:runs/index`, `queue:own/low`, `*`. */
 function kindOfStatementResource(entry: unknown): string | null {
   if (entry === '*') return '*';
+  // The secrets the stack property headerSecretArns lists.
+  if (typeof entry === 'string' && /^arn:aws[a-z-]*:secretsmanager:/.test(entry)) return 'secret:listed';
   const text = JSON.stringify(entry);
   const id = /"Fn::GetAtt":\["([A-Za-z0-9]+)","Arn"\]/.exec(text)?.[1];
   if (!id) return null;
@@ -91,7 +93,7 @@ export function functionsByRole(template: Template): Map<string, string> {
   return roles;
 }
 
-/** Every (action, resource kind) the role policies of a function allow, for DynamoDB, SQS, CloudWatch and KMS. */
+/** Every (action, resource kind) the role policies of a function allow, for DynamoDB, SQS, CloudWatch, KMS and Secrets Manager. */
 export function grantsOf(template: Template, functionId: string): Grant[] {
   const roleRef = template[functionId]!.Properties.Role['Fn::GetAtt'][0] as string;
   const grants = new Map<string, Grant>();
@@ -99,7 +101,7 @@ export function grantsOf(template: Template, functionId: string): Grant[] {
     if (resource.Type !== 'AWS::IAM::Policy' || !resource.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleRef)) continue;
     for (const statement of resource.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown }[]) {
       if (statement.Effect !== 'Allow') continue;
-      const actions = [statement.Action].flat().filter((action) => /^(dynamodb|sqs|cloudwatch|kms):/.test(action));
+      const actions = [statement.Action].flat().filter((action) => /^(dynamodb|sqs|cloudwatch|kms|secretsmanager):/.test(action));
       for (const entry of [statement.Resource].flat()) {
         const kind = kindOfStatementResource(entry);
         if (!kind) continue;
