@@ -1,6 +1,6 @@
 // The scheduler's client package: `import { SchedulerClient } from '@job-scheduler/client'`.
 export { SchedulerClient, JobsApi, RunsApi, DeadRunsApi } from './scheduler-client.js';
-export type { SchedulerClientOptions, CallOptions, CreateOptions, UpdateOptions } from './scheduler-client.js';
+export type { SchedulerClientOptions, CallOptions, CreateOptions, TracedOptions, UpdateOptions } from './scheduler-client.js';
 export { SchedulerApiError, SchedulerConnectionError } from './errors.js';
 export type { Problem, FieldError } from './errors.js';
 export { WorkerClient, WorkerApiError, LeaseLostError, RunCancelledError, WorkFailure } from './worker-client.js';

@@ -42,7 +42,14 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
 }
 
-export interface CreateOptions extends CallOptions {
+/** Calls that make runs: the W3C trace context they join (`traceparent`); without it each run starts a new trace. */
+export interface TracedOptions extends CallOptions {
+  readonly traceparent?: string;
+}
+
+const traceHeaders = (options: TracedOptions): Record<string, string> => (options.traceparent === undefined ? {} : { traceparent: options.traceparent });
+
+export interface CreateOptions extends TracedOptions {
   /** Sent as Idempotency-Key; a retry of the call (by you, later) with the same key and body gets the same job. */
   readonly idempotencyKey?: string;
 }
@@ -71,7 +78,7 @@ export class JobsApi {
       method: 'POST',
       path: '/v1/jobs',
       body: spec,
-      headers: { 'idempotency-key': idempotencyKey },
+      headers: { 'idempotency-key': idempotencyKey, ...traceHeaders(options) },
       repeat: 'repeatable',
       signal: options.signal,
     });
@@ -117,11 +124,12 @@ export class JobsApi {
   }
 
   /** A manual run now, outside the schedule (with the job's payload, or `request.payload`). */
-  async trigger(jobId: string, request: TriggerRequest = {}, options: CallOptions = {}): Promise<Run> {
+  async trigger(jobId: string, request: TriggerRequest = {}, options: TracedOptions = {}): Promise<Run> {
     const answer = await this.transport.send({
       method: 'POST',
       path: `/v1/jobs/${segment(jobId)}/trigger`,
       body: request,
+      headers: traceHeaders(options),
       repeat: 'once',
       signal: options.signal,
     });
@@ -159,8 +167,14 @@ export class RunsApi {
   }
 
   /** A new run of a finished run's occurrence, with a fresh retry budget. */
-  async replay(runId: string, options: CallOptions = {}): Promise<Run> {
-    const answer = await this.transport.send({ method: 'POST', path: `/v1/runs/${segment(runId)}/replay`, repeat: 'once', signal: options.signal });
+  async replay(runId: string, options: TracedOptions = {}): Promise<Run> {
+    const answer = await this.transport.send({
+      method: 'POST',
+      path: `/v1/runs/${segment(runId)}/replay`,
+      headers: traceHeaders(options),
+      repeat: 'once',
+      signal: options.signal,
+    });
     return (answer.body as { run: Run }).run;
   }
 }
@@ -182,14 +196,22 @@ export class DeadRunsApi {
   }
 
   /** Replays one dead run (the same as `runs.replay`). */
-  async replay(runId: string, options: CallOptions = {}): Promise<Run> {
+  async replay(runId: string, options: TracedOptions = {}): Promise<Run> {
     return this.runs.replay(runId, options);
   }
 
   /** Replays up to `limit` (≤ 100) dead runs of a job and/or time range; `remaining` says whether to call again. */
-  async replayAll(request: BulkReplayRequest = {}, options: CallOptions = {}): Promise<BulkReplayResult> {
-    return (await this.transport.send({ method: 'POST', path: '/v1/dead-runs/replay', body: request, repeat: 'once', signal: options.signal }))
-      .body as BulkReplayResult;
+  async replayAll(request: BulkReplayRequest = {}, options: TracedOptions = {}): Promise<BulkReplayResult> {
+    return (
+      await this.transport.send({
+        method: 'POST',
+        path: '/v1/dead-runs/replay',
+        body: request,
+        headers: traceHeaders(options),
+        repeat: 'once',
+        signal: options.signal,
+      })
+    ).body as BulkReplayResult;
   }
 }
 

@@ -8,9 +8,26 @@
 // backend's, so the two cannot drift apart.
 import type { z } from 'zod';
 import type { Delivery } from '../lambdas/domain/delivery';
-import type { Job, JobStatus, RetryPolicy, Schedule, Target, jobPatchSchema, jobSpecSchema, scheduleSchema, targetSchema } from '../lambdas/domain/job';
+import type {
+  HeaderValue,
+  Job,
+  JobStatus,
+  RetryPolicy,
+  Schedule,
+  SecretReference,
+  Target,
+  jobPatchSchema,
+  jobSpecSchema,
+  scheduleSchema,
+  targetSchema,
+} from '../lambdas/domain/job';
 import type { Run, RunError, RunStatus, RunTrigger } from '../lambdas/domain/run';
 
+/**
+ * An HTTP target header's value: text, or `{ secretArn }`, a Secrets Manager secret the deployment
+ * lists, whose value the worker sends. Answers show text as "<redacted>" and a reference as given.
+ */
+export type { HeaderValue, SecretReference };
 export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
 
 /** A job as `POST /v1/jobs` takes it: what jobSpecSchema accepts (fields with defaults optional). */

@@ -212,3 +212,29 @@ describe('the client transport', () => {
     ]);
   });
 });
+
+describe('trace context', () => {
+  it('sends the traceparent given to the calls that make runs, and none otherwise', async () => {
+    const { url, seen } = await serve([
+      { status: 201, body: created },
+      { status: 202, body: JSON.stringify({ run: {} }) },
+    ]);
+    const client = new SchedulerClient({ baseUrl: url, apiKey: 'key_test_0123456789' });
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const spec = {
+      name: 'traced',
+      type: 't',
+      schedule: { kind: 'now' as const },
+      // The header shapes the client accepts: text, or a secret the deployment lists.
+      target: {
+        kind: 'http' as const,
+        url: 'https://example.com',
+        headers: { 'X-Text': 'v', Authorization: { secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:t-AbC123' } },
+      },
+    };
+    await client.jobs.create(spec, { traceparent });
+    await client.jobs.trigger('job_1', {}, { traceparent });
+    await client.jobs.create(spec);
+    expect(seen.map((request) => request.headers.traceparent)).toEqual([traceparent, traceparent, undefined]);
+  });
+});
