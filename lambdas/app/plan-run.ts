@@ -71,6 +71,9 @@ export function planRun(
       ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
       ...(occurrence.checkpoint !== undefined ? { checkpoint: occurrence.checkpoint } : {}),
     },
-    dispatch: placement.status === 'QUEUED' ? { runId: run.runId, tenantId: run.tenantId, availableAt, jobType: run.jobType, priority: run.priority } : null,
+    dispatch:
+      placement.status === 'QUEUED'
+        ? { runId: run.runId, tenantId: run.tenantId, availableAt, jobType: run.jobType, priority: run.priority, traceparent: run.traceparent }
+        : null,
   };
 }

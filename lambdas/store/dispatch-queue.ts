@@ -1,6 +1,7 @@
 // The dispatch queue and its wire format. Messages carry a run id, its tenant (for the in-flight
 // limit, before the run is read) and how often it was deferred; nothing of the run itself: the run
 // item is the truth, so a stale or duplicated message can never carry stale data.
+import { parseTraceparent, xrayTraceIdOf } from '../domain/trace-context';
 import { Coalescer } from './coalescer';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
@@ -30,6 +31,23 @@ export interface Dispatch {
   readonly priority?: Priority;
   /** Send to exactly this queue (a deferred message goes back to the lane it came from). */
   readonly queueUrl?: string;
+  /**
+   * The run's W3C trace context: the message carries it as X-Ray's AWSTraceHeader, so in AWS the
+   * worker invocation that receives it is linked to the run's trace (decision 0111).
+   */
+  readonly traceparent?: string;
+}
+
+/** X-Ray's trace header for a W3C trace context (`Root=1-<8 hex>-<24 hex>;Parent=…;Sampled=…`), or undefined for an invalid one. */
+function traceAttributeOf(traceparent: string | undefined) {
+  const header = awsTraceHeaderOf(traceparent);
+  return header ? { MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: header } } } : {};
+}
+
+export function awsTraceHeaderOf(traceparent: string | undefined): string | undefined {
+  const context = parseTraceparent(traceparent);
+  if (!context) return undefined;
+  return `Root=${xrayTraceIdOf(context.traceId)};Parent=${context.parentId};Sampled=${parseInt(context.flags, 16) & 1}`;
 }
 
 export type Priority = 'high' | 'normal' | 'low';
@@ -158,6 +176,7 @@ export class DispatchQueue {
             DelaySeconds: delaySecondsUntil(dispatch.availableAt, now),
             // Fair queues: a tenant with a deep backlog yields to quiet tenants.
             MessageGroupId: dispatch.tenantId,
+            ...traceAttributeOf(dispatch.traceparent),
           })),
         }),
       );

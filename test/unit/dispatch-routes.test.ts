@@ -2,7 +2,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../lambdas/config/config';
-import { DispatchRouter } from '../../lambdas/store/dispatch-queue';
+import { DispatchRouter, awsTraceHeaderOf } from '../../lambdas/store/dispatch-queue';
 import { lowLaneConcurrency, UNCAPPED_POOL_LOW_LANE_CONCURRENCY, validatePools } from '../../lambdas/store/pools';
 
 const base = 'https://sqs.us-east-1.amazonaws.com/123456789012';
@@ -125,5 +125,34 @@ describe("the low lane's concurrency", () => {
     expect(() => validatePools([{ ...pool, lowMaxConcurrency: 1 }], { minConcurrency: 2 })).toThrow(/lowMaxConcurrency/);
     expect(() => validatePools([{ ...pool, lowMaxConcurrency: 1.5 }], { minConcurrency: 1 })).toThrow(/lowMaxConcurrency/);
     expect(() => validatePools([{ ...pool, lowMaxConcurrency: 4 }], { minConcurrency: 2 })).not.toThrow();
+  });
+});
+
+describe('dispatch messages and traces', () => {
+  it("carry the run's trace as X-Ray's AWSTraceHeader, and nothing for a run without one", async () => {
+    const entries: Record<string, unknown>[] = [];
+    const capture = {
+      send: (command: { input: { Entries: Record<string, unknown>[] } }) => {
+        entries.push(...command.input.Entries);
+        return Promise.resolve({ Failed: [] });
+      },
+    } as unknown as SQSClient;
+    const traced = new DispatchRouter(capture, [{ name: 'default', jobTypes: [], queueUrl: `${base}/d`, dlqUrl: `${base}/d-dlq` }]);
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    await traced.send(
+      [
+        { runId: 'r1', tenantId: 't', availableAt: 0, traceparent },
+        { runId: 'r2', tenantId: 't', availableAt: 0 },
+      ],
+      0,
+    );
+    expect(entries.map((entry) => entry.MessageSystemAttributes)).toEqual([
+      { AWSTraceHeader: { DataType: 'String', StringValue: 'Root=1-4bf92f35-77b34da6a3ce929d0e0e4736;Parent=00f067aa0ba902b7;Sampled=1' } },
+      undefined,
+    ]);
+    expect(awsTraceHeaderOf('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00')).toBe(
+      'Root=1-4bf92f35-77b34da6a3ce929d0e0e4736;Parent=00f067aa0ba902b7;Sampled=0',
+    );
+    expect(awsTraceHeaderOf('garbage')).toBeUndefined();
   });
 });
