@@ -5,6 +5,7 @@
 // its message) are sent for recovery, and those whose lease heartbeats extended have their
 // check-back moved to the lease's end. Every write is conditional, so two tickers at once change
 // nothing more than one.
+import { traceIdOf } from '../domain/trace-context';
 import { runFields } from './run-log';
 import { logger } from '../core/logger';
 import { checkBackAt, checkLease, minuteBuckets } from '../domain/time-gate';
@@ -95,6 +96,8 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
       availableAt: Date.parse(entry.availableAt),
       jobType: entry.jobType,
       priority: priorities.get(entry.runId),
+      // The run's trace goes with its message (X-Ray's AWSTraceHeader, decision 0111).
+      traceparent: runs.get(entry.runId)?.traceparent,
     });
     if (toRelease.length > 0) {
       await deps.dispatch.send(toRelease.map(dispatchOf), now);
@@ -102,7 +105,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
         const next = checkBackAt(Date.parse(entry.availableAt), now, config);
         if (await deps.timeIndex.markQueued(entry.runId, now, next, config.timeIndexShards)) {
           released++;
-          deps.telemetry.runQueued(entry);
+          deps.telemetry.runQueued({ ...entry, traceparent: runs.get(entry.runId)?.traceparent });
         }
       });
     }
@@ -116,6 +119,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
           runId: entry.runId,
           jobId: entry.jobId,
           tenantId: entry.tenantId,
+          traceId: traceIdOf(runs.get(entry.runId)?.traceparent),
         });
         redelivered++;
       }

@@ -19,7 +19,8 @@ describe('traces', () => {
 
   beforeAll(async () => {
     logs = captureLogs('DEBUG');
-    scheduler = await startScheduler();
+    // Runs due within 2 s go straight to the queue; later ones wait for the ticker.
+    scheduler = await startScheduler({ tuning: { nearHorizonSeconds: 2 } });
     let flaky = 0;
     target = await startTarget((call) => ({ status: call.path.endsWith('/flaky') && flaky++ === 0 ? 503 : 200 }));
   });
@@ -68,6 +69,27 @@ describe('traces', () => {
     // Nor does any other line mention the runs without the trace id.
     const mentioning = logs.lines.filter((line) => [...runIds].some((runId) => line.includes(runId)));
     expect(mentioning.filter((line) => !line.includes(`"traceId":"${traceId}"`))).toEqual([]);
+  });
+
+  it('keeps the trace id on the log lines of a run the ticker releases', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 4 } }), {
+      traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const jobId = created.body.job.jobId as string;
+    expect((await runsOf(jobId))[0]!.status).toBe('SCHEDULED');
+    await scheduler.runtime.tickNow();
+    const [run] = await eventually(
+      () => runsOf(jobId),
+      (items) => items[0]?.status === 'SUCCEEDED',
+      30_000,
+    );
+    const call = target.calls.find((c) => c.headers['x-run-id'] === run!.runId);
+    expect(TRACEPARENT.exec(String(call?.headers.traceparent))?.[1]).toBe(traceId);
+    const lines = logs.records().filter((line) => line.runId === run!.runId);
+    expect(lines.map((line) => line.message)).toEqual(expect.arrayContaining(['run created', 'run queued', 'run started', 'run finished']));
+    expect(lines.filter((line) => line.traceId !== traceId)).toEqual([]);
   });
 
   it('starts a new trace for a request without a traceparent, or with an invalid one (not an error)', async () => {
