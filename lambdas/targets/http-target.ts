@@ -113,9 +113,11 @@ const header = (headers: IncomingHttpHeaders, name: string): string | null => {
   return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
 };
 
-/** A target's text headers alone: what is sent when the worker resolved none (a secret's value is never guessed). */
-function textHeaders(target: HttpTarget): Record<string, string> {
-  return Object.fromEntries(Object.entries(target.headers).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+/** The headers to send: those the worker resolved, or the target's own when all are text; null when a secret was left unresolved. */
+function headersToSend(target: HttpTarget, resolved: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> | null {
+  if (resolved) return resolved;
+  const entries = Object.entries(target.headers);
+  return entries.every((entry): entry is [string, string] => typeof entry[1] === 'string') ? Object.fromEntries(entries) : null;
 }
 
 export async function callHttpTarget(target: HttpTarget, invocation: TargetInvocation): Promise<TargetResult> {
@@ -142,6 +144,15 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
         `${url.hostname} resolves to ${resolved.address}, a ${resolved.addressClass} address, which this deployment does not call`,
       );
     }
+    // Never a call with a header missing: a secret's value is read by the worker (header-secrets.ts).
+    const jobHeaders = headersToSend(target, invocation.headers);
+    if (jobHeaders === null) {
+      return {
+        ok: false,
+        timedOut: false,
+        error: { code: 'HEADER_SECRET_UNAVAILABLE', message: 'a header names a secret that was not read; the target was not called', retryable: true },
+      };
+    }
     const body = hasBody ? JSON.stringify(payload) : undefined;
     const signed = invocation.signingSecrets?.length
       ? signDelivery(invocation.signingSecrets, deliveryIdOf(run), Math.floor(Date.now() / 1000), body ?? '')
@@ -156,7 +167,7 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
           lookup: pinnedLookup(resolved.addresses),
           signal,
           headers: {
-            ...(invocation.headers ?? textHeaders(target)),
+            ...jobHeaders,
             ...(invocation.traceparent ? { traceparent: invocation.traceparent } : {}),
             ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}),
             'idempotency-key': occurrenceKey(run.jobId, run.scheduledFor),

@@ -118,8 +118,11 @@ describe('lambda target against MiniStack', () => {
       attempt: 1,
       idempotencyKey: occurrenceKey(jobId, runs[0]!.scheduledFor),
       fencingToken: fencingTokenOf({ attempt: 1, version: runs[0]!.version }),
+      // The run's trace, a span of this attempt's own (decision 0111).
+      traceparent: expect.stringMatching(new RegExp(`^00-${String(runs[0]!.traceparent).split('-')[1]}-[0-9a-f]{16}-01$`)),
       payload: { mode: 'ok', invoice: 42 },
     });
+    expect(events[0]!.traceparent).not.toBe(runs[0]!.traceparent);
     expect(await scheduler.deps.leases.effectOf(occurrenceKey(jobId, runs[0]!.scheduledFor))).toMatchObject({ runId: runs[0]!.runId });
   });
 

@@ -156,6 +156,8 @@ describe('sqs and eventbridge targets against the emulator', () => {
       run: { runId },
       idempotencyKey: occurrenceKey(jobId, run.scheduledFor),
       fencingToken: fencingTokenOf({ attempt: 1, version: run.version }),
+      // The run's trace id, in the envelope of every target that is not HTTP (decision 0111).
+      traceparent: expect.stringContaining(`-${String(run.traceparent).split('-')[1]}-`),
       payload: { invoice: 42 },
     });
   });

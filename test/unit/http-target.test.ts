@@ -163,9 +163,11 @@ describe('headers the HTTP target sets itself', () => {
   let server: Server;
   let port: number;
   let seen: string[] = [];
+  let requests = 0;
 
   beforeAll(async () => {
     server = createServer((request, response) => {
+      requests++;
       seen = Object.keys(request.headers);
       response.writeHead(204).end();
     });
@@ -180,15 +182,33 @@ describe('headers the HTTP target sets itself', () => {
     resolve: () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]),
   };
 
+  it('never calls with a header missing: a secret reference the worker did not resolve fails the attempt', async () => {
+    const before = requests;
+    const secretArn = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:t-AbC123';
+    const target = { kind: 'http' as const, url: `http://127.0.0.1:${port}/hook`, method: 'POST' as const, headers: { Authorization: { secretArn } } };
+    const invocation = { job: { target: { kind: 'http' } } as Job, run, payload: { a: 1 }, timeoutMs: 2_000, egress };
+    expect(await callHttpTarget(target, invocation)).toMatchObject({ ok: false, error: { code: 'HEADER_SECRET_UNAVAILABLE', retryable: true } });
+    expect(requests).toBe(before);
+    expect(await callHttpTarget(target, { ...invocation, headers: { Authorization: 'Bearer resolved' } })).toEqual({ ok: true, detail: 'HTTP 204' });
+  });
+
   it('are all reserved, so a job that names one is refused rather than stored and replaced', async () => {
     const custom = { 'X-Tenant-Tag': 'a' };
     const result = await callHttpTarget(
       { kind: 'http', url: `http://127.0.0.1:${port}/hook`, method: 'POST', headers: custom },
-      { job: { target: { kind: 'http' } } as Job, run, payload: { a: 1 }, timeoutMs: 2_000, egress },
+      {
+        job: { target: { kind: 'http' } } as Job,
+        run,
+        payload: { a: 1 },
+        timeoutMs: 2_000,
+        egress,
+        traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      },
     );
     expect(result).toEqual({ ok: true, detail: 'HTTP 204' });
     const setByScheduler = seen.filter((name) => name !== 'x-tenant-tag');
     expect(setByScheduler).toContain('user-agent');
+    expect(setByScheduler).toContain('traceparent');
     expect(setByScheduler.filter((name) => !(RESERVED_HEADERS as readonly string[]).includes(name))).toEqual([]);
     for (const name of [...setByScheduler, 'User-Agent']) {
       const parsed = httpTargetSchema.safeParse({ kind: 'http', url: 'https://example.com/', headers: { [name]: 'mine' } });
