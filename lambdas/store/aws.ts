@@ -9,6 +9,7 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SNSClient } from '@aws-sdk/client-sns';
 import type { TargetClients } from '../targets/invoker';
 import { StoreRetryStrategy } from './store-retry';
 
@@ -27,6 +28,7 @@ export function createTargetClients(lambdaEndpoint = process.env.LAMBDA_ENDPOINT
     sqs: new SQSClient({ maxAttempts: 1 }),
     lambda: new LambdaClient({ maxAttempts: 1, ...(lambdaEndpoint ? { endpoint: lambdaEndpoint } : {}) }),
     eventbridge: new EventBridgeClient({ maxAttempts: 1 }),
+    sns: new SNSClient({ maxAttempts: 1 }),
   };
 }
 

@@ -6,6 +6,8 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import { MAX_SQS_DELAY_SECONDS } from './schema';
+import type { NotifyEvent } from '../domain/notify';
+import { NOTIFY_EVENTS } from '../domain/notify';
 import type { PoolRoute } from './pools';
 import { DEFAULT_POOL_NAME } from './pools';
 
@@ -15,6 +17,8 @@ const messageSchema = z.object({
   tenantId: z.string().min(1).max(256).optional(),
   /** Times the run waited for an in-flight slot of its tenant. */
   deferrals: z.number().int().min(0).max(1000).optional(),
+  /** Not the run itself: the notification of this run's event (docs/notifications.md). */
+  notify: z.enum(NOTIFY_EVENTS).optional(),
 });
 export type DispatchMessage = z.infer<typeof messageSchema>;
 
@@ -30,12 +34,20 @@ export interface Dispatch {
   readonly priority?: Priority;
   /** Send to exactly this queue (a deferred message goes back to the lane it came from). */
   readonly queueUrl?: string;
+  /** A notification of the run's event rather than the run (sent to the default pool's standard lane). */
+  readonly notify?: NotifyEvent;
 }
 
 export type Priority = 'high' | 'normal' | 'low';
 
-export function encodeDispatchMessage(runId: string, tenantId?: string, deferrals?: number): string {
-  return JSON.stringify({ v: 1, runId, ...(tenantId ? { tenantId } : {}), ...(deferrals ? { deferrals } : {}) } satisfies DispatchMessage);
+export function encodeDispatchMessage(runId: string, tenantId?: string, deferrals?: number, notify?: NotifyEvent): string {
+  return JSON.stringify({
+    v: 1,
+    runId,
+    ...(tenantId ? { tenantId } : {}),
+    ...(deferrals ? { deferrals } : {}),
+    ...(notify ? { notify } : {}),
+  } satisfies DispatchMessage);
 }
 
 /** The run id of a dispatch message, or null for a body this scheduler did not write. */
@@ -154,7 +166,7 @@ export class DispatchQueue {
           QueueUrl: this.queueUrl,
           Entries: batch.map(({ dispatch, now }, index) => ({
             Id: String(index),
-            MessageBody: encodeDispatchMessage(dispatch.runId, dispatch.tenantId, dispatch.deferrals),
+            MessageBody: encodeDispatchMessage(dispatch.runId, dispatch.tenantId, dispatch.deferrals, dispatch.notify),
             DelaySeconds: delaySecondsUntil(dispatch.availableAt, now),
             // Fair queues: a tenant with a deep backlog yields to quiet tenants.
             MessageGroupId: dispatch.tenantId,
@@ -281,7 +293,7 @@ export class DispatchRouter {
   async send(dispatches: readonly Dispatch[], now: number): Promise<void> {
     const byQueue = new Map<string, Dispatch[]>();
     for (const dispatch of dispatches) {
-      const url = dispatch.queueUrl ?? this.queueUrlFor(dispatch.jobType, dispatch.priority);
+      const url = dispatch.queueUrl ?? (dispatch.notify ? this.defaultPool.queueUrl : this.queueUrlFor(dispatch.jobType, dispatch.priority));
       byQueue.set(url, [...(byQueue.get(url) ?? []), dispatch]);
     }
     const results = await Promise.allSettled([...byQueue].map(([url, batch]) => this.queue(url).send(batch, now)));
