@@ -277,3 +277,70 @@ describe('outcome notifications', () => {
     expect(hooks.calls.filter((call) => (JSON.parse(call.body) as NotificationBody).runId === body.runId)).toHaveLength(1);
   });
 });
+
+describe('notify over the API', () => {
+  let scheduler: Scheduler;
+  const TOPIC = 'arn:aws:sns:us-east-1:123456789012:ops';
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({
+      workerConcurrency: 0,
+      config: {
+        localMode: false,
+        allowedTargets: {
+          lambdaFunctionArns: [],
+          sqsQueueArns: [],
+          eventBusArns: ['arn:aws:events:us-east-1:123456789012:event-bus/alerts'],
+          snsTopicArns: [TOPIC],
+        },
+      },
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+  });
+
+  const body = (notify: unknown) => jobBody('https://example.com/hook', { schedule: { kind: 'delay', seconds: 3600 }, notify });
+
+  it('refuses a bad notify, or a destination the deployment does not allow, with a 400 naming the field and writing nothing', async () => {
+    const before = await scheduler.countJobAndRunItems();
+    const cases: [unknown, string][] = [
+      [{ events: ['exploded'], destination: { kind: 'http', url: 'https://example.com/n' } }, 'notify.events.0'],
+      [{ events: [], destination: { kind: 'http', url: 'https://example.com/n' } }, 'notify.events'],
+      [{ events: ['dead'], destination: { kind: 'sns', topicArn: 'arn:aws:sns:us-east-1:123456789012:other' } }, 'notify.destination.topicArn'],
+      [{ events: ['dead'], destination: { kind: 'eventbridge', eventBusName: 'default' } }, 'notify.destination.eventBusName'],
+      [{ events: ['dead'], destination: { kind: 'http', url: 'https://169.254.169.254/latest' } }, 'notify.destination.url'],
+    ];
+    for (const [notify, path] of cases) {
+      const answer = await scheduler.api('POST', '/v1/jobs', body(notify));
+      expect(answer.status, JSON.stringify(notify)).toBe(400);
+      expect(answer.body.errors.map((error: { path: string }) => error.path)).toContain(path);
+    }
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+  });
+
+  it('shows notify in GET, changes it with PATCH (checked the same way) and removes it with null', async () => {
+    const notify = { events: ['dead', 'failed'], destination: { kind: 'sns', topicArn: TOPIC } };
+    const created = await scheduler.api('POST', '/v1/jobs', body(notify));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const jobId = created.body.job.jobId as string;
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.notify).toEqual(notify);
+
+    const refused = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { notify: { events: ['dead'], destination: { kind: 'sns', topicArn: `${TOPIC}-x` } } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors[0].path).toBe('notify.destination.topicArn');
+
+    const changed = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, {
+      notify: { events: ['skipped'], destination: { kind: 'eventbridge', eventBusName: 'alerts' } },
+    });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.notify).toEqual({
+      events: ['skipped'],
+      destination: { kind: 'eventbridge', eventBusName: 'alerts', source: 'job-scheduler.notifications' },
+    });
+
+    expect((await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { notify: null })).status).toBe(200);
+    const cleared = await scheduler.api('GET', `/v1/jobs/${jobId}`);
+    expect(cleared.body).not.toHaveProperty('notify');
+  });
+});
