@@ -10,8 +10,11 @@ import type { z } from 'zod';
 import type { Delivery } from '../lambdas/domain/delivery';
 import type { Job, JobStatus, RetryPolicy, Schedule, Target, jobPatchSchema, jobSpecSchema, scheduleSchema, targetSchema } from '../lambdas/domain/job';
 import type { Run, RunError, RunStatus, RunTrigger } from '../lambdas/domain/run';
+import type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec } from '../lambdas/domain/notify';
 
 export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
+/** A job's `notify`, its events and destinations, and the body each notification carries (docs/notifications.md). */
+export type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec };
 
 /** A job as `POST /v1/jobs` takes it: what jobSpecSchema accepts (fields with defaults optional). */
 export type JobSpecInput = z.input<typeof jobSpecSchema>;

@@ -145,10 +145,15 @@ export function notificationBodyOf(
 }
 
 /** A notification's own budget: tries, and the wait before each new one (doubling, capped). */
-export const NOTIFICATION_RETRY = { maxTries: 6, firstDelaySeconds: 5, maxDelaySeconds: 300 } as const;
+export interface NotificationRetryPolicy {
+  readonly maxTries: number;
+  readonly firstDelaySeconds: number;
+  readonly maxDelaySeconds: number;
+}
+export const NOTIFICATION_RETRY: NotificationRetryPolicy = { maxTries: 6, firstDelaySeconds: 5, maxDelaySeconds: 300 };
 
 /** Seconds before try `tries + 1`, after `tries` failed ones; null when the budget is spent. */
-export function notificationRetryDelay(tries: number, retryable: boolean, policy = NOTIFICATION_RETRY): number | null {
+export function notificationRetryDelay(tries: number, retryable: boolean, policy: NotificationRetryPolicy = NOTIFICATION_RETRY): number | null {
   if (!retryable || tries >= policy.maxTries) return null;
   return Math.min(policy.maxDelaySeconds, policy.firstDelaySeconds * 2 ** (tries - 1));
 }
