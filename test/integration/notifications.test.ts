@@ -344,3 +344,41 @@ describe('notify over the API', () => {
     expect(cleared.body).not.toHaveProperty('notify');
   });
 });
+
+describe('skipped runs', () => {
+  let scheduler: Scheduler;
+  let hooks: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+    hooks = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await hooks.stop();
+  });
+
+  it('a run the misfire policy skips sends `skipped`; one a pause retires sends nothing', async () => {
+    const notify = { events: ['skipped'], destination: { kind: 'http', url: hooks.url } };
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(hooks.url, { schedule: { kind: 'cron', expression: '* * * * *' }, misfirePolicy: 'skip', notify }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const { jobId, nextRunId: runId } = created.body.job as { jobId: string; nextRunId: string };
+    // A worker that gets to the run five minutes after its time (the scheduler was down).
+    const late = scheduler.workerDeps('late-worker', () => Date.now() + 300_000);
+    expect(await executeRun(late, runId)).toBe('skipped');
+    const record = await scheduler.deps.notifications.get(runId, 'skipped');
+    expect(record).toMatchObject({ status: 'PENDING', tries: 0 });
+    expect(await tryNotification(scheduler.deps, runId, 'skipped')).toEqual({ result: 'sent' });
+    const body = JSON.parse(hooks.calls.at(-1)!.body) as NotificationBody;
+    expect(body).toMatchObject({ event: 'skipped', jobId, runId, status: 'SKIPPED', reason: expect.stringContaining('misfirePolicy skip') });
+
+    const next = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.nextRunId as string;
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`)).status).toBe(200);
+    expect((await scheduler.api('GET', `/v1/runs/${next}`)).body.status).toBe('SKIPPED');
+    expect(await scheduler.deps.notifications.get(next, 'skipped')).toBeNull();
+  });
+});
