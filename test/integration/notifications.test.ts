@@ -21,7 +21,7 @@ import { jobSubject, notifyOutcome, tryNotification } from '../../lambdas/app/no
 import type { NotificationBody } from '../../lambdas/domain/notify';
 import { notificationBodyOf, notificationIdOf } from '../../lambdas/domain/notify';
 import type { Scheduler, TargetServer } from './harness';
-import { awsClients, eventually, executeRun, jobBody, startScheduler, startTarget } from './harness';
+import { awsClients, eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 
 type RunBody = Record<string, any>;
 /** Notifications are tried by the workers of a loaded machine: generous, never a claim on speed. */
@@ -380,5 +380,30 @@ describe('skipped runs', () => {
     expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`)).status).toBe(200);
     expect((await scheduler.api('GET', `/v1/runs/${next}`)).body.status).toBe('SKIPPED');
     expect(await scheduler.deps.notifications.get(next, 'skipped')).toBeNull();
+  });
+
+  it('a redelivered message for a finished run makes the notification its worker died before making', async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(hooks.url, { notify: { events: ['dead'], destination: { kind: 'http', url: hooks.url } } }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const runId = created.body.job.nextRunId as string;
+    // A worker leases the run and records it DEAD (marking the event, as the outcome path does),
+    // then dies before making the notification: its dispatch message was never deleted.
+    const lease = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'dying-worker'));
+    expect(lease.kind).toBe('leased');
+    if (lease.kind !== 'leased') return;
+    const error = { code: 'HTTP_400', message: 'target answered 400', retryable: false };
+    expect(await scheduler.deps.leases.finishAttempt(lease.run, { status: 'DEAD', now: Date.now(), error, reason: 'permanent', notify: 'dead' }, null)).toBe(
+      'recorded',
+    );
+    expect(await scheduler.deps.notifications.get(runId, 'dead')).toBeNull();
+
+    expect(await executeRun(scheduler.deps, runId)).toBe('duplicate');
+    expect(await scheduler.deps.notifications.get(runId, 'dead')).toMatchObject({ status: 'PENDING', tries: 0 });
+    expect(await tryNotification(scheduler.deps, runId, 'dead')).toEqual({ result: 'sent' });
+    expect(JSON.parse(hooks.calls.at(-1)!.body)).toMatchObject({ event: 'dead', runId, status: 'DEAD', error: { code: 'HTTP_400' } });
   });
 });
