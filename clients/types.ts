@@ -22,6 +22,7 @@ import type {
   targetSchema,
 } from '../lambdas/domain/job';
 import type { Run, RunError, RunStatus, RunTrigger } from '../lambdas/domain/run';
+import type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec } from '../lambdas/domain/notify';
 
 /**
  * An HTTP target header's value: text, or `{ secretArn }`, a Secrets Manager secret the deployment
@@ -29,6 +30,8 @@ import type { Run, RunError, RunStatus, RunTrigger } from '../lambdas/domain/run
  */
 export type { HeaderValue, SecretReference };
 export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
+/** A job's `notify`, its events and destinations, and the body each notification carries (docs/notifications.md). */
+export type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec };
 
 /** A job as `POST /v1/jobs` takes it: what jobSpecSchema accepts (fields with defaults optional). */
 export type JobSpecInput = z.input<typeof jobSpecSchema>;

@@ -17,7 +17,14 @@ import { defaultPoolOf, FIVE_MINUTES, functionsOf, ONE_MINUTE, serviceMetric } f
 export const RUNBOOK = 'See docs/operations.md#alarms';
 
 export type SchedulerAlarmName =
-  'DispatchDlqNotEmpty' | 'DeadRunsRising' | 'StartLagP99High' | 'OldestMessageTooOld' | 'TickerErrors' | 'TickerNotRunning' | 'LambdaThrottles';
+  | 'DispatchDlqNotEmpty'
+  | 'DeadRunsRising'
+  | 'NotificationsDead'
+  | 'StartLagP99High'
+  | 'OldestMessageTooOld'
+  | 'TickerErrors'
+  | 'TickerNotRunning'
+  | 'LambdaThrottles';
 
 /** What differs between alarms; everything else is the same for all. */
 interface AlarmSpec {
@@ -104,6 +111,14 @@ export function createAlarms(scope: Construct, resources: ObservedResources, thr
       // No data is written while no run dies.
       metric: serviceMetric(Metric.RunsDead, 'Sum', undefined, FIVE_MINUTES),
       threshold: thresholds.deadRunsThreshold,
+    }),
+    NotificationsDead: alarm(scope, 'NotificationsDead', {
+      description:
+        `An outcome notification ended DEAD in the last 5 minutes: its destination refused it for good or its six tries ` +
+        `failed, and it is not tried again. The worker's "notification dead" log line names the run and the error. ${RUNBOOK}.`,
+      // No data is written while every notification is delivered.
+      metric: serviceMetric(Metric.NotificationsDead, 'Sum', undefined, FIVE_MINUTES),
+      threshold: 0,
     }),
     StartLagP99High: alarm(scope, 'StartLagP99High', {
       description:

@@ -141,8 +141,8 @@ export class SchedulerFunction extends Construct {
 
   /**
    * The AWS targets a deployment allows, and nothing else: invoke the listed functions (any version
-   * or alias of each), send to the listed queues, put events on the listed buses, and use the listed
-   * KMS keys of encrypted queues and buses for what a send needs (a data key, and its decryption).
+   * or alias of each), send to the listed queues, put events on the listed buses, publish to the
+   * listed topics (outcome notifications), and use the listed KMS keys of encrypted queues, buses and topics for what a send needs (a data key, and its decryption).
    */
   grantTargets(targets: DeploymentTargets): void {
     if (targets.lambdaFunctionArns.length > 0) {
@@ -154,6 +154,8 @@ export class SchedulerFunction extends Construct {
       this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [...targets.sqsQueueArns] }));
     if (targets.eventBusArns.length > 0)
       this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [...targets.eventBusArns] }));
+    // Outcome notifications' topics (a job's notify; no target publishes to SNS).
+    if (targets.snsTopicArns.length > 0) this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['sns:Publish'], resources: [...targets.snsTopicArns] }));
     if (targets.kmsKeyArns.length > 0) {
       this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [...targets.kmsKeyArns] }));
     }

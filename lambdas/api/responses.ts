@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { AUDIT_ACTIONS } from '../domain/audit';
 import { DELIVERY_MODES } from '../domain/delivery';
+import { notifySchema } from '../domain/notify';
 import { MASKED_HEADER_VALUE, jsonValue, retryPolicySchema, scheduleSchema, targetSchema } from '../domain/job';
 import { jobStatusSchema, runStatusSchema } from './schemas';
 
@@ -68,6 +69,7 @@ export const jobViewSchema = z
     misfirePolicy: z.enum(['fire-once', 'skip', 'backfill']),
     backfillLimit: z.number().int(),
     priority: z.enum(['high', 'normal', 'low']),
+    notify: notifySchema.optional().meta({ description: 'Absent when the job asks for no notifications.' }),
     jobId: z.string(),
     tenantId: z.string(),
     status: jobStatusSchema,

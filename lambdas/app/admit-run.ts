@@ -9,6 +9,7 @@ import type { Run } from '../domain/run';
 import { checkBackAt } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
 import { advanceChain } from './occurrence-chain';
+import { jobSubject, notifyEventFor, notifyOutcome } from './notifications';
 
 /** How long a buffered occurrence waits before it looks again at the run it is waiting for. */
 const BUFFER_RECHECK_SECONDS = 30;
@@ -61,7 +62,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
     if (overlap.action === 'skip') {
       const decision = decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), startedAt: now, backfillRemaining });
       await advanceChain(deps, job, run, decision.successor, false, now);
-      return end(deps, run, 'SKIPPED', overlap.reason, now);
+      return end(deps, run, 'SKIPPED', overlap.reason, now, job);
     }
     if (overlap.action === 'cancel-previous' && previous) {
       const cancelled = await deps.leases.complete(previous.runId, previous.version, { status: 'CANCELLED', now, error: null, reason: overlap.reason });
@@ -71,13 +72,22 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
 
   const decision = decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), startedAt: now, backfillRemaining });
   await advanceChain(deps, job, run, decision.successor, decision.execute, now);
-  if (!decision.execute) return end(deps, run, 'SKIPPED', decision.reason ?? 'skipped', now);
+  if (!decision.execute) return end(deps, run, 'SKIPPED', decision.reason ?? 'skipped', now, job);
   return { kind: 'execute', reason: decision.reason };
 }
 
-async function end(deps: SchedulerDeps, run: Run, status: 'SKIPPED' | 'CANCELLED', reason: string, now: number): Promise<Admission> {
-  const recorded = await deps.leases.complete(run.runId, run.version, { status, now, error: null, reason });
+/**
+ * Ends a run that does not execute. `notifying`: the job, when an overlap or misfire policy skipped
+ * the run (a `skipped` notification); a run retired because its job was paused or deleted raises none.
+ */
+async function end(deps: SchedulerDeps, run: Run, status: 'SKIPPED' | 'CANCELLED', reason: string, now: number, notifying?: Job): Promise<Admission> {
+  const owner = notifying ? jobSubject(notifying) : null;
+  const recorded = await deps.leases.complete(run.runId, run.version, { status, now, error: null, reason, notify: notifyEventFor(owner, status) });
   if (recorded === 'fenced') return { kind: 'stopped', outcome: 'fenced' };
   deps.telemetry.runEnded(run, status, reason);
+  if (owner) {
+    const at = new Date(now).toISOString();
+    await notifyOutcome(deps, owner, { ...run, status, reason, error: null, finishedAt: at, updatedAt: at });
+  }
   return { kind: 'stopped', outcome: status === 'SKIPPED' ? 'skipped' : 'cancelled' };
 }

@@ -16,6 +16,10 @@ import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
 import { SigningSecretsRepository } from '../store/signing-secrets';
 import { AuditLog } from '../store/audit-log';
+import { Notifications } from '../store/notifications';
+import type { NotificationTry } from '../targets/notification-destinations';
+import { deliverNotification } from '../targets/notification-destinations';
+import type { TargetResult } from '../targets/target';
 import { SigningSecretsCache } from './signing-secrets';
 
 import { TenantsFullMemo } from './in-flight-slot';
@@ -79,9 +83,17 @@ export interface SchedulerDeps {
   readonly audit: AuditLog;
   /** The values of the secrets HTTP target headers name, as the worker sends them (cached briefly). */
   readonly headerSecrets: HeaderSecretsCache;
+  /** Outcome notifications: one record per run and event (docs/notifications.md). */
+  readonly notifications: Notifications;
+  /** Tries a notification's destination once. */
+  readonly notifier: Notifier;
 }
 
-export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random'>> {
+export interface Notifier {
+  deliver(attempt: NotificationTry): Promise<TargetResult>;
+}
+
+export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random' | 'notifier'>> {
   /** Where EMF lines go (standard output by default). */
   readonly metricSink?: MetricSink;
   /** How target host names resolve (the system's resolver by default); tests inject their own. */
@@ -123,6 +135,8 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     signingCache: new SigningSecretsCache(signingSecrets, clock),
     audit: new AuditLog(clients.dynamo, config.jobsTable),
     headerSecrets: new HeaderSecretsCache(secretsManagerRead(clients.secrets), config.headerSecretCacheSeconds * 1000, clock),
+    notifications: new Notifications(clients.dynamo, config.jobsTable),
+    notifier: overrides.notifier ?? { deliver: (attempt) => deliverNotification(clients.targets, attempt) },
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

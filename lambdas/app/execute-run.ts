@@ -11,6 +11,8 @@ import { withInFlightSlot } from './in-flight-slot';
 import { VISIBILITY_SLACK_SECONDS, executeLeasedRun } from './leased-run';
 import { recordWorkerLost } from './record-outcome';
 import { runFields } from './run-log';
+import { jobSubject, notifyOutcome } from './notifications';
+import type { Run } from '../domain/run';
 
 /** A message that arrives this close to its run's time waits in the worker rather than in SQS. */
 const MAX_IN_WORKER_WAIT_MS = 2_000;
@@ -80,6 +82,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
       return 'missing';
     case 'finished':
       logger.info('duplicate dispatch message for a finished run; dropped', runFields(lease.run));
+      if (lease.notify) await ensureNotification(deps, lease.run);
       return 'duplicate';
     case 'held': {
       const remainingMs = lease.run.leaseExpiresAt ? Date.parse(lease.run.leaseExpiresAt) - deps.clock() : Infinity;
@@ -105,6 +108,16 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
     case 'leased':
       return executeLeasedRun(deps, lease, receivedAt, message);
   }
+}
+
+/**
+ * A redelivered message for a run whose outcome raised a notification: the worker that recorded it
+ * may have stopped before making or enqueueing it, so this makes sure it exists and is on its way
+ * (once: the notification is made by a conditional put, and each try claims it).
+ */
+async function ensureNotification(deps: SchedulerDeps, run: Run): Promise<void> {
+  const job = await deps.jobs.getAnyTenant(run.jobId);
+  if (job) await notifyOutcome(deps, jobSubject(job), run, { resend: true });
 }
 
 /**

@@ -17,7 +17,7 @@ import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 import type { SchedulerDeps } from './deps';
-import { checkPoolTimeout, checkTarget, viewOf } from './jobs';
+import { checkNotify, checkPoolTimeout, checkTarget, viewOf } from './jobs';
 import type { JobView } from './jobs';
 import { MAX_CAS_ATTEMPTS, attemptFor, pendingRun } from './occurrence-chain';
 
@@ -184,6 +184,7 @@ export async function patchJob(
       } = current;
       const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes }, 'Invalid job');
       if (changes.target !== undefined) checkTarget(deps, merged.target);
+      if (changes.notify !== undefined) checkNotify(deps, merged.notify);
       checkPoolTimeout(deps, merged);
       const scheduleChanged = JSON.stringify(merged.schedule) !== JSON.stringify(current.schedule);
       const schedulingChanged =

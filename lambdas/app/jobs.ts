@@ -13,7 +13,8 @@ import type { ListJobsQuery, ListRunsQuery, PreviewRequest } from '../api/schema
 import type { Page } from '../store/page';
 import { urlRefusal } from '../targets/address-policy';
 import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
-import { NO_TARGETS_ALLOWED, targetRefusal } from '../domain/target-allowlist';
+import { NO_TARGETS_ALLOWED, notifyDestinationRefusal, targetRefusal } from '../domain/target-allowlist';
+import type { NotifySpec } from '../domain/notify';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
@@ -55,6 +56,7 @@ export async function createJob(
   }
   validateSchedule(spec.schedule, now);
   checkTarget(deps, spec.target);
+  checkNotify(deps, spec.notify);
   checkPoolTimeout(deps, spec);
 
   const first = firstFireTime(spec.schedule, now);
@@ -160,6 +162,24 @@ export function checkTarget(deps: SchedulerDeps, target: Target): void {
   if (refusal) throw new ValidationError('Invalid job', [refusal]);
 }
 
+/**
+ * Where a job's notifications may go: an HTTP URL the egress policy allows as far as can be told
+ * without DNS (the worker checks again on every try), an SNS topic or bus the stack granted (any, in
+ * local mode), as for targets.
+ */
+export function checkNotify(deps: SchedulerDeps, notify: NotifySpec | null | undefined): void {
+  if (!notify) return;
+  const { destination } = notify;
+  if (destination.kind === 'http') {
+    const refusal = urlRefusal(destination.url, deps.egress.policy);
+    if (refusal) throw new ValidationError('Invalid job', [{ path: 'notify.destination.url', message: refusal }]);
+    return;
+  }
+  if (deps.config.localMode) return;
+  const refusal = notifyDestinationRefusal(destination, deps.config.allowedTargets ?? NO_TARGETS_ALLOWED);
+  if (refusal) throw new ValidationError('Invalid job', [refusal]);
+}
+
 /** Seconds a pool's worker keeps beyond a run's timeout, to record the outcome before Lambda stops it. */
 export const POOL_TIMEOUT_HEADROOM_SECONDS = 10;
 
@@ -223,7 +243,9 @@ export function viewOf(job: Job): JobView {
         ? [job.nextRunAt, ...upcomingFireTimes(job.schedule, Date.parse(job.nextRunAt), UPCOMING_RUNS - 1).map(iso)]
         : [job.nextRunAt];
   }
-  return { ...job, labels: job.labels ?? {}, target: maskedTarget(job.target), upcomingRuns };
+  // A PATCH's `notify: null` removes the notifications: the view shows none.
+  const { notify, ...rest } = job;
+  return { ...rest, ...(notify ? { notify } : {}), labels: job.labels ?? {}, target: maskedTarget(job.target), upcomingRuns };
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();

@@ -12,6 +12,7 @@ import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 import { runFields } from './run-log';
 import { sendPlannedRun } from './send-planned-run';
+import { jobSubject, notifyEventFor, notifyOutcome } from './notifications';
 
 /** An attempt's outcome as recorded, or fenced (the lease was lost first: nothing was written). */
 export interface RecordedOutcome {
@@ -47,13 +48,15 @@ export async function recordOutcome(
             recordedAt: new Date(now).toISOString(),
           }
         : undefined;
+    const notify = notifyEventFor(jobSubject(job), 'SUCCEEDED');
     const recorded = await deps.leases.finishAttempt(
       run,
-      { status: 'SUCCEEDED', now, error: null, reason, result: carried.result },
+      { status: 'SUCCEEDED', now, error: null, reason, result: carried.result, notify },
       null,
       effect ? { effect } : {},
     );
     if (recorded === 'effect-exists') logger.warn("exactly-once: another attempt recorded this occurrence's effect first; one effect kept", runFields(run));
+    if (recorded !== 'fenced') await notifyOutcome(deps, jobSubject(job), finishedRun(run, 'SUCCEEDED', now, null, reason ?? run.reason));
     return { status: 'SUCCEEDED', recorded: recorded === 'fenced' ? 'fenced' : 'recorded' };
   }
   // At-most-once: the target may have acted on a failed call, so it is never called again.
@@ -67,16 +70,23 @@ export async function recordOutcome(
           deps.random,
         );
   if (!decision.retry) {
+    const notify = notifyEventFor(jobSubject(job), 'DEAD');
     const recorded =
-      (await deps.leases.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why }, null)) === 'fenced' ? 'fenced' : 'recorded';
+      (await deps.leases.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why, notify }, null)) === 'fenced'
+        ? 'fenced'
+        : 'recorded';
+    if (recorded === 'recorded') await notifyOutcome(deps, jobSubject(job), finishedRun(run, 'DEAD', now, result.error, decision.why));
     return { status: 'DEAD', recorded };
   }
   const status: AttemptOutcome = result.timedOut ? 'TIMED_OUT' : 'FAILED';
   const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, carried.checkpoint);
-  const recorded = (await deps.leases.finishAttempt(run, { status, now, error: result.error, reason }, retry)) === 'fenced' ? 'fenced' : 'recorded';
+  const notify = notifyEventFor(jobSubject(job), status);
+  const recorded = (await deps.leases.finishAttempt(run, { status, now, error: result.error, reason, notify }, retry)) === 'fenced' ? 'fenced' : 'recorded';
   if (recorded === 'recorded') {
     deps.telemetry.runCreated(retry.run);
+    // The retry is on its way before any notification is made: a notification never delays a run.
     await sendPlannedRun(deps, retry, now);
+    await notifyOutcome(deps, jobSubject(job), finishedRun(run, status, now, result.error, reason ?? run.reason));
   }
   return { status, recorded, retry: retry.run };
 }
@@ -104,12 +114,12 @@ export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom
       ? decideRetry(job.retryPolicy, { retryable: true }, run.attempt - budgetFrom + 1, deps.random)
       : null;
   const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, checkpoint) : null;
-  const recorded = await deps.leases.finishAttempt(
-    run,
-    { status: retry ? 'FAILED' : 'DEAD', now, error, reason: decision?.why ?? 'the job no longer exists' },
-    retry,
-    { leaseExpiredBefore: now },
-  );
+  const status = retry ? 'FAILED' : 'DEAD';
+  const reason = decision?.why ?? 'the job no longer exists';
+  const owner = job ? jobSubject(job) : null;
+  const recorded = await deps.leases.finishAttempt(run, { status, now, error, reason, notify: notifyEventFor(owner, status) }, retry, {
+    leaseExpiredBefore: now,
+  });
   if (recorded === 'fenced') return 'fenced';
   deps.telemetry.leaseExpired(run, true);
   deps.telemetry.runFinished(run, retry ? 'FAILED' : 'DEAD', now - Date.parse(run.startedAt ?? run.updatedAt), retry !== null);
@@ -117,6 +127,7 @@ export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom
     deps.telemetry.runCreated(retry.run);
     await sendPlannedRun(deps, retry, now);
   }
+  if (owner) await notifyOutcome(deps, owner, finishedRun(run, status, now, error, reason));
   logger.warn('worker lost during a run; attempt recorded as failed', {
     ...runFields(run),
     status: retry ? 'FAILED' : 'DEAD',
@@ -143,4 +154,10 @@ function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, 
     now,
   );
   return { ...plan, extras: { ...plan.extras, budgetFrom } };
+}
+
+/** The run as its outcome recorded it: what its notification describes. */
+function finishedRun(run: Run, status: Run['status'], now: number, error: RunError | null, reason: string | null): Run {
+  const at = new Date(now).toISOString();
+  return { ...run, status, error, reason, finishedAt: at, updatedAt: at };
 }

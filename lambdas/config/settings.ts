@@ -127,7 +127,7 @@ export const SETTINGS = {
     'ALLOWED_TARGETS',
     json,
     targetAllowlistSchema.default(NO_TARGETS_ALLOWED),
-    'The Lambda functions, SQS queues and event buses jobs may target: {lambdaFunctionArns, sqsQueueArns, eventBusArns}; ignored in local mode (any).',
+    'The Lambda functions, SQS queues and event buses jobs may target, and the SNS topics their notifications may publish to: {lambdaFunctionArns, sqsQueueArns, eventBusArns, snsTopicArns}; ignored in local mode (any).',
     'a JSON object of target ARNs',
   ),
   headerSecretArns: setting(

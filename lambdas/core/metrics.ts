@@ -49,6 +49,10 @@ export const Metric = {
   TickerBehind: 'TickerBehind',
   /** Partitions of the time index a tick could not read and skipped (the cursor waits for them). */
   TickerUnreadable: 'TickerUnreadable',
+  /** Outcome notifications delivered, tries that failed, and notifications that spent their budget undelivered. */
+  NotificationsSent: 'NotificationsSent',
+  NotificationsFailed: 'NotificationsFailed',
+  NotificationsDead: 'NotificationsDead',
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];
 
@@ -81,6 +85,9 @@ const UNITS: Record<MetricName, MetricUnit> = {
   TickerErrors: 'Count',
   TickerBehind: 'Count',
   TickerUnreadable: 'Count',
+  NotificationsSent: 'Count',
+  NotificationsFailed: 'Count',
+  NotificationsDead: 'Count',
 };
 
 export function unitOf(name: MetricName): MetricUnit {

@@ -1,6 +1,7 @@
 // Job definitions: the request schema (what a caller may send) and the stored job (what we keep).
 import { z } from 'zod';
 import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
+import { notifySchema } from './notify';
 
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
 /** A Lambda worker lives at most 900 s; a run must finish inside it with room to record the outcome. */
@@ -221,6 +222,8 @@ const jobSpecShape = {
   /** Under `backfill`, at most this many missed occurrences run (the oldest first). */
   backfillLimit: z.number().int().min(1).max(1000).default(10),
   priority: z.enum(['high', 'normal', 'low']).default('normal'),
+  /** Notifications of run outcomes (docs/notifications.md); absent or null: none. A PATCH with null removes them. */
+  notify: notifySchema.nullable().optional(),
 };
 
 /** A schema without its default: a PATCH leaves a field it does not name as it is. */

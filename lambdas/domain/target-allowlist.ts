@@ -3,14 +3,17 @@
 // denied; local mode allows any.
 import { z } from 'zod';
 import type { Target } from './job';
+import type { NotifyDestination } from './notify';
 
 export const targetAllowlistSchema = z.strictObject({
   lambdaFunctionArns: z.array(z.string().regex(/^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]+$/)).default([]),
   sqsQueueArns: z.array(z.string().regex(/^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]+(\.fifo)?$/)).default([]),
   eventBusArns: z.array(z.string().regex(/^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[A-Za-z0-9._/-]+$/)).default([]),
+  /** Topics that outcome notifications may publish to (a job's `notify`; no target publishes to SNS). */
+  snsTopicArns: z.array(z.string().regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]+(\.fifo)?$/)).default([]),
 });
 export type TargetAllowlist = z.infer<typeof targetAllowlistSchema>;
-export const NO_TARGETS_ALLOWED: TargetAllowlist = { lambdaFunctionArns: [], sqsQueueArns: [], eventBusArns: [] };
+export const NO_TARGETS_ALLOWED: TargetAllowlist = { lambdaFunctionArns: [], sqsQueueArns: [], eventBusArns: [], snsTopicArns: [] };
 
 /**
  * The stack property `targets`: the allowlist, and the customer-managed KMS keys that encrypt listed
@@ -32,9 +35,9 @@ export const deploymentTargetsSchema = targetAllowlistSchema
       )
       .default([]),
   })
-  .refine((targets) => targets.kmsKeyArns.length === 0 || targets.sqsQueueArns.length + targets.eventBusArns.length > 0, {
+  .refine((targets) => targets.kmsKeyArns.length === 0 || targets.sqsQueueArns.length + targets.eventBusArns.length + targets.snsTopicArns.length > 0, {
     path: ['kmsKeyArns'],
-    message: 'are the keys of listed queues or buses, and none is listed (sqsQueueArns, eventBusArns)',
+    message: 'are the keys of listed queues, buses or topics, and none is listed (sqsQueueArns, eventBusArns, snsTopicArns)',
   });
 export type DeploymentTargets = z.infer<typeof deploymentTargetsSchema>;
 
@@ -91,14 +94,39 @@ export function targetRefusal(target: Target, allowed: TargetAllowlist): { path:
         : { path: 'target.queueUrl', message: 'is not a queue this deployment may send to (stack property targets.sqsQueueArns)' };
     }
     case 'eventbridge': {
-      const bus = target.eventBusName;
-      // A bus is named by its ARN, or by its name in the deployment's own account and region.
-      const ok = bus.startsWith('arn:') ? allowed.eventBusArns.includes(bus) : allowed.eventBusArns.some((arn) => arn.endsWith(`:event-bus/${bus}`));
-      return ok
+      return busAllowed(target.eventBusName, allowed)
         ? null
         : { path: 'target.eventBusName', message: 'is not an event bus this deployment may put events on (stack property targets.eventBusArns)' };
     }
     default:
+      return null;
+  }
+}
+
+/** A bus is named by its ARN, or by its name in the deployment's own account and region. */
+function busAllowed(bus: string, allowed: TargetAllowlist): boolean {
+  return bus.startsWith('arn:') ? allowed.eventBusArns.includes(bus) : allowed.eventBusArns.some((arn) => arn.endsWith(`:event-bus/${bus}`));
+}
+
+/**
+ * Why the deployment refuses a notification destination (a field path under `notify.destination`
+ * and a message), or null. SNS topics and buses are checked against the same stack property as
+ * targets (`targets.snsTopicArns`, `targets.eventBusArns`); HTTP URLs by the egress policy, as targets' are.
+ */
+export function notifyDestinationRefusal(destination: NotifyDestination, allowed: TargetAllowlist): { path: string; message: string } | null {
+  switch (destination.kind) {
+    case 'sns':
+      return allowed.snsTopicArns.includes(destination.topicArn)
+        ? null
+        : { path: 'notify.destination.topicArn', message: 'is not a topic this deployment may publish to (stack property targets.snsTopicArns)' };
+    case 'eventbridge':
+      return busAllowed(destination.eventBusName, allowed)
+        ? null
+        : {
+            path: 'notify.destination.eventBusName',
+            message: 'is not an event bus this deployment may put events on (stack property targets.eventBusArns)',
+          };
+    case 'http':
       return null;
   }
 }

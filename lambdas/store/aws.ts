@@ -10,6 +10,7 @@ import { KMSClient } from '@aws-sdk/client-kms';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SNSClient } from '@aws-sdk/client-sns';
 import type { TargetClients } from '../targets/invoker';
 import { StoreRetryStrategy } from './store-retry';
 
@@ -34,6 +35,7 @@ export function createTargetClients(lambdaEndpoint = process.env.LAMBDA_ENDPOINT
     sqs: instrument(new SQSClient({ maxAttempts: 1 })),
     lambda: instrument(new LambdaClient({ maxAttempts: 1, ...(lambdaEndpoint ? { endpoint: lambdaEndpoint } : {}) })),
     eventbridge: instrument(new EventBridgeClient({ maxAttempts: 1 })),
+    sns: instrument(new SNSClient({ maxAttempts: 1 })),
   };
 }
 

@@ -7,6 +7,8 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import { MAX_SQS_DELAY_SECONDS } from './schema';
+import type { NotifyEvent } from '../domain/notify';
+import { NOTIFY_EVENTS } from '../domain/notify';
 import type { PoolRoute } from './pools';
 import { DEFAULT_POOL_NAME } from './pools';
 
@@ -16,6 +18,8 @@ const messageSchema = z.object({
   tenantId: z.string().min(1).max(256).optional(),
   /** Times the run waited for an in-flight slot of its tenant. */
   deferrals: z.number().int().min(0).max(1000).optional(),
+  /** Not the run itself: the notification of this run's event (docs/notifications.md). */
+  notify: z.enum(NOTIFY_EVENTS).optional(),
 });
 export type DispatchMessage = z.infer<typeof messageSchema>;
 
@@ -36,6 +40,8 @@ export interface Dispatch {
    * worker invocation that receives it is linked to the run's trace (decision 0111).
    */
   readonly traceparent?: string;
+  /** A notification of the run's event rather than the run (sent to the default pool's standard lane). */
+  readonly notify?: NotifyEvent;
 }
 
 /** X-Ray's trace header for a W3C trace context (`Root=1-<8 hex>-<24 hex>;Parent=…;Sampled=…`), or undefined for an invalid one. */
@@ -52,8 +58,14 @@ export function awsTraceHeaderOf(traceparent: string | undefined): string | unde
 
 export type Priority = 'high' | 'normal' | 'low';
 
-export function encodeDispatchMessage(runId: string, tenantId?: string, deferrals?: number): string {
-  return JSON.stringify({ v: 1, runId, ...(tenantId ? { tenantId } : {}), ...(deferrals ? { deferrals } : {}) } satisfies DispatchMessage);
+export function encodeDispatchMessage(runId: string, tenantId?: string, deferrals?: number, notify?: NotifyEvent): string {
+  return JSON.stringify({
+    v: 1,
+    runId,
+    ...(tenantId ? { tenantId } : {}),
+    ...(deferrals ? { deferrals } : {}),
+    ...(notify ? { notify } : {}),
+  } satisfies DispatchMessage);
 }
 
 /** The run id of a dispatch message, or null for a body this scheduler did not write. */
@@ -172,7 +184,7 @@ export class DispatchQueue {
           QueueUrl: this.queueUrl,
           Entries: batch.map(({ dispatch, now }, index) => ({
             Id: String(index),
-            MessageBody: encodeDispatchMessage(dispatch.runId, dispatch.tenantId, dispatch.deferrals),
+            MessageBody: encodeDispatchMessage(dispatch.runId, dispatch.tenantId, dispatch.deferrals, dispatch.notify),
             DelaySeconds: delaySecondsUntil(dispatch.availableAt, now),
             // Fair queues: a tenant with a deep backlog yields to quiet tenants.
             MessageGroupId: dispatch.tenantId,
@@ -300,7 +312,7 @@ export class DispatchRouter {
   async send(dispatches: readonly Dispatch[], now: number): Promise<void> {
     const byQueue = new Map<string, Dispatch[]>();
     for (const dispatch of dispatches) {
-      const url = dispatch.queueUrl ?? this.queueUrlFor(dispatch.jobType, dispatch.priority);
+      const url = dispatch.queueUrl ?? (dispatch.notify ? this.defaultPool.queueUrl : this.queueUrlFor(dispatch.jobType, dispatch.priority));
       byQueue.set(url, [...(byQueue.get(url) ?? []), dispatch]);
     }
     const results = await Promise.allSettled([...byQueue].map(([url, batch]) => this.queue(url).send(batch, now)));

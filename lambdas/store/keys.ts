@@ -1,4 +1,6 @@
 // The one place that knows the key layout of both tables and how domain objects become items.
+import type { NotifyEvent } from '../domain/notify';
+import { NOTIFY_EVENTS } from '../domain/notify';
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
 import { RUN_FIELDS } from '../domain/run';
@@ -38,6 +40,9 @@ export const RUN_PK_PREFIX = 'RUN#';
 export const runKey = (runId: string): Key => ({ pk: `${RUN_PK_PREFIX}${runId}`, sk: 'RUN' });
 /** The exactly-once ledger: one item per occurrence whose effect was recorded (runs table). */
 export const effectKey = (occurrence: string): Key => ({ pk: `EFFECT#${occurrence}`, sk: 'EFFECT' });
+/** An outcome notification (jobs table): one per run and event, so none is made twice. */
+export const NOTIFICATION_PREFIX = 'NOTIFY#';
+export const notificationKey = (runId: string, event: string): Key => ({ pk: `${NOTIFICATION_PREFIX}${runId}`, sk: `EVENT#${event}` });
 /** One worker's roll-up of a tenant's runs in one minute (many workers share the partition). */
 export const statsKey = (tenantId: string, minute: string, workerId: string): Key => ({ pk: `STATS#${tenantId}#${minute}`, sk: `WORKER#${workerId}` });
 export const statsPartition = (tenantId: string, minute: string): string => `STATS#${tenantId}#${minute}`;
@@ -125,6 +130,8 @@ export function gateAttributes(runId: string, gateAt: number, shards: number): {
  */
 export const PROGRESS_ATTRIBUTE = 'progressJson';
 export const RESULT_ATTRIBUTE = 'resultJson';
+/** On a finished run: the notification event its outcome raised (docs/notifications.md). */
+export const NOTIFY_EVENT_ATTRIBUTE = 'notifyEvent';
 
 export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
   const { leaseExpiresAt, progress, result, ...rest } = run;
@@ -215,4 +222,9 @@ export function decodeCursor(cursor: string, expect: Record<string, string>, sor
   } catch {
     return null;
   }
+}
+
+export function notifyEventOf(item: Item): NotifyEvent | undefined {
+  const event = item[NOTIFY_EVENT_ATTRIBUTE];
+  return typeof event === 'string' && (NOTIFY_EVENTS as readonly string[]).includes(event) ? (event as NotifyEvent) : undefined;
 }

@@ -5,6 +5,7 @@
 // second request.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { NotifyEvent } from '../domain/notify';
 import type { AttemptOutcome, Run, RunError } from '../domain/run';
 import { isTerminal, sourcesOf } from '../domain/run';
 import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
@@ -32,6 +33,8 @@ import {
   effectKey,
   gateAttributes,
   itemToRun,
+  NOTIFY_EVENT_ATTRIBUTE,
+  notifyEventOf,
   payloadOverrideOf,
   RESULT_ATTRIBUTE,
   runKey,
@@ -57,8 +60,11 @@ export type LeaseResult =
   | { readonly kind: 'held'; readonly run: Run }
   /** Running under a lease that expired: its worker was lost. The checkpoint it saved goes to the retry. */
   | { readonly kind: 'expired'; readonly run: Run; readonly budgetFrom: number; readonly checkpoint?: unknown }
-  /** Already finished (or cancelled, skipped): a duplicate delivery. */
-  | { readonly kind: 'finished'; readonly run: Run };
+  /**
+   * Already finished (or cancelled, skipped): a duplicate delivery. `notify`: the event its outcome
+   * raised for a notification, which the redelivery makes sure exists.
+   */
+  | { readonly kind: 'finished'; readonly run: Run; readonly notify?: NotifyEvent };
 
 /** The ledger entry of an occurrence whose effect was recorded (exactly-once delivery). */
 export interface EffectRecord {
@@ -165,12 +171,26 @@ export class RunLeases {
   async complete(
     runId: string,
     version: number,
-    outcome: { status: AttemptOutcome | 'SKIPPED' | 'CANCELLED'; now: number; error: RunError | null; reason?: string | null },
+    outcome: {
+      status: AttemptOutcome | 'SKIPPED' | 'CANCELLED';
+      now: number;
+      error: RunError | null;
+      reason?: string | null;
+      /** The notification event this outcome raises, if its job asks for one. */
+      notify?: NotifyEvent | null;
+    },
   ): Promise<'recorded' | 'fenced'> {
     const now = new Date(outcome.now).toISOString();
     const recorded = await updateIf(this.dynamo, this.tableName, runKey(runId), {
       // A reason given now replaces the one the run was created with; none keeps it.
-      set: { status: outcome.status, finishedAt: now, updatedAt: now, error: outcome.error, reason: outcome.reason ?? undefined },
+      set: {
+        status: outcome.status,
+        finishedAt: now,
+        updatedAt: now,
+        error: outcome.error,
+        reason: outcome.reason ?? undefined,
+        [NOTIFY_EVENT_ATTRIBUTE]: outcome.notify ?? undefined,
+      },
       remove: ['gateKey', 'gateAt'],
       if: { status: oneOf(sourcesOf(outcome.status, LEASED)), version },
     });
@@ -196,7 +216,7 @@ export class RunLeases {
    */
   async finishAttempt(
     run: Run,
-    outcome: { status: AttemptOutcome; now: number; error: RunError | null; reason?: string | null; result?: unknown },
+    outcome: { status: AttemptOutcome; now: number; error: RunError | null; reason?: string | null; result?: unknown; notify?: NotifyEvent | null },
     retry: { run: Run; extras: RunItemExtras } | null,
     options: { leaseExpiredBefore?: number; effect?: EffectRecord } = {},
   ): Promise<'recorded' | 'fenced' | 'effect-exists'> {
@@ -210,6 +230,7 @@ export class RunLeases {
         error: outcome.error,
         reason: outcome.reason ?? run.reason ?? null,
         [RESULT_ATTRIBUTE]: outcome.result === undefined ? undefined : JSON.stringify(outcome.result),
+        [NOTIFY_EVENT_ATTRIBUTE]: outcome.notify ?? undefined,
         ...(dead ?? {}),
       },
       // A leased run carries a lease check-back in the time index: a finished run leaves it.
@@ -261,7 +282,10 @@ export class RunLeases {
 function whyNotLeased(item: Item | undefined, now: string, nowMs: number): LeaseResult {
   if (!item) return { kind: 'missing' };
   const run = itemToRun(item);
-  if (isTerminal(run.status)) return { kind: 'finished', run };
+  if (isTerminal(run.status)) {
+    const notify = notifyEventOf(item);
+    return notify ? { kind: 'finished', run, notify } : { kind: 'finished', run };
+  }
   if (run.status === 'RUNNING') {
     const expiresAt = typeof item.leaseExpiresAtMs === 'number' ? item.leaseExpiresAtMs : Infinity;
     return expiresAt < nowMs ? { kind: 'expired', run, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item) } : { kind: 'held', run };

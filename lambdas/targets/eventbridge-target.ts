@@ -11,7 +11,7 @@ import type { TargetInvocation, TargetResult } from './target';
 
 export type EventBridgeTarget = Extract<Target, { kind: 'eventbridge' }>;
 
-const RETRYABLE_ENTRY_ERRORS = new Set(['InternalFailure', 'ThrottlingException', 'InternalException']);
+export const RETRYABLE_ENTRY_ERRORS = new Set(['InternalFailure', 'ThrottlingException', 'InternalException']);
 
 export function eventEntryOf(target: EventBridgeTarget, invocation: Pick<TargetInvocation, 'job' | 'run' | 'payload' | 'traceparent'>) {
   return {

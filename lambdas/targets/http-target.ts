@@ -17,6 +17,7 @@ import { fencingTokenOf } from '../domain/delivery';
 import { occurrenceKey } from '../domain/run';
 import { parseRetryAfter } from '../domain/retry';
 import type { TargetInvocation, TargetResult } from './target';
+import type { Egress } from './egress';
 import { resolveTarget } from './egress';
 import { signDelivery } from './webhook-signature';
 
@@ -126,24 +127,9 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
   const signal = invocation.signal ? AbortSignal.any([timeout, invocation.signal]) : timeout;
   const hasBody = target.method !== 'GET';
   try {
-    const url = new URL(target.url);
-    if (url.protocol !== 'https:' && !(egress.policy.allowPlainHttp && url.protocol === 'http:')) {
-      return blocked('TARGET_URL_REFUSED', `${url.protocol} targets are not called by this deployment; use https`);
-    }
-    // Checked after resolution, on every call: the answer a name gives can change at any time.
-    const resolved = await resolveTarget(url.hostname, egress, Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
-    if (resolved.kind === 'protected') {
-      return blocked(
-        'TARGET_ADDRESS_BLOCKED',
-        `${url.hostname} resolves to ${resolved.address}, and port ${resolved.endpoint.port} there is this deployment's AWS emulator, which no job may call`,
-      );
-    }
-    if (resolved.kind === 'blocked') {
-      return blocked(
-        'TARGET_ADDRESS_BLOCKED',
-        `${url.hostname} resolves to ${resolved.address}, a ${resolved.addressClass} address, which this deployment does not call`,
-      );
-    }
+    const reached = await reachUrl(target.url, egress);
+    if ('refused' in reached) return reached.refused;
+    const { url, resolved } = reached;
     // Never a call with a header missing: a secret's value is read by the worker (header-secrets.ts).
     const jobHeaders = headersToSend(target, invocation.headers);
     if (jobHeaders === null) {
@@ -218,6 +204,80 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
     if (invocation.signal?.aborted) {
       return { ok: false, timedOut: false, error: { code: 'ABORTED', message: 'the run was cancelled or its lease lost', retryable: false } };
     }
+    const cause = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+    return { ok: false, timedOut: false, error: { code: 'NETWORK_ERROR', message: cause, retryable: true } };
+  }
+}
+
+/**
+ * The URL and its checked addresses, or why the deployment does not call it: a scheme it does not
+ * call, or a name that resolves to an address the egress policy refuses. Checked after resolution,
+ * on every call: the answer a name gives can change at any time.
+ */
+async function reachUrl(
+  target: string,
+  egress: Egress,
+): Promise<{ readonly url: URL; readonly resolved: { readonly addresses: readonly LookupAddress[] } } | { readonly refused: TargetResult }> {
+  const url = new URL(target);
+  if (url.protocol !== 'https:' && !(egress.policy.allowPlainHttp && url.protocol === 'http:')) {
+    return { refused: blocked('TARGET_URL_REFUSED', `${url.protocol} targets are not called by this deployment; use https`) };
+  }
+  const resolved = await resolveTarget(url.hostname, egress, Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
+  if (resolved.kind === 'protected') {
+    return {
+      refused: blocked(
+        'TARGET_ADDRESS_BLOCKED',
+        `${url.hostname} resolves to ${resolved.address}, and port ${resolved.endpoint.port} there is this deployment's AWS emulator, which no job may call`,
+      ),
+    };
+  }
+  if (resolved.kind === 'blocked') {
+    return {
+      refused: blocked(
+        'TARGET_ADDRESS_BLOCKED',
+        `${url.hostname} resolves to ${resolved.address}, a ${resolved.addressClass} address, which this deployment does not call`,
+      ),
+    };
+  }
+  return { url, resolved };
+}
+
+/**
+ * POSTs a JSON body to a URL under the same egress checks as an HTTP target (resolved, checked,
+ * pinned, no redirects), with the headers given: an outcome notification. 2xx is success; 408,
+ * 429, 5xx and network faults are retryable.
+ */
+export async function postJson(
+  target: string,
+  headers: Readonly<Record<string, string>>,
+  body: string,
+  egress: Egress,
+  timeoutMs: number,
+): Promise<TargetResult> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    const reached = await reachUrl(target, egress);
+    if ('refused' in reached) return reached.refused;
+    const { url, resolved } = reached;
+    const response = await send(
+      url,
+      {
+        method: 'POST',
+        agent: agents[url.protocol === 'https:' ? 'https:' : 'http:'],
+        lookup: pinnedLookup(resolved.addresses),
+        signal,
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'job-scheduler/1' },
+      },
+      body,
+    );
+    if (response.status >= 200 && response.status < 300) return { ok: true, detail: `HTTP ${response.status}` };
+    return {
+      ok: false,
+      timedOut: false,
+      error: { code: `HTTP_${response.status}`, message: `destination answered ${response.status}`, retryable: isRetryableStatus(response.status) },
+    };
+  } catch (error) {
+    if (signal.aborted) return { ok: false, timedOut: true, error: { code: 'TIMEOUT', message: `no answer within ${timeoutMs} ms`, retryable: true } };
     const cause = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
     return { ok: false, timedOut: false, error: { code: 'NETWORK_ERROR', message: cause, retryable: true } };
   }

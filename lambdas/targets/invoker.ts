@@ -1,6 +1,7 @@
 // Routes an invocation to the adapter of its target kind, with the target clients of the process.
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
+import type { SNSClient } from '@aws-sdk/client-sns';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { callEventBridgeTarget } from './eventbridge-target';
 import { callHttpTarget } from './http-target';
@@ -13,6 +14,8 @@ export interface TargetClients {
   readonly sqs: SQSClient;
   readonly lambda: LambdaClient;
   readonly eventbridge: EventBridgeClient;
+  /** Outcome notifications' SNS destinations (no target publishes to SNS). */
+  readonly sns: SNSClient;
 }
 
 export const SUPPORTED_TARGET_KINDS = ['http', 'lambda', 'sqs', 'eventbridge', 'external'] as const;

@@ -10,6 +10,9 @@ import { executeRun } from '../app/execute-run';
 import { flushTelemetry } from '../app/flush-telemetry';
 import { decodeDispatchMessage } from '../store/dispatch-queue';
 import type { SQSRecord } from 'aws-lambda';
+import { tryNotification } from '../app/notifications';
+import type { NotifyEvent } from '../domain/notify';
+import { NOTIFICATION_CLAIM_MS } from '../domain/notify';
 
 async function failLater(deps: SchedulerDeps, record: SQSRecord): Promise<{ itemIdentifier: string; ok: false }> {
   try {
@@ -35,6 +38,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
         logger.error('unreadable dispatch message', { messageId: record.messageId });
         return failLater(deps, record);
       }
+      if (message.notify) return processNotificationMessage(deps, record, message.runId, message.notify);
       try {
         const result = await executeRun(deps, message.runId, {
           receiptHandle: record.receiptHandle,
@@ -59,6 +63,33 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
   return {
     batchItemFailures: outcomes.filter((outcome) => !outcome.ok).map(({ itemIdentifier }) => ({ itemIdentifier })),
   };
+}
+
+/**
+ * A notification's message (docs/notifications.md): one try of it. A notification claimed by a try
+ * still under way keeps its message, back once that claim has ended, so a worker lost mid-try
+ * delays it by a claim's length at most.
+ */
+async function processNotificationMessage(
+  deps: SchedulerDeps,
+  record: SQSRecord,
+  runId: string,
+  event: NotifyEvent,
+): Promise<{ itemIdentifier: string; ok: boolean }> {
+  try {
+    const { result } = await tryNotification(deps, runId, event);
+    if (result !== 'busy') return { itemIdentifier: record.messageId, ok: true };
+    await deps.dispatch.setVisibility(record.receiptHandle, Math.ceil(NOTIFICATION_CLAIM_MS / 1000) + 1, deps.dispatch.queueUrlOfArn(record.eventSourceARN));
+    return { itemIdentifier: record.messageId, ok: false };
+  } catch (error) {
+    logger.error('notification message failed; it will be delivered again', {
+      messageId: record.messageId,
+      runId,
+      event,
+      error: error instanceof Error ? { name: error.name, message: error.message } : String(error),
+    });
+    return failLater(deps, record);
+  }
 }
 
 export function createWorkerHandler(deps: SchedulerDeps) {

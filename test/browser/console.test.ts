@@ -129,8 +129,13 @@ describe('the web console', () => {
     expect(await page.evaluate('window.notReloaded')).toBe(true);
     expect(target.calls.length).toBeGreaterThanOrEqual(1);
 
-    const cron = await createJob({ name: 'pausable', schedule: { kind: 'cron', expression: '*/5 * * * *', timezone: 'Asia/Tokyo' } });
+    const cron = await createJob({
+      name: 'pausable',
+      schedule: { kind: 'cron', expression: '*/5 * * * *', timezone: 'Asia/Tokyo' },
+      notify: { events: ['dead', 'skipped'], destination: { kind: 'http', url: 'https://example.com/ops' } },
+    });
     await visit(`#/jobs/${cron.jobId}`);
+    await expect.poll(() => page.locator('dl.definition').textContent(), { timeout: UI_TIMEOUT }).toContain('dead, skipped to https://example.com/ops');
     await page.getByRole('button', { name: 'Pause' }).click();
     await expect.poll(() => page.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('paused');
     expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.status).toBe('PAUSED');

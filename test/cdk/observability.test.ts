@@ -22,6 +22,8 @@ const TOPIC = 'arn:aws:sns:us-east-1:123456789012:ops';
 const ALARMS = [
   'DispatchDlqNotEmpty',
   'DeadRunsRising',
+  // Outcome notifications that spent their budget (docs/notifications.md).
+  'NotificationsDead',
   'StartLagP99High',
   'OldestMessageTooOld',
   'TickerErrors',
@@ -429,6 +431,12 @@ describe('alarms', () => {
   it('DeadRunsRising: any dead run in 5 minutes', () => {
     const a = alarm('DeadRunsRising');
     expect(metricOf(a)).toEqual({ namespace: METRICS_NAMESPACE, name: 'RunsDead', stat: 'Sum', period: 300, dimensions: serviceDimension });
+    expect(a).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 1, TreatMissingData: 'notBreaching' });
+  });
+
+  it('NotificationsDead: any notification that ended dead in 5 minutes', () => {
+    const a = alarm('NotificationsDead');
+    expect(metricOf(a)).toEqual({ namespace: METRICS_NAMESPACE, name: 'NotificationsDead', stat: 'Sum', period: 300, dimensions: serviceDimension });
     expect(a).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 1, TreatMissingData: 'notBreaching' });
   });
 

@@ -12,9 +12,10 @@ type Statement = { Action: string | string[]; Resource: unknown };
 const FUNCTION = 'arn:aws:lambda:us-east-1:123456789012:function:invoices';
 const QUEUE = 'arn:aws:sqs:us-east-1:123456789012:exports';
 const BUS = 'arn:aws:events:us-east-1:123456789012:event-bus/billing';
+const TOPIC = 'arn:aws:sns:us-east-1:123456789012:ops-alerts';
 const KEY = 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
 const MULTI_REGION_KEY = 'arn:aws:kms:eu-west-1:123456789012:key/mrk-1234abcd12ab34cd56ef1234567890ab';
-const ALL = { lambdaFunctionArns: [FUNCTION], sqsQueueArns: [QUEUE], eventBusArns: [BUS], kmsKeyArns: [KEY, MULTI_REGION_KEY] };
+const ALL = { lambdaFunctionArns: [FUNCTION], sqsQueueArns: [QUEUE], eventBusArns: [BUS], snsTopicArns: [TOPIC], kmsKeyArns: [KEY, MULTI_REGION_KEY] };
 
 function synth(targets?: Record<string, string[]>, nag = false): Record<string, Resource> {
   const { stack, resources } = synthesized(
@@ -46,7 +47,7 @@ function statementsByFunction(resources: Record<string, Resource>): Map<string, 
   return byFunction;
 }
 
-const targetActions = /^(lambda:InvokeFunction|sqs:SendMessage|events:PutEvents|kms:.*)$/;
+const targetActions = /^(lambda:InvokeFunction|sqs:SendMessage|events:PutEvents|sns:Publish|kms:.*)$/;
 function targetGrants(statements: Statement[]): { action: string; resources: unknown }[] {
   return (
     statements
@@ -60,7 +61,7 @@ function targetGrants(statements: Statement[]): { action: string; resources: unk
 }
 
 describe('stack property targets', () => {
-  it('grants every worker exactly the allowed functions (any qualifier), queues, buses and their keys', () => {
+  it('grants every worker exactly the allowed functions (any qualifier), queues, buses, notification topics and their keys', () => {
     const byFunction = statementsByFunction(synth(ALL));
     const workers = [...byFunction.keys()].filter((description) => description.includes('worker'));
     expect(workers).toHaveLength(2); // the default pool's and the exports pool's
@@ -69,6 +70,7 @@ describe('stack property targets', () => {
         { action: 'lambda:InvokeFunction', resources: [FUNCTION, `${FUNCTION}:*`] },
         { action: 'sqs:SendMessage', resources: QUEUE },
         { action: 'events:PutEvents', resources: BUS },
+        { action: 'sns:Publish', resources: TOPIC },
         { action: 'kms:GenerateDataKey', resources: [KEY, MULTI_REGION_KEY] },
         { action: 'kms:Decrypt', resources: [KEY, MULTI_REGION_KEY] },
       ]);
@@ -85,6 +87,7 @@ describe('stack property targets', () => {
       lambdaFunctionArns: [FUNCTION],
       sqsQueueArns: [QUEUE],
       eventBusArns: [],
+      snsTopicArns: [],
     });
   });
 

@@ -187,6 +187,7 @@ describe('targets the deployment allows (AWS mode)', () => {
           lambdaFunctionArns: [allowedFunction],
           sqsQueueArns: ['arn:aws:sqs:us-east-1:123456789012:exports'],
           eventBusArns: ['arn:aws:events:us-east-1:123456789012:event-bus/billing'],
+          snsTopicArns: ['arn:aws:sns:us-east-1:123456789012:ops'],
         },
       },
     });

@@ -26,6 +26,7 @@ const full: SchedulerConfig = {
   allowedTargets: {
     lambdaFunctionArns: ['arn:aws:lambda:us-east-1:123456789012:function:f'],
     sqsQueueArns: ['arn:aws:sqs:us-east-1:123456789012:q'],
+    snsTopicArns: [],
     eventBusArns: ['arn:aws:events:us-east-1:123456789012:event-bus/b'],
   },
   headerSecretArns: ['arn:aws:secretsmanager:us-east-1:123456789012:secret:target/token-AbC123'],

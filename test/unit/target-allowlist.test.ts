@@ -47,7 +47,7 @@ describe('target allowlist', () => {
     const key = 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
     const targets = deploymentTargetsSchema.parse({ sqsQueueArns: [queue], kmsKeyArns: [key] });
     expect(targets.kmsKeyArns).toEqual([key]);
-    expect(allowlistOf(targets)).toEqual({ lambdaFunctionArns: [], sqsQueueArns: [queue], eventBusArns: [] });
+    expect(allowlistOf(targets)).toEqual({ lambdaFunctionArns: [], sqsQueueArns: [queue], eventBusArns: [], snsTopicArns: [] });
     // What the functions parse from ALLOWED_TARGETS (a strict object) accepts what the stack sends.
     expect(targetAllowlistSchema.safeParse(JSON.parse(JSON.stringify(allowlistOf(targets)))).success).toBe(true);
     expect(deploymentTargetsSchema.parse({}).kmsKeyArns).toEqual([]);

@@ -32,6 +32,15 @@ export function runRows(runs: readonly Run[]): HTMLTableElement {
   );
 }
 
+/** A job's notify as one line: its events, then where they go. */
+function notifyText(job: JobDetail): string {
+  if (!job.notify) return '—';
+  const { destination } = job.notify;
+  const where =
+    destination.kind === 'http' ? destination.url : destination.kind === 'sns' ? `SNS ${destination.topicArn}` : `EventBridge ${destination.eventBusName}`;
+  return `${job.notify.events.join(', ')} to ${where}`;
+}
+
 function definition(job: JobDetail): HTMLElement {
   const rows: [string, string | Node][] = [
     ['Job id', job.jobId],
@@ -44,6 +53,7 @@ function definition(job: JobDetail): HTMLElement {
     ['Timeout', `${job.timeoutSeconds} s`],
     ['Retries', `${job.retryPolicy.maxAttempts} attempts, ${job.retryPolicy.initialDelaySeconds} s doubling up to ${job.retryPolicy.maxDelaySeconds} s`],
     ['Overlap, misfire', `${job.overlapPolicy}, ${job.misfirePolicy}`],
+    ['Notifications', notifyText(job)],
     [
       'Labels',
       job.labels && Object.keys(job.labels).length > 0

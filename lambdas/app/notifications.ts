@@ -1,0 +1,143 @@
+// Outcome notifications (docs/notifications.md). The outcome path makes at most one notification
+// per run and event (a conditional put) and enqueues it on the default pool's standard lane, after
+// the outcome is recorded and without waiting for any destination. A worker then tries it, under a
+// claim, on its own budget: each failed try goes back to the queue with a growing delay, and a
+// notification whose budget is spent ends DEAD (a record and a metric).
+import { logger } from '../core/logger';
+import { Metric } from '../core/metrics';
+import type { NotificationSubject, NotifyEvent, NotifySpec } from '../domain/notify';
+import { NOTIFICATION_CLAIM_MS, NOTIFICATION_TIMEOUT_MS, notificationBodyOf, notificationIdOf, notificationRetryDelay, wantedEvent } from '../domain/notify';
+import type { Run } from '../domain/run';
+import type { SchedulerDeps } from './deps';
+
+/** What a notification needs of what raised it: a job today, a workflow later. */
+export interface NotifyingSubject {
+  readonly subject: NotificationSubject;
+  readonly notify?: NotifySpec | null;
+}
+
+export function jobSubject(job: {
+  readonly jobId: string;
+  readonly name: string;
+  readonly type: string;
+  readonly notify?: NotifySpec | null;
+}): NotifyingSubject {
+  return { subject: { kind: 'job', id: job.jobId, name: job.name, type: job.type }, notify: job.notify ?? null };
+}
+
+/**
+ * The event a run's outcome raises for this subject, or null when it asks for none: the outcome
+ * write records it on the run, so a redelivered message for the finished run can make the
+ * notification its first delivery may not have made (the worker died in between).
+ */
+export function notifyEventFor(owner: NotifyingSubject | null, status: Run['status']): NotifyEvent | null {
+  return owner ? wantedEvent(owner.notify, status) : null;
+}
+
+/**
+ * Makes the notification of a finished run's event (once: a conditional put) and enqueues it.
+ * Called after the outcome is recorded. `resend`: enqueue even when the notification exists (a
+ * redelivered outcome whose first delivery may have stopped between the put and the send; a second
+ * message is harmless, as each try claims the notification).
+ */
+export async function notifyOutcome(
+  deps: SchedulerDeps,
+  owner: NotifyingSubject,
+  finished: Run,
+  options: { readonly resend?: boolean } = {},
+): Promise<'created' | 'exists' | 'none'> {
+  const event = notifyEventFor(owner, finished.status);
+  if (event === null || !owner.notify) return 'none';
+  const now = deps.clock();
+  const body = notificationBodyOf(
+    owner.subject,
+    finished,
+    { status: finished.status, error: finished.error, reason: finished.reason, at: Date.parse(finished.finishedAt ?? finished.updatedAt) || now },
+    event,
+  );
+  const made = await deps.notifications.create(
+    {
+      notificationId: notificationIdOf(finished.runId, event),
+      tenantId: finished.tenantId,
+      runId: finished.runId,
+      event,
+      destination: owner.notify.destination,
+      body,
+    },
+    now,
+  );
+  if (made === 'created' || options.resend) {
+    await deps.dispatch.send([{ runId: finished.runId, tenantId: finished.tenantId, availableAt: now, notify: event }], now);
+  }
+  logger.info(made === 'created' ? 'notification made' : 'notification exists', {
+    runId: finished.runId,
+    tenantId: finished.tenantId,
+    event,
+    resent: options.resend === true,
+  });
+  return made;
+}
+
+export type NotificationTryResult = 'sent' | 'retrying' | 'dead' | 'done' | 'busy' | 'missing';
+
+/** One message of a notification: claim it, try its destination once, and end it or plan the next try. */
+export async function tryNotification(
+  deps: SchedulerDeps,
+  runId: string,
+  event: NotifyEvent,
+): Promise<{ result: NotificationTryResult; retryInSeconds?: number }> {
+  const now = deps.clock();
+  const claim = await deps.notifications.claim(runId, event, now, NOTIFICATION_CLAIM_MS);
+  if (claim.kind === 'missing') {
+    logger.warn('notification message for a notification that does not exist; dropped', { runId, event });
+    return { result: 'missing' };
+  }
+  if (claim.kind === 'done') return { result: 'done' };
+  if (claim.kind === 'busy') return { result: 'busy' };
+  const { record } = claim;
+  const fields = { runId, event, tenantId: record.tenantId, notificationId: record.notificationId, destination: record.destination.kind, try: record.tries };
+
+  let signingSecrets: readonly string[] | undefined;
+  let outcome;
+  try {
+    if (record.destination.kind === 'http') signingSecrets = await deps.signingCache.of(record.tenantId);
+    outcome = await deps.notifier.deliver({
+      destination: record.destination,
+      body: record.body,
+      egress: deps.egress,
+      timeoutMs: NOTIFICATION_TIMEOUT_MS,
+      nowSeconds: Math.floor(deps.clock() / 1000),
+      ...(signingSecrets?.length ? { signingSecrets } : {}),
+    });
+  } catch (error) {
+    // An unsigned notification is never the fallback of a tenant that signs: the try failed.
+    outcome = {
+      ok: false as const,
+      timedOut: false,
+      error: { code: 'SIGNING_UNAVAILABLE', message: error instanceof Error ? error.message : String(error), retryable: true },
+    };
+  }
+  const at = deps.clock();
+  if (outcome.ok) {
+    if (await deps.notifications.finish(runId, event, record.tries, { status: 'SENT', now: at, error: null })) {
+      deps.telemetry.metrics.count(Metric.NotificationsSent);
+      logger.info('notification sent', { ...fields, detail: outcome.detail });
+    }
+    return { result: 'sent' };
+  }
+  deps.telemetry.metrics.count(Metric.NotificationsFailed);
+  const error = `${outcome.error.code}: ${outcome.error.message}`.slice(0, 600);
+  const delay = notificationRetryDelay(record.tries, outcome.error.retryable);
+  if (delay === null) {
+    if (await deps.notifications.finish(runId, event, record.tries, { status: 'DEAD', now: at, error })) {
+      deps.telemetry.metrics.count(Metric.NotificationsDead);
+      logger.error('notification dead: its budget is spent or its destination refused it', { ...fields, error });
+    }
+    return { result: 'dead' };
+  }
+  // The claim ends before the next message is sent: should the send fail, this message comes back and tries again.
+  if (!(await deps.notifications.release(runId, event, record.tries, error, at))) return { result: 'done' };
+  await deps.dispatch.send([{ runId, tenantId: record.tenantId, availableAt: at + delay * 1000, notify: event }], at);
+  logger.warn('notification try failed; tried again later', { ...fields, error, retryInSeconds: delay });
+  return { result: 'retrying', retryInSeconds: delay };
+}

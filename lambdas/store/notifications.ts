@@ -1,0 +1,126 @@
+// Outcome notifications as items of the jobs table (docs/notifications.md), one per run and event:
+// made with a conditional put, so a redelivered outcome or two racing recorders make it once; each
+// try claims it for a while with a conditional update, so two workers never send it at once; its
+// end (sent, or dead when its budget is spent) is fenced by the try that claimed it.
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { NotificationBody, NotifyDestination, NotifyEvent } from '../domain/notify';
+import { IF_NEW, absentOr, conditionExpressions, ifHeld, lessThan, plus, updateIf, updateReturning } from './conditional';
+import type { Item } from './keys';
+import { notificationKey } from './keys';
+
+export type NotificationStatus = 'PENDING' | 'SENT' | 'DEAD';
+
+/** A notification record is kept this long, then DynamoDB's TTL removes it. */
+export const NOTIFICATION_RETENTION_SECONDS = 14 * 24 * 3600;
+
+export interface NotificationRecord {
+  readonly notificationId: string;
+  readonly tenantId: string;
+  readonly runId: string;
+  readonly event: NotifyEvent;
+  readonly destination: NotifyDestination;
+  readonly body: NotificationBody;
+  readonly status: NotificationStatus;
+  /** Tries started so far (each claim counts one). */
+  readonly tries: number;
+  readonly lastError: string | null;
+  readonly createdAt: string;
+  readonly sentAt: string | null;
+}
+
+export type ClaimResult =
+  | { readonly kind: 'claimed'; readonly record: NotificationRecord }
+  /** Sent or dead already, or claimed by a try still under way: this message has nothing to do. */
+  | { readonly kind: 'done' | 'busy'; readonly record: NotificationRecord }
+  | { readonly kind: 'missing' };
+
+function recordOf(item: Item): NotificationRecord {
+  return {
+    notificationId: String(item.notificationId),
+    tenantId: String(item.tenantId),
+    runId: String(item.runId),
+    event: item.event as NotifyEvent,
+    destination: item.destination as NotifyDestination,
+    body: JSON.parse(String(item.bodyJson)) as NotificationBody,
+    status: item.status as NotificationStatus,
+    tries: Number(item.tries ?? 0),
+    lastError: typeof item.lastError === 'string' ? item.lastError : null,
+    createdAt: String(item.createdAt),
+    sentAt: typeof item.sentAt === 'string' ? item.sentAt : null,
+  };
+}
+
+export class Notifications {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /** Makes the notification of a run's event; 'exists' when it was made before (by this outcome's earlier delivery, or a racing recorder). */
+  async create(
+    notification: Pick<NotificationRecord, 'notificationId' | 'tenantId' | 'runId' | 'event' | 'destination' | 'body'>,
+    now: number,
+  ): Promise<'created' | 'exists'> {
+    const at = new Date(now).toISOString();
+    const result = await ifHeld(() =>
+      this.dynamo.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            ...notificationKey(notification.runId, notification.event),
+            notificationId: notification.notificationId,
+            tenantId: notification.tenantId,
+            runId: notification.runId,
+            event: notification.event,
+            destination: notification.destination,
+            // Stored as text: the body is sent exactly as it was made, whatever its shape.
+            bodyJson: JSON.stringify(notification.body),
+            status: 'PENDING' satisfies NotificationStatus,
+            tries: 0,
+            createdAt: at,
+            expiresAtEpoch: Math.floor(now / 1000) + NOTIFICATION_RETENTION_SECONDS,
+          },
+          ...conditionExpressions(IF_NEW),
+        }),
+      ),
+    );
+    return result.held ? 'created' : 'exists';
+  }
+
+  /** Starts a try: a pending notification not claimed by a live try is claimed until `now + claimMs`. */
+  async claim(runId: string, event: NotifyEvent, now: number, claimMs: number): Promise<ClaimResult> {
+    const result = await updateReturning(this.dynamo, this.tableName, notificationKey(runId, event), {
+      set: { claimedUntilMs: now + claimMs, tries: plus('tries', 1), updatedAt: new Date(now).toISOString() },
+      if: { status: 'PENDING', claimedUntilMs: absentOr(lessThan(now)) },
+    });
+    if (result.held) return { kind: 'claimed', record: recordOf(result.value) };
+    if (!result.item) return { kind: 'missing' };
+    const record = recordOf(result.item);
+    return { kind: record.status === 'PENDING' ? 'busy' : 'done', record };
+  }
+
+  /** Ends the notification: sent (by try `tries`), or dead when its budget is spent. False when another try ended it. */
+  async finish(runId: string, event: NotifyEvent, tries: number, end: { status: 'SENT' | 'DEAD'; now: number; error: string | null }): Promise<boolean> {
+    const at = new Date(end.now).toISOString();
+    return updateIf(this.dynamo, this.tableName, notificationKey(runId, event), {
+      set: { status: end.status, updatedAt: at, ...(end.status === 'SENT' ? { sentAt: at } : { deadAt: at }), lastError: end.error ?? undefined },
+      remove: ['claimedUntilMs'],
+      if: { status: 'PENDING', tries },
+    });
+  }
+
+  /** A failed try with budget left: the claim ends, so the next message may try again. */
+  async release(runId: string, event: NotifyEvent, tries: number, error: string, now: number): Promise<boolean> {
+    return updateIf(this.dynamo, this.tableName, notificationKey(runId, event), {
+      set: { lastError: error, updatedAt: new Date(now).toISOString() },
+      remove: ['claimedUntilMs'],
+      if: { status: 'PENDING', tries },
+    });
+  }
+
+  async get(runId: string, event: NotifyEvent): Promise<NotificationRecord | null> {
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: notificationKey(runId, event), ConsistentRead: true }));
+    return item ? recordOf(item) : null;
+  }
+}

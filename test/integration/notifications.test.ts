@@ -1,0 +1,409 @@
+// Outcome notifications through the local runtime (docs/notifications.md): a dead run sends one
+// signed HTTP notification; a succeeded run, an SNS topic and an EventBridge bus as destinations; a
+// destination that fails first is tried again on the notification's own budget while the run had
+// long finished; a redelivered outcome and racing tries still notify once.
+import { randomUUID } from 'node:crypto';
+import {
+  CreateEventBusCommand,
+  DeleteEventBusCommand,
+  DeleteRuleCommand,
+  EventBridgeClient,
+  PutRuleCommand,
+  PutTargetsCommand,
+  RemoveTargetsCommand,
+} from '@aws-sdk/client-eventbridge';
+import { CreateTopicCommand, DeleteTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
+import type { Message } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyDelivery } from '../../clients/index';
+import { jobSubject, notifyOutcome, tryNotification } from '../../lambdas/app/notifications';
+import type { NotificationBody } from '../../lambdas/domain/notify';
+import { notificationBodyOf, notificationIdOf } from '../../lambdas/domain/notify';
+import type { Scheduler, TargetServer } from './harness';
+import { awsClients, eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
+
+type RunBody = Record<string, any>;
+/** Notifications are tried by the workers of a loaded machine: generous, never a claim on speed. */
+const WAIT_MS = 60_000;
+
+async function createQueue(name: string): Promise<{ url: string; arn: string }> {
+  const { sqs } = awsClients();
+  const url = (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl as string;
+  const attributes = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+  return { url, arn: attributes.Attributes?.QueueArn as string };
+}
+
+async function receiveAll(url: string, atLeast: number): Promise<Message[]> {
+  const { sqs } = awsClients();
+  const seen: Message[] = [];
+  await eventually(
+    async () => {
+      const { Messages: messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      seen.push(...messages);
+      return seen.length;
+    },
+    (count) => count >= atLeast,
+    WAIT_MS,
+  );
+  return seen;
+}
+
+describe('outcome notifications', () => {
+  let scheduler: Scheduler;
+  let hooks: TargetServer;
+  /** Answers the jobs' own calls: 500 for paths ending in /fail, else 200. */
+  let jobTarget: TargetServer;
+  /** Fails each notification's first try (503), then accepts. */
+  let flaky: TargetServer;
+  let secret: string;
+  const cleanups: (() => Promise<unknown>)[] = [];
+
+  beforeAll(async () => {
+    scheduler = await startScheduler();
+    hooks = await startTarget();
+    jobTarget = await startTarget((call) => ({ status: call.path.endsWith('/fail') ? 500 : 200 }));
+    const triesById = new Map<string, number>();
+    flaky = await startTarget((call) => {
+      const id = String(call.headers['webhook-id']);
+      const tries = (triesById.get(id) ?? 0) + 1;
+      triesById.set(id, tries);
+      return { status: tries === 1 ? 503 : 200 };
+    });
+    // Issued before any delivery, so no worker has cached the tenant as having no secret.
+    const issued = await scheduler.api('POST', '/v1/signing-secrets', {});
+    expect(issued.status).toBe(201);
+    secret = issued.body.secret as string;
+  });
+  afterAll(async () => {
+    for (const cleanup of cleanups) await cleanup().catch(() => undefined);
+    await scheduler.stop();
+    await Promise.all([hooks.stop(), jobTarget.stop(), flaky.stop()]);
+  });
+
+  async function create(overrides: Record<string, unknown>): Promise<{ jobId: string; runId: string }> {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(`${jobTarget.url}/ok`, { payload: { secretPayload: 'never-in-a-notification' }, ...overrides }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    return { jobId: created.body.job.jobId, runId: created.body.job.nextRunId };
+  }
+
+  function callsFor(server: TargetServer, jobId: string) {
+    return server.calls.filter((call) => (JSON.parse(call.body) as NotificationBody).jobId === jobId);
+  }
+
+  async function settled(runId: string, event: NotificationBody['event']) {
+    return eventually(
+      () => scheduler.deps.notifications.get(runId, event),
+      (record) => record !== null && record.status !== 'PENDING',
+      WAIT_MS,
+    );
+  }
+
+  async function runsOf(jobId: string): Promise<RunBody[]> {
+    return (await scheduler.api('GET', `/v1/jobs/${jobId}/runs`)).body.items as RunBody[];
+  }
+
+  it('a dead run sends exactly one notification, signed, with the outcome and none of the payload', async () => {
+    const { jobId } = await create({
+      target: { kind: 'http', url: `${jobTarget.url}/fail` },
+      retryPolicy: { maxAttempts: 2, initialDelaySeconds: 0, maxDelaySeconds: 1 },
+      notify: { events: ['dead'], destination: { kind: 'http', url: hooks.url } },
+    });
+    await eventually(
+      () => Promise.resolve(callsFor(hooks, jobId).length),
+      (count) => count >= 1,
+      WAIT_MS,
+    );
+    const dead = (await runsOf(jobId)).find((run) => run.status === 'DEAD')!;
+    expect(dead).toMatchObject({ attempt: 2 });
+    expect(await settled(dead.runId, 'dead')).toMatchObject({ status: 'SENT', tries: 1 });
+
+    const [call] = callsFor(hooks, jobId);
+    expect(verifyDelivery(secret, call!.headers, call!.body)).toBeNull();
+    expect(call!.headers['webhook-id']).toBe(notificationIdOf(dead.runId, 'dead'));
+    expect(call!.headers['x-notification-event']).toBe('dead');
+    const body = JSON.parse(call!.body) as NotificationBody;
+    expect(body).toMatchObject({
+      event: 'dead',
+      tenantId: scheduler.tenantId,
+      jobId,
+      runId: dead.runId,
+      attempt: 2,
+      status: 'DEAD',
+      subject: { kind: 'job', id: jobId },
+      error: { code: 'HTTP_500', retryable: true },
+      scheduledFor: dead.scheduledFor,
+      finishedAt: dead.finishedAt,
+    });
+    expect(call!.body).not.toContain('never-in-a-notification');
+    // The first attempt failed too, but only `dead` was asked for.
+    expect(callsFor(hooks, jobId)).toHaveLength(1);
+  });
+
+  it('a succeeded run sends `succeeded`; `failed` is sent for each attempt that failed with a retry to follow', async () => {
+    const ok = await create({ notify: { events: ['succeeded', 'dead'], destination: { kind: 'http', url: hooks.url } } });
+    await eventually(
+      () => Promise.resolve(callsFor(hooks, ok.jobId).length),
+      (count) => count >= 1,
+      WAIT_MS,
+    );
+    expect(await settled(ok.runId, 'succeeded')).toMatchObject({ status: 'SENT' });
+    expect(JSON.parse(callsFor(hooks, ok.jobId)[0]!.body)).toMatchObject({ event: 'succeeded', status: 'SUCCEEDED', runId: ok.runId, error: null });
+
+    const failing = await create({
+      target: { kind: 'http', url: `${jobTarget.url}/fail` },
+      retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 },
+      notify: { events: ['failed'], destination: { kind: 'http', url: hooks.url } },
+    });
+    await eventually(
+      () => Promise.resolve(callsFor(hooks, failing.jobId).length),
+      (count) => count >= 2,
+      WAIT_MS,
+    );
+    const runs = await eventually(
+      () => runsOf(failing.jobId),
+      (items) => items.some((run) => run.status === 'DEAD'),
+      WAIT_MS,
+    );
+    const failed = runs.filter((run) => run.status === 'FAILED').map((run) => run.runId);
+    expect(failed).toHaveLength(2);
+    for (const runId of failed) await settled(runId, 'failed');
+    const bodies = callsFor(hooks, failing.jobId).map((call) => JSON.parse(call.body) as NotificationBody);
+    expect(bodies.map((body) => [body.event, body.attempt]).sort()).toEqual([
+      ['failed', 1],
+      ['failed', 2],
+    ]);
+  });
+
+  it('an SNS topic receives the notification (read back through a queue subscribed raw)', async () => {
+    const sns = new SNSClient({});
+    const topicArn = (await sns.send(new CreateTopicCommand({ Name: `${scheduler.prefix}-ops` }))).TopicArn as string;
+    cleanups.push(() => sns.send(new DeleteTopicCommand({ TopicArn: topicArn })));
+    const queue = await createQueue(`${scheduler.prefix}-sns`);
+    cleanups.push(() => awsClients().sqs.send(new DeleteQueueCommand({ QueueUrl: queue.url })));
+    await sns.send(new SubscribeCommand({ TopicArn: topicArn, Protocol: 'sqs', Endpoint: queue.arn, Attributes: { RawMessageDelivery: 'true' } }));
+
+    const { jobId, runId } = await create({ notify: { events: ['succeeded'], destination: { kind: 'sns', topicArn } } });
+    const [message] = await receiveAll(queue.url, 1);
+    expect(JSON.parse(message!.Body ?? '')).toMatchObject({ event: 'succeeded', jobId, runId, status: 'SUCCEEDED', tenantId: scheduler.tenantId });
+    expect(await settled(runId, 'succeeded')).toMatchObject({ status: 'SENT', tries: 1 });
+  });
+
+  it('an EventBridge bus receives the notification as an event whose detail is the body', async () => {
+    const events = new EventBridgeClient({});
+    const bus = `${scheduler.prefix}-notify`;
+    const source = `notify.${scheduler.prefix}`;
+    await events.send(new CreateEventBusCommand({ Name: bus }));
+    cleanups.push(() => events.send(new DeleteEventBusCommand({ Name: bus })));
+    const queue = await createQueue(`${scheduler.prefix}-events`);
+    cleanups.push(() => awsClients().sqs.send(new DeleteQueueCommand({ QueueUrl: queue.url })));
+    await events.send(new PutRuleCommand({ Name: 'notify-to-queue', EventBusName: bus, EventPattern: JSON.stringify({ source: [source] }) }));
+    await events.send(new PutTargetsCommand({ Rule: 'notify-to-queue', EventBusName: bus, Targets: [{ Id: 'queue', Arn: queue.arn }] }));
+    cleanups.unshift(async () => {
+      await events.send(new RemoveTargetsCommand({ Rule: 'notify-to-queue', EventBusName: bus, Ids: ['queue'] }));
+      await events.send(new DeleteRuleCommand({ Name: 'notify-to-queue', EventBusName: bus }));
+    });
+
+    const { jobId, runId } = await create({
+      target: { kind: 'http', url: `${jobTarget.url}/fail` },
+      retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 1 },
+      notify: { events: ['dead'], destination: { kind: 'eventbridge', eventBusName: bus, source } },
+    });
+    const [message] = await receiveAll(queue.url, 1);
+    const event = JSON.parse(message!.Body ?? '') as { source: string; 'detail-type': string; detail: NotificationBody };
+    expect(event).toMatchObject({ source, 'detail-type': 'Job run dead' });
+    expect(event.detail).toMatchObject({ event: 'dead', jobId, runId, status: 'DEAD', notificationId: notificationIdOf(runId, 'dead') });
+  });
+
+  it('a destination that fails first is tried again on its own budget, after the run had finished', async () => {
+    const { jobId, runId } = await create({ notify: { events: ['succeeded'], destination: { kind: 'http', url: flaky.url } } });
+    await eventually(
+      () => Promise.resolve(callsFor(flaky, jobId).length),
+      (count) => count >= 2,
+      WAIT_MS,
+    );
+    const record = await settled(runId, 'succeeded');
+    expect(record).toMatchObject({ status: 'SENT', tries: 2, lastError: expect.stringContaining('HTTP_503') });
+    const calls = callsFor(flaky, jobId);
+    expect(calls).toHaveLength(2);
+    // One notification, tried twice: the same id, so a receiver deduplicates the tries.
+    expect(calls[1]!.headers['webhook-id']).toBe(calls[0]!.headers['webhook-id']);
+    expect(verifyDelivery(secret, calls[1]!.headers, calls[1]!.body)).toBeNull();
+    // The run's outcome was recorded before the first try, and the failed try held nothing of it up.
+    const run = (await scheduler.api('GET', `/v1/runs/${runId}`)).body as RunBody;
+    expect(run.status).toBe('SUCCEEDED');
+    expect(Date.parse(run.finishedAt)).toBeLessThanOrEqual(calls[0]!.at);
+    // The second try waited for the notification's backoff (5 s), not for anything of the run's.
+    expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(4_000);
+  });
+
+  it('a redelivered outcome and racing tries still send one notification', async () => {
+    const { jobId, runId } = await create({ notify: { events: ['succeeded'], destination: { kind: 'http', url: hooks.url } } });
+    await settled(runId, 'succeeded');
+    // The run's dispatch message delivered again (the worker that recorded it died before deleting
+    // it), several times at once: each finds the run finished, re-makes the notification (it exists)
+    // and enqueues it again; the workers find it sent.
+    const results = await Promise.all([1, 2, 3].map(() => executeRun(scheduler.deps, runId)));
+    expect(results).toEqual(['duplicate', 'duplicate', 'duplicate']);
+    await scheduler.sendDispatch(runId);
+    const job = (await scheduler.deps.jobs.getAnyTenant(jobId))!;
+    const run = (await scheduler.deps.runs.get(runId))!;
+    expect(await notifyOutcome(scheduler.deps, jobSubject(job), run, { resend: true })).toBe('exists');
+    await eventually(
+      () => scheduler.queueDepth(),
+      (depth) => depth === 0,
+      WAIT_MS,
+    );
+    expect(callsFor(hooks, jobId)).toHaveLength(1);
+
+    // A notification whose message reached several workers at once: one claims it and sends it.
+    const body = notificationBodyOf(
+      { kind: 'job', id: jobId, name: job.name, type: job.type },
+      { ...run, runId: `race-${randomUUID()}` },
+      { status: 'DEAD', error: null, reason: null, at: Date.now() },
+      'dead',
+    );
+    await scheduler.deps.notifications.create(
+      { notificationId: body.notificationId, tenantId: run.tenantId, runId: body.runId, event: 'dead', destination: { kind: 'http', url: hooks.url }, body },
+      Date.now(),
+    );
+    const tries = await Promise.all([1, 2, 3, 4].map(() => tryNotification(scheduler.deps, body.runId, 'dead')));
+    expect(tries.filter(({ result }) => result === 'sent')).toHaveLength(1);
+    expect(tries.filter(({ result }) => result !== 'sent').every(({ result }) => result === 'busy' || result === 'done')).toBe(true);
+    expect(hooks.calls.filter((call) => (JSON.parse(call.body) as NotificationBody).runId === body.runId)).toHaveLength(1);
+  });
+});
+
+describe('notify over the API', () => {
+  let scheduler: Scheduler;
+  const TOPIC = 'arn:aws:sns:us-east-1:123456789012:ops';
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({
+      workerConcurrency: 0,
+      config: {
+        localMode: false,
+        allowedTargets: {
+          lambdaFunctionArns: [],
+          sqsQueueArns: [],
+          eventBusArns: ['arn:aws:events:us-east-1:123456789012:event-bus/alerts'],
+          snsTopicArns: [TOPIC],
+        },
+      },
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+  });
+
+  const body = (notify: unknown) => jobBody('https://example.com/hook', { schedule: { kind: 'delay', seconds: 3600 }, notify });
+
+  it('refuses a bad notify, or a destination the deployment does not allow, with a 400 naming the field and writing nothing', async () => {
+    const before = await scheduler.countJobAndRunItems();
+    const cases: [unknown, string][] = [
+      [{ events: ['exploded'], destination: { kind: 'http', url: 'https://example.com/n' } }, 'notify.events.0'],
+      [{ events: [], destination: { kind: 'http', url: 'https://example.com/n' } }, 'notify.events'],
+      [{ events: ['dead'], destination: { kind: 'sns', topicArn: 'arn:aws:sns:us-east-1:123456789012:other' } }, 'notify.destination.topicArn'],
+      [{ events: ['dead'], destination: { kind: 'eventbridge', eventBusName: 'default' } }, 'notify.destination.eventBusName'],
+      [{ events: ['dead'], destination: { kind: 'http', url: 'https://169.254.169.254/latest' } }, 'notify.destination.url'],
+    ];
+    for (const [notify, path] of cases) {
+      const answer = await scheduler.api('POST', '/v1/jobs', body(notify));
+      expect(answer.status, JSON.stringify(notify)).toBe(400);
+      expect(answer.body.errors.map((error: { path: string }) => error.path)).toContain(path);
+    }
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+  });
+
+  it('shows notify in GET, changes it with PATCH (checked the same way) and removes it with null', async () => {
+    const notify = { events: ['dead', 'failed'], destination: { kind: 'sns', topicArn: TOPIC } };
+    const created = await scheduler.api('POST', '/v1/jobs', body(notify));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const jobId = created.body.job.jobId as string;
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.notify).toEqual(notify);
+
+    const refused = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { notify: { events: ['dead'], destination: { kind: 'sns', topicArn: `${TOPIC}-x` } } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors[0].path).toBe('notify.destination.topicArn');
+
+    const changed = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, {
+      notify: { events: ['skipped'], destination: { kind: 'eventbridge', eventBusName: 'alerts' } },
+    });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.notify).toEqual({
+      events: ['skipped'],
+      destination: { kind: 'eventbridge', eventBusName: 'alerts', source: 'job-scheduler.notifications' },
+    });
+
+    expect((await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { notify: null })).status).toBe(200);
+    const cleared = await scheduler.api('GET', `/v1/jobs/${jobId}`);
+    expect(cleared.body).not.toHaveProperty('notify');
+  });
+});
+
+describe('skipped runs', () => {
+  let scheduler: Scheduler;
+  let hooks: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+    hooks = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await hooks.stop();
+  });
+
+  it('a run the misfire policy skips sends `skipped`; one a pause retires sends nothing', async () => {
+    const notify = { events: ['skipped'], destination: { kind: 'http', url: hooks.url } };
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(hooks.url, { schedule: { kind: 'cron', expression: '* * * * *' }, misfirePolicy: 'skip', notify }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const { jobId, nextRunId: runId } = created.body.job as { jobId: string; nextRunId: string };
+    // A worker that gets to the run five minutes after its time (the scheduler was down).
+    const late = scheduler.workerDeps('late-worker', () => Date.now() + 300_000);
+    expect(await executeRun(late, runId)).toBe('skipped');
+    const record = await scheduler.deps.notifications.get(runId, 'skipped');
+    expect(record).toMatchObject({ status: 'PENDING', tries: 0 });
+    expect(await tryNotification(scheduler.deps, runId, 'skipped')).toEqual({ result: 'sent' });
+    const body = JSON.parse(hooks.calls.at(-1)!.body) as NotificationBody;
+    expect(body).toMatchObject({ event: 'skipped', jobId, runId, status: 'SKIPPED', reason: expect.stringContaining('misfirePolicy skip') });
+
+    const next = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.nextRunId as string;
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`)).status).toBe(200);
+    expect((await scheduler.api('GET', `/v1/runs/${next}`)).body.status).toBe('SKIPPED');
+    expect(await scheduler.deps.notifications.get(next, 'skipped')).toBeNull();
+  });
+
+  it('a redelivered message for a finished run makes the notification its worker died before making', async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(hooks.url, { notify: { events: ['dead'], destination: { kind: 'http', url: hooks.url } } }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const runId = created.body.job.nextRunId as string;
+    // A worker leases the run and records it DEAD (marking the event, as the outcome path does),
+    // then dies before making the notification: its dispatch message was never deleted.
+    const lease = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'dying-worker'));
+    expect(lease.kind).toBe('leased');
+    if (lease.kind !== 'leased') return;
+    const error = { code: 'HTTP_400', message: 'target answered 400', retryable: false };
+    expect(await scheduler.deps.leases.finishAttempt(lease.run, { status: 'DEAD', now: Date.now(), error, reason: 'permanent', notify: 'dead' }, null)).toBe(
+      'recorded',
+    );
+    expect(await scheduler.deps.notifications.get(runId, 'dead')).toBeNull();
+
+    expect(await executeRun(scheduler.deps, runId)).toBe('duplicate');
+    expect(await scheduler.deps.notifications.get(runId, 'dead')).toMatchObject({ status: 'PENDING', tries: 0 });
+    expect(await tryNotification(scheduler.deps, runId, 'dead')).toEqual({ result: 'sent' });
+    expect(JSON.parse(hooks.calls.at(-1)!.body)).toMatchObject({ event: 'dead', runId, status: 'DEAD', error: { code: 'HTTP_400' } });
+  });
+});
