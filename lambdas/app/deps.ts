@@ -16,6 +16,7 @@ import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
 import { SigningSecretsRepository } from '../store/signing-secrets';
 import { AuditLog } from '../store/audit-log';
+import { WorkflowsRepository } from '../store/workflows';
 import { SigningSecretsCache } from './signing-secrets';
 
 import { TenantsFullMemo } from './in-flight-slot';
@@ -76,6 +77,8 @@ export interface SchedulerDeps {
   readonly signingCache: SigningSecretsCache;
   /** What people changed, appended by the API and the admin CLI. */
   readonly audit: AuditLog;
+  /** Workflows: their versions and their runs (with their steps' states). */
+  readonly workflows: WorkflowsRepository;
 }
 
 export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'workerId' | 'targets' | 'random'>> {
@@ -119,6 +122,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     signingSecrets,
     signingCache: new SigningSecretsCache(signingSecrets, clock),
     audit: new AuditLog(clients.dynamo, config.jobsTable),
+    workflows: new WorkflowsRepository(clients.dynamo, config.jobsTable),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

@@ -26,6 +26,8 @@ export function planRun(
     reason?: string | null;
     /** The last checkpoint an external worker saved on the previous attempt of this occurrence. */
     checkpoint?: unknown;
+    /** A workflow step's context and its parents' results. */
+    inputs?: unknown;
   },
   now: number,
 ): RunPlan {
@@ -66,6 +68,7 @@ export function planRun(
       ...(occurrence.payloadOverride !== undefined ? { payloadOverride: occurrence.payloadOverride } : {}),
       ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
       ...(occurrence.checkpoint !== undefined ? { checkpoint: occurrence.checkpoint } : {}),
+      ...(occurrence.inputs !== undefined ? { inputs: occurrence.inputs } : {}),
     },
     dispatch: placement.status === 'QUEUED' ? { runId: run.runId, tenantId: run.tenantId, availableAt, jobType: run.jobType, priority: run.priority } : null,
   };

@@ -49,6 +49,15 @@ export const Metric = {
   TickerBehind: 'TickerBehind',
   /** Partitions of the time index a tick could not read and skipped (the cursor waits for them). */
   TickerUnreadable: 'TickerUnreadable',
+  /** Workflow runs, per workflow (the JobType dimension is `workflow:<name>`). */
+  WorkflowRunsStarted: 'WorkflowRunsStarted',
+  WorkflowRunsSucceeded: 'WorkflowRunsSucceeded',
+  WorkflowRunsFailed: 'WorkflowRunsFailed',
+  WorkflowRunsCancelled: 'WorkflowRunsCancelled',
+  /** A step of a workflow run ended other than SUCCEEDED (DEAD, CANCELLED, SKIPPED). */
+  WorkflowStepFailures: 'WorkflowStepFailures',
+  /** From a workflow run's start to its end. */
+  WorkflowRunDuration: 'WorkflowRunDuration',
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];
 
@@ -81,7 +90,16 @@ const UNITS: Record<MetricName, MetricUnit> = {
   TickerErrors: 'Count',
   TickerBehind: 'Count',
   TickerUnreadable: 'Count',
+  WorkflowRunsStarted: 'Count',
+  WorkflowRunsSucceeded: 'Count',
+  WorkflowRunsFailed: 'Count',
+  WorkflowRunsCancelled: 'Count',
+  WorkflowStepFailures: 'Count',
+  WorkflowRunDuration: 'Milliseconds',
 };
+
+/** The JobType dimension value of a workflow's metrics. */
+export const workflowDimension = (name: string): string => `workflow:${name}`;
 
 export function unitOf(name: MetricName): MetricUnit {
   return UNITS[name];
