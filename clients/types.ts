@@ -11,7 +11,22 @@ import type { Delivery } from '../lambdas/domain/delivery';
 import type { Job, JobStatus, RetryPolicy, Schedule, Target, jobPatchSchema, jobSpecSchema, scheduleSchema, targetSchema } from '../lambdas/domain/job';
 import type { Run, RunError, RunStatus, RunTrigger } from '../lambdas/domain/run';
 
+import type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, workflowSpecSchema } from '../lambdas/domain/workflow';
+
 export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
+export type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec };
+
+/** A workflow as `POST /v1/workflows` (and a new version) takes it: fields with defaults optional. */
+export type WorkflowSpecInput = z.input<typeof workflowSpecSchema>;
+
+/** A workflow as the API answers it: the head and one version's definition. */
+export interface WorkflowView extends Workflow {
+  readonly definition: WorkflowSpec;
+}
+
+export interface ListWorkflowRunsQuery extends PageQuery {
+  readonly status?: WorkflowRunStatus;
+}
 
 /** A job as `POST /v1/jobs` takes it: what jobSpecSchema accepts (fields with defaults optional). */
 export type JobSpecInput = z.input<typeof jobSpecSchema>;

@@ -235,7 +235,10 @@ export interface ProgressPlan {
 }
 
 /** The next moves of a workflow run from its steps' states (nothing moves once it is not RUNNING). */
-export function planProgress(spec: Pick<WorkflowSpec, 'steps'>, run: Pick<WorkflowRun, 'status' | 'steps'>): ProgressPlan {
+export function planProgress(
+  spec: { readonly steps: readonly Pick<StepSpec, 'id' | 'dependsOn' | 'runIf'>[] },
+  run: Pick<WorkflowRun, 'status' | 'steps'>,
+): ProgressPlan {
   if (run.status !== 'RUNNING') return { start: [], notStarted: [], finished: null };
   const status = new Map(spec.steps.map((step) => [step.id, run.steps[step.id]?.status ?? 'WAITING']));
   const start: string[] = [];
@@ -290,7 +293,7 @@ export function stepsForRetry(run: Pick<WorkflowRun, 'steps'>): Record<string, S
   );
 }
 
-export function initialSteps(spec: Pick<WorkflowSpec, 'steps'>): Record<string, StepState> {
+export function initialSteps(spec: { readonly steps: readonly Pick<StepSpec, 'id'>[] }): Record<string, StepState> {
   return Object.fromEntries(
     spec.steps.map((step) => [step.id, { status: 'WAITING' as const, attempt: 1, runId: null, startedAt: null, finishedAt: null, reason: null }]),
   );

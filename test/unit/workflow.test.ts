@@ -39,7 +39,9 @@ describe('a workflow definition', () => {
     const steps = Array.from({ length: MAX_WORKFLOW_STEPS }, (_, i) => ({ id: `s${i}`, target: { kind: 'http', url: 'https://example.com' } }));
     const parsed = workflowSpecSchema.parse({ name: 'w', steps });
     expect(parsed.steps[0]).toMatchObject({ runIf: 'all-succeeded', dependsOn: [], delivery: 'at-least-once', timeoutSeconds: 300 });
-    expect(workflowSpecSchema.safeParse({ name: 'w', steps: [...steps, { id: 'x', target: { kind: 'http', url: 'https://example.com' } }] }).success).toBe(false);
+    expect(workflowSpecSchema.safeParse({ name: 'w', steps: [...steps, { id: 'x', target: { kind: 'http', url: 'https://example.com' } }] }).success).toBe(
+      false,
+    );
     expect(workflowSpecSchema.safeParse({ name: 'w', steps: [{ id: 'a.b', target: { kind: 'http', url: 'https://example.com' } }] }).success).toBe(false);
   });
 
