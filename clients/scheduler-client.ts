@@ -22,6 +22,10 @@ import type {
   PreviewResult,
   Run,
   TriggerRequest,
+  ListWorkflowRunsQuery,
+  WorkflowRun,
+  WorkflowSpecInput,
+  WorkflowView,
 } from './types.js';
 import { WorkerClient } from './worker-client.js';
 
@@ -179,6 +183,92 @@ export class RunsApi {
   }
 }
 
+export class WorkflowsApi {
+  constructor(private readonly transport: Transport) {}
+
+  /** A DAG of steps (docs/api.md#workflows); version 1. */
+  async create(spec: WorkflowSpecInput, options: CallOptions = {}): Promise<WorkflowView> {
+    return (await this.transport.send({ method: 'POST', path: '/v1/workflows', body: spec, repeat: 'once', signal: options.signal })).body as WorkflowView;
+  }
+
+  /** The workflow with its newest definition, or the given version's. */
+  async get(workflowId: string, version?: number, options: CallOptions = {}): Promise<WorkflowView> {
+    return (
+      await this.transport.send({
+        method: 'GET',
+        path: `/v1/workflows/${segment(workflowId)}`,
+        query: version === undefined ? {} : { version },
+        repeat: 'repeatable',
+        signal: options.signal,
+      })
+    ).body as WorkflowView;
+  }
+
+  /** A new version of the definition; runs already started keep theirs. `ifMatch`: the version read. */
+  async update(workflowId: string, spec: WorkflowSpecInput, options: UpdateOptions = {}): Promise<WorkflowView> {
+    return (
+      await this.transport.send({
+        method: 'POST',
+        path: `/v1/workflows/${segment(workflowId)}/versions`,
+        body: spec,
+        headers: options.ifMatch === undefined ? {} : { 'if-match': String(options.ifMatch) },
+        repeat: 'once',
+        signal: options.signal,
+      })
+    ).body as WorkflowView;
+  }
+
+  /** Starts a run of the newest version now. */
+  async start(workflowId: string, options: CallOptions = {}): Promise<WorkflowRun> {
+    return (await this.transport.send({ method: 'POST', path: `/v1/workflows/${segment(workflowId)}/runs`, repeat: 'once', signal: options.signal }))
+      .body as WorkflowRun;
+  }
+
+  async runs(workflowId: string, query: ListWorkflowRunsQuery = {}, options: CallOptions = {}): Promise<Page<WorkflowRun>> {
+    return (
+      await this.transport.send({
+        method: 'GET',
+        path: `/v1/workflows/${segment(workflowId)}/runs`,
+        query: { ...query },
+        repeat: 'repeatable',
+        signal: options.signal,
+      })
+    ).body as Page<WorkflowRun>;
+  }
+
+  /** A workflow run with its steps: status, attempt, run, timings, why not started. */
+  async run(workflowId: string, workflowRunId: string, options: CallOptions = {}): Promise<WorkflowRun> {
+    return (
+      await this.transport.send({
+        method: 'GET',
+        path: `/v1/workflows/${segment(workflowId)}/runs/${segment(workflowRunId)}`,
+        repeat: 'repeatable',
+        signal: options.signal,
+      })
+    ).body as WorkflowRun;
+  }
+
+  async cancel(workflowId: string, workflowRunId: string, options: CallOptions = {}): Promise<WorkflowRun> {
+    return this.runAction(workflowId, workflowRunId, 'cancel', options);
+  }
+
+  /** Retries a FAILED or CANCELLED workflow run from its failed steps; succeeded steps are kept. */
+  async retry(workflowId: string, workflowRunId: string, options: CallOptions = {}): Promise<WorkflowRun> {
+    return this.runAction(workflowId, workflowRunId, 'retry', options);
+  }
+
+  private async runAction(workflowId: string, workflowRunId: string, action: 'cancel' | 'retry', options: CallOptions): Promise<WorkflowRun> {
+    return (
+      await this.transport.send({
+        method: 'POST',
+        path: `/v1/workflows/${segment(workflowId)}/runs/${segment(workflowRunId)}/${action}`,
+        repeat: 'once',
+        signal: options.signal,
+      })
+    ).body as WorkflowRun;
+  }
+}
+
 export class DeadRunsApi {
   constructor(
     private readonly transport: Transport,
@@ -226,6 +316,7 @@ export class SchedulerClient {
   readonly jobs: JobsApi;
   readonly runs: RunsApi;
   readonly deadRuns: DeadRunsApi;
+  readonly workflows: WorkflowsApi;
   /** External workers: claim, heartbeat, complete, fail, and `process` around a work function. */
   readonly workers: WorkerClient;
   private readonly transport: Transport;
@@ -235,6 +326,7 @@ export class SchedulerClient {
     this.jobs = new JobsApi(this.transport);
     this.runs = new RunsApi(this.transport);
     this.deadRuns = new DeadRunsApi(this.transport, this.runs);
+    this.workflows = new WorkflowsApi(this.transport);
     this.workers = new WorkerClient({ transport: this.transport, ...(options.workerId ? { workerId: options.workerId } : {}) });
   }
 

@@ -32,6 +32,21 @@ export type { HeaderValue, SecretReference };
 export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
 /** A job's `notify`, its events and destinations, and the body each notification carries (docs/notifications.md). */
 export type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec };
+import type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, workflowSpecSchema } from '../lambdas/domain/workflow';
+
+export type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec };
+
+/** A workflow as `POST /v1/workflows` (and a new version) takes it: fields with defaults optional. */
+export type WorkflowSpecInput = z.input<typeof workflowSpecSchema>;
+
+/** A workflow as the API answers it: the head and one version's definition. */
+export interface WorkflowView extends Workflow {
+  readonly definition: WorkflowSpec;
+}
+
+export interface ListWorkflowRunsQuery extends PageQuery {
+  readonly status?: WorkflowRunStatus;
+}
 
 /** A job as `POST /v1/jobs` takes it: what jobSpecSchema accepts (fields with defaults optional). */
 export type JobSpecInput = z.input<typeof jobSpecSchema>;

@@ -11,11 +11,14 @@ import { healthPage } from './pages/health';
 import { jobPage } from './pages/job';
 import { jobsPage } from './pages/jobs';
 import { runPage } from './pages/run';
+import { workflowPage, workflowRunPage } from './pages/workflow';
 
 const routes: readonly (readonly [RegExp, Page, string])[] = [
   [/^\/jobs$/, jobsPage, 'Jobs'],
   [/^\/jobs\/([^/]+)$/, jobPage, 'Jobs'],
   [/^\/runs\/([^/]+)$/, runPage, 'Jobs'],
+  [/^\/workflows\/([^/]+)$/, workflowPage, 'Jobs'],
+  [/^\/workflows\/([^/]+)\/runs\/([^/]+)$/, workflowRunPage, 'Jobs'],
   [/^\/dead$/, deadPage, 'Dead runs'],
   [/^\/health$/, healthPage, 'Health'],
   [/^\/new$/, createPage, 'New job'],

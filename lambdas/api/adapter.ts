@@ -14,6 +14,16 @@ import type { JobView } from '../app/jobs';
 import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob } from '../app/job-lifecycle';
 import { cancelRun, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
 import { claimRun, completeRun, failRun, heartbeatRun } from '../app/external-workers';
+import {
+  cancelWorkflowRun,
+  createWorkflow,
+  getWorkflow,
+  getWorkflowRun,
+  listWorkflowRuns,
+  retryWorkflowRun,
+  startWorkflowRun,
+  updateWorkflow,
+} from '../app/workflows';
 import { issueSigningSecret, listSigningSecrets, revokeSigningSecret } from '../app/signing-secrets';
 import type { AuditRecord } from '../app/audit';
 import { listAudit, recordAudit } from '../app/audit';
@@ -180,6 +190,35 @@ function handlers(deps: SchedulerDeps): Handlers {
     heartbeatRun: async ({ tenantId, params, body }) => json(200, await heartbeatRun(deps, tenantId, param(params, 'runId'), body)),
     completeRun: async ({ tenantId, params, body }) => json(200, await completeRun(deps, tenantId, param(params, 'runId'), body)),
     failRun: async ({ tenantId, params, body }) => json(200, await failRun(deps, tenantId, param(params, 'runId'), body)),
+    createWorkflow: async ({ caller, body }) => {
+      const workflow = await createWorkflow(deps, caller.tenantId, body);
+      await audit(caller, 'workflow.create', workflow.workflowId, { changes: { version: { after: workflow.version } } });
+      return json(201, workflow, { location: `/v1/workflows/${workflow.workflowId}` });
+    },
+    getWorkflow: async ({ tenantId, params, query }) => json(200, await getWorkflow(deps, tenantId, param(params, 'workflowId'), query.version)),
+    updateWorkflow: async ({ event, caller, params, body }) => {
+      const workflow = await updateWorkflow(deps, caller.tenantId, param(params, 'workflowId'), body, ifMatchVersion(event));
+      await audit(caller, 'workflow.update', workflow.workflowId, { changes: { version: { before: workflow.version - 1, after: workflow.version } } });
+      return json(201, workflow);
+    },
+    startWorkflowRun: async ({ caller, params }) => {
+      const run = await startWorkflowRun(deps, caller.tenantId, param(params, 'workflowId'), caller.limits);
+      await audit(caller, 'workflow.run', run.workflowId, { changes: { run: { after: run.workflowRunId } } });
+      return json(202, run);
+    },
+    listWorkflowRuns: async ({ tenantId, params, query }) => json(200, await listWorkflowRuns(deps, tenantId, param(params, 'workflowId'), query)),
+    getWorkflowRun: async ({ tenantId, params }) =>
+      json(200, await getWorkflowRun(deps, tenantId, param(params, 'workflowId'), param(params, 'workflowRunId'))),
+    cancelWorkflowRun: async ({ caller, params }) => {
+      const run = await cancelWorkflowRun(deps, caller.tenantId, param(params, 'workflowId'), param(params, 'workflowRunId'));
+      await audit(caller, 'workflow-run.cancel', run.workflowRunId, { changes: { status: { after: run.status } } });
+      return json(200, run);
+    },
+    retryWorkflowRun: async ({ caller, params }) => {
+      const run = await retryWorkflowRun(deps, caller.tenantId, param(params, 'workflowId'), param(params, 'workflowRunId'), caller.limits);
+      await audit(caller, 'workflow-run.retry', run.workflowRunId, { changes: { retries: { after: run.retries } } });
+      return json(202, run);
+    },
     listDeadRuns: async ({ tenantId, query }) => json(200, await listDeadRuns(deps, tenantId, query)),
     replayDeadRuns: async ({ event, tenantId, caller, body }) => {
       const result = await replayDeadRuns(deps, tenantId, body, caller.limits, traceparentOf(event));

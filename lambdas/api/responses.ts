@@ -7,6 +7,7 @@ import { DELIVERY_MODES } from '../domain/delivery';
 import { notifySchema } from '../domain/notify';
 import { MASKED_HEADER_VALUE, jsonValue, retryPolicySchema, scheduleSchema, targetSchema } from '../domain/job';
 import { jobStatusSchema, runStatusSchema } from './schemas';
+import { STEP_STATUSES, WORKFLOW_RUN_STATUSES, workflowSpecSchema } from '../domain/workflow';
 
 const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
 
@@ -253,3 +254,47 @@ export const auditEntrySchema = z
   .meta({ id: 'AuditEntry' });
 
 export const auditPageSchema = z.strictObject({ items: z.array(auditEntrySchema), nextCursor: z.string().nullable() }).meta({ id: 'AuditPage' });
+
+// ---- Workflows ---------------------------------------------------------------------------------
+
+export const workflowViewSchema = z
+  .strictObject({
+    workflowId: z.string(),
+    tenantId: z.string(),
+    name: z.string(),
+    version: z.number().int().meta({ description: 'The version shown (the newest unless one was asked for); send the newest as If-Match on a new version.' }),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+    definition: workflowSpecSchema.meta({ description: `The definition of that version; an HTTP target's header values show as "${MASKED_HEADER_VALUE}".` }),
+  })
+  .meta({ id: 'Workflow' });
+
+export const stepStateSchema = z
+  .strictObject({
+    status: z.enum(STEP_STATUSES),
+    attempt: z.number().int().meta({ description: "The attempt of the step's current (or last) run." }),
+    runId: z.string().nullable().meta({ description: "The step's run (its last attempt's, once ended): an ordinary run, GET /v1/runs/{runId}." }),
+    startedAt: nullableTimestamp,
+    finishedAt: nullableTimestamp,
+    reason: z.string().nullable().meta({ description: 'Why the step did not start, or how its run ended.' }),
+  })
+  .meta({ id: 'WorkflowStep' });
+
+export const workflowRunSchema = z
+  .strictObject({
+    workflowRunId: z.string(),
+    workflowId: z.string(),
+    tenantId: z.string(),
+    version: z.number().int().meta({ description: 'The definition version the run started with, and keeps.' }),
+    status: z.enum(WORKFLOW_RUN_STATUSES),
+    trigger: z.enum(['manual', 'retry']),
+    scheduledFor: timestamp,
+    createdAt: timestamp,
+    finishedAt: nullableTimestamp,
+    failedSteps: z.array(z.string()),
+    retries: z.number().int(),
+    steps: z.record(z.string(), stepStateSchema),
+  })
+  .meta({ id: 'WorkflowRun' });
+
+export const workflowRunPageSchema = pageOf(workflowRunSchema, 'WorkflowRunPage');

@@ -3,6 +3,7 @@
 // (openapi.ts) is generated from it. No AWS SDK here: a client or a script may import it.
 import type { z } from 'zod';
 import { resourceId } from '../core/validation';
+import { MAX_WORKFLOW_STEPS } from '../domain/workflow';
 import type { ProblemStatus } from './responses';
 import {
   auditQuery,
@@ -20,6 +21,9 @@ import {
   listRunsQuery,
   previewSchema,
   triggerSchema,
+  listWorkflowRunsQuery,
+  workflowQuery,
+  workflowSpecSchema,
 } from './schemas';
 import {
   auditPageSchema,
@@ -37,10 +41,19 @@ import {
   runResponseSchema,
   runSchema,
   signingSecretListSchema,
+  workflowRunPageSchema,
+  workflowRunSchema,
+  workflowViewSchema,
 } from './responses';
 
 /** Every path parameter of every route, by name. A malformed id is a 400; a well-formed unknown one, 404. */
-export const PATH_PARAMS = { jobId: resourceId, runId: resourceId, secretId: resourceId } as const satisfies Record<string, z.ZodType>;
+export const PATH_PARAMS = {
+  jobId: resourceId,
+  runId: resourceId,
+  secretId: resourceId,
+  workflowId: resourceId,
+  workflowRunId: resourceId,
+} as const satisfies Record<string, z.ZodType>;
 
 export interface SuccessResponse {
   readonly description: string;
@@ -56,7 +69,7 @@ export interface RouteSpec {
   readonly path: string;
   readonly summary: string;
   readonly description?: string;
-  readonly tag: 'Jobs' | 'Runs' | 'Dead runs' | 'External workers' | 'Schedules' | 'Signing secrets' | 'Audit' | 'Health' | 'Contract';
+  readonly tag: 'Jobs' | 'Workflows' | 'Runs' | 'Dead runs' | 'External workers' | 'Schedules' | 'Signing secrets' | 'Audit' | 'Health' | 'Contract';
   /** The query string's schema; a route without one takes no query parameters. */
   readonly query?: z.ZodType;
   /** The JSON body; absent: the route takes no body (none, or `{}`). */
@@ -227,6 +240,85 @@ export const ROUTES = {
     body: { schema: failSchema, required: true },
     responses: { 200: { description: 'The run', schema: runSchema } },
     problems: [409, 413, 415],
+  },
+  createWorkflow: {
+    method: 'POST',
+    path: '/v1/workflows',
+    tag: 'Workflows',
+    summary: 'Create a workflow',
+    description: `A DAG of steps, each a target, payload and policies of its own with \`dependsOn\` (docs/api.md#workflows). At most ${MAX_WORKFLOW_STEPS} steps; a cycle, an unknown or duplicate step id or an unreachable step is a 400 naming the step.`,
+    body: { schema: workflowSpecSchema, required: true },
+    responses: { 201: { description: 'The workflow, at version 1', schema: workflowViewSchema, headers: { Location: 'The workflow’s URL' } } },
+    problems: [409, 413, 415],
+    example: {
+      name: 'nightly-etl',
+      steps: [
+        { id: 'extract', target: { kind: 'http', url: 'https://example.com/extract' } },
+        { id: 'load', target: { kind: 'http', url: 'https://example.com/load' }, dependsOn: ['extract'] },
+        { id: 'cleanup', target: { kind: 'http', url: 'https://example.com/cleanup' }, dependsOn: ['load'], runIf: 'all-done' },
+      ],
+    },
+  },
+  getWorkflow: {
+    method: 'GET',
+    path: '/v1/workflows/{workflowId}',
+    tag: 'Workflows',
+    summary: 'Get a workflow and a version of its definition',
+    query: workflowQuery,
+    responses: { 200: { description: 'The workflow', schema: workflowViewSchema } },
+  },
+  updateWorkflow: {
+    method: 'POST',
+    path: '/v1/workflows/{workflowId}/versions',
+    tag: 'Workflows',
+    summary: 'Write a new version of the definition',
+    description: 'Runs started before keep the version they started with. If-Match: the version read (a 409 when another came first).',
+    body: { schema: workflowSpecSchema, required: true },
+    headers: ['If-Match'],
+    responses: { 201: { description: 'The workflow at its new version', schema: workflowViewSchema } },
+    problems: [409, 413, 415],
+  },
+  startWorkflowRun: {
+    method: 'POST',
+    path: '/v1/workflows/{workflowId}/runs',
+    tag: 'Workflows',
+    summary: 'Start a run of the workflow now',
+    description: 'Steps without dependencies start at once; each other step when its dependencies are done. Counted against the create rate.',
+    responses: { 202: { description: 'The workflow run', schema: workflowRunSchema } },
+    problems: [409],
+  },
+  listWorkflowRuns: {
+    method: 'GET',
+    path: '/v1/workflows/{workflowId}/runs',
+    tag: 'Workflows',
+    summary: "List a workflow's runs, newest first",
+    query: listWorkflowRunsQuery,
+    responses: { 200: { description: 'A page of workflow runs', schema: workflowRunPageSchema } },
+  },
+  getWorkflowRun: {
+    method: 'GET',
+    path: '/v1/workflows/{workflowId}/runs/{workflowRunId}',
+    tag: 'Workflows',
+    summary: 'Get a workflow run with its steps',
+    responses: { 200: { description: 'The workflow run', schema: workflowRunSchema } },
+  },
+  cancelWorkflowRun: {
+    method: 'POST',
+    path: '/v1/workflows/{workflowId}/runs/{workflowRunId}/cancel',
+    tag: 'Workflows',
+    summary: 'Cancel a workflow run',
+    description: 'Waiting steps never start; running steps are cancelled as runs are (the target call aborts at the next heartbeat).',
+    responses: { 200: { description: 'The cancelled workflow run', schema: workflowRunSchema } },
+    problems: [409],
+  },
+  retryWorkflowRun: {
+    method: 'POST',
+    path: '/v1/workflows/{workflowId}/runs/{workflowRunId}/retry',
+    tag: 'Workflows',
+    summary: 'Retry a failed workflow run from its failed steps',
+    description: 'Succeeded steps are not run again; their results are reused. Failed steps start their next attempt with a fresh retry budget.',
+    responses: { 202: { description: 'The workflow run, running again', schema: workflowRunSchema } },
+    problems: [409],
   },
   listDeadRuns: {
     method: 'GET',

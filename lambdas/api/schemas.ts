@@ -4,6 +4,7 @@
 // domain only, never on the AWS SDK.
 import { z } from 'zod';
 import { cursorParam, limitParam, resourceId } from '../core/validation';
+import { WORKFLOW_RUN_STATUSES } from '../domain/workflow';
 import {
   JOB_LABEL_PATTERN,
   MASKED_HEADER_VALUE,
@@ -176,3 +177,20 @@ export const auditQuery = z
   })
   .meta({ id: 'AuditQuery' });
 export type AuditQuery = z.output<typeof auditQuery>;
+
+// ---- Workflows (docs/api.md#workflows) --------------------------------------------------------
+
+export { workflowSpecSchema } from '../domain/workflow';
+
+export const workflowQuery = z
+  .strictObject({ version: z.coerce.number().int().min(1).optional().describe('A version of the definition (the newest when absent)') })
+  .meta({ id: 'WorkflowQuery' });
+
+export const listWorkflowRunsQuery = z
+  .strictObject({
+    limit: limitParam(20, 100),
+    cursor: cursorParam.optional(),
+    status: z.enum(WORKFLOW_RUN_STATUSES).optional().describe('Only the workflow runs of this status'),
+  })
+  .meta({ id: 'ListWorkflowRunsQuery' });
+export type ListWorkflowRunsQuery = z.output<typeof listWorkflowRunsQuery>;

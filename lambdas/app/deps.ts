@@ -20,6 +20,7 @@ import { Notifications } from '../store/notifications';
 import type { NotificationTry } from '../targets/notification-destinations';
 import { deliverNotification } from '../targets/notification-destinations';
 import type { TargetResult } from '../targets/target';
+import { WorkflowsRepository } from '../store/workflows';
 import { SigningSecretsCache } from './signing-secrets';
 
 import { TenantsFullMemo } from './in-flight-slot';
@@ -87,6 +88,8 @@ export interface SchedulerDeps {
   readonly notifications: Notifications;
   /** Tries a notification's destination once. */
   readonly notifier: Notifier;
+  /** Workflows: their versions and their runs (with their steps' states). */
+  readonly workflows: WorkflowsRepository;
 }
 
 export interface Notifier {
@@ -137,6 +140,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     headerSecrets: new HeaderSecretsCache(secretsManagerRead(clients.secrets), config.headerSecretCacheSeconds * 1000, clock),
     notifications: new Notifications(clients.dynamo, config.jobsTable),
     notifier: overrides.notifier ?? { deliver: (attempt) => deliverNotification(clients.targets, attempt) },
+    workflows: new WorkflowsRepository(clients.dynamo, config.jobsTable),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

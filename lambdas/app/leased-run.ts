@@ -18,6 +18,12 @@ import { runFields, traceAnnotationsOf, traceContextOfRun } from './run-log';
 import { inSubsegment } from '../core/tracing';
 import { resolveHeaders } from '../targets/header-secrets';
 import { childSpanOf, formatTraceparent } from '../domain/trace-context';
+import { continueWorkflow } from './workflows';
+import type { StepContext } from '../domain/workflow';
+
+function isStepContext(value: unknown): value is StepContext {
+  return typeof value === 'object' && value !== null && 'workflowRunId' in value && 'stepId' in value && 'results' in value;
+}
 
 /** Seconds a received message stays invisible beyond its run's lease. */
 export const VISIBILITY_SLACK_SECONDS = 1;
@@ -76,6 +82,7 @@ async function executeLeased(
     const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false };
     const now = deps.clock();
     if ((await deps.leases.finishAttempt(run, { status: 'DEAD', now, error, reason: 'the job no longer exists' }, null)) === 'recorded') {
+      await continueWorkflow(deps, run, { status: 'DEAD', error, reason: 'the job no longer exists' });
       deps.telemetry.runFinished(run, 'DEAD', now - leasedAt, false);
       logger.info('run finished', { ...runFields(run), status: 'DEAD', durationMs: now - leasedAt, errorCode: error.code });
     }
@@ -104,7 +111,14 @@ async function executeLeased(
   const gate = await passDeliveryGate(deps, job, run);
   if (gate !== 'call') return gate;
 
-  const result = await invokeWithHeartbeat(deps, job, run, lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload, message);
+  const result = await invokeWithHeartbeat(
+    deps,
+    job,
+    run,
+    lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload,
+    message,
+    isStepContext(lease.inputs) ? lease.inputs : undefined,
+  );
   if (result === 'lease-lost') {
     const now = await deps.runs.get(run.runId);
     logger.warn('lease lost or run cancelled during the call; outcome discarded', { ...runFields(run), status: now?.status });
@@ -114,7 +128,10 @@ async function executeLeased(
   }
 
   const finishedAt = deps.clock();
-  const outcome = await recordOutcome(deps, job, run, lease.budgetFrom, result, finishedAt, admission.reason);
+  const outcome = await recordOutcome(deps, job, run, lease.budgetFrom, result, finishedAt, admission.reason, {
+    ...(result.ok && result.result !== undefined ? { result: result.result } : {}),
+    ...(lease.inputs !== undefined ? { inputs: lease.inputs } : {}),
+  });
   if (outcome.recorded === 'fenced') {
     logger.warn('lease lost before the outcome was recorded; outcome discarded', { ...runFields(run), fencingToken: run.version });
     deps.telemetry.leaseExpired(run, false);
@@ -158,6 +175,7 @@ async function effectGate(deps: SchedulerDeps, run: Run): Promise<'call' | Execu
   const recorded = await deps.leases.complete(run.runId, run.version, { status: 'SKIPPED', now: deps.clock(), error: null, reason });
   if (recorded === 'fenced') return 'fenced';
   deps.telemetry.runEnded(run, 'SKIPPED', reason);
+  await continueWorkflow(deps, run, { status: 'SKIPPED', reason });
   return 'skipped';
 }
 
@@ -180,7 +198,14 @@ async function offerToExternalWorkers(deps: SchedulerDeps, job: Job, run: Run): 
  * Calls the target while a heartbeat extends the lease and the message's visibility together. A
  * heartbeat that finds the lease gone (cancelled, or taken over) aborts the call.
  */
-async function invokeWithHeartbeat(deps: SchedulerDeps, job: Job, run: Run, payload: unknown, message: DispatchContext): Promise<TargetResult | 'lease-lost'> {
+async function invokeWithHeartbeat(
+  deps: SchedulerDeps,
+  job: Job,
+  run: Run,
+  payload: unknown,
+  message: DispatchContext,
+  step: StepContext | undefined,
+): Promise<TargetResult | 'lease-lost'> {
   // An HTTP delivery is signed with the tenant's live secrets; unsigned is never the fallback of a
   // tenant that has one, so a failed read fails the attempt (retryable) before any call.
   let signingSecrets: readonly string[] | undefined;
@@ -243,6 +268,7 @@ async function invokeWithHeartbeat(deps: SchedulerDeps, job: Job, run: Run, payl
         ...(signingSecrets?.length ? { signingSecrets } : {}),
         ...(headers ? { headers } : {}),
         traceparent: formatTraceparent(childSpanOf(traceContextOfRun(run))),
+        ...(step ? { step } : {}),
       }),
     );
     return lost ? 'lease-lost' : result;

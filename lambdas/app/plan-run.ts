@@ -29,6 +29,8 @@ export function planRun(
     checkpoint?: unknown;
     /** The trace the run belongs to (a request's, or its previous attempt's); a new trace without it (decision 0111). */
     traceparent?: string;
+    /** A workflow step's context and its parents' results. */
+    inputs?: unknown;
   },
   now: number,
 ): RunPlan {
@@ -70,6 +72,7 @@ export function planRun(
       ...(occurrence.payloadOverride !== undefined ? { payloadOverride: occurrence.payloadOverride } : {}),
       ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
       ...(occurrence.checkpoint !== undefined ? { checkpoint: occurrence.checkpoint } : {}),
+      ...(occurrence.inputs !== undefined ? { inputs: occurrence.inputs } : {}),
     },
     dispatch:
       placement.status === 'QUEUED'

@@ -13,6 +13,7 @@ import { planRun } from './plan-run';
 import { runFields } from './run-log';
 import { sendPlannedRun } from './send-planned-run';
 import { jobSubject, notifyEventFor, notifyOutcome } from './notifications';
+import { continueWorkflow } from './workflows';
 
 /** An attempt's outcome as recorded, or fenced (the lease was lost first: nothing was written). */
 export interface RecordedOutcome {
@@ -35,7 +36,7 @@ export async function recordOutcome(
   result: TargetResult,
   now: number,
   reason: string | null,
-  carried: { readonly checkpoint?: unknown; readonly result?: unknown } = {},
+  carried: { readonly checkpoint?: unknown; readonly result?: unknown; readonly inputs?: unknown } = {},
 ): Promise<RecordedOutcome> {
   if (result.ok) {
     const effect =
@@ -56,7 +57,10 @@ export async function recordOutcome(
       effect ? { effect } : {},
     );
     if (recorded === 'effect-exists') logger.warn("exactly-once: another attempt recorded this occurrence's effect first; one effect kept", runFields(run));
-    if (recorded !== 'fenced') await notifyOutcome(deps, jobSubject(job), finishedRun(run, 'SUCCEEDED', now, null, reason ?? run.reason));
+    if (recorded !== 'fenced') {
+      await continueWorkflow(deps, { ...run, result: carried.result }, { status: 'SUCCEEDED', reason });
+      await notifyOutcome(deps, jobSubject(job), finishedRun(run, 'SUCCEEDED', now, null, reason ?? run.reason));
+    }
     return { status: 'SUCCEEDED', recorded: recorded === 'fenced' ? 'fenced' : 'recorded' };
   }
   // At-most-once: the target may have acted on a failed call, so it is never called again.
@@ -75,11 +79,14 @@ export async function recordOutcome(
       (await deps.leases.finishAttempt(run, { status: 'DEAD', now, error: result.error, reason: decision.why, notify }, null)) === 'fenced'
         ? 'fenced'
         : 'recorded';
-    if (recorded === 'recorded') await notifyOutcome(deps, jobSubject(job), finishedRun(run, 'DEAD', now, result.error, decision.why));
+    if (recorded === 'recorded') {
+      await continueWorkflow(deps, run, { status: 'DEAD', error: result.error, reason: decision.why });
+      await notifyOutcome(deps, jobSubject(job), finishedRun(run, 'DEAD', now, result.error, decision.why));
+    }
     return { status: 'DEAD', recorded };
   }
   const status: AttemptOutcome = result.timedOut ? 'TIMED_OUT' : 'FAILED';
-  const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, carried.checkpoint);
+  const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, carried.checkpoint, carried.inputs);
   const notify = notifyEventFor(jobSubject(job), status);
   const recorded = (await deps.leases.finishAttempt(run, { status, now, error: result.error, reason, notify }, retry)) === 'fenced' ? 'fenced' : 'recorded';
   if (recorded === 'recorded') {
@@ -96,7 +103,13 @@ export async function recordOutcome(
  * ticker's, sent when it found the lease's check-back passed): that attempt failed. Fenced when
  * another worker recorded or took over the run first.
  */
-export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: number, checkpoint?: unknown): Promise<'recorded' | 'fenced'> {
+export async function recordWorkerLost(
+  deps: SchedulerDeps,
+  run: Run,
+  budgetFrom: number,
+  checkpoint?: unknown,
+  inputs?: unknown,
+): Promise<'recorded' | 'fenced'> {
   const now = deps.clock();
   const job = await deps.jobs.getAnyTenant(run.jobId);
   // At-most-once: a consumed attempt may have reached its target; it is never called again.
@@ -113,7 +126,7 @@ export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom
     : job
       ? decideRetry(job.retryPolicy, { retryable: true }, run.attempt - budgetFrom + 1, deps.random)
       : null;
-  const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, checkpoint) : null;
+  const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, checkpoint, inputs) : null;
   const status = retry ? 'FAILED' : 'DEAD';
   const reason = decision?.why ?? 'the job no longer exists';
   const owner = job ? jobSubject(job) : null;
@@ -126,6 +139,8 @@ export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom
   if (retry) {
     deps.telemetry.runCreated(retry.run);
     await sendPlannedRun(deps, retry, now);
+  } else {
+    await continueWorkflow(deps, run, { status: 'DEAD', error, reason: decision?.why ?? 'the job no longer exists' });
   }
   if (owner) await notifyOutcome(deps, owner, finishedRun(run, status, now, error, reason));
   logger.warn('worker lost during a run; attempt recorded as failed', {
@@ -138,7 +153,7 @@ export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom
   return 'recorded';
 }
 
-function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, availableAt: number, now: number, checkpoint?: unknown) {
+function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, availableAt: number, now: number, checkpoint?: unknown, inputs?: unknown) {
   const plan = planRun(
     deps.config,
     job,
@@ -150,6 +165,7 @@ function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, 
       // A retry is the same occurrence's delivery going on: it stays in its trace.
       traceparent: run.traceparent,
       ...(checkpoint !== undefined ? { checkpoint } : {}),
+      ...(inputs !== undefined ? { inputs } : {}),
     },
     now,
   );

@@ -13,6 +13,8 @@ import { admitRunRequest } from './job-lifecycle';
 import { advanceChain } from './occurrence-chain';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
+import { parseStepJobId } from '../domain/workflow';
+import { continueWorkflow } from './workflows';
 
 async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
   const run = await deps.runs.get(runId);
@@ -31,7 +33,11 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
   const cancelled =
     run.status === 'RUNNING' ? await deps.leases.cancelRunning(runId, now, reason) : await deps.runs.retirePending(runId, 'CANCELLED', reason, now);
   const after = await tenantRun(deps, tenantId, runId);
-  if (cancelled) deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
+  if (cancelled) {
+    deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
+    // A workflow step's run: its step ends CANCELLED and its dependants are decided.
+    await continueWorkflow(deps, run, { status: 'CANCELLED', reason });
+  }
   if (!cancelled && after.status !== 'CANCELLED') throw new ConflictError(`The run is ${after.status}; only a run that has not finished can be cancelled`);
   // A cancelled pending occurrence must not stop the schedule: the chain moves on past it.
   if (cancelled && run.trigger === 'schedule' && run.status !== 'RUNNING') {
@@ -54,13 +60,20 @@ export async function replayRun(
 ): Promise<Run> {
   const original = await tenantRun(deps, tenantId, runId);
   if (!isTerminal(original.status)) throw new ConflictError(`The run is ${original.status}; only a finished run can be replayed`);
-  const job = await deps.jobs.get(tenantId, original.jobId);
+  const job = await deps.jobs.getForRun(tenantId, original.jobId);
   if (!job) throw new NotFoundError(`The job ${original.jobId} of this run no longer exists`);
   if (job.status === 'CANCELLED') throw new ConflictError('The job of this run is CANCELLED');
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
   const attempt = original.attempt + 1;
-  const plan = planRun(deps.config, job, { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now, traceparent }, now);
+  // A workflow step's replay sees the inputs its run was given (its parents' results then).
+  const inputs = parseStepJobId(original.jobId) ? await deps.runs.inputsOf(original.runId) : undefined;
+  const plan = planRun(
+    deps.config,
+    job,
+    { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now, traceparent, ...(inputs !== undefined ? { inputs } : {}) },
+    now,
+  );
   const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };
   if (!(await deps.deadRuns.replay(original, replay, now))) {
     throw new ConflictError(`The run was replayed already`);

@@ -4,7 +4,7 @@
 import { traceIdOf } from '../domain/trace-context';
 import { logger } from '../core/logger';
 import type { MetricName } from '../core/metrics';
-import { Metric, MetricsRecorder } from '../core/metrics';
+import { Metric, MetricsRecorder, workflowDimension } from '../core/metrics';
 import type { Histogram } from '../domain/histogram';
 import { record } from '../domain/histogram';
 import type { Run } from '../domain/run';
@@ -155,6 +155,24 @@ export class Telemetry {
     this.metrics.count(status === 'SKIPPED' ? Metric.RunsSkipped : Metric.RunsCancelled, run.jobType);
     bump(this.rollupOf(run.tenantId, this.clock()), status === 'SKIPPED' ? 'skipped' : 'cancelled');
     this.released(run.runId);
+  }
+
+  /** A workflow run started (or started again from its failed steps). */
+  workflowRunStarted(run: { readonly workflowRunId: string; readonly tenantId: string }, workflowName: string): void {
+    this.metrics.count(Metric.WorkflowRunsStarted, workflowDimension(workflowName));
+  }
+
+  /** A workflow run ended (counted once: its end is a conditional write only one writer wins). */
+  workflowRunEnded(run: { readonly status: string }, workflowName: string, durationMs: number): void {
+    const metric =
+      run.status === 'SUCCEEDED' ? Metric.WorkflowRunsSucceeded : run.status === 'CANCELLED' ? Metric.WorkflowRunsCancelled : Metric.WorkflowRunsFailed;
+    this.metrics.count(metric, workflowDimension(workflowName));
+    this.metrics.add(Metric.WorkflowRunDuration, Math.max(0, durationMs), workflowDimension(workflowName));
+  }
+
+  /** A step of a workflow run ended other than SUCCEEDED. */
+  workflowStepFailed(workflowName: string): void {
+    this.metrics.count(Metric.WorkflowStepFailures, workflowDimension(workflowName));
   }
 
   /**

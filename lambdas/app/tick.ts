@@ -11,6 +11,7 @@ import { logger } from '../core/logger';
 import { checkBackAt, checkLease, minuteBuckets } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
 import { repairChain } from './occurrence-chain';
+import { repairWorkflowRun } from './workflows';
 import { NEXT_RUN_SHARDS } from '../store/schema';
 import type { TimeIndexEntry } from '../store/time-index';
 import type { Run } from '../domain/run';
@@ -35,6 +36,7 @@ export interface TickReport {
   readonly lapsedLeases: number;
   /** Lease check-backs found early (heartbeats extended the lease) and moved to the lease's end. */
   readonly leaseChecksMoved: number;
+  /** Jobs whose chain, and workflow runs whose progress, had stopped and were repaired. */
   readonly repairedJobs: number;
   readonly lagMs: number;
   /** False when the release budget ran out: the cursor stays, and the next tick goes on from it. */
@@ -193,7 +195,11 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     )
   ).flat();
   let repairedJobs = 0;
-  for (const jobId of overdue) if (await repairChain(deps, jobId, overdueBefore)) repairedJobs++;
+  for (const entry of overdue) {
+    if (entry.kind === 'job') {
+      if (await repairChain(deps, entry.jobId, overdueBefore)) repairedJobs++;
+    } else if (await repairWorkflowRun(deps, entry.workflowId, entry.workflowRunId)) repairedJobs++;
+  }
 
   // Everything before the current minute has been handled; entries in this minute not yet due
   // (check-backs) are seen again next tick. A tick that ran out of budget keeps its cursor.

@@ -53,6 +53,15 @@ export const Metric = {
   NotificationsSent: 'NotificationsSent',
   NotificationsFailed: 'NotificationsFailed',
   NotificationsDead: 'NotificationsDead',
+  /** Workflow runs, per workflow (the JobType dimension is `workflow:<name>`). */
+  WorkflowRunsStarted: 'WorkflowRunsStarted',
+  WorkflowRunsSucceeded: 'WorkflowRunsSucceeded',
+  WorkflowRunsFailed: 'WorkflowRunsFailed',
+  WorkflowRunsCancelled: 'WorkflowRunsCancelled',
+  /** A step of a workflow run ended other than SUCCEEDED (DEAD, CANCELLED, SKIPPED). */
+  WorkflowStepFailures: 'WorkflowStepFailures',
+  /** From a workflow run's start to its end. */
+  WorkflowRunDuration: 'WorkflowRunDuration',
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];
 
@@ -88,7 +97,16 @@ const UNITS: Record<MetricName, MetricUnit> = {
   NotificationsSent: 'Count',
   NotificationsFailed: 'Count',
   NotificationsDead: 'Count',
+  WorkflowRunsStarted: 'Count',
+  WorkflowRunsSucceeded: 'Count',
+  WorkflowRunsFailed: 'Count',
+  WorkflowRunsCancelled: 'Count',
+  WorkflowStepFailures: 'Count',
+  WorkflowRunDuration: 'Milliseconds',
 };
+
+/** The JobType dimension value of a workflow's metrics. */
+export const workflowDimension = (name: string): string => `workflow:${name}`;
 
 export function unitOf(name: MetricName): MetricUnit {
   return UNITS[name];

@@ -18,6 +18,11 @@ export const AUDIT_ACTIONS = [
   'api-key.issue',
   'api-key.revoke',
   'tenant.limits',
+  'workflow.create',
+  'workflow.update',
+  'workflow.run',
+  'workflow-run.cancel',
+  'workflow-run.retry',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -21,6 +21,13 @@ import type { JobFilter } from './job-finder';
 import { JobFinder } from './job-finder';
 
 export type { JobFilter } from './job-finder';
+import { parseStepJobId, stepJobOf } from '../domain/workflow';
+import { itemToWorkflowVersion } from './workflows';
+import { workflowVersionKey, WORKFLOW_PK_PREFIX, WORKFLOW_RUN_SK_PREFIX } from './keys';
+
+/** What the byNextRun index finds overdue: a job whose chain stopped, or a workflow run whose progress did. */
+export type Overdue =
+  { readonly kind: 'job'; readonly jobId: string } | { readonly kind: 'workflow-run'; readonly workflowId: string; readonly workflowRunId: string };
 import { createRateKey, idempotencyKey, itemToJob, jobKey, jobLabelKey, jobNameKey, jobToItem, labelPairsOf, runToItem, tenantUsageKey } from './keys';
 
 /** Jobs that count against a tenant's active-jobs limit. */
@@ -186,8 +193,22 @@ export class JobsRepository {
       const reads = this.reads;
       return new Promise<Job | null>((resolve, reject) => reads.add({ jobId, resolve, reject }));
     }
-    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.jobsTable, Key: jobKey(jobId), ConsistentRead: consistent }));
-    return item ? itemToJob(item) : null;
+    const step = parseStepJobId(jobId);
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.jobsTable, Key: step ? workflowVersionKey(step.workflowId, step.version) : jobKey(jobId), ConsistentRead: consistent }),
+    );
+    if (!item) return null;
+    return step ? stepJobOf(itemToWorkflowVersion(item), step.stepId) : itemToJob(item);
+  }
+
+  /**
+   * The job of a run, for the API's run operations (a replay): the tenant's job, or the step of a
+   * workflow version its run belongs to.
+   */
+  async getForRun(tenantId: string, jobId: string): Promise<Job | null> {
+    if (!parseStepJobId(jobId)) return this.get(tenantId, jobId);
+    const job = await this.getAnyTenant(jobId);
+    return job?.tenantId === tenantId ? job : null;
   }
 
   private reads: Coalescer<PendingJobRead> | undefined;
@@ -204,8 +225,32 @@ export class JobsRepository {
   /** Strongly consistent reads of jobs by id; a job missing from the answer does not exist. */
   /** Jobs by id, of any tenant (the caller checks the tenant). */
   async getManyAnyTenant(jobIds: readonly string[]): Promise<Map<string, Job>> {
-    const items = await batchGetConsistent(this.dynamo, this.jobsTable, [...new Set(jobIds)].map(jobKey));
-    return new Map(items.map(itemToJob).map((job) => [job.jobId, job]));
+    // A workflow step's job is its version's step: one read of the version serves all its steps.
+    const ids = [...new Set(jobIds)];
+    const steps = ids.flatMap((jobId) => {
+      const step = parseStepJobId(jobId);
+      return step ? [{ jobId, ...step }] : [];
+    });
+    const versionKeys = [...new Map(steps.map((step) => [`${step.workflowId}#${step.version}`, workflowVersionKey(step.workflowId, step.version)])).values()];
+    const items = await batchGetConsistent(this.dynamo, this.jobsTable, [...ids.filter((jobId) => !parseStepJobId(jobId)).map(jobKey), ...versionKeys]);
+    const jobs = new Map(
+      items
+        .filter((item) => String(item.pk).startsWith('JOB#'))
+        .map(itemToJob)
+        .map((job) => [job.jobId, job]),
+    );
+    const versions = new Map(
+      items
+        .filter((item) => String(item.pk).startsWith(WORKFLOW_PK_PREFIX))
+        .map(itemToWorkflowVersion)
+        .map((version) => [`${version.workflowId}#${version.version}`, version]),
+    );
+    for (const step of steps) {
+      const version = versions.get(`${step.workflowId}#${step.version}`);
+      const job = version ? stepJobOf(version, step.stepId) : null;
+      if (job) jobs.set(step.jobId, job);
+    }
+    return jobs;
   }
 
   /** The tenant's jobs matching every filter (job-finder.ts, decision 0095). */
@@ -265,8 +310,8 @@ export class JobsRepository {
   }
 
   /** Active jobs whose pending occurrence was due before `before` (one shard of byNextRun). */
-  async overdue(shard: number, before: number): Promise<string[]> {
-    const jobIds: string[] = [];
+  async overdue(shard: number, before: number): Promise<Overdue[]> {
+    const found: Overdue[] = [];
     let start: Record<string, unknown> | undefined;
     do {
       const page = await this.dynamo.send(
@@ -279,10 +324,17 @@ export class JobsRepository {
           ExclusiveStartKey: start,
         }),
       );
-      for (const item of page.Items ?? []) jobIds.push(String(item.jobId));
+      for (const item of page.Items ?? []) {
+        const pk = String(item.pk);
+        const sk = String(item.sk);
+        // Running workflow runs share the index (their check-back: last progress), keyed in their workflow's partition.
+        if (pk.startsWith(WORKFLOW_PK_PREFIX) && sk.startsWith(WORKFLOW_RUN_SK_PREFIX)) {
+          found.push({ kind: 'workflow-run', workflowId: pk.slice(WORKFLOW_PK_PREFIX.length), workflowRunId: sk.slice(WORKFLOW_RUN_SK_PREFIX.length) });
+        } else found.push({ kind: 'job', jobId: String(item.jobId) });
+      }
       start = page.LastEvaluatedKey;
     } while (start);
-    return jobIds;
+    return found;
   }
 }
 

@@ -111,6 +111,8 @@ export interface RunItemExtras {
   readonly budgetFrom?: number;
   /** The checkpoint an external worker saved on the previous attempt: the next claim hands it over. */
   readonly checkpoint?: unknown;
+  /** A workflow step's context and its parents' results, kept with the run so every attempt and replay sees the same. */
+  readonly inputs?: unknown;
 }
 
 /** Sort key of a run in the claimable index: its job type, when it became due, its id. */
@@ -150,6 +152,7 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
     ...(extras.backfillRemaining !== undefined ? { backfillRemaining: extras.backfillRemaining } : {}),
     ...(extras.budgetFrom !== undefined ? { budgetFrom: extras.budgetFrom } : {}),
     ...(extras.checkpoint !== undefined ? { checkpointJson: JSON.stringify(extras.checkpoint) } : {}),
+    ...(extras.inputs !== undefined ? { inputsJson: JSON.stringify(extras.inputs) } : {}),
   };
 }
 
@@ -190,6 +193,11 @@ export function checkpointOf(item: Item): unknown {
   return typeof item.checkpointJson === 'string' ? (JSON.parse(item.checkpointJson) as unknown) : undefined;
 }
 
+/** A workflow step run's inputs (its context and its parents' results), as written with the run. */
+export function inputsOf(item: Item): unknown {
+  return typeof item.inputsJson === 'string' ? (JSON.parse(item.inputsJson) as unknown) : undefined;
+}
+
 export function payloadOverrideOf(item: Item): unknown {
   return typeof item.payloadOverrideJson === 'string' ? (JSON.parse(item.payloadOverrideJson) as unknown) : undefined;
 }
@@ -228,3 +236,27 @@ export function notifyEventOf(item: Item): NotifyEvent | undefined {
   const event = item[NOTIFY_EVENT_ATTRIBUTE];
   return typeof event === 'string' && (NOTIFY_EVENTS as readonly string[]).includes(event) ? (event as NotifyEvent) : undefined;
 }
+// ---- Workflows: one partition per workflow holds its head, its versions and its runs -------------
+
+export const WORKFLOW_PK_PREFIX = 'WF#';
+export const workflowKey = (workflowId: string): Key => ({ pk: `${WORKFLOW_PK_PREFIX}${workflowId}`, sk: 'WORKFLOW' });
+export const workflowVersionKey = (workflowId: string, version: number): Key => ({
+  pk: `${WORKFLOW_PK_PREFIX}${workflowId}`,
+  sk: `V#${String(version).padStart(6, '0')}`,
+});
+/** Guards a workflow name within a tenant. */
+export const workflowNameKey = (tenantId: string, name: string): Key => ({ pk: `WFNAME#${tenantId}#${name}`, sk: 'WFNAME' });
+export const WORKFLOW_RUN_SK_PREFIX = 'RUN#';
+export const workflowRunKey = (workflowId: string, workflowRunId: string): Key => ({
+  pk: `${WORKFLOW_PK_PREFIX}${workflowId}`,
+  sk: `${WORKFLOW_RUN_SK_PREFIX}${workflowRunId}`,
+});
+/**
+ * A running workflow run sits in the jobs' byNextRun index at a check-back time, moved on by every
+ * step of progress: the ticker finds one whose progress stopped (a worker died between a step's
+ * outcome and its dependants' start) as it finds jobs whose chain stopped.
+ */
+export const workflowCheckBackAttributes = (workflowRunId: string, at: number): { nextRunShard: string; nextRunAt: string } => ({
+  nextRunShard: String(shardOf(workflowRunId, NEXT_RUN_SHARDS)),
+  nextRunAt: new Date(at).toISOString(),
+});

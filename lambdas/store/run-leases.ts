@@ -29,6 +29,7 @@ import {
   backfillRemainingOf,
   budgetFromOf,
   checkpointOf,
+  inputsOf,
   deadAttributes,
   effectKey,
   gateAttributes,
@@ -51,6 +52,8 @@ export type LeaseResult =
       readonly backfillRemaining?: number;
       /** The attempt from which the retry budget counts (a replay starts a new budget). */
       readonly budgetFrom: number;
+      /** A workflow step's inputs, carried to its next attempt. */
+      readonly inputs?: unknown;
     }
   /** No such run: a message for a run that was never written or has been deleted. */
   | { readonly kind: 'missing' }
@@ -59,7 +62,7 @@ export type LeaseResult =
   /** Another worker holds a live lease. */
   | { readonly kind: 'held'; readonly run: Run }
   /** Running under a lease that expired: its worker was lost. The checkpoint it saved goes to the retry. */
-  | { readonly kind: 'expired'; readonly run: Run; readonly budgetFrom: number; readonly checkpoint?: unknown }
+  | { readonly kind: 'expired'; readonly run: Run; readonly budgetFrom: number; readonly checkpoint?: unknown; readonly inputs?: unknown }
   /**
    * Already finished (or cancelled, skipped): a duplicate delivery. `notify`: the event its outcome
    * raised for a notification, which the redelivery makes sure exists.
@@ -127,6 +130,7 @@ export class RunLeases {
       payloadOverride: payloadOverrideOf(item),
       backfillRemaining: backfillRemainingOf(item),
       budgetFrom: budgetFromOf(item),
+      inputs: inputsOf(item),
     };
   }
 
@@ -288,7 +292,9 @@ function whyNotLeased(item: Item | undefined, now: string, nowMs: number): Lease
   }
   if (run.status === 'RUNNING') {
     const expiresAt = typeof item.leaseExpiresAtMs === 'number' ? item.leaseExpiresAtMs : Infinity;
-    return expiresAt < nowMs ? { kind: 'expired', run, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item) } : { kind: 'held', run };
+    return expiresAt < nowMs
+      ? { kind: 'expired', run, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item), inputs: inputsOf(item) }
+      : { kind: 'held', run };
   }
   if (run.availableAt > now) return { kind: 'early', run };
   // Waiting and due, yet the condition failed: it changed between the read and the write.

@@ -8,7 +8,7 @@ import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
 import type { RunItemExtras } from './keys';
-import { encodeCursor, itemToRun, RUN_PK_PREFIX, runKey, runToItem } from './keys';
+import { encodeCursor, inputsOf, itemToRun, RUN_PK_PREFIX, runKey, runToItem } from './keys';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
 import { RUNS_BY_JOB_INDEX, RUNS_BY_TENANT_INDEX } from './schema';
@@ -30,6 +30,14 @@ export class RunRecords {
   async get(runId: string): Promise<Run | null> {
     const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
     return item ? itemToRun(item) : null;
+  }
+
+  /** A workflow step run's inputs (its parents' results), as written with it; undefined for other runs. */
+  async inputsOf(runId: string): Promise<unknown> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true, ProjectionExpression: 'inputsJson' }),
+    );
+    return item ? inputsOf(item) : undefined;
   }
 
   /** Several runs by id (any order; missing ones are left out). */

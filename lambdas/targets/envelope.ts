@@ -5,6 +5,13 @@ import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
 import { fencingTokenOf } from '../domain/delivery';
 import { occurrenceKey } from '../domain/run';
+import type { StepContext } from '../domain/workflow';
+
+/** What a step's target receives besides its payload (the envelope's fields, and an HTTP step's body). */
+export function stepFieldsOf(step: StepContext): Pick<TargetEnvelope, 'workflow' | 'results'> {
+  const { results, ...workflow } = step;
+  return { workflow, results };
+}
 
 export const ENVELOPE_VERSION = 'job-scheduler/1';
 
@@ -20,10 +27,15 @@ export interface TargetEnvelope {
   /** The attempt's W3C trace context: the run's trace id, a span of this attempt's own (decision 0111). */
   readonly traceparent?: string;
   readonly payload: unknown;
+  /** A workflow step's run: its workflow run and step. */
+  readonly workflow?: { readonly workflowId: string; readonly workflowRunId: string; readonly stepId: string; readonly version: number };
+  /** A workflow step's run: its dependencies' results, by step id. */
+  readonly results?: Readonly<Record<string, unknown>>;
 }
 
-export function envelopeOf(job: Job, run: Run, payload: unknown, traceparent?: string): TargetEnvelope {
+export function envelopeOf(job: Job, run: Run, payload: unknown, traceparent?: string, step?: StepContext): TargetEnvelope {
   return {
+    ...(step ? stepFieldsOf(step) : {}),
     scheduler: ENVELOPE_VERSION,
     job: { jobId: job.jobId, name: job.name, type: job.type, delivery: job.delivery },
     run: { runId: run.runId, attempt: run.attempt, scheduledFor: run.scheduledFor, trigger: run.trigger },

@@ -13,12 +13,12 @@ export type EventBridgeTarget = Extract<Target, { kind: 'eventbridge' }>;
 
 export const RETRYABLE_ENTRY_ERRORS = new Set(['InternalFailure', 'ThrottlingException', 'InternalException']);
 
-export function eventEntryOf(target: EventBridgeTarget, invocation: Pick<TargetInvocation, 'job' | 'run' | 'payload' | 'traceparent'>) {
+export function eventEntryOf(target: EventBridgeTarget, invocation: Pick<TargetInvocation, 'job' | 'run' | 'payload' | 'traceparent' | 'step'>) {
   return {
     EventBusName: target.eventBusName,
     Source: target.source,
     DetailType: target.detailType,
-    Detail: JSON.stringify(envelopeOf(invocation.job, invocation.run, invocation.payload, invocation.traceparent)),
+    Detail: JSON.stringify(envelopeOf(invocation.job, invocation.run, invocation.payload, invocation.traceparent, invocation.step)),
   };
 }
 

@@ -20,6 +20,9 @@ import type { TargetInvocation, TargetResult } from './target';
 import type { Egress } from './egress';
 import { resolveTarget } from './egress';
 import { signDelivery } from './webhook-signature';
+import { stepFieldsOf } from './envelope';
+import { stepResultOf } from './target';
+import { MAX_STEP_RESULT_BYTES } from '../domain/workflow';
 
 /**
  * A delivery's `webhook-id`: the same for every attempt of an occurrence (a retry, a replay), so a
@@ -69,6 +72,10 @@ function pinnedLookup(addresses: readonly LookupAddress[]): LookupFunction {
 interface TargetResponse {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
+  /** The answer's first bytes, when asked for (a workflow step's result). */
+  readonly body?: string;
+  /** How many bytes the answer had (read up to MAX_DRAINED_BYTES). */
+  readonly bodyBytes?: number;
 }
 
 /**
@@ -78,23 +85,26 @@ interface TargetResponse {
  */
 class StaleConnectionError extends Error {}
 
-function send(url: URL, options: RequestOptions, body: string | undefined): Promise<TargetResponse> {
+function send(url: URL, options: RequestOptions, body: string | undefined, keepBytes = 0): Promise<TargetResponse> {
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise<TargetResponse>((resolve, reject) => {
     let answered = false;
     const request = transport.request(url, options, (response) => {
       answered = true;
       let drained = 0;
+      const kept: Buffer[] = [];
       const answer = { status: response.statusCode ?? 0, headers: response.headers };
+      const withBody = () => (keepBytes > 0 ? { ...answer, body: Buffer.concat(kept).toString('utf8'), bodyBytes: drained } : answer);
       response.on('data', (chunk: Buffer) => {
+        if (drained < keepBytes) kept.push(chunk.subarray(0, keepBytes - drained));
         drained += chunk.length;
         // The content is never recorded; a target that keeps talking only loses its connection.
         if (drained > MAX_DRAINED_BYTES) {
           response.destroy();
-          resolve(answer);
+          resolve(withBody());
         }
       });
-      response.on('end', () => resolve(answer));
+      response.on('end', () => resolve(withBody()));
       response.on('error', reject);
       response.on('close', () => {
         if (!response.complete && drained <= MAX_DRAINED_BYTES) reject(new Error('the target closed the connection before the end of its answer'));
@@ -139,7 +149,8 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
         error: { code: 'HEADER_SECRET_UNAVAILABLE', message: 'a header names a secret that was not read; the target was not called', retryable: true },
       };
     }
-    const body = hasBody ? JSON.stringify(payload) : undefined;
+    // A workflow step's body carries its dependencies' results and where it is beside its payload.
+    const body = hasBody ? JSON.stringify(invocation.step ? { payload, ...stepFieldsOf(invocation.step) } : payload) : undefined;
     const signed = invocation.signingSecrets?.length
       ? signDelivery(invocation.signingSecrets, deliveryIdOf(run), Math.floor(Date.now() / 1000), body ?? '')
       : {};
@@ -166,6 +177,8 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
           },
         },
         body,
+        // One byte over the bound tells a result too large from one that fits.
+        invocation.step ? MAX_STEP_RESULT_BYTES + 1 : 0,
       );
     const pooled = agents[url.protocol === 'https:' ? 'https:' : 'http:'];
     let response: TargetResponse;
@@ -179,7 +192,11 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
     }
     // Redirects are not followed (decision 0010): a 3xx is the answer.
     if (response.status >= 200 && response.status < 300) {
-      return { ok: true, detail: `HTTP ${response.status}` };
+      const detail = `HTTP ${response.status}`;
+      if (invocation.step && response.body !== undefined) {
+        return stepResultOf(response.body, header(response.headers, 'content-type'), detail, response.bodyBytes);
+      }
+      return { ok: true, detail };
     }
     const redirect = response.status >= 300 && response.status < 400;
     const retryAfterSeconds = parseRetryAfter(header(response.headers, 'retry-after'), Date.now());

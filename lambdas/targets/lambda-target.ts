@@ -9,6 +9,7 @@ import type { Target } from '../domain/job';
 import { envelopeOf } from './envelope';
 import { callSignal, sdkFailure } from './sdk-failure';
 import type { TargetInvocation, TargetResult } from './target';
+import { stepResultOf } from './target';
 
 export type LambdaTarget = Extract<Target, { kind: 'lambda' }>;
 
@@ -45,12 +46,14 @@ export async function callLambdaTarget(lambda: LambdaClient, target: LambdaTarge
       new InvokeCommand({
         FunctionName: target.functionArn,
         InvocationType: 'RequestResponse',
-        Payload: Buffer.from(JSON.stringify(envelopeOf(invocation.job, invocation.run, invocation.payload, invocation.traceparent)), 'utf8'),
+        Payload: Buffer.from(JSON.stringify(envelopeOf(invocation.job, invocation.run, invocation.payload, invocation.traceparent, invocation.step)), 'utf8'),
       }),
       { abortSignal: signal },
     );
     if (out.FunctionError) return functionErrorOf(out.FunctionError, out.Payload);
-    return { ok: true, detail: `Lambda ${out.StatusCode ?? 200}` };
+    const detail = `Lambda ${out.StatusCode ?? 200}`;
+    if (invocation.step && out.Payload) return stepResultOf(Buffer.from(out.Payload).toString('utf8'), 'application/json', detail);
+    return { ok: true, detail };
   } catch (error) {
     return sdkFailure(error, timeout, invocation.signal, invocation.timeoutMs);
   }

@@ -19,8 +19,11 @@ export function deduplicationIdOf(idempotencyKey: string): string {
   return idempotencyKey.length <= 128 && /^[\x21-\x7e]+$/.test(idempotencyKey) ? idempotencyKey : createHash('sha256').update(idempotencyKey).digest('hex');
 }
 
-export function sqsMessageOf(target: SqsTarget, invocation: Pick<TargetInvocation, 'job' | 'run' | 'payload' | 'traceparent'>): SendMessageCommand['input'] {
-  const envelope = envelopeOf(invocation.job, invocation.run, invocation.payload, invocation.traceparent);
+export function sqsMessageOf(
+  target: SqsTarget,
+  invocation: Pick<TargetInvocation, 'job' | 'run' | 'payload' | 'traceparent' | 'step'>,
+): SendMessageCommand['input'] {
+  const envelope = envelopeOf(invocation.job, invocation.run, invocation.payload, invocation.traceparent, invocation.step);
   const text = (value: string) => ({ DataType: 'String', StringValue: value });
   const number = (value: number) => ({ DataType: 'Number', StringValue: String(value) });
   const fifo = new URL(target.queueUrl).pathname.endsWith('.fifo');

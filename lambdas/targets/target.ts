@@ -3,6 +3,8 @@
 import type { Job } from '../domain/job';
 import type { Run, RunError } from '../domain/run';
 import type { Egress } from './egress';
+import type { StepContext } from '../domain/workflow';
+import { MAX_STEP_RESULT_BYTES } from '../domain/workflow';
 
 export interface TargetInvocation {
   readonly job: Job;
@@ -22,12 +24,35 @@ export interface TargetInvocation {
   readonly headers?: Readonly<Record<string, string>>;
   /** The W3C `traceparent` of this attempt: the run's trace, a span of its own (decision 0111). */
   readonly traceparent?: string;
+  /** A workflow step's run: where it is and its parents' results; its target's JSON answer is its result. */
+  readonly step?: StepContext;
 }
 
 export type TargetResult =
-  | { readonly ok: true; readonly detail: string }
+  | { readonly ok: true; readonly detail: string; /** A step's result: the JSON its target answered. */ readonly result?: unknown }
   | { readonly ok: false; readonly timedOut: boolean; readonly error: RunError; readonly retryAfterSeconds?: number };
 
 export interface TargetInvoker {
   invoke(invocation: TargetInvocation): Promise<TargetResult>;
+}
+
+/**
+ * A workflow step's result from its target's answer: JSON of at most MAX_STEP_RESULT_BYTES. A larger
+ * answer fails the step for good (its dependants would otherwise see a result cut short); an empty
+ * or non-JSON answer is no result.
+ */
+export function stepResultOf(body: string, contentType: string | null, detail: string, bytes = Buffer.byteLength(body, 'utf8')): TargetResult {
+  if (bytes === 0 || !/json/i.test(contentType ?? '')) return { ok: true, detail };
+  if (bytes > MAX_STEP_RESULT_BYTES) {
+    return {
+      ok: false,
+      timedOut: false,
+      error: { code: 'RESULT_TOO_LARGE', message: `a step's result is at most ${MAX_STEP_RESULT_BYTES} bytes of JSON (got ${bytes})`, retryable: false },
+    };
+  }
+  try {
+    return { ok: true, detail, result: JSON.parse(body) as unknown };
+  } catch {
+    return { ok: true, detail };
+  }
 }

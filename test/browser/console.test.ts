@@ -322,4 +322,40 @@ describe('the web console', () => {
     await screenshot(small, 'jobs-phone');
     await phone.close();
   });
+  it('shows a workflow run as a graph of its steps coloured by status, and retries it from its failed step', async () => {
+    let failFirst = true;
+    const flaky = await startTarget(() => {
+      if (!failFirst) return { status: 200 };
+      failFirst = false;
+      return { status: 500, headers: { 'x-retryable': 'false' } };
+    });
+    try {
+      const steps = [
+        { id: 'extract', target: { kind: 'http', url: target.url } },
+        { id: 'transform', target: { kind: 'http', url: flaky.url }, dependsOn: ['extract'], retryPolicy: { maxAttempts: 1 } },
+        { id: 'report', target: { kind: 'http', url: target.url }, dependsOn: ['extract'] },
+        { id: 'load', target: { kind: 'http', url: target.url }, dependsOn: ['transform', 'report'] },
+      ];
+      const created = await scheduler.api('POST', '/v1/workflows', { name: 'console-diamond', steps });
+      expect(created.status).toBe(201);
+      const workflowId = created.body.workflowId as string;
+      await visit(`#/workflows/${workflowId}`);
+      await page.getByRole('button', { name: 'Start a run' }).click();
+      await expect.poll(() => page.locator('#workflow-run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('failed');
+      const graph = page.getByRole('group', { name: 'Steps' });
+      const stepClass = (id: string) => graph.locator(`[data-step="${id}"]`).getAttribute('class');
+      expect(await stepClass('extract')).toContain('badge-succeeded');
+      expect(await stepClass('transform')).toContain('badge-dead');
+      expect(await stepClass('load')).toContain('badge-not-started');
+      expect(await graph.locator('[data-step="load"]').textContent()).toContain('dependency transform ended DEAD');
+      await screenshot(page, 'workflow-run-failed');
+
+      await page.getByRole('button', { name: 'Retry failed steps' }).click();
+      await expect.poll(() => page.locator('#workflow-run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('succeeded');
+      expect(await stepClass('load')).toContain('badge-succeeded');
+      expect(await graph.locator('[data-step="transform"]').textContent()).toContain('attempt 2');
+    } finally {
+      await flaky.stop();
+    }
+  });
 });

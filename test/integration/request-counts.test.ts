@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RequestCounter } from '../../lambdas/store/request-counter';
 import { RunRecords } from '../../lambdas/store/run-records';
+import { WorkflowsRepository } from '../../lambdas/store/workflows';
 import type { Scheduler, TargetServer } from './harness';
 import { awsClients, eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -66,6 +67,46 @@ describe('requests per execution', () => {
       'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
       'dynamodb.PutItem': 1,
+    });
+  });
+
+  it("a workflow of two steps (first -> second): each step a run, plus the workflow run item's writes", async () => {
+    const created = await scheduler.api('POST', '/v1/workflows', {
+      name: 'count-workflow',
+      steps: [
+        { id: 'first', target: { kind: 'http', url: `${target.url}/first` } },
+        { id: 'second', target: { kind: 'http', url: `${target.url}/second` }, dependsOn: ['first'] },
+      ],
+    });
+    expect(created.status).toBe(201);
+    await warm();
+    counter.reset();
+    const started = await scheduler.api('POST', `/v1/workflows/${created.body.workflowId}/runs`);
+    expect(started.status).toBe(202);
+    // Read through the test's own client: the API's reads would be counted.
+    const workflows = new WorkflowsRepository(awsClients().dynamo, scheduler.config.jobsTable);
+    await eventually(
+      () => workflows.getRun(created.body.workflowId, started.body.workflowRunId),
+      (run) => run?.status === 'SUCCEEDED',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const tally = counter.tally();
+    expect(tally.calls).toEqual({
+      // API: the workflow and its version (read once per process: versions never change), the
+      // creates-per-second counter, the workflow run, the root step's claim, its run, its message,
+      // the workflow run read again (a cancel meanwhile retires the runs just written), the audit entry.
+      'dynamodb.BatchWriteItem': 1,
+      // Each step run as any run: lease, outcome, its job (the version item; one per worker batch),
+      // the message following the lease, the minute's roll-up. Then the continuation: the workflow
+      // run read, the step's outcome recorded, the dependants claimed, their parents' results read,
+      // their runs written and sent, the workflow run read again; the last step's continuation ends
+      // the workflow run instead.
+      'dynamodb.GetItem': 6, // API 3, first step 2, second step 1
+      'dynamodb.UpdateItem': 10, // API 2 (rate counter, claim), each step 4 (lease, outcome, step recorded, claim or end)
+      'dynamodb.PutItem': 5, // API 2 (workflow run, step run), first step 2 (roll-up, second step's run), second step 1 (roll-up)
+      'dynamodb.BatchGetItem': 3, // each step's job, the first step's result for the second
+      'sqs.SendMessageBatch': 2,
+      'sqs.ChangeMessageVisibilityBatch': 2,
     });
   });
 

@@ -11,6 +11,8 @@ import type { HealthReport } from '../../lambdas/app/health';
 import type { CreateJobResult, getJob, JobView, previewSchedule } from '../../lambdas/app/jobs';
 import type { replayDeadRuns } from '../../lambdas/app/runs';
 import type { Page } from '../../lambdas/store/page';
+import type { WorkflowView } from '../../lambdas/app/workflows';
+import type { workflowSpecSchema } from '../../lambdas/domain/workflow';
 
 describe('the client types are the backend types', () => {
   it('answers', () => {
@@ -21,6 +23,7 @@ describe('the client types are the backend types', () => {
     expectTypeOf<client.HealthReport>().toEqualTypeOf<HealthReport>();
     expectTypeOf<client.PreviewResult>().toEqualTypeOf<ReturnType<typeof previewSchedule>>();
     expectTypeOf<client.BulkReplayResult>().toEqualTypeOf<Awaited<ReturnType<typeof replayDeadRuns>>>();
+    expectTypeOf<client.WorkflowView>().toEqualTypeOf<WorkflowView>();
     expectTypeOf<client.HeartbeatResult>().toEqualTypeOf<Awaited<ReturnType<typeof heartbeatRun>>>();
     // Payload and checkpoint are the worker's own types in the client (unknown in the backend).
     expectTypeOf<Omit<Claim, 'payload' | 'checkpoint'>>().toEqualTypeOf<Omit<ClaimedRun, 'payload' | 'checkpoint'>>();
@@ -32,6 +35,7 @@ describe('the client types are the backend types', () => {
     expectTypeOf<client.TriggerRequest>().toEqualTypeOf<z.input<typeof triggerSchema>>();
     expectTypeOf<client.PreviewRequest>().toEqualTypeOf<z.input<typeof previewSchema>>();
     expectTypeOf<client.BulkReplayRequest>().toEqualTypeOf<z.input<typeof bulkReplaySchema>>();
+    expectTypeOf<client.WorkflowSpecInput>().toEqualTypeOf<z.input<typeof workflowSpecSchema>>();
     expectTypeOf<client.ClaimRequest>().toEqualTypeOf<z.input<typeof claimSchema>>();
   });
 });

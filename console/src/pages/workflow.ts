@@ -1,0 +1,141 @@
+// A workflow and its runs: the definition's steps, the newest runs (with Start), and one workflow run
+// as a graph of its steps in columns by depth, each coloured by its status and linked to its run,
+// with Cancel and Retry where they apply.
+import type { WorkflowRun, WorkflowView } from '../api';
+import { api } from '../api';
+import { h, table } from '../dom';
+import { time } from '../format';
+import type { Page } from '../page';
+import { act, alertBox, heading, STATUS_CLASS } from '../page';
+
+const FOLLOW_MS = 2_000;
+
+/** Each step's depth: the longest chain of dependencies before it (roots are 0). */
+function depths(workflow: WorkflowView): Map<string, number> {
+  const byId = new Map(workflow.definition.steps.map((step) => [step.id, step]));
+  const depth = new Map<string, number>();
+  const of = (id: string): number => {
+    const known = depth.get(id);
+    if (known !== undefined) return known;
+    const value = Math.max(-1, ...(byId.get(id)?.dependsOn ?? []).map(of)) + 1;
+    depth.set(id, value);
+    return value;
+  };
+  for (const step of workflow.definition.steps) of(step.id);
+  return depth;
+}
+
+function graph(workflow: WorkflowView, run: WorkflowRun): HTMLElement {
+  const depth = depths(workflow);
+  const columns: HTMLElement[] = [];
+  for (const step of workflow.definition.steps) {
+    const at = depth.get(step.id) ?? 0;
+    while (columns.length <= at) columns.push(h('ol', { class: 'wf-column' }));
+    const state = run.steps[step.id];
+    const status = state?.status ?? 'WAITING';
+    columns[at]!.append(
+      h(
+        'li',
+        { class: `wf-step ${STATUS_CLASS(status)}`, 'data-step': step.id, title: state?.reason ?? '' },
+        h('strong', null, state?.runId ? h('a', { href: `#/runs/${encodeURIComponent(state.runId)}` }, step.id) : step.id),
+        h('span', { class: 'wf-status' }, ` ${status.toLowerCase().replace(/_/g, ' ')}`),
+        state && state.attempt > 1 ? h('span', null, ` (attempt ${state.attempt})`) : null,
+        step.dependsOn.length > 0 ? h('small', null, `after ${step.dependsOn.join(', ')}`) : null,
+        state?.reason && status !== 'SUCCEEDED' ? h('small', null, state.reason) : null,
+      ),
+    );
+  }
+  return h('div', { class: 'wf-graph', role: 'group', 'aria-label': 'Steps' }, columns);
+}
+
+export const workflowRunPage: Page = async (context) => {
+  const [workflowId = '', workflowRunId = ''] = context.params;
+  heading(context, 'Workflow run');
+  const body = h('div');
+  const alert = alertBox();
+  context.main.append(body, alert);
+  const workflow = await api.workflow(workflowId);
+  let seen = '';
+
+  const load = async (): Promise<void> => {
+    const run = await api.workflowRun(workflowId, workflowRunId);
+    const signature = JSON.stringify([run.status, run.retries, run.steps]);
+    if (signature === seen) return;
+    seen = signature;
+    const shown = run.version === workflow.version ? workflow : await api.workflow(workflowId, run.version);
+    const cancel = h('button', { type: 'button', hidden: run.status !== 'RUNNING' }, 'Cancel');
+    cancel.addEventListener(
+      'click',
+      () => void act(cancel, alert, context, async () => (await api.cancelWorkflowRun(workflowId, workflowRunId), 'Workflow run cancelled')).then(load),
+    );
+    const retry = h('button', { type: 'button', hidden: run.status !== 'FAILED' && run.status !== 'CANCELLED' }, 'Retry failed steps');
+    retry.addEventListener(
+      'click',
+      () => void act(retry, alert, context, async () => (await api.retryWorkflowRun(workflowId, workflowRunId), 'Retrying the failed steps')).then(load),
+    );
+    body.replaceChildren(
+      h(
+        'dl',
+        { class: 'facts' },
+        h('dt', null, 'Status'),
+        h('dd', null, h('span', { class: STATUS_CLASS(run.status), id: 'workflow-run-status' }, run.status.toLowerCase())),
+        h('dt', null, 'Workflow'),
+        h('dd', null, h('a', { href: `#/workflows/${encodeURIComponent(workflowId)}` }, `${workflow.name} (version ${run.version})`)),
+        h('dt', null, 'Started'),
+        h('dd', null, time(run.createdAt)),
+        h('dt', null, 'Ended'),
+        h('dd', null, time(run.finishedAt)),
+        run.failedSteps.length > 0 ? [h('dt', null, 'Failed steps'), h('dd', null, run.failedSteps.join(', '))] : null,
+      ),
+      h('div', { class: 'actions' }, cancel, retry),
+      graph(shown, run),
+    );
+  };
+  await load();
+  context.every(FOLLOW_MS, load);
+};
+
+export const workflowPage: Page = async (context) => {
+  const [workflowId = ''] = context.params;
+  const title = heading(context, 'Workflow');
+  const alert = alertBox();
+  const start = h('button', { type: 'button' }, 'Start a run');
+  const runs = h('div', { id: 'workflow-runs' });
+  const workflow = await api.workflow(workflowId);
+  title.textContent = `Workflow ${workflow.name}`;
+  document.title = `${workflow.name} · Job scheduler`;
+  start.addEventListener('click', () => {
+    void act(start, alert, context, async () => {
+      const run = await api.startWorkflowRun(workflowId);
+      location.hash = `#/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(run.workflowRunId)}`;
+      return 'Workflow run started';
+    });
+  });
+  const load = async (): Promise<void> => {
+    const page = await api.workflowRuns(workflowId);
+    runs.replaceChildren(
+      page.items.length === 0
+        ? h('p', null, 'No runs yet.')
+        : table(
+            'Runs of this workflow, newest first',
+            ['Run', 'Status', 'Version', 'Started', 'Ended'],
+            page.items.map((run) => [
+              h('a', { href: `#/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(run.workflowRunId)}` }, run.workflowRunId),
+              h('span', { class: STATUS_CLASS(run.status) }, run.status.toLowerCase()),
+              String(run.version),
+              time(run.createdAt),
+              time(run.finishedAt),
+            ]),
+          ),
+    );
+  };
+  context.main.append(
+    h('p', null, `Version ${workflow.version}, ${workflow.definition.steps.length} steps.`),
+    h('div', { class: 'actions' }, start),
+    alert,
+    h('h2', null, 'Runs'),
+    runs,
+  );
+  await load();
+  context.every(FOLLOW_MS, load);
+};

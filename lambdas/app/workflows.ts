@@ -1,0 +1,406 @@
+// Workflows: definitions (versioned), workflow runs and their progress. A step run is an ordinary
+// run (leased, fenced, retried, timed out, replayable); a workflow run is one item holding its
+// steps' states. After a step run's outcome is recorded, `continueWorkflow` records it on the
+// workflow run and starts what it unblocked; the ticker's repair (`repairWorkflowRun`) does the same
+// for a workflow run whose progress stopped (a worker died between the two).
+import { ConflictError, NotFoundError, ValidationError } from '../core/errors';
+import { checkTarget, maskedTarget } from './jobs';
+import { newJobId } from '../core/ids';
+import { logger } from '../core/logger';
+import type { Run, RunStatus } from '../domain/run';
+import { runIdFor } from '../domain/run';
+import type { TenantLimits } from '../domain/tenant';
+import type { StepContext, StepState, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, WorkflowVersion } from '../domain/workflow';
+import { initialSteps, parseStepJobId, planProgress, stepJobIdOf, stepJobOf, stepOutcomeOf, stepsForRetry, workflowRunIdOf } from '../domain/workflow';
+import type { Page } from '../store/page';
+import type { SchedulerDeps } from './deps';
+import { admitRunRequest } from './job-lifecycle';
+import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
+
+export interface WorkflowView extends Workflow {
+  readonly definition: WorkflowSpec;
+}
+
+/** The workflow as the API shows it: HTTP targets' header values masked, as a job's are. */
+const viewOf = (workflow: Workflow, version: WorkflowVersion): WorkflowView => ({
+  ...workflow,
+  version: version.version,
+  definition: { ...version.spec, steps: version.spec.steps.map((step) => ({ ...step, target: maskedTarget(step.target) })) },
+});
+
+/** Each step's target is checked as a job's is (the deployment's egress policy and allowlist). */
+function checkSteps(deps: SchedulerDeps, spec: WorkflowSpec): void {
+  spec.steps.forEach((step, index) => {
+    try {
+      checkTarget(deps, step.target);
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      throw new ValidationError(
+        'Invalid workflow',
+        error.errors.map((field) => ({ ...field, path: `steps.${index}.${field.path}` })),
+      );
+    }
+  });
+}
+
+export async function createWorkflow(deps: SchedulerDeps, tenantId: string, spec: WorkflowSpec): Promise<WorkflowView> {
+  checkSteps(deps, spec);
+  const now = deps.clock();
+  const at = new Date(now).toISOString();
+  const workflowId = newJobId(now).replace(/^job_/, 'wf_');
+  const workflow: Workflow = { workflowId, tenantId, name: spec.name, version: 1, createdAt: at, updatedAt: at };
+  const version: WorkflowVersion = { workflowId, tenantId, version: 1, spec, createdAt: at };
+  if (!(await deps.workflows.create(workflow, version))) throw new ConflictError(`A workflow named ${spec.name} exists already`);
+  return viewOf(workflow, version);
+}
+
+/** A new version of the definition; runs already started keep theirs. `expected`: the version the caller read (If-Match). */
+export async function updateWorkflow(deps: SchedulerDeps, tenantId: string, workflowId: string, spec: WorkflowSpec, expected?: number): Promise<WorkflowView> {
+  const workflow = await tenantWorkflow(deps, tenantId, workflowId);
+  checkSteps(deps, spec);
+  if (spec.name !== workflow.name) throw new ConflictError(`The workflow is named ${workflow.name}; a new version keeps the name`);
+  if (expected !== undefined && expected !== workflow.version) throw new ConflictError(`The workflow is at version ${workflow.version}, not ${expected}`);
+  const at = new Date(deps.clock()).toISOString();
+  const version: WorkflowVersion = { workflowId, tenantId, version: workflow.version + 1, spec, createdAt: at };
+  if (!(await deps.workflows.addVersion(version, workflow.version))) throw new ConflictError('The workflow was changed meanwhile; read it again');
+  return viewOf({ ...workflow, version: version.version, updatedAt: at }, version);
+}
+
+export async function getWorkflow(deps: SchedulerDeps, tenantId: string, workflowId: string, versionNumber?: number): Promise<WorkflowView> {
+  const workflow = await tenantWorkflow(deps, tenantId, workflowId);
+  const version = await versionOf(deps, workflowId, versionNumber ?? workflow.version);
+  if (!version || (versionNumber !== undefined && versionNumber > workflow.version))
+    throw new NotFoundError(`No version ${versionNumber} of workflow ${workflowId}`);
+  return viewOf(workflow, version);
+}
+
+async function tenantWorkflow(deps: SchedulerDeps, tenantId: string, workflowId: string): Promise<Workflow> {
+  const workflow = await deps.workflows.get(tenantId, workflowId);
+  if (!workflow) throw new NotFoundError(`No workflow ${workflowId}`);
+  return workflow;
+}
+
+/** Versions never change once written: a process keeps the ones it read. */
+const versions = new Map<string, WorkflowVersion>();
+async function versionOf(deps: SchedulerDeps, workflowId: string, version: number): Promise<WorkflowVersion | null> {
+  const key = `${workflowId}#${version}`;
+  const known = versions.get(key);
+  if (known) return known;
+  const read = await deps.workflows.getVersion(workflowId, version);
+  if (read) {
+    if (versions.size >= 500) versions.delete(versions.keys().next().value ?? '');
+    versions.set(key, read);
+  }
+  return read;
+}
+
+// ---- Workflow runs -------------------------------------------------------------------------------
+
+/** Starts a run of the workflow's newest version now (a manual trigger); counted as a create. */
+export async function startWorkflowRun(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+  limits: TenantLimits = deps.config.tenantDefaults,
+): Promise<WorkflowRun> {
+  const workflow = await tenantWorkflow(deps, tenantId, workflowId);
+  const version = await versionOf(deps, workflowId, workflow.version);
+  if (!version) throw new NotFoundError(`No version ${workflow.version} of workflow ${workflowId}`);
+  const now = deps.clock();
+  await admitRunRequest(deps, tenantId, limits, now);
+  const scheduledFor = new Date(now).toISOString();
+  const run: WorkflowRun = {
+    workflowRunId: workflowRunIdOf(workflowId, scheduledFor),
+    workflowId,
+    tenantId,
+    version: version.version,
+    status: 'RUNNING',
+    trigger: 'manual',
+    scheduledFor,
+    createdAt: scheduledFor,
+    finishedAt: null,
+    failedSteps: [],
+    retries: 0,
+    steps: initialSteps(version.spec),
+  };
+  if (!(await deps.workflows.createRun(run, now))) throw new ConflictError('A run of this workflow was started at the same millisecond; try again');
+  deps.telemetry.workflowRunStarted(run, version.spec.name);
+  logger.info('workflow run started', { workflowRunId: run.workflowRunId, workflowId, tenantId, version: version.version });
+  return advance(deps, version, run);
+}
+
+export async function getWorkflowRun(deps: SchedulerDeps, tenantId: string, workflowId: string, workflowRunId: string): Promise<WorkflowRun> {
+  const run = await deps.workflows.getRun(workflowId, workflowRunId);
+  if (!run || run.tenantId !== tenantId) throw new NotFoundError(`No run ${workflowRunId} of workflow ${workflowId}`);
+  return run;
+}
+
+export async function listWorkflowRuns(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+  query: { limit: number; status?: WorkflowRunStatus; cursor?: string },
+): Promise<Page<WorkflowRun>> {
+  await tenantWorkflow(deps, tenantId, workflowId);
+  return deps.workflows.listRuns(workflowId, query.limit, query.status, query.cursor);
+}
+
+/**
+ * Cancels a running workflow run: it ends CANCELLED (once), its waiting steps never start, and its
+ * started steps' runs are cancelled as a run is (a running one aborts at its worker's next heartbeat).
+ */
+export async function cancelWorkflowRun(deps: SchedulerDeps, tenantId: string, workflowId: string, workflowRunId: string): Promise<WorkflowRun> {
+  const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
+  const now = deps.clock();
+  const at = new Date(now).toISOString();
+  const waiting = Object.fromEntries(
+    Object.entries(run.steps)
+      .filter(([, state]) => state.status === 'WAITING')
+      .map(([stepId, state]) => [stepId, { ...state, status: 'NOT_STARTED' as const, finishedAt: at, reason: 'the workflow run was cancelled' }]),
+  );
+  const ended = await deps.workflows.finish(run, 'CANCELLED', [], now, waiting);
+  if (!ended.held) {
+    if (ended.run && ended.run.status !== 'RUNNING') throw new ConflictError(`The workflow run is ${ended.run.status}; only a running one can be cancelled`);
+    throw new ConflictError('The workflow run changed meanwhile; try again');
+  }
+  const name = (await versionOf(deps, workflowId, run.version))?.spec.name ?? workflowId;
+  workflowRunEnded(deps, name, ended.run, now);
+  let current = ended.run;
+  for (const [stepId, state] of Object.entries(ended.run.steps)) {
+    if (state.status !== 'STARTED') continue;
+    const stepRun = await currentStepRun(deps, ended.run, stepId, state);
+    if (stepRun && (await cancelStepRun(deps, stepRun, now)))
+      current = (await recordStepEnd(deps, name, ended.run, stepId, state, stepRun, 'CANCELLED', now)) ?? current;
+  }
+  return current;
+}
+
+/** Retries a FAILED (or CANCELLED) workflow run from its failed and unstarted steps; succeeded steps and their results are kept. */
+export async function retryWorkflowRun(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+  workflowRunId: string,
+  limits: TenantLimits = deps.config.tenantDefaults,
+): Promise<WorkflowRun> {
+  const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
+  if (run.status !== 'FAILED' && run.status !== 'CANCELLED')
+    throw new ConflictError(`The workflow run is ${run.status}; only a FAILED or CANCELLED one can be retried`);
+  const version = await versionOf(deps, workflowId, run.version);
+  if (!version) throw new NotFoundError(`No version ${run.version} of workflow ${workflowId}`);
+  const now = deps.clock();
+  await admitRunRequest(deps, tenantId, limits, now);
+  const retried = await deps.workflows.retry(run, stepsForRetry(run), now);
+  if (!retried.held) throw new ConflictError('The workflow run was retried or changed meanwhile; read it again');
+  deps.telemetry.workflowRunStarted(retried.run, version.spec.name);
+  logger.info('workflow run retried', { workflowRunId, workflowId, tenantId, retries: retried.run.retries });
+  return advance(deps, version, retried.run);
+}
+
+// ---- Progress ------------------------------------------------------------------------------------
+
+/**
+ * After a step run's outcome was recorded (or its run cancelled): a final outcome is recorded on
+ * its step, and the workflow run moves on. Never throws: the ticker's repair makes good a failure.
+ */
+export async function continueWorkflow(
+  deps: SchedulerDeps,
+  leased: Run,
+  ended: { readonly status: RunStatus; readonly error?: Run['error']; readonly reason?: string | null },
+): Promise<void> {
+  const step = parseStepJobId(leased.jobId);
+  const outcome = stepOutcomeOf(ended.status);
+  const run: Run = {
+    ...leased,
+    status: ended.status,
+    error: ended.error ?? null,
+    reason: ended.reason ?? leased.reason,
+    finishedAt: new Date(deps.clock()).toISOString(),
+  };
+  if (!step || !outcome) return;
+  try {
+    const version = await versionOf(deps, step.workflowId, step.version);
+    const workflowRunId = workflowRunIdOf(step.workflowId, run.scheduledFor);
+    const workflowRun = await deps.workflows.getRun(step.workflowId, workflowRunId);
+    const state = workflowRun?.steps[step.stepId];
+    if (!version || !workflowRun || !state) return;
+    const now = deps.clock();
+    const recorded =
+      state.status === 'STARTED' ? await recordStepEnd(deps, version.spec.name, workflowRun, step.stepId, state, run, outcome, now) : workflowRun;
+    if (recorded) await advance(deps, version, recorded);
+  } catch (error) {
+    logger.error('workflow continuation failed; the ticker will repair it', {
+      runId: run.runId,
+      jobId: run.jobId,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+}
+
+/** Records a step's outcome from its run, once (the step must still be STARTED); the run as it became. */
+async function recordStepEnd(
+  deps: SchedulerDeps,
+  workflowName: string,
+  workflowRun: WorkflowRun,
+  stepId: string,
+  state: StepState,
+  run: Run,
+  outcome: 'SUCCEEDED' | 'DEAD' | 'CANCELLED' | 'SKIPPED',
+  now: number,
+): Promise<WorkflowRun | null> {
+  const written = await deps.workflows.recordStep(workflowRun, stepId, {
+    ...state,
+    status: outcome,
+    attempt: run.attempt,
+    runId: run.runId,
+    finishedAt: run.finishedAt ?? new Date(now).toISOString(),
+    reason: run.error ? `${run.error.code}: ${run.error.message}` : run.reason,
+  });
+  if (written.held && outcome !== 'SUCCEEDED') deps.telemetry.workflowStepFailed(workflowName);
+  return written.run;
+}
+
+/**
+ * Moves a workflow run on from the state given: steps that can never start are recorded so, ready
+ * steps are claimed (a conditional write: of two writers that both saw a step ready, one wins) and
+ * their runs written and sent; a run whose steps are all done ends, exactly once.
+ */
+async function advance(deps: SchedulerDeps, version: WorkflowVersion, from: WorkflowRun): Promise<WorkflowRun> {
+  let run = from;
+  // Each round either moves a step or learns of a racer's move; a graph of N steps needs at most N.
+  for (let round = 0; round <= version.spec.steps.length + 1; round++) {
+    const plan = planProgress(version.spec, run);
+    const now = deps.clock();
+    if (plan.start.length === 0 && plan.notStarted.length === 0) {
+      if (!plan.finished) return run;
+      const ended = await deps.workflows.finish(run, plan.finished.status, plan.finished.failedSteps, now);
+      if (ended.held) workflowRunEnded(deps, version.spec.name, ended.run, now);
+      return ended.run ?? run;
+    }
+    const at = new Date(now).toISOString();
+    const moves: Record<string, StepState> = {};
+    for (const { stepId, reason } of plan.notStarted) moves[stepId] = { ...stateOf(run, stepId), status: 'NOT_STARTED', finishedAt: at, reason };
+    for (const stepId of plan.start) {
+      const state = stateOf(run, stepId);
+      moves[stepId] = { ...state, status: 'STARTED', runId: stepRunIdOf(run, stepId, state.attempt), startedAt: at, finishedAt: null, reason: null };
+    }
+    const written = await deps.workflows.moveSteps(run, moves, now);
+    if (!written.run) return run;
+    run = written.run;
+    if (written.held && plan.start.length > 0) run = await startStepRuns(deps, version, run, plan.start, now);
+  }
+  logger.warn('workflow run did not settle; the ticker will look again', { workflowRunId: run.workflowRunId });
+  return run;
+}
+
+const stateOf = (run: WorkflowRun, stepId: string): StepState =>
+  run.steps[stepId] ?? { status: 'WAITING', attempt: 1, runId: null, startedAt: null, finishedAt: null, reason: null };
+
+function stepRunIdOf(run: Pick<WorkflowRun, 'workflowId' | 'version' | 'scheduledFor'>, stepId: string, attempt: number): string {
+  return runIdFor(stepJobIdOf(run.workflowId, run.version, stepId), run.scheduledFor, attempt);
+}
+
+/**
+ * Writes the runs of claimed steps (deterministic ids: a repeat writes nothing), each with its
+ * parents' results as its inputs, and sends them. A cancel that landed meanwhile retires them.
+ */
+async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run: WorkflowRun, stepIds: readonly string[], now: number): Promise<WorkflowRun> {
+  const parentsOf = new Map(version.spec.steps.map((step) => [step.id, step.dependsOn]));
+  const parentRunIds = [...new Set(stepIds.flatMap((stepId) => parentsOf.get(stepId) ?? []))]
+    .map((parent) => run.steps[parent])
+    .flatMap((state) => (state?.status === 'SUCCEEDED' && state.runId ? [state.runId] : []));
+  const parentRuns = new Map((parentRunIds.length > 0 ? await deps.runs.getMany(parentRunIds) : []).map((parentRun) => [parentRun.runId, parentRun]));
+  const plans = stepIds.flatMap((stepId) => {
+    const job = stepJobOf(version, stepId);
+    if (!job) return [];
+    const results: Record<string, unknown> = {};
+    for (const parent of parentsOf.get(stepId) ?? []) {
+      const state = run.steps[parent];
+      const parentRun = state?.runId ? parentRuns.get(state.runId) : undefined;
+      if (state?.status === 'SUCCEEDED') results[parent] = parentRun?.result ?? null;
+    }
+    const inputs: StepContext = { workflowId: run.workflowId, workflowRunId: run.workflowRunId, stepId, version: run.version, results };
+    const attempt = stateOf(run, stepId).attempt;
+    const plan = planRun(
+      deps.config,
+      job,
+      { scheduledFor: Date.parse(run.scheduledFor), attempt, trigger: attempt === 1 ? 'manual' : 'replay', availableAt: now, inputs },
+      now,
+    );
+    return [{ ...plan, extras: { ...plan.extras, budgetFrom: attempt } }];
+  });
+  const created = await Promise.all(plans.map(async (plan) => ((await deps.runs.create(plan)) ? plan : null)));
+  for (const plan of created) {
+    if (!plan) continue;
+    deps.telemetry.runCreated(plan.run);
+    await sendPlannedRun(deps, plan, now);
+  }
+  // A cancel reads the started steps after it ends the workflow run; a step claimed before the cancel
+  // whose run was written after that read is retired here, so no step starts after a cancel.
+  const after = await deps.workflows.getRun(run.workflowId, run.workflowRunId);
+  if (after?.status === 'CANCELLED') {
+    for (const plan of created) {
+      if (plan && (await deps.runs.retirePending(plan.run.runId, 'CANCELLED', 'the workflow run was cancelled', now))) {
+        const stepId = parseStepJobId(plan.run.jobId)?.stepId;
+        const state = stepId ? after.steps[stepId] : undefined;
+        if (stepId && state?.status === 'STARTED') await recordStepEnd(deps, version.spec.name, after, stepId, state, plan.run, 'CANCELLED', now);
+      }
+    }
+  }
+  return after ?? run;
+}
+
+/** The step's current run: its newest attempt written (a retry is a new run of the next attempt). */
+async function currentStepRun(deps: SchedulerDeps, run: WorkflowRun, stepId: string, state: StepState): Promise<Run | null> {
+  const ids = Array.from({ length: 21 }, (_, index) => stepRunIdOf(run, stepId, state.attempt + index));
+  const runs = await deps.runs.getMany(ids);
+  return runs.reduce<Run | null>((newest, candidate) => (newest === null || candidate.attempt > newest.attempt ? candidate : newest), null);
+}
+
+async function cancelStepRun(deps: SchedulerDeps, run: Run, now: number): Promise<boolean> {
+  const reason = 'the workflow run was cancelled';
+  const cancelled =
+    run.status === 'RUNNING' ? await deps.leases.cancelRunning(run.runId, now, reason) : await deps.runs.retirePending(run.runId, 'CANCELLED', reason, now);
+  if (cancelled) deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
+  return cancelled || run.status === 'CANCELLED';
+}
+
+function workflowRunEnded(deps: SchedulerDeps, name: string, run: WorkflowRun, now: number): void {
+  deps.telemetry.workflowRunEnded(run, name, now - Date.parse(run.scheduledFor));
+  logger.info('workflow run ended', { workflowRunId: run.workflowRunId, workflowId: run.workflowId, status: run.status, failedSteps: run.failedSteps });
+}
+
+/**
+ * The ticker's repair of a running workflow run whose progress stopped: a started step whose run
+ * ended (its worker died before continuing) is recorded, a claimed step whose run was never written
+ * is written, and the run moves on; its check-back moves on with it. True when something moved.
+ */
+export async function repairWorkflowRun(deps: SchedulerDeps, workflowId: string, workflowRunId: string): Promise<boolean> {
+  const found = await deps.workflows.getRun(workflowId, workflowRunId);
+  if (!found || found.status !== 'RUNNING') return false;
+  const version = await versionOf(deps, workflowId, found.version);
+  if (!version) return false;
+  const now = deps.clock();
+  let run = found;
+  let moved = false;
+  for (const [stepId, state] of Object.entries(found.steps)) {
+    if (state.status !== 'STARTED') continue;
+    const stepRun = await currentStepRun(deps, run, stepId, state);
+    if (!stepRun) {
+      // Claimed, but its run was never written: the claimer died between the two writes.
+      run = await startStepRuns(deps, version, run, [stepId], now);
+      moved = true;
+      continue;
+    }
+    const outcome = stepOutcomeOf(stepRun.status);
+    if (outcome) {
+      run = (await recordStepEnd(deps, version.spec.name, run, stepId, state, stepRun, outcome, now)) ?? run;
+      moved = true;
+    }
+  }
+  const advanced = await advance(deps, version, run);
+  if (advanced.status === 'RUNNING') await deps.workflows.moveCheckBack(advanced, now);
+  if (moved || advanced !== run) logger.warn('workflow run repaired: its progress had stopped', { workflowRunId, workflowId });
+  return moved || advanced.status !== 'RUNNING';
+}

@@ -1,0 +1,236 @@
+// Workflows in the jobs table: one partition per workflow holds its head (name, newest version),
+// its versions (never changed once written) and its runs, each run one item with its steps'
+// states. Every change of a workflow run is a conditional write on that item.
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { StepState, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, WorkflowVersion } from '../domain/workflow';
+import { batchGetConsistent } from './batch-get';
+import type { Item } from './keys';
+import { encodeCursor, workflowCheckBackAttributes, workflowKey, workflowNameKey, workflowRunKey, workflowVersionKey, WORKFLOW_RUN_SK_PREFIX } from './keys';
+import { conditionExpressions, IF_NEW, ifHeld, oneOf, transact, updateExpressions, updateIf, updateReturning } from './conditional';
+import type { Page } from './page';
+import { decodeCursorOrThrow } from './page';
+
+const WORKFLOW_FIELDS = ['workflowId', 'tenantId', 'name', 'version', 'createdAt', 'updatedAt'] as const;
+const RUN_FIELDS = ['workflowRunId', 'workflowId', 'tenantId', 'version', 'status', 'trigger', 'scheduledFor', 'createdAt', 'finishedAt', 'retries'] as const;
+
+function itemToWorkflow(item: Item): Workflow {
+  return Object.fromEntries(WORKFLOW_FIELDS.map((field) => [field, item[field]])) as unknown as Workflow;
+}
+
+export function itemToWorkflowVersion(item: Item): WorkflowVersion {
+  return {
+    workflowId: String(item.workflowId),
+    tenantId: String(item.tenantId),
+    version: Number(item.version),
+    spec: JSON.parse(String(item.specJson)) as WorkflowSpec,
+    createdAt: String(item.createdAt),
+  };
+}
+
+function itemToWorkflowRun(item: Item): WorkflowRun {
+  const run = Object.fromEntries(RUN_FIELDS.map((field) => [field, item[field] ?? null])) as Record<string, unknown>;
+  return {
+    ...(run as unknown as WorkflowRun),
+    failedSteps: Array.isArray(item.failedSteps) ? (item.failedSteps as string[]) : [],
+    steps: (item.steps ?? {}) as Record<string, StepState>,
+  };
+}
+
+export type WorkflowRunWrite = { readonly held: true; readonly run: WorkflowRun } | { readonly held: false; readonly run: WorkflowRun | null };
+
+export class WorkflowsRepository {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /** The workflow, its name guard and its first version, together: false when the name is taken. */
+  async create(workflow: Workflow, version: WorkflowVersion): Promise<boolean> {
+    const result = await transact(this.dynamo, {
+      name: {
+        Put: {
+          TableName: this.tableName,
+          Item: { ...workflowNameKey(workflow.tenantId, workflow.name), workflowId: workflow.workflowId },
+          ...conditionExpressions(IF_NEW),
+        },
+      },
+      head: { Put: { TableName: this.tableName, Item: { ...workflowKey(workflow.workflowId), ...workflow }, ...conditionExpressions(IF_NEW) } },
+      version: { Put: { TableName: this.tableName, Item: this.versionItem(version), ...conditionExpressions(IF_NEW) } },
+    });
+    if (result.committed) return true;
+    if (result.failed.has('name')) return false;
+    throw result.error;
+  }
+
+  /** A new version, if the newest is still `expected` (two updates at once: one wins). */
+  async addVersion(version: WorkflowVersion, expected: number): Promise<boolean> {
+    const result = await transact(this.dynamo, {
+      head: {
+        Update: {
+          TableName: this.tableName,
+          Key: workflowKey(version.workflowId),
+          ...updateExpressions({ set: { version: version.version, updatedAt: version.createdAt }, if: { version: expected, tenantId: version.tenantId } }),
+        },
+      },
+      version: { Put: { TableName: this.tableName, Item: this.versionItem(version), ...conditionExpressions(IF_NEW) } },
+    });
+    if (result.committed) return true;
+    if (result.failed.size > 0) return false;
+    throw result.error;
+  }
+
+  private versionItem(version: WorkflowVersion): Item {
+    const { spec, ...rest } = version;
+    return { ...workflowVersionKey(version.workflowId, version.version), ...rest, specJson: JSON.stringify(spec) };
+  }
+
+  async get(tenantId: string, workflowId: string): Promise<Workflow | null> {
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: workflowKey(workflowId), ConsistentRead: true }));
+    return item && item.tenantId === tenantId ? itemToWorkflow(item) : null;
+  }
+
+  async getVersion(workflowId: string, version: number): Promise<WorkflowVersion | null> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.tableName, Key: workflowVersionKey(workflowId, version), ConsistentRead: true }),
+    );
+    return item ? itemToWorkflowVersion(item) : null;
+  }
+
+  /** Several versions (any tenant: the caller checks), keyed `workflowId#version`. */
+  async getVersions(keys: readonly { workflowId: string; version: number }[]): Promise<Map<string, WorkflowVersion>> {
+    const items = await batchGetConsistent(
+      this.dynamo,
+      this.tableName,
+      keys.map((key) => workflowVersionKey(key.workflowId, key.version)),
+    );
+    return new Map(items.map(itemToWorkflowVersion).map((version) => [`${version.workflowId}#${version.version}`, version]));
+  }
+
+  /** Writes a new workflow run once (its id is its workflow and its time): false if it exists. */
+  async createRun(run: WorkflowRun, checkBackAt: number): Promise<boolean> {
+    const written = await ifHeld(() =>
+      this.dynamo.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...workflowRunKey(run.workflowId, run.workflowRunId), ...run, ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt) },
+          ...conditionExpressions(IF_NEW),
+        }),
+      ),
+    );
+    return written.held;
+  }
+
+  async getRun(workflowId: string, workflowRunId: string): Promise<WorkflowRun | null> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.tableName, Key: workflowRunKey(workflowId, workflowRunId), ConsistentRead: true }),
+    );
+    return item ? itemToWorkflowRun(item) : null;
+  }
+
+  /** A started step's outcome, once: the condition is that the step is still STARTED. */
+  async recordStep(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, stepId: string, state: StepState): Promise<WorkflowRunWrite> {
+    return this.write(run, { set: { [`steps.${stepId}`]: state }, if: { [`steps.${stepId}.status`]: 'STARTED' } });
+  }
+
+  /**
+   * Moves waiting steps on: some never start (with the reason), some start (their runs are
+   * written next, with deterministic ids). Each must still be WAITING, and the run RUNNING: of two
+   * writers that both saw a step ready (its last two dependencies finishing at once), one wins.
+   */
+  async moveSteps(
+    run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>,
+    moves: Readonly<Record<string, StepState>>,
+    checkBackAt: number,
+  ): Promise<WorkflowRunWrite> {
+    const set: Record<string, unknown> = {};
+    const condition: Record<string, unknown> = { status: 'RUNNING' };
+    for (const [stepId, state] of Object.entries(moves)) {
+      set[`steps.${stepId}`] = state;
+      condition[`steps.${stepId}.status`] = 'WAITING';
+    }
+    // Progress moves the run's check-back on (only while it runs: its end removes it).
+    return this.write(run, { set: { ...set, ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt) }, if: condition });
+  }
+
+  /** Ends a running workflow run: exactly one writer does (the condition is RUNNING). */
+  async finish(
+    run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>,
+    status: WorkflowRunStatus,
+    failedSteps: readonly string[],
+    now: number,
+    steps: Readonly<Record<string, StepState>> = {},
+  ): Promise<WorkflowRunWrite> {
+    const set: Record<string, unknown> = { status, finishedAt: new Date(now).toISOString(), failedSteps };
+    const condition: Record<string, unknown> = { status: 'RUNNING' };
+    for (const [stepId, state] of Object.entries(steps)) {
+      set[`steps.${stepId}`] = state;
+      condition[`steps.${stepId}.status`] = 'WAITING';
+    }
+    const result = await updateReturning(this.dynamo, this.tableName, workflowRunKey(run.workflowId, run.workflowRunId), {
+      set,
+      remove: ['nextRunShard', 'nextRunAt'],
+      if: condition,
+    });
+    return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
+  }
+
+  /** A finished run starts again from the given step states, if no one retried it first. */
+  async retry(run: WorkflowRun, steps: Readonly<Record<string, StepState>>, checkBackAt: number): Promise<WorkflowRunWrite> {
+    const result = await updateReturning(this.dynamo, this.tableName, workflowRunKey(run.workflowId, run.workflowRunId), {
+      set: {
+        status: 'RUNNING',
+        finishedAt: null,
+        failedSteps: [],
+        steps,
+        retries: run.retries + 1,
+        ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt),
+      },
+      if: { status: oneOf(['FAILED', 'CANCELLED']), retries: run.retries },
+    });
+    return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
+  }
+
+  /** Moves a running workflow run's check-back on (the ticker found it passed, and looked). */
+  async moveCheckBack(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, at: number): Promise<boolean> {
+    return updateIf(this.dynamo, this.tableName, workflowRunKey(run.workflowId, run.workflowRunId), {
+      set: workflowCheckBackAttributes(run.workflowRunId, at),
+      if: { status: 'RUNNING' },
+    });
+  }
+
+  /** A workflow's runs, newest first, optionally of one status (read on until the page is full). */
+  async listRuns(workflowId: string, limit: number, status?: WorkflowRunStatus, cursor?: string): Promise<Page<WorkflowRun>> {
+    const items: Item[] = [];
+    let start: Record<string, unknown> | undefined = cursor ? decodeCursorOrThrow(cursor, { pk: workflowKey(workflowId).pk }, 'sk') : undefined;
+    let next: Record<string, unknown> | undefined;
+    do {
+      const page = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :runs)',
+          ...(status ? { FilterExpression: '#status = :status', ExpressionAttributeNames: { '#status': 'status' } } : {}),
+          ExpressionAttributeValues: { ':pk': workflowKey(workflowId).pk, ':runs': WORKFLOW_RUN_SK_PREFIX, ...(status ? { ':status': status } : {}) },
+          ScanIndexForward: false,
+          Limit: limit,
+          ExclusiveStartKey: start,
+          ConsistentRead: true,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        if (items.length < limit) items.push(item);
+      }
+      start = page.LastEvaluatedKey;
+      next = items.length >= limit ? { pk: items[items.length - 1]!.pk, sk: items[items.length - 1]!.sk } : start;
+    } while (start && items.length < limit);
+    return { items: items.map(itemToWorkflowRun), nextCursor: start || items.length >= limit ? encodeCursor(next) : null };
+  }
+
+  private async write(
+    run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>,
+    spec: { set: Record<string, unknown>; if: Record<string, unknown> },
+  ): Promise<WorkflowRunWrite> {
+    const result = await updateReturning(this.dynamo, this.tableName, workflowRunKey(run.workflowId, run.workflowRunId), spec);
+    return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
+  }
+}

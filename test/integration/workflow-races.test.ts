@@ -1,0 +1,202 @@
+// Workflow runs under races and crashes: two workers finishing a step's last two dependencies at
+// once, and a worker that dies between a step's outcome and the start of its dependants. The
+// workers here are two sets of dependencies over the same tables and queues (as two Lambda
+// containers), driven one message at a time; the runtime's own pollers are off.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SchedulerDeps } from '../../lambdas/app/deps';
+import type { Scheduler, TargetServer } from './harness';
+import { executeRun, startScheduler, startTarget, tick } from './harness';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { workflowRunKey } from '../../lambdas/store/keys';
+import { continueWorkflow } from '../../lambdas/app/workflows';
+
+describe('workflow runs under races', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  /** Calls wait here until `expected` of them arrived, then all answer at once. */
+  let barrier: { expected: number; waiting: (() => void)[] } = { expected: 0, waiting: [] };
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+    target = await startTarget(async (call) => {
+      if (barrier.expected > 0) {
+        await new Promise<void>((resolve) => {
+          barrier.waiting.push(resolve);
+          if (barrier.waiting.length >= barrier.expected) for (const release of barrier.waiting.splice(0)) release();
+        });
+      }
+      return { status: 200, body: JSON.stringify({ step: call.path.slice(1) }) };
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const step = (id: string, dependsOn: string[] = []) => ({
+    id,
+    target: { kind: 'http', url: `${target.url}/${id}` },
+    retryPolicy: { maxAttempts: 1 },
+    dependsOn,
+  });
+
+  async function startRun(name: string, steps: unknown[]): Promise<{ workflowId: string; workflowRunId: string; path: string }> {
+    const created = await scheduler.api('POST', '/v1/workflows', { name, steps });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const workflowId = created.body.workflowId as string;
+    const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+    expect(started.status).toBe(202);
+    return { workflowId, workflowRunId: started.body.workflowRunId, path: `/v1/workflows/${workflowId}/runs/${started.body.workflowRunId}` };
+  }
+
+  /** Time passing: the workflow run's last progress (its check-back) moves back past the grace period. */
+  async function agePastGrace(path: string): Promise<void> {
+    const [, , , workflowId, , workflowRunId] = path.split('/');
+    const at = new Date(Date.now() - (scheduler.config.redeliveryGraceSeconds + 5) * 1000).toISOString();
+    await scheduler.clients.dynamo.send(
+      new UpdateCommand({
+        TableName: scheduler.config.jobsTable,
+        Key: workflowRunKey(workflowId!, workflowRunId!),
+        UpdateExpression: 'SET nextRunAt = :at',
+        ExpressionAttributeValues: { ':at': at },
+      }),
+    );
+  }
+
+  const runIdOf = async (path: string, stepId: string): Promise<string> => (await scheduler.api('GET', path)).body.steps[stepId].runId as string;
+
+  /** Receives every waiting dispatch message, and answers the run ids they carry. */
+  async function drainDispatch(): Promise<string[]> {
+    const ids: string[] = [];
+    for (let empty = 0; empty < 2;) {
+      const received = await scheduler.clients.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: scheduler.config.dispatchQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+      );
+      const messages = received.Messages ?? [];
+      if (messages.length === 0) empty++;
+      for (const message of messages) {
+        ids.push((JSON.parse(message.Body ?? '{}') as { runId: string }).runId);
+        await scheduler.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: scheduler.config.dispatchQueueUrl, ReceiptHandle: message.ReceiptHandle }));
+      }
+    }
+    return ids;
+  }
+
+  it('two steps finishing at once on two workers start their common dependant exactly once', async () => {
+    const workers = [scheduler.workerDeps('worker-1'), scheduler.workerDeps('worker-2')];
+    for (let round = 0; round < 3; round++) {
+      const { path } = await startRun(`fan-in-${round}`, [step('left'), step('right'), step('join', ['left', 'right'])]);
+      const [left, right] = [await runIdOf(path, 'left'), await runIdOf(path, 'right')];
+      expect((await drainDispatch()).sort()).toEqual([left, right].sort());
+
+      barrier = { expected: 2, waiting: [] };
+      expect(await Promise.all([executeRun(workers[0]!, left), executeRun(workers[1]!, right)])).toEqual(['succeeded', 'succeeded']);
+      barrier = { expected: 0, waiting: [] };
+
+      const join = await runIdOf(path, 'join');
+      // One claim won: one run of the step, one message for it.
+      expect(await drainDispatch()).toEqual([join]);
+      expect(await executeRun(workers[round % 2]!, join)).toBe('succeeded');
+      const run = (await scheduler.api('GET', path)).body;
+      expect(run.status).toBe('SUCCEEDED');
+      expect(target.calls.filter((call) => call.path.endsWith('/join'))).toHaveLength(round + 1);
+    }
+  });
+
+  /** A worker that dies right after it recorded a step's outcome: every later write of the workflow run fails. */
+  function dyingAfterOutcome(deps: SchedulerDeps): SchedulerDeps {
+    const dead = new Proxy(deps.workflows, {
+      get: () => () => Promise.reject(new Error('worker killed')),
+    });
+    return { ...deps, workflows: dead };
+  }
+
+  it('a worker that dies between a step outcome and its dependants leaves nothing stuck: the ticker repairs it', async () => {
+    const { path } = await startRun('killed', [step('first'), step('second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+
+    expect(await executeRun(dyingAfterOutcome(scheduler.workerDeps('worker-killed')), first)).toBe('succeeded');
+    expect((await scheduler.api('GET', `/v1/runs/${first}`)).body.status).toBe('SUCCEEDED');
+    const stuck = (await scheduler.api('GET', path)).body;
+    expect(stuck.steps.first.status).toBe('STARTED');
+    expect(stuck.steps.second.status).toBe('WAITING');
+    expect(await drainDispatch()).toEqual([]);
+
+    // A tick soon after does not touch it; one past the grace period repairs it.
+    await tick(scheduler.workerDeps('ticker'));
+    expect((await scheduler.api('GET', path)).body.steps.second.status).toBe('WAITING');
+    await agePastGrace(path);
+    const report = await tick(scheduler.workerDeps('ticker'));
+    expect(report.repairedJobs).toBeGreaterThanOrEqual(1);
+    const repaired = (await scheduler.api('GET', path)).body;
+    expect(repaired.steps.first).toMatchObject({ status: 'SUCCEEDED', runId: first });
+    expect(repaired.steps.second.status).toBe('STARTED');
+    const second = repaired.steps.second.runId as string;
+    expect(await drainDispatch()).toEqual([second]);
+
+    expect(await executeRun(scheduler.workerDeps('worker-1'), second)).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  it('two repairs of the same stopped run at once (two tickers) start the common dependant once', async () => {
+    for (let round = 0; round < 3; round++) {
+      const { path } = await startRun(`double-repair-${round}`, [step('left'), step('right'), step('join', ['left', 'right'])]);
+      const [left, right] = [await runIdOf(path, 'left'), await runIdOf(path, 'right')];
+      await drainDispatch();
+      // Both workers die after their outcomes: neither step is recorded on the workflow run.
+      await Promise.all([
+        executeRun(dyingAfterOutcome(scheduler.workerDeps('worker-a')), left),
+        executeRun(dyingAfterOutcome(scheduler.workerDeps('worker-b')), right),
+      ]);
+      await agePastGrace(path);
+      await Promise.all([tick(scheduler.workerDeps('ticker-1')), tick(scheduler.workerDeps('ticker-2'))]);
+      const join = await runIdOf(path, 'join');
+      expect(await drainDispatch()).toEqual([join]);
+      expect(await executeRun(scheduler.workerDeps('worker-1'), join)).toBe('succeeded');
+      expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+    }
+  });
+
+  it('two continuations of the same outcome at once (a duplicate delivery, a repair beside the worker) start the dependant once', async () => {
+    for (let round = 0; round < 3; round++) {
+      const { path } = await startRun(`double-continue-${round}`, [step('left'), step('right'), step('join', ['left', 'right'])]);
+      const [left, right] = [await runIdOf(path, 'left'), await runIdOf(path, 'right')];
+      await drainDispatch();
+      expect(await executeRun(scheduler.workerDeps('worker-a'), left)).toBe('succeeded');
+      expect(await executeRun(dyingAfterOutcome(scheduler.workerDeps('worker-b')), right)).toBe('succeeded');
+      expect(await drainDispatch()).toEqual([]);
+      const ended = (await scheduler.deps.runs.get(right))!;
+      await Promise.all([
+        continueWorkflow(scheduler.workerDeps('worker-1'), ended, { status: 'SUCCEEDED' }),
+        continueWorkflow(scheduler.workerDeps('worker-2'), ended, { status: 'SUCCEEDED' }),
+      ]);
+      const join = await runIdOf(path, 'join');
+      expect(await drainDispatch()).toEqual([join]);
+      expect(await executeRun(scheduler.workerDeps('worker-1'), join)).toBe('succeeded');
+      expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+    }
+  });
+
+  it('a claimed step whose run was never written (its writer died between the two) is written by the repair', async () => {
+    const { path } = await startRun('claimed', [step('one'), step('two', ['one'])]);
+    const one = await runIdOf(path, 'one');
+    await drainDispatch();
+    const worker = scheduler.workerDeps('worker-claims-then-dies');
+    const dying: SchedulerDeps = {
+      ...worker,
+      runs: Object.assign(Object.create(worker.runs) as typeof worker.runs, { create: () => Promise.reject(new Error('worker killed')) }),
+    };
+    expect(await executeRun(dying, one)).toBe('succeeded');
+    const claimed = (await scheduler.api('GET', path)).body;
+    expect(claimed.steps.two.status).toBe('STARTED');
+    expect((await scheduler.api('GET', `/v1/runs/${claimed.steps.two.runId}`)).status).toBe(404);
+
+    await agePastGrace(path);
+    await tick(scheduler.workerDeps('ticker'));
+    expect(await drainDispatch()).toEqual([claimed.steps.two.runId]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), claimed.steps.two.runId)).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+});

@@ -1,0 +1,218 @@
+// Workflows end to end through the local runtime: definitions over HTTP, workflow runs whose steps
+// are ordinary runs leased and called by the workers, results handed from step to step, and the
+// operations on a workflow run. The targets record the order of their calls.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Scheduler, TargetCall, TargetServer } from './harness';
+import { eventually, startScheduler, startTarget } from './harness';
+
+interface StepBody {
+  readonly payload: unknown;
+  readonly workflow: { workflowId: string; workflowRunId: string; stepId: string; version: number };
+  readonly results: Record<string, unknown>;
+}
+
+const stepOf = (call: TargetCall): string => call.path.split('/').pop() ?? '';
+const bodyOf = (call: TargetCall): StepBody => JSON.parse(call.body) as StepBody;
+
+describe('workflows', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  /** Steps whose calls answer 500 (not retryable), by name; and calls held until released. */
+  const failing = new Set<string>();
+  const held = new Map<string, () => void>();
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 4 });
+    target = await startTarget(async (call) => {
+      const step = stepOf(call);
+      if (step.startsWith('slow')) await new Promise<void>((resolve) => held.set(step, resolve));
+      if (failing.has(step)) return { status: 500, headers: { 'x-retryable': 'false' } };
+      return { status: 200, body: JSON.stringify({ from: step, payload: bodyOf(call).payload }) };
+    });
+  });
+  afterAll(async () => {
+    for (const release of held.values()) release();
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const step = (id: string, dependsOn: string[] = [], extra: Record<string, unknown> = {}) => ({
+    id,
+    target: { kind: 'http', url: `${target.url}/${typeof extra.path === 'string' ? extra.path : id}` },
+    payload: { step: id },
+    retryPolicy: { maxAttempts: 1 },
+    dependsOn,
+    ...Object.fromEntries(Object.entries(extra).filter(([key]) => key !== 'path')),
+  });
+
+  async function create(name: string, steps: unknown[]): Promise<string> {
+    const created = await scheduler.api('POST', '/v1/workflows', { name, steps });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    return created.body.workflowId as string;
+  }
+
+  async function start(workflowId: string): Promise<string> {
+    const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    return started.body.workflowRunId as string;
+  }
+
+  async function finished(workflowId: string, workflowRunId: string, timeoutMs = 30_000) {
+    const response = await eventually(
+      () => scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`),
+      (answer) => answer.body.status !== 'RUNNING',
+      timeoutMs,
+    );
+    return response.body;
+  }
+
+  const callsOf = (workflowRunId: string) => target.calls.filter((call) => bodyOf(call).workflow?.workflowRunId === workflowRunId);
+
+  it('runs a diamond: A first, B and C after it, D once both are done, with their results', async () => {
+    const workflowId = await create('diamond', [step('A'), step('B', ['A']), step('C', ['A']), step('D', ['B', 'C'])]);
+    const workflowRunId = await start(workflowId);
+    const run = await finished(workflowId, workflowRunId);
+    expect(run).toMatchObject({ status: 'SUCCEEDED', version: 1, failedSteps: [] });
+    for (const id of ['A', 'B', 'C', 'D']) expect(run.steps[id]).toMatchObject({ status: 'SUCCEEDED', attempt: 1, runId: expect.any(String) });
+
+    const order = callsOf(workflowRunId).map(stepOf);
+    expect(order).toHaveLength(4);
+    expect(order[0]).toBe('A');
+    expect(order.slice(1, 3).sort()).toEqual(['B', 'C']);
+    expect(order[3]).toBe('D');
+    const d = bodyOf(callsOf(workflowRunId)[3]!);
+    expect(d).toEqual({
+      payload: { step: 'D' },
+      workflow: { workflowId, workflowRunId, stepId: 'D', version: 1 },
+      results: { B: { from: 'B', payload: { step: 'B' } }, C: { from: 'C', payload: { step: 'C' } } },
+    });
+    // A step run is an ordinary run, with its result.
+    const a = await scheduler.api('GET', `/v1/runs/${run.steps.A.runId}`);
+    expect(a.body).toMatchObject({ status: 'SUCCEEDED', result: { from: 'A', payload: { step: 'A' } } });
+  });
+
+  it('fans out to 50 steps and fans in to one that runs once, with all 50 results', async () => {
+    const middle = Array.from({ length: 50 }, (_, index) => step(`m${index}`, ['root']));
+    const workflowId = await create('fan', [
+      step('root'),
+      ...middle,
+      step(
+        'join',
+        middle.map((m) => m.id),
+      ),
+    ]);
+    const workflowRunId = await start(workflowId);
+    const run = await finished(workflowId, workflowRunId, 90_000);
+    expect(run.status).toBe('SUCCEEDED');
+    const order = callsOf(workflowRunId).map(stepOf);
+    expect(order).toHaveLength(52);
+    expect(order[0]).toBe('root');
+    expect(order[51]).toBe('join');
+    expect(order.filter((id) => id === 'join')).toHaveLength(1);
+    expect(Object.keys(bodyOf(callsOf(workflowRunId)[51]!).results).sort()).toEqual(middle.map((m) => m.id).sort());
+  }, 120_000);
+
+  it('a failing middle step: its dependant never starts (with the reason), the cleanup step runs, the run FAILS naming it', async () => {
+    failing.add('mid-fail');
+    const workflowId = await create('failing', [
+      step('first'),
+      step('middle', ['first'], { path: 'mid-fail' }),
+      step('after', ['middle']),
+      step('cleanup', ['middle'], { runIf: 'all-done' }),
+    ]);
+    const workflowRunId = await start(workflowId);
+    const run = await finished(workflowId, workflowRunId);
+    expect(run).toMatchObject({ status: 'FAILED', failedSteps: ['middle'] });
+    expect(run.steps.middle).toMatchObject({ status: 'DEAD', reason: expect.stringContaining('HTTP_500') });
+    expect(run.steps.after).toMatchObject({ status: 'NOT_STARTED', runId: null, reason: 'dependency middle ended DEAD' });
+    expect(run.steps.cleanup.status).toBe('SUCCEEDED');
+    expect(callsOf(workflowRunId).map(stepOf)).toEqual(['first', 'mid-fail', 'cleanup']);
+    // The cleanup step sees the results of the dependencies that succeeded: none here.
+    expect(bodyOf(callsOf(workflowRunId)[2]!).results).toEqual({});
+
+    // Retried from the failed step: `first` is not called again, its result is reused.
+    failing.delete('mid-fail');
+    const retried = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(202);
+    expect(retried.body).toMatchObject({ status: 'RUNNING', retries: 1 });
+    const after = await finished(workflowId, workflowRunId);
+    expect(after).toMatchObject({ status: 'SUCCEEDED', failedSteps: [] });
+    expect(after.steps.first).toEqual(run.steps.first);
+    expect(after.steps.middle).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
+    // Succeeded steps (the cleanup too) are not run again.
+    expect(callsOf(workflowRunId).map(stepOf)).toEqual(['first', 'mid-fail', 'cleanup', 'mid-fail', 'after']);
+    expect(bodyOf(callsOf(workflowRunId)[3]!).results).toEqual({ first: { from: 'first', payload: { step: 'first' } } });
+    const again = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(again.status).toBe(409);
+  });
+
+  it('a cancel mid-run cancels the running step, and the waiting ones never start', async () => {
+    const workflowId = await create('cancel', [step('first'), step('slow-step', ['first']), step('last', ['slow-step'])]);
+    const workflowRunId = await start(workflowId);
+    await eventually(
+      () => Promise.resolve(held.has('slow-step')),
+      (value) => value,
+    );
+    const cancelled = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`);
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect(cancelled.body.status).toBe('CANCELLED');
+    expect(cancelled.body.steps['slow-step'].status).toBe('CANCELLED');
+    expect(cancelled.body.steps.last).toMatchObject({ status: 'NOT_STARTED', reason: 'the workflow run was cancelled' });
+    const slowRun = await eventually(
+      () => scheduler.api('GET', `/v1/runs/${cancelled.body.steps['slow-step'].runId}`),
+      (answer) => answer.body.status === 'CANCELLED',
+    );
+    expect(slowRun.body.status).toBe('CANCELLED');
+    held.get('slow-step')?.();
+    // The worker's call was aborted at its heartbeat or its outcome fenced; nothing else starts.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(callsOf(workflowRunId).map(stepOf)).toEqual(['first', 'slow-step']);
+    const after = await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`);
+    expect(after.body.status).toBe('CANCELLED');
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`)).status).toBe(409);
+
+    const listed = await scheduler.api('GET', `/v1/workflows/${workflowId}/runs?status=CANCELLED`);
+    expect(listed.body.items.map((item: { workflowRunId: string }) => item.workflowRunId)).toEqual([workflowRunId]);
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs?status=SUCCEEDED`)).body.items).toEqual([]);
+  });
+
+  it('a new version leaves a started run on its own version', async () => {
+    const workflowId = await create('versions', [step('slow-v'), step('next', ['slow-v'])]);
+    const workflowRunId = await start(workflowId);
+    await eventually(
+      () => Promise.resolve(held.has('slow-v')),
+      (value) => value,
+    );
+    const updated = await scheduler.api(
+      'POST',
+      `/v1/workflows/${workflowId}/versions`,
+      { name: 'versions', steps: [step('slow-v'), step('next', ['slow-v'], { payload: { step: 'next', v: 2 } })] },
+      { 'If-Match': '1' },
+    );
+    expect(updated.status, JSON.stringify(updated.body)).toBe(201);
+    expect(updated.body.version).toBe(2);
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/versions`, { name: 'versions', steps: [step('x')] }, { 'If-Match': '1' })).status).toBe(
+      409,
+    );
+    held.get('slow-v')?.();
+    const run = await finished(workflowId, workflowRunId);
+    expect(run).toMatchObject({ status: 'SUCCEEDED', version: 1 });
+    expect(bodyOf(callsOf(workflowRunId).find((call) => stepOf(call) === 'next')!).payload).toEqual({ step: 'next' });
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}?version=1`)).body.definition.steps[1].payload).toEqual({ step: 'next' });
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}`)).body.definition.steps[1].payload).toEqual({ step: 'next', v: 2 });
+  });
+
+  it('refuses a graph with a cycle, an unknown or duplicate id, or an unreachable step, naming the step; and changes nothing', async () => {
+    const refused = async (steps: unknown[]) => {
+      const answer = await scheduler.api('POST', '/v1/workflows', { name: 'bad', steps });
+      expect(answer.status).toBe(400);
+      return (answer.body.errors as { path: string; message: string }[]).map((error) => error.message).join(' | ');
+    };
+    expect(await refused([step('a', ['c']), step('b', ['a']), step('c', ['b'])])).toMatch(/step a: is on a cycle/);
+    expect(await refused([step('a'), step('b', ['nope'])])).toMatch(/step b: depends on unknown step nope/);
+    expect(await refused([step('a'), step('a')])).toMatch(/step a: the id is used twice/);
+    expect(await refused([step('a', ['b']), step('b', ['a']), step('c', ['a'])])).toMatch(/step c: is unreachable: it depends on step a/);
+    expect(await refused(Array.from({ length: 101 }, (_, index) => step(`s${index}`)))).toMatch(/100/);
+    expect((await scheduler.api('GET', '/v1/workflows/wf_none')).status).toBe(404);
+  });
+});

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import type { StepState, WorkflowRun } from '../../lambdas/domain/workflow';
+import {
+  graphIssues,
+  initialSteps,
+  MAX_WORKFLOW_STEPS,
+  parseStepJobId,
+  planProgress,
+  stepJobIdOf,
+  stepsForRetry,
+  workflowSpecSchema,
+} from '../../lambdas/domain/workflow';
+
+const s = (id: string, dependsOn: string[] = [], runIf: 'all-succeeded' | 'all-done' = 'all-succeeded') => ({ id, dependsOn, runIf });
+const state = (status: StepState['status'], attempt = 1): StepState => ({
+  status,
+  attempt,
+  runId: status === 'WAITING' || status === 'NOT_STARTED' ? null : `r-${attempt}`,
+  startedAt: null,
+  finishedAt: null,
+  reason: null,
+});
+const runOf = (steps: Record<string, StepState>, status: WorkflowRun['status'] = 'RUNNING') => ({ status, steps });
+
+describe('a workflow definition', () => {
+  it('names the step of each graph error', () => {
+    expect(graphIssues([s('a'), s('a')]).map((i) => i.message)).toEqual(['step a: the id is used twice (first at steps[0])']);
+    expect(graphIssues([s('a', ['x'])]).map((i) => i.message)).toEqual(['step a: depends on unknown step x']);
+    expect(graphIssues([s('a', ['a'])]).map((i) => i.message)).toEqual(['step a: is on a cycle (a -> a)']);
+    expect(graphIssues([s('a', ['b']), s('b', ['a']), s('c', ['b']), s('d')]).map((i) => i.message)).toEqual([
+      'step a: is on a cycle (a -> b -> a)',
+      'step b: is on a cycle (b -> a -> b)',
+      'step c: is unreachable: it depends on step b, which is on a cycle',
+    ]);
+    expect(graphIssues([s('a'), s('b', ['a']), s('c', ['a', 'b'])])).toEqual([]);
+  });
+
+  it(`takes up to ${MAX_WORKFLOW_STEPS} steps, with defaults`, () => {
+    const steps = Array.from({ length: MAX_WORKFLOW_STEPS }, (_, i) => ({ id: `s${i}`, target: { kind: 'http', url: 'https://example.com' } }));
+    const parsed = workflowSpecSchema.parse({ name: 'w', steps });
+    expect(parsed.steps[0]).toMatchObject({ runIf: 'all-succeeded', dependsOn: [], delivery: 'at-least-once', timeoutSeconds: 300 });
+    expect(workflowSpecSchema.safeParse({ name: 'w', steps: [...steps, { id: 'x', target: { kind: 'http', url: 'https://example.com' } }] }).success).toBe(
+      false,
+    );
+    expect(workflowSpecSchema.safeParse({ name: 'w', steps: [{ id: 'a.b', target: { kind: 'http', url: 'https://example.com' } }] }).success).toBe(false);
+  });
+
+  it('gives each step of a version a job id the store can read back', () => {
+    expect(parseStepJobId(stepJobIdOf('wf_01abc', 3, 'load-db'))).toEqual({ workflowId: 'wf_01abc', version: 3, stepId: 'load-db' });
+    expect(parseStepJobId('job_01abc')).toBeNull();
+  });
+});
+
+describe('the progress of a workflow run', () => {
+  const diamond = { steps: [s('A'), s('B', ['A']), s('C', ['A']), s('D', ['B', 'C'])] };
+
+  it('starts the steps without dependencies first, and a step once all its dependencies succeeded', () => {
+    expect(planProgress(diamond, runOf(initialSteps(diamond)))).toEqual({ start: ['A'], notStarted: [], finished: null });
+    const afterA = { ...initialSteps(diamond), A: state('SUCCEEDED') };
+    expect(planProgress(diamond, runOf(afterA)).start).toEqual(['B', 'C']);
+    expect(planProgress(diamond, runOf({ ...afterA, B: state('SUCCEEDED'), C: state('STARTED') })).start).toEqual([]);
+    expect(planProgress(diamond, runOf({ ...afterA, B: state('SUCCEEDED'), C: state('SUCCEEDED') })).start).toEqual(['D']);
+  });
+
+  it('records the dependants of a failed step as not started, with the reason, down the graph', () => {
+    const graph = { steps: [s('A'), s('B', ['A']), s('C', ['B']), s('cleanup', ['B'], 'all-done')] };
+    const plan = planProgress(graph, runOf({ A: state('SUCCEEDED'), B: state('DEAD'), C: state('WAITING'), cleanup: state('WAITING') }));
+    expect(plan).toEqual({ start: ['cleanup'], notStarted: [{ stepId: 'C', reason: 'dependency B ended DEAD' }], finished: null });
+    const chain = { steps: [s('A'), s('B', ['A']), s('C', ['B'])] };
+    expect(planProgress(chain, runOf({ A: state('CANCELLED'), B: state('WAITING'), C: state('WAITING') })).notStarted).toEqual([
+      { stepId: 'B', reason: 'dependency A ended CANCELLED' },
+      { stepId: 'C', reason: 'dependency B did not start' },
+    ]);
+  });
+
+  it('ends SUCCEEDED when every step succeeded, FAILED naming the failed steps otherwise, and moves nothing once ended', () => {
+    const graph = { steps: [s('A'), s('B', ['A']), s('cleanup', ['A'], 'all-done')] };
+    expect(planProgress(graph, runOf({ A: state('SUCCEEDED'), B: state('SUCCEEDED'), cleanup: state('SUCCEEDED') })).finished).toEqual({
+      status: 'SUCCEEDED',
+      failedSteps: [],
+    });
+    expect(planProgress(graph, runOf({ A: state('DEAD'), B: state('NOT_STARTED'), cleanup: state('SUCCEEDED') })).finished).toEqual({
+      status: 'FAILED',
+      failedSteps: ['A'],
+    });
+    expect(planProgress(graph, runOf(initialSteps(graph), 'CANCELLED'))).toEqual({ start: [], notStarted: [], finished: null });
+  });
+
+  it('a retry keeps succeeded steps and starts the others at their next attempt', () => {
+    const retried = stepsForRetry({ steps: { A: state('SUCCEEDED'), B: state('DEAD', 2), C: state('NOT_STARTED') } });
+    expect(retried.A).toEqual(state('SUCCEEDED'));
+    expect(retried.B).toMatchObject({ status: 'WAITING', attempt: 3, runId: null });
+    expect(retried.C).toMatchObject({ status: 'WAITING', attempt: 1, runId: null });
+  });
+});
