@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { AUDIT_ACTIONS } from '../domain/audit';
 import { DELIVERY_MODES } from '../domain/delivery';
+import { concurrencySchema, rateLimitSchema } from '../domain/flow-control';
 import { MASKED_HEADER_VALUE, jsonValue, retryPolicySchema, scheduleSchema, targetSchema } from '../domain/job';
 import { jobStatusSchema, runStatusSchema } from './schemas';
 
@@ -62,6 +63,8 @@ export const jobViewSchema = z
     misfirePolicy: z.enum(['fire-once', 'skip', 'backfill']),
     backfillLimit: z.number().int(),
     priority: z.enum(['high', 'normal', 'low']),
+    concurrency: concurrencySchema.nullable().optional(),
+    rateLimit: rateLimitSchema.nullable().optional(),
     jobId: z.string(),
     tenantId: z.string(),
     status: jobStatusSchema,

@@ -14,6 +14,8 @@ import { DeadRuns } from '../store/dead-runs';
 import { SchedulerStateRepository } from '../store/scheduler-state-repository';
 import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
+import { keyedSlotKeys } from '../store/keys';
+import { RateMarks } from '../store/rate-marks';
 import { SigningSecretsRepository } from '../store/signing-secrets';
 import { AuditLog } from '../store/audit-log';
 import { SigningSecretsCache } from './signing-secrets';
@@ -51,6 +53,10 @@ export interface SchedulerDeps {
   /** Tenants' limits as the worker applies them (cached). */
   readonly tenantLimits: TenantLimitsCache;
   readonly inFlight: InFlightSlots;
+  /** The slots of concurrency keys (the in-flight machinery, keyed by tenant and key). */
+  readonly keyedSlots: InFlightSlots;
+  /** The start marks of rate keys. */
+  readonly rateMarks: RateMarks;
   /** The tenants this process found at their in-flight limit a moment ago; one per process. */
   readonly tenantsFull: TenantsFullMemo;
   readonly state: SchedulerStateRepository;
@@ -105,6 +111,8 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     authenticator: new Authenticator(apiKeys, tenants, config.tenantDefaults, clock),
     tenantLimits: new TenantLimitsCache(tenants, config.tenantDefaults, clock),
     inFlight: new InFlightSlots(clients.dynamo, config.jobsTable),
+    keyedSlots: new InFlightSlots(clients.dynamo, config.jobsTable, keyedSlotKeys),
+    rateMarks: new RateMarks(clients.dynamo, config.jobsTable),
     tenantsFull: new TenantsFullMemo(),
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
     dispatch: new DispatchRouter(clients.sqs, poolRoutesOf(config)),

@@ -33,6 +33,23 @@ export const createRateKey = (tenantId: string, epochSecond: number): Key => ({ 
 export const inFlightSlotKey = (tenantId: string, slot: number): Key => ({ pk: `INFLIGHT#${tenantId}`, sk: `SLOT#${String(slot).padStart(6, '0')}` });
 export const inFlightPartition = (tenantId: string): string => `INFLIGHT#${tenantId}`;
 export const slotNumberOf = (sk: string): number => Number(sk.slice('SLOT#'.length));
+/** How a set of slots is keyed: a tenant's in-flight slots, or the slots of one concurrency key. */
+export interface SlotKeys {
+  readonly partition: (scope: string) => string;
+  readonly slot: (scope: string, slot: number) => Key;
+}
+export const tenantSlotKeys: SlotKeys = { partition: inFlightPartition, slot: inFlightSlotKey };
+/** The scope of a concurrency or rate key: tenant-wide, so two tenants' equal keys never meet. */
+export const flowScope = (tenantId: string, key: string): string => `${tenantId}#${key}`;
+/** A concurrency key's slots, each held by one run while it is leased (jobs table). */
+export const keyedSlotKeys: SlotKeys = {
+  partition: (scope) => `KEYSLOT#${scope}`,
+  slot: (scope, slot) => ({ pk: `KEYSLOT#${scope}`, sk: `SLOT#${String(slot).padStart(6, '0')}` }),
+};
+/** A rate key's start marks: when each of its `limit` marks was last used (jobs table). */
+export const rateMarkPartition = (scope: string): string => `KEYRATE#${scope}`;
+export const rateMarkKey = (scope: string, mark: number): Key => ({ pk: rateMarkPartition(scope), sk: `MARK#${String(mark).padStart(6, '0')}` });
+export const rateMarkOf = (sk: string): number => Number(sk.slice('MARK#'.length));
 export const schedulerStateKey = (name: string): Key => ({ pk: `SCHEDULER#${name}`, sk: 'STATE' });
 export const RUN_PK_PREFIX = 'RUN#';
 export const runKey = (runId: string): Key => ({ pk: `${RUN_PK_PREFIX}${runId}`, sk: 'RUN' });

@@ -191,7 +191,9 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
         let start: Record<string, unknown> | undefined;
         do {
           const page = await aws.dynamo.send(new ScanCommand({ TableName: tableName, ProjectionExpression: 'pk', ExclusiveStartKey: start }));
-          total += (page.Items ?? []).filter((item) => !/^(APIKEY#|TENANT#|RATE#|INFLIGHT#|STATS#|SCHEDULER#|AUDIT#|WORKERS$)/.test(String(item.pk))).length;
+          total += (page.Items ?? []).filter(
+            (item) => !/^(APIKEY#|TENANT#|RATE#|INFLIGHT#|KEYSLOT#|KEYRATE#|BACKFILLS$|DEBOUNCE#|STATS#|SCHEDULER#|AUDIT#|WORKERS$)/.test(String(item.pk)),
+          ).length;
           start = page.LastEvaluatedKey;
         } while (start);
         return total;
