@@ -96,6 +96,20 @@ export const createJobResponseSchema = z.strictObject({ job: jobViewSchema, next
 export const runResponseSchema = z.strictObject({ run: runSchema }).meta({ id: 'RunAccepted' });
 export const heartbeatResponseSchema = z.strictObject({ run: runSchema, leaseExpiresAt: nullableTimestamp }).meta({ id: 'Heartbeat' });
 export const bulkReplayResponseSchema = z.strictObject({ replayed: z.array(runSchema), remaining: z.boolean() }).meta({ id: 'BulkReplay' });
+export const backfillSchema = z
+  .strictObject({
+    backfillId: z.string(),
+    jobId: z.string(),
+    from: timestamp,
+    to: timestamp,
+    total: z.number().int().meta({ description: 'Fire times in the range.' }),
+    released: z.number().int().meta({ description: 'Fire times released so far, oldest first (a run written, or one it already had).' }),
+    status: z.enum(['ACTIVE', 'DONE']),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Backfill' });
+export const backfillResponseSchema = z.strictObject({ backfill: backfillSchema }).meta({ id: 'BackfillAccepted' });
 export const previewResponseSchema = z.strictObject({ fireTimes: z.array(timestamp) }).meta({ id: 'Preview' });
 export const claimedRunSchema = z
   .strictObject({

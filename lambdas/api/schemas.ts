@@ -99,6 +99,13 @@ export const triggerSchema = z.strictObject({
 });
 export type TriggerRequest = z.output<typeof triggerSchema>;
 
+/** A backfill's range: fire times `from` <= t < `to` (issue 19 item 6). */
+export const backfillSchema = z.strictObject({
+  from: isoInstantParam.meta({ description: 'The first fire time included.' }),
+  to: isoInstantParam.meta({ description: "The end of the range, excluded; at most now and the job's next occurrence." }),
+});
+export type BackfillRequestBody = z.output<typeof backfillSchema>;
+
 export const bulkReplaySchema = z.strictObject({
   jobId: resourceId.optional(),
   from: isoInstantParam.optional(),

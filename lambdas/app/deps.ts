@@ -16,6 +16,7 @@ import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
 import { keyedSlotKeys } from '../store/keys';
 import { RateMarks } from '../store/rate-marks';
+import { Backfills } from '../store/backfills';
 import { SigningSecretsRepository } from '../store/signing-secrets';
 import { AuditLog } from '../store/audit-log';
 import { SigningSecretsCache } from './signing-secrets';
@@ -57,6 +58,8 @@ export interface SchedulerDeps {
   readonly keyedSlots: InFlightSlots;
   /** The start marks of rate keys. */
   readonly rateMarks: RateMarks;
+  /** Backfills over ranges of fire times, released by the ticker. */
+  readonly backfills: Backfills;
   /** The tenants this process found at their in-flight limit a moment ago; one per process. */
   readonly tenantsFull: TenantsFullMemo;
   readonly state: SchedulerStateRepository;
@@ -113,6 +116,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     inFlight: new InFlightSlots(clients.dynamo, config.jobsTable),
     keyedSlots: new InFlightSlots(clients.dynamo, config.jobsTable, keyedSlotKeys),
     rateMarks: new RateMarks(clients.dynamo, config.jobsTable),
+    backfills: new Backfills(clients.dynamo, config.jobsTable),
     tenantsFull: new TenantsFullMemo(),
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
     dispatch: new DispatchRouter(clients.sqs, poolRoutesOf(config)),

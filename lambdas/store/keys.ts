@@ -50,6 +50,9 @@ export const keyedSlotKeys: SlotKeys = {
 export const rateMarkPartition = (scope: string): string => `KEYRATE#${scope}`;
 export const rateMarkKey = (scope: string, mark: number): Key => ({ pk: rateMarkPartition(scope), sk: `MARK#${String(mark).padStart(6, '0')}` });
 export const rateMarkOf = (sk: string): number => Number(sk.slice('MARK#'.length));
+/** Every backfill in one partition, read by the ticker for the active ones (domain/backfill.ts). */
+export const BACKFILLS_PARTITION = 'BACKFILLS';
+export const backfillKey = (jobId: string, backfillId: string): Key => ({ pk: BACKFILLS_PARTITION, sk: `${jobId}#${backfillId}` });
 export const schedulerStateKey = (name: string): Key => ({ pk: `SCHEDULER#${name}`, sk: 'STATE' });
 export const RUN_PK_PREFIX = 'RUN#';
 export const runKey = (runId: string): Key => ({ pk: `${RUN_PK_PREFIX}${runId}`, sk: 'RUN' });
