@@ -89,6 +89,9 @@ export type DeadQuery = z.output<typeof deadQuery>;
 export const healthQuery = z.strictObject({ minutes: limitParam(15, 60) });
 export type HealthQuery = z.output<typeof healthQuery>;
 
+/** The longest debounce window: an hour. */
+export const MAX_DEBOUNCE_SECONDS = 3600;
+
 export const triggerSchema = z.strictObject({
   payload: jsonValue
     .optional()
@@ -96,6 +99,13 @@ export const triggerSchema = z.strictObject({
       (payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES,
       `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`,
     ),
+  debounceSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_DEBOUNCE_SECONDS)
+    .optional()
+    .meta({ description: "Coalesce the triggers of this many seconds, from the first, into one run at the window's end carrying the last payload." }),
 });
 export type TriggerRequest = z.output<typeof triggerSchema>;
 

@@ -7,7 +7,7 @@
 import { NotFoundError, ConflictError } from '../core/errors';
 import { mapWithConcurrency } from '../core/concurrency';
 import { logger } from '../core/logger';
-import type { Backfill } from '../domain/backfill';
+import type { Backfill, BackfillView } from '../domain/backfill';
 import { backfillIdOf, checkBackfillRange, nextFireTimes, releaseShare } from '../domain/backfill';
 import type { Job } from '../domain/job';
 import type { CronSchedule } from '../domain/schedule';
@@ -81,7 +81,7 @@ function frontierOf(job: Job, now: number): number {
 }
 
 /** A backfill as the API shows it: its range and progress, not its bookkeeping. */
-export function backfillView(backfill: Backfill) {
+export function backfillView(backfill: Backfill): BackfillView {
   const { backfillId, jobId, from, to, total, released, status, createdAt, updatedAt } = backfill;
   return { backfillId, jobId, from, to, total, released, status, createdAt, updatedAt };
 }

@@ -17,6 +17,7 @@ import { InFlightSlots } from '../store/in-flight-slots';
 import { keyedSlotKeys } from '../store/keys';
 import { RateMarks } from '../store/rate-marks';
 import { Backfills } from '../store/backfills';
+import { DebounceWindows } from '../store/debounce-windows';
 import { SigningSecretsRepository } from '../store/signing-secrets';
 import { AuditLog } from '../store/audit-log';
 import { SigningSecretsCache } from './signing-secrets';
@@ -60,6 +61,8 @@ export interface SchedulerDeps {
   readonly rateMarks: RateMarks;
   /** Backfills over ranges of fire times, released by the ticker. */
   readonly backfills: Backfills;
+  /** Jobs' debounce windows for manual triggers. */
+  readonly debounce: DebounceWindows;
   /** The tenants this process found at their in-flight limit a moment ago; one per process. */
   readonly tenantsFull: TenantsFullMemo;
   readonly state: SchedulerStateRepository;
@@ -117,6 +120,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     keyedSlots: new InFlightSlots(clients.dynamo, config.jobsTable, keyedSlotKeys),
     rateMarks: new RateMarks(clients.dynamo, config.jobsTable),
     backfills: new Backfills(clients.dynamo, config.jobsTable),
+    debounce: new DebounceWindows(clients.dynamo, config.jobsTable, config.runsTable),
     tenantsFull: new TenantsFullMemo(),
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
     dispatch: new DispatchRouter(clients.sqs, poolRoutesOf(config)),

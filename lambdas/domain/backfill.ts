@@ -37,6 +37,9 @@ export interface Backfill {
   readonly version: number;
 }
 
+/** A backfill as the API shows it: its range and progress, not its bookkeeping. */
+export type BackfillView = Pick<Backfill, 'backfillId' | 'jobId' | 'from' | 'to' | 'total' | 'released' | 'status' | 'createdAt' | 'updatedAt'>;
+
 /** The same range of the same job is the same backfill: a repeated request finds it. */
 export function backfillIdOf(jobId: string, from: number, to: number): string {
   return `bf_${createHash('sha256').update(`${jobId}|${from}|${to}`).digest('base64url').slice(0, 22)}`;

@@ -53,6 +53,8 @@ export const rateMarkOf = (sk: string): number => Number(sk.slice('MARK#'.length
 /** Every backfill in one partition, read by the ticker for the active ones (domain/backfill.ts). */
 export const BACKFILLS_PARTITION = 'BACKFILLS';
 export const backfillKey = (jobId: string, backfillId: string): Key => ({ pk: BACKFILLS_PARTITION, sk: `${jobId}#${backfillId}` });
+/** A job's debounce window: the run its manual triggers coalesce into (store/debounce-windows.ts). */
+export const debounceKey = (jobId: string): Key => ({ pk: `DEBOUNCE#${jobId}`, sk: 'WINDOW' });
 export const schedulerStateKey = (name: string): Key => ({ pk: `SCHEDULER#${name}`, sk: 'STATE' });
 export const RUN_PK_PREFIX = 'RUN#';
 export const runKey = (runId: string): Key => ({ pk: `${RUN_PK_PREFIX}${runId}`, sk: 'RUN' });
