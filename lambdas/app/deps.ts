@@ -16,6 +16,7 @@ import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
 import { keyedSlotKeys } from '../store/keys';
 import { RateMarks } from '../store/rate-marks';
+import { KeyWaiters } from '../store/key-waiters';
 import { Backfills } from '../store/backfills';
 import { DebounceWindows } from '../store/debounce-windows';
 import { SigningSecretsRepository } from '../store/signing-secrets';
@@ -57,6 +58,8 @@ export interface SchedulerDeps {
   readonly inFlight: InFlightSlots;
   /** The slots of concurrency keys (the in-flight machinery, keyed by tenant and key). */
   readonly keyedSlots: InFlightSlots;
+  /** The runs waiting for a concurrency key's slot, oldest first. */
+  readonly keyWaiters: KeyWaiters;
   /** The start marks of rate keys. */
   readonly rateMarks: RateMarks;
   /** Backfills over ranges of fire times, released by the ticker. */
@@ -118,6 +121,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     tenantLimits: new TenantLimitsCache(tenants, config.tenantDefaults, clock),
     inFlight: new InFlightSlots(clients.dynamo, config.jobsTable),
     keyedSlots: new InFlightSlots(clients.dynamo, config.jobsTable, keyedSlotKeys),
+    keyWaiters: new KeyWaiters(clients.dynamo, config.jobsTable),
     rateMarks: new RateMarks(clients.dynamo, config.jobsTable),
     backfills: new Backfills(clients.dynamo, config.jobsTable),
     debounce: new DebounceWindows(clients.dynamo, config.jobsTable, config.runsTable),

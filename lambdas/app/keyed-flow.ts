@@ -7,6 +7,9 @@ import type { Run } from '../domain/run';
 import { decideRate, keyedWaitSeconds, renderKey } from '../domain/flow-control';
 import { checkBackAt } from '../domain/time-gate';
 import { flowScope } from '../store/keys';
+import type { KeyWaiter } from '../store/key-waiters';
+import { waiterSortOf } from '../store/key-waiters';
+import { PENDING_STATUSES } from '../domain/run';
 import type { SchedulerDeps } from './deps';
 import type { DispatchContext } from './execute-run';
 import { slotLiveness } from './in-flight-slot';
@@ -30,14 +33,25 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
   let release = nothingToRelease;
 
   if (job.concurrency) {
+    const { limit } = job.concurrency;
     const key = renderKey(job.concurrency.key, source);
     const scope = flowScope(run.tenantId, key);
-    const slot = await deps.keyedSlots.acquire(scope, run.runId, job.concurrency.limit, deps.clock(), (runIds) => slotLiveness(deps, runIds));
+    const me: KeyWaiter = { runId: run.runId, sort: waiterSortOf(run), tenantId: run.tenantId, jobType: run.jobType, priority: run.priority ?? 'normal' };
+    // In order: a run may try for a slot only while fewer than `limit` runs that became due before
+    // it still wait (with a limit of 1, only the first in the queue).
+    const queue = await deps.keyWaiters.first(scope, limit + 1);
+    const mayTry = (await waitingAhead(deps, scope, queue, me, limit)) < limit;
+    const slot = mayTry ? await deps.keyedSlots.acquire(scope, run.runId, limit, deps.clock(), (runIds) => slotLiveness(deps, runIds)) : null;
     if (slot === null) {
+      await deps.keyWaiters.join(scope, me, deps.clock());
       const waits = (message.deferrals ?? 0) + 1;
       return wait(deps, run, message, deps.clock() + keyedWaitSeconds(waits, deps.random()) * 1000, `waiting for a slot of concurrency key ${key}`);
     }
-    release = () => deps.keyedSlots.release(scope, slot, run.runId);
+    if (queue.some((waiter) => waiter.runId === run.runId)) await deps.keyWaiters.leave(scope, me.sort);
+    release = async () => {
+      await deps.keyedSlots.release(scope, slot, run.runId);
+      await wakeFirstWaiter(deps, scope, run.runId);
+    };
   }
 
   if (job.rateLimit) {
@@ -68,4 +82,33 @@ async function wait(deps: SchedulerDeps, run: Run, message: DispatchContext, unt
   await deps.dispatch.send([{ runId: run.runId, tenantId: run.tenantId, availableAt: until, jobType: run.jobType, priority: run.priority, deferrals }], now);
   deps.telemetry.runWaitingForKey(run, reason, Math.ceil((until - now) / 1000));
   return { kind: 'waiting' };
+}
+
+/**
+ * How many runs of the queue wait ahead of `me`, up to `limit`. When `limit` or more seem to, their
+ * run items decide: an entry whose run no longer waits (cancelled, finished, or its lease lapsed)
+ * is removed. A page whose every entry was ahead counts as full.
+ */
+async function waitingAhead(deps: SchedulerDeps, scope: string, queue: readonly KeyWaiter[], me: KeyWaiter, limit: number): Promise<number> {
+  const ahead = queue.filter((waiter) => waiter.sort < me.sort);
+  if (ahead.length < limit) return ahead.length;
+  const now = deps.clock();
+  const runs = new Map((await deps.runs.getMany(ahead.map((waiter) => waiter.runId))).map((found) => [found.runId, found]));
+  // A waiter leased this moment is asking for its slot again: it waits still. One that finished, was
+  // cancelled, or whose lease lapsed does not.
+  const waiting = (found: Run | undefined) =>
+    found !== undefined && (PENDING_STATUSES.includes(found.status) || (found.status === 'RUNNING' && Date.parse(found.leaseExpiresAt ?? '') > now));
+  const stale = ahead.filter((waiter) => !waiting(runs.get(waiter.runId)));
+  await Promise.all(stale.map((waiter) => deps.keyWaiters.leave(scope, waiter.sort)));
+  // Every entry of a full page was ahead: more may be, past it.
+  const mayBeMore = queue.length > limit && ahead.length === queue.length;
+  return mayBeMore && stale.length > 0 ? limit : ahead.length - stale.length;
+}
+
+/** A slot was given back: the first run waiting for the key is sent for now, not at the end of its wait. */
+async function wakeFirstWaiter(deps: SchedulerDeps, scope: string, freedBy: string): Promise<void> {
+  const [first] = (await deps.keyWaiters.first(scope, 2)).filter((waiter) => waiter.runId !== freedBy);
+  if (!first) return;
+  const now = deps.clock();
+  await deps.dispatch.send([{ runId: first.runId, tenantId: first.tenantId, availableAt: now, jobType: first.jobType, priority: first.priority }], now);
 }

@@ -46,6 +46,9 @@ export const keyedSlotKeys: SlotKeys = {
   partition: (scope) => `KEYSLOT#${scope}`,
   slot: (scope, slot) => ({ pk: `KEYSLOT#${scope}`, sk: `SLOT#${String(slot).padStart(6, '0')}` }),
 };
+/** The runs waiting for a concurrency key's slot, in the order they became due (store/key-waiters.ts). */
+export const keyWaitPartition = (scope: string): string => `KEYWAIT#${scope}`;
+export const keyWaitKey = (scope: string, sort: string): Key => ({ pk: keyWaitPartition(scope), sk: sort });
 /** A rate key's start marks: when each of its `limit` marks was last used (jobs table). */
 export const rateMarkPartition = (scope: string): string => `KEYRATE#${scope}`;
 export const rateMarkKey = (scope: string, mark: number): Key => ({ pk: rateMarkPartition(scope), sk: `MARK#${String(mark).padStart(6, '0')}` });

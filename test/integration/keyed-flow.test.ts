@@ -55,6 +55,46 @@ describe('a concurrency key', () => {
   });
 });
 
+describe('runs waiting for a concurrency key', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 4 });
+    target = await startTarget(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('start in the order they became due as the slot frees', async () => {
+    const concurrency = { key: 'ordered', limit: 1 };
+    const first = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'ordered-0', concurrency }));
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === 1,
+    );
+    // Five more, due one after another while the first holds the slot.
+    const runIds = [first.body.job.nextRunId as string];
+    for (let i = 1; i <= 5; i++) {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `ordered-${i}`, concurrency }));
+      runIds.push(created.body.job.nextRunId as string);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === 6,
+      60_000,
+    );
+    expect(target.calls.map((call) => call.headers['x-run-id'])).toEqual(runIds);
+    expect(await scheduler.deps.keyWaiters.first(flowScope(scheduler.tenantId, 'ordered'), 10)).toEqual([]);
+  });
+});
+
 describe('the last slot of a key under contention', () => {
   let scheduler: Scheduler;
   let target: TargetServer;
