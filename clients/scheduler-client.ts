@@ -26,6 +26,8 @@ import type {
   WorkflowRun,
   WorkflowSpecInput,
   WorkflowView,
+  Backfill,
+  BackfillRequest,
 } from './types.js';
 import { WorkerClient } from './worker-client.js';
 
@@ -138,6 +140,30 @@ export class JobsApi {
       signal: options.signal,
     });
     return (answer.body as { run: Run }).run;
+  }
+
+  /** Backfills the fire times in [from, to) that have no run yet; the same range answers the same backfill. */
+  async backfill(jobId: string, request: BackfillRequest, options: CallOptions = {}): Promise<Backfill> {
+    // Repeatable: the same range is the same backfill.
+    const answer = await this.transport.send({
+      method: 'POST',
+      path: `/v1/jobs/${segment(jobId)}/backfill`,
+      body: request,
+      repeat: 'repeatable',
+      signal: options.signal,
+    });
+    return (answer.body as { backfill: Backfill }).backfill;
+  }
+
+  /** A backfill's progress. */
+  async getBackfill(jobId: string, backfillId: string, options: CallOptions = {}): Promise<Backfill> {
+    const answer = await this.transport.send({
+      method: 'GET',
+      path: `/v1/jobs/${segment(jobId)}/backfills/${segment(backfillId)}`,
+      repeat: 'repeatable',
+      signal: options.signal,
+    });
+    return (answer.body as { backfill: Backfill }).backfill;
   }
 
   private async action(jobId: string, action: 'pause' | 'resume', options: CallOptions): Promise<JobView> {

@@ -113,6 +113,29 @@ export interface BulkReplayResult {
 /** `POST /v1/jobs/{jobId}/trigger`: a manual run now, with the job's payload or this one. */
 export interface TriggerRequest {
   payload?: unknown;
+  /** Coalesce the triggers of this many seconds (1 to 3600), from the first, into one run at the window's end carrying the last payload. */
+  debounceSeconds?: number | undefined;
+}
+
+/** `POST /v1/jobs/{jobId}/backfill`: one run per fire time in [from, to) that has none yet (ISO 8601 instants). */
+export interface BackfillRequest {
+  from: string;
+  to: string;
+}
+
+/** A backfill and its progress (`GET /v1/jobs/{jobId}/backfills/{backfillId}`). */
+export interface Backfill {
+  readonly backfillId: string;
+  readonly jobId: string;
+  readonly from: string;
+  readonly to: string;
+  /** Fire times in the range. */
+  readonly total: number;
+  /** Fire times released so far, oldest first. */
+  readonly released: number;
+  readonly status: 'ACTIVE' | 'DONE';
+  readonly createdAt: string;
+  readonly updatedAt: string;
 }
 
 /** `POST /v1/schedules/preview`: the next `count` (≤ 100, default 5) fire times of a schedule from `from` (default now). */

@@ -204,9 +204,9 @@ export class SchedulerStack extends Stack {
       timeout: Duration.seconds(50),
     });
     // BatchGetItem on runs: the priority (the lane) of the runs it releases or redelivers.
-    // QueryIndexes: the time index (runs) and overdue recurring jobs (jobs).
+    // QueryIndexes: the time index (runs) and overdue recurring jobs (jobs). Query: the active backfills (jobs).
     this.ticker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
-    this.ticker.grantTable(jobsTable, ['GetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
+    this.ticker.grantTable(jobsTable, ['GetItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem']);
     for (const lane of lanes) this.ticker.grantQueue(lane, ['SendMessage']);
     new Schedule(this, 'TickerSchedule', {
       description: 'Drives the job scheduler ticker once a minute',

@@ -193,7 +193,12 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
     .description('run a job now, outside its schedule')
     .option('--payload <json>', "this run's payload instead of the job's (JSON or YAML)")
     .option('--payload-file <path>', "this run's payload from a JSON or YAML file")
-    .action(async (jobId: string, options: { payload?: string; payloadFile?: string }, command: Command) => {
+    .option(
+      '--debounce <seconds>',
+      'coalesce the triggers of this many seconds, from the first, into one run carrying the last payload',
+      integer('--debounce', 1, 3600),
+    )
+    .action(async (jobId: string, options: { payload?: string; payloadFile?: string; debounce?: number }, command: Command) => {
       if (options.payload !== undefined && options.payloadFile !== undefined) throw new UsageError('give --payload or --payload-file, not both');
       const payload =
         options.payloadFile !== undefined
@@ -201,9 +206,30 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
           : options.payload !== undefined
             ? parseValue(options.payload, '--payload')
             : undefined;
-      const run = await clientOf(command).jobs.trigger(jobId, payload === undefined ? {} : { payload: payload as never });
+      const run = await clientOf(command).jobs.trigger(jobId, {
+        ...(payload === undefined ? {} : { payload: payload as never }),
+        ...(options.debounce === undefined ? {} : { debounceSeconds: options.debounce }),
+      });
       if (json) return printJson(run);
-      print(`triggered run ${run.runId}: ${run.status}`);
+      print(`triggered run ${run.runId}: ${run.status}${options.debounce === undefined ? '' : `, due ${run.availableAt}`}`);
+    });
+  jobs
+    .command('backfill <jobId>')
+    .description('one run per fire time in [--from, --to) that has none yet, released oldest first at a bounded rate')
+    .requiredOption('--from <instant>', 'the first fire time included (ISO 8601)')
+    .requiredOption('--to <instant>', 'the end of the range, excluded (ISO 8601)')
+    .action(async (jobId: string, options: { from: string; to: string }, command: Command) => {
+      const backfill = await clientOf(command).jobs.backfill(jobId, { from: options.from, to: options.to });
+      if (json) return printJson(backfill);
+      print(`backfill ${backfill.backfillId}: ${backfill.released} of ${backfill.total} fire times released, ${backfill.status}`);
+    });
+  jobs
+    .command('backfill-status <jobId> <backfillId>')
+    .description("a backfill's progress")
+    .action(async (jobId: string, backfillId: string, _options: unknown, command: Command) => {
+      const backfill = await clientOf(command).jobs.getBackfill(jobId, backfillId);
+      if (json) return printJson(backfill);
+      print(`backfill ${backfill.backfillId}: ${backfill.released} of ${backfill.total} fire times released, ${backfill.status}`);
     });
 
   // runs

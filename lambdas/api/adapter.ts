@@ -12,6 +12,7 @@ import { checkHealth } from '../app/health';
 import { createJob, getJob, getRun, listJobRuns, listJobs, listRuns, previewSchedule, viewOf } from '../app/jobs';
 import type { JobView } from '../app/jobs';
 import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob } from '../app/job-lifecycle';
+import { backfillView, getBackfill, requestBackfill } from '../app/backfills';
 import { cancelRun, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
 import { claimRun, completeRun, failRun, heartbeatRun } from '../app/external-workers';
 import {
@@ -169,6 +170,16 @@ function handlers(deps: SchedulerDeps): Handlers {
       await audit(caller, 'job.trigger', run.jobId, { changes: { run: { after: run.runId } } });
       return json(202, { run });
     },
+    backfillJob: async ({ caller, params, body }) => {
+      const { created, backfill } = await requestBackfill(deps, caller.tenantId, param(params, 'jobId'), body);
+      if (created)
+        await audit(caller, 'job.backfill', backfill.jobId, {
+          changes: { backfill: { after: { backfillId: backfill.backfillId, from: backfill.from, to: backfill.to, total: backfill.total } } },
+        });
+      return json(202, { backfill: backfillView(backfill) }, { location: `/v1/jobs/${backfill.jobId}/backfills/${backfill.backfillId}` });
+    },
+    getBackfill: async ({ tenantId, params }) =>
+      json(200, { backfill: backfillView(await getBackfill(deps, tenantId, param(params, 'jobId'), param(params, 'backfillId'))) }),
     listJobRuns: async ({ tenantId, params, query }) => json(200, await listJobRuns(deps, tenantId, param(params, 'jobId'), query)),
     listRuns: async ({ tenantId, query }) => json(200, await listRuns(deps, tenantId, query)),
     getRun: async ({ tenantId, params }) => json(200, await getRun(deps, tenantId, param(params, 'runId'))),

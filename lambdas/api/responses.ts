@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { AUDIT_ACTIONS } from '../domain/audit';
 import { DELIVERY_MODES } from '../domain/delivery';
 import { notifySchema } from '../domain/notify';
+import { concurrencySchema, rateLimitSchema } from '../domain/flow-control';
 import { MASKED_HEADER_VALUE, jsonValue, retryPolicySchema, scheduleSchema, targetSchema } from '../domain/job';
 import { jobStatusSchema, runStatusSchema } from './schemas';
 import { STEP_STATUSES, WORKFLOW_RUN_STATUSES, workflowSpecSchema } from '../domain/workflow';
@@ -71,6 +72,8 @@ export const jobViewSchema = z
     backfillLimit: z.number().int(),
     priority: z.enum(['high', 'normal', 'low']),
     notify: notifySchema.optional().meta({ description: 'Absent when the job asks for no notifications.' }),
+    concurrency: concurrencySchema.nullable().optional(),
+    rateLimit: rateLimitSchema.nullable().optional(),
     jobId: z.string(),
     tenantId: z.string(),
     status: jobStatusSchema,
@@ -102,6 +105,20 @@ export const createJobResponseSchema = z.strictObject({ job: jobViewSchema, next
 export const runResponseSchema = z.strictObject({ run: runSchema }).meta({ id: 'RunAccepted' });
 export const heartbeatResponseSchema = z.strictObject({ run: runSchema, leaseExpiresAt: nullableTimestamp }).meta({ id: 'Heartbeat' });
 export const bulkReplayResponseSchema = z.strictObject({ replayed: z.array(runSchema), remaining: z.boolean() }).meta({ id: 'BulkReplay' });
+export const backfillSchema = z
+  .strictObject({
+    backfillId: z.string(),
+    jobId: z.string(),
+    from: timestamp,
+    to: timestamp,
+    total: z.number().int().meta({ description: 'Fire times in the range.' }),
+    released: z.number().int().meta({ description: 'Fire times released so far, oldest first (a run written, or one it already had).' }),
+    status: z.enum(['ACTIVE', 'DONE']),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Backfill' });
+export const backfillResponseSchema = z.strictObject({ backfill: backfillSchema }).meta({ id: 'BackfillAccepted' });
 export const previewResponseSchema = z.strictObject({ fireTimes: z.array(timestamp) }).meta({ id: 'Preview' });
 export const claimedRunSchema = z
   .strictObject({

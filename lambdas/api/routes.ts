@@ -24,6 +24,7 @@ import {
   listWorkflowRunsQuery,
   workflowQuery,
   workflowSpecSchema,
+  backfillSchema,
 } from './schemas';
 import {
   auditPageSchema,
@@ -44,6 +45,7 @@ import {
   workflowRunPageSchema,
   workflowRunSchema,
   workflowViewSchema,
+  backfillResponseSchema,
 } from './responses';
 
 /** Every path parameter of every route, by name. A malformed id is a 400; a well-formed unknown one, 404. */
@@ -53,6 +55,7 @@ export const PATH_PARAMS = {
   secretId: resourceId,
   workflowId: resourceId,
   workflowRunId: resourceId,
+  backfillId: resourceId,
 } as const satisfies Record<string, z.ZodType>;
 
 export interface SuccessResponse {
@@ -164,6 +167,25 @@ export const ROUTES = {
     responses: { 202: { description: 'The manual run', schema: runResponseSchema } },
     problems: [409, 413, 415],
     example: { payload: { report: 'adhoc' } },
+  },
+  backfillJob: {
+    method: 'POST',
+    path: '/v1/jobs/{jobId}/backfill',
+    tag: 'Jobs',
+    summary: 'Backfill a range of fire times',
+    description:
+      "One run per fire time of the job's cron schedule in [from, to) that has no run yet, released oldest first at a bounded rate. The same range answers the same backfill. At most 527,040 fire times (a leap year of minutes) per backfill.",
+    body: { schema: backfillSchema, required: true },
+    responses: { 202: { description: 'The backfill and its progress', schema: backfillResponseSchema } },
+    problems: [409, 413, 415],
+    example: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' },
+  },
+  getBackfill: {
+    method: 'GET',
+    path: '/v1/jobs/{jobId}/backfills/{backfillId}',
+    tag: 'Jobs',
+    summary: "A backfill's progress",
+    responses: { 200: { description: 'The backfill', schema: backfillResponseSchema } },
   },
   listJobRuns: {
     method: 'GET',

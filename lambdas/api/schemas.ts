@@ -90,6 +90,9 @@ export type DeadQuery = z.output<typeof deadQuery>;
 export const healthQuery = z.strictObject({ minutes: limitParam(15, 60) });
 export type HealthQuery = z.output<typeof healthQuery>;
 
+/** The longest debounce window: an hour. */
+export const MAX_DEBOUNCE_SECONDS = 3600;
+
 export const triggerSchema = z.strictObject({
   payload: jsonValue
     .optional()
@@ -97,8 +100,22 @@ export const triggerSchema = z.strictObject({
       (payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES,
       `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`,
     ),
+  debounceSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_DEBOUNCE_SECONDS)
+    .optional()
+    .meta({ description: "Coalesce the triggers of this many seconds, from the first, into one run at the window's end carrying the last payload." }),
 });
 export type TriggerRequest = z.output<typeof triggerSchema>;
+
+/** A backfill's range: fire times `from` <= t < `to` (issue 19 item 6). */
+export const backfillSchema = z.strictObject({
+  from: isoInstantParam.meta({ description: 'The first fire time included.' }),
+  to: isoInstantParam.meta({ description: "The end of the range, excluded; at most now and the job's next occurrence." }),
+});
+export type BackfillRequestBody = z.output<typeof backfillSchema>;
 
 export const bulkReplaySchema = z.strictObject({
   jobId: resourceId.optional(),

@@ -14,6 +14,11 @@ import { DeadRuns } from '../store/dead-runs';
 import { SchedulerStateRepository } from '../store/scheduler-state-repository';
 import { TenantsRepository } from '../store/tenants-repository';
 import { InFlightSlots } from '../store/in-flight-slots';
+import { keyedSlotKeys } from '../store/keys';
+import { RateMarks } from '../store/rate-marks';
+import { KeyWaiters } from '../store/key-waiters';
+import { Backfills } from '../store/backfills';
+import { DebounceWindows } from '../store/debounce-windows';
 import { SigningSecretsRepository } from '../store/signing-secrets';
 import { AuditLog } from '../store/audit-log';
 import { Notifications } from '../store/notifications';
@@ -57,6 +62,16 @@ export interface SchedulerDeps {
   /** Tenants' limits as the worker applies them (cached). */
   readonly tenantLimits: TenantLimitsCache;
   readonly inFlight: InFlightSlots;
+  /** The slots of concurrency keys (the in-flight machinery, keyed by tenant and key). */
+  readonly keyedSlots: InFlightSlots;
+  /** The runs waiting for a concurrency key's slot, oldest first. */
+  readonly keyWaiters: KeyWaiters;
+  /** The start marks of rate keys. */
+  readonly rateMarks: RateMarks;
+  /** Backfills over ranges of fire times, released by the ticker. */
+  readonly backfills: Backfills;
+  /** Jobs' debounce windows for manual triggers. */
+  readonly debounce: DebounceWindows;
   /** The tenants this process found at their in-flight limit a moment ago; one per process. */
   readonly tenantsFull: TenantsFullMemo;
   readonly state: SchedulerStateRepository;
@@ -123,6 +138,11 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     authenticator: new Authenticator(apiKeys, tenants, config.tenantDefaults, clock),
     tenantLimits: new TenantLimitsCache(tenants, config.tenantDefaults, clock),
     inFlight: new InFlightSlots(clients.dynamo, config.jobsTable),
+    keyedSlots: new InFlightSlots(clients.dynamo, config.jobsTable, keyedSlotKeys),
+    keyWaiters: new KeyWaiters(clients.dynamo, config.jobsTable),
+    rateMarks: new RateMarks(clients.dynamo, config.jobsTable),
+    backfills: new Backfills(clients.dynamo, config.jobsTable),
+    debounce: new DebounceWindows(clients.dynamo, config.jobsTable, config.runsTable),
     tenantsFull: new TenantsFullMemo(),
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
     dispatch: new DispatchRouter(clients.sqs, poolRoutesOf(config)),

@@ -52,7 +52,7 @@ export async function withInFlightSlot(
   // process gave back since (one try each): defer without asking DynamoDB, as a deep backlog would
   // otherwise cost a query and a write per message, per round.
   const attempt = deps.tenantsFull.mayTry(tenantId, deps.clock());
-  const slot = attempt.try ? await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => liveness(deps, runIds), attempt.freed) : null;
+  const slot = attempt.try ? await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => slotLiveness(deps, runIds), attempt.freed) : null;
   if (slot === null) {
     deps.tenantsFull.markFull(tenantId, deps.clock());
     // Waits, never dropped: the message goes round again after a growing delay, with a fresh
@@ -79,7 +79,8 @@ export async function withInFlightSlot(
   }
 }
 
-async function liveness(deps: SchedulerDeps, runIds: readonly string[]) {
+/** Whether the runs holding slots still run: the run items are the truth (a dead worker's lease expires). */
+export async function slotLiveness(deps: SchedulerDeps, runIds: readonly string[]) {
   const runs = await deps.runs.getMany(runIds);
   return new Map(
     runs.map((run) => [run.runId, { running: run.status === 'RUNNING', leaseExpiresAt: run.leaseExpiresAt ? Date.parse(run.leaseExpiresAt) : null }]),

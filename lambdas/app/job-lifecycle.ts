@@ -15,6 +15,7 @@ import type { TenantLimits } from '../domain/tenant';
 import { firstFireTime, validateSchedule } from '../domain/schedule';
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
+import { triggerDebounced } from './debounce';
 import { sendPlannedRun } from './send-planned-run';
 import type { SchedulerDeps } from './deps';
 import { checkNotify, checkPoolTimeout, checkTarget, viewOf } from './jobs';
@@ -285,6 +286,7 @@ export async function triggerJob(
   if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
+  if (request.debounceSeconds !== undefined) return (await triggerDebounced(deps, job, request.payload, request.debounceSeconds)).run;
   const plan = planRun(
     deps.config,
     job,

@@ -13,6 +13,7 @@ import type { SchedulerConfig } from '../config/config';
 import type { SchedulerDeps } from './deps';
 import type { DispatchContext, ExecuteResult } from './execute-run';
 import { admitRun } from './admit-run';
+import { passKeyedFlow } from './keyed-flow';
 import { recordOutcome } from './record-outcome';
 import { runFields, traceAnnotationsOf, traceContextOfRun } from './run-log';
 import { inSubsegment } from '../core/tracing';
@@ -91,6 +92,28 @@ async function executeLeased(
   const admission = await admitRun(deps, job, run, lease.backfillRemaining);
   if (admission.kind === 'stopped') return admission.outcome;
 
+  const payload = lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload;
+  const flow = await passKeyedFlow(deps, job, run, payload, message);
+  if (flow.kind !== 'start') return flow.kind;
+  try {
+    return await executeAdmitted(deps, job, run, lease, leasedAt, receivedAt, message, followLease, admission.reason, payload);
+  } finally {
+    await flow.release();
+  }
+}
+
+async function executeAdmitted(
+  deps: SchedulerDeps,
+  job: Job,
+  run: Run,
+  lease: Extract<LeaseResult, { kind: 'leased' }>,
+  leasedAt: number,
+  receivedAt: number,
+  message: DispatchContext,
+  followLease: Promise<unknown> | undefined,
+  admissionReason: string | null,
+  payload: unknown,
+): Promise<ExecuteResult> {
   deps.telemetry.runStarted(run, receivedAt);
   logger.info('run started', {
     ...runFields(run),
@@ -111,14 +134,7 @@ async function executeLeased(
   const gate = await passDeliveryGate(deps, job, run);
   if (gate !== 'call') return gate;
 
-  const result = await invokeWithHeartbeat(
-    deps,
-    job,
-    run,
-    lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload,
-    message,
-    isStepContext(lease.inputs) ? lease.inputs : undefined,
-  );
+  const result = await invokeWithHeartbeat(deps, job, run, payload, message, isStepContext(lease.inputs) ? lease.inputs : undefined);
   if (result === 'lease-lost') {
     const now = await deps.runs.get(run.runId);
     logger.warn('lease lost or run cancelled during the call; outcome discarded', { ...runFields(run), status: now?.status });
@@ -128,7 +144,7 @@ async function executeLeased(
   }
 
   const finishedAt = deps.clock();
-  const outcome = await recordOutcome(deps, job, run, lease.budgetFrom, result, finishedAt, admission.reason, {
+  const outcome = await recordOutcome(deps, job, run, lease.budgetFrom, result, finishedAt, admissionReason, {
     ...(result.ok && result.result !== undefined ? { result: result.result } : {}),
     ...(lease.inputs !== undefined ? { inputs: lease.inputs } : {}),
   });

@@ -82,6 +82,12 @@ export class Telemetry {
     });
   }
 
+  /** A leased run gave its lease back to wait for its concurrency or rate key (issue 19). */
+  runWaitingForKey(run: Pick<RunLine, 'runId' | 'tenantId'>, reason: string, delaySeconds: number): void {
+    this.metrics.count(Metric.RunsDeferred);
+    logger.info('run waits for its key', { runId: run.runId, tenantId: run.tenantId, status: 'QUEUED', reason, delaySeconds });
+  }
+
   /** A run's message was sent to the dispatch queue. */
   runQueued(run: RunLine): void {
     this.metrics.count(Metric.RunsQueued, run.jobType);

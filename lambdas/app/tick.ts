@@ -7,9 +7,11 @@
 // nothing more than one.
 import { traceIdOf } from '../domain/trace-context';
 import { runFields } from './run-log';
+import { mapWithConcurrency } from '../core/concurrency';
 import { logger } from '../core/logger';
 import { checkBackAt, checkLease, minuteBuckets } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
+import { releaseBackfills } from './backfills';
 import { repairChain } from './occurrence-chain';
 import { repairWorkflowRun } from './workflows';
 import { NEXT_RUN_SHARDS } from '../store/schema';
@@ -38,6 +40,8 @@ export interface TickReport {
   readonly leaseChecksMoved: number;
   /** Jobs whose chain, and workflow runs whose progress, had stopped and were repaired. */
   readonly repairedJobs: number;
+  /** Fire times of backfills released by this tick (issue 19 item 6). */
+  readonly backfilled: number;
   readonly lagMs: number;
   /** False when the release budget ran out: the cursor stays, and the next tick goes on from it. */
   readonly complete: boolean;
@@ -201,12 +205,26 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     } else if (await repairWorkflowRun(deps, entry.workflowId, entry.workflowRunId)) repairedJobs++;
   }
 
+  // Backfills: each active one releases its share of the tick's budget, oldest fire times first.
+  const backfilled = await releaseBackfills(deps, now);
+
   // Everything before the current minute has been handled; entries in this minute not yet due
   // (check-backs) are seen again next tick. A tick that ran out of budget keeps its cursor.
   // An unreadable partition holds the cursor at its minute.
   const cursor = Math.min(complete ? Math.floor(now / 60_000) * 60_000 : Math.floor(from / 60_000) * 60_000, earliestUnreadable);
   const lagMs = scheduledAt === undefined ? 0 : now - scheduledAt;
-  const report: TickReport = { buckets: buckets.length, released, redelivered, lapsedLeases, leaseChecksMoved, repairedJobs, lagMs, complete, unreadable };
+  const report: TickReport = {
+    buckets: buckets.length,
+    released,
+    redelivered,
+    lapsedLeases,
+    leaseChecksMoved,
+    repairedJobs,
+    backfilled,
+    lagMs,
+    complete,
+    unreadable,
+  };
   await deps.state.recordTick(cursor, deps.clock(), {
     buckets: report.buckets,
     released,
@@ -230,17 +248,4 @@ async function runsOf(deps: SchedulerDeps, runIds: readonly string[]): Promise<M
     for (const run of await deps.runs.getMany(chunk)) runs.set(run.runId, run);
   });
   return runs;
-}
-
-async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index] as T);
-    }
-  });
-  await Promise.all(workers);
-  return results;
 }

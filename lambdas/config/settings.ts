@@ -157,6 +157,12 @@ export const SETTINGS = {
     'How long past its due time a queued run may stay unleased before the ticker sends it again.',
   ),
   leaseMarginSeconds: setting('LEASE_MARGIN_SECONDS', integer, wholeSeconds(30), "Added to a run's timeout to make its lease."),
+  backfillReleasePerTick: setting(
+    'BACKFILL_RELEASE_PER_TICK',
+    integer,
+    z.number().int().min(1).max(10_000).default(1200),
+    'Fire times of backfills one tick releases, split evenly among the active backfills and spread over the minute (issue 19 item 6).',
+  ),
   timeIndexShards: setting('TIME_INDEX_SHARDS', integer, z.number().int().min(1).max(1000).default(8), 'Shards per minute of the time index.'),
   failedMessageRetrySeconds: setting(
     'FAILED_MESSAGE_RETRY_SECONDS',
@@ -182,6 +188,7 @@ export const TUNING_SETTINGS = [
   'redeliveryGraceSeconds',
   'leaseMarginSeconds',
   'timeIndexShards',
+  'backfillReleasePerTick',
   'failedMessageRetrySeconds',
   'batchCoalesceQuietMs',
   'batchCoalesceCapMs',

@@ -9,6 +9,7 @@ export const AUDIT_ACTIONS = [
   'job.pause',
   'job.resume',
   'job.trigger',
+  'job.backfill',
   'job.delete',
   'run.cancel',
   'run.replay',

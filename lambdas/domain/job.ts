@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
 import { notifySchema } from './notify';
+import { concurrencySchema, rateLimitSchema } from './flow-control';
 
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
 /** A Lambda worker lives at most 900 s; a run must finish inside it with room to record the outcome. */
@@ -224,6 +225,9 @@ const jobSpecShape = {
   priority: z.enum(['high', 'normal', 'low']).default('normal'),
   /** Notifications of run outcomes (docs/notifications.md); absent or null: none. A PATCH with null removes them. */
   notify: notifySchema.nullable().optional(),
+  // Keyed flow control (lambdas/domain/flow-control.ts); null in a PATCH removes it.
+  concurrency: concurrencySchema.nullable().optional(),
+  rateLimit: rateLimitSchema.nullable().optional(),
 };
 
 /** A schema without its default: a PATCH leaves a field it does not name as it is. */
@@ -248,6 +252,14 @@ export const jobSpecSchema = z.strictObject(jobSpecShape).check((ctx) => {
       message: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON (got ${size})`,
       input: ctx.value.payload,
       path: ['payload'],
+    });
+  }
+  if (ctx.value.concurrency && ctx.value.target.kind === 'external') {
+    ctx.issues.push({
+      code: 'custom',
+      message: 'is not available with an external target (its runs leave the worker holding no slot)',
+      input: ctx.value.concurrency,
+      path: ['concurrency'],
     });
   }
   const { retryPolicy } = ctx.value;

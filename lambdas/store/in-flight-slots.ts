@@ -1,4 +1,4 @@
-// A tenant's in-flight limit as a set of slots: `limit` small items, each held by at most one run
+// A set of slots (a tenant's in-flight limit, or a concurrency key's, by `keys`): `limit` small items, each held by at most one run
 // while it is leased. Taking a slot is one conditional put; giving it back, one conditional delete.
 // A slot whose run is no longer running (its worker died, it was cancelled) is taken over by the
 // next run that finds no free slot, after checking that run's item: the run item is the truth, so
@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { absentOr, conditionExpressions, ifHeld } from './conditional';
-import { inFlightPartition, inFlightSlotKey, slotNumberOf } from './keys';
+import type { SlotKeys } from './keys';
+import { slotNumberOf, tenantSlotKeys } from './keys';
 import { queryAll } from './query-all';
 
 /** A slot taken this recently by a run that is not yet RUNNING is left alone: it is about to lease. */
@@ -28,23 +29,25 @@ export class InFlightSlots {
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly tableName: string,
+    /** A tenant's in-flight slots by default; a concurrency key's slots reuse the same machinery. */
+    private readonly keys: SlotKeys = tenantSlotKeys,
   ) {}
 
   /** Takes a slot for the run, or returns null when all `limit` slots are held by live runs. */
-  async acquire(tenantId: string, runId: string, limit: number, now: number, liveness: RunLiveness, freed?: number): Promise<number | null> {
+  async acquire(scope: string, runId: string, limit: number, now: number, liveness: RunLiveness, freed?: number): Promise<number | null> {
     // A slot this process has just given back, if any, then the run's own slot: one write in the
     // common case, and a redelivered message finds the slot its run already holds.
-    if (freed !== undefined && freed < limit && (await this.take(tenantId, freed, runId, now, null))) return freed;
+    if (freed !== undefined && freed < limit && (await this.take(scope, freed, runId, now, null))) return freed;
     const home = homeSlot(runId, limit);
-    if (home !== freed && (await this.take(tenantId, home, runId, now, null))) return home;
+    if (home !== freed && (await this.take(scope, home, runId, now, null))) return home;
 
-    const holders = await this.holders(tenantId);
+    const holders = await this.holders(scope);
     const mine = holders.find((holder) => holder.runId === runId && holder.slot < limit);
     if (mine) return mine.slot;
     const held = new Set(holders.map((holder) => holder.slot));
     const free = Array.from({ length: limit }, (_, slot) => slot).filter((slot) => !held.has(slot));
     for (const slot of pick(free, FREE_SLOT_TRIES, runId)) {
-      if (await this.take(tenantId, slot, runId, now, null)) return slot;
+      if (await this.take(scope, slot, runId, now, null)) return slot;
     }
 
     // Every slot is held: take over one whose run is not running any more.
@@ -54,25 +57,25 @@ export class InFlightSlots {
     for (const holder of suspects) {
       const state = live.get(holder.runId);
       const stale = !state || !state.running || (state.leaseExpiresAt !== null && state.leaseExpiresAt < now);
-      if (stale && (await this.take(tenantId, holder.slot, runId, now, holder))) return holder.slot;
+      if (stale && (await this.take(scope, holder.slot, runId, now, holder))) return holder.slot;
     }
     return null;
   }
 
   /** Gives the slot back, if this run still holds it. */
-  async release(tenantId: string, slot: number, runId: string): Promise<void> {
+  async release(scope: string, slot: number, runId: string): Promise<void> {
     await ifHeld(() =>
-      this.dynamo.send(new DeleteCommand({ TableName: this.tableName, Key: inFlightSlotKey(tenantId, slot), ...conditionExpressions({ runId }) })),
+      this.dynamo.send(new DeleteCommand({ TableName: this.tableName, Key: this.keys.slot(scope, slot), ...conditionExpressions({ runId }) })),
     );
   }
 
-  async holders(tenantId: string): Promise<SlotHolder[]> {
+  async holders(scope: string): Promise<SlotHolder[]> {
     return queryAll(
       this.dynamo,
       {
         TableName: this.tableName,
         KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': inFlightPartition(tenantId) },
+        ExpressionAttributeValues: { ':pk': this.keys.partition(scope) },
         ConsistentRead: true,
       },
       (item) => ({ slot: slotNumberOf(String(item.sk)), runId: String(item.runId), acquiredAt: Number(item.acquiredAt) }),
@@ -80,14 +83,14 @@ export class InFlightSlots {
   }
 
   /** Puts the run in the slot if it is free, already the run's, or still held by `replacing`. */
-  private async take(tenantId: string, slot: number, runId: string, now: number, replacing: SlotHolder | null): Promise<boolean> {
+  private async take(scope: string, slot: number, runId: string, now: number, replacing: SlotHolder | null): Promise<boolean> {
     // Every slot item holds a run id: one without is a free slot.
     const condition = replacing ? { runId: replacing.runId, acquiredAt: replacing.acquiredAt } : { runId: absentOr(runId) };
     const taken = await ifHeld(() =>
       this.dynamo.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...inFlightSlotKey(tenantId, slot), runId, acquiredAt: now, expiresAtEpoch: Math.floor(now / 1000) + SLOT_TTL_SECONDS },
+          Item: { ...this.keys.slot(scope, slot), runId, acquiredAt: now, expiresAtEpoch: Math.floor(now / 1000) + SLOT_TTL_SECONDS },
           ...conditionExpressions(condition),
         }),
       ),

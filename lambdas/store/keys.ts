@@ -35,6 +35,31 @@ export const createRateKey = (tenantId: string, epochSecond: number): Key => ({ 
 export const inFlightSlotKey = (tenantId: string, slot: number): Key => ({ pk: `INFLIGHT#${tenantId}`, sk: `SLOT#${String(slot).padStart(6, '0')}` });
 export const inFlightPartition = (tenantId: string): string => `INFLIGHT#${tenantId}`;
 export const slotNumberOf = (sk: string): number => Number(sk.slice('SLOT#'.length));
+/** How a set of slots is keyed: a tenant's in-flight slots, or the slots of one concurrency key. */
+export interface SlotKeys {
+  readonly partition: (scope: string) => string;
+  readonly slot: (scope: string, slot: number) => Key;
+}
+export const tenantSlotKeys: SlotKeys = { partition: inFlightPartition, slot: inFlightSlotKey };
+/** The scope of a concurrency or rate key: tenant-wide, so two tenants' equal keys never meet. */
+export const flowScope = (tenantId: string, key: string): string => `${tenantId}#${key}`;
+/** A concurrency key's slots, each held by one run while it is leased (jobs table). */
+export const keyedSlotKeys: SlotKeys = {
+  partition: (scope) => `KEYSLOT#${scope}`,
+  slot: (scope, slot) => ({ pk: `KEYSLOT#${scope}`, sk: `SLOT#${String(slot).padStart(6, '0')}` }),
+};
+/** The runs waiting for a concurrency key's slot, in the order they became due (store/key-waiters.ts). */
+export const keyWaitPartition = (scope: string): string => `KEYWAIT#${scope}`;
+export const keyWaitKey = (scope: string, sort: string): Key => ({ pk: keyWaitPartition(scope), sk: sort });
+/** A rate key's start marks: when each of its `limit` marks was last used (jobs table). */
+export const rateMarkPartition = (scope: string): string => `KEYRATE#${scope}`;
+export const rateMarkKey = (scope: string, mark: number): Key => ({ pk: rateMarkPartition(scope), sk: `MARK#${String(mark).padStart(6, '0')}` });
+export const rateMarkOf = (sk: string): number => Number(sk.slice('MARK#'.length));
+/** Every backfill in one partition, read by the ticker for the active ones (domain/backfill.ts). */
+export const BACKFILLS_PARTITION = 'BACKFILLS';
+export const backfillKey = (jobId: string, backfillId: string): Key => ({ pk: BACKFILLS_PARTITION, sk: `${jobId}#${backfillId}` });
+/** A job's debounce window: the run its manual triggers coalesce into (store/debounce-windows.ts). */
+export const debounceKey = (jobId: string): Key => ({ pk: `DEBOUNCE#${jobId}`, sk: 'WINDOW' });
 export const schedulerStateKey = (name: string): Key => ({ pk: `SCHEDULER#${name}`, sk: 'STATE' });
 export const RUN_PK_PREFIX = 'RUN#';
 export const runKey = (runId: string): Key => ({ pk: `${RUN_PK_PREFIX}${runId}`, sk: 'RUN' });

@@ -192,7 +192,10 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
         do {
           const page = await aws.dynamo.send(new ScanCommand({ TableName: tableName, ProjectionExpression: 'pk', ExclusiveStartKey: start }));
           total += (page.Items ?? []).filter(
-            (item) => !/^(APIKEY#|TENANT#|RATE#|INFLIGHT#|STATS#|SCHEDULER#|AUDIT#|NOTIFY#|WORKERS$)/.test(String(item.pk)),
+            (item) =>
+              !/^(APIKEY#|TENANT#|RATE#|INFLIGHT#|KEYSLOT#|KEYWAIT#|KEYRATE#|BACKFILLS$|DEBOUNCE#|STATS#|SCHEDULER#|AUDIT#|NOTIFY#|WORKERS$)/.test(
+                String(item.pk),
+              ),
           ).length;
           start = page.LastEvaluatedKey;
         } while (start);

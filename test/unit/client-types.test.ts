@@ -6,7 +6,8 @@ import { describe, expectTypeOf, it } from 'vitest';
 import type * as client from '../../clients/types';
 import type { Claim } from '../../clients/worker-client';
 import type { ClaimedRun, heartbeatRun } from '../../lambdas/app/external-workers';
-import type { bulkReplaySchema, claimSchema, previewSchema, triggerSchema } from '../../lambdas/api/schemas';
+import type { backfillSchema, bulkReplaySchema, claimSchema, previewSchema, triggerSchema } from '../../lambdas/api/schemas';
+import type { backfillView } from '../../lambdas/app/backfills';
 import type { HealthReport } from '../../lambdas/app/health';
 import type { CreateJobResult, getJob, JobView, previewSchedule } from '../../lambdas/app/jobs';
 import type { replayDeadRuns } from '../../lambdas/app/runs';
@@ -21,6 +22,7 @@ describe('the client types are the backend types', () => {
     expectTypeOf<client.Page<client.Run>>().toEqualTypeOf<Page<client.Run>>();
     expectTypeOf<Omit<client.CreatedJob, 'replayed'>>().toEqualTypeOf<Omit<CreateJobResult, 'created'>>();
     expectTypeOf<client.HealthReport>().toEqualTypeOf<HealthReport>();
+    expectTypeOf<client.Backfill>().toEqualTypeOf<ReturnType<typeof backfillView>>();
     expectTypeOf<client.PreviewResult>().toEqualTypeOf<ReturnType<typeof previewSchedule>>();
     expectTypeOf<client.BulkReplayResult>().toEqualTypeOf<Awaited<ReturnType<typeof replayDeadRuns>>>();
     expectTypeOf<client.WorkflowView>().toEqualTypeOf<WorkflowView>();
@@ -34,6 +36,7 @@ describe('the client types are the backend types', () => {
   it('requests', () => {
     expectTypeOf<client.TriggerRequest>().toEqualTypeOf<z.input<typeof triggerSchema>>();
     expectTypeOf<client.PreviewRequest>().toEqualTypeOf<z.input<typeof previewSchema>>();
+    expectTypeOf<client.BackfillRequest>().toEqualTypeOf<z.input<typeof backfillSchema>>();
     expectTypeOf<client.BulkReplayRequest>().toEqualTypeOf<z.input<typeof bulkReplaySchema>>();
     expectTypeOf<client.WorkflowSpecInput>().toEqualTypeOf<z.input<typeof workflowSpecSchema>>();
     expectTypeOf<client.ClaimRequest>().toEqualTypeOf<z.input<typeof claimSchema>>();

@@ -1,0 +1,54 @@
+// Debounced manual triggers (issue 19 item 10): triggers of a job that arrive within S seconds of
+// the one that opened the window coalesce into one run, due at the window's end and carrying the
+// last trigger's payload. The window is fixed at its opening (decision 0131): a steady stream of
+// triggers still gets a run every S seconds, never none.
+import { ConflictError } from '../core/errors';
+import { logger } from '../core/logger';
+import { debounceStep } from '../domain/debounce';
+import type { Job } from '../domain/job';
+import type { Run } from '../domain/run';
+import type { SchedulerDeps } from './deps';
+import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
+
+/** Tries when racing triggers change the window between the read and the write. */
+const WINDOW_TRIES = 4;
+
+export interface DebouncedTrigger {
+  readonly run: Run;
+  /** True when this trigger joined an open window; false when it opened one. */
+  readonly coalesced: boolean;
+}
+
+export async function triggerDebounced(deps: SchedulerDeps, job: Job, payload: unknown, debounceSeconds: number): Promise<DebouncedTrigger> {
+  for (let attempt = 0; attempt < WINDOW_TRIES; attempt++) {
+    const now = deps.clock();
+    const window = await deps.debounce.get(job.jobId);
+    const step = debounceStep(window, now, debounceSeconds);
+    if (step.kind === 'join') {
+      // The run waits for the window's end (a lease is conditioned on it): until then it takes the
+      // newest payload. A run already started, or ended, leaves the window closed: open a new one.
+      if (await deps.debounce.carryPayload(step.runId, payload, now)) {
+        const run = await deps.runs.get(step.runId);
+        if (run) {
+          logger.info('trigger coalesced into the open window', { jobId: job.jobId, tenantId: job.tenantId, runId: run.runId });
+          return { run, coalesced: true };
+        }
+      }
+    }
+    const endsAt = step.kind === 'open' ? step.endsAt : now + debounceSeconds * 1000;
+    const plan = planRun(
+      deps.config,
+      job,
+      { scheduledFor: now, attempt: 1, trigger: 'manual', availableAt: endsAt, ...(payload !== undefined ? { payloadOverride: payload } : {}) },
+      now,
+    );
+    if (await deps.debounce.open(plan, endsAt, window)) {
+      deps.telemetry.runCreated(plan.run);
+      await sendPlannedRun(deps, plan, now);
+      logger.info('debounce window opened', { jobId: job.jobId, tenantId: job.tenantId, runId: plan.run.runId, endsAt: new Date(endsAt).toISOString() });
+      return { run: plan.run, coalesced: false };
+    }
+  }
+  throw new ConflictError('Other triggers of this job changed its debounce window meanwhile; try again');
+}

@@ -1,0 +1,114 @@
+// A leased run's keyed flow control (issue 19 items 8 and 9), after its admission and before its
+// call: a slot of its concurrency key (the in-flight slots' machinery, keyed) and a start mark of
+// its rate key. A run that finds neither free gives its lease back (RUNNING -> QUEUED, the attempt
+// unchanged, so waiting burns none) and its message comes back when a slot or mark may be free.
+import type { Job } from '../domain/job';
+import type { Run } from '../domain/run';
+import { decideRate, keyedWaitSeconds, renderKey } from '../domain/flow-control';
+import { checkBackAt } from '../domain/time-gate';
+import { flowScope } from '../store/keys';
+import type { KeyWaiter } from '../store/key-waiters';
+import { waiterSortOf } from '../store/key-waiters';
+import { PENDING_STATUSES } from '../domain/run';
+import type { SchedulerDeps } from './deps';
+import type { DispatchContext } from './execute-run';
+import { slotLiveness } from './in-flight-slot';
+
+/** Tries at a rate mark when another worker takes the one read first. */
+const RATE_MARK_TRIES = 3;
+
+export type KeyedFlow =
+  /** The run may start; `release` gives its concurrency slot back after the run. */
+  | { readonly kind: 'start'; readonly release: () => Promise<void> }
+  /** The run waits: its lease was given back and its message sent again. */
+  | { readonly kind: 'waiting' }
+  /** The lease was lost (cancelled, taken over) before it could be given back. */
+  | { readonly kind: 'fenced' };
+
+const nothingToRelease = async (): Promise<void> => {};
+
+export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, payload: unknown, message: DispatchContext): Promise<KeyedFlow> {
+  if (!job.concurrency && !job.rateLimit) return { kind: 'start', release: nothingToRelease };
+  const source = { type: job.type, labels: job.labels, payload };
+  let release = nothingToRelease;
+
+  if (job.concurrency) {
+    const { limit } = job.concurrency;
+    const key = renderKey(job.concurrency.key, source);
+    const scope = flowScope(run.tenantId, key);
+    const me: KeyWaiter = { runId: run.runId, sort: waiterSortOf(run), tenantId: run.tenantId, jobType: run.jobType, priority: run.priority ?? 'normal' };
+    // In order: a run may try for a slot only while fewer than `limit` runs that became due before
+    // it still wait (with a limit of 1, only the first in the queue).
+    const queue = await deps.keyWaiters.first(scope, limit + 1);
+    const mayTry = (await waitingAhead(deps, scope, queue, me, limit)) < limit;
+    const slot = mayTry ? await deps.keyedSlots.acquire(scope, run.runId, limit, deps.clock(), (runIds) => slotLiveness(deps, runIds)) : null;
+    if (slot === null) {
+      await deps.keyWaiters.join(scope, me, deps.clock());
+      const waits = (message.deferrals ?? 0) + 1;
+      return wait(deps, run, message, deps.clock() + keyedWaitSeconds(waits, deps.random()) * 1000, `waiting for a slot of concurrency key ${key}`);
+    }
+    if (queue.some((waiter) => waiter.runId === run.runId)) await deps.keyWaiters.leave(scope, me.sort);
+    release = async () => {
+      await deps.keyedSlots.release(scope, slot, run.runId);
+      await wakeFirstWaiter(deps, scope, run.runId);
+    };
+  }
+
+  if (job.rateLimit) {
+    const key = renderKey(job.rateLimit.key, source);
+    const scope = flowScope(run.tenantId, key);
+    for (let attempt = 0; ; attempt++) {
+      const now = deps.clock();
+      const decision = decideRate(job.rateLimit, await deps.rateMarks.marks(scope), now);
+      if ('waitUntil' in decision || attempt >= RATE_MARK_TRIES) {
+        await release();
+        // Spread over a second, so the runs that wait for one mark do not all come back at once.
+        const until = ('waitUntil' in decision ? decision.waitUntil : now + 1000) + Math.floor(deps.random() * 1000);
+        return wait(deps, run, message, until, `over the rate of key ${key} (${job.rateLimit.limit} per ${job.rateLimit.periodSeconds} s)`);
+      }
+      if (await deps.rateMarks.take(scope, decision.take, now, decision.lastUsedAt, job.rateLimit.periodSeconds)) break;
+    }
+  }
+  return { kind: 'start', release };
+}
+
+/** Gives the lease back and sends the run's message again for `until`. */
+async function wait(deps: SchedulerDeps, run: Run, message: DispatchContext, until: number, reason: string): Promise<KeyedFlow> {
+  const now = deps.clock();
+  if (!(await deps.leases.giveBack(run.runId, run.version, now, checkBackAt(until, now, deps.config), deps.config.timeIndexShards, reason))) {
+    return { kind: 'fenced' };
+  }
+  const deferrals = (message.deferrals ?? 0) + 1;
+  await deps.dispatch.send([{ runId: run.runId, tenantId: run.tenantId, availableAt: until, jobType: run.jobType, priority: run.priority, deferrals }], now);
+  deps.telemetry.runWaitingForKey(run, reason, Math.ceil((until - now) / 1000));
+  return { kind: 'waiting' };
+}
+
+/**
+ * How many runs of the queue wait ahead of `me`, up to `limit`. When `limit` or more seem to, their
+ * run items decide: an entry whose run no longer waits (cancelled, finished, or its lease lapsed)
+ * is removed. A page whose every entry was ahead counts as full.
+ */
+async function waitingAhead(deps: SchedulerDeps, scope: string, queue: readonly KeyWaiter[], me: KeyWaiter, limit: number): Promise<number> {
+  const ahead = queue.filter((waiter) => waiter.sort < me.sort);
+  if (ahead.length < limit) return ahead.length;
+  const now = deps.clock();
+  const runs = new Map((await deps.runs.getMany(ahead.map((waiter) => waiter.runId))).map((found) => [found.runId, found]));
+  // A waiter leased this moment is asking for its slot again: it waits still. One that finished, was
+  // cancelled, or whose lease lapsed does not.
+  const waiting = (found: Run | undefined) =>
+    found !== undefined && (PENDING_STATUSES.includes(found.status) || (found.status === 'RUNNING' && Date.parse(found.leaseExpiresAt ?? '') > now));
+  const stale = ahead.filter((waiter) => !waiting(runs.get(waiter.runId)));
+  await Promise.all(stale.map((waiter) => deps.keyWaiters.leave(scope, waiter.sort)));
+  // Every entry of a full page was ahead: more may be, past it.
+  const mayBeMore = queue.length > limit && ahead.length === queue.length;
+  return mayBeMore && stale.length > 0 ? limit : ahead.length - stale.length;
+}
+
+/** A slot was given back: the first run waiting for the key is sent for now, not at the end of its wait. */
+async function wakeFirstWaiter(deps: SchedulerDeps, scope: string, freedBy: string): Promise<void> {
+  const [first] = (await deps.keyWaiters.first(scope, 2)).filter((waiter) => waiter.runId !== freedBy);
+  if (!first) return;
+  const now = deps.clock();
+  await deps.dispatch.send([{ runId: first.runId, tenantId: first.tenantId, availableAt: now, jobType: first.jobType, priority: first.priority }], now);
+}

@@ -1,0 +1,64 @@
+// The runs waiting for a concurrency key's slot, in the order they became due (decision 0130): one
+// small item per waiting run, keyed by its due time and id, so a listing is the queue, oldest first.
+// A run joins when it finds no slot it may take and leaves when it takes one; an entry whose run no
+// longer waits (cancelled, finished, or its leave lost in a crash) is removed by whoever finds it.
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Priority } from './dispatch-queue';
+import { keyWaitKey, keyWaitPartition } from './keys';
+
+/** A waiting run and what its wake-up message needs. */
+export interface KeyWaiter {
+  readonly runId: string;
+  /** The queue's order: the run's due time, then its id. */
+  readonly sort: string;
+  readonly tenantId: string;
+  readonly jobType: string;
+  readonly priority: Priority;
+}
+
+const WAITER_TTL_SECONDS = 24 * 3600;
+
+export class KeyWaiters {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /** The first `count` waiters of the key, oldest first. */
+  async first(scope: string, count: number): Promise<KeyWaiter[]> {
+    const { Items: items = [] } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keyWaitPartition(scope) },
+        ConsistentRead: true,
+        Limit: count,
+      }),
+    );
+    return items.map((item) => ({
+      runId: String(item.runId),
+      sort: String(item.sk),
+      tenantId: String(item.tenantId),
+      jobType: String(item.jobType),
+      priority: item.priority as Priority,
+    }));
+  }
+
+  /** Puts the run in the queue (again: the same item, since its place is its due time and id). */
+  async join(scope: string, waiter: KeyWaiter, now: number): Promise<void> {
+    await this.dynamo.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { ...keyWaitKey(scope, waiter.sort), ...waiter, expiresAtEpoch: Math.floor(now / 1000) + WAITER_TTL_SECONDS },
+      }),
+    );
+  }
+
+  async leave(scope: string, sort: string): Promise<void> {
+    await this.dynamo.send(new DeleteCommand({ TableName: this.tableName, Key: keyWaitKey(scope, sort) }));
+  }
+}
+
+/** A run's place in its key's queue. */
+export const waiterSortOf = (run: { readonly availableAt: string; readonly runId: string }): string => `${run.availableAt}#${run.runId}`;

@@ -1,0 +1,108 @@
+// Backfills through the API and the ticker (issue 19 item 6): a run per fire time in [from, to)
+// that has none, the chain's own run ids, oldest first at the tick's budget, idempotent on the same
+// range, refused past the maximum; a ticker that dies between writing a page and moving the cursor,
+// or two tickers at once, write each run once.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planRun } from '../../lambdas/app/plan-run';
+import { runIdFor } from '../../lambdas/domain/run';
+import type { Scheduler } from './harness';
+import { startScheduler, tick } from './harness';
+
+const MINUTE = 60_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+describe('a backfill', () => {
+  let scheduler: Scheduler;
+  let jobId: string;
+  const lastMinute = Math.floor(Date.now() / MINUTE) * MINUTE;
+  const from = lastMinute - 12 * MINUTE;
+  const to = lastMinute - 2 * MINUTE;
+  const fireTimes = Array.from({ length: 10 }, (_, i) => from + i * MINUTE);
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, tuning: { backfillReleasePerTick: 4 } });
+    const created = await scheduler.api('POST', '/v1/jobs', {
+      name: 'minutely',
+      type: 'report',
+      schedule: { kind: 'cron', expression: '* * * * *' },
+      target: { kind: 'http', url: 'http://127.0.0.1:9/hook' },
+    });
+    expect(created.status).toBe(201);
+    jobId = created.body.job.jobId as string;
+  });
+  afterAll(() => scheduler.stop());
+
+  const runsOfRange = async () =>
+    (await scheduler.deps.runs.getMany(fireTimes.map((at) => runIdFor(jobId, iso(at), 1)))).sort((a, b) => a.scheduledFor.localeCompare(b.scheduledFor));
+  const progress = async (backfillId: string) =>
+    (await scheduler.api('GET', `/v1/jobs/${jobId}/backfills/${backfillId}`)).body.backfill as { released: number; status: string };
+
+  it('refuses bad ranges with a 400 naming the field, and writes nothing', async () => {
+    const ahead = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(from), to: iso(Date.now() + 5 * MINUTE) });
+    expect(ahead.status).toBe(400);
+    expect(ahead.body.errors[0].path).toBe('to');
+    const backwards = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(to), to: iso(from) });
+    expect(backwards.status).toBe(400);
+    const tooMany = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(to - 400 * 24 * 60 * MINUTE), to: iso(to) });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.errors[0].message).toMatch(/more than 527040 fire times/);
+    const malformed = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: 'yesterday', to: iso(to) });
+    expect(malformed.status).toBe(400);
+    expect(await runsOfRange()).toEqual([]);
+  });
+
+  it('writes one run per fire time without one, oldest first at the budget, and keeps the run an occurrence had', async () => {
+    // An occurrence in the range already has its run, written as the chain writes it.
+    const job = (await scheduler.deps.jobs.get(scheduler.tenantId, jobId))!;
+    const chained = planRun(scheduler.config, job, { scheduledFor: fireTimes[3]!, attempt: 1, trigger: 'schedule' }, Date.now());
+    expect(await scheduler.deps.runs.create(chained)).toBe(true);
+
+    const requested = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(from), to: iso(to) });
+    expect(requested.status).toBe(202);
+    expect(requested.body.backfill).toMatchObject({ jobId, from: iso(from), to: iso(to), total: 10, released: 0, status: 'ACTIVE' });
+    const { backfillId } = requested.body.backfill as { backfillId: string };
+    // The same range again is the same backfill.
+    const again = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(from), to: iso(to) });
+    expect(again.status).toBe(202);
+    expect(again.body.backfill.backfillId).toBe(backfillId);
+
+    await tick(scheduler.deps);
+    expect(await progress(backfillId)).toMatchObject({ released: 4, status: 'ACTIVE' });
+    // Oldest first: the first four fire times have runs, the rest none yet (but the chained one).
+    expect((await runsOfRange()).map((run) => run.scheduledFor)).toEqual([...fireTimes.slice(0, 4)].map(iso));
+
+    await tick(scheduler.deps);
+    await tick(scheduler.deps);
+    expect(await progress(backfillId)).toMatchObject({ released: 10, status: 'DONE' });
+    const runs = await runsOfRange();
+    expect(runs.map((run) => run.scheduledFor)).toEqual(fireTimes.map(iso));
+    expect(runs.every((run) => run.attempt === 1 && run.trigger === 'schedule' && run.status === 'QUEUED')).toBe(true);
+    expect(runs.filter((run) => run.reason === `backfill ${backfillId}`)).toHaveLength(9);
+    expect(runs[3]!.reason).toBeNull();
+
+    // Audited once, for the request that wrote it.
+    const audit = await scheduler.api('GET', `/v1/audit?objectId=${jobId}`);
+    expect(audit.body.items.filter((entry: { action: string }) => entry.action === 'job.backfill')).toHaveLength(1);
+  });
+
+  it('writes each run once when a ticker dies between a page and its cursor, or two tick at once', async () => {
+    const start = from - 30 * MINUTE;
+    const end = from - 20 * MINUTE;
+    const requested = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(start), to: iso(end) });
+    const { backfillId } = requested.body.backfill as { backfillId: string };
+    // A ticker that writes its page's runs and dies before moving the cursor.
+    const dying = scheduler.workerDeps('dying-ticker');
+    Object.assign(dying.backfills, { advance: () => Promise.reject(new Error('killed')) });
+    await tick(dying);
+    expect(await progress(backfillId)).toMatchObject({ released: 0 });
+    // Two tickers at once, then the rest.
+    await Promise.all([tick(scheduler.workerDeps('ticker-a')), tick(scheduler.workerDeps('ticker-b'))]);
+    for (let i = 0; i < 3 && (await progress(backfillId)).status !== 'DONE'; i++) await tick(scheduler.deps);
+    expect(await progress(backfillId)).toMatchObject({ released: 10, status: 'DONE' });
+    const ids = Array.from({ length: 10 }, (_, i) => runIdFor(jobId, iso(start + i * MINUTE), 1));
+    expect((await scheduler.deps.runs.getMany(ids)).length).toBe(10);
+    const { runs } = await scheduler.countJobAndRunItems();
+    // Nineteen backfilled runs (nine and ten), the chained one and the job's pending run: nothing twice.
+    expect(runs).toBe(19 + 1 + 1);
+  });
+});

@@ -1,0 +1,209 @@
+// Keyed flow control through the local runtime (issue 19 items 8 and 9): a concurrency key holds at
+// most `limit` runs at once tenant-wide, waiting runs burn no attempt, two workers racing for the
+// last slot get one each way, a dead worker's slot comes back with its lease; a rate key delays
+// starts over its rate and fails none.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { flowScope } from '../../lambdas/store/keys';
+import type { Scheduler, TargetServer } from './harness';
+import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
+
+const statusOf = async (scheduler: Scheduler, runId: string) =>
+  (await scheduler.api('GET', `/v1/runs/${runId}`)).body as { status: string; attempt: number; reason: string | null };
+
+describe('a concurrency key', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  const running = new Map<string, number>();
+  const peak = new Map<string, number>();
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 6 });
+    target = await startTarget(async (call) => {
+      const customer = (JSON.parse(call.body) as { customerId: string }).customerId;
+      running.set(customer, (running.get(customer) ?? 0) + 1);
+      peak.set(customer, Math.max(peak.get(customer) ?? 0, running.get(customer)!));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      running.set(customer, running.get(customer)! - 1);
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('runs at most `limit` runs of one key at once, across jobs, and the rest wait without burning attempts', async () => {
+    const concurrency = { key: 'customer:{payload.customerId}', limit: 1 };
+    const bodies = ['a', 'a', 'a', 'a', 'b', 'b'].map((customerId, i) =>
+      jobBody(target.url, { name: `keyed-${i}`, payload: { customerId }, concurrency, retryPolicy: { maxAttempts: 1 } }),
+    );
+    const created = await Promise.all(bodies.map((body) => scheduler.api('POST', '/v1/jobs', body)));
+    expect(created.map((response) => response.status)).toEqual([201, 201, 201, 201, 201, 201]);
+    expect(created[0]!.body.job.concurrency).toEqual(concurrency);
+    const runIds = created.map((response) => response.body.job.nextRunId as string);
+    const runs = await eventually(
+      () => Promise.all(runIds.map((runId) => statusOf(scheduler, runId))),
+      (all) => all.every((run) => run.status === 'SUCCEEDED'),
+      90_000,
+    );
+    // One attempt each (maxAttempts 1: a wait that burned one would have ended the run DEAD).
+    expect(runs.map((run) => run.attempt)).toEqual([1, 1, 1, 1, 1, 1]);
+    expect(target.calls).toHaveLength(6);
+    expect(peak.get('a')).toBe(1);
+    expect(peak.get('b')).toBe(1);
+    expect(await scheduler.deps.keyedSlots.holders(flowScope(scheduler.tenantId, 'customer:a'))).toEqual([]);
+  });
+});
+
+describe('runs waiting for a concurrency key', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 4 });
+    target = await startTarget(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('start in the order they became due as the slot frees', async () => {
+    const concurrency = { key: 'ordered', limit: 1 };
+    const first = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'ordered-0', concurrency }));
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === 1,
+    );
+    // Five more, due one after another while the first holds the slot.
+    const runIds = [first.body.job.nextRunId as string];
+    for (let i = 1; i <= 5; i++) {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `ordered-${i}`, concurrency }));
+      runIds.push(created.body.job.nextRunId as string);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === 6,
+      60_000,
+    );
+    expect(target.calls.map((call) => call.headers['x-run-id'])).toEqual(runIds);
+    expect(await scheduler.deps.keyWaiters.first(flowScope(scheduler.tenantId, 'ordered'), 10)).toEqual([]);
+  });
+});
+
+describe('the last slot of a key under contention', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  let answer: () => void = () => {};
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, tuning: { leaseMarginSeconds: 2 } });
+    target = await startTarget(() => new Promise((resolve) => (answer = () => resolve({ status: 200 }))));
+  });
+  afterAll(async () => {
+    answer();
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('goes to one of two racing workers; the other run waits QUEUED on the same attempt, then runs', async () => {
+    const concurrency = { key: '{type}', limit: 1 };
+    const [first, second] = await Promise.all(
+      [0, 1].map((i) => scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `race-${i}`, type: 'export', concurrency }))),
+    );
+    const runIds = [first!.body.job.nextRunId as string, second!.body.job.nextRunId as string];
+    const workers = [scheduler.workerDeps('racer-1'), scheduler.workerDeps('racer-2')];
+    const racing = runIds.map((runId, i) => executeRun(workers[i]!, runId));
+    // Exactly one of them gets to the target; the other gives its lease back.
+    const waited = await Promise.race(racing.map(async (result, i) => ({ result: await result, i })));
+    expect(waited.result).toBe('waiting');
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === 1,
+    );
+    const waiting = await statusOf(scheduler, runIds[waited.i]!);
+    expect(waiting).toMatchObject({ status: 'QUEUED', attempt: 1 });
+    expect(waiting.reason).toContain('concurrency key export');
+    answer();
+    expect(await racing[1 - waited.i]).toBe('succeeded');
+    // The slot is free again: the waiting run takes it.
+    const next = executeRun(workers[waited.i]!, runIds[waited.i]!);
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === 2,
+    );
+    answer();
+    expect(await next).toBe('succeeded');
+    expect(await statusOf(scheduler, runIds[waited.i]!)).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+  });
+
+  it('comes back with the lease of a worker that died holding it', async () => {
+    const concurrency = { key: 'report:{label.region}', limit: 1 };
+    const body = (i: number) => jobBody(target.url, { name: `dead-${i}`, labels: { region: 'eu' }, concurrency, timeoutSeconds: 1 });
+    const dead = await scheduler.api('POST', '/v1/jobs', body(0));
+    const deadRun = dead.body.job.nextRunId as string;
+    // The dead worker's last acts: its lease (1 s + 2 s margin) and its keyed slot, taken past the
+    // grace a slot of a run about to lease is given.
+    const deadWorker = scheduler.workerDeps('dead-worker');
+    const leased = await deadWorker.leases.lease(deadRun, leaseRequest(scheduler.config, 'dead-worker'));
+    expect(leased.kind).toBe('leased');
+    const scope = flowScope(scheduler.tenantId, 'report:eu');
+    expect(await deadWorker.keyedSlots.acquire(scope, deadRun, 1, Date.now() - 20_000, () => Promise.resolve(new Map()))).toBe(0);
+
+    const other = await scheduler.api('POST', '/v1/jobs', body(1));
+    const otherRun = other.body.job.nextRunId as string;
+    const worker = scheduler.workerDeps('live-worker');
+    // While the dead worker's lease holds, the slot is its run's.
+    expect(await executeRun(worker, otherRun)).toBe('waiting');
+    await new Promise((resolve) => setTimeout(resolve, 3_500));
+    const run = executeRun(worker, otherRun);
+    await eventually(
+      () => Promise.resolve(target.calls.filter((call) => call.headers['x-run-id'] === otherRun).length),
+      (n) => n === 1,
+    );
+    answer();
+    expect(await run).toBe('succeeded');
+    expect(await statusOf(scheduler, otherRun)).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+    expect(await scheduler.deps.keyedSlots.holders(scope)).toEqual([]);
+  });
+});
+
+describe('a rate key', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 4 });
+    target = await startTarget(() => ({ status: 200 }));
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('delays starts over its rate, and fails none', async () => {
+    const rateLimit = { key: 'partner-api', limit: 2, periodSeconds: 3 };
+    const created = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `rated-${i}`, rateLimit, retryPolicy: { maxAttempts: 1 } })),
+      ),
+    );
+    expect(created.every((response) => response.status === 201)).toBe(true);
+    const runIds = created.map((response) => response.body.job.nextRunId as string);
+    const runs = await eventually(
+      () => Promise.all(runIds.map((runId) => statusOf(scheduler, runId))),
+      (all) => all.every((run) => run.status === 'SUCCEEDED'),
+      90_000,
+    );
+    expect(runs.map((run) => run.attempt)).toEqual([1, 1, 1, 1, 1, 1]);
+    // Two starts per 3 s: the six calls span at least two whole periods.
+    const times = target.calls.map((call) => call.at).sort((a, b) => a - b);
+    expect(times).toHaveLength(6);
+    expect(times[5]! - times[0]!).toBeGreaterThanOrEqual(2 * 3_000 - 500);
+    expect(times[2]! - times[0]!).toBeGreaterThanOrEqual(3_000 - 500);
+  });
+});

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { ConflictError, ValidationError } from '../../lambdas/core/errors';
+import { MAX_BACKFILL_OCCURRENCES, backfillIdOf, checkBackfillRange, countFireTimes, nextFireTimes, releaseShare } from '../../lambdas/domain/backfill';
+
+const MINUTE = 60_000;
+const t0 = Date.parse('2026-03-01T00:00:00Z');
+const minutely = { kind: 'cron' as const, expression: '* * * * *', timezone: 'UTC' };
+const fieldsOf = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ValidationError) return error.errors.map((e) => `${e.path}: ${e.message}`);
+    throw error;
+  }
+  return [];
+};
+
+describe('a backfill range', () => {
+  it('holds the fire times from `from` (included) to `to` (excluded)', () => {
+    expect(checkBackfillRange(minutely, t0, t0 + 10 * MINUTE, t0 + 60 * MINUTE)).toEqual({ total: 10 });
+    expect(nextFireTimes(minutely, t0 - 1, t0 + 3 * MINUTE, 10)).toEqual([t0, t0 + MINUTE, t0 + 2 * MINUTE]);
+    expect(countFireTimes({ ...minutely, expression: '0 * * * *' }, t0 + 1, t0 + 3 * 60 * MINUTE, 100)).toBe(2);
+  });
+
+  it('follows the DST rule of the schedule: a fall-back hour fires once for a fixed time', () => {
+    // 01:30 in New York on 2026-11-01 is shown twice; a fixed-time job fires at the first.
+    const daily = { kind: 'cron' as const, expression: '30 1 * * *', timezone: 'America/New_York' };
+    const from = Date.parse('2026-10-31T00:00:00Z');
+    expect(nextFireTimes(daily, from, Date.parse('2026-11-03T00:00:00Z'), 10).map((at) => new Date(at).toISOString())).toEqual([
+      '2026-10-31T05:30:00.000Z',
+      '2026-11-01T05:30:00.000Z',
+      '2026-11-02T06:30:00.000Z',
+    ]);
+  });
+
+  it('must end after it begins, and no later than the chain’s frontier', () => {
+    expect(fieldsOf(() => checkBackfillRange(minutely, t0, t0, t0 + MINUTE))).toEqual(['to: must be after `from`']);
+    expect(fieldsOf(() => checkBackfillRange(minutely, t0, t0 + 2 * MINUTE, t0 + MINUTE))[0]).toMatch(/^to: must not be after 2026-03-01T00:01:00.000Z/);
+  });
+
+  it('is refused past the maximum, which a leap year of minutely fire times reaches exactly', () => {
+    const yearOfMinutes = t0 + MAX_BACKFILL_OCCURRENCES * MINUTE;
+    expect(checkBackfillRange(minutely, t0, yearOfMinutes, Infinity)).toEqual({ total: MAX_BACKFILL_OCCURRENCES });
+    expect(fieldsOf(() => checkBackfillRange(minutely, t0, yearOfMinutes + MINUTE, Infinity))[0]).toMatch(/more than 527040 fire times/);
+  });
+
+  it('is only for cron schedules', () => {
+    expect(() => checkBackfillRange({ kind: 'now' }, t0, t0 + MINUTE, Infinity)).toThrow(ConflictError);
+  });
+
+  it('has an id of its job and range alone, so the same request finds the same backfill', () => {
+    expect(backfillIdOf('job-1', t0, t0 + MINUTE)).toBe(backfillIdOf('job-1', t0, t0 + MINUTE));
+    expect(backfillIdOf('job-1', t0, t0 + MINUTE)).not.toBe(backfillIdOf('job-1', t0, t0 + 2 * MINUTE));
+    expect(backfillIdOf('job-1', t0, t0 + MINUTE)).not.toBe(backfillIdOf('job-2', t0, t0 + MINUTE));
+  });
+});
+
+describe('the release budget of a tick', () => {
+  it('is split evenly among the active backfills, at least one each', () => {
+    expect(releaseShare(1200, 1)).toBe(1200);
+    expect(releaseShare(1200, 7)).toBe(171);
+    expect(releaseShare(5, 9)).toBe(1);
+    expect(releaseShare(5, 0)).toBe(0);
+  });
+});
