@@ -3,7 +3,7 @@
 // failed: a failed entry is the attempt's failure, retryable when EventBridge says it was its own
 // fault or a throttle.
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { PutEventsCommand, type PutEventsCommandOutput } from '@aws-sdk/client-eventbridge';
 import type { Target } from '../domain/job';
 import { envelopeOf } from './envelope';
 import { callSignal, sdkFailure } from './sdk-failure';
@@ -25,22 +25,26 @@ export function eventEntryOf(target: EventBridgeTarget, invocation: Pick<TargetI
 export async function callEventBridgeTarget(events: EventBridgeClient, target: EventBridgeTarget, invocation: TargetInvocation): Promise<TargetResult> {
   const { timeout, signal } = callSignal(invocation.timeoutMs, invocation.signal);
   try {
-    const out = await events.send(new PutEventsCommand({ Entries: [eventEntryOf(target, invocation)] }), { abortSignal: signal });
-    const entry = out.Entries?.[0];
-    if ((out.FailedEntryCount ?? 0) > 0 || entry?.ErrorCode) {
-      const code = entry?.ErrorCode ?? 'UnknownError';
-      return {
-        ok: false,
-        timedOut: false,
-        error: {
-          code: `EVENTBRIDGE_${code}`,
-          message: (entry?.ErrorMessage ?? 'the event was not accepted').slice(0, 512),
-          retryable: RETRYABLE_ENTRY_ERRORS.has(code),
-        },
-      };
-    }
-    return { ok: true, detail: `event ${entry?.EventId ?? '(no id)'}` };
+    return putEventsResultOf(await events.send(new PutEventsCommand({ Entries: [eventEntryOf(target, invocation)] }), { abortSignal: signal }));
   } catch (error) {
     return sdkFailure(error, timeout, invocation.signal, invocation.timeoutMs);
   }
+}
+
+/** What a one-entry PutEvents answered: a refused entry fails the call (retryable when EventBridge says so). */
+export function putEventsResultOf(out: Pick<PutEventsCommandOutput, 'Entries' | 'FailedEntryCount'>): TargetResult {
+  const entry = out.Entries?.[0];
+  if ((out.FailedEntryCount ?? 0) > 0 || entry?.ErrorCode) {
+    const code = entry?.ErrorCode ?? 'UnknownError';
+    return {
+      ok: false,
+      timedOut: false,
+      error: {
+        code: `EVENTBRIDGE_${code}`,
+        message: (entry?.ErrorMessage ?? 'the event was not accepted').slice(0, 512),
+        retryable: RETRYABLE_ENTRY_ERRORS.has(code),
+      },
+    };
+  }
+  return { ok: true, detail: `event ${entry?.EventId ?? '(no id)'}` };
 }

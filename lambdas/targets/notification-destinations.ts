@@ -8,7 +8,7 @@ import type { SNSClient } from '@aws-sdk/client-sns';
 import { PublishCommand } from '@aws-sdk/client-sns';
 import type { NotificationBody, NotifyDestination } from '../domain/notify';
 import type { Egress } from './egress';
-import { RETRYABLE_ENTRY_ERRORS } from './eventbridge-target';
+import { putEventsResultOf } from './eventbridge-target';
 import { postJson } from './http-target';
 import { callSignal, sdkFailure } from './sdk-failure';
 import type { TargetResult } from './target';
@@ -63,26 +63,14 @@ export async function deliverNotification(clients: NotificationClients, attempt:
     case 'eventbridge': {
       const { timeout, signal } = callSignal(attempt.timeoutMs, undefined);
       try {
-        const out = await clients.eventbridge.send(
-          new PutEventsCommand({
-            Entries: [{ EventBusName: destination.eventBusName, Source: destination.source, DetailType: detailTypeOf(body), Detail: text }],
-          }),
-          { abortSignal: signal },
+        return putEventsResultOf(
+          await clients.eventbridge.send(
+            new PutEventsCommand({
+              Entries: [{ EventBusName: destination.eventBusName, Source: destination.source, DetailType: detailTypeOf(body), Detail: text }],
+            }),
+            { abortSignal: signal },
+          ),
         );
-        const entry = out.Entries?.[0];
-        if ((out.FailedEntryCount ?? 0) > 0 || entry?.ErrorCode) {
-          const code = entry?.ErrorCode ?? 'UnknownError';
-          return {
-            ok: false,
-            timedOut: false,
-            error: {
-              code: `EVENTBRIDGE_${code}`,
-              message: (entry?.ErrorMessage ?? 'the event was not accepted').slice(0, 512),
-              retryable: RETRYABLE_ENTRY_ERRORS.has(code),
-            },
-          };
-        }
-        return { ok: true, detail: `event ${entry?.EventId ?? '(no id)'}` };
       } catch (error) {
         return sdkFailure(error, timeout, undefined, attempt.timeoutMs);
       }
