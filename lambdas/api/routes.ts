@@ -154,7 +154,7 @@ export const ROUTES = {
     problems: [409, 412, 413, 415],
     example: { timeoutSeconds: 120, labels: { team: 'billing' } },
   },
-  deleteJob: { method: 'DELETE', path: '/v1/jobs/{jobId}', tag: 'Jobs', summary: 'Delete (cancel) a job', responses: { 200: job } },
+  deleteJob: { method: 'DELETE', path: '/v1/jobs/{jobId}', tag: 'Jobs', summary: 'Delete (cancel) a job', responses: { 200: job }, problems: [409] },
   pauseJob: { method: 'POST', path: '/v1/jobs/{jobId}/pause', tag: 'Jobs', summary: 'Pause a job', responses: { 200: job }, problems: [409] },
   resumeJob: { method: 'POST', path: '/v1/jobs/{jobId}/resume', tag: 'Jobs', summary: 'Resume a paused job', responses: { 200: job }, problems: [409] },
   triggerJob: {

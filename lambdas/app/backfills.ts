@@ -12,6 +12,7 @@ import { backfillIdOf, checkBackfillRange, nextFireTimes, releaseShare } from '.
 import type { Job } from '../domain/job';
 import type { CronSchedule } from '../domain/schedule';
 import type { SchedulerDeps } from './deps';
+import { refuseStepJob } from '../domain/workflow';
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
 
@@ -32,6 +33,7 @@ export async function requestBackfill(
   jobId: string,
   request: BackfillRequest,
 ): Promise<{ created: boolean; backfill: Backfill }> {
+  refuseStepJob(jobId);
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   const from = Date.parse(request.from);

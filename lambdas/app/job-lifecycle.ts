@@ -21,6 +21,7 @@ import type { SchedulerDeps } from './deps';
 import { checkNotify, checkPoolTimeout, checkTarget, viewOf } from './jobs';
 import type { JobView } from './jobs';
 import { MAX_CAS_ATTEMPTS, attemptFor, pendingRun } from './occurrence-chain';
+import { refuseStepJob } from '../domain/workflow';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -39,6 +40,7 @@ interface Mutation {
  * race with the scheduler's own writes. A stale `ifMatch` version is a 412.
  */
 async function mutateJob(deps: SchedulerDeps, tenantId: string, jobId: string, mutate: (job: Job, now: number) => Mutation, ifMatch?: number): Promise<Job> {
+  refuseStepJob(jobId);
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const job = await deps.jobs.get(tenantId, jobId);
     if (!job) throw new NotFoundError(`No job ${jobId}`);
@@ -126,6 +128,7 @@ export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: st
 }
 
 export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
+  refuseStepJob(jobId);
   const existing = await deps.jobs.get(tenantId, jobId);
   if (existing?.status === 'CANCELLED') return viewOf(existing);
   const job = await mutateJob(deps, tenantId, jobId, (current, now) => ({
@@ -281,6 +284,7 @@ export async function triggerJob(
   limits: TenantLimits = deps.config.tenantDefaults,
   traceparent?: string,
 ): Promise<Run> {
+  refuseStepJob(jobId);
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');

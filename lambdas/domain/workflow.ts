@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { Job } from './job';
 import { jobTypeSchema, jsonValue, MAX_PAYLOAD_BYTES, MAX_TIMEOUT_SECONDS, retryPolicySchema, targetSchema } from './job';
+import { ConflictError } from '../core/errors';
 import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
 import type { RunStatus } from './run';
 
@@ -315,6 +316,21 @@ export function parseStepJobId(jobId: string): { workflowId: string; version: nu
   const match = STEP_JOB_ID.exec(jobId);
   if (!match?.[1] || !match[2] || !match[3]) return null;
   return { workflowId: match[1], version: Number(match[2]), stepId: match[3] };
+}
+
+/**
+ * A step of a workflow reads as a job (`wf_….v<version>.<stepId>`) but is part of a version that
+ * never changes: it is changed, paused, triggered or deleted through its workflow. Without this
+ * check its change found no job item to replace and answered "changing too quickly" after every
+ * try (Schemathesis found the DELETE).
+ */
+export function refuseStepJob(jobId: string): void {
+  const step = parseStepJobId(jobId);
+  if (step) {
+    throw new ConflictError(
+      `${jobId} is step ${step.stepId} of version ${step.version} of workflow ${step.workflowId}; change, pause, run or delete it through its workflow (/v1/workflows/${step.workflowId})`,
+    );
+  }
 }
 
 /**
