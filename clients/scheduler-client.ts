@@ -18,7 +18,9 @@ import type {
   ListJobsQuery,
   Page,
   PageQuery,
+  PauseRequest,
   PreviewRequest,
+  SkipRequest,
   PreviewResult,
   Run,
   TriggerRequest,
@@ -115,12 +117,25 @@ export class JobsApi {
       .body as JobView;
   }
 
-  async pause(jobId: string, options: CallOptions = {}): Promise<JobView> {
-    return this.action(jobId, 'pause', options);
+  /** Pauses the job (with a note, and a time at which it resumes by itself), or changes a paused job's note and end. */
+  async pause(jobId: string, request: PauseRequest = {}, options: CallOptions = {}): Promise<JobView> {
+    // Repeatable: a repeat of the same pause leaves the job PAUSED with the same note and end.
+    return (
+      await this.transport.send({ method: 'POST', path: `/v1/jobs/${segment(jobId)}/pause`, body: request, repeat: 'repeatable', signal: options.signal })
+    ).body as JobView;
   }
 
   async resume(jobId: string, options: CallOptions = {}): Promise<JobView> {
-    return this.action(jobId, 'resume', options);
+    // Once: a repeat of a resume that was done answers 409 (the job is ACTIVE).
+    return (await this.transport.send({ method: 'POST', path: `/v1/jobs/${segment(jobId)}/resume`, repeat: 'once', signal: options.signal })).body as JobView;
+  }
+
+  /** Skips the next N occurrences, or the fire times named; each is recorded as a SKIPPED run. */
+  async skip(jobId: string, request: SkipRequest, options: CallOptions = {}): Promise<JobView> {
+    // Repeatable when naming fire times (skipping one twice skips it once); `next` counts from the job's state, so once.
+    const repeat = request.occurrences !== undefined ? 'repeatable' : 'once';
+    return (await this.transport.send({ method: 'POST', path: `/v1/jobs/${segment(jobId)}/skip`, body: request, repeat, signal: options.signal }))
+      .body as JobView;
   }
 
   /** Cancels the job and its runs that have not started; its name is free again. */
@@ -164,12 +179,6 @@ export class JobsApi {
       signal: options.signal,
     });
     return (answer.body as { backfill: Backfill }).backfill;
-  }
-
-  private async action(jobId: string, action: 'pause' | 'resume', options: CallOptions): Promise<JobView> {
-    // Once: a repeat of a pause that was done answers 409 (the job is PAUSED).
-    return (await this.transport.send({ method: 'POST', path: `/v1/jobs/${segment(jobId)}/${action}`, repeat: 'once', signal: options.signal }))
-      .body as JobView;
   }
 }
 

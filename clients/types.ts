@@ -138,15 +138,40 @@ export interface Backfill {
   readonly updatedAt: string;
 }
 
-/** `POST /v1/schedules/preview`: the next `count` (≤ 100, default 5) fire times of a schedule from `from` (default now). */
+/**
+ * `POST /v1/schedules/preview`: the next `count` (≤ 100, default 5) occurrences of a schedule from
+ * `from` (default now); with `jobId`, a job's (its id seeds the jitter; without `schedule`, its own
+ * schedule and skips).
+ */
 export interface PreviewRequest {
-  schedule: ScheduleInput;
+  schedule?: ScheduleInput | undefined;
+  jobId?: string | undefined;
   from?: string | undefined;
   count?: number | undefined;
 }
 
+/** One occurrence of a preview: its fire time, when it starts (with jitter), and why it is skipped. */
+export interface Occurrence {
+  readonly at: string;
+  readonly startsAt: string | null;
+  readonly skipped: 'excluded date' | 'skipped on request' | null;
+}
+
 export interface PreviewResult {
-  fireTimes: string[];
+  readonly fireTimes: string[];
+  readonly occurrences: Occurrence[];
+}
+
+/** `POST /v1/jobs/{jobId}/pause`: why, and when the job resumes by itself. */
+export interface PauseRequest {
+  note?: string | undefined;
+  until?: string | undefined;
+}
+
+/** `POST /v1/jobs/{jobId}/skip`: the next N occurrences (`next`), or fire times named one by one (`occurrences`); one of the two. */
+export interface SkipRequest {
+  next?: number | undefined;
+  occurrences?: string[] | undefined;
 }
 
 export interface HealthQuery {

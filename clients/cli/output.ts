@@ -1,5 +1,5 @@
 // How the CLI shows things to a person: aligned tables and short summaries. `--json` bypasses all of it.
-import type { HealthReport, JobDetail, JobView, Run, RunStatus, Schedule } from '../types.js';
+import type { HealthReport, JobDetail, JobView, Occurrence, Run, RunStatus, Schedule } from '../types.js';
 
 /** Run statuses that have no way out (the domain's terminal statuses; a unit test keeps them equal). */
 export const FINISHED_RUN_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'SKIPPED', 'DEAD']);
@@ -28,6 +28,24 @@ export function table<T>(rows: readonly T[], columns: readonly Column<T>[], empt
 
 const dash = (value: string | null | undefined): string => (value === null || value === undefined || value === '' ? '-' : value);
 
+/** One occurrence of a preview: its fire time, and when it starts if jitter moves it, or why it is skipped. */
+export function occurrenceText(occurrence: Occurrence): string {
+  if (occurrence.skipped !== null) return `${occurrence.at}  skipped (${occurrence.skipped})`;
+  if (occurrence.startsAt !== null && occurrence.startsAt !== occurrence.at) return `${occurrence.at}  starts ${occurrence.startsAt}`;
+  return occurrence.at;
+}
+
+/** A recurring schedule's end, count, jitter and excluded dates, as text after its series. */
+function scheduleExtras(schedule: Extract<Schedule, { kind: 'cron' | 'every' }>): string {
+  const parts = [
+    schedule.endAt ? `until ${schedule.endAt}` : '',
+    schedule.maxOccurrences ? `${schedule.maxOccurrences} times` : '',
+    schedule.jitterSeconds ? `jitter ${schedule.jitterSeconds}s` : '',
+    schedule.excludeDates?.length ? `not on ${schedule.excludeDates.join(', ')}` : '',
+  ].filter((part) => part !== '');
+  return parts.length > 0 ? `, ${parts.join(', ')}` : '';
+}
+
 export function scheduleText(schedule: Schedule): string {
   switch (schedule.kind) {
     case 'now':
@@ -37,7 +55,9 @@ export function scheduleText(schedule: Schedule): string {
     case 'at':
       return `at ${schedule.at}`;
     case 'cron':
-      return `cron "${schedule.expression}" ${schedule.timezone}`;
+      return `cron "${schedule.expression}" ${schedule.timezone}${scheduleExtras(schedule)}`;
+    case 'every':
+      return `every ${schedule.interval} from ${schedule.anchor ?? '-'}${scheduleExtras(schedule)}`;
   }
 }
 
@@ -90,6 +110,10 @@ export function jobText(job: JobView | JobDetail): string {
     ['Priority', job.priority],
     ['Retries', `${job.retryPolicy.maxAttempts} attempts, ${job.retryPolicy.initialDelaySeconds}s to ${job.retryPolicy.maxDelaySeconds}s`],
     ['Next runs', job.upcomingRuns.length > 0 ? job.upcomingRuns.join(', ') : '-'],
+    ...(job.skippedOccurrences?.length ? [['Skipping', job.skippedOccurrences.join(', ')] as [string, string]] : []),
+    ...(job.status === 'PAUSED'
+      ? [['Paused', `${job.pauseNote ?? '(no note)'}${job.pausedUntil ? `, until ${job.pausedUntil}` : ''}`] as [string, string]]
+      : []),
   ]);
   if ('recentRuns' in job) text += `\nRecent runs:\n${table(job.recentRuns, RUN_COLUMNS)}`;
   return text;

@@ -9,7 +9,7 @@ import { SchedulerClient } from '../scheduler-client.js';
 import type { RetryOptions } from '../transport.js';
 import type { JobDetail, JobPatch, JobSpecInput, JobStatus, Page, PreviewRequest, Run, ScheduleInput } from '../types.js';
 import { EXIT, UsageError, exitCodeOf } from './exit-codes.js';
-import { FINISHED_RUN_STATUSES, JOB_COLUMNS, RUN_COLUMNS, deadRunsTable, healthText, jobText, runText, table } from './output.js';
+import { FINISHED_RUN_STATUSES, JOB_COLUMNS, RUN_COLUMNS, deadRunsTable, healthText, jobText, occurrenceText, runText, table } from './output.js';
 
 export interface CliIo {
   readonly stdout: (text: string) => void;
@@ -174,8 +174,31 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
       if (json) return printJson(job);
       print(`updated job ${job.jobId} (${job.name}) to version ${job.version}, ${job.status}, next run ${job.nextRunAt ?? '-'}`);
     });
+  jobs
+    .command('pause <jobId>')
+    .description('pause a job: its pending run is skipped until resume (pausing a paused job changes its note and end)')
+    .option('--note <text>', 'why: shown on the job until it resumes')
+    .option('--until <instant>', 'resume by itself at this time (ISO 8601; within a minute)')
+    .action(async (jobId: string, options: { note?: string; until?: string }, command: Command) => {
+      const job = await clientOf(command).jobs.pause(jobId, {
+        ...(options.note === undefined ? {} : { note: options.note }),
+        ...(options.until === undefined ? {} : { until: options.until }),
+      });
+      if (json) return printJson(job);
+      print(`paused job ${job.jobId} (${job.name}): ${job.status}${job.pausedUntil ? `, resumes at ${job.pausedUntil}` : ''}`);
+    });
+  jobs
+    .command('skip <jobId>')
+    .description('skip occurrences of a recurring job: the next N, or fire times named; each is recorded as a SKIPPED run')
+    .option('--next <count>', 'the next N occurrences that would fire', integer('--next', 1, 100))
+    .option('--at <instant...>', 'these fire times (ISO 8601)')
+    .action(async (jobId: string, options: { next?: number; at?: string[] }, command: Command) => {
+      if ((options.next === undefined) === (options.at === undefined)) throw new UsageError('give --next or --at, one of the two');
+      const job = await clientOf(command).jobs.skip(jobId, options.next !== undefined ? { next: options.next } : { occurrences: options.at ?? [] });
+      if (json) return printJson(job);
+      print(`job ${job.jobId} (${job.name}): skipping ${(job.skippedOccurrences ?? []).join(', ') || 'nothing ahead'}; next run ${job.nextRunAt ?? '-'}`);
+    });
   for (const [name, description, verb] of [
-    ['pause', 'pause a job: its pending run is skipped until resume', 'paused'],
     ['resume', 'resume a paused job', 'resumed'],
     ['delete', 'delete a job: it is CANCELLED with its runs that have not started', 'deleted'],
   ] as const) {
@@ -310,31 +333,64 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
   // preview
   program
     .command('preview')
-    .description('the next fire times of a schedule, without creating a job')
+    .description("the next occurrences of a schedule, or of a job's (--job: with its skips and jitter)")
     .option('--cron <expression>', 'a cron expression (5 or 6 fields)')
     .option('--timezone <zone>', 'the cron expression’s IANA time zone (default UTC)')
+    .option('--every <duration>', 'an interval, an ISO 8601 duration such as PT15M (from now, or --anchor)')
+    .option('--anchor <time>', "the interval's anchor (ISO 8601)")
     .option('--at <time>', 'a one-off ISO 8601 time')
     .option('--delay <seconds>', 'a one-off delay', integer('--delay', 0, Number.MAX_SAFE_INTEGER))
     .option('-f, --file <path>', "a schedule, or a job file's schedule, as JSON or YAML")
+    .option('--job <jobId>', "a job's own schedule, its skipped occurrences and its jitter (or, with a schedule, that job's jitter)")
     .option('--from <time>', 'from this ISO 8601 time (default now)')
-    .option('--count <n>', 'how many fire times (1-100, default 5)', integer('--count', 1, 100))
+    .option('--count <n>', 'how many occurrences (1-100, default 5)', integer('--count', 1, 100))
     .action(
-      async (options: { cron?: string; timezone?: string; at?: string; delay?: number; file?: string; from?: string; count?: number }, command: Command) => {
-        const sources = [options.cron, options.at, options.delay, options.file].filter((source) => source !== undefined);
-        if (sources.length !== 1) throw new UsageError('give one schedule: --cron, --at, --delay or -f');
-        if (options.timezone !== undefined && options.cron === undefined) throw new UsageError('--timezone goes with --cron');
-        let schedule: ScheduleInput;
+      async (
+        options: {
+          cron?: string;
+          timezone?: string;
+          every?: string;
+          anchor?: string;
+          at?: string;
+          delay?: number;
+          file?: string;
+          job?: string;
+          from?: string;
+          count?: number;
+        },
+        command: Command,
+      ) => {
+        const sources = [options.cron, options.every, options.at, options.delay, options.file].filter((source) => source !== undefined);
+        if (sources.length > 1 || (sources.length === 0 && options.job === undefined)) {
+          throw new UsageError('give one schedule (--cron, --every, --at, --delay or -f), a --job, or both');
+        }
+        if (options.timezone !== undefined && options.cron === undefined && options.every === undefined)
+          throw new UsageError('--timezone goes with --cron or --every');
+        if (options.anchor !== undefined && options.every === undefined) throw new UsageError('--anchor goes with --every');
+        let schedule: ScheduleInput | undefined;
         if (options.cron !== undefined) schedule = { kind: 'cron', expression: options.cron, ...(options.timezone ? { timezone: options.timezone } : {}) };
-        else if (options.at !== undefined) schedule = { kind: 'at', at: options.at };
+        else if (options.every !== undefined) {
+          schedule = {
+            kind: 'every',
+            interval: options.every,
+            ...(options.anchor ? { anchor: options.anchor } : {}),
+            ...(options.timezone ? { timezone: options.timezone } : {}),
+          };
+        } else if (options.at !== undefined) schedule = { kind: 'at', at: options.at };
         else if (options.delay !== undefined) schedule = { kind: 'delay', seconds: options.delay };
-        else {
-          const document = await readDocument(io, options.file ?? '-');
+        else if (options.file !== undefined) {
+          const document = await readDocument(io, options.file);
           schedule = ('schedule' in document ? document.schedule : document) as ScheduleInput;
         }
-        const request: PreviewRequest = { schedule, ...(options.from ? { from: options.from } : {}), ...(options.count ? { count: options.count } : {}) };
+        const request: PreviewRequest = {
+          ...(schedule ? { schedule } : {}),
+          ...(options.job ? { jobId: options.job } : {}),
+          ...(options.from ? { from: options.from } : {}),
+          ...(options.count ? { count: options.count } : {}),
+        };
         const preview = await clientOf(command).preview(request);
         if (json) return printJson(preview);
-        print(preview.fireTimes.length > 0 ? preview.fireTimes.join('\n') : '(no fire times)');
+        print(preview.occurrences.length > 0 ? preview.occurrences.map(occurrenceText).join('\n') : '(no fire times)');
       },
     );
 

@@ -11,7 +11,9 @@ import { flushTelemetry } from '../app/flush-telemetry';
 import { checkHealth } from '../app/health';
 import { createJob, getJob, getRun, listJobRuns, listJobs, listRuns, previewSchedule, viewOf } from '../app/jobs';
 import type { JobView } from '../app/jobs';
-import { deleteJob, patchJob, pauseJob, resumeJob, triggerJob } from '../app/job-lifecycle';
+import { deleteJob, patchJob, triggerJob } from '../app/job-lifecycle';
+import { pauseJob, resumeJob } from '../app/pause-resume';
+import { skipOccurrences } from '../app/skip-occurrences';
 import { backfillView, getBackfill, requestBackfill } from '../app/backfills';
 import { cancelRun, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
 import { claimRun, completeRun, failRun, heartbeatRun } from '../app/external-workers';
@@ -161,8 +163,10 @@ function handlers(deps: SchedulerDeps): Handlers {
       ),
     deleteJob: async ({ caller, params }) =>
       json(200, await jobChange(caller, 'job.delete', param(params, 'jobId'), (jobId) => deleteJob(deps, caller.tenantId, jobId))),
-    pauseJob: async ({ caller, params }) =>
-      json(200, await jobChange(caller, 'job.pause', param(params, 'jobId'), (jobId) => pauseJob(deps, caller.tenantId, jobId))),
+    pauseJob: async ({ caller, params, body }) =>
+      json(200, await jobChange(caller, 'job.pause', param(params, 'jobId'), (jobId) => pauseJob(deps, caller.tenantId, jobId, body ?? {}))),
+    skipJob: async ({ caller, params, body }) =>
+      json(200, await jobChange(caller, 'job.skip', param(params, 'jobId'), (jobId) => skipOccurrences(deps, caller.tenantId, jobId, body, caller.keyId))),
     resumeJob: async ({ caller, params }) =>
       json(200, await jobChange(caller, 'job.resume', param(params, 'jobId'), (jobId) => resumeJob(deps, caller.tenantId, jobId))),
     triggerJob: async ({ event, tenantId, caller, params, body }) => {
@@ -238,7 +242,7 @@ function handlers(deps: SchedulerDeps): Handlers {
         await audit(caller, 'dead-runs.replay', replayed[0]!, { objectIds: replayed, changes: { replayed: { after: replayed.length } } });
       return json(202, result);
     },
-    previewSchedule: ({ body }) => Promise.resolve(json(200, previewSchedule(deps, body))),
+    previewSchedule: async ({ tenantId, body }) => json(200, await previewSchedule(deps, tenantId, body)),
     issueSigningSecret: async ({ tenantId, caller, body }) => {
       const issued = await issueSigningSecret(deps, tenantId, body);
       await audit(caller, 'signing-secret.issue', issued.secretId, { changes: { replaces: { after: issued.previous.map((old) => old.secretId) } } });

@@ -85,6 +85,12 @@ export const jobViewSchema = z
     lastStartedRunId: z.string().nullable().optional(),
     pausedAt: nullableTimestamp.optional(),
     pausedPending: z.strictObject({ runId: z.string().nullable(), scheduledFor: timestamp }).nullable().optional(),
+    pauseNote: z.string().nullable().optional().meta({ description: 'Why the job is paused, as the pause request said.' }),
+    pausedUntil: nullableTimestamp.optional().meta({ description: 'When the paused job resumes by itself.' }),
+    skippedOccurrences: z
+      .array(timestamp)
+      .optional()
+      .meta({ description: "Fire times skipped on request that the job's chain has not reached yet (each recorded as a SKIPPED run)." }),
     upcomingRuns: z.array(timestamp),
   })
   .meta({ id: 'Job' });
@@ -119,7 +125,22 @@ export const backfillSchema = z
   })
   .meta({ id: 'Backfill' });
 export const backfillResponseSchema = z.strictObject({ backfill: backfillSchema }).meta({ id: 'BackfillAccepted' });
-export const previewResponseSchema = z.strictObject({ fireTimes: z.array(timestamp) }).meta({ id: 'Preview' });
+export const occurrenceSchema = z
+  .strictObject({
+    at: timestamp.meta({ description: "The fire time: the occurrence's identity (its runs' scheduledFor)." }),
+    startsAt: timestamp
+      .nullable()
+      .meta({ description: 'When it starts: the fire time plus its jitter. Null when it is skipped, or when it has jitter and no jobId was given.' }),
+    skipped: z.enum(['excluded date', 'skipped on request']).nullable().meta({ description: 'Why it does not fire, or null.' }),
+  })
+  .meta({ id: 'Occurrence' });
+
+export const previewResponseSchema = z
+  .strictObject({
+    fireTimes: z.array(timestamp).meta({ description: 'The fire times that fire, skipped ones left out.' }),
+    occurrences: z.array(occurrenceSchema).meta({ description: 'Every occurrence of the series in order, skipped ones marked.' }),
+  })
+  .meta({ id: 'Preview' });
 export const claimedRunSchema = z
   .strictObject({
     run: runSchema,

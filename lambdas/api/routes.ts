@@ -25,6 +25,8 @@ import {
   workflowQuery,
   workflowSpecSchema,
   backfillSchema,
+  pauseSchema,
+  skipSchema,
 } from './schemas';
 import {
   auditPageSchema,
@@ -155,7 +157,30 @@ export const ROUTES = {
     example: { timeoutSeconds: 120, labels: { team: 'billing' } },
   },
   deleteJob: { method: 'DELETE', path: '/v1/jobs/{jobId}', tag: 'Jobs', summary: 'Delete (cancel) a job', responses: { 200: job }, problems: [409] },
-  pauseJob: { method: 'POST', path: '/v1/jobs/{jobId}/pause', tag: 'Jobs', summary: 'Pause a job', responses: { 200: job }, problems: [409] },
+  pauseJob: {
+    method: 'POST',
+    path: '/v1/jobs/{jobId}/pause',
+    tag: 'Jobs',
+    summary: 'Pause a job',
+    description:
+      'Retires the pending occurrence. With `until`, the job resumes by itself at that time (the ticker resumes it within its period, a minute), by its misfire policy. Pausing a PAUSED job replaces its note and end.',
+    body: { schema: pauseSchema, required: false },
+    responses: { 200: job },
+    problems: [409, 413, 415],
+    example: { note: 'supplier API down, INC-2231', until: '2026-12-01T09:00:00Z' },
+  },
+  skipJob: {
+    method: 'POST',
+    path: '/v1/jobs/{jobId}/skip',
+    tag: 'Jobs',
+    summary: 'Skip occurrences of a recurring job',
+    description:
+      "Each skipped occurrence is recorded as a SKIPPED run (reason `skipped on request by <key id>`), and the job's chain plans over it. The job lists the skips it has not reached in `skippedOccurrences` (at most 100).",
+    body: { schema: skipSchema, required: true },
+    responses: { 200: job },
+    problems: [409, 413, 415],
+    example: { next: 2 },
+  },
   resumeJob: { method: 'POST', path: '/v1/jobs/{jobId}/resume', tag: 'Jobs', summary: 'Resume a paused job', responses: { 200: job }, problems: [409] },
   triggerJob: {
     method: 'POST',

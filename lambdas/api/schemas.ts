@@ -8,7 +8,9 @@ import { WORKFLOW_RUN_STATUSES } from '../domain/workflow';
 import {
   JOB_LABEL_PATTERN,
   MASKED_HEADER_VALUE,
+  MAX_PAUSE_NOTE_LENGTH,
   MAX_PAYLOAD_BYTES,
+  MAX_SKIPPED_OCCURRENCES,
   jobPatchSchema,
   jobSpecSchema,
   jobTypeSchema,
@@ -110,6 +112,36 @@ export const triggerSchema = z.strictObject({
 });
 export type TriggerRequest = z.output<typeof triggerSchema>;
 
+/** Skipping occurrences (issue 19 item 5): the next N, or fire times named one by one. */
+export const skipSchema = z
+  .strictObject({
+    next: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_SKIPPED_OCCURRENCES)
+      .optional()
+      .meta({ description: 'Skip the next N occurrences that would fire, from the pending one.' }),
+    occurrences: z
+      .array(isoInstantParam)
+      .min(1)
+      .max(MAX_SKIPPED_OCCURRENCES)
+      .optional()
+      .meta({ description: "Skip these fire times of the job's schedule (each one not yet started)." }),
+  })
+  .refine((request) => (request.next === undefined) !== (request.occurrences === undefined), { message: 'give next or occurrences, not both', path: ['next'] })
+  .meta({ id: 'SkipRequest' });
+export type SkipRequest = z.output<typeof skipSchema>;
+
+/** A pause's note and end (issue 19 item 7). */
+export const pauseSchema = z
+  .strictObject({
+    note: z.string().min(1).max(MAX_PAUSE_NOTE_LENGTH).optional().meta({ description: 'Why the job is paused: shown on the job until it resumes.' }),
+    until: isoInstantParam.optional().meta({ description: 'The job resumes by itself at this time (within a minute), at most 366 days ahead.' }),
+  })
+  .meta({ id: 'PauseRequest' });
+export type PauseRequest = z.output<typeof pauseSchema>;
+
 /** A backfill's range: fire times `from` <= t < `to` (issue 19 item 6). */
 export const backfillSchema = z.strictObject({
   from: isoInstantParam.meta({ description: 'The first fire time included.' }),
@@ -125,16 +157,21 @@ export const bulkReplaySchema = z.strictObject({
 });
 export type BulkReplayRequest = z.output<typeof bulkReplaySchema>;
 
-export const previewSchema = z.strictObject({
-  schedule: scheduleSchema,
-  from: isoInstant
-    .refine(
-      (from) => Date.parse(from) >= FIRE_TIME_RANGE.earliest && Date.parse(from) <= FIRE_TIME_RANGE.latest,
-      'must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z',
-    )
-    .optional(),
-  count: z.number().int().min(1).max(100).default(5),
-});
+export const previewSchema = z
+  .strictObject({
+    schedule: scheduleSchema.optional().meta({ description: "The schedule to preview; without it, the job's own (jobId)." }),
+    jobId: resourceId
+      .optional()
+      .meta({ description: "A job of the caller: its id seeds the occurrences' jitter, and without a schedule its own schedule and skips are shown." }),
+    from: isoInstant
+      .refine(
+        (from) => Date.parse(from) >= FIRE_TIME_RANGE.earliest && Date.parse(from) <= FIRE_TIME_RANGE.latest,
+        'must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z',
+      )
+      .optional(),
+    count: z.number().int().min(1).max(100).default(5),
+  })
+  .refine((request) => request.schedule !== undefined || request.jobId !== undefined, { message: 'give a schedule, a jobId or both', path: ['schedule'] });
 export type PreviewRequest = z.output<typeof previewSchema>;
 
 /** The longest a claim waits for work: well inside API Gateway's 30 s. */

@@ -60,7 +60,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
       return { kind: 'stopped', outcome: 'waiting' };
     }
     if (overlap.action === 'skip') {
-      const decision = decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), startedAt: now, backfillRemaining });
+      const decision = decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), dueAt: Date.parse(run.availableAt), startedAt: now, backfillRemaining });
       await advanceChain(deps, job, run, decision.successor, false, now);
       return end(deps, run, 'SKIPPED', overlap.reason, now, job);
     }
@@ -70,7 +70,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
     }
   }
 
-  const decision = decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), startedAt: now, backfillRemaining });
+  const decision = decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), dueAt: Date.parse(run.availableAt), startedAt: now, backfillRemaining });
   await advanceChain(deps, job, run, decision.successor, decision.execute, now);
   if (!decision.execute) return end(deps, run, 'SKIPPED', decision.reason ?? 'skipped', now, job);
   return { kind: 'execute', reason: decision.reason };

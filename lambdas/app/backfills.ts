@@ -10,7 +10,7 @@ import { logger } from '../core/logger';
 import type { Backfill, BackfillView } from '../domain/backfill';
 import { backfillIdOf, checkBackfillRange, nextFireTimes, releaseShare } from '../domain/backfill';
 import type { Job } from '../domain/job';
-import type { CronSchedule } from '../domain/schedule';
+import type { RecurringSchedule } from '../domain/schedule';
 import type { SchedulerDeps } from './deps';
 import { refuseStepJob } from '../domain/workflow';
 import type { RunPlan } from './plan-run';
@@ -52,7 +52,7 @@ export async function requestBackfill(
     tenantId,
     from: new Date(from).toISOString(),
     to: new Date(to).toISOString(),
-    schedule: job.schedule as CronSchedule,
+    schedule: job.schedule as RecurringSchedule,
     total,
     released: 0,
     cursor: from - 1,

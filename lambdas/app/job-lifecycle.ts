@@ -1,138 +1,36 @@
-// Changes to a job's life by request: pause and resume, delete, PATCH and manual triggers. Every
-// change of a job is a compare-and-swap on its version and pending occurrence, with the runs it
-// creates in the same transaction. The chain's own moves are in occurrence-chain.ts.
+// Changes to a job by request: delete, PATCH and manual triggers. Every change of a job is a
+// compare-and-swap on its version and pending occurrence (job-mutation.ts), with the runs it
+// creates in the same transaction. Pause and resume are in pause-resume.ts, skips in
+// skip-occurrences.ts, and the chain's own moves in occurrence-chain.ts.
 import { traceIdOf } from '../domain/trace-context';
-import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError, ValidationError } from '../core/errors';
+import { ConflictError, NotFoundError, TooManyRequestsError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import { parseOrThrow } from '../core/validation';
 import type { Job } from '../domain/job';
 import type { HeaderValue } from '../domain/job';
 import { MASKED_HEADER_VALUE, jobSpecSchema } from '../domain/job';
 import type { JobPatchRequest, TriggerRequest } from '../api/schemas';
-import { occurrenceOnResume } from '../domain/recurrence';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
-import { firstFireTime, validateSchedule } from '../domain/schedule';
-import type { RunPlan } from './plan-run';
+import { firstFireTime, sameSchedule, settleSchedule, validateSchedule } from '../domain/schedule';
 import { planRun } from './plan-run';
 import { triggerDebounced } from './debounce';
 import { sendPlannedRun } from './send-planned-run';
 import type { SchedulerDeps } from './deps';
 import { checkNotify, checkPoolTimeout, checkTarget, viewOf } from './jobs';
 import type { JobView } from './jobs';
-import { MAX_CAS_ATTEMPTS, attemptFor, pendingRun } from './occurrence-chain';
+import { attemptFor, pendingRun } from './occurrence-chain';
 import { refuseStepJob } from '../domain/workflow';
+import { mutateJob, touch } from './job-mutation';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-interface Mutation {
-  readonly next: Job;
-  readonly plan?: RunPlan;
-  readonly releaseName?: boolean;
-  /** The tenant's active-jobs limit, checked when the change makes the job live again. */
-  readonly maxActiveJobs?: number | null;
-  /** Work after the job is committed: retire the old pending run, send the new one. */
-  readonly afterCommit?: () => Promise<void>;
-}
-
-/**
- * Reads the job, applies `mutate` and writes it back if nothing changed in between; retries on a
- * race with the scheduler's own writes. A stale `ifMatch` version is a 412.
- */
-async function mutateJob(deps: SchedulerDeps, tenantId: string, jobId: string, mutate: (job: Job, now: number) => Mutation, ifMatch?: number): Promise<Job> {
-  refuseStepJob(jobId);
-  for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-    const job = await deps.jobs.get(tenantId, jobId);
-    if (!job) throw new NotFoundError(`No job ${jobId}`);
-    if (ifMatch !== undefined && job.version !== ifMatch) {
-      throw new PreconditionFailedError(`The job is at version ${job.version}, not ${ifMatch}`);
-    }
-    const now = deps.clock();
-    const mutation = mutate(job, now);
-    const result = await deps.jobs.replace(mutation.next, job, {
-      newRuns: mutation.plan ? [mutation.plan] : [],
-      releaseName: mutation.releaseName,
-      maxActiveJobs: mutation.maxActiveJobs,
-    });
-    if (result === 'too-many-active-jobs') {
-      throw new TooManyRequestsError(`This tenant has ${mutation.maxActiveJobs ?? 0} active or paused jobs, its limit; delete or complete some first`, 60);
-    }
-    if (result === 'replaced') {
-      if (mutation.plan) deps.telemetry.runCreated(mutation.plan.run);
-      await mutation.afterCommit?.();
-      return mutation.next;
-    }
-    // A conflicting write (the worker moved the chain on, or another API call): read again.
-  }
-  throw new ConflictError('The job is changing too quickly; try again');
-}
-
-function touch(job: Job, now: number, changes: Partial<Job>): Job {
-  return { ...job, ...changes, version: job.version + 1, updatedAt: iso(now) };
-}
-
-export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
-  const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
-    if (current.status !== 'ACTIVE') throw new ConflictError(`The job is ${current.status}; only an ACTIVE job can be paused`);
-    const pendingId = current.nextRunId;
-    return {
-      next: touch(current, now, {
-        status: 'PAUSED',
-        pausedAt: iso(now),
-        pausedPending: current.nextRunAt && pendingId ? { runId: pendingId, scheduledFor: current.nextRunAt } : null,
-        nextRunAt: null,
-        nextRunId: null,
-      }),
-      afterCommit: async () => {
-        if (pendingId && (await deps.runs.retirePending(pendingId, 'SKIPPED', 'job paused', now))) {
-          deps.telemetry.runEnded({ runId: pendingId, tenantId, jobId, jobType: current.type }, 'SKIPPED', 'job paused');
-        }
-      },
-    };
-  });
-  logger.info('job paused', { jobId, tenantId });
-  return viewOf(job);
-}
-
-export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
-  // The run that stood for the pending occurrence decides the attempt of its replacement.
-  const before = await deps.jobs.get(tenantId, jobId);
-  const pausedRun = before?.pausedPending?.runId ? await deps.runs.get(before.pausedPending.runId) : null;
-  const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
-    if (current.status !== 'PAUSED') throw new ConflictError(`The job is ${current.status}; only a PAUSED job can be resumed`);
-    const pendingAt = current.pausedPending ? Date.parse(current.pausedPending.scheduledFor) : null;
-    const occurrence = occurrenceOnResume(current, pendingAt, now);
-    const cleared = { pausedAt: null, pausedPending: null };
-    if (!occurrence) {
-      return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };
-    }
-    const plan = planRun(
-      deps.config,
-      current,
-      {
-        scheduledFor: occurrence.scheduledFor,
-        attempt: attemptFor(occurrence.scheduledFor, pausedRun),
-        trigger: 'schedule',
-        reason: occurrence.reason,
-      },
-      now,
-    );
-    return {
-      next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
-      plan,
-      afterCommit: () => sendPlannedRun(deps, plan, now),
-    };
-  });
-  logger.info('job resumed', { jobId, tenantId, nextRunAt: job.nextRunAt });
-  return viewOf(job);
-}
 
 export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
   refuseStepJob(jobId);
   const existing = await deps.jobs.get(tenantId, jobId);
   if (existing?.status === 'CANCELLED') return viewOf(existing);
   const job = await mutateJob(deps, tenantId, jobId, (current, now) => ({
-    next: touch(current, now, { status: 'CANCELLED', nextRunAt: null, nextRunId: null, pausedPending: null }),
+    next: touch(current, now, { status: 'CANCELLED', nextRunAt: null, nextRunId: null, pausedPending: null, pausedUntil: null }),
     releaseName: true,
     afterCommit: async () => {
       // Every run of the job that has not started ends CANCELLED. A run leased meanwhile sees the
@@ -184,23 +82,29 @@ export async function patchJob(
         lastStartedRunId: _l,
         pausedAt: _p,
         pausedPending: _pp,
+        pauseNote: _pn,
+        pausedUntil: _pu,
+        skippedOccurrences: _so,
         ...spec
       } = current;
       const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes }, 'Invalid job');
       if (changes.target !== undefined) checkTarget(deps, merged.target);
       if (changes.notify !== undefined) checkNotify(deps, merged.notify);
       checkPoolTimeout(deps, merged);
-      const scheduleChanged = JSON.stringify(merged.schedule) !== JSON.stringify(current.schedule);
+      const scheduleChanged = !sameSchedule(merged.schedule, current.schedule);
       const schedulingChanged =
         scheduleChanged || merged.timeoutSeconds !== current.timeoutSeconds || JSON.stringify(merged.target) !== JSON.stringify(current.target);
       if (scheduleChanged) validateSchedule(merged.schedule, now);
-      const updated = touch(current, now, merged);
+      // A new schedule counts from now (an interval's anchor, a counted cron's start), and the
+      // occurrences skipped on request were the old schedule's.
+      const schedule = scheduleChanged ? settleSchedule(merged.schedule, now) : current.schedule;
+      const updated = touch(current, now, { ...merged, schedule, ...(scheduleChanged ? { skippedOccurrences: [] } : {}) });
 
       if (current.status === 'PAUSED' && scheduleChanged) {
         // The occurrence remembered at pause belongs to the old schedule (or zone): resume must
         // start from the new one's first occurrence after now. The paused run is kept only when it
         // stands for that same occurrence, so that its replacement takes the next attempt number.
-        const first = firstFireTime(merged.schedule, now);
+        const first = firstFireTime({ schedule }, now);
         const paused = current.pausedPending ?? null;
         return {
           next: {
@@ -216,7 +120,7 @@ export async function patchJob(
       // The pending occurrence is retired and planned again from the new definition (its lease
       // length follows the timeout, and its time the schedule). A COMPLETED job given a new
       // schedule is ACTIVE again from its first occurrence.
-      const first = firstFireTime(merged.schedule, now);
+      const first = firstFireTime(updated, now);
       if (first === null) {
         if (reactivates) {
           throw new ValidationError('Invalid job', [{ path: 'schedule', message: 'has no occurrence after now; the job stays COMPLETED' }]);

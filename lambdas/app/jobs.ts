@@ -8,7 +8,8 @@ import { logger } from '../core/logger';
 import type { Job, JobSpec, Target } from '../domain/job';
 import { MASKED_HEADER_VALUE, attemptTimeoutSeconds, isSecretReference } from '../domain/job';
 import type { Run } from '../domain/run';
-import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
+import type { Occurrence } from '../domain/schedule';
+import { firstFireTime, isRecurring, settleSchedule, upcomingFireTimes, upcomingOccurrences, validateSchedule } from '../domain/schedule';
 import type { ListJobsQuery, ListRunsQuery, PreviewRequest } from '../api/schemas';
 import type { Page } from '../store/page';
 import { urlRefusal } from '../targets/address-policy';
@@ -59,11 +60,14 @@ export async function createJob(
   checkNotify(deps, spec.notify);
   checkPoolTimeout(deps, spec);
 
-  const first = firstFireTime(spec.schedule, now);
+  // What the schedule counts from (an interval's anchor, a counted cron's startAt) is fixed now.
+  const schedule = settleSchedule(spec.schedule, now);
+  const first = firstFireTime({ schedule }, now);
   const at = new Date(now).toISOString();
   const jobId = newJobId(now);
   const draft: Job = {
     ...spec,
+    schedule,
     jobId,
     tenantId,
     // A run-now job's one occurrence is queued by this create: there is nothing left to schedule,
@@ -238,10 +242,9 @@ export function maskedTarget(target: Target): Target {
 export function viewOf(job: Job): JobView {
   let upcomingRuns: string[] = [];
   if (job.status === 'ACTIVE' && job.nextRunAt) {
-    upcomingRuns =
-      job.schedule.kind === 'cron'
-        ? [job.nextRunAt, ...upcomingFireTimes(job.schedule, Date.parse(job.nextRunAt), UPCOMING_RUNS - 1).map(iso)]
-        : [job.nextRunAt];
+    upcomingRuns = isRecurring(job.schedule)
+      ? [job.nextRunAt, ...upcomingFireTimes(job, Date.parse(job.nextRunAt), UPCOMING_RUNS - 1).map(iso)]
+      : [job.nextRunAt];
   }
   // A PATCH's `notify: null` removes the notifications: the view shows none.
   const { notify, ...rest } = job;
@@ -289,10 +292,31 @@ export async function getRun(deps: SchedulerDeps, tenantId: string, runId: strin
   return run;
 }
 
-export function previewSchedule(deps: SchedulerDeps, request: PreviewRequest): { fireTimes: string[] } {
+export interface SchedulePreview {
+  /** The fire times that fire (skipped ones left out), as before jitter. */
+  readonly fireTimes: string[];
+  /** Every occurrence of the series in order, skipped ones marked, each with when it starts. */
+  readonly occurrences: Occurrence[];
+}
+
+/**
+ * Fire times of a schedule from `from`. With `jobId`, an existing job's: its id seeds the jitter,
+ * and its skipped occurrences show; the schedule is the one given, or the job's own.
+ */
+export async function previewSchedule(deps: SchedulerDeps, tenantId: string, request: PreviewRequest): Promise<SchedulePreview> {
+  const job = request.jobId === undefined ? null : await deps.jobs.get(tenantId, request.jobId);
+  if (request.jobId !== undefined && !job) throw new NotFoundError(`No job ${request.jobId}`);
+  const requested = request.schedule ?? job?.schedule;
+  if (!requested) throw new ValidationError('Invalid preview', [{ path: 'schedule', message: 'is required without jobId' }]);
   const from = request.from ? Date.parse(request.from) : deps.clock();
-  // Preview is about the future from `from`; the past-instant rule for `at` does not apply.
-  validateSchedule(request.schedule, request.schedule.kind === 'at' ? Math.min(from, Date.parse(request.schedule.at)) : from);
-  const fireTimes = request.schedule.kind === 'cron' ? upcomingFireTimes(request.schedule, from, request.count) : upcomingFireTimes(request.schedule, from, 1);
-  return { fireTimes: fireTimes.map(iso) };
+  // Preview is about the future from `from`; the past-instant rule for `at` does not apply. A
+  // schedule given here is settled as a create would settle it at `from`; the job's own already is.
+  if (request.schedule) validateSchedule(requested, requested.kind === 'at' ? Math.min(from, Date.parse(requested.at)) : from);
+  const schedule = request.schedule ? settleSchedule(requested, from) : requested;
+  const timetable = { schedule, skippedOccurrences: request.schedule ? [] : (job?.skippedOccurrences ?? []) };
+  const count = isRecurring(schedule) ? request.count : 1;
+  return {
+    fireTimes: upcomingFireTimes(timetable, from, count).map(iso),
+    occurrences: upcomingOccurrences(timetable, from, count, job?.jobId ?? null),
+  };
 }

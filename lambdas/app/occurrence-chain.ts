@@ -6,7 +6,7 @@ import type { Job } from '../domain/job';
 import type { Successor } from '../domain/recurrence';
 import type { Run } from '../domain/run';
 import { isTerminal } from '../domain/run';
-import { nextFireTimeAfter } from '../domain/schedule';
+import { nextFireTimeAfter, skipsFrom } from '../domain/schedule';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
@@ -50,6 +50,7 @@ export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, 
     const next: Job = {
       ...current,
       updatedAt: iso(now),
+      ...passedSkips(current, now),
       lastStartedRunId: executes ? started.runId : (current.lastStartedRunId ?? null),
       ...(plan ? { nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId } : { nextRunAt: null, nextRunId: null, status: 'COMPLETED' as const }),
     };
@@ -85,7 +86,7 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
   const now = deps.clock();
   const pendingAt = Date.parse(job.nextRunAt);
   // A missing run is planned again for its occurrence; an ended one hands over to the next.
-  const scheduledFor = run ? nextFireTimeAfter(job.schedule, now) : pendingAt;
+  const scheduledFor = run ? nextFireTimeAfter(job, now) : pendingAt;
   const plan =
     scheduledFor === null
       ? undefined
@@ -96,11 +97,19 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
           now,
         );
   const next: Job = plan
-    ? { ...job, updatedAt: iso(now), nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
-    : { ...job, updatedAt: iso(now), nextRunAt: null, nextRunId: null, status: 'COMPLETED' };
+    ? { ...job, updatedAt: iso(now), ...passedSkips(job, now), nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
+    : { ...job, updatedAt: iso(now), ...passedSkips(job, now), nextRunAt: null, nextRunId: null, status: 'COMPLETED' };
   const result = await deps.jobs.replace(next, job, { newRuns: plan ? [plan] : [] });
   if (result !== 'replaced') return false;
   await sendPlannedRun(deps, plan, now);
   logger.warn('repaired a job whose pending occurrence was lost', { jobId, tenantId: job.tenantId, lostRunId: job.nextRunId, nextRunAt: next.nextRunAt });
   return true;
+}
+
+/**
+ * The job's skipped fire times less those in the past (the chain is past them, and previews start
+ * from now); nothing when it has none.
+ */
+function passedSkips(job: Job, now: number): Pick<Job, 'skippedOccurrences'> {
+  return job.skippedOccurrences?.length ? { skippedOccurrences: skipsFrom(job.skippedOccurrences, now) } : {};
 }

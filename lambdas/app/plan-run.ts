@@ -5,6 +5,7 @@ import { leaseSecondsOf } from '../domain/job';
 import type { Run, RunTrigger } from '../domain/run';
 import { occurrenceKey, runIdFor } from '../domain/run';
 import { placeRun } from '../domain/time-gate';
+import { startOf } from '../domain/schedule';
 import { formatTraceparent, newTraceContext } from '../domain/trace-context';
 import type { Dispatch } from '../store/dispatch-queue';
 import type { NewRun } from '../store/jobs-repository';
@@ -35,7 +36,10 @@ export function planRun(
   now: number,
 ): RunPlan {
   const scheduledFor = new Date(occurrence.scheduledFor).toISOString();
-  const availableAt = occurrence.availableAt ?? occurrence.scheduledFor;
+  // An occurrence of the schedule starts at its fire time plus its jitter (none without
+  // jitterSeconds); manual, retried and replayed runs have their own time.
+  const availableAt =
+    occurrence.availableAt ?? (occurrence.trigger === 'schedule' ? startOf(job.jobId, job.schedule, occurrence.scheduledFor) : occurrence.scheduledFor);
   const placement = placeRun(availableAt, now, config);
   const at = new Date(now).toISOString();
   const run: Run = {

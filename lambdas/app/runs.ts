@@ -43,7 +43,7 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
   if (cancelled && run.trigger === 'schedule' && run.status !== 'RUNNING') {
     const job = await deps.jobs.get(tenantId, run.jobId);
     if (job?.nextRunId === runId && job.status === 'ACTIVE') {
-      const next = nextFireTimeAfter(job.schedule, Date.parse(run.scheduledFor));
+      const next = nextFireTimeAfter(job, Date.parse(run.scheduledFor));
       await advanceChain(deps, job, run, next === null ? null : { scheduledFor: next }, false, now);
     }
   }

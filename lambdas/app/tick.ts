@@ -13,6 +13,7 @@ import { checkBackAt, checkLease, minuteBuckets } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
 import { releaseBackfills } from './backfills';
 import { repairChain } from './occurrence-chain';
+import { resumeWhenDue } from './pause-resume';
 import { repairWorkflowRun } from './workflows';
 import { NEXT_RUN_SHARDS } from '../store/schema';
 import type { TimeIndexEntry } from '../store/time-index';
@@ -42,6 +43,8 @@ export interface TickReport {
   readonly repairedJobs: number;
   /** Fire times of backfills released by this tick (issue 19 item 6). */
   readonly backfilled: number;
+  /** Jobs paused until a time that had come, resumed by this tick (issue 19 item 7). */
+  readonly resumed: number;
   readonly lagMs: number;
   /** False when the release budget ran out: the cursor stays, and the next tick goes on from it. */
   readonly complete: boolean;
@@ -205,6 +208,17 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     } else if (await repairWorkflowRun(deps, entry.workflowId, entry.workflowRunId)) repairedJobs++;
   }
 
+  // Jobs paused until a time that has come resume by themselves, by their misfire policy.
+  const dueResumes = (
+    await mapWithConcurrency(
+      Array.from({ length: NEXT_RUN_SHARDS }, (_, shard) => shard),
+      QUERY_CONCURRENCY,
+      (shard) => deps.jobs.dueResumes(shard, now),
+    )
+  ).flat();
+  let resumed = 0;
+  for (const jobId of dueResumes) if (await resumeWhenDue(deps, jobId, now)) resumed++;
+
   // Backfills: each active one releases its share of the tick's budget, oldest fire times first.
   const backfilled = await releaseBackfills(deps, now);
 
@@ -221,6 +235,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     leaseChecksMoved,
     repairedJobs,
     backfilled,
+    resumed,
     lagMs,
     complete,
     unreadable,
@@ -232,6 +247,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     lapsedLeases,
     leaseChecksMoved,
     repairedJobs,
+    resumed,
     lagMs,
     complete: complete ? 1 : 0,
     unreadable,

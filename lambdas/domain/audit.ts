@@ -10,6 +10,7 @@ export const AUDIT_ACTIONS = [
   'job.resume',
   'job.trigger',
   'job.backfill',
+  'job.skip',
   'job.delete',
   'run.cancel',
   'run.replay',

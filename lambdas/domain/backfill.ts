@@ -1,12 +1,12 @@
-// A backfill over a range (issue 19 item 6): one run per fire time of a cron schedule in
+// A backfill over a range (issue 19 item 6): one run per fire time of a recurring schedule in
 // [from, to) that has no run yet, released oldest first at a bounded rate by the ticker. The fire
 // times and their run ids are the chain's own (runIdFor, attempt 1), so "has no run yet" is one
 // conditional put, and a backfilled occurrence never duplicates a chained one.
 import { createHash } from 'node:crypto';
 import { ConflictError, ValidationError } from '../core/errors';
 import type { Schedule } from './job';
-import type { CronSchedule } from './schedule';
-import { cronFireTimes } from './schedule';
+import type { RecurringSchedule } from './schedule';
+import { fireTimes, isRecurring } from './schedule';
 
 /** At most this many occurrences in one backfill: a leap year of minutely fire times. */
 export const MAX_BACKFILL_OCCURRENCES = 366 * 24 * 60;
@@ -23,7 +23,7 @@ export interface Backfill {
   readonly from: string;
   readonly to: string;
   /** The job's schedule when the backfill was asked for: its fire times are the ones released. */
-  readonly schedule: CronSchedule;
+  readonly schedule: RecurringSchedule;
   /** Fire times in the range. */
   readonly total: number;
   /** Fire times released so far (a run written, or found written already), oldest first. */
@@ -51,8 +51,8 @@ export function backfillIdOf(jobId: string, from: number, to: number): string {
  * ends before it, so the chain never meets a run it did not write.
  */
 export function checkBackfillRange(schedule: Schedule, from: number, to: number, frontier: number): { readonly total: number } {
-  if (schedule.kind !== 'cron') {
-    throw new ConflictError('Only a job with a cron schedule has fire times to backfill');
+  if (!isRecurring(schedule)) {
+    throw new ConflictError('Only a job with a cron or interval schedule has fire times to backfill');
   }
   if (to <= from) throw new ValidationError('Invalid backfill', [{ path: 'to', message: 'must be after `from`' }]);
   if (to > frontier) {
@@ -70,7 +70,7 @@ export function checkBackfillRange(schedule: Schedule, from: number, to: number,
 }
 
 /** Fire times in [from, to), counted up to `cap`. */
-export function countFireTimes(schedule: CronSchedule, from: number, to: number, cap: number): number {
+export function countFireTimes(schedule: RecurringSchedule, from: number, to: number, cap: number): number {
   let count = 0;
   let after = from - 1;
   while (count < cap) {
@@ -82,9 +82,9 @@ export function countFireTimes(schedule: CronSchedule, from: number, to: number,
   return count;
 }
 
-/** Up to `count` fire times strictly after `after` and before `to`, oldest first. */
-export function nextFireTimes(schedule: CronSchedule, after: number, to: number, count: number): number[] {
-  return cronFireTimes(schedule, after, count).filter((at) => at < to);
+/** Up to `count` fire times strictly after `after` and before `to`, oldest first (excluded dates are not fire times). */
+export function nextFireTimes(schedule: RecurringSchedule, after: number, to: number, count: number): number[] {
+  return fireTimes({ schedule }, after, count).filter((at) => at < to);
 }
 
 /**

@@ -1,11 +1,17 @@
-// The cron syntax the scheduler accepts (docs/api.md, "Cron syntax"; decision 0070): five fields
-// of numbers, names, `*`, ranges, lists and steps, plus `L` and `#` in the day fields. cron-parser
-// accepts more (`H`, `?`, nicknames, seconds) and some of it is unstable or changes meaning under
+// The cron syntax the scheduler accepts (docs/api.md, "Cron syntax"; decisions 0070, 0150): five
+// fields of numbers, names, `*`, ranges, lists and steps, plus `L` and `#` in the day fields, or six
+// with a seconds field first. cron-parser accepts more (`H`, `?`, nicknames) and some of it is
+// unstable or changes meaning under
 // the daylight-saving rule, so every field is checked against this grammar before cron-parser
 // sees it, and a refusal names the field.
 
 export const CRON_FIELDS = ['minute', 'hour', 'day-of-month', 'month', 'day-of-week'] as const;
-export type CronField = (typeof CRON_FIELDS)[number];
+/** A six-field expression has a seconds field first (every ten seconds: `*\/10 * * * * *`; `30 0 9 * * MON-FRI`). */
+export const CRON_FIELDS_WITH_SECONDS = ['second', ...CRON_FIELDS] as const;
+export type CronField = (typeof CRON_FIELDS_WITH_SECONDS)[number];
+
+/** The fields of an expression of `count` fields (five, or six with seconds), by position. */
+export const cronFieldsOf = (count: number): readonly CronField[] => (count === CRON_FIELDS_WITH_SECONDS.length ? CRON_FIELDS_WITH_SECONDS : CRON_FIELDS);
 
 const NUMBER = String.raw`\d{1,2}`;
 const NAMED = String.raw`(?:\d{1,2}|[A-Za-z]{3})`;
@@ -14,6 +20,7 @@ const item = (value: string): string => String.raw`(?:\*|${value}(?:-${value})?)
 const list = (element: string): RegExp => new RegExp(String.raw`^${element}(?:,${element})*$`);
 
 const GRAMMAR: Record<CronField, RegExp> = {
+  second: list(item(NUMBER)),
   minute: list(item(NUMBER)),
   hour: list(item(NUMBER)),
   // `L` is the month's last day, alone or in a list (`1,L`).
@@ -25,7 +32,7 @@ const GRAMMAR: Record<CronField, RegExp> = {
 };
 
 /**
- * Why a field of a five-field expression is refused, or null when it follows the grammar (its
+ * Why a field of an expression is refused, or null when it follows the grammar (its
  * values and ranges are then checked by cron-parser).
  */
 export function cronFieldRefusal(field: CronField, raw: string): string | null {
@@ -53,8 +60,8 @@ export function cronShapeRefusal(fields: readonly string[]): string | null {
   if (fields.length === 1 && fields[0]?.startsWith('@')) {
     return `nicknames like ${fields[0]} are not supported; write the five fields, e.g. \`0 0 * * *\` for @daily`;
   }
-  if (fields.length !== CRON_FIELDS.length) {
-    return `must have five fields (minute hour day-of-month month day-of-week), got ${fields.length}`;
+  if (fields.length !== CRON_FIELDS.length && fields.length !== CRON_FIELDS_WITH_SECONDS.length) {
+    return `must have five fields (minute hour day-of-month month day-of-week), or six with seconds first, got ${fields.length}`;
   }
   return null;
 }

@@ -2,11 +2,13 @@
 // parses and validates; its own `next()` builds a zoned date per step and walks a yearly
 // expression day by day, about 40 µs a match and 1 ms a year (docs/performance.md), so the walk is
 // done here on naive wall time (epoch ms read as UTC): months that cannot match are skipped whole,
-// and a matching day yields its times from the sorted hours and minutes. The day rule mirrors
+// and a matching day yields its times from the sorted hours, minutes and seconds (five-field
+// expressions match second 0 only). The day rule mirrors
 // cron-parser's (`L`, `<day>L`, `#`, either day field when both are restricted);
 // test/unit/cron-wall-times.test.ts compares the two.
 import type { CronExpression } from 'cron-parser';
 
+const SECOND = 1000;
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
@@ -18,6 +20,7 @@ const numbers = (values: readonly (number | string)[]): number[] => values.filte
 const daysInMonth = (year: number, month: number): number => new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
 
 export class CronWallTimes {
+  private readonly seconds: number[];
   private readonly minutes: number[];
   private readonly hours: number[];
   private readonly months: Set<number>;
@@ -29,10 +32,15 @@ export class CronWallTimes {
   private readonly nth: number;
   private readonly dayRestricted: boolean;
   private readonly weekdayRestricted: boolean;
-  private readonly timesOfDay: number[];
+  /**
+   * The times of day that match, from the sorted hours and minutes (each minute's seconds are
+   * walked apart: `* * * * * *` matches 86,400 times a day, too many to keep per expression).
+   */
+  private readonly minutesOfDay: number[];
 
   constructor(expression: CronExpression) {
-    const { minute, hour, dayOfMonth, month, dayOfWeek } = expression.fields;
+    const { second, minute, hour, dayOfMonth, month, dayOfWeek } = expression.fields;
+    this.seconds = numbers(second.values);
     this.minutes = numbers(minute.values);
     this.hours = numbers(hour.values);
     this.months = new Set(numbers(month.values));
@@ -46,7 +54,7 @@ export class CronWallTimes {
     this.nth = dayOfWeek.nthDay;
     this.dayRestricted = !dayOfMonth.isWildcard;
     this.weekdayRestricted = !dayOfWeek.isWildcard;
-    this.timesOfDay = this.hours.flatMap((h) => this.minutes.map((m) => h * HOUR + m * MINUTE));
+    this.minutesOfDay = this.hours.flatMap((h) => this.minutes.map((m) => h * HOUR + m * MINUTE));
   }
 
   /**
@@ -54,25 +62,39 @@ export class CronWallTimes {
    * null when the expression matches no day at all. The expression itself is immutable and shared.
    */
   from(wallTime: number): { next(): number | null } {
+    const { minutesOfDay, seconds } = this;
     let day = Math.floor(wallTime / DAY) * DAY;
-    let timeIndex = this.timesOfDay.findIndex((t) => t >= wallTime - day);
-    if (timeIndex === -1) {
+    // The first (minute, second) of the day at or after wallTime.
+    let minuteIndex = minutesOfDay.findIndex((t) => t + (seconds.at(-1) ?? 0) * SECOND >= wallTime - day);
+    let secondIndex = 0;
+    if (minuteIndex === -1) {
       day += DAY;
-      timeIndex = 0;
+      minuteIndex = 0;
+    } else {
+      const minuteStart = minutesOfDay[minuteIndex] ?? 0;
+      secondIndex = Math.max(
+        0,
+        seconds.findIndex((s) => minuteStart + s * SECOND >= wallTime - day),
+      );
     }
     return {
       next: (): number | null => {
-        if (timeIndex >= this.timesOfDay.length) {
+        if (secondIndex >= seconds.length) {
+          secondIndex = 0;
+          minuteIndex++;
+        }
+        if (minuteIndex >= minutesOfDay.length) {
           day += DAY;
-          timeIndex = 0;
+          minuteIndex = 0;
         }
         const matching = this.firstMatchingDay(day);
         if (matching === null) return null;
         if (matching !== day) {
           day = matching;
-          timeIndex = 0;
+          minuteIndex = 0;
+          secondIndex = 0;
         }
-        return day + (this.timesOfDay[timeIndex++] ?? 0);
+        return day + (minutesOfDay[minuteIndex] ?? 0) + (seconds[secondIndex++] ?? 0) * SECOND;
       },
     };
   }

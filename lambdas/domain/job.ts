@@ -69,16 +69,52 @@ export const jobTypeSchema = identifier(JOB_TYPE_MAX_LENGTH);
 
 const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
 
+/** Limits of recurring schedules (docs/api.md, "Schedules"). */
+export const MAX_JITTER_SECONDS = 86_400;
+export const MAX_OCCURRENCES = 100_000;
+export const MAX_EXCLUDE_DATES = 366;
+
+/** What cron and interval schedules share: an end, a count, excluded days and jitter (issue 19). */
+const recurringFields = {
+  timezone: z.string().min(1).max(64).default('UTC'),
+  endAt: isoInstant.optional(),
+  maxOccurrences: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_OCCURRENCES)
+    .optional()
+    .meta({ description: 'The schedule ends after this many fire times, counted from startAt (cron) or anchor (every); skipped ones count.' }),
+  excludeDates: z
+    .array(z.iso.date({ message: 'must be a date, YYYY-MM-DD' }))
+    .max(MAX_EXCLUDE_DATES)
+    .optional()
+    .meta({ description: "Calendar days, in the schedule's zone, on which no occurrence fires." }),
+  jitterSeconds: z.number().int().min(1).max(MAX_JITTER_SECONDS).optional().meta({
+    description:
+      'Each occurrence starts at its fire time plus a delay in [0, jitterSeconds), the same for an occurrence at every evaluation; less than the shortest time between fire times.',
+  }),
+};
+
 export const scheduleSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('now') }),
   z.strictObject({ kind: z.literal('delay'), seconds: z.number().int().min(0).max(MAX_DELAY_SECONDS) }),
   z.strictObject({ kind: z.literal('at'), at: isoInstant }),
   z.strictObject({
     kind: z.literal('cron'),
-    expression: z.string().min(1).max(256),
-    timezone: z.string().min(1).max(64).default('UTC'),
+    expression: z
+      .string()
+      .min(1)
+      .max(256)
+      .meta({ description: 'Five fields (minute hour day-of-month month day-of-week), or six with a seconds field first.' }),
     startAt: isoInstant.optional(),
-    endAt: isoInstant.optional(),
+    ...recurringFields,
+  }),
+  z.strictObject({
+    kind: z.literal('every'),
+    interval: z.string().min(2).max(64).meta({ description: 'An ISO 8601 duration from PT1S to P366D, in weeks, days, hours, minutes and seconds.' }),
+    anchor: isoInstant.optional().meta({ description: 'Fire times are anchor + k × interval (k >= 0); when absent, the time the schedule is set.' }),
+    ...recurringFields,
   }),
 ]);
 export type Schedule = z.infer<typeof scheduleSchema>;
@@ -298,7 +334,21 @@ export interface Job extends JobSpec {
    * occurrence is the paused one).
    */
   readonly pausedPending?: { readonly runId: string | null; readonly scheduledFor: string } | null;
+  /** Why the job was paused, as the pause request said (shown on the job until it is resumed). */
+  readonly pauseNote?: string | null;
+  /** When a paused job resumes by itself (the ticker resumes it within its period). */
+  readonly pausedUntil?: string | null;
+  /**
+   * Fire times skipped on request (POST /v1/jobs/{jobId}/skip) that the chain has not passed yet:
+   * the chain plans over them. Each was recorded as a SKIPPED run when it was asked for.
+   */
+  readonly skippedOccurrences?: readonly string[];
 }
+
+/** At most this many skipped fire times wait ahead of a job's chain. */
+export const MAX_SKIPPED_OCCURRENCES = 100;
+/** A pause's note is at most this long. */
+export const MAX_PAUSE_NOTE_LENGTH = 500;
 
 /**
  * How long a lease on a run of this job lasts: its attempt timeout plus a margin for a Lambda worker;

@@ -1,8 +1,8 @@
 // What happens when an occurrence starts: whether it executes (misfire and overlap policies) and
 // which occurrence follows it. Pure functions; the worker applies their decisions with
 // conditional writes.
-import type { JobSpec } from './job';
-import { cronFireTimes, nextFireTimeAfter } from './schedule';
+import type { Job, JobSpec } from './job';
+import { fireTimes, isRecurring, nextFireTimeAfter } from './schedule';
 
 /** An occurrence that starts later than this after its time was missed (the scheduler was down, or the job paused). */
 export const MISFIRE_THRESHOLD_MS = 60_000;
@@ -22,17 +22,21 @@ export interface StartDecision {
 
 export interface StartContext {
   readonly scheduledFor: number;
+  /** When the occurrence was due to start: its fire time plus its jitter (the run's availableAt). */
+  readonly dueAt?: number;
   readonly startedAt: number;
   /** Carried on runs created while catching up under `backfill`. */
   readonly backfillRemaining?: number;
 }
 
-type Policies = Pick<JobSpec, 'schedule' | 'misfirePolicy' | 'backfillLimit'>;
+type Policies = Pick<JobSpec, 'schedule' | 'misfirePolicy' | 'backfillLimit'> & Pick<Job, 'skippedOccurrences'>;
 
 /** The misfire policy applied to an occurrence as it starts. */
 export function decideStart(job: Policies, occurrence: StartContext): StartDecision {
-  const lateMs = occurrence.startedAt - occurrence.scheduledFor;
-  const next = (after: number): number | null => nextFireTimeAfter(job.schedule, after);
+  // Late is measured from when the occurrence was due to start: a jittered occurrence is not late
+  // for its jitter.
+  const lateMs = occurrence.startedAt - Math.max(occurrence.scheduledFor, occurrence.dueAt ?? occurrence.scheduledFor);
+  const next = (after: number): number | null => nextFireTimeAfter(job, after);
   const following = next(occurrence.scheduledFor);
   if (lateMs <= MISFIRE_THRESHOLD_MS) {
     // On time (or a backfilled occurrence that has caught up): the chain goes on.
@@ -44,7 +48,7 @@ export function decideStart(job: Policies, occurrence: StartContext): StartDecis
   }
 
   const lateSeconds = Math.round(lateMs / 1000);
-  const missed = job.schedule.kind === 'cron' ? countMissed(job, occurrence.scheduledFor, occurrence.startedAt) : 0;
+  const missed = countMissed(job, occurrence.scheduledFor, occurrence.startedAt);
   const afterNow = next(occurrence.startedAt);
   switch (job.misfirePolicy) {
     case 'skip':
@@ -85,8 +89,8 @@ const MISSED_COUNT_LIMIT = 1000;
 
 /** Occurrences after `scheduledFor` that were due by `now` (counted up to a limit). */
 function countMissed(job: Policies, scheduledFor: number, now: number): number {
-  if (job.schedule.kind !== 'cron') return 0;
-  return cronFireTimes(job.schedule, scheduledFor, MISSED_COUNT_LIMIT).filter((t) => t <= now).length;
+  if (!isRecurring(job.schedule)) return 0;
+  return fireTimes(job, scheduledFor, MISSED_COUNT_LIMIT).filter((t) => t <= now).length;
 }
 
 export type OverlapDecision =
@@ -113,7 +117,7 @@ export function decideOverlap(policy: JobSpec['overlapPolicy'], previousRunId: s
  * the occurrence that was pending when it was paused.
  */
 export function occurrenceOnResume(job: Policies, pendingAt: number | null, now: number): { scheduledFor: number; reason: string | null } | null {
-  const firstAfterNow = job.schedule.kind === 'cron' ? nextFireTimeAfter(job.schedule, now) : null;
+  const firstAfterNow = isRecurring(job.schedule) ? nextFireTimeAfter(job, now) : null;
   if (pendingAt === null) return firstAfterNow === null ? null : { scheduledFor: firstAfterNow, reason: null };
   if (pendingAt > now) return { scheduledFor: pendingAt, reason: null };
   // The pending occurrence was missed while paused.
@@ -122,7 +126,7 @@ export function occurrenceOnResume(job: Policies, pendingAt: number | null, now:
       return firstAfterNow === null ? null : { scheduledFor: firstAfterNow, reason: null };
     case 'fire-once': {
       // One run now stands for everything missed: the latest missed occurrence.
-      const missed = job.schedule.kind === 'cron' ? cronFireTimes(job.schedule, pendingAt, MISSED_COUNT_LIMIT).filter((t) => t <= now) : [];
+      const missed = isRecurring(job.schedule) ? fireTimes(job, pendingAt, MISSED_COUNT_LIMIT).filter((t) => t <= now) : [];
       return { scheduledFor: missed.at(-1) ?? pendingAt, reason: 'resumed: missed occurrences fire once (misfirePolicy fire-once)' };
     }
     case 'backfill':

@@ -28,7 +28,19 @@ import { workflowVersionKey, WORKFLOW_PK_PREFIX, WORKFLOW_RUN_SK_PREFIX } from '
 /** What the byNextRun index finds overdue: a job whose chain stopped, or a workflow run whose progress did. */
 export type Overdue =
   { readonly kind: 'job'; readonly jobId: string } | { readonly kind: 'workflow-run'; readonly workflowId: string; readonly workflowRunId: string };
-import { createRateKey, idempotencyKey, itemToJob, jobKey, jobLabelKey, jobNameKey, jobToItem, labelPairsOf, runToItem, tenantUsageKey } from './keys';
+import {
+  createRateKey,
+  idempotencyKey,
+  itemToJob,
+  jobKey,
+  jobLabelKey,
+  jobNameKey,
+  jobToItem,
+  labelPairsOf,
+  resumeShardOf,
+  runToItem,
+  tenantUsageKey,
+} from './keys';
 
 /** Jobs that count against a tenant's active-jobs limit. */
 export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
@@ -307,6 +319,27 @@ export class JobsRepository {
     // Nothing was written: the caller reads the job again and retries, as after a lost condition.
     if (result.conflict) return 'conflict';
     throw result.error;
+  }
+
+  /** Jobs paused until a time at or before `before` (one shard of byNextRun's `resume#` partitions). */
+  async dueResumes(shard: number, before: number): Promise<string[]> {
+    const jobIds: string[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.jobsTable,
+          IndexName: JOBS_NEXT_RUN_INDEX,
+          KeyConditionExpression: '#shard = :shard AND #nextRunAt <= :before',
+          ExpressionAttributeNames: { '#shard': 'nextRunShard', '#nextRunAt': 'nextRunAt' },
+          ExpressionAttributeValues: { ':shard': resumeShardOf(shard), ':before': new Date(before).toISOString() },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) jobIds.push(String(item.jobId));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return jobIds;
   }
 
   /** Active jobs whose pending occurrence was due before `before` (one shard of byNextRun). */

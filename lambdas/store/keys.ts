@@ -99,13 +99,22 @@ export const jobSortOf = (run: Pick<Run, 'scheduledFor' | 'attempt'>): string =>
  */
 export const gateKeyOf = (availableAt: string, shard: number): string => `${availableAt.slice(0, 16)}#${pad(shard, 3)}`;
 
+/**
+ * The byNextRun index's partition of jobs paused until a time: `resume#<shard>`, sorted by
+ * `nextRunAt`, which holds the pause's end while the job is PAUSED (a paused job has no pending
+ * occurrence, so the attribute is free). The ticker resumes those whose time has come.
+ */
+export const resumeShardOf = (shard: number): string => `resume#${shard}`;
+
 export function jobToItem(job: Job): Item {
   // nextRunAt is a key of the byNextRun index, where DynamoDB refuses NULL: absent means none.
   const { payload, nextRunAt, ...rest } = job;
+  const resumesAt = job.status === 'PAUSED' && job.pausedUntil ? job.pausedUntil : null;
   return {
     ...jobKey(job.jobId),
     ...rest,
     ...(nextRunAt === null ? {} : { nextRunAt }),
+    ...(resumesAt === null ? {} : { nextRunAt: resumesAt, nextRunShard: resumeShardOf(shardOf(job.jobId, NEXT_RUN_SHARDS)) }),
     // Stored as text: any JSON (top-level arrays, nulls, empty maps) round-trips exactly.
     payloadJson: JSON.stringify(payload),
     tenantSort: tenantSortOf(job),
@@ -120,8 +129,9 @@ export function jobToItem(job: Job): Item {
 export function itemToJob(item: Item): Job {
   const { pk: _pk, sk: _sk, payloadJson, tenantSort: _ts, nextRunShard: _nrs, tenantStatus: _tst, tenantType: _tty, ...rest } = item;
   const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt' | 'labels'> & { nextRunAt?: string; labels?: Record<string, string> };
-  // Jobs written before labels have none.
-  return { ...job, labels: job.labels ?? {}, nextRunAt: job.nextRunAt ?? null, payload: JSON.parse(String(payloadJson)) as unknown };
+  // Jobs written before labels have none; a paused job's nextRunAt attribute is its pause's end.
+  const nextRunAt = job.status === 'PAUSED' ? null : (job.nextRunAt ?? null);
+  return { ...job, labels: job.labels ?? {}, nextRunAt, payload: JSON.parse(String(payloadJson)) as unknown };
 }
 
 /** Fields of a run item that are bookkeeping rather than part of the Run. */

@@ -68,7 +68,8 @@ describe('bad input', () => {
     ['a limit in exponent form', 'GET', '/v1/dead-runs?limit=1e2', undefined, {}, ['limit']],
     ['a cursor that is not base64url', 'GET', '/v1/jobs?cursor=%7B%22pk%22%3A1%7D', undefined, {}, ['cursor']],
     ['a health window of 0 minutes', 'GET', '/v1/health?minutes=0', undefined, {}, ['minutes']],
-    ['a body on a route that takes none', 'POST', '/v1/jobs/job_x/pause', { force: true }, {}, ['(body)']],
+    ['a body on a route that takes none', 'POST', '/v1/jobs/job_x/resume', { force: true }, {}, ['(body)']],
+    ['an unknown field of a pause', 'POST', '/v1/jobs/job_x/pause', { force: true }, {}, ['force']],
     [
       'a __proto__ key in the payload',
       'POST',

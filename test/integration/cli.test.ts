@@ -127,8 +127,13 @@ ${extra}`;
     expect(stale.stderr).toContain('error: 412 Precondition failed: The job is at version 2, not 1');
 
     expect((await cli('jobs', 'pause', jobId!)).stdout).toContain(`paused job ${jobId} (cli-yaml): PAUSED`);
-    const twice = await cli('jobs', 'pause', jobId!);
-    expect(twice.code).toBe(3);
+    // Pausing a paused job changes its note and end.
+    const until = new Date(Date.now() + 3_600_000).toISOString();
+    const again = await cli('jobs', 'pause', jobId!, '--note', 'supplier down', '--until', until);
+    expect(again.stdout).toContain(`paused job ${jobId} (cli-yaml): PAUSED, resumes at ${until}`);
+    expect((await cli('jobs', 'get', jobId!)).stdout).toMatch(new RegExp(`Paused:\\s+supplier down, until ${until}`));
+    // A delay job has one occurrence: nothing to skip.
+    expect((await cli('jobs', 'skip', jobId!, '--next', '1')).code).toBe(3);
     expect((await cli('jobs', 'resume', jobId!)).stdout).toContain(': ACTIVE, next run');
     const triggered = await json('jobs', 'trigger', jobId!, '--payload', '{"manual": true}');
     expect(triggered).toMatchObject({ jobId, trigger: 'manual' });
@@ -205,6 +210,27 @@ ${extra}`;
     expect(neither.stderr).toContain('give a run id, or choose dead runs with --job, --from/--to or --all');
   });
 
+  it('jobs skip: the next N, or fire times named; a usage error for both or neither', async () => {
+    const created = await json(
+      'jobs',
+      'create',
+      '-f',
+      await file('skip.yaml', yamlJob('cli-skip').replace('kind: delay\n  seconds: 3600', "kind: cron\n  expression: '0 * * * *'")),
+    );
+    const jobId = created.job.jobId as string;
+    const first = created.job.nextRunAt as string;
+    const skipped = await cli('jobs', 'skip', jobId, '--next', '2');
+    expect(skipped.code, skipped.stderr).toBe(0);
+    const second = new Date(Date.parse(first) + 3_600_000).toISOString();
+    expect(skipped.stdout).toContain(`skipping ${first}, ${second}`);
+    const third = new Date(Date.parse(first) + 3 * 3_600_000).toISOString();
+    expect((await json('jobs', 'skip', jobId, '--at', third)).skippedOccurrences).toEqual([first, second, third]);
+    expect((await cli('jobs', 'skip', jobId)).code).toBe(1);
+    expect((await cli('jobs', 'skip', jobId, '--at', '2026-01-01T00:00:30Z')).code).toBe(1);
+    const preview = await cli('preview', '--job', jobId, '--count', '2');
+    expect(preview.stdout).toBe(`${first}  skipped (skipped on request)\n${second}  skipped (skipped on request)\n`);
+  });
+
   it('preview and health', async () => {
     const preview = await cli('preview', '--cron', '0 9 * * 1', '--timezone', 'Europe/Paris', '--from', '2026-01-01T00:00:00Z', '--count', '2');
     expect(preview.code, preview.stderr).toBe(0);
@@ -278,6 +304,9 @@ ${extra}`;
   it('runs as `npx scheduler` in this repository', async () => {
     const outcome = await run(['scheduler', '--json', 'preview', '--delay', '60', '--from', '2026-01-01T00:00:00Z'], env, undefined, ['npx', '--no-install']);
     expect(outcome.code, outcome.stderr).toBe(0);
-    expect(JSON.parse(outcome.stdout)).toEqual({ fireTimes: ['2026-01-01T00:01:00.000Z'] });
+    expect(JSON.parse(outcome.stdout)).toEqual({
+      fireTimes: ['2026-01-01T00:01:00.000Z'],
+      occurrences: [{ at: '2026-01-01T00:01:00.000Z', startsAt: '2026-01-01T00:01:00.000Z', skipped: null }],
+    });
   });
 });

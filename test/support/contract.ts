@@ -17,7 +17,11 @@ const document = buildOpenApiDocument() as {
 };
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-ajv.addFormat('date-time', DATE_TIME).addFormat('uri', true).addFormat('email', true);
+ajv
+  .addFormat('date-time', DATE_TIME)
+  .addFormat('date', /^\d{4}-\d{2}-\d{2}$/)
+  .addFormat('uri', true)
+  .addFormat('email', true);
 const compiled = new Map<string, ValidateFunction>();
 const templates = Object.keys(document.paths).map((template) => ({
   template,

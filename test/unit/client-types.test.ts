@@ -6,7 +6,7 @@ import { describe, expectTypeOf, it } from 'vitest';
 import type * as client from '../../clients/types';
 import type { Claim } from '../../clients/worker-client';
 import type { ClaimedRun, heartbeatRun } from '../../lambdas/app/external-workers';
-import type { backfillSchema, bulkReplaySchema, claimSchema, previewSchema, triggerSchema } from '../../lambdas/api/schemas';
+import type { backfillSchema, bulkReplaySchema, claimSchema, previewSchema, pauseSchema, skipSchema, triggerSchema } from '../../lambdas/api/schemas';
 import type { backfillView } from '../../lambdas/app/backfills';
 import type { HealthReport } from '../../lambdas/app/health';
 import type { CreateJobResult, getJob, JobView, previewSchedule } from '../../lambdas/app/jobs';
@@ -23,7 +23,7 @@ describe('the client types are the backend types', () => {
     expectTypeOf<Omit<client.CreatedJob, 'replayed'>>().toEqualTypeOf<Omit<CreateJobResult, 'created'>>();
     expectTypeOf<client.HealthReport>().toEqualTypeOf<HealthReport>();
     expectTypeOf<client.Backfill>().toEqualTypeOf<ReturnType<typeof backfillView>>();
-    expectTypeOf<client.PreviewResult>().toEqualTypeOf<ReturnType<typeof previewSchedule>>();
+    expectTypeOf<client.PreviewResult>().toEqualTypeOf<Awaited<ReturnType<typeof previewSchedule>>>();
     expectTypeOf<client.BulkReplayResult>().toEqualTypeOf<Awaited<ReturnType<typeof replayDeadRuns>>>();
     expectTypeOf<client.WorkflowView>().toEqualTypeOf<WorkflowView>();
     expectTypeOf<client.HeartbeatResult>().toEqualTypeOf<Awaited<ReturnType<typeof heartbeatRun>>>();
@@ -36,6 +36,8 @@ describe('the client types are the backend types', () => {
   it('requests', () => {
     expectTypeOf<client.TriggerRequest>().toEqualTypeOf<z.input<typeof triggerSchema>>();
     expectTypeOf<client.PreviewRequest>().toEqualTypeOf<z.input<typeof previewSchema>>();
+    expectTypeOf<client.PauseRequest>().toEqualTypeOf<z.input<typeof pauseSchema>>();
+    expectTypeOf<client.SkipRequest>().toEqualTypeOf<z.input<typeof skipSchema>>();
     expectTypeOf<client.BackfillRequest>().toEqualTypeOf<z.input<typeof backfillSchema>>();
     expectTypeOf<client.BulkReplayRequest>().toEqualTypeOf<z.input<typeof bulkReplaySchema>>();
     expectTypeOf<client.WorkflowSpecInput>().toEqualTypeOf<z.input<typeof workflowSpecSchema>>();

@@ -30,6 +30,13 @@ const EXPRESSIONS = [
   '0 9 1 1 *',
   '59 23 31 12 *',
   '0,30 1-3 * OCT,MAR SUN',
+  // Six fields: seconds first.
+  '* * * * * *',
+  '*/10 * * * * *',
+  '30 0 9 * * MON-FRI',
+  '0,15,45 */7 1-3 * * *',
+  '5-10/2 59 23 L * *',
+  '59 59 23 31 12 *',
   // Accepted before the syntax was narrowed; stored jobs may hold them.
   '0 9 ? * MON',
   'H H * * *',

@@ -1,0 +1,63 @@
+// One change of a job by request: read it, decide the change, and write it back on condition that
+// nobody changed it in between (its version and pending occurrence), with the runs the change
+// creates in the same transaction. Retried on a race with the scheduler's own writes.
+import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError } from '../core/errors';
+import type { Job } from '../domain/job';
+import { refuseStepJob } from '../domain/workflow';
+import type { SchedulerDeps } from './deps';
+import { MAX_CAS_ATTEMPTS } from './occurrence-chain';
+import type { RunPlan } from './plan-run';
+
+export interface Mutation {
+  readonly next: Job;
+  readonly plan?: RunPlan;
+  readonly releaseName?: boolean;
+  /** The tenant's active-jobs limit, checked when the change makes the job live again. */
+  readonly maxActiveJobs?: number | null;
+  /** Work after the job is committed: retire the old pending run, send the new one. */
+  readonly afterCommit?: () => Promise<void>;
+}
+
+/**
+ * Reads the job, applies `mutate` and writes it back if nothing changed in between; retries on a
+ * race with the scheduler's own writes. A stale `ifMatch` version is a 412. `mutate` may throw to
+ * refuse the change; it runs again on every try, on the job as it is then.
+ */
+export async function mutateJob(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  mutate: (job: Job, now: number) => Mutation,
+  ifMatch?: number,
+): Promise<Job> {
+  refuseStepJob(jobId);
+  for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+    const job = await deps.jobs.get(tenantId, jobId);
+    if (!job) throw new NotFoundError(`No job ${jobId}`);
+    if (ifMatch !== undefined && job.version !== ifMatch) {
+      throw new PreconditionFailedError(`The job is at version ${job.version}, not ${ifMatch}`);
+    }
+    const now = deps.clock();
+    const mutation = mutate(job, now);
+    const result = await deps.jobs.replace(mutation.next, job, {
+      newRuns: mutation.plan ? [mutation.plan] : [],
+      releaseName: mutation.releaseName,
+      maxActiveJobs: mutation.maxActiveJobs,
+    });
+    if (result === 'too-many-active-jobs') {
+      throw new TooManyRequestsError(`This tenant has ${mutation.maxActiveJobs ?? 0} active or paused jobs, its limit; delete or complete some first`, 60);
+    }
+    if (result === 'replaced') {
+      if (mutation.plan) deps.telemetry.runCreated(mutation.plan.run);
+      await mutation.afterCommit?.();
+      return mutation.next;
+    }
+    // A conflicting write (the worker moved the chain on, or another API call): read again.
+  }
+  throw new ConflictError('The job is changing too quickly; try again');
+}
+
+/** The job with `changes`, its version moved on. */
+export function touch(job: Job, now: number, changes: Partial<Job>): Job {
+  return { ...job, ...changes, version: job.version + 1, updatedAt: new Date(now).toISOString() };
+}

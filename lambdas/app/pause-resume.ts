@@ -1,0 +1,115 @@
+// Pausing and resuming a job: by request (with a note, and a time to resume by itself), and the
+// ticker's resume of a job whose pause has run out. A paused job's pending occurrence is retired;
+// resume plans the occurrence its misfire policy picks (domain/recurrence.ts).
+import { ConflictError, ValidationError } from '../core/errors';
+import { logger } from '../core/logger';
+import type { Job } from '../domain/job';
+import { occurrenceOnResume } from '../domain/recurrence';
+import type { PauseRequest } from '../api/schemas';
+import type { SchedulerDeps } from './deps';
+import { mutateJob, touch } from './job-mutation';
+import type { Mutation } from './job-mutation';
+import { viewOf } from './jobs';
+import type { JobView } from './jobs';
+import { attemptFor } from './occurrence-chain';
+import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** A pause may last up to a year before it resumes by itself. */
+export const MAX_PAUSE_MS = 366 * 86_400_000;
+
+/**
+ * Pauses an ACTIVE job, or changes the note and end of a PAUSED one's pause. With `until`, the
+ * ticker resumes the job by itself once that time has come (within its period, a minute).
+ */
+export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: string, request: PauseRequest = {}): Promise<JobView> {
+  const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
+    const until = request.until === undefined ? null : Date.parse(request.until);
+    if (until !== null && (until <= now || until > now + MAX_PAUSE_MS)) {
+      throw new ValidationError('Invalid pause', [{ path: 'until', message: 'must be in the future, at most 366 days from now' }]);
+    }
+    const pause = { pauseNote: request.note ?? null, pausedUntil: until === null ? null : iso(until) };
+    // Paused already: the pause's note and end are replaced, nothing else moves.
+    if (current.status === 'PAUSED') return { next: touch(current, now, pause) };
+    if (current.status !== 'ACTIVE') throw new ConflictError(`The job is ${current.status}; only an ACTIVE or PAUSED job can be paused`);
+    const pendingId = current.nextRunId;
+    return {
+      next: touch(current, now, {
+        ...pause,
+        status: 'PAUSED',
+        pausedAt: iso(now),
+        pausedPending: current.nextRunAt && pendingId ? { runId: pendingId, scheduledFor: current.nextRunAt } : null,
+        nextRunAt: null,
+        nextRunId: null,
+      }),
+      afterCommit: async () => {
+        if (pendingId && (await deps.runs.retirePending(pendingId, 'SKIPPED', 'job paused', now))) {
+          deps.telemetry.runEnded({ runId: pendingId, tenantId, jobId, jobType: current.type }, 'SKIPPED', 'job paused');
+        }
+      },
+    };
+  });
+  logger.info('job paused', { jobId, tenantId, pausedUntil: job.pausedUntil ?? null });
+  return viewOf(job);
+}
+
+/** Resumes a PAUSED job by request. */
+export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
+  const job = await resume(deps, tenantId, jobId, () => true);
+  logger.info('job resumed', { jobId, tenantId, nextRunAt: job.nextRunAt });
+  return viewOf(job);
+}
+
+/**
+ * The ticker's resume of a job paused until a time that has come. False when there was nothing to
+ * do: the job was resumed, deleted or paused again with a later end in the meantime.
+ */
+export async function resumeWhenDue(deps: SchedulerDeps, jobId: string, now: number): Promise<boolean> {
+  const job = await deps.jobs.getAnyTenant(jobId);
+  if (!isDue(job, now) || !job) return false;
+  try {
+    const resumed = await resume(deps, job.tenantId, jobId, (current) => isDue(current, now));
+    logger.info('job resumed: its pause ended', { jobId, tenantId: job.tenantId, pausedUntil: job.pausedUntil ?? null, nextRunAt: resumed.nextRunAt });
+    return true;
+  } catch (error) {
+    // Resumed or changed by someone else meanwhile: nothing left to do.
+    if (error instanceof ConflictError) return false;
+    throw error;
+  }
+}
+
+const isDue = (job: Job | null, now: number): boolean => job?.status === 'PAUSED' && !!job.pausedUntil && Date.parse(job.pausedUntil) <= now;
+
+async function resume(deps: SchedulerDeps, tenantId: string, jobId: string, stillWanted: (job: Job) => boolean): Promise<Job> {
+  // The run that stood for the pending occurrence decides the attempt of its replacement.
+  const before = await deps.jobs.get(tenantId, jobId);
+  const pausedRun = before?.pausedPending?.runId ? await deps.runs.get(before.pausedPending.runId) : null;
+  return mutateJob(deps, tenantId, jobId, (current, now): Mutation => {
+    if (current.status !== 'PAUSED') throw new ConflictError(`The job is ${current.status}; only a PAUSED job can be resumed`);
+    if (!stillWanted(current)) throw new ConflictError('The job was paused again meanwhile');
+    const pendingAt = current.pausedPending ? Date.parse(current.pausedPending.scheduledFor) : null;
+    const occurrence = occurrenceOnResume(current, pendingAt, now);
+    const cleared = { pausedAt: null, pausedPending: null, pauseNote: null, pausedUntil: null };
+    if (!occurrence) {
+      return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };
+    }
+    const plan = planRun(
+      deps.config,
+      current,
+      {
+        scheduledFor: occurrence.scheduledFor,
+        attempt: attemptFor(occurrence.scheduledFor, pausedRun),
+        trigger: 'schedule',
+        reason: occurrence.reason,
+      },
+      now,
+    );
+    return {
+      next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
+      plan,
+      afterCommit: () => sendPlannedRun(deps, plan, now),
+    };
+  });
+}
