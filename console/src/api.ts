@@ -3,13 +3,13 @@
 // When the typed SchedulerClient (clients/) lands, it replaces the request functions below; the
 // parameter names of the list filters live in JOB_FILTER_PARAMS so they can follow the API's.
 import type { HealthReport } from '../../lambdas/app/health';
-import type { JobView } from '../../lambdas/app/jobs';
+import type { JobView, SchedulePreview } from '../../lambdas/app/jobs';
 import type { JobSpec, JobStatus, Schedule } from '../../lambdas/domain/job';
 import type { Run } from '../../lambdas/domain/run';
 import type { WorkflowView } from '../../lambdas/app/workflows';
 import type { WorkflowRun } from '../../lambdas/domain/workflow';
 
-export type { HealthReport, JobSpec, JobStatus, JobView, Run, Schedule, WorkflowRun, WorkflowView };
+export type { HealthReport, JobSpec, JobStatus, JobView, Run, Schedule, SchedulePreview, WorkflowRun, WorkflowView };
 
 /** A job as the list and the job page show it (labels arrive with the API's labels work). */
 export type Job = JobView & { readonly labels?: Readonly<Record<string, string>> };
@@ -196,7 +196,8 @@ export const api = {
   job: (jobId: string) => request<JobDetail>('GET', `/jobs/${encodeURIComponent(jobId)}`),
   jobRuns: (jobId: string, limit = 20, cursor?: string) => request<Page<Run>>('GET', `/jobs/${encodeURIComponent(jobId)}/runs${query({ limit, cursor })}`),
   createJob: (spec: unknown) => request<{ job: Job; nextRunAt: string | null }>('POST', '/jobs', spec),
-  pause: (jobId: string) => request<Job>('POST', `/jobs/${encodeURIComponent(jobId)}/pause`),
+  pause: (jobId: string, pause: { note?: string; until?: string } = {}) => request<Job>('POST', `/jobs/${encodeURIComponent(jobId)}/pause`, pause),
+  skip: (jobId: string, occurrences: string[]) => request<Job>('POST', `/jobs/${encodeURIComponent(jobId)}/skip`, { occurrences }),
   resume: (jobId: string) => request<Job>('POST', `/jobs/${encodeURIComponent(jobId)}/resume`),
   trigger: (jobId: string) => request<{ run: Run }>('POST', `/jobs/${encodeURIComponent(jobId)}/trigger`),
   deleteJob: (jobId: string) => request<Job>('DELETE', `/jobs/${encodeURIComponent(jobId)}`),
@@ -204,7 +205,9 @@ export const api = {
   cancel: (runId: string) => request<Run>('POST', `/runs/${encodeURIComponent(runId)}/cancel`),
   replay: (runId: string) => request<{ run: Run }>('POST', `/runs/${encodeURIComponent(runId)}/replay`),
   deadRuns: (cursor?: string) => request<Page<Run>>('GET', `/dead-runs${query({ limit: 50, cursor })}`),
-  preview: (schedule: unknown, count = 5) => request<{ fireTimes: string[] }>('POST', '/schedules/preview', { schedule, count }),
+  preview: (schedule: unknown, count = 5) => request<SchedulePreview>('POST', '/schedules/preview', { schedule, count }),
+  /** A job's own occurrences: its skips marked, and each start with its jitter. */
+  previewJob: (jobId: string, count = 5) => request<SchedulePreview>('POST', '/schedules/preview', { jobId, count }),
   health: (minutes = 60) => request<HealthReport>('GET', `/health${query({ minutes })}`),
   workflow: (workflowId: string, version?: number) => request<WorkflowView>('GET', `/workflows/${encodeURIComponent(workflowId)}${query({ version })}`),
   workflowRuns: (workflowId: string) => request<Page<WorkflowRun>>('GET', `/workflows/${encodeURIComponent(workflowId)}/runs${query({ limit: 20 })}`),

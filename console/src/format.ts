@@ -71,11 +71,24 @@ export function scheduleText(schedule: Schedule): string {
       } catch {
         words = schedule.expression;
       }
-      return `${words} (${schedule.timezone ?? 'UTC'}; cron ${schedule.expression})`;
+      return `${words} (${schedule.timezone ?? 'UTC'}; cron ${schedule.expression})${recurringExtras(schedule)}`;
     }
+    case 'every':
+      return `Every ${schedule.interval}${schedule.anchor ? ` from ${timeText(schedule.anchor, 'UTC')}` : ''}${recurringExtras(schedule)}`;
   }
 }
 
+/** A recurring schedule's end, count, jitter and excluded days, in words. */
+function recurringExtras(schedule: Extract<Schedule, { kind: 'cron' | 'every' }>): string {
+  const parts = [
+    schedule.endAt ? `until ${timeText(schedule.endAt, 'UTC')}` : '',
+    schedule.maxOccurrences ? `${schedule.maxOccurrences} times in all` : '',
+    schedule.jitterSeconds ? `each start delayed by up to ${duration(schedule.jitterSeconds * 1000)}` : '',
+    schedule.excludeDates?.length ? `not on ${schedule.excludeDates.join(', ')}` : '',
+  ].filter((part) => part !== '');
+  return parts.length > 0 ? `; ${parts.join('; ')}` : '';
+}
+
 export function zoneOf(schedule: Schedule): string {
-  return schedule.kind === 'cron' ? (schedule.timezone ?? 'UTC') : 'UTC';
+  return schedule.kind === 'cron' || schedule.kind === 'every' ? (schedule.timezone ?? 'UTC') : 'UTC';
 }

@@ -7,7 +7,7 @@ import { daylightSavingNotes, time, viewerZone } from '../format';
 import type { Page } from '../page';
 import { errorText, heading } from '../page';
 
-type Kind = 'now' | 'delay' | 'at' | 'cron';
+type Kind = 'now' | 'delay' | 'at' | 'cron' | 'every';
 
 /** A labelled field whose errors show beside it; `path` is the API's name for it (`schedule.expression`). */
 function field(path: string, label: string, control: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLElement {
@@ -72,6 +72,7 @@ export const createPage: Page = async (context) => {
     'select',
     null,
     h('option', { value: 'cron' }, 'Recurring (cron)'),
+    h('option', { value: 'every' }, 'Recurring (every interval)'),
     h('option', { value: 'now' }, 'Once, now'),
     h('option', { value: 'delay' }, 'Once, after a delay'),
     h('option', { value: 'at' }, 'Once, at a time'),
@@ -79,6 +80,8 @@ export const createPage: Page = async (context) => {
   const expression = h('input', { type: 'text', value: '0 9 * * MON-FRI', autocomplete: 'off', spellcheck: 'false' });
   const timezone = h('input', { type: 'text', value: viewerZone, list: 'zones', autocomplete: 'off', spellcheck: 'false' });
   const seconds = h('input', { type: 'number', min: 0, value: 60 });
+  const interval = h('input', { type: 'text', value: 'PT15M', autocomplete: 'off', spellcheck: 'false' });
+  const jitter = h('input', { type: 'number', min: 0, value: 0 });
   const at = h('input', { type: 'datetime-local', step: 1 });
   const targetKind = h('select', null, h('option', { value: 'http' }, 'HTTP call'), h('option', { value: 'external' }, 'Your own worker (external)'));
   const url = h('input', { type: 'url', autocomplete: 'off', placeholder: 'https://example.com/hook' });
@@ -104,13 +107,25 @@ export const createPage: Page = async (context) => {
 
   const kindFields: Record<Kind, HTMLElement[]> = {
     cron: [
-      field('schedule.expression', 'Cron expression', expression, 'Five fields: minute hour day-of-month month day-of-week (docs/api.md, "Cron syntax").'),
+      field(
+        'schedule.expression',
+        'Cron expression',
+        expression,
+        'Five fields: minute hour day-of-month month day-of-week, or six with seconds first (docs/api.md, "Cron syntax").',
+      ),
       field('schedule.timezone', 'Time zone', timezone),
     ],
+    every: [field('schedule.interval', 'Interval', interval, 'An ISO 8601 duration from PT1S to P366D: PT30S, PT15M, PT6H, P1D, P1W.')],
     delay: [field('schedule.seconds', 'Delay in seconds', seconds)],
     at: [field('schedule.at', `Run at (${viewerZone})`, at)],
     now: [],
   };
+  const jitterField = field(
+    'schedule.jitterSeconds',
+    'Jitter (seconds)',
+    jitter,
+    'Each start is delayed by up to this much, the same each time for an occurrence (0: none).',
+  );
   const urlField = field('target.url', 'Target URL', url);
   const methodField = field('target.method', 'Method', method);
   const form = h(
@@ -120,7 +135,7 @@ export const createPage: Page = async (context) => {
     summary,
     field('name', 'Name', name, 'Unique among your jobs: letters, digits and . _ : -'),
     field('type', 'Type', type, 'The job type: its worker pool and metrics dimension.'),
-    h('fieldset', null, h('legend', null, 'Schedule'), field('schedule', 'Schedule kind', kind), Object.values(kindFields)),
+    h('fieldset', null, h('legend', null, 'Schedule'), field('schedule', 'Schedule kind', kind), Object.values(kindFields), jitterField),
     h(
       'datalist',
       { id: 'zones' },
@@ -145,11 +160,15 @@ export const createPage: Page = async (context) => {
       case 'at':
         return { kind: 'at', at: atIso() };
       case 'cron':
-        return { kind: 'cron', expression: expression.value.trim(), timezone: timezone.value.trim() || 'UTC' };
+        return { kind: 'cron', expression: expression.value.trim(), timezone: timezone.value.trim() || 'UTC', ...jittered() };
+      case 'every':
+        return { kind: 'every', interval: interval.value.trim(), ...jittered() };
     }
   };
+  const jittered = (): { jitterSeconds?: number } => (Number(jitter.value) > 0 ? { jitterSeconds: Number(jitter.value) } : {});
   const showKind = (): void => {
     for (const [key, fields] of Object.entries(kindFields)) for (const element of fields) element.hidden = key !== kind.value;
+    jitterField.hidden = kind.value !== 'cron' && kind.value !== 'every';
     urlField.hidden = targetKind.value !== 'http';
     methodField.hidden = targetKind.value !== 'http';
   };
@@ -203,7 +222,7 @@ export const createPage: Page = async (context) => {
     previewTimer = window.setTimeout(() => void updatePreview(), 300);
   };
   context.onLeave(() => window.clearTimeout(previewTimer));
-  for (const control of [kind, expression, timezone, seconds, at]) {
+  for (const control of [kind, expression, timezone, seconds, at, interval, jitter]) {
     control.addEventListener('input', schedulePreview);
     control.addEventListener('change', schedulePreview);
   }

@@ -53,6 +53,12 @@ function definition(job: JobDetail): HTMLElement {
     ['Timeout', `${job.timeoutSeconds} s`],
     ['Retries', `${job.retryPolicy.maxAttempts} attempts, ${job.retryPolicy.initialDelaySeconds} s doubling up to ${job.retryPolicy.maxDelaySeconds} s`],
     ['Overlap, misfire', `${job.overlapPolicy}, ${job.misfirePolicy}`],
+    ...(job.status === 'PAUSED'
+      ? ([
+          ['Pause note', h('span', { id: 'pause-note' }, job.pauseNote ?? '—')],
+          ['Resumes by itself', job.pausedUntil ? time(job.pausedUntil) : 'No: resume it'],
+        ] as [string, string | Node][])
+      : []),
     ['Notifications', notifyText(job)],
     [
       'Labels',
@@ -72,30 +78,77 @@ function definition(job: JobDetail): HTMLElement {
   );
 }
 
-async function fireTimes(job: JobDetail): Promise<HTMLElement> {
+async function fireTimes(job: JobDetail, context: PageContext, refresh: () => Promise<void>): Promise<HTMLElement> {
   const zone = zoneOf(job.schedule);
   const section = h('section', { 'aria-labelledby': 'next-title' }, h('h2', { id: 'next-title' }, 'Next fire times'));
-  if (job.status !== 'ACTIVE') {
+  if (job.status !== 'ACTIVE' && job.status !== 'PAUSED') {
     section.append(h('p', null, `None: the job is ${job.status.toLowerCase()}.`));
     return section;
   }
   try {
-    const { fireTimes: times } = job.schedule.kind === 'cron' ? await api.preview(job.schedule, 5) : { fireTimes: job.upcomingRuns };
-    const notes = daylightSavingNotes(times, zone);
+    const recurring = job.schedule.kind === 'cron' || job.schedule.kind === 'every';
+    // A job's own preview: its skips are marked, and each start carries the job's jitter.
+    const occurrences = recurring ? (await api.previewJob(job.jobId, 5)).occurrences : job.upcomingRuns.map((at) => ({ at, startsAt: at, skipped: null }));
+    const notes = daylightSavingNotes(
+      occurrences.map((occurrence) => occurrence.at),
+      zone,
+    );
+    const jittered = occurrences.some((occurrence) => occurrence.startsAt !== null && occurrence.startsAt !== occurrence.at);
+    const alert = alertBox();
+    const skipButton = (at: string): HTMLButtonElement => {
+      const button = h('button', { type: 'button', 'aria-label': `Skip the occurrence at ${at}` }, 'Skip');
+      button.addEventListener('click', () => {
+        void act(button, alert, context, async () => (await api.skip(job.jobId, [at]), `Occurrence at ${at} skipped`)).then((done) =>
+          done ? refresh() : undefined,
+        );
+      });
+      return button;
+    };
     section.append(
-      times.length === 0
+      occurrences.length === 0
         ? h('p', null, 'None.')
         : table(
             `In the job's zone (${zone}) and yours (${viewerZone})`,
-            [`Job's zone (${zone})`, `Your zone (${viewerZone})`, 'Note'],
-            times.map((fire, index) => [time(fire, zone), time(fire), notes[index] ?? '']),
+            [`Job's zone (${zone})`, `Your zone (${viewerZone})`, ...(jittered ? ['Starts (with jitter)'] : []), 'Note', ...(recurring ? [''] : [])],
+            occurrences.map((occurrence, index) => [
+              time(occurrence.at, zone),
+              time(occurrence.at),
+              ...(jittered ? [time(occurrence.startsAt)] : []),
+              occurrence.skipped ? `Skipped: ${occurrence.skipped}` : (notes[index] ?? ''),
+              ...(recurring ? [occurrence.skipped ? '' : skipButton(occurrence.at)] : []),
+            ]),
             { id: 'fire-times' },
           ),
+      alert,
     );
   } catch (error) {
     section.append(h('p', { class: 'error' }, errorText(error)));
   }
   return section;
+}
+
+/** Pause, with an optional note and a time to resume by itself (a paused job's note and end can be changed). */
+function pauseForm(job: JobDetail, alert: HTMLElement, context: PageContext, refresh: () => Promise<void>): HTMLElement {
+  const note = h('input', { type: 'text', id: 'pause-note-input', maxlength: '500', placeholder: 'Why (optional)', value: job.pauseNote ?? '' });
+  const until = h('input', { type: 'datetime-local', id: 'pause-until-input' });
+  const button = h('button', { type: 'button' }, job.status === 'PAUSED' ? 'Change pause' : 'Pause');
+  button.addEventListener('click', () => {
+    void act(button, alert, context, async () => {
+      // datetime-local is the viewer's wall time; the API takes an instant.
+      const resumeAt = until.value ? new Date(until.value).toISOString() : undefined;
+      await api.pause(job.jobId, { ...(note.value ? { note: note.value } : {}), ...(resumeAt ? { until: resumeAt } : {}) });
+      return resumeAt ? `Job paused until ${resumeAt}` : 'Job paused';
+    }).then((done) => (done ? refresh() : undefined));
+  });
+  return h(
+    'span',
+    { class: 'pause', hidden: job.status !== 'ACTIVE' && job.status !== 'PAUSED' },
+    h('label', { for: 'pause-note-input' }, 'Note'),
+    note,
+    h('label', { for: 'pause-until-input' }, 'Resume at'),
+    until,
+    button,
+  );
 }
 
 function actions(job: JobDetail, context: PageContext, refresh: () => Promise<void>): HTMLElement {
@@ -111,8 +164,8 @@ function actions(job: JobDetail, context: PageContext, refresh: () => Promise<vo
   return h(
     'div',
     { class: 'actions', role: 'group', 'aria-label': 'Job actions' },
-    button('Pause', job.status !== 'ACTIVE', async () => (await api.pause(job.jobId), 'Job paused')),
     button('Resume', job.status !== 'PAUSED', async () => (await api.resume(job.jobId), 'Job resumed')),
+    pauseForm(job, alert, context, refresh),
     button('Trigger now', !open, async () => {
       const { run } = await api.trigger(job.jobId);
       return `Run ${run.runId} triggered`;
@@ -159,7 +212,7 @@ export const jobPage: Page = async (context) => {
     const job = await api.job(jobId);
     title.textContent = `Job ${job.name}`;
     document.title = `${job.name} · Job scheduler`;
-    body.replaceChildren(actions(job, context, refresh), definition(job), await fireTimes(job));
+    body.replaceChildren(actions(job, context, refresh), definition(job), await fireTimes(job, context, refresh));
   };
   const refresh = async (): Promise<void> => {
     const hadFocus = body.contains(document.activeElement) || document.activeElement === document.body;
