@@ -136,9 +136,17 @@ describe('the web console', () => {
     });
     await visit(`#/jobs/${cron.jobId}`);
     await expect.poll(() => page.locator('dl.definition').textContent(), { timeout: UI_TIMEOUT }).toContain('dead, skipped to https://example.com/ops');
-    await page.getByRole('button', { name: 'Pause' }).click();
+    // Skip the next occurrence from its row: it shows as skipped, and the job's chain passes it.
+    const nextFire = (await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.nextRunAt as string;
+    await page.getByRole('button', { name: `Skip the occurrence at ${nextFire}` }).click();
+    await expect.poll(() => page.locator('#fire-times tbody tr').first().textContent(), { timeout: UI_TIMEOUT }).toContain('Skipped: skipped on request');
+    expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.skippedOccurrences).toEqual([nextFire]);
+    // Pause with a note: the job shows it until it resumes.
+    await page.getByLabel('Note', { exact: true }).fill('supplier down, INC-2231');
+    await page.getByRole('button', { name: 'Pause', exact: true }).click();
     await expect.poll(() => page.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('paused');
-    expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.status).toBe('PAUSED');
+    await expect.poll(() => page.locator('#pause-note').textContent(), { timeout: UI_TIMEOUT }).toBe('supplier down, INC-2231');
+    expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body).toMatchObject({ status: 'PAUSED', pauseNote: 'supplier down, INC-2231' });
     await page.getByRole('button', { name: 'Resume' }).click();
     await expect.poll(() => page.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('active');
     expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.status).toBe('ACTIVE');
