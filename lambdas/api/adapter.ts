@@ -170,8 +170,8 @@ function handlers(deps: SchedulerDeps): Handlers {
       await audit(caller, 'job.trigger', run.jobId, { changes: { run: { after: run.runId } } });
       return json(202, { run });
     },
-    backfillJob: async ({ caller, params, body }) => {
-      const { created, backfill } = await requestBackfill(deps, caller.tenantId, param(params, 'jobId'), body);
+    backfillJob: async ({ event, caller, params, body }) => {
+      const { created, backfill } = await requestBackfill(deps, caller.tenantId, param(params, 'jobId'), body, traceparentOf(event));
       if (created)
         await audit(caller, 'job.backfill', backfill.jobId, {
           changes: { backfill: { after: { backfillId: backfill.backfillId, from: backfill.from, to: backfill.to, total: backfill.total } } },
