@@ -77,7 +77,9 @@ export interface SchedulerOptions {
   /** Counts the requests of the scheduler's handlers (not the runtime's SQS polling). */
   readonly requestCounter?: RequestCounter;
   /** Configuration over the local defaults, e.g. `{ localMode: false }` for AWS-mode target rules. */
-  readonly config?: Partial<Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets' | 'allowedTargets' | 'tenantDefaults' | 'headerSecretArns'>>;
+  readonly config?: Partial<
+    Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets' | 'allowedTargets' | 'tenantDefaults' | 'headerSecretArns' | 'auditRetentionDays'>
+  >;
   /** How target host names resolve (the system's resolver by default). */
   readonly resolveHost?: HostResolver;
   /** Worker pools besides the default one, each with its own queues and pollers. */
