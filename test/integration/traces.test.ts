@@ -191,6 +191,13 @@ describe('traces', () => {
         ),
       );
       expect([sentRecord?.status, refusedRecord?.status]).toEqual(['SENT', 'DEAD']);
+      // At the target: each run's call carries its trace.
+      for (const [runId, trace] of [
+        [sentRun, sent],
+        [refusedRun, refused],
+      ] as const) {
+        expect(TRACEPARENT.exec(String(target.calls.find((c) => c.headers['x-run-id'] === runId)?.headers.traceparent))?.[1]).toBe(trace.traceId);
+      }
 
       expect(messagesAbout(logs, [sentRun])).toEqual(
         expect.arrayContaining(['run finished', 'notification made', 'notification try failed; tried again later', 'notification sent']),
@@ -336,7 +343,10 @@ describe('traces of runs that wait', () => {
       const runs = await twoRunsThatContend(scheduler, { concurrency: { key: `traced-${randomUUID().slice(0, 8)}`, limit: 1 } });
       const messages = runs.flatMap(({ runId }) => messagesAbout(logs, [runId]));
       expect(messages).toContain('run waits for its key');
-      for (const { runId, traceId } of runs) expect(untraced(logs, [runId], traceId)).toEqual([]);
+      for (const { runId, traceId } of runs) {
+        expect(TRACEPARENT.exec(String(target.calls.find((c) => c.headers['x-run-id'] === runId)?.headers.traceparent))?.[1]).toBe(traceId);
+        expect(untraced(logs, [runId], traceId)).toEqual([]);
+      }
     } finally {
       await scheduler.stop();
     }
@@ -348,7 +358,10 @@ describe('traces of runs that wait', () => {
       const runs = await twoRunsThatContend(scheduler, {});
       const messages = runs.flatMap(({ runId }) => messagesAbout(logs, [runId]));
       expect(messages).toContain('run deferred: tenant at its in-flight limit');
-      for (const { runId, traceId } of runs) expect(untraced(logs, [runId], traceId)).toEqual([]);
+      for (const { runId, traceId } of runs) {
+        expect(TRACEPARENT.exec(String(target.calls.find((c) => c.headers['x-run-id'] === runId)?.headers.traceparent))?.[1]).toBe(traceId);
+        expect(untraced(logs, [runId], traceId)).toEqual([]);
+      }
     } finally {
       await scheduler.stop();
     }
