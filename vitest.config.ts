@@ -29,8 +29,9 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
-          // Records each function's AWS requests for the grants project.
-          setupFiles: ['test/integration/support/access-log-setup.ts'],
+          // Records each function's AWS requests for the grants project, and what each file logged,
+          // received from the API and sent as header values and payloads for the leaks project.
+          setupFiles: ['test/integration/support/access-log-setup.ts', 'test/integration/support/leak-record-setup.ts'],
           sequence: { groupOrder: 0 },
           // The run-by-run INFO lines are for operators; tests keep warnings and errors.
           env: { POWERTOOLS_LOG_LEVEL: 'WARN' },
@@ -60,6 +61,16 @@ export default defineConfig({
           testTimeout: 60_000,
           // Its beforeAll synthesizes the stack: seconds, or more than vitest's 10 s on two busy cores.
           hookTimeout: 300_000,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        test: {
+          // No header value or payload the integration files sent is in a line they logged, nor a
+          // header value in an answer they received (test/support/leak-scan.ts): after them, too.
+          name: 'leaks',
+          include: ['test/leaks/**/*.test.ts'],
+          testTimeout: 120_000,
           sequence: { groupOrder: 1 },
         },
       },

@@ -157,13 +157,17 @@ export class JobsApi {
     return (answer.body as { run: Run }).run;
   }
 
-  /** Backfills the fire times in [from, to) that have no run yet; the same range answers the same backfill. */
-  async backfill(jobId: string, request: BackfillRequest, options: CallOptions = {}): Promise<Backfill> {
+  /**
+   * Backfills the fire times in [from, to) that have no run yet; the same range answers the same
+   * backfill. Its runs join the trace of `options.traceparent` (of the request that made it).
+   */
+  async backfill(jobId: string, request: BackfillRequest, options: TracedOptions = {}): Promise<Backfill> {
     // Repeatable: the same range is the same backfill.
     const answer = await this.transport.send({
       method: 'POST',
       path: `/v1/jobs/${segment(jobId)}/backfill`,
       body: request,
+      headers: traceHeaders(options),
       repeat: 'repeatable',
       signal: options.signal,
     });

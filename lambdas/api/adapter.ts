@@ -29,7 +29,7 @@ import {
 } from '../app/workflows';
 import { issueSigningSecret, listSigningSecrets, revokeSigningSecret } from '../app/signing-secrets';
 import type { AuditRecord } from '../app/audit';
-import { listAudit, recordAudit } from '../app/audit';
+import { listAudit, recordAudit, recordAudits } from '../app/audit';
 import type { AuditAction } from '../domain/audit';
 import { changesBetween } from '../domain/audit';
 import type { Caller } from '../app/authenticate';
@@ -125,7 +125,7 @@ function idempotencyKeyOf(event: ApiEvent): string | undefined {
 
 function handlers(deps: SchedulerDeps): Handlers {
   /** Appends what the caller changed to the tenant's audit trail (after the change succeeded). */
-  const audit = (caller: Caller, action: AuditAction, objectId: string, details: Pick<AuditRecord, 'changes' | 'objectIds' | 'requested'> = {}) =>
+  const audit = (caller: Caller, action: AuditAction, objectId: string, details: Pick<AuditRecord, 'changes' | 'requested'> = {}) =>
     recordAudit(deps, { tenantId: caller.tenantId, actor: caller.keyId, action, objectId, ...details });
   /** A change of a job, audited with the fields it changed (the job as shown before and after). */
   const jobChange = async (caller: Caller, action: AuditAction, jobId: string, change: (jobId: string) => Promise<JobView>, requested?: readonly string[]) => {
@@ -174,8 +174,8 @@ function handlers(deps: SchedulerDeps): Handlers {
       await audit(caller, 'job.trigger', run.jobId, { changes: { run: { after: run.runId } } });
       return json(202, { run });
     },
-    backfillJob: async ({ caller, params, body }) => {
-      const { created, backfill } = await requestBackfill(deps, caller.tenantId, param(params, 'jobId'), body);
+    backfillJob: async ({ event, caller, params, body }) => {
+      const { created, backfill } = await requestBackfill(deps, caller.tenantId, param(params, 'jobId'), body, traceparentOf(event));
       if (created)
         await audit(caller, 'job.backfill', backfill.jobId, {
           changes: { backfill: { after: { backfillId: backfill.backfillId, from: backfill.from, to: backfill.to, total: backfill.total } } },
@@ -188,8 +188,10 @@ function handlers(deps: SchedulerDeps): Handlers {
     listRuns: async ({ tenantId, query }) => json(200, await listRuns(deps, tenantId, query)),
     getRun: async ({ tenantId, params }) => json(200, await getRun(deps, tenantId, param(params, 'runId'))),
     cancelRun: async ({ tenantId, caller, params }) => {
+      const before = await deps.runs.get(param(params, 'runId'));
       const run = await cancelRun(deps, tenantId, param(params, 'runId'));
-      await audit(caller, 'run.cancel', run.runId, { changes: { status: { after: run.status } } });
+      // cancelRun answered, so the run is the tenant's: its status before is theirs to see.
+      await audit(caller, 'run.cancel', run.runId, { changes: { status: { ...(before ? { before: before.status } : {}), after: run.status } } });
       return json(200, run);
     },
     replayRun: async ({ event, tenantId, caller, params }) => {
@@ -236,10 +238,18 @@ function handlers(deps: SchedulerDeps): Handlers {
     },
     listDeadRuns: async ({ tenantId, query }) => json(200, await listDeadRuns(deps, tenantId, query)),
     replayDeadRuns: async ({ event, tenantId, caller, body }) => {
-      const result = await replayDeadRuns(deps, tenantId, body, caller.limits, traceparentOf(event));
-      const replayed = result.replayed.map((run) => run.runId);
-      if (replayed.length > 0)
-        await audit(caller, 'dead-runs.replay', replayed[0]!, { objectIds: replayed, changes: { replayed: { after: replayed.length } } });
+      const { replayedFrom, ...result } = await replayDeadRuns(deps, tenantId, body, caller.limits, traceparentOf(event));
+      // An entry per replayed run, as a single replay's: each run's trail finds it (decision 0119).
+      await recordAudits(
+        deps,
+        result.replayed.map((run, i) => ({
+          tenantId: caller.tenantId,
+          actor: caller.keyId,
+          action: 'dead-runs.replay' as const,
+          objectId: replayedFrom[i]!,
+          changes: { replayedAs: { after: run.runId } },
+        })),
+      );
       return json(202, result);
     },
     previewSchedule: async ({ tenantId, body }) => json(200, await previewSchedule(deps, tenantId, body)),
@@ -252,7 +262,7 @@ function handlers(deps: SchedulerDeps): Handlers {
     listSigningSecrets: async ({ tenantId }) => json(200, { items: await listSigningSecrets(deps, tenantId) }),
     revokeSigningSecret: async ({ tenantId, caller, params }) => {
       await revokeSigningSecret(deps, tenantId, param(params, 'secretId'));
-      await audit(caller, 'signing-secret.revoke', param(params, 'secretId'));
+      await audit(caller, 'signing-secret.revoke', param(params, 'secretId'), { changes: { status: { before: 'issued', after: 'revoked' } } });
       return { statusCode: 204, headers: {}, body: '' };
     },
     listAudit: async ({ tenantId, query }) => json(200, await listAudit(deps, tenantId, query)),

@@ -285,7 +285,10 @@ export const auditEntrySchema = z
     actor: z.string().describe('The API key id (`key_…`) that made the change, or `admin` for the operator CLI'),
     action: z.enum(AUDIT_ACTIONS),
     objectId: z.string(),
-    objectIds: z.array(z.string()).optional(),
+    objectIds: z
+      .array(z.string())
+      .optional()
+      .describe('Only on bulk replay entries written before each replayed run got an entry of its own: the runs replayed, the first being objectId'),
     changes: z.record(z.string(), fieldChangeSchema).describe('Fields changed, before and after; payloads and header values are never shown'),
     requested: z.array(z.string()).optional(),
   })

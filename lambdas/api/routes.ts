@@ -201,6 +201,7 @@ export const ROUTES = {
     description:
       "One run per fire time of the job's cron schedule in [from, to) that has no run yet, released oldest first at a bounded rate. The same range answers the same backfill. At most 527,040 fire times (a leap year of minutes) per backfill.",
     body: { schema: backfillSchema, required: true },
+    headers: ['traceparent'],
     responses: { 202: { description: 'The backfill and its progress', schema: backfillResponseSchema } },
     problems: [409, 413, 415],
     example: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' },

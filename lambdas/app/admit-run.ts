@@ -53,7 +53,16 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
         return { kind: 'stopped', outcome: 'fenced' };
       }
       await deps.dispatch.send(
-        [{ runId: run.runId, tenantId: run.tenantId, availableAt: now + wait * 1000, jobType: run.jobType, priority: run.priority }],
+        [
+          {
+            runId: run.runId,
+            tenantId: run.tenantId,
+            availableAt: now + wait * 1000,
+            jobType: run.jobType,
+            priority: run.priority,
+            traceparent: run.traceparent,
+          },
+        ],
         now,
       );
       logger.info('occurrence buffered behind a running one', { ...runFields(run), waitingFor: previous.runId });

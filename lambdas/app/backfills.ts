@@ -3,7 +3,8 @@
 // per tick, oldest first: it writes the page's runs (the chain's own run ids, each a conditional
 // put, so an occurrence that has a run keeps it) and then moves the backfill's cursor by
 // compare-and-swap. A ticker that dies between the two writes the same page again next tick, and
-// the puts find their runs written.
+// the puts find their runs written. Every run a backfill releases joins the trace of the request
+// that asked for it (decision 0118).
 import { NotFoundError, ConflictError } from '../core/errors';
 import { mapWithConcurrency } from '../core/concurrency';
 import { logger } from '../core/logger';
@@ -11,6 +12,7 @@ import type { Backfill, BackfillView } from '../domain/backfill';
 import { backfillIdOf, checkBackfillRange, nextFireTimes, releaseShare } from '../domain/backfill';
 import type { Job } from '../domain/job';
 import type { RecurringSchedule } from '../domain/schedule';
+import { traceIdOf } from '../domain/trace-context';
 import type { SchedulerDeps } from './deps';
 import { refuseStepJob } from '../domain/workflow';
 import type { RunPlan } from './plan-run';
@@ -32,6 +34,7 @@ export async function requestBackfill(
   tenantId: string,
   jobId: string,
   request: BackfillRequest,
+  traceparent?: string,
 ): Promise<{ created: boolean; backfill: Backfill }> {
   refuseStepJob(jobId);
   const job = await deps.jobs.get(tenantId, jobId);
@@ -60,9 +63,12 @@ export async function requestBackfill(
     createdAt: at,
     updatedAt: at,
     version: 0,
+    ...(traceparent ? { traceparent } : {}),
   };
   const result = await deps.backfills.create(backfill);
-  if (result.created) logger.info('backfill requested', { jobId, tenantId, backfillId, from: backfill.from, to: backfill.to, total });
+  if (result.created) {
+    logger.info('backfill requested', { jobId, tenantId, backfillId, traceId: traceIdOf(traceparent), from: backfill.from, to: backfill.to, total });
+  }
   return result;
 }
 
@@ -124,6 +130,8 @@ async function releasePage(deps: SchedulerDeps, backfill: Backfill, share: numbe
             trigger: 'schedule',
             availableAt: now + Math.floor((i * SPREAD_MS) / Math.max(1, fireTimes.length)),
             reason: `backfill ${backfill.backfillId}`,
+            // One trace for the backfill's runs, as for a bulk replay's; an older backfill without one gives each run its own.
+            traceparent: backfill.traceparent,
           },
           now,
         ),
@@ -146,6 +154,7 @@ async function releasePage(deps: SchedulerDeps, backfill: Backfill, share: numbe
     backfillId: backfill.backfillId,
     jobId: backfill.jobId,
     tenantId: backfill.tenantId,
+    traceId: traceIdOf(backfill.traceparent),
     released: fireTimes.length,
     written: written.length,
     done,

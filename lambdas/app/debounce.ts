@@ -1,12 +1,14 @@
 // Debounced manual triggers (issue 19 item 10): triggers of a job that arrive within S seconds of
 // the one that opened the window coalesce into one run, due at the window's end and carrying the
 // last trigger's payload. The window is fixed at its opening (decision 0131): a steady stream of
-// triggers still gets a run every S seconds, never none.
+// triggers still gets a run every S seconds, never none. The window's run takes the trace of the
+// trigger that opened it (decision 0111); a trigger that joins names its own trace on its line.
 import { ConflictError } from '../core/errors';
 import { logger } from '../core/logger';
 import { debounceStep } from '../domain/debounce';
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
+import { traceIdOf } from '../domain/trace-context';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
@@ -20,7 +22,13 @@ export interface DebouncedTrigger {
   readonly coalesced: boolean;
 }
 
-export async function triggerDebounced(deps: SchedulerDeps, job: Job, payload: unknown, debounceSeconds: number): Promise<DebouncedTrigger> {
+export async function triggerDebounced(
+  deps: SchedulerDeps,
+  job: Job,
+  payload: unknown,
+  debounceSeconds: number,
+  traceparent?: string,
+): Promise<DebouncedTrigger> {
   for (let attempt = 0; attempt < WINDOW_TRIES; attempt++) {
     const now = deps.clock();
     const window = await deps.debounce.get(job.jobId);
@@ -31,7 +39,15 @@ export async function triggerDebounced(deps: SchedulerDeps, job: Job, payload: u
       if (await deps.debounce.carryPayload(step.runId, payload, now)) {
         const run = await deps.runs.get(step.runId);
         if (run) {
-          logger.info('trigger coalesced into the open window', { jobId: job.jobId, tenantId: job.tenantId, runId: run.runId });
+          const requestTraceId = traceIdOf(traceparent);
+          logger.info('trigger coalesced into the open window', {
+            jobId: job.jobId,
+            tenantId: job.tenantId,
+            runId: run.runId,
+            traceId: traceIdOf(run.traceparent),
+            // This request's own trace, when it is not the run's: where that trace went.
+            ...(requestTraceId !== traceIdOf(run.traceparent) ? { requestTraceId } : {}),
+          });
           return { run, coalesced: true };
         }
       }
@@ -40,13 +56,19 @@ export async function triggerDebounced(deps: SchedulerDeps, job: Job, payload: u
     const plan = planRun(
       deps.config,
       job,
-      { scheduledFor: now, attempt: 1, trigger: 'manual', availableAt: endsAt, ...(payload !== undefined ? { payloadOverride: payload } : {}) },
+      { scheduledFor: now, attempt: 1, trigger: 'manual', availableAt: endsAt, traceparent, ...(payload !== undefined ? { payloadOverride: payload } : {}) },
       now,
     );
     if (await deps.debounce.open(plan, endsAt, window)) {
       deps.telemetry.runCreated(plan.run);
       await sendPlannedRun(deps, plan, now);
-      logger.info('debounce window opened', { jobId: job.jobId, tenantId: job.tenantId, runId: plan.run.runId, endsAt: new Date(endsAt).toISOString() });
+      logger.info('debounce window opened', {
+        jobId: job.jobId,
+        tenantId: job.tenantId,
+        runId: plan.run.runId,
+        traceId: traceIdOf(plan.run.traceparent),
+        endsAt: new Date(endsAt).toISOString(),
+      });
       return { run: plan.run, coalesced: false };
     }
   }

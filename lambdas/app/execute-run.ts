@@ -13,6 +13,7 @@ import { recordWorkerLost } from './record-outcome';
 import { runFields } from './run-log';
 import { jobSubject, notifyOutcome } from './notifications';
 import type { Run } from '../domain/run';
+import { traceIdOf } from '../domain/trace-context';
 
 /** A message that arrives this close to its run's time waits in the worker rather than in SQS. */
 const MAX_IN_WORKER_WAIT_MS = 2_000;
@@ -52,6 +53,8 @@ export interface DispatchContext {
   readonly deferrals?: number;
   /** The queue the message came from (its pool and lane): receipt handles and deferrals use it. */
   readonly queueUrl?: string;
+  /** The run's trace, from the message: for the lines written before the run is read (decision 0117). */
+  readonly traceparent?: string;
 }
 
 /** The worker's use case for one dispatch message (lambdas/worker/adapter.ts). */
@@ -68,7 +71,10 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
     const availableAt = Date.parse(lease.run.availableAt);
     const waitMs = availableAt - deps.clock();
     if (waitMs > MAX_IN_WORKER_WAIT_MS || round >= 3) {
-      await deps.dispatch.send([{ runId, tenantId: lease.run.tenantId, availableAt, jobType: lease.run.jobType, priority: lease.run.priority }], deps.clock());
+      await deps.dispatch.send(
+        [{ runId, tenantId: lease.run.tenantId, availableAt, jobType: lease.run.jobType, priority: lease.run.priority, traceparent: lease.run.traceparent }],
+        deps.clock(),
+      );
       logger.info('run not due yet; sent again for the remaining delay', { ...runFields(lease.run), waitMs });
       return 'requeued';
     }
@@ -78,7 +84,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
 
   switch (lease.kind) {
     case 'missing':
-      logger.warn('dispatch message for a run that does not exist; dropped', { runId });
+      logger.warn('dispatch message for a run that does not exist; dropped', { runId, traceId: traceIdOf(message.traceparent) });
       return 'missing';
     case 'finished':
       logger.info('duplicate dispatch message for a finished run; dropped', runFields(lease.run));

@@ -60,10 +60,19 @@ export async function withInFlightSlot(
     const deferrals = (message.deferrals ?? 0) + 1;
     const delaySeconds = Math.min(MAX_DEFERRAL_SECONDS, 2 ** Math.min(deferrals - 1, 4)) + (deps.random() < 0.5 ? 0 : 1);
     await deps.dispatch.send(
-      [{ runId, tenantId, availableAt: deps.clock() + delaySeconds * 1000, deferrals, ...(message.queueUrl ? { queueUrl: message.queueUrl } : {}) }],
+      [
+        {
+          runId,
+          tenantId,
+          availableAt: deps.clock() + delaySeconds * 1000,
+          deferrals,
+          traceparent: message.traceparent,
+          ...(message.queueUrl ? { queueUrl: message.queueUrl } : {}),
+        },
+      ],
       deps.clock(),
     );
-    deps.telemetry.runDeferred({ runId, tenantId }, deferrals, delaySeconds);
+    deps.telemetry.runDeferred({ runId, tenantId, traceparent: message.traceparent }, deferrals, delaySeconds);
     return 'deferred';
   }
   let result: ExecuteResult | undefined;

@@ -194,7 +194,7 @@ export async function triggerJob(
   if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
-  if (request.debounceSeconds !== undefined) return (await triggerDebounced(deps, job, request.payload, request.debounceSeconds)).run;
+  if (request.debounceSeconds !== undefined) return (await triggerDebounced(deps, job, request.payload, request.debounceSeconds, traceparent)).run;
   const plan = planRun(
     deps.config,
     job,

@@ -36,7 +36,14 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
     const { limit } = job.concurrency;
     const key = renderKey(job.concurrency.key, source);
     const scope = flowScope(run.tenantId, key);
-    const me: KeyWaiter = { runId: run.runId, sort: waiterSortOf(run), tenantId: run.tenantId, jobType: run.jobType, priority: run.priority ?? 'normal' };
+    const me: KeyWaiter = {
+      runId: run.runId,
+      sort: waiterSortOf(run),
+      tenantId: run.tenantId,
+      jobType: run.jobType,
+      priority: run.priority ?? 'normal',
+      ...(run.traceparent ? { traceparent: run.traceparent } : {}),
+    };
     // In order: a run may try for a slot only while fewer than `limit` runs that became due before
     // it still wait (with a limit of 1, only the first in the queue).
     const queue = await deps.keyWaiters.first(scope, limit + 1);
@@ -79,7 +86,10 @@ async function wait(deps: SchedulerDeps, run: Run, message: DispatchContext, unt
     return { kind: 'fenced' };
   }
   const deferrals = (message.deferrals ?? 0) + 1;
-  await deps.dispatch.send([{ runId: run.runId, tenantId: run.tenantId, availableAt: until, jobType: run.jobType, priority: run.priority, deferrals }], now);
+  await deps.dispatch.send(
+    [{ runId: run.runId, tenantId: run.tenantId, availableAt: until, jobType: run.jobType, priority: run.priority, deferrals, traceparent: run.traceparent }],
+    now,
+  );
   deps.telemetry.runWaitingForKey(run, reason, Math.ceil((until - now) / 1000));
   return { kind: 'waiting' };
 }
@@ -110,5 +120,8 @@ async function wakeFirstWaiter(deps: SchedulerDeps, scope: string, freedBy: stri
   const [first] = (await deps.keyWaiters.first(scope, 2)).filter((waiter) => waiter.runId !== freedBy);
   if (!first) return;
   const now = deps.clock();
-  await deps.dispatch.send([{ runId: first.runId, tenantId: first.tenantId, availableAt: now, jobType: first.jobType, priority: first.priority }], now);
+  await deps.dispatch.send(
+    [{ runId: first.runId, tenantId: first.tenantId, availableAt: now, jobType: first.jobType, priority: first.priority, traceparent: first.traceparent }],
+    now,
+  );
 }

@@ -299,7 +299,16 @@ async function wakeBuffered(deps: SchedulerDeps, jobId: string, now: number): Pr
   const pending = job?.nextRunId ? await deps.runs.get(job.nextRunId) : null;
   if (pending?.status === 'QUEUED' && Date.parse(pending.availableAt) <= now) {
     await deps.dispatch.send(
-      [{ runId: pending.runId, tenantId: pending.tenantId, availableAt: now, jobType: pending.jobType, priority: pending.priority }],
+      [
+        {
+          runId: pending.runId,
+          tenantId: pending.tenantId,
+          availableAt: now,
+          jobType: pending.jobType,
+          priority: pending.priority,
+          traceparent: pending.traceparent,
+        },
+      ],
       now,
     );
   }

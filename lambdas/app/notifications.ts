@@ -8,6 +8,7 @@ import { Metric } from '../core/metrics';
 import type { NotificationSubject, NotifyEvent, NotifySpec } from '../domain/notify';
 import { NOTIFICATION_CLAIM_MS, NOTIFICATION_TIMEOUT_MS, notificationBodyOf, notificationIdOf, notificationRetryDelay, wantedEvent } from '../domain/notify';
 import type { Run } from '../domain/run';
+import { traceIdOf } from '../domain/trace-context';
 import type { SchedulerDeps } from './deps';
 
 /** What a notification needs of what raised it: a job today, a workflow later. */
@@ -67,11 +68,13 @@ export async function notifyOutcome(
     now,
   );
   if (made === 'created' || options.resend) {
-    await deps.dispatch.send([{ runId: finished.runId, tenantId: finished.tenantId, availableAt: now, notify: event }], now);
+    // The run's trace goes with each of its notification's messages, for their lines (decision 0117).
+    await deps.dispatch.send([{ runId: finished.runId, tenantId: finished.tenantId, availableAt: now, notify: event, traceparent: finished.traceparent }], now);
   }
   logger.info(made === 'created' ? 'notification made' : 'notification exists', {
     runId: finished.runId,
     tenantId: finished.tenantId,
+    traceId: traceIdOf(finished.traceparent),
     event,
     resent: options.resend === true,
   });
@@ -80,22 +83,35 @@ export async function notifyOutcome(
 
 export type NotificationTryResult = 'sent' | 'retrying' | 'dead' | 'done' | 'busy' | 'missing';
 
-/** One message of a notification: claim it, try its destination once, and end it or plan the next try. */
+/**
+ * One message of a notification: claim it, try its destination once, and end it or plan the next
+ * try. `traceparent`: the run's, from the message, for the lines and the next try's message.
+ */
 export async function tryNotification(
   deps: SchedulerDeps,
   runId: string,
   event: NotifyEvent,
+  traceparent?: string,
 ): Promise<{ result: NotificationTryResult; retryInSeconds?: number }> {
   const now = deps.clock();
+  const traceId = traceIdOf(traceparent);
   const claim = await deps.notifications.claim(runId, event, now, NOTIFICATION_CLAIM_MS);
   if (claim.kind === 'missing') {
-    logger.warn('notification message for a notification that does not exist; dropped', { runId, event });
+    logger.warn('notification message for a notification that does not exist; dropped', { runId, traceId, event });
     return { result: 'missing' };
   }
   if (claim.kind === 'done') return { result: 'done' };
   if (claim.kind === 'busy') return { result: 'busy' };
   const { record } = claim;
-  const fields = { runId, event, tenantId: record.tenantId, notificationId: record.notificationId, destination: record.destination.kind, try: record.tries };
+  const fields = {
+    runId,
+    traceId,
+    event,
+    tenantId: record.tenantId,
+    notificationId: record.notificationId,
+    destination: record.destination.kind,
+    try: record.tries,
+  };
 
   let signingSecrets: readonly string[] | undefined;
   let outcome;
@@ -137,7 +153,7 @@ export async function tryNotification(
   }
   // The claim ends before the next message is sent: should the send fail, this message comes back and tries again.
   if (!(await deps.notifications.release(runId, event, record.tries, error, at))) return { result: 'done' };
-  await deps.dispatch.send([{ runId, tenantId: record.tenantId, availableAt: at + delay * 1000, notify: event }], at);
+  await deps.dispatch.send([{ runId, tenantId: record.tenantId, availableAt: at + delay * 1000, notify: event, traceparent }], at);
   logger.warn('notification try failed; tried again later', { ...fields, error, retryInSeconds: delay });
   return { result: 'retrying', retryInSeconds: delay };
 }

@@ -93,7 +93,8 @@ export async function listDeadRuns(deps: SchedulerDeps, tenantId: string, query:
 /**
  * Replays the tenant's dead runs of a job and/or a time range, up to `limit` per call. Each replay
  * counts against the tenant's create rate: past it the call stops with what it replayed and
- * `remaining: true`, or answers 429 when it could replay none.
+ * `remaining: true`, or answers 429 when it could replay none. `replayedFrom[i]` is the dead run
+ * `replayed[i]` replays (for the audit; the API answers without it).
  */
 export async function replayDeadRuns(
   deps: SchedulerDeps,
@@ -101,20 +102,22 @@ export async function replayDeadRuns(
   request: BulkReplayRequest,
   limits: TenantLimits = deps.config.tenantDefaults,
   traceparent?: string,
-): Promise<{ replayed: Run[]; remaining: boolean }> {
+): Promise<{ replayed: Run[]; replayedFrom: string[]; remaining: boolean }> {
   const page = await deps.deadRuns.list(tenantId, request.limit, { jobId: request.jobId, from: request.from, to: request.to });
   const replayed: Run[] = [];
+  const replayedFrom: string[] = [];
   for (const dead of page.items) {
     try {
       replayed.push(await replayRun(deps, tenantId, dead.runId, limits, traceparent));
+      replayedFrom.push(dead.runId);
     } catch (error) {
       if (error instanceof TooManyRequestsError) {
         if (replayed.length === 0) throw error;
-        return { replayed, remaining: true };
+        return { replayed, replayedFrom, remaining: true };
       }
       // Replayed meanwhile, or its job deleted: leave it.
       if (!(error instanceof ConflictError || error instanceof NotFoundError)) throw error;
     }
   }
-  return { replayed, remaining: page.nextCursor !== null };
+  return { replayed, replayedFrom, remaining: page.nextCursor !== null };
 }

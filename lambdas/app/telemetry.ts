@@ -83,9 +83,16 @@ export class Telemetry {
   }
 
   /** A leased run gave its lease back to wait for its concurrency or rate key (issue 19). */
-  runWaitingForKey(run: Pick<RunLine, 'runId' | 'tenantId'>, reason: string, delaySeconds: number): void {
+  runWaitingForKey(run: Pick<RunLine, 'runId' | 'tenantId' | 'traceparent'>, reason: string, delaySeconds: number): void {
     this.metrics.count(Metric.RunsDeferred);
-    logger.info('run waits for its key', { runId: run.runId, tenantId: run.tenantId, status: 'QUEUED', reason, delaySeconds });
+    logger.info('run waits for its key', {
+      runId: run.runId,
+      tenantId: run.tenantId,
+      traceId: traceIdOf(run.traceparent),
+      status: 'QUEUED',
+      reason,
+      delaySeconds,
+    });
   }
 
   /** A run's message was sent to the dispatch queue. */

@@ -19,6 +19,7 @@ export const AUDIT_ACTIONS = [
   'signing-secret.revoke',
   'api-key.issue',
   'api-key.revoke',
+  'tenant.create',
   'tenant.limits',
   'workflow.create',
   'workflow.update',
@@ -41,8 +42,12 @@ export interface AuditEntry {
   /** The API key's public id (`key_…`, never the key), or `admin` for the operator's CLI. */
   readonly actor: string;
   readonly action: AuditAction;
-  /** The job, run or secret acted on (for a bulk replay, the first of them; `objectIds` lists all). */
+  /** The job, run, workflow, secret, key or tenant acted on. */
   readonly objectId: string;
+  /**
+   * Only on bulk replay entries written before each replayed run got an entry of its own (decision
+   * 0119): the runs it replayed, the first of them being `objectId`. Nothing writes it any more.
+   */
   readonly objectIds?: readonly string[];
   /** The fields the change set, by name. */
   readonly changes: Readonly<Record<string, FieldChange>>;

@@ -35,6 +35,8 @@ export interface Backfill {
   readonly updatedAt: string;
   /** Bumped by every release: the ticker's compare-and-swap. */
   readonly version: number;
+  /** The W3C trace context of the request that asked for it: every run it releases joins that trace (decision 0118). */
+  readonly traceparent?: string;
 }
 
 /** A backfill as the API shows it: its range and progress, not its bookkeeping. */

@@ -25,6 +25,8 @@ export interface AuditPage {
 export class InvalidAuditCursor extends Error {}
 
 const MAX_WRITE_TRIES = 5;
+/** BatchWriteItem takes at most 25 items a call. */
+const BATCH_ITEMS = 25;
 
 export class AuditLog {
   constructor(
@@ -32,18 +34,24 @@ export class AuditLog {
     private readonly tableName: string,
   ) {}
 
-  async append(entry: AuditEntry, retentionDays: number): Promise<void> {
-    const sk = auditSortOf(entry.at, entry.auditId);
-    const expiresAtEpoch = Math.ceil(Date.parse(entry.at) / 1000) + retentionDays * 86_400;
-    const item = { ...entry, sk, expiresAtEpoch };
-    let pending = [
-      { PutRequest: { Item: { ...item, pk: auditTenantPartition(entry.tenantId) } } },
-      { PutRequest: { Item: { ...item, pk: auditObjectPartition(entry.tenantId, entry.objectId) } } },
-    ];
+  /** Writes entries (each under its tenant and its object), expiring `retentionDays` after their instant. */
+  async append(entries: AuditEntry | readonly AuditEntry[], retentionDays: number): Promise<void> {
+    const requests = (Array.isArray(entries) ? entries : [entries]).flatMap((entry: AuditEntry) => {
+      const item = { ...entry, sk: auditSortOf(entry.at, entry.auditId), expiresAtEpoch: expiresAtEpochOf(entry.at, retentionDays) };
+      return [
+        { PutRequest: { Item: { ...item, pk: auditTenantPartition(entry.tenantId) } } },
+        { PutRequest: { Item: { ...item, pk: auditObjectPartition(entry.tenantId, entry.objectId) } } },
+      ];
+    });
+    for (let start = 0; start < requests.length; start += BATCH_ITEMS) await this.writeBatch(requests.slice(start, start + BATCH_ITEMS));
+  }
+
+  private async writeBatch(requests: readonly { PutRequest: { Item: Record<string, unknown> } }[]): Promise<void> {
+    let pending = requests;
     // A batch may leave items unprocessed under throttling: written again, a few times.
     for (let tries = 1; pending.length > 0; tries++) {
-      if (tries > MAX_WRITE_TRIES) throw new Error(`the audit entry ${entry.auditId} was not written after ${MAX_WRITE_TRIES} tries`);
-      const result = await this.dynamo.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }));
+      if (tries > MAX_WRITE_TRIES) throw new Error(`${pending.length} audit items were not written after ${MAX_WRITE_TRIES} tries`);
+      const result = await this.dynamo.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: [...pending] } }));
       pending = (result.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
       if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** tries));
     }
@@ -76,4 +84,9 @@ export class AuditLog {
     });
     return { items, nextCursor: encodeCursor(result.LastEvaluatedKey) };
   }
+}
+
+/** When an entry leaves through the table's TTL: `retentionDays` (AUDIT_RETENTION_DAYS) after its instant. */
+export function expiresAtEpochOf(at: string, retentionDays: number): number {
+  return Math.ceil(Date.parse(at) / 1000) + retentionDays * 86_400;
 }

@@ -25,10 +25,12 @@ const FIELDS = [
   'createdAt',
   'updatedAt',
   'version',
+  'traceparent',
 ] as const;
 
 function itemToBackfill(item: Record<string, unknown>): Backfill {
-  return Object.fromEntries(FIELDS.map((field) => [field, item[field]])) as unknown as Backfill;
+  // A backfill written before traces has no traceparent: the field is left out, not undefined.
+  return Object.fromEntries(FIELDS.flatMap((field) => (item[field] === undefined ? [] : [[field, item[field]]]))) as unknown as Backfill;
 }
 
 export class Backfills {

@@ -1,6 +1,8 @@
 // The dispatch queue and its wire format. Messages carry a run id, its tenant (for the in-flight
-// limit, before the run is read) and how often it was deferred; nothing of the run itself: the run
-// item is the truth, so a stale or duplicated message can never carry stale data.
+// limit, before the run is read), how often it was deferred and the run's trace context (for the
+// log lines written before the run is read, or when it cannot be; decision 0117). Nothing of the
+// run that can change: the run item is the truth, so a stale or duplicated message can never carry
+// stale data (a run's trace is fixed when it is made).
 import { parseTraceparent, xrayTraceIdOf } from '../domain/trace-context';
 import { Coalescer } from './coalescer';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -20,6 +22,11 @@ const messageSchema = z.object({
   deferrals: z.number().int().min(0).max(1000).optional(),
   /** Not the run itself: the notification of this run's event (docs/notifications.md). */
   notify: z.enum(NOTIFY_EVENTS).optional(),
+  /**
+   * The run's W3C trace context, as the run keeps it (decision 0117), for log lines. A value that
+   * is not one is dropped, never a reason to refuse the message: it says nothing about the run.
+   */
+  traceparent: z.string().max(64).optional().catch(undefined),
 });
 export type DispatchMessage = z.infer<typeof messageSchema>;
 
@@ -36,8 +43,9 @@ export interface Dispatch {
   /** Send to exactly this queue (a deferred message goes back to the lane it came from). */
   readonly queueUrl?: string;
   /**
-   * The run's W3C trace context: the message carries it as X-Ray's AWSTraceHeader, so in AWS the
-   * worker invocation that receives it is linked to the run's trace (decision 0111).
+   * The run's W3C trace context: the message carries it in its body, for the worker's log lines
+   * (decision 0117), and as X-Ray's AWSTraceHeader, so in AWS the worker invocation that receives
+   * it is linked to the run's trace (decision 0111).
    */
   readonly traceparent?: string;
   /** A notification of the run's event rather than the run (sent to the default pool's standard lane). */
@@ -58,13 +66,15 @@ export function awsTraceHeaderOf(traceparent: string | undefined): string | unde
 
 export type Priority = 'high' | 'normal' | 'low';
 
-export function encodeDispatchMessage(runId: string, tenantId?: string, deferrals?: number, notify?: NotifyEvent): string {
+export function encodeDispatchMessage(runId: string, fields: Partial<Pick<Dispatch, 'tenantId' | 'deferrals' | 'notify' | 'traceparent'>> = {}): string {
+  const { tenantId, deferrals, notify, traceparent } = fields;
   return JSON.stringify({
     v: 1,
     runId,
     ...(tenantId ? { tenantId } : {}),
     ...(deferrals ? { deferrals } : {}),
     ...(notify ? { notify } : {}),
+    ...(traceparent ? { traceparent } : {}),
   } satisfies DispatchMessage);
 }
 
@@ -184,7 +194,7 @@ export class DispatchQueue {
           QueueUrl: this.queueUrl,
           Entries: batch.map(({ dispatch, now }, index) => ({
             Id: String(index),
-            MessageBody: encodeDispatchMessage(dispatch.runId, dispatch.tenantId, dispatch.deferrals, dispatch.notify),
+            MessageBody: encodeDispatchMessage(dispatch.runId, dispatch),
             DelaySeconds: delaySecondsUntil(dispatch.availableAt, now),
             // Fair queues: a tenant with a deep backlog yields to quiet tenants.
             MessageGroupId: dispatch.tenantId,

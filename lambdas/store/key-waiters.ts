@@ -15,6 +15,8 @@ export interface KeyWaiter {
   readonly tenantId: string;
   readonly jobType: string;
   readonly priority: Priority;
+  /** The run's trace, for its wake-up message (decision 0117). */
+  readonly traceparent?: string;
 }
 
 const WAITER_TTL_SECONDS = 24 * 3600;
@@ -42,6 +44,7 @@ export class KeyWaiters {
       tenantId: String(item.tenantId),
       jobType: String(item.jobType),
       priority: item.priority as Priority,
+      ...(typeof item.traceparent === 'string' ? { traceparent: item.traceparent } : {}),
     }));
   }
 

@@ -13,6 +13,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { tryNotification } from '../app/notifications';
 import type { NotifyEvent } from '../domain/notify';
 import { NOTIFICATION_CLAIM_MS } from '../domain/notify';
+import { traceIdOf } from '../domain/trace-context';
 
 async function failLater(deps: SchedulerDeps, record: SQSRecord): Promise<{ itemIdentifier: string; ok: false }> {
   try {
@@ -38,7 +39,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
         logger.error('unreadable dispatch message', { messageId: record.messageId });
         return failLater(deps, record);
       }
-      if (message.notify) return processNotificationMessage(deps, record, message.runId, message.notify);
+      if (message.notify) return processNotificationMessage(deps, record, message.runId, message.notify, message.traceparent);
       try {
         const result = await executeRun(deps, message.runId, {
           receiptHandle: record.receiptHandle,
@@ -46,6 +47,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
           deferrals: message.deferrals,
           // The pool and lane it came from: its receipt handle is that queue's.
           queueUrl: deps.dispatch.queueUrlOfArn(record.eventSourceARN),
+          traceparent: message.traceparent,
         });
         // Kept for a recheck: executeRun has set when the message comes back.
         return { itemIdentifier: record.messageId, ok: result !== 'recheck' };
@@ -53,6 +55,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
         logger.error('dispatch message failed; it will be delivered again', {
           messageId: record.messageId,
           runId: message.runId,
+          traceId: traceIdOf(message.traceparent),
           receiveCount: record.attributes.ApproximateReceiveCount,
           error: error instanceof Error ? { name: error.name, message: error.message } : String(error),
         });
@@ -75,9 +78,10 @@ async function processNotificationMessage(
   record: SQSRecord,
   runId: string,
   event: NotifyEvent,
+  traceparent: string | undefined,
 ): Promise<{ itemIdentifier: string; ok: boolean }> {
   try {
-    const { result } = await tryNotification(deps, runId, event);
+    const { result } = await tryNotification(deps, runId, event, traceparent);
     if (result !== 'busy') return { itemIdentifier: record.messageId, ok: true };
     await deps.dispatch.setVisibility(record.receiptHandle, Math.ceil(NOTIFICATION_CLAIM_MS / 1000) + 1, deps.dispatch.queueUrlOfArn(record.eventSourceARN));
     return { itemIdentifier: record.messageId, ok: false };
@@ -85,6 +89,7 @@ async function processNotificationMessage(
     logger.error('notification message failed; it will be delivered again', {
       messageId: record.messageId,
       runId,
+      traceId: traceIdOf(traceparent),
       event,
       error: error instanceof Error ? { name: error.name, message: error.message } : String(error),
     });

@@ -117,6 +117,13 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
       // Only what was given: a limit copied from the defaults would no longer follow them.
       const tenant: Tenant = { tenantId: tenantId(), name: name.data, limits: own, createdAt: at, updatedAt: at };
       if (!(await ctx.tenants.create(tenant))) throw new AdminUsageError(`tenant ${tenant.tenantId} exists already`);
+      // Its name and the limits it was given (those not given follow the deployment's defaults).
+      await ctx.audit({
+        tenantId: tenant.tenantId,
+        action: 'tenant.create',
+        objectId: tenant.tenantId,
+        changes: changesBetween(undefined, { name: tenant.name, ...tenant.limits }, new Set()),
+      });
       const apiKey = newApiKey();
       const issuedKeyId = await ctx.apiKeys.issue(apiKey, tenant.tenantId, ctx.now());
       await ctx.audit({ tenantId: tenant.tenantId, action: 'api-key.issue', objectId: issuedKeyId });

@@ -58,13 +58,19 @@ describe('target headers the scheduler sets', () => {
   it.each(['User-Agent', 'user-agent', 'Idempotency-Key', 'Content-Type', 'Host', 'X-Fencing-Token', 'Expect'])(
     'refuses a target header %s on create and on PATCH, and stores nothing',
     async (name) => {
-      const created = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { target: { kind: 'http', url: TARGET, headers: { [name]: 'mine/1' } } }));
+      const created = await scheduler.api(
+        'POST',
+        '/v1/jobs',
+        jobBody(TARGET, { target: { kind: 'http', url: TARGET, headers: { [name]: 'mine/1-reserved' } } }),
+      );
       expect(created.status).toBe(400);
       expect(created.body.errors).toEqual([{ path: `target.headers.${name}`, message: expect.stringMatching(/set by the scheduler/) }]);
 
       const job = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 } }));
       expect(job.status).toBe(201);
-      const patched = await scheduler.api('PATCH', `/v1/jobs/${job.body.job.jobId}`, { target: { kind: 'http', url: TARGET, headers: { [name]: 'mine/1' } } });
+      const patched = await scheduler.api('PATCH', `/v1/jobs/${job.body.job.jobId}`, {
+        target: { kind: 'http', url: TARGET, headers: { [name]: 'mine/1-reserved' } },
+      });
       expect(patched.status).toBe(400);
       const after = await scheduler.api('GET', `/v1/jobs/${job.body.job.jobId}`);
       expect(after.body).toMatchObject({ version: 1, target: { headers: {} } });

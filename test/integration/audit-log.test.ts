@@ -62,4 +62,13 @@ describe('audit log store', () => {
     const page = await audit.list(mine, { limit: 1 });
     await expect(audit.list(theirs, { limit: 1, cursor: page.nextCursor! })).rejects.toBeInstanceOf(InvalidAuditCursor);
   });
+
+  it('writes the entries of one request together, past one batch write, each under its own object', async () => {
+    const tenantId = `tenant-${randomUUID().slice(0, 8)}`;
+    // 30 entries are 60 items: three BatchWriteItem calls of at most 25.
+    const entries = Array.from({ length: 30 }, (_, i) => entry(tenantId, `run_${i}`, '2026-03-03T10:00:00.000Z', 'dead-runs.replay'));
+    await audit.append(entries, 90);
+    for (const e of entries) expect((await audit.list(tenantId, { objectId: e.objectId, limit: 10 })).items).toEqual([e]);
+    expect((await audit.list(tenantId, { limit: 100 })).items).toHaveLength(30);
+  });
 });

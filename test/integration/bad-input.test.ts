@@ -115,7 +115,7 @@ describe('bad input', () => {
       'a target header given twice',
       'POST',
       '/v1/jobs',
-      jobBody('https://example.com', { target: { kind: 'http', url: 'https://example.com', headers: { 'X-A': '1', 'x-a': '2' } } }),
+      jobBody('https://example.com', { target: { kind: 'http', url: 'https://example.com', headers: { 'X-A': 'first-of-two', 'x-a': 'second-of-two' } } }),
       {},
       ['target.headers.x-a'],
     ],

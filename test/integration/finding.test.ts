@@ -193,7 +193,7 @@ describe('target header values are write-only', () => {
       '/v1/jobs',
       jobBody(TARGET, {
         schedule: { kind: 'delay', seconds: 3600 },
-        target: { kind: 'http', url: TARGET, headers: { Authorization: SECRET, 'X-Tenant': 'acme' } },
+        target: { kind: 'http', url: TARGET, headers: { Authorization: SECRET, 'X-Tenant': 'acme-tenant-header' } },
       }),
     );
     expect(created.status, JSON.stringify(created.body)).toBe(201);
@@ -214,7 +214,9 @@ describe('target header values are write-only', () => {
     }
     expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.target.headers).toEqual({ Authorization: '<redacted>', 'X-Tenant': '<redacted>' });
     // Stored as sent: the worker sends it.
-    expect((await scheduler.deps.jobs.get(scheduler.tenantId, jobId))?.target).toMatchObject({ headers: { Authorization: SECRET, 'X-Tenant': 'acme' } });
+    expect((await scheduler.deps.jobs.get(scheduler.tenantId, jobId))?.target).toMatchObject({
+      headers: { Authorization: SECRET, 'X-Tenant': 'acme-tenant-header' },
+    });
     const deleted = await scheduler.api('DELETE', `/v1/jobs/${jobId}`);
     expect(JSON.stringify(deleted.body)).not.toContain('very-secret-token');
   });
@@ -225,7 +227,7 @@ describe('target header values are write-only', () => {
       '/v1/jobs',
       jobBody(TARGET, {
         schedule: { kind: 'delay', seconds: 3600 },
-        target: { kind: 'http', url: TARGET, headers: { Authorization: SECRET, 'X-Tenant': 'acme' } },
+        target: { kind: 'http', url: TARGET, headers: { Authorization: SECRET, 'X-Tenant': 'acme-tenant-header' } },
       }),
     );
     const jobId: string = created.body.job.jobId;
@@ -235,7 +237,7 @@ describe('target header values are write-only', () => {
     expect(kept.status, JSON.stringify(kept.body)).toBe(200);
     expect((await scheduler.deps.jobs.get(scheduler.tenantId, jobId))?.target).toMatchObject({
       url: 'http://127.0.0.1:9/other',
-      headers: { Authorization: SECRET, 'X-Tenant': 'acme' },
+      headers: { Authorization: SECRET, 'X-Tenant': 'acme-tenant-header' },
     });
     // Replace Authorization (the name in another case), remove X-Tenant.
     const replaced = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { target: { kind: 'http', url: TARGET, headers: { authorization: 'Bearer new' } } });

@@ -3,6 +3,7 @@
 import type { TestProject } from 'vitest/node';
 import { ensureEmulator } from '../../scripts/local/emulator';
 import { clearAccessLog } from '../support/access-log';
+import { clearLeakRecords } from '../support/leak-scan';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -13,6 +14,8 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<void> {
   // A fresh log of the functions' requests for this run's grants check.
   clearAccessLog();
+  // And of what the files logged and sent, for this run's leak check.
+  clearLeakRecords();
   const emulator = await ensureEmulator();
   project.provide('awsEndpoint', emulator.endpoint);
 }

@@ -27,6 +27,7 @@ import { tick as tickUseCase } from '../../lambdas/app/tick';
 import { leaseCheckAt } from '../../lambdas/domain/time-gate';
 import type { LeaseRequest } from '../../lambdas/store/run-leases';
 import { recordAccesses } from '../support/access-log';
+import { recordHeaderValue, recordLogLines } from './support/leak-record';
 import { contractViolations } from '../support/contract';
 
 let clients: AwsClients | undefined;
@@ -36,8 +37,29 @@ export function awsClients(): AwsClients {
     Object.assign(process.env, emulatorEnvironment(inject('awsEndpoint')));
     clients = createAwsClients();
     recordAccesses(clients);
+    recordSecretValues(clients);
   }
   return clients;
+}
+
+/** A secret's value a test stores is a header value (a job names the secret): the leak check looks for it. */
+function recordSecretValues(aws: AwsClients): void {
+  aws.secrets.middlewareStack.add(
+    (next) => (args) => {
+      const input = args.input as { SecretString?: unknown };
+      if (typeof input.SecretString === 'string') recordHeaderValue(input.SecretString);
+      return next(args);
+    },
+    { step: 'initialize', name: 'leakRecordSecretValues' },
+  );
+}
+
+/** The metric lines a scheduler writes: the test reads them, and the leak check scans them as log lines. */
+function metricSinkInto(lines: string[]): (line: string) => void {
+  return (line) => {
+    lines.push(line);
+    recordLogLines(line);
+  };
 }
 
 export interface Scheduler {
@@ -77,7 +99,9 @@ export interface SchedulerOptions {
   /** Counts the requests of the scheduler's handlers (not the runtime's SQS polling). */
   readonly requestCounter?: RequestCounter;
   /** Configuration over the local defaults, e.g. `{ localMode: false }` for AWS-mode target rules. */
-  readonly config?: Partial<Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets' | 'allowedTargets' | 'tenantDefaults' | 'headerSecretArns'>>;
+  readonly config?: Partial<
+    Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets' | 'allowedTargets' | 'tenantDefaults' | 'headerSecretArns' | 'auditRetentionDays'>
+  >;
   /** How target host names resolve (the system's resolver by default). */
   readonly resolveHost?: HostResolver;
   /** Worker pools besides the default one, each with its own queues and pollers. */
@@ -101,7 +125,7 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
   if (options.lambdaEndpoint) handlerClients = { ...handlerClients, targets: createTargetClients(options.lambdaEndpoint) };
   const deps = createDeps(config, handlerClients, {
     workerId: `${prefix}-main`,
-    metricSink: (line) => metricLines.push(line),
+    metricSink: metricSinkInto(metricLines),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
@@ -150,14 +174,14 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
       return { status: response.status, body: parsed };
     },
     workerDeps(workerId, clock) {
-      return createDeps(config, aws, { workerId, metricSink: (line) => metricLines.push(line), ...(clock ? { clock } : {}) });
+      return createDeps(config, aws, { workerId, metricSink: metricSinkInto(metricLines), ...(clock ? { clock } : {}) });
     },
     async startWorkers(count) {
       const workers = await startLocalRuntime({
         // The handlers' clients: counted when the scheduler counts requests.
         deps: createDeps(config, handlerClients, {
           workerId: `${prefix}-workers-${extraRuntimes.length}`,
-          metricSink: (line) => metricLines.push(line),
+          metricSink: metricSinkInto(metricLines),
           ...(options.random ? { random: options.random } : {}),
         }),
         clients: aws,

@@ -21,7 +21,7 @@ describe('target headers from Secrets Manager', () => {
     const created = await secrets.send(new CreateSecretCommand({ Name: `it-${randomUUID().slice(0, 8)}/target-token`, SecretString: secretValue }));
     secretArn = created.ARN!;
     // Listed by the deployment, but deleted: its reads fail.
-    const gone = await secrets.send(new CreateSecretCommand({ Name: `it-${randomUUID().slice(0, 8)}/gone`, SecretString: 'x' }));
+    const gone = await secrets.send(new CreateSecretCommand({ Name: `it-${randomUUID().slice(0, 8)}/gone`, SecretString: `gone-${randomUUID()}` }));
     goneArn = gone.ARN!;
     await secrets.send(new DeleteSecretCommand({ SecretId: goneArn, ForceDeleteWithoutRecovery: true }));
     scheduler = await startScheduler({ config: { headerSecretArns: [secretArn, goneArn] } });

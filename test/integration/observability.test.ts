@@ -3,10 +3,11 @@
 // still in flight, for its tenant only.
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { logger } from '../../lambdas/core/logger';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/core/metrics';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
+import type { LogCapture } from './support/log-capture';
+import { captureLogs } from './support/log-capture';
 
 type Emf = Record<string, any>;
 type RunBody = Record<string, any>;
@@ -48,8 +49,7 @@ const retryFast = { retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDe
 describe("a run's lifecycle in metrics and logs", () => {
   let scheduler: Scheduler;
   let target: TargetServer;
-  let logLines: Record<string, unknown>[];
-  let restoreStdout: () => void;
+  let logs: LogCapture;
 
   beforeAll(async () => {
     scheduler = await startScheduler();
@@ -66,31 +66,10 @@ describe("a run's lifecycle in metrics and logs", () => {
     await scheduler.stop();
   });
   beforeEach(() => {
-    // The structured logger writes JSON lines to stdout; keep them to read (this suite runs at WARN
-    // otherwise), and keep them off the test output.
-    logLines = [];
-    const level = logger.getLevelName();
-    logger.setLogLevel('INFO');
-    const write = process.stdout.write.bind(process.stdout);
-    const capture = (chunk: string | Uint8Array, ...rest: unknown[]): boolean => {
-      const text = String(chunk).trim();
-      if (text.startsWith('{') && text.includes('"service":"job-scheduler"')) {
-        try {
-          logLines.push(JSON.parse(text) as Record<string, unknown>);
-          return true;
-        } catch {
-          // not one whole line of ours: let it through
-        }
-      }
-      return (write as (...args: unknown[]) => boolean)(chunk, ...rest);
-    };
-    process.stdout.write = capture;
-    restoreStdout = () => {
-      process.stdout.write = write;
-      logger.setLogLevel(level);
-    };
+    // The structured lines, at INFO (this suite runs at WARN otherwise), kept off the test output.
+    logs = captureLogs('INFO');
   });
-  afterEach(() => restoreStdout());
+  afterEach(() => logs.stop());
 
   it('counts each transition by job type, with start lag, scheduling lag and duration, and never a run id', async () => {
     const marker = `secret-${randomBytes(6).toString('hex')}`;
@@ -139,7 +118,10 @@ describe("a run's lifecycle in metrics and logs", () => {
     // One log line per transition of the flaky job's two runs, each naming the run.
     const [first, second] = runs[1]!;
     const transitions = (runId: string) =>
-      logLines.filter((line) => line.runId === runId && typeof line.status === 'string').map((line) => [line.message, line.status]);
+      logs
+        .records()
+        .filter((line) => line.runId === runId && typeof line.status === 'string')
+        .map((line) => [line.message, line.status]);
     expect(transitions(first!.runId)).toEqual([
       ['run created', 'QUEUED'],
       ['run queued', 'QUEUED'],
@@ -152,7 +134,7 @@ describe("a run's lifecycle in metrics and logs", () => {
       ['run started', 'RUNNING'],
       ['run finished', 'SUCCEEDED'],
     ]);
-    const finishedLine = logLines.find((line) => line.runId === first!.runId && line.message === 'run finished')!;
+    const finishedLine = logs.records().find((line) => line.runId === first!.runId && line.message === 'run finished')!;
     expect(finishedLine).toMatchObject({
       jobId: flaky,
       tenantId: scheduler.tenantId,
@@ -161,10 +143,10 @@ describe("a run's lifecycle in metrics and logs", () => {
       errorCode: 'HTTP_503',
       durationMs: expect.any(Number),
     });
-    const startedLine = logLines.find((line) => line.runId === second!.runId && line.message === 'run started')!;
+    const startedLine = logs.records().find((line) => line.runId === second!.runId && line.message === 'run started')!;
     expect(startedLine).toMatchObject({ attempt: 2, startLagMs: expect.any(Number), leaseOwner: expect.any(String) });
     // Payloads are never logged.
-    expect(JSON.stringify(logLines)).not.toContain(marker);
+    expect(JSON.stringify(logs.records())).not.toContain(marker);
   });
 });
 

@@ -6,11 +6,11 @@ import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { logger } from '../../lambdas/core/logger';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HostResolver } from '../../lambdas/targets/egress';
 import { systemResolver } from '../../lambdas/targets/egress';
 import { ECHO_PATH } from '../../scripts/local/runtime';
+import { captureLogs } from './support/log-capture';
 import type { Scheduler } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -405,20 +405,9 @@ describe('logs', () => {
 
   it('never carry a payload or an API key, at INFO level, through create, run, trigger, failures and the local echo target', async () => {
     const marker = `marker-${randomUUID()}`;
-    const lines: string[] = [];
-    const write = process.stdout.write.bind(process.stdout);
-    const writeErr = process.stderr.write.bind(process.stderr);
-    const capture = (chunk: string | Uint8Array): void => {
-      lines.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
-    };
-    logger.setLogLevel('INFO');
-    process.stdout.write = (chunk: string | Uint8Array, ...rest: never[]) => (capture(chunk), write(chunk, ...rest));
-    process.stderr.write = (chunk: string | Uint8Array, ...rest: never[]) => (capture(chunk), writeErr(chunk, ...rest));
-    // The local runtime's own lines (the echo target's among them) go through console, which the
-    // test runner takes over: capture it too.
-    const consoles = (['log', 'info', 'warn', 'error'] as const).map((method) =>
-      vi.spyOn(console, method).mockImplementation((...args: unknown[]) => capture(`${args.map(String).join(' ')}\n`)),
-    );
+    // The structured lines at INFO, and the local runtime's own lines (the echo target's among them),
+    // which go through console.
+    const capture = captureLogs('INFO');
     try {
       const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { payload: { secret: marker } }), { 'idempotency-key': `log-${marker}` });
       expect(created.status).toBe(201);
@@ -446,12 +435,9 @@ describe('logs', () => {
         (s) => s === 'SUCCEEDED',
       );
     } finally {
-      process.stdout.write = write;
-      process.stderr.write = writeErr;
-      for (const spy of consoles) spy.mockRestore();
-      logger.setLogLevel('WARN');
+      capture.stop();
     }
-    const output = lines.join('');
+    const output = capture.lines.join('\n');
     // The capture saw the scheduler's INFO lines, so an absence below means something.
     expect(output).toContain('"message":"job created"');
     expect(output).toContain('"message":"run finished"');

@@ -1,11 +1,57 @@
 // Signed deliveries end to end: a tenant issues a signing secret through the API, and a target that
 // knows it verifies every delivery and refuses a tampered one; through a rotation, a target that
-// still has the old secret keeps verifying until the grace period ends.
+// still has the old secret keeps verifying until the grace period ends. A target that verifies with
+// the client package's verifyDelivery answers 401 to a delivery whose body was altered on the way, or
+// that it checks with a secret the tenant does not sign with, and the run fails for it.
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyDelivery } from '../../clients/index';
 import type { LocalRuntime } from '../../scripts/local/runtime';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
+
+/**
+ * A proxy on loopback that forwards every request to `to` with its headers as they came and one
+ * change to its body, as someone on the way could make: what the target gets is not what was signed.
+ */
+async function startTamperingProxy(to: string, tamper: (body: string) => string): Promise<{ url: string; stop: () => Promise<void> }> {
+  const target = new URL(to);
+  const server: Server = createServer((incoming, outgoing) => {
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.on('end', () => {
+      const body = Buffer.from(tamper(Buffer.concat(chunks).toString('utf8')), 'utf8');
+      const forwarded = httpRequest(
+        {
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: incoming.method,
+          headers: { ...incoming.headers, 'content-length': body.length },
+        },
+        (answer) => {
+          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(outgoing);
+        },
+      );
+      forwarded.on('error', () => outgoing.destroy());
+      forwarded.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/tampered`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
 
 describe('signed deliveries', () => {
   let scheduler: Scheduler;
@@ -96,6 +142,53 @@ describe('signed deliveries', () => {
       expect((await other.api('DELETE', `/v1/signing-secrets/${mine.secretId}`)).status).toBe(404);
     } finally {
       await other.stop();
+    }
+  });
+
+  it('a target that verifies refuses, with 401, a tampered body and a delivery it checks with a secret the tenant does not sign with; the run fails for it', async () => {
+    // Only this secret signs from now on (the ones before end at once).
+    const issued = await scheduler.api('POST', '/v1/signing-secrets', { graceSeconds: 0 });
+    expect(issued.status).toBe(201);
+    const secret = issued.body.secret as string;
+    const notTheTenants = `whsec_${randomBytes(32).toString('base64')}`;
+    const verdicts: { path: string; failure: string | null; body: string }[] = [];
+    // The target checks every delivery as docs/delivery.md shows: 401 and the reason when it fails.
+    const verifying = await startTarget((call) => {
+      const failure = verifyDelivery(call.path.endsWith('/wrong-secret') ? notTheTenants : secret, call.headers, call.body);
+      verdicts.push({ path: call.path, failure, body: call.body });
+      return failure === null ? { status: 200 } : { status: 401, body: JSON.stringify({ refused: failure }) };
+    });
+    const proxy = await startTamperingProxy(`${verifying.url}/checked`, (body) => body.replace('"amount":10', '"amount":1000'));
+    const workers = await scheduler.startWorkers(1);
+    try {
+      const runOf = async (url: string) => {
+        const created = await scheduler.api('POST', '/v1/jobs', jobBody(url, { payload: { amount: 10 }, retryPolicy: { maxAttempts: 3 } }));
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        const runId = created.body.job.nextRunId as string;
+        return eventually(
+          async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body,
+          (run) => ['SUCCEEDED', 'DEAD'].includes(run.status),
+          30_000,
+        );
+      };
+      // As sent: accepted.
+      const intact = await runOf(`${verifying.url}/checked`);
+      expect(intact.status).toBe('SUCCEEDED');
+      // Altered on the way: the signature no longer matches; refused, and the run ends DEAD at once (a 401 is not retried).
+      const tampered = await runOf(proxy.url);
+      expect(tampered).toMatchObject({ status: 'DEAD', attempt: 1, error: { code: 'HTTP_401', retryable: false } });
+      // Checked with a secret the tenant does not sign with: refused the same way.
+      const wrongSecret = await runOf(`${verifying.url}/wrong-secret`);
+      expect(wrongSecret).toMatchObject({ status: 'DEAD', attempt: 1, error: { code: 'HTTP_401', retryable: false } });
+
+      expect(verdicts.map(({ failure }) => failure)).toEqual([null, 'no-matching-signature', 'no-matching-signature']);
+      // The tampered delivery reached the target altered, with the signature of what was sent.
+      expect(JSON.parse(verdicts[1]!.body)).toEqual({ amount: 1000 });
+      expect(verifyDelivery(secret, verifying.calls[1]!.headers, JSON.stringify({ amount: 10 }))).toBeNull();
+    } finally {
+      await workers.stop();
+      await proxy.stop();
+      await verifying.stop();
     }
   });
 });

@@ -254,7 +254,8 @@ describe('tenant limits over the deployment defaults', () => {
       tenant: { limits: { maxInFlightRuns: 5, createsPerSecond: 4 } },
       effectiveLimits: { ...deploymentDefaults, maxInFlightRuns: 5, createsPerSecond: 4 },
     });
-    const [limitsChange] = (await scheduler.deps.audit.list(tenantId, { objectId: tenantId, limit: 1 })).items;
+    // This scheduler's clock is pinned: the tenant's create and its limits change share an instant.
+    const limitsChange = (await scheduler.deps.audit.list(tenantId, { objectId: tenantId, limit: 10 })).items.find((entry) => entry.action === 'tenant.limits');
     expect(limitsChange).toMatchObject({ actor: 'admin', action: 'tenant.limits', changes: { createsPerSecond: { after: 4 } } });
     expect(limitsChange?.changes.maxInFlightRuns).toBeUndefined();
   });

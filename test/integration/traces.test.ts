@@ -1,9 +1,16 @@
 // Traces: the W3C traceparent of the request that makes a run travels with it. Its HTTP target gets
 // the trace id with a span of each attempt's own, its SQS target gets it in the envelope, and every
-// log line of the run's processing carries the trace id.
+// log line of the run's processing carries the trace id: also a run's notifications, a run that
+// waits for its concurrency key or its tenant's in-flight slot, a debounced trigger's run, a
+// backfill's runs, and the lines of messages whose run or notification cannot be read.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDeps } from '../../lambdas/app/deps';
+import { runIdFor } from '../../lambdas/domain/run';
+import { createAwsClients } from '../../lambdas/store/aws';
+import { encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
+import { processDispatchBatch } from '../../lambdas/worker/adapter';
 import type { LogCapture } from './support/log-capture';
 import { captureLogs } from './support/log-capture';
 import type { Scheduler, TargetServer } from './harness';
@@ -11,6 +18,26 @@ import { awsClients, eventually, jobBody, startScheduler, startTarget } from './
 
 type RunBody = Record<string, any>;
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/;
+/** Runs and notifications are tried by the workers of a loaded machine: generous, never a claim on speed. */
+const WAIT_MS = 60_000;
+
+function newTrace(): { traceId: string; traceparent: string } {
+  const traceId = randomBytes(16).toString('hex');
+  return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+}
+
+/** Every captured line (structured or not) that names one of the runs, without the trace id on it. */
+function untraced(logs: LogCapture, runIds: readonly string[], traceId: string): string[] {
+  return logs.lines.filter((line) => runIds.some((runId) => line.includes(runId)) && !line.includes(`"traceId":"${traceId}"`));
+}
+
+/** The messages of the structured lines that name one of the runs. */
+function messagesAbout(logs: LogCapture, runIds: readonly string[]): string[] {
+  return logs
+    .records()
+    .filter((line) => runIds.includes(String(line.runId)))
+    .map((line) => String(line.message));
+}
 
 describe('traces', () => {
   let scheduler: Scheduler;
@@ -132,5 +159,211 @@ describe('traces', () => {
     const envelope = JSON.parse(received[0]!.Body!);
     expect(TRACEPARENT.exec(envelope.traceparent)?.[1]).toBe(traceId);
     expect(received[0]!.MessageAttributes?.traceparent?.StringValue).toBe(envelope.traceparent);
+  });
+
+  it("keeps the trace id on the lines of a run's notifications: made, a failed try, sent, and one refused for good", async () => {
+    const hooks = await startTarget((call) => {
+      if (call.path.endsWith('/refuse')) return { status: 400 };
+      // Each notification's first try fails: it is tried again after 5 s, on its own budget.
+      return { status: hooks.calls.filter((other) => other.headers['webhook-id'] === call.headers['webhook-id']).length === 1 ? 503 : 200 };
+    });
+    try {
+      const [sent, refused] = [newTrace(), newTrace()];
+      const create = async (path: string, trace: { traceparent: string }) => {
+        const created = await scheduler.api(
+          'POST',
+          '/v1/jobs',
+          jobBody(target.url, { notify: { events: ['succeeded'], destination: { kind: 'http', url: `${hooks.url}/${path}` } } }),
+          { traceparent: trace.traceparent },
+        );
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        return created.body.job.nextRunId as string;
+      };
+      const sentRun = await create('flaky', sent);
+      const refusedRun = await create('refuse', refused);
+      const [sentRecord, refusedRecord] = await Promise.all(
+        [sentRun, refusedRun].map((runId) =>
+          eventually(
+            () => scheduler.deps.notifications.get(runId, 'succeeded'),
+            (record) => record !== null && record.status !== 'PENDING',
+            WAIT_MS,
+          ),
+        ),
+      );
+      expect([sentRecord?.status, refusedRecord?.status]).toEqual(['SENT', 'DEAD']);
+      // At the target: each run's call carries its trace.
+      for (const [runId, trace] of [
+        [sentRun, sent],
+        [refusedRun, refused],
+      ] as const) {
+        expect(TRACEPARENT.exec(String(target.calls.find((c) => c.headers['x-run-id'] === runId)?.headers.traceparent))?.[1]).toBe(trace.traceId);
+      }
+
+      expect(messagesAbout(logs, [sentRun])).toEqual(
+        expect.arrayContaining(['run finished', 'notification made', 'notification try failed; tried again later', 'notification sent']),
+      );
+      expect(messagesAbout(logs, [refusedRun])).toEqual(
+        expect.arrayContaining(['notification made', 'notification dead: its budget is spent or its destination refused it']),
+      );
+      expect(untraced(logs, [sentRun], sent.traceId)).toEqual([]);
+      expect(untraced(logs, [refusedRun], refused.traceId)).toEqual([]);
+    } finally {
+      await hooks.stop();
+    }
+  });
+
+  it("keeps the trace id on a debounced trigger's run: the trace of the trigger that opened the window", async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'cron', expression: '0 0 1 1 *' } }));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const jobId = created.body.job.jobId as string;
+    const [opening, joining] = [newTrace(), newTrace()];
+    const first = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`, { debounceSeconds: 2 }, { traceparent: opening.traceparent });
+    const second = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`, { debounceSeconds: 2 }, { traceparent: joining.traceparent });
+    expect([first.status, second.status]).toEqual([202, 202]);
+    const runId = first.body.run.runId as string;
+    expect(second.body.run.runId).toBe(runId);
+    expect(TRACEPARENT.exec(String(first.body.run.traceparent))?.[1]).toBe(opening.traceId);
+
+    await eventually(
+      async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body.status as string,
+      (status) => status === 'SUCCEEDED',
+      WAIT_MS,
+    );
+    const call = target.calls.find((c) => c.headers['x-run-id'] === runId);
+    expect(TRACEPARENT.exec(String(call?.headers.traceparent))?.[1]).toBe(opening.traceId);
+    expect(messagesAbout(logs, [runId])).toEqual(
+      expect.arrayContaining(['debounce window opened', 'trigger coalesced into the open window', 'run started', 'run finished']),
+    );
+    expect(untraced(logs, [runId], opening.traceId)).toEqual([]);
+    // The joining request's trace says where it went.
+    const coalesced = logs.records().find((line) => line.runId === runId && line.message === 'trigger coalesced into the open window');
+    expect(coalesced?.requestTraceId).toBe(joining.traceId);
+  });
+
+  it("puts a backfill's runs in the trace of the request that asked for it", async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'cron', expression: '* * * * *' } }));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const jobId = created.body.job.jobId as string;
+    // One fire time: a page's runs are spread over the ticker's minute, and one is due at once.
+    const from = Math.floor(Date.now() / 60_000) * 60_000 - 3 * 60_000;
+    const trace = newTrace();
+    const requested = await scheduler.api(
+      'POST',
+      `/v1/jobs/${jobId}/backfill`,
+      { from: new Date(from).toISOString(), to: new Date(from + 60_000).toISOString() },
+      { traceparent: trace.traceparent },
+    );
+    expect(requested.status, JSON.stringify(requested.body)).toBe(202);
+    expect(requested.body.backfill.total).toBe(1);
+    await scheduler.runtime.tickNow();
+    const runId = runIdFor(jobId, new Date(from).toISOString(), 1);
+    const run = await eventually(
+      async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body,
+      (body) => body?.status === 'SUCCEEDED',
+      WAIT_MS,
+    );
+    expect(TRACEPARENT.exec(String(run.traceparent))?.[1]).toBe(trace.traceId);
+    const call = target.calls.find((c) => c.headers['x-run-id'] === runId);
+    expect(TRACEPARENT.exec(String(call?.headers.traceparent))?.[1]).toBe(trace.traceId);
+    expect(messagesAbout(logs, [runId])).toEqual(expect.arrayContaining(['run created', 'run started', 'run finished']));
+    expect(untraced(logs, [runId], trace.traceId)).toEqual([]);
+  });
+
+  it('keeps the trace id on the lines of messages whose run or notification cannot be read', async () => {
+    const missing = { trace: newTrace(), runId: `job_${randomUUID().slice(0, 8)}.missing.1` };
+    const notified = { trace: newTrace(), runId: `job_${randomUUID().slice(0, 8)}.unnotified.1` };
+    const failing = { trace: newTrace(), runId: `job_${randomUUID().slice(0, 8)}.unreadable.1` };
+    const record = (body: string, id: string) => ({
+      messageId: id,
+      receiptHandle: id,
+      body,
+      attributes: { ApproximateReceiveCount: '1', SentTimestamp: '0', SenderId: 'test', ApproximateFirstReceiveTimestamp: '0' },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:none',
+      awsRegion: 'us-east-1',
+    });
+    // A run that does not exist, and a notification that does not: dropped, with the message's trace.
+    await processDispatchBatch(scheduler.deps, {
+      Records: [
+        record(encodeDispatchMessage(missing.runId, { tenantId: scheduler.tenantId, traceparent: missing.trace.traceparent }), 'm1'),
+        record(encodeDispatchMessage(notified.runId, { tenantId: scheduler.tenantId, notify: 'dead', traceparent: notified.trace.traceparent }), 'm2'),
+      ],
+    });
+    // A message the worker cannot process at all (its store unreachable): the error line keeps the trace.
+    const unreachable = createDeps(scheduler.config, createAwsClients('http://127.0.0.1:9'), { workerId: 'unreachable', metricSink: () => undefined });
+    const answer = await processDispatchBatch(unreachable, {
+      Records: [record(encodeDispatchMessage(failing.runId, { tenantId: scheduler.tenantId, traceparent: failing.trace.traceparent }), 'm3')],
+    });
+    expect(answer.batchItemFailures).toEqual([{ itemIdentifier: 'm3' }]);
+
+    expect(messagesAbout(logs, [missing.runId])).toEqual(['dispatch message for a run that does not exist; dropped']);
+    expect(messagesAbout(logs, [notified.runId])).toEqual(['notification message for a notification that does not exist; dropped']);
+    expect(messagesAbout(logs, [failing.runId])).toEqual(['dispatch message failed; it will be delivered again']);
+    for (const { runId, trace } of [missing, notified, failing]) expect(untraced(logs, [runId], trace.traceId)).toEqual([]);
+  });
+});
+
+describe('traces of runs that wait', () => {
+  let target: TargetServer;
+  let logs: LogCapture;
+
+  beforeAll(async () => {
+    logs = captureLogs('DEBUG');
+    target = await startTarget(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    logs.stop();
+    await target.stop();
+  });
+
+  /** Two slow runs at once, each of its own trace, that cannot both start: the second waits. */
+  async function twoRunsThatContend(scheduler: Scheduler, overrides: Record<string, unknown>) {
+    const traces = [newTrace(), newTrace()];
+    const created = await Promise.all(
+      traces.map((trace) => scheduler.api('POST', '/v1/jobs', jobBody(target.url, overrides), { traceparent: trace.traceparent })),
+    );
+    expect(created.map((answer) => answer.status)).toEqual([201, 201]);
+    const runIds = created.map((answer) => answer.body.job.nextRunId as string);
+    await eventually(
+      () => Promise.all(runIds.map(async (runId) => (await scheduler.api('GET', `/v1/runs/${runId}`)).body.status as string)),
+      (statuses) => statuses.every((status) => status === 'SUCCEEDED'),
+      WAIT_MS,
+    );
+    return runIds.map((runId, i) => ({ runId, traceId: traces[i]!.traceId }));
+  }
+
+  it('keeps the trace id on the lines of a run that waits for its concurrency key', async () => {
+    const scheduler = await startScheduler({ workerConcurrency: 4 });
+    try {
+      const runs = await twoRunsThatContend(scheduler, { concurrency: { key: `traced-${randomUUID().slice(0, 8)}`, limit: 1 } });
+      const messages = runs.flatMap(({ runId }) => messagesAbout(logs, [runId]));
+      expect(messages).toContain('run waits for its key');
+      for (const { runId, traceId } of runs) {
+        expect(TRACEPARENT.exec(String(target.calls.find((c) => c.headers['x-run-id'] === runId)?.headers.traceparent))?.[1]).toBe(traceId);
+        expect(untraced(logs, [runId], traceId)).toEqual([]);
+      }
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
+  it("keeps the trace id on the lines of a run that waits for its tenant's in-flight slot", async () => {
+    const scheduler = await startScheduler({ workerConcurrency: 4, tenantLimits: { maxInFlightRuns: 1 } });
+    try {
+      const runs = await twoRunsThatContend(scheduler, {});
+      const messages = runs.flatMap(({ runId }) => messagesAbout(logs, [runId]));
+      expect(messages).toContain('run deferred: tenant at its in-flight limit');
+      for (const { runId, traceId } of runs) {
+        expect(TRACEPARENT.exec(String(target.calls.find((c) => c.headers['x-run-id'] === runId)?.headers.traceparent))?.[1]).toBe(traceId);
+        expect(untraced(logs, [runId], traceId)).toEqual([]);
+      }
+    } finally {
+      await scheduler.stop();
+    }
   });
 });

@@ -4,6 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Scheduler } from './harness';
+import { recordLogLines } from './support/leak-record';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const tsxCli = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
@@ -24,12 +25,22 @@ export function startRuntimeProcess(
       TICK_INTERVAL_SECONDS: '0',
       WORKER_CONCURRENCY: '1',
       LEASE_MARGIN_SECONDS: String(scheduler.config.leaseMarginSeconds),
-      POWERTOOLS_LOG_LEVEL: 'WARN',
+      // Every line, for the suite's leak check; none of it is printed.
+      POWERTOOLS_LOG_LEVEL: 'DEBUG',
       ...env,
     },
   });
-  child.stdout?.resume();
-  child.stderr?.resume();
+  for (const stream of [child.stdout, child.stderr]) {
+    // Whole lines only: a value cut across two chunks would not be found.
+    let partial = '';
+    stream?.setEncoding('utf8');
+    stream?.on('data', (text: string) => {
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      recordLogLines(lines.join('\n'));
+    });
+    stream?.on('end', () => recordLogLines(partial));
+  }
   return child;
 }
 

@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { changesBetween } from '../../lambdas/domain/audit';
+import { AUDIT_ACTIONS, changesBetween } from '../../lambdas/domain/audit';
 
 describe('audit change summaries', () => {
   const job = {
@@ -41,5 +42,15 @@ describe('audit change summaries', () => {
     expect(created.name).toEqual({ after: 'nightly' });
     expect(changesBetween(job, undefined).status).toEqual({ before: 'ACTIVE' });
     expect(JSON.stringify(created)).not.toContain('s3cret');
+  });
+});
+
+describe('the audit trail in docs/api.md', () => {
+  it('names every action the code records, and none it does not', () => {
+    const api = readFileSync('docs/api.md', 'utf8');
+    const section = api.slice(api.indexOf('## Audit trail'), api.indexOf('\n## ', api.indexOf('## Audit trail') + 1));
+    const documented = new Set([...section.matchAll(/`([a-z-]+\.[a-z-]+)`/g)].map((match) => match[1]));
+    expect(AUDIT_ACTIONS.filter((action) => !documented.has(action))).toEqual([]);
+    expect([...documented].filter((action) => !(AUDIT_ACTIONS as readonly string[]).includes(action!))).toEqual([]);
   });
 });

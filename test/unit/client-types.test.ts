@@ -24,7 +24,7 @@ describe('the client types are the backend types', () => {
     expectTypeOf<client.HealthReport>().toEqualTypeOf<HealthReport>();
     expectTypeOf<client.Backfill>().toEqualTypeOf<ReturnType<typeof backfillView>>();
     expectTypeOf<client.PreviewResult>().toEqualTypeOf<Awaited<ReturnType<typeof previewSchedule>>>();
-    expectTypeOf<client.BulkReplayResult>().toEqualTypeOf<Awaited<ReturnType<typeof replayDeadRuns>>>();
+    expectTypeOf<client.BulkReplayResult>().toEqualTypeOf<Omit<Awaited<ReturnType<typeof replayDeadRuns>>, 'replayedFrom'>>();
     expectTypeOf<client.WorkflowView>().toEqualTypeOf<WorkflowView>();
     expectTypeOf<client.HeartbeatResult>().toEqualTypeOf<Awaited<ReturnType<typeof heartbeatRun>>>();
     // Payload and checkpoint are the worker's own types in the client (unknown in the backend).

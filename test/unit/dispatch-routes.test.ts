@@ -2,7 +2,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../lambdas/config/config';
-import { DispatchRouter, awsTraceHeaderOf } from '../../lambdas/store/dispatch-queue';
+import { DispatchRouter, awsTraceHeaderOf, decodeDispatchMessage, encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
 import { lowLaneConcurrency, UNCAPPED_POOL_LOW_LANE_CONCURRENCY, validatePools } from '../../lambdas/store/pools';
 
 const base = 'https://sqs.us-east-1.amazonaws.com/123456789012';
@@ -154,5 +154,14 @@ describe('dispatch messages and traces', () => {
       'Root=1-4bf92f35-77b34da6a3ce929d0e0e4736;Parent=00f067aa0ba902b7;Sampled=0',
     );
     expect(awsTraceHeaderOf('garbage')).toBeUndefined();
+  });
+
+  it("carry the run's trace in their body too, for the worker's lines; a value that is not one is dropped, the message kept", () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    expect(decodeDispatchMessage(encodeDispatchMessage('r1', { tenantId: 't', traceparent }))).toEqual({ v: 1, runId: 'r1', tenantId: 't', traceparent });
+    expect(decodeDispatchMessage(encodeDispatchMessage('r2', { tenantId: 't' }))).toEqual({ v: 1, runId: 'r2', tenantId: 't' });
+    // A message of an older version (no trace) and one whose trace is not a string still run their run.
+    expect(decodeDispatchMessage(JSON.stringify({ v: 1, runId: 'r3', traceparent: 42 }))).toMatchObject({ v: 1, runId: 'r3' });
+    expect(decodeDispatchMessage(JSON.stringify({ v: 1, runId: 'r3', traceparent: 'x'.repeat(500) }))?.traceparent).toBeUndefined();
   });
 });

@@ -3,6 +3,7 @@
 // Tests read the lines to check what was logged, or that something never was.
 import { vi } from 'vitest';
 import { logger } from '../../../lambdas/core/logger';
+import { recordLogLines } from './leak-record';
 
 export interface LogCapture {
   /** Every line written, as text. */
@@ -17,7 +18,10 @@ export function captureLogs(level: 'DEBUG' | 'INFO' = 'DEBUG'): LogCapture {
   const before = logger.getLevelName();
   logger.setLogLevel(level);
   const keep = (chunk: unknown): void => {
-    for (const line of String(chunk).split('\n')) if (line.trim() !== '') lines.push(line);
+    const text = typeof chunk === 'string' ? chunk : chunk instanceof Uint8Array ? Buffer.from(chunk).toString('utf8') : String(chunk);
+    for (const line of text.split('\n')) if (line.trim() !== '') lines.push(line);
+    // These spies take the streams over from the suite's recorder: the lines go to the leak check too.
+    recordLogLines(text);
   };
   // Kept off the test output: they are many at DEBUG.
   const streams = [process.stdout, process.stderr].map((stream) =>
