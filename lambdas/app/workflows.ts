@@ -191,11 +191,22 @@ export async function retryWorkflowRun(
   if (!version) throw new NotFoundError(`No version ${run.version} of workflow ${workflowId}`);
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
-  const retried = await deps.workflows.retry(run, stepsForRetry(run), now);
+  // A dead step's run may have been replayed since: the retry takes the replay as the step's own.
+  const newest = await newestStepRuns(
+    deps,
+    run,
+    Object.entries(run.steps).filter(([, state]) => state.status !== 'SUCCEEDED' && state.runId !== null),
+  );
+  const steps = stepsForRetry(run, Object.fromEntries(newest));
+  const retried = await deps.workflows.retry(run, steps, now);
   if (!retried.held) throw new ConflictError('The workflow run was retried or changed meanwhile; read it again');
   deps.telemetry.workflowRunStarted(retried.run, version.spec.name);
   logger.info('workflow run retried', { workflowRunId, workflowId, tenantId, retries: retried.run.retries });
-  return advance(deps, version, retried.run);
+  const advanced = await advance(deps, version, retried.run);
+  // A replay taken over as the step's run may have ended between the read and the retry's write,
+  // its continuation finding the workflow run not running: its outcome is recorded here.
+  const adopted = Object.keys(steps).filter((stepId) => steps[stepId]?.status === 'STARTED');
+  return adopted.length > 0 ? recordEndedSteps(deps, version, advanced, adopted) : advanced;
 }
 
 // ---- Progress ------------------------------------------------------------------------------------
@@ -351,11 +362,52 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
   return after ?? run;
 }
 
-/** The step's current run: its newest attempt written (a retry is a new run of the next attempt). */
+/** How far past a step's recorded attempt its newest run is looked for (retries and replays add attempts). */
+const ATTEMPTS_LOOKED_AHEAD = 20;
+
+/** The newest run written of each step given (a retry or a replay is a new run of a later attempt), in one batch read. */
+async function newestStepRuns(deps: SchedulerDeps, run: WorkflowRun, steps: readonly (readonly [string, StepState])[]): Promise<Map<string, Run>> {
+  if (steps.length === 0) return new Map();
+  const ids = steps.flatMap(([stepId, state]) =>
+    Array.from({ length: ATTEMPTS_LOOKED_AHEAD + 1 }, (_, index) => stepRunIdOf(run, stepId, state.attempt + index)),
+  );
+  const newest = new Map<string, Run>();
+  for (const candidate of await deps.runs.getMany(ids)) {
+    const stepId = parseStepJobId(candidate.jobId)?.stepId;
+    if (stepId === undefined) continue;
+    const known = newest.get(stepId);
+    if (!known || candidate.attempt > known.attempt) newest.set(stepId, candidate);
+  }
+  return newest;
+}
+
+/** The step's current run: its newest attempt written. */
 async function currentStepRun(deps: SchedulerDeps, run: WorkflowRun, stepId: string, state: StepState): Promise<Run | null> {
-  const ids = Array.from({ length: 21 }, (_, index) => stepRunIdOf(run, stepId, state.attempt + index));
-  const runs = await deps.runs.getMany(ids);
-  return runs.reduce<Run | null>((newest, candidate) => (newest === null || candidate.attempt > newest.attempt ? candidate : newest), null);
+  return (await newestStepRuns(deps, run, [[stepId, state]])).get(stepId) ?? null;
+}
+
+/**
+ * Records the outcome of each of the given steps still STARTED whose run has ended (its
+ * continuation was never made, or found the workflow run not running), then moves the run on.
+ */
+async function recordEndedSteps(deps: SchedulerDeps, version: WorkflowVersion, from: WorkflowRun, stepIds: readonly string[]): Promise<WorkflowRun> {
+  const started = stepIds.flatMap((stepId) => {
+    const state = from.steps[stepId];
+    return state?.status === 'STARTED' ? [[stepId, state] as const] : [];
+  });
+  const newest = await newestStepRuns(deps, from, started);
+  const now = deps.clock();
+  let run = from;
+  let moved = false;
+  for (const [stepId, state] of started) {
+    const stepRun = newest.get(stepId);
+    const outcome = stepRun ? stepOutcomeOf(stepRun.status) : null;
+    if (stepRun && outcome) {
+      run = (await recordStepEnd(deps, version.spec.name, run, stepId, state, stepRun, outcome, now)) ?? run;
+      moved = true;
+    }
+  }
+  return moved ? advance(deps, version, run) : run;
 }
 
 async function cancelStepRun(deps: SchedulerDeps, run: Run, now: number): Promise<boolean> {

@@ -6,6 +6,7 @@ import type { Job } from './job';
 import { jobTypeSchema, jsonValue, MAX_PAYLOAD_BYTES, MAX_TIMEOUT_SECONDS, retryPolicySchema, targetSchema } from './job';
 import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
 import type { RunStatus } from './run';
+import { isTerminal } from './run';
 
 /** A workflow holds at most this many steps. */
 export const MAX_WORKFLOW_STEPS = 100;
@@ -271,25 +272,61 @@ export function planProgress(
   return { start, notStarted, finished };
 }
 
-/** The step states a retry of a finished workflow run starts from: its failed and unstarted steps wait again. */
-export function stepsForRetry(run: Pick<WorkflowRun, 'steps'>): Record<string, StepState> {
+/**
+ * The newest run of a step as a retry of its workflow run finds it: a replay of the step's dead run
+ * (or that replay's own retries) may have followed the attempt the step recorded.
+ */
+export interface StepRunSeen {
+  readonly runId: string;
+  readonly attempt: number;
+  readonly status: RunStatus;
+  readonly startedAt: string | null;
+  readonly finishedAt: string | null;
+}
+
+/**
+ * The step states a retry of a finished workflow run starts from: succeeded steps are kept, the
+ * others wait again at their next attempt (a fresh retry budget, as a replay). A step whose run was
+ * replayed since it ended takes the replay as its own (decision 0144): succeeded, the step is
+ * SUCCEEDED with the replay's result; still under way, the step is STARTED on it; ended otherwise,
+ * the step's next attempt comes after the replay's, so its run id is a new one.
+ */
+export function stepsForRetry(run: Pick<WorkflowRun, 'steps'>, newest: Readonly<Record<string, StepRunSeen>> = {}): Record<string, StepState> {
   return Object.fromEntries(
-    Object.entries(run.steps).map(([stepId, state]) =>
-      state.status === 'SUCCEEDED'
-        ? [stepId, state]
-        : [
-            stepId,
-            {
-              status: 'WAITING' as const,
-              // A step that ran starts its next attempt, with a fresh retry budget (as a replay).
-              attempt: state.runId ? state.attempt + 1 : state.attempt,
-              runId: null,
-              startedAt: null,
-              finishedAt: null,
-              reason: null,
-            },
-          ],
-    ),
+    Object.entries(run.steps).map(([stepId, state]): [string, StepState] => {
+      if (state.status === 'SUCCEEDED') return [stepId, state];
+      const seen = newest[stepId];
+      const replayed = seen !== undefined && state.runId !== null && seen.runId !== state.runId && seen.attempt > state.attempt;
+      if (replayed && seen.status === 'SUCCEEDED') {
+        return [
+          stepId,
+          {
+            status: 'SUCCEEDED',
+            attempt: seen.attempt,
+            runId: seen.runId,
+            startedAt: seen.startedAt,
+            finishedAt: seen.finishedAt,
+            reason: 'succeeded in a replay of its run',
+          },
+        ];
+      }
+      if (replayed && !isTerminal(seen.status)) {
+        return [stepId, { status: 'STARTED', attempt: seen.attempt, runId: seen.runId, startedAt: seen.startedAt, finishedAt: null, reason: null }];
+      }
+      const last = Math.max(state.attempt, seen?.attempt ?? 0);
+      return [
+        stepId,
+        {
+          status: 'WAITING',
+          // A step that ran starts its next attempt, with a fresh retry budget (as a replay).
+          attempt: state.runId ? last + 1 : state.attempt,
+          runId: null,
+          startedAt: null,
+          finishedAt: null,
+          reason: null,
+        },
+      ];
+    }),
   );
 }
 

@@ -9,7 +9,7 @@ import type { StepState, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec,
 import { batchGetConsistent } from './batch-get';
 import type { Item } from './keys';
 import { encodeCursor, workflowCheckBackAttributes, workflowKey, workflowNameKey, workflowRunKey, workflowVersionKey, WORKFLOW_RUN_SK_PREFIX } from './keys';
-import { conditionExpressions, IF_NEW, ifHeld, oneOf, transact, updateExpressions, updateIf, updateReturning } from './conditional';
+import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, transact, updateExpressions, updateIf, updateReturning } from './conditional';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
 
@@ -130,9 +130,15 @@ export class WorkflowsRepository {
     return item ? itemToWorkflowRun(item) : null;
   }
 
-  /** A started step's outcome, once: the condition is that the step is still STARTED. */
+  /**
+   * A started step's outcome, once: the condition is that the step is still STARTED, on an attempt
+   * no later than the run that ended (a replay of an older attempt does not end a newer one).
+   */
   async recordStep(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, stepId: string, state: StepState): Promise<WorkflowRunWrite> {
-    return this.write(run, { set: { [`steps.${stepId}`]: state }, if: { [`steps.${stepId}.status`]: 'STARTED' } });
+    return this.write(run, {
+      set: { [`steps.${stepId}`]: state },
+      if: { [`steps.${stepId}.status`]: 'STARTED', [`steps.${stepId}.attempt`]: atMost(state.attempt) },
+    });
   }
 
   /**

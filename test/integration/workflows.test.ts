@@ -146,6 +146,54 @@ describe('workflows', () => {
     expect(again.status).toBe(409);
   });
 
+  it('a replay of a dead step, then a retry of the workflow run: the retry starts the step after the replay, and does not wait for a repair', async () => {
+    failing.add('replayed-fail');
+    const workflowId = await create('replay-then-retry', [step('one'), step('two', ['one'], { path: 'replayed-fail' }), step('three', ['two'])]);
+    const workflowRunId = await start(workflowId);
+    const failed = await finished(workflowId, workflowRunId);
+    expect(failed).toMatchObject({ status: 'FAILED', failedSteps: ['two'] });
+    // The dead step's run is replayed (as any dead run may be) and dies again.
+    const replay = await scheduler.api('POST', `/v1/runs/${failed.steps.two.runId}/replay`);
+    expect(replay.status, JSON.stringify(replay.body)).toBe(202);
+    await eventually(
+      () => scheduler.api('GET', `/v1/runs/${replay.body.run.runId}`),
+      (answer) => answer.body.status === 'DEAD',
+    );
+    failing.delete('replayed-fail');
+    const retried = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(202);
+    // No ticker runs here: a step left waiting for the repair would never move.
+    const after = await finished(workflowId, workflowRunId, 15_000);
+    expect(after).toMatchObject({ status: 'SUCCEEDED', failedSteps: [] });
+    expect(after.steps.two).toMatchObject({ status: 'SUCCEEDED', attempt: 3 });
+    expect(after.steps.two.runId).not.toBe(replay.body.run.runId);
+    expect(callsOf(workflowRunId).map(stepOf)).toEqual(['one', 'replayed-fail', 'replayed-fail', 'replayed-fail', 'three']);
+  });
+
+  it('a replay of a dead step that succeeds is kept by the retry of the workflow run: the step is not called again, its dependants start', async () => {
+    failing.add('replay-ok');
+    const workflowId = await create('replay-succeeds', [step('one'), step('two', ['one'], { path: 'replay-ok' }), step('three', ['two'])]);
+    const workflowRunId = await start(workflowId);
+    const failed = await finished(workflowId, workflowRunId);
+    expect(failed.status).toBe('FAILED');
+    failing.delete('replay-ok');
+    const replay = await scheduler.api('POST', `/v1/runs/${failed.steps.two.runId}/replay`);
+    expect(replay.status).toBe(202);
+    await eventually(
+      () => scheduler.api('GET', `/v1/runs/${replay.body.run.runId}`),
+      (answer) => answer.body.status === 'SUCCEEDED',
+    );
+    // The finished workflow run is not changed by the replay's outcome.
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`)).body.status).toBe('FAILED');
+    const retried = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(retried.status).toBe(202);
+    const after = await finished(workflowId, workflowRunId, 15_000);
+    expect(after).toMatchObject({ status: 'SUCCEEDED' });
+    expect(after.steps.two).toMatchObject({ status: 'SUCCEEDED', attempt: 2, runId: replay.body.run.runId });
+    expect(callsOf(workflowRunId).map(stepOf)).toEqual(['one', 'replay-ok', 'replay-ok', 'three']);
+    expect(bodyOf(callsOf(workflowRunId)[3]!).results).toEqual({ two: { from: 'replay-ok', payload: { step: 'two' } } });
+  });
+
   it('a cancel mid-run cancels the running step, and the waiting ones never start', async () => {
     const workflowId = await create('cancel', [step('first'), step('slow-step', ['first']), step('last', ['slow-step'])]);
     const workflowRunId = await start(workflowId);

@@ -92,4 +92,16 @@ describe('the progress of a workflow run', () => {
     expect(retried.B).toMatchObject({ status: 'WAITING', attempt: 3, runId: null });
     expect(retried.C).toMatchObject({ status: 'WAITING', attempt: 1, runId: null });
   });
+
+  it("a retry takes a dead step's replay as the step's own: succeeded, under way, or ended (the next attempt comes after it)", () => {
+    const seen = (status: 'SUCCEEDED' | 'RUNNING' | 'DEAD', attempt: number) => ({ runId: `r-${attempt}`, attempt, status, startedAt: 'S', finishedAt: 'F' });
+    const steps = { A: state('DEAD', 1), B: state('DEAD', 1), C: state('DEAD', 1), D: state('DEAD', 2), E: state('NOT_STARTED') };
+    const retried = stepsForRetry({ steps }, { A: seen('SUCCEEDED', 2), B: seen('RUNNING', 2), C: seen('DEAD', 4), D: seen('DEAD', 2) });
+    expect(retried.A).toMatchObject({ status: 'SUCCEEDED', attempt: 2, runId: 'r-2', finishedAt: 'F' });
+    expect(retried.B).toMatchObject({ status: 'STARTED', attempt: 2, runId: 'r-2', finishedAt: null });
+    expect(retried.C).toMatchObject({ status: 'WAITING', attempt: 5, runId: null });
+    // The newest run is the step's own last attempt: no replay, the next attempt as before.
+    expect(retried.D).toMatchObject({ status: 'WAITING', attempt: 3, runId: null });
+    expect(retried.E).toMatchObject({ status: 'WAITING', attempt: 1 });
+  });
 });
