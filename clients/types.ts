@@ -254,6 +254,10 @@ export interface Claim<Payload = unknown, Checkpoint = unknown> {
   readonly payload: Payload;
   /** The last checkpoint saved by an earlier attempt of this occurrence: resume from it. */
   readonly checkpoint: Checkpoint | null;
+  /** A workflow step's run: its workflow run and step. */
+  readonly workflow?: { readonly workflowId: string; readonly workflowRunId: string; readonly stepId: string; readonly version: number };
+  /** A workflow step's run: its dependencies' results, by step id (at most 4 KiB each); complete it with a result of at most 4 KiB. */
+  readonly results?: Readonly<Record<string, unknown>>;
 }
 
 export interface Heartbeat {

@@ -131,6 +131,14 @@ export const claimedRunSchema = z
     idempotencyKey: z.string(),
     payload: jsonValue,
     checkpoint: jsonValue,
+    workflow: z
+      .strictObject({ workflowId: z.string(), workflowRunId: z.string(), stepId: z.string(), version: z.number().int() })
+      .optional()
+      .meta({ description: "A workflow step's run: its workflow run and step." }),
+    results: z
+      .record(z.string(), jsonValue)
+      .optional()
+      .meta({ description: "A workflow step's run: its dependencies' results, by step id (the same for every attempt and replay)." }),
   })
   .meta({ id: 'ClaimedRun' });
 

@@ -194,6 +194,46 @@ describe('workflows', () => {
     expect(bodyOf(callsOf(workflowRunId)[3]!).results).toEqual({ two: { from: 'replay-ok', payload: { step: 'two' } } });
   });
 
+  it("an external step: its claims carry its parents' results (the retry's too), a result over 4 KiB is a 400 that changes nothing, and its result reaches its dependant", async () => {
+    const workflowId = await create('external-step', [
+      step('source'),
+      { id: 'ext', type: 'ext-step', target: { kind: 'external' }, retryPolicy: { maxAttempts: 2, initialDelaySeconds: 0 }, dependsOn: ['source'] },
+      step('sink', ['ext']),
+    ]);
+    const workflowRunId = await start(workflowId);
+    const claim = () =>
+      eventually(
+        () => scheduler.api('POST', '/v1/workers/claim', { jobType: 'ext-step', waitSeconds: 1 }),
+        (answer) => answer.status === 200,
+      );
+    const inputs = { workflow: { workflowId, workflowRunId, stepId: 'ext', version: 1 }, results: { source: { from: 'source', payload: { step: 'source' } } } };
+    const first = await claim();
+    expect(first.body).toMatchObject({ attempt: 1, ...inputs });
+    const failed = await scheduler.api('POST', `/v1/runs/${first.body.run.runId}/fail`, {
+      leaseToken: first.body.leaseToken,
+      error: { code: 'BUSY', message: 'try later', retryable: true },
+    });
+    expect(failed.status, JSON.stringify(failed.body)).toBe(200);
+    // The retry's claim sees the inputs the first attempt saw.
+    const second = await claim();
+    expect(second.body).toMatchObject({ attempt: 2, ...inputs });
+
+    const tooLarge = await scheduler.api('POST', `/v1/runs/${second.body.run.runId}/complete`, {
+      leaseToken: second.body.leaseToken,
+      result: { data: 'x'.repeat(5000) },
+    });
+    expect(tooLarge.status).toBe(400);
+    expect(tooLarge.body.errors[0]).toMatchObject({ path: 'result', message: expect.stringContaining('at most 4096 bytes') });
+    expect((await scheduler.api('GET', `/v1/runs/${second.body.run.runId}`)).body).toMatchObject({ status: 'RUNNING' });
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`)).body.steps.ext.status).toBe('STARTED');
+
+    const completed = await scheduler.api('POST', `/v1/runs/${second.body.run.runId}/complete`, { leaseToken: second.body.leaseToken, result: { rows: 3 } });
+    expect(completed.status, JSON.stringify(completed.body)).toBe(200);
+    const run = await finished(workflowId, workflowRunId);
+    expect(run).toMatchObject({ status: 'SUCCEEDED' });
+    expect(bodyOf(callsOf(workflowRunId).find((call) => stepOf(call) === 'sink')!).results).toEqual({ ext: { rows: 3 } });
+  });
+
   it('a cancel mid-run cancels the running step, and the waiting ones never start', async () => {
     const workflowId = await create('cancel', [step('first'), step('slow-step', ['first']), step('last', ['slow-step'])]);
     const workflowRunId = await start(workflowId);
