@@ -244,10 +244,17 @@ export class WorkflowsApi {
     ).body as WorkflowView;
   }
 
-  /** Starts a run of the newest version now. */
-  async start(workflowId: string, options: CallOptions = {}): Promise<WorkflowRun> {
-    return (await this.transport.send({ method: 'POST', path: `/v1/workflows/${segment(workflowId)}/runs`, repeat: 'once', signal: options.signal }))
-      .body as WorkflowRun;
+  /** Starts a run of the newest version now; its step runs join `traceparent` (a new trace without it). */
+  async start(workflowId: string, options: TracedOptions = {}): Promise<WorkflowRun> {
+    return (
+      await this.transport.send({
+        method: 'POST',
+        path: `/v1/workflows/${segment(workflowId)}/runs`,
+        headers: traceHeaders(options),
+        repeat: 'once',
+        signal: options.signal,
+      })
+    ).body as WorkflowRun;
   }
 
   async runs(workflowId: string, query: ListWorkflowRunsQuery = {}, options: CallOptions = {}): Promise<Page<WorkflowRun>> {
@@ -278,16 +285,17 @@ export class WorkflowsApi {
     return this.runAction(workflowId, workflowRunId, 'cancel', options);
   }
 
-  /** Retries a FAILED or CANCELLED workflow run from its failed steps; succeeded steps are kept. */
-  async retry(workflowId: string, workflowRunId: string, options: CallOptions = {}): Promise<WorkflowRun> {
+  /** Retries a FAILED or CANCELLED workflow run from its failed steps; succeeded steps are kept; the steps it starts join `traceparent`. */
+  async retry(workflowId: string, workflowRunId: string, options: TracedOptions = {}): Promise<WorkflowRun> {
     return this.runAction(workflowId, workflowRunId, 'retry', options);
   }
 
-  private async runAction(workflowId: string, workflowRunId: string, action: 'cancel' | 'retry', options: CallOptions): Promise<WorkflowRun> {
+  private async runAction(workflowId: string, workflowRunId: string, action: 'cancel' | 'retry', options: TracedOptions): Promise<WorkflowRun> {
     return (
       await this.transport.send({
         method: 'POST',
         path: `/v1/workflows/${segment(workflowId)}/runs/${segment(workflowRunId)}/${action}`,
+        headers: traceHeaders(options),
         repeat: 'once',
         signal: options.signal,
       })

@@ -212,8 +212,8 @@ function handlers(deps: SchedulerDeps): Handlers {
       await audit(caller, 'workflow.update', workflow.workflowId, { changes: { version: { before: workflow.version - 1, after: workflow.version } } });
       return json(201, workflow);
     },
-    startWorkflowRun: async ({ caller, params }) => {
-      const run = await startWorkflowRun(deps, caller.tenantId, param(params, 'workflowId'), caller.limits);
+    startWorkflowRun: async ({ event, caller, params }) => {
+      const run = await startWorkflowRun(deps, caller.tenantId, param(params, 'workflowId'), caller.limits, traceparentOf(event));
       await audit(caller, 'workflow.run', run.workflowId, { changes: { run: { after: run.workflowRunId } } });
       return json(202, run);
     },
@@ -225,8 +225,15 @@ function handlers(deps: SchedulerDeps): Handlers {
       await audit(caller, 'workflow-run.cancel', run.workflowRunId, { changes: { status: { after: run.status } } });
       return json(200, run);
     },
-    retryWorkflowRun: async ({ caller, params }) => {
-      const run = await retryWorkflowRun(deps, caller.tenantId, param(params, 'workflowId'), param(params, 'workflowRunId'), caller.limits);
+    retryWorkflowRun: async ({ event, caller, params }) => {
+      const run = await retryWorkflowRun(
+        deps,
+        caller.tenantId,
+        param(params, 'workflowId'),
+        param(params, 'workflowRunId'),
+        caller.limits,
+        traceparentOf(event),
+      );
       await audit(caller, 'workflow-run.retry', run.workflowRunId, { changes: { retries: { after: run.retries } } });
       return json(202, run);
     },

@@ -319,6 +319,7 @@ export const workflowRunSchema = z
     failedSteps: z.array(z.string()),
     retries: z.number().int(),
     steps: z.record(z.string(), stepStateSchema),
+    traceparent: z.string().optional().meta({ description: 'The W3C trace context the run was started (or last retried) under; its step runs join it.' }),
   })
   .meta({ id: 'WorkflowRun' });
 

@@ -305,7 +305,9 @@ export const ROUTES = {
     path: '/v1/workflows/{workflowId}/runs',
     tag: 'Workflows',
     summary: 'Start a run of the workflow now',
-    description: 'Steps without dependencies start at once; each other step when its dependencies are done. Counted against the create rate.',
+    description:
+      'Steps without dependencies start at once; each other step when its dependencies are done. Counted against the create rate. Every step run joins the request’s traceparent (a new trace without one).',
+    headers: ['traceparent'],
     responses: { 202: { description: 'The workflow run', schema: workflowRunSchema } },
     problems: [409],
   },
@@ -338,7 +340,9 @@ export const ROUTES = {
     path: '/v1/workflows/{workflowId}/runs/{workflowRunId}/retry',
     tag: 'Workflows',
     summary: 'Retry a failed workflow run from its failed steps',
-    description: 'Succeeded steps are not run again; their results are reused. Failed steps start their next attempt with a fresh retry budget.',
+    description:
+      'Succeeded steps are not run again; their results are reused. Failed steps start their next attempt with a fresh retry budget, in the request’s traceparent (a new trace without one).',
+    headers: ['traceparent'],
     responses: { 202: { description: 'The workflow run, running again', schema: workflowRunSchema } },
     problems: [409],
   },

@@ -15,6 +15,8 @@ import { initialSteps, parseStepJobId, planProgress, stepJobIdOf, stepJobOf, ste
 import type { Page } from '../store/page';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './job-lifecycle';
+import { runFields } from './run-log';
+import { formatTraceparent, newTraceContext, traceIdOf } from '../domain/trace-context';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 
@@ -97,12 +99,19 @@ async function versionOf(deps: SchedulerDeps, workflowId: string, version: numbe
 
 // ---- Workflow runs -------------------------------------------------------------------------------
 
+/** The fields that name a workflow run in a log line, its trace id among them (as `runFields` for a run). */
+export function workflowRunFields(run: Pick<WorkflowRun, 'workflowRunId' | 'workflowId' | 'tenantId' | 'traceparent'>): Record<string, unknown> {
+  return { workflowRunId: run.workflowRunId, workflowId: run.workflowId, tenantId: run.tenantId, traceId: traceIdOf(run.traceparent) };
+}
+
 /** Starts a run of the workflow's newest version now (a manual trigger); counted as a create. */
 export async function startWorkflowRun(
   deps: SchedulerDeps,
   tenantId: string,
   workflowId: string,
   limits: TenantLimits = deps.config.tenantDefaults,
+  /** The request's W3C trace context, which every step run joins (a new trace without it). */
+  traceparent?: string,
 ): Promise<WorkflowRun> {
   const workflow = await tenantWorkflow(deps, tenantId, workflowId);
   const version = await versionOf(deps, workflowId, workflow.version);
@@ -123,10 +132,11 @@ export async function startWorkflowRun(
     failedSteps: [],
     retries: 0,
     steps: initialSteps(version.spec),
+    traceparent: traceparent ?? formatTraceparent(newTraceContext(now)),
   };
   if (!(await deps.workflows.createRun(run, now))) throw new ConflictError('A run of this workflow was started at the same millisecond; try again');
   deps.telemetry.workflowRunStarted(run, version.spec.name);
-  logger.info('workflow run started', { workflowRunId: run.workflowRunId, workflowId, tenantId, version: version.version });
+  logger.info('workflow run started', { ...workflowRunFields(run), version: version.version });
   return advance(deps, version, run);
 }
 
@@ -183,6 +193,8 @@ export async function retryWorkflowRun(
   workflowId: string,
   workflowRunId: string,
   limits: TenantLimits = deps.config.tenantDefaults,
+  /** The request's W3C trace context: the steps the retry starts join it (a new trace without it). */
+  traceparent?: string,
 ): Promise<WorkflowRun> {
   const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
   if (run.status !== 'FAILED' && run.status !== 'CANCELLED')
@@ -198,10 +210,10 @@ export async function retryWorkflowRun(
     Object.entries(run.steps).filter(([, state]) => state.status !== 'SUCCEEDED' && state.runId !== null),
   );
   const steps = stepsForRetry(run, Object.fromEntries(newest));
-  const retried = await deps.workflows.retry(run, steps, now);
+  const retried = await deps.workflows.retry(run, steps, now, traceparent ?? formatTraceparent(newTraceContext(now)));
   if (!retried.held) throw new ConflictError('The workflow run was retried or changed meanwhile; read it again');
   deps.telemetry.workflowRunStarted(retried.run, version.spec.name);
-  logger.info('workflow run retried', { workflowRunId, workflowId, tenantId, retries: retried.run.retries });
+  logger.info('workflow run retried', { ...workflowRunFields(retried.run), retries: retried.run.retries });
   const advanced = await advance(deps, version, retried.run);
   // A replay taken over as the step's run may have ended between the read and the retry's write,
   // its continuation finding the workflow run not running: its outcome is recorded here.
@@ -242,8 +254,7 @@ export async function continueWorkflow(
     if (recorded) await advance(deps, version, recorded);
   } catch (error) {
     logger.error('workflow continuation failed; the ticker will repair it', {
-      runId: run.runId,
-      jobId: run.jobId,
+      ...runFields(run),
       error: error instanceof Error ? error.message : String(error),
     });
   }
@@ -301,7 +312,7 @@ async function advance(deps: SchedulerDeps, version: WorkflowVersion, from: Work
     run = written.run;
     if (written.held && plan.start.length > 0) run = await startStepRuns(deps, version, run, plan.start, now);
   }
-  logger.warn('workflow run did not settle; the ticker will look again', { workflowRunId: run.workflowRunId });
+  logger.warn('workflow run did not settle; the ticker will look again', workflowRunFields(run));
   return run;
 }
 
@@ -336,7 +347,15 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
     const plan = planRun(
       deps.config,
       job,
-      { scheduledFor: Date.parse(run.scheduledFor), attempt, trigger: attempt === 1 ? 'manual' : 'replay', availableAt: now, inputs },
+      {
+        scheduledFor: Date.parse(run.scheduledFor),
+        attempt,
+        trigger: attempt === 1 ? 'manual' : 'replay',
+        availableAt: now,
+        inputs,
+        // Every step of the workflow run is in its trace (a new one for runs from before traces).
+        ...(run.traceparent ? { traceparent: run.traceparent } : {}),
+      },
       now,
     );
     return [{ ...plan, extras: { ...plan.extras, budgetFrom: attempt } }];
@@ -420,7 +439,7 @@ async function cancelStepRun(deps: SchedulerDeps, run: Run, now: number): Promis
 
 function workflowRunEnded(deps: SchedulerDeps, name: string, run: WorkflowRun, now: number): void {
   deps.telemetry.workflowRunEnded(run, name, now - Date.parse(run.scheduledFor));
-  logger.info('workflow run ended', { workflowRunId: run.workflowRunId, workflowId: run.workflowId, status: run.status, failedSteps: run.failedSteps });
+  logger.info('workflow run ended', { ...workflowRunFields(run), status: run.status, failedSteps: run.failedSteps });
 }
 
 /**
@@ -453,6 +472,6 @@ export async function repairWorkflowRun(deps: SchedulerDeps, workflowId: string,
   }
   const advanced = await advance(deps, version, run);
   if (advanced.status === 'RUNNING') await deps.workflows.moveCheckBack(advanced, now);
-  if (moved || advanced !== run) logger.warn('workflow run repaired: its progress had stopped', { workflowRunId, workflowId });
+  if (moved || advanced !== run) logger.warn('workflow run repaired: its progress had stopped', workflowRunFields(advanced));
   return moved || advanced.status !== 'RUNNING';
 }

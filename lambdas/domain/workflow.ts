@@ -208,6 +208,11 @@ export interface WorkflowRun {
   /** How often the run was retried from its failed steps (its optimistic-concurrency version). */
   readonly retries: number;
   readonly steps: Readonly<Record<string, StepState>>;
+  /**
+   * The W3C trace context of the request that started the run (or last retried it), or a new trace:
+   * every step run started under it joins it (decision 0146). Absent on runs from before.
+   */
+  readonly traceparent?: string;
 }
 
 const STEP_DONE: readonly StepStatus[] = ['SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED', 'NOT_STARTED'];

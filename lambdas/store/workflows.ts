@@ -15,6 +15,8 @@ import { decodeCursorOrThrow } from './page';
 
 const WORKFLOW_FIELDS = ['workflowId', 'tenantId', 'name', 'version', 'createdAt', 'updatedAt'] as const;
 const RUN_FIELDS = ['workflowRunId', 'workflowId', 'tenantId', 'version', 'status', 'trigger', 'scheduledFor', 'createdAt', 'finishedAt', 'retries'] as const;
+/** Fields a run may lack (written before they were): left out when absent, rather than null. */
+const OPTIONAL_RUN_FIELDS = ['traceparent'] as const;
 
 function itemToWorkflow(item: Item): Workflow {
   return Object.fromEntries(WORKFLOW_FIELDS.map((field) => [field, item[field]])) as unknown as Workflow;
@@ -32,6 +34,7 @@ export function itemToWorkflowVersion(item: Item): WorkflowVersion {
 
 function itemToWorkflowRun(item: Item): WorkflowRun {
   const run = Object.fromEntries(RUN_FIELDS.map((field) => [field, item[field] ?? null])) as Record<string, unknown>;
+  for (const field of OPTIONAL_RUN_FIELDS) if (typeof item[field] === 'string') run[field] = item[field];
   return {
     ...(run as unknown as WorkflowRun),
     failedSteps: Array.isArray(item.failedSteps) ? (item.failedSteps as string[]) : [],
@@ -185,8 +188,8 @@ export class WorkflowsRepository {
     return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
   }
 
-  /** A finished run starts again from the given step states, if no one retried it first. */
-  async retry(run: WorkflowRun, steps: Readonly<Record<string, StepState>>, checkBackAt: number): Promise<WorkflowRunWrite> {
+  /** A finished run starts again from the given step states (under the retry's trace), if no one retried it first. */
+  async retry(run: WorkflowRun, steps: Readonly<Record<string, StepState>>, checkBackAt: number, traceparent?: string): Promise<WorkflowRunWrite> {
     const result = await updateReturning(
       this.dynamo,
       this.tableName,
@@ -198,6 +201,7 @@ export class WorkflowsRepository {
           failedSteps: [],
           steps,
           retries: run.retries + 1,
+          traceparent,
           ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt),
         },
         if: { status: oneOf(['FAILED', 'CANCELLED']), retries: run.retries },
