@@ -23,6 +23,7 @@ import type {
   Run,
   TriggerRequest,
   ListWorkflowRunsQuery,
+  WorkflowDetail,
   WorkflowRun,
   WorkflowSpecInput,
   WorkflowView,
@@ -217,8 +218,8 @@ export class WorkflowsApi {
     return (await this.transport.send({ method: 'POST', path: '/v1/workflows', body: spec, repeat: 'once', signal: options.signal })).body as WorkflowView;
   }
 
-  /** The workflow with its newest definition, or the given version's. */
-  async get(workflowId: string, version?: number, options: CallOptions = {}): Promise<WorkflowView> {
+  /** The workflow with its newest definition, or the given version's, and its schedule's latest occurrences. */
+  async get(workflowId: string, version?: number, options: CallOptions = {}): Promise<WorkflowDetail> {
     return (
       await this.transport.send({
         method: 'GET',
@@ -227,7 +228,7 @@ export class WorkflowsApi {
         repeat: 'repeatable',
         signal: options.signal,
       })
-    ).body as WorkflowView;
+    ).body as WorkflowDetail;
   }
 
   /** A new version of the definition; runs already started keep theirs. `ifMatch`: the version read. */
@@ -242,6 +243,18 @@ export class WorkflowsApi {
         signal: options.signal,
       })
     ).body as WorkflowView;
+  }
+
+  /** Pauses the workflow's schedule: its pending occurrence never starts (a 409 without a schedule). */
+  async pause(workflowId: string, options: CallOptions = {}): Promise<WorkflowView> {
+    return (await this.transport.send({ method: 'POST', path: `/v1/workflows/${segment(workflowId)}/pause`, repeat: 'once', signal: options.signal }))
+      .body as WorkflowView;
+  }
+
+  /** Resumes the workflow's paused schedule from the occurrence its misfire policy picks. */
+  async resume(workflowId: string, options: CallOptions = {}): Promise<WorkflowView> {
+    return (await this.transport.send({ method: 'POST', path: `/v1/workflows/${segment(workflowId)}/resume`, repeat: 'once', signal: options.signal }))
+      .body as WorkflowView;
   }
 
   /** Starts a run of the newest version now; its step runs join `traceparent` (a new trace without it). */

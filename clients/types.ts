@@ -39,9 +39,23 @@ export type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, W
 /** A workflow as `POST /v1/workflows` (and a new version) takes it: fields with defaults optional. */
 export type WorkflowSpecInput = z.input<typeof workflowSpecSchema>;
 
-/** A workflow as the API answers it: the head and one version's definition. */
+/** A scheduled workflow's occurrences: its schedule's status, next fire time and the five after (decision 0147). */
+export interface WorkflowScheduleState {
+  readonly status: JobStatus;
+  readonly nextRunAt: string | null;
+  readonly upcomingRuns: string[];
+  readonly pausedAt: string | null;
+}
+
+/** A workflow as the API answers it: the head and one version's definition, and its schedule's state once it has had one. */
 export interface WorkflowView extends Workflow {
   readonly definition: WorkflowSpec;
+  readonly scheduleState?: WorkflowScheduleState;
+}
+
+/** `GET /v1/workflows/{id}`: the workflow with its schedule's latest occurrences (each a run), newest first. */
+export interface WorkflowDetail extends WorkflowView {
+  readonly recentOccurrences: Run[];
 }
 
 export interface ListWorkflowRunsQuery extends PageQuery {

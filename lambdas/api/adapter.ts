@@ -21,6 +21,8 @@ import {
   getWorkflow,
   getWorkflowRun,
   listWorkflowRuns,
+  pauseWorkflow,
+  resumeWorkflow,
   retryWorkflowRun,
   startWorkflowRun,
   updateWorkflow,
@@ -202,13 +204,23 @@ function handlers(deps: SchedulerDeps): Handlers {
     completeRun: async ({ tenantId, params, body }) => json(200, await completeRun(deps, tenantId, param(params, 'runId'), body)),
     failRun: async ({ tenantId, params, body }) => json(200, await failRun(deps, tenantId, param(params, 'runId'), body)),
     createWorkflow: async ({ caller, body }) => {
-      const workflow = await createWorkflow(deps, caller.tenantId, body);
+      const workflow = await createWorkflow(deps, caller.tenantId, body, caller.limits);
       await audit(caller, 'workflow.create', workflow.workflowId, { changes: { version: { after: workflow.version } } });
       return json(201, workflow, { location: `/v1/workflows/${workflow.workflowId}` });
     },
     getWorkflow: async ({ tenantId, params, query }) => json(200, await getWorkflow(deps, tenantId, param(params, 'workflowId'), query.version)),
+    pauseWorkflow: async ({ caller, params }) => {
+      const workflow = await pauseWorkflow(deps, caller.tenantId, param(params, 'workflowId'));
+      await audit(caller, 'workflow.pause', workflow.workflowId, { changes: { status: { before: 'ACTIVE', after: 'PAUSED' } } });
+      return json(200, workflow);
+    },
+    resumeWorkflow: async ({ caller, params }) => {
+      const workflow = await resumeWorkflow(deps, caller.tenantId, param(params, 'workflowId'));
+      await audit(caller, 'workflow.resume', workflow.workflowId, { changes: { status: { before: 'PAUSED', after: workflow.scheduleState?.status } } });
+      return json(200, workflow);
+    },
     updateWorkflow: async ({ event, caller, params, body }) => {
-      const workflow = await updateWorkflow(deps, caller.tenantId, param(params, 'workflowId'), body, ifMatchVersion(event));
+      const workflow = await updateWorkflow(deps, caller.tenantId, param(params, 'workflowId'), body, ifMatchVersion(event), caller.limits);
       await audit(caller, 'workflow.update', workflow.workflowId, { changes: { version: { before: workflow.version - 1, after: workflow.version } } });
       return json(201, workflow);
     },

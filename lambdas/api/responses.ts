@@ -291,8 +291,26 @@ export const workflowViewSchema = z
     createdAt: timestamp,
     updatedAt: timestamp,
     definition: workflowSpecSchema.meta({ description: `The definition of that version; an HTTP target's header values show as "${MASKED_HEADER_VALUE}".` }),
+    scheduleState: z
+      .strictObject({
+        status: jobStatusSchema.meta({ description: 'ACTIVE, PAUSED, COMPLETED (no occurrence left) or CANCELLED (a later version removed the schedule).' }),
+        nextRunAt: nullableTimestamp,
+        upcomingRuns: z.array(timestamp).meta({ description: 'The next fire times, from the pending occurrence on.' }),
+        pausedAt: nullableTimestamp,
+      })
+      .optional()
+      .meta({ id: 'WorkflowScheduleState', description: "Present once the workflow has had a schedule: its occurrences' state." }),
   })
   .meta({ id: 'Workflow' });
+
+export const workflowDetailSchema = workflowViewSchema
+  .extend({
+    recentOccurrences: z.array(runSchema).meta({
+      description:
+        "The schedule's latest occurrences, newest first: each a run that started a workflow run (its result names it) or was skipped by a policy (its reason says why).",
+    }),
+  })
+  .meta({ id: 'WorkflowDetail' });
 
 export const stepStateSchema = z
   .strictObject({
@@ -312,7 +330,7 @@ export const workflowRunSchema = z
     tenantId: z.string(),
     version: z.number().int().meta({ description: 'The definition version the run started with, and keeps.' }),
     status: z.enum(WORKFLOW_RUN_STATUSES),
-    trigger: z.enum(['manual', 'retry']),
+    trigger: z.enum(['manual', 'retry', 'schedule']),
     scheduledFor: timestamp,
     createdAt: timestamp,
     finishedAt: nullableTimestamp,

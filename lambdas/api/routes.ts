@@ -44,6 +44,7 @@ import {
   signingSecretListSchema,
   workflowRunPageSchema,
   workflowRunSchema,
+  workflowDetailSchema,
   workflowViewSchema,
   backfillResponseSchema,
 } from './responses';
@@ -268,10 +269,10 @@ export const ROUTES = {
     path: '/v1/workflows',
     tag: 'Workflows',
     summary: 'Create a workflow',
-    description: `A DAG of steps, each a target, payload and policies of its own with \`dependsOn\` (docs/api.md#workflows). At most ${MAX_WORKFLOW_STEPS} steps; a cycle, an unknown or duplicate step id or an unreachable step is a 400 naming the step.`,
+    description: `A DAG of steps, each a target, payload and policies of its own with \`dependsOn\` (docs/api.md#workflows). At most ${MAX_WORKFLOW_STEPS} steps; a cycle, an unknown or duplicate step id or an unreachable step is a 400 naming the step. With a \`schedule\` (any kind a job takes) each occurrence starts a workflow run, under the overlap and misfire policies; a scheduled workflow counts against the tenant's active jobs (429 at the limit).`,
     body: { schema: workflowSpecSchema, required: true },
     responses: { 201: { description: 'The workflow, at version 1', schema: workflowViewSchema, headers: { Location: 'The workflow’s URL' } } },
-    problems: [409, 413, 415],
+    problems: [409, 413, 415, 429],
     example: {
       name: 'nightly-etl',
       steps: [
@@ -287,18 +288,38 @@ export const ROUTES = {
     tag: 'Workflows',
     summary: 'Get a workflow and a version of its definition',
     query: workflowQuery,
-    responses: { 200: { description: 'The workflow', schema: workflowViewSchema } },
+    responses: { 200: { description: "The workflow, with its schedule's latest occurrences", schema: workflowDetailSchema } },
+  },
+  pauseWorkflow: {
+    method: 'POST',
+    path: '/v1/workflows/{workflowId}/pause',
+    tag: 'Workflows',
+    summary: "Pause a workflow's schedule",
+    description: 'Its pending occurrence never starts; workflow runs already started go on. A 409 when the workflow has no schedule or it is not ACTIVE.',
+    responses: { 200: { description: 'The workflow, its schedule PAUSED', schema: workflowViewSchema } },
+    problems: [409],
+  },
+  resumeWorkflow: {
+    method: 'POST',
+    path: '/v1/workflows/{workflowId}/resume',
+    tag: 'Workflows',
+    summary: "Resume a workflow's paused schedule",
+    description:
+      'The next occurrence is the one its misfire policy picks (fire-once: the latest missed one, at once; skip: the first after now; backfill: the missed ones in order).',
+    responses: { 200: { description: 'The workflow, its schedule ACTIVE again', schema: workflowViewSchema } },
+    problems: [409],
   },
   updateWorkflow: {
     method: 'POST',
     path: '/v1/workflows/{workflowId}/versions',
     tag: 'Workflows',
     summary: 'Write a new version of the definition',
-    description: 'Runs started before keep the version they started with. If-Match: the version read (a 409 when another came first).',
+    description:
+      'Runs started before keep the version they started with. If-Match: the version read (a 409 when another came first). A changed schedule replans the pending occurrence; new policies apply from the next occurrence; a version without a schedule cancels it.',
     body: { schema: workflowSpecSchema, required: true },
     headers: ['If-Match'],
     responses: { 201: { description: 'The workflow at its new version', schema: workflowViewSchema } },
-    problems: [409, 413, 415],
+    problems: [409, 413, 415, 429],
   },
   startWorkflowRun: {
     method: 'POST',

@@ -34,13 +34,23 @@ interface Mutation {
   readonly afterCommit?: () => Promise<void>;
 }
 
+/** Reads the job a change applies to: the tenant's job by default, or a workflow's schedule job. */
+export type JobReader = () => Promise<Job | null>;
+
 /**
  * Reads the job, applies `mutate` and writes it back if nothing changed in between; retries on a
  * race with the scheduler's own writes. A stale `ifMatch` version is a 412.
  */
-async function mutateJob(deps: SchedulerDeps, tenantId: string, jobId: string, mutate: (job: Job, now: number) => Mutation, ifMatch?: number): Promise<Job> {
+async function mutateJob(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  mutate: (job: Job, now: number) => Mutation,
+  ifMatch?: number,
+  read: JobReader = () => deps.jobs.get(tenantId, jobId),
+): Promise<Job> {
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-    const job = await deps.jobs.get(tenantId, jobId);
+    const job = await read();
     if (!job) throw new NotFoundError(`No job ${jobId}`);
     if (ifMatch !== undefined && job.version !== ifMatch) {
       throw new PreconditionFailedError(`The job is at version ${job.version}, not ${ifMatch}`);
@@ -70,59 +80,89 @@ function touch(job: Job, now: number, changes: Partial<Job>): Job {
 }
 
 export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
-  const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
-    if (current.status !== 'ACTIVE') throw new ConflictError(`The job is ${current.status}; only an ACTIVE job can be paused`);
-    const pendingId = current.nextRunId;
-    return {
-      next: touch(current, now, {
-        status: 'PAUSED',
-        pausedAt: iso(now),
-        pausedPending: current.nextRunAt && pendingId ? { runId: pendingId, scheduledFor: current.nextRunAt } : null,
-        nextRunAt: null,
-        nextRunId: null,
-      }),
-      afterCommit: async () => {
-        if (pendingId && (await deps.runs.retirePending(pendingId, 'SKIPPED', 'job paused', now))) {
-          deps.telemetry.runEnded({ runId: pendingId, tenantId, jobId, jobType: current.type }, 'SKIPPED', 'job paused');
-        }
-      },
-    };
-  });
-  logger.info('job paused', { jobId, tenantId });
-  return viewOf(job);
+  return viewOf(await pauseJobOf(deps, tenantId, jobId));
+}
+
+/** Pause: the pending occurrence is retired and remembered for resume. `read`: the job (a workflow's schedule job). */
+export async function pauseJobOf(deps: SchedulerDeps, tenantId: string, jobId: string, read?: JobReader, what = 'job'): Promise<Job> {
+  const job = await mutateJob(
+    deps,
+    tenantId,
+    jobId,
+    (current, now) => {
+      if (current.status !== 'ACTIVE') throw new ConflictError(`The ${what} is ${current.status}; only an ACTIVE ${what} can be paused`);
+      const pendingId = current.nextRunId;
+      return {
+        next: touch(current, now, {
+          status: 'PAUSED',
+          pausedAt: iso(now),
+          pausedPending: current.nextRunAt && pendingId ? { runId: pendingId, scheduledFor: current.nextRunAt } : null,
+          nextRunAt: null,
+          nextRunId: null,
+        }),
+        afterCommit: async () => {
+          if (pendingId && (await deps.runs.retirePending(pendingId, 'SKIPPED', `${what} paused`, now))) {
+            deps.telemetry.runEnded({ runId: pendingId, tenantId, jobId, jobType: current.type }, 'SKIPPED', `${what} paused`);
+          }
+        },
+      };
+    },
+    undefined,
+    read,
+  );
+  logger.info(`${what} paused`, { jobId, tenantId });
+  return job;
 }
 
 export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
+  return viewOf(await resumeJobOf(deps, tenantId, jobId));
+}
+
+/** Resume: the next occurrence by the misfire policy. `read`: the job (a workflow's schedule job). */
+export async function resumeJobOf(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  read: JobReader = () => deps.jobs.get(tenantId, jobId),
+  what = 'job',
+): Promise<Job> {
   // The run that stood for the pending occurrence decides the attempt of its replacement.
-  const before = await deps.jobs.get(tenantId, jobId);
+  const before = await read();
   const pausedRun = before?.pausedPending?.runId ? await deps.runs.get(before.pausedPending.runId) : null;
-  const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
-    if (current.status !== 'PAUSED') throw new ConflictError(`The job is ${current.status}; only a PAUSED job can be resumed`);
-    const pendingAt = current.pausedPending ? Date.parse(current.pausedPending.scheduledFor) : null;
-    const occurrence = occurrenceOnResume(current, pendingAt, now);
-    const cleared = { pausedAt: null, pausedPending: null };
-    if (!occurrence) {
-      return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };
-    }
-    const plan = planRun(
-      deps.config,
-      current,
-      {
-        scheduledFor: occurrence.scheduledFor,
-        attempt: attemptFor(occurrence.scheduledFor, pausedRun),
-        trigger: 'schedule',
-        reason: occurrence.reason,
-      },
-      now,
-    );
-    return {
-      next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
-      plan,
-      afterCommit: () => sendPlannedRun(deps, plan, now),
-    };
-  });
-  logger.info('job resumed', { jobId, tenantId, nextRunAt: job.nextRunAt });
-  return viewOf(job);
+  const job = await mutateJob(
+    deps,
+    tenantId,
+    jobId,
+    (current, now) => {
+      if (current.status !== 'PAUSED') throw new ConflictError(`The ${what} is ${current.status}; only a PAUSED ${what} can be resumed`);
+      const pendingAt = current.pausedPending ? Date.parse(current.pausedPending.scheduledFor) : null;
+      const occurrence = occurrenceOnResume(current, pendingAt, now);
+      const cleared = { pausedAt: null, pausedPending: null };
+      if (!occurrence) {
+        return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };
+      }
+      const plan = planRun(
+        deps.config,
+        current,
+        {
+          scheduledFor: occurrence.scheduledFor,
+          attempt: attemptFor(occurrence.scheduledFor, pausedRun),
+          trigger: 'schedule',
+          reason: occurrence.reason,
+        },
+        now,
+      );
+      return {
+        next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
+        plan,
+        afterCommit: () => sendPlannedRun(deps, plan, now),
+      };
+    },
+    undefined,
+    read,
+  );
+  logger.info(`${what} resumed`, { jobId, tenantId, nextRunAt: job.nextRunAt });
+  return job;
 }
 
 export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {

@@ -5,7 +5,7 @@ import { ConflictError, NotFoundError, TooManyRequestsError, ValidationError } f
 import type { TenantLimits } from '../domain/tenant';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
-import type { Job, JobSpec, Target } from '../domain/job';
+import type { Job, JobSpec, JobTarget, Target } from '../domain/job';
 import { MASKED_HEADER_VALUE, attemptTimeoutSeconds, isSecretReference } from '../domain/job';
 import type { Run } from '../domain/run';
 import { upcomingFireTimes, validateSchedule, firstFireTime } from '../domain/schedule';
@@ -226,7 +226,8 @@ function hashRequest(body: unknown): string {
  * A target as responses show it: header values are write-only (they often carry credentials). A
  * reference to a Secrets Manager secret is shown: it names the secret and is not its value.
  */
-export function maskedTarget(target: Target): Target {
+export function maskedTarget<T extends JobTarget>(target: T): T;
+export function maskedTarget(target: JobTarget): JobTarget {
   if (target.kind !== 'http') return target;
   return {
     ...target,

@@ -3,7 +3,19 @@
 // steps start, which never will, when the run ends) are plain functions over the step states.
 import { z } from 'zod';
 import type { Job } from './job';
-import { jobTypeSchema, jsonValue, MAX_PAYLOAD_BYTES, MAX_TIMEOUT_SECONDS, retryPolicySchema, targetSchema } from './job';
+import {
+  backfillLimitSchema,
+  jobTypeSchema,
+  jsonValue,
+  MAX_PAYLOAD_BYTES,
+  MAX_TIMEOUT_SECONDS,
+  misfirePolicySchema,
+  overlapPolicySchema,
+  prioritySchema,
+  retryPolicySchema,
+  scheduleSchema,
+  targetSchema,
+} from './job';
 import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
 import type { RunStatus } from './run';
 import { isTerminal } from './run';
@@ -45,10 +57,33 @@ export const workflowSpecSchema = z
       .max(100)
       .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'use letters, digits and . _ : - (starting with a letter or digit)'),
     type: jobTypeSchema.default('workflow'),
-    priority: z.enum(['high', 'normal', 'low']).default('normal'),
+    priority: prioritySchema.default('normal'),
+    /**
+     * Runs of the workflow on a schedule, of any kind a job takes (decision 0147); without it a run
+     * starts only by request. The policies below apply to its occurrences, as a job's do.
+     */
+    schedule: scheduleSchema.optional(),
+    /** An occurrence while the previous one's workflow run is RUNNING (default `allow`). */
+    overlapPolicy: overlapPolicySchema.optional(),
+    /** An occurrence that starts late (the scheduler was down, or the workflow paused; default `fire-once`). */
+    misfirePolicy: misfirePolicySchema.optional(),
+    /** Under `backfill`, at most this many missed occurrences run (default 10). */
+    backfillLimit: backfillLimitSchema.optional(),
     steps: z.array(stepSpecSchema).min(1).max(MAX_WORKFLOW_STEPS),
   })
   .check((ctx) => {
+    if (ctx.value.schedule === undefined) {
+      for (const field of ['overlapPolicy', 'misfirePolicy', 'backfillLimit'] as const) {
+        if (ctx.value[field] !== undefined) {
+          ctx.issues.push({
+            code: 'custom',
+            input: ctx.value[field],
+            path: [field],
+            message: 'applies to the occurrences of a schedule: give a schedule, or leave it out',
+          });
+        }
+      }
+    }
     for (const issue of graphIssues(ctx.value.steps)) ctx.issues.push({ code: 'custom', input: ctx.value.steps, ...issue });
     const size = Buffer.byteLength(JSON.stringify(ctx.value), 'utf8');
     if (size > MAX_WORKFLOW_DEFINITION_BYTES) {
@@ -199,7 +234,8 @@ export interface WorkflowRun {
   readonly tenantId: string;
   readonly version: number;
   readonly status: WorkflowRunStatus;
-  readonly trigger: 'manual' | 'retry';
+  /** `schedule`: an occurrence of the workflow's schedule started it. */
+  readonly trigger: 'manual' | 'retry' | 'schedule';
   /** The workflow run's time: every step run's occurrence (`scheduledFor`). */
   readonly scheduledFor: string;
   readonly createdAt: string;
@@ -392,6 +428,73 @@ export function stepJobOf(version: WorkflowVersion, stepId: string): Job | null 
     createdAt: version.createdAt,
     updatedAt: version.createdAt,
     version: version.version,
+    nextRunAt: null,
+    nextRunId: null,
+  };
+}
+
+// ---- A workflow's schedule as a job -------------------------------------------------------------
+
+/**
+ * The job id of a workflow's schedule (its driver job, decision 0147): `wf_….schedule`. Its runs are
+ * the schedule's occurrences; the worker starts a workflow run for each it executes.
+ */
+export function scheduleJobIdOf(workflowId: string): string {
+  return `${workflowId}.schedule`;
+}
+
+const SCHEDULE_JOB_ID = /^(wf_[0-9a-z]+)\.schedule$/;
+
+export function parseScheduleJobId(jobId: string): { workflowId: string } | null {
+  const match = SCHEDULE_JOB_ID.exec(jobId);
+  return match?.[1] ? { workflowId: match[1] } : null;
+}
+
+/** Job ids that belong to a workflow (its steps, its schedule): not jobs of the jobs API. */
+export const isWorkflowJobId = (jobId: string): boolean => parseStepJobId(jobId) !== null || parseScheduleJobId(jobId) !== null;
+
+/** How long starting a workflow run may take: the lease of a schedule's run. */
+export const SCHEDULE_RUN_TIMEOUT_SECONDS = 60;
+
+/** What a version's definition says of its schedule's job: the schedule, its policies, its runs' pool and lane. */
+export function scheduleFieldsOf(
+  spec: Pick<WorkflowSpec, 'schedule' | 'overlapPolicy' | 'misfirePolicy' | 'backfillLimit' | 'priority' | 'type'>,
+): Pick<Job, 'schedule' | 'overlapPolicy' | 'misfirePolicy' | 'backfillLimit' | 'priority' | 'type'> | null {
+  if (!spec.schedule) return null;
+  return {
+    schedule: spec.schedule,
+    overlapPolicy: spec.overlapPolicy ?? 'allow',
+    misfirePolicy: spec.misfirePolicy ?? 'fire-once',
+    backfillLimit: spec.backfillLimit ?? 10,
+    priority: spec.priority,
+    type: spec.type,
+  };
+}
+
+/**
+ * A new schedule job for a workflow (its status, next run and version are the caller's to set). Its
+ * runs call nothing: starting the workflow run is all they do, retried on a short budget.
+ */
+export function scheduleJobOf(
+  workflow: Pick<Workflow, 'workflowId' | 'tenantId' | 'name'>,
+  fields: NonNullable<ReturnType<typeof scheduleFieldsOf>>,
+  at: string,
+): Job {
+  return {
+    jobId: scheduleJobIdOf(workflow.workflowId),
+    tenantId: workflow.tenantId,
+    name: workflow.name,
+    labels: {},
+    ...fields,
+    target: { kind: 'workflow', workflowId: workflow.workflowId },
+    payload: null,
+    retryPolicy: { maxAttempts: 3, initialDelaySeconds: 1, maxDelaySeconds: 30 },
+    timeoutSeconds: SCHEDULE_RUN_TIMEOUT_SECONDS,
+    delivery: 'at-least-once',
+    status: 'ACTIVE',
+    createdAt: at,
+    updatedAt: at,
+    version: 1,
     nextRunAt: null,
     nextRunId: null,
   };

@@ -9,6 +9,9 @@ import type { StepState, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec,
 import { batchGetConsistent } from './batch-get';
 import type { Item } from './keys';
 import { encodeCursor, workflowCheckBackAttributes, workflowKey, workflowNameKey, workflowRunKey, workflowVersionKey, WORKFLOW_RUN_SK_PREFIX } from './keys';
+import type { TransactItem } from './conditional';
+import type { Job } from '../domain/job';
+import type { JobsRepository, NewRun } from './jobs-repository';
 import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, transact, updateExpressions, updateIf, updateReturning } from './conditional';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
@@ -42,17 +45,53 @@ function itemToWorkflowRun(item: Item): WorkflowRun {
   };
 }
 
+/** A workflow's write: done, its name taken, it (or its schedule job) changed since read, or its schedule over the tenant's active jobs. */
+export type WorkflowWrite =
+  { readonly kind: 'written' } | { readonly kind: 'name-taken' } | { readonly kind: 'changed' } | { readonly kind: 'too-many-active-jobs' };
+
+/** Items of another store's transaction, their names prefixed so that they keep apart from the workflow's own. */
+function prefixed(prefix: string, items: Readonly<Record<string, TransactItem>>): Record<string, TransactItem> {
+  return Object.fromEntries(Object.entries(items).map(([name, item]) => [`${prefix}.${name}`, item]));
+}
+
 export type WorkflowRunWrite = { readonly held: true; readonly run: WorkflowRun } | { readonly held: false; readonly run: WorkflowRun | null };
+
+/** A new workflow's schedule job (decision 0147) and its first occurrence's run, written with the workflow. */
+export interface NewSchedule {
+  readonly job: Job;
+  readonly firstRun: NewRun | null;
+  /** The tenant's active-jobs limit, which a live schedule job counts against (null: none). */
+  readonly maxActiveJobs: number | null;
+}
+
+/** A new version's change of its workflow's schedule job, written with the version. */
+export type ScheduleChange =
+  | ({ readonly kind: 'new' } & NewSchedule)
+  | {
+      readonly kind: 'replace';
+      readonly next: Job;
+      /** The schedule job as read: the compare-and-swap's condition. */
+      readonly expected: Job;
+      readonly newRuns: readonly NewRun[];
+      readonly maxActiveJobs: number | null;
+    };
 
 export class WorkflowsRepository {
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly tableName: string,
+    /** The schedule jobs' items and their runs are the jobs store's to write. */
+    private readonly jobs: JobsRepository,
   ) {}
 
-  /** The workflow, its name guard and its first version, together: false when the name is taken. */
-  async create(workflow: Workflow, version: WorkflowVersion): Promise<boolean> {
+  /**
+   * The workflow, its name guard and its first version, together, with its schedule job and that
+   * job's first run when it has a schedule.
+   */
+  async create(workflow: Workflow, version: WorkflowVersion, schedule?: NewSchedule): Promise<WorkflowWrite> {
+    const extra = schedule ? prefixed('schedule', this.jobs.newJobItems(schedule.job, schedule.firstRun, schedule.maxActiveJobs)) : {};
     const result = await transact(this.dynamo, {
+      ...extra,
       name: {
         Put: {
           TableName: this.tableName,
@@ -63,14 +102,25 @@ export class WorkflowsRepository {
       head: { Put: { TableName: this.tableName, Item: { ...workflowKey(workflow.workflowId), ...workflow }, ...conditionExpressions(IF_NEW) } },
       version: { Put: { TableName: this.tableName, Item: this.versionItem(version), ...conditionExpressions(IF_NEW) } },
     });
-    if (result.committed) return true;
-    if (result.failed.has('name')) return false;
+    if (result.committed) return { kind: 'written' };
+    if (result.failed.has('name')) return { kind: 'name-taken' };
+    if (result.failed.has('schedule.usage')) return { kind: 'too-many-active-jobs' };
+    if (result.conflict) return { kind: 'changed' };
     throw result.error;
   }
 
-  /** A new version, if the newest is still `expected` (two updates at once: one wins). */
-  async addVersion(version: WorkflowVersion, expected: number): Promise<boolean> {
+  /**
+   * A new version, if the newest is still `expected` (two updates at once: one wins), with its
+   * schedule job's change (a compare-and-swap on the job as read) in the same transaction.
+   */
+  async addVersion(version: WorkflowVersion, expected: number, schedule?: ScheduleChange): Promise<WorkflowWrite> {
+    const extra = !schedule
+      ? {}
+      : schedule.kind === 'new'
+        ? prefixed('schedule', this.jobs.newJobItems(schedule.job, schedule.firstRun, schedule.maxActiveJobs))
+        : prefixed('schedule', this.jobs.replaceItems(schedule.next, schedule.expected, { newRuns: schedule.newRuns, maxActiveJobs: schedule.maxActiveJobs }));
     const result = await transact(this.dynamo, {
+      ...extra,
       head: {
         Update: {
           TableName: this.tableName,
@@ -80,8 +130,11 @@ export class WorkflowsRepository {
       },
       version: { Put: { TableName: this.tableName, Item: this.versionItem(version), ...conditionExpressions(IF_NEW) } },
     });
-    if (result.committed) return true;
-    if (result.failed.size > 0) return false;
+    if (result.committed) return { kind: 'written' };
+    // Another version, or a move of the schedule's chain (a worker, a pause) since the read: read again.
+    if (result.failed.has('head') || result.failed.has('version') || result.failed.has('schedule.job') || result.conflict) return { kind: 'changed' };
+    if (result.failed.has('schedule.usage')) return { kind: 'too-many-active-jobs' };
+    if ([...result.failed].some((name) => name.startsWith('schedule.run:') || name === 'schedule.firstRun')) return { kind: 'changed' };
     throw result.error;
   }
 

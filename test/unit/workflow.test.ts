@@ -4,8 +4,11 @@ import {
   graphIssues,
   initialSteps,
   MAX_WORKFLOW_STEPS,
+  parseScheduleJobId,
   parseStepJobId,
   planProgress,
+  scheduleFieldsOf,
+  scheduleJobIdOf,
   stepJobIdOf,
   stepsForRetry,
   workflowSpecSchema,
@@ -43,6 +46,37 @@ describe('a workflow definition', () => {
       false,
     );
     expect(workflowSpecSchema.safeParse({ name: 'w', steps: [{ id: 'a.b', target: { kind: 'http', url: 'https://example.com' } }] }).success).toBe(false);
+  });
+
+  it('takes a schedule of any kind a job takes, with its policies; the policies alone are refused', () => {
+    const steps = [{ id: 'a', target: { kind: 'http', url: 'https://example.com' } }];
+    for (const schedule of [
+      { kind: 'now' },
+      { kind: 'delay', seconds: 5 },
+      { kind: 'at', at: '2030-01-01T00:00:00Z' },
+      { kind: 'cron', expression: '0 9 * * MON', timezone: 'Europe/Paris', startAt: '2030-01-01T00:00:00Z', endAt: '2031-01-01T00:00:00Z' },
+    ]) {
+      expect(workflowSpecSchema.safeParse({ name: 'w', steps, schedule, overlapPolicy: 'skip', misfirePolicy: 'backfill', backfillLimit: 3 }).success).toBe(
+        true,
+      );
+    }
+    const alone = workflowSpecSchema.safeParse({ name: 'w', steps, misfirePolicy: 'skip' });
+    expect(alone.success).toBe(false);
+    expect(alone.error?.issues.map((issue) => issue.path.join('.'))).toEqual(['misfirePolicy']);
+    // The job's own defaults for what the definition leaves out.
+    const parsed = workflowSpecSchema.parse({ name: 'w', steps, schedule: { kind: 'cron', expression: '* * * * *' } });
+    expect(scheduleFieldsOf(parsed)).toEqual({
+      schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' },
+      overlapPolicy: 'allow',
+      misfirePolicy: 'fire-once',
+      backfillLimit: 10,
+      priority: 'normal',
+      type: 'workflow',
+    });
+    expect(scheduleFieldsOf(workflowSpecSchema.parse({ name: 'w', steps }))).toBeNull();
+    expect(parseScheduleJobId(scheduleJobIdOf('wf_01abc'))).toEqual({ workflowId: 'wf_01abc' });
+    expect(parseStepJobId(scheduleJobIdOf('wf_01abc'))).toBeNull();
+    expect(parseScheduleJobId(stepJobIdOf('wf_01abc', 1, 'schedule'))).toBeNull();
   });
 
   it('gives each step of a version a job id the store can read back', () => {
