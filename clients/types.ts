@@ -22,7 +22,15 @@ import type {
   targetSchema,
 } from '../lambdas/domain/job';
 import type { Run, RunError, RunStatus, RunTrigger } from '../lambdas/domain/run';
-import type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec } from '../lambdas/domain/notify';
+import type {
+  NotificationBody,
+  NotifyDestination,
+  NotifyEvent,
+  NotifySpec,
+  RunNotificationBody,
+  WorkflowNotifySpec,
+  WorkflowRunNotificationBody,
+} from '../lambdas/domain/notify';
 
 /**
  * An HTTP target header's value: text, or `{ secretArn }`, a Secrets Manager secret the deployment
@@ -31,7 +39,7 @@ import type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec } fro
 export type { HeaderValue, SecretReference };
 export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
 /** A job's `notify`, its events and destinations, and the body each notification carries (docs/notifications.md). */
-export type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec };
+export type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec, RunNotificationBody, WorkflowNotifySpec, WorkflowRunNotificationBody };
 import type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, workflowSpecSchema } from '../lambdas/domain/workflow';
 
 export type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec };

@@ -167,17 +167,17 @@ export function checkTarget(deps: SchedulerDeps, target: Target): void {
  * without DNS (the worker checks again on every try), an SNS topic or bus the stack granted (any, in
  * local mode), as for targets.
  */
-export function checkNotify(deps: SchedulerDeps, notify: NotifySpec | null | undefined): void {
+export function checkNotify(deps: SchedulerDeps, notify: Pick<NotifySpec, 'destination'> | null | undefined, title = 'Invalid job'): void {
   if (!notify) return;
   const { destination } = notify;
   if (destination.kind === 'http') {
     const refusal = urlRefusal(destination.url, deps.egress.policy);
-    if (refusal) throw new ValidationError('Invalid job', [{ path: 'notify.destination.url', message: refusal }]);
+    if (refusal) throw new ValidationError(title, [{ path: 'notify.destination.url', message: refusal }]);
     return;
   }
   if (deps.config.localMode) return;
   const refusal = notifyDestinationRefusal(destination, deps.config.allowedTargets ?? NO_TARGETS_ALLOWED);
-  if (refusal) throw new ValidationError('Invalid job', [refusal]);
+  if (refusal) throw new ValidationError(title, [refusal]);
 }
 
 /** Seconds a pool's worker keeps beyond a run's timeout, to record the outcome before Lambda stops it. */

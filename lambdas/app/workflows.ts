@@ -4,7 +4,7 @@
 // workflow run and starts what it unblocked; the ticker's repair (`repairWorkflowRun`) does the same
 // for a workflow run whose progress stopped (a worker died between the two).
 import { ConflictError, NotFoundError, TooManyRequestsError, ValidationError } from '../core/errors';
-import { checkTarget, maskedTarget } from './jobs';
+import { checkNotify, checkTarget, maskedTarget } from './jobs';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
 import type { Run, RunStatus } from '../domain/run';
@@ -29,6 +29,9 @@ import type { Job } from '../domain/job';
 import { MAX_CAS_ATTEMPTS, wakeBuffered } from './occurrence-chain';
 import type { TargetResult } from '../targets/target';
 import type { WorkflowRunWrite } from '../store/workflows';
+import type { NotifyEvent } from '../domain/notify';
+import { wantedWorkflowEvent } from '../domain/notify';
+import { notifyWorkflowRunEnd } from './notifications';
 import type { WorkflowScheduleState } from './workflow-schedules';
 import { newSchedule, pauseWorkflowSchedule, readSchedule, resumeWorkflowSchedule, scheduleChangeFor, scheduleStateOf } from './workflow-schedules';
 import { runFields } from './run-log';
@@ -84,6 +87,7 @@ export async function createWorkflow(
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<WorkflowView> {
   checkSteps(deps, spec);
+  checkNotify(deps, spec.notify, 'Invalid workflow');
   const now = deps.clock();
   const at = new Date(now).toISOString();
   const workflowId = newJobId(now).replace(/^job_/, 'wf_');
@@ -115,6 +119,7 @@ export async function updateWorkflow(
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<WorkflowView> {
   checkSteps(deps, spec);
+  checkNotify(deps, spec.notify, 'Invalid workflow');
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const workflow = await tenantWorkflow(deps, tenantId, workflowId);
     if (spec.name !== workflow.name) throw new ConflictError(`The workflow is named ${workflow.name}; a new version keeps the name`);
@@ -275,10 +280,11 @@ async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
       .filter(([, state]) => state.status === 'WAITING')
       .map(([stepId, state]) => [stepId, { ...state, status: 'NOT_STARTED' as const, finishedAt: at, reason: 'the workflow run was cancelled' }]),
   );
-  const ended = await deps.workflows.finish(run, 'CANCELLED', [], now, waiting);
+  const version = await versionOf(deps, run.workflowId, run.version);
+  const ended = await deps.workflows.finish(run, 'CANCELLED', [], now, waiting, notifyMark(deps, version, 'CANCELLED', now));
   if (!ended.held) return ended;
-  const name = (await versionOf(deps, run.workflowId, run.version))?.spec.name ?? run.workflowId;
-  await workflowRunEnded(deps, name, ended.run, now);
+  const name = version?.spec.name ?? run.workflowId;
+  await workflowRunEnded(deps, version, ended.run, now);
   let current = ended.run;
   for (const [stepId, state] of Object.entries(ended.run.steps)) {
     if (state.status !== 'STARTED') continue;
@@ -466,8 +472,15 @@ async function advance(deps: SchedulerDeps, version: WorkflowVersion, from: Work
     const now = deps.clock();
     if (plan.start.length === 0 && plan.notStarted.length === 0) {
       if (!plan.finished) return run;
-      const ended = await deps.workflows.finish(run, plan.finished.status, plan.finished.failedSteps, now);
-      if (ended.held) await workflowRunEnded(deps, version.spec.name, ended.run, now);
+      const ended = await deps.workflows.finish(
+        run,
+        plan.finished.status,
+        plan.finished.failedSteps,
+        now,
+        {},
+        notifyMark(deps, version, plan.finished.status, now),
+      );
+      if (ended.held) await workflowRunEnded(deps, version, ended.run, now);
       return ended.run ?? run;
     }
     const at = new Date(now).toISOString();
@@ -607,9 +620,43 @@ async function cancelStepRun(deps: SchedulerDeps, run: Run, now: number): Promis
   return cancelled || run.status === 'CANCELLED';
 }
 
-/** After the one write that ended a workflow run: counted, logged, and a scheduled one's buffered next occurrence woken. */
-async function workflowRunEnded(deps: SchedulerDeps, name: string, run: WorkflowRun, now: number): Promise<void> {
-  deps.telemetry.workflowRunEnded(run, name, now - Date.parse(run.scheduledFor));
+/**
+ * The notification a workflow run's end raises, marked by the end's write with a check-back, so that
+ * the ticker makes it should its writer stop before it does (decision 0148).
+ */
+function notifyMark(
+  deps: SchedulerDeps,
+  version: WorkflowVersion | null,
+  status: 'SUCCEEDED' | 'FAILED' | 'CANCELLED',
+  now: number,
+): { event: NotifyEvent; checkBackAt: number } | undefined {
+  const event = wantedWorkflowEvent(version?.spec.notify, status);
+  return event ? { event, checkBackAt: now + deps.config.redeliveryGraceSeconds * 1000 } : undefined;
+}
+
+/**
+ * Makes the notification of a workflow run's end, then clears its mark. Never throws, and never
+ * delays the workflow run (it has ended): a failure is the ticker's to make good.
+ */
+async function notifyEnd(deps: SchedulerDeps, version: WorkflowVersion, run: WorkflowRun, options: { resend?: boolean } = {}): Promise<void> {
+  const notify = version.spec.notify;
+  const event = run.status === 'RUNNING' ? null : wantedWorkflowEvent(notify, run.status);
+  if (!notify || !event) return;
+  try {
+    await notifyWorkflowRunEnd(deps, { workflowId: run.workflowId, name: version.spec.name, type: version.spec.type }, notify, run, event, options);
+    await deps.workflows.notified(run, event);
+  } catch (error) {
+    logger.warn("a workflow run's notification was not made; the ticker makes it", {
+      ...workflowRunFields(run),
+      event,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+}
+
+/** After the one write that ended a workflow run: counted, logged, a scheduled one's buffered next occurrence woken, and notified. */
+async function workflowRunEnded(deps: SchedulerDeps, version: WorkflowVersion | null, run: WorkflowRun, now: number): Promise<void> {
+  deps.telemetry.workflowRunEnded(run, version?.spec.name ?? run.workflowId, now - Date.parse(run.scheduledFor));
   logger.info('workflow run ended', { ...workflowRunFields(run), status: run.status, failedSteps: run.failedSteps });
   // Under buffer-one the next occurrence waits for this run to end (overlap policies, decision 0147).
   if (run.trigger === 'schedule') {
@@ -622,6 +669,7 @@ async function workflowRunEnded(deps: SchedulerDeps, name: string, run: Workflow
       });
     }
   }
+  if (version) await notifyEnd(deps, version, run);
 }
 
 /**
@@ -630,10 +678,18 @@ async function workflowRunEnded(deps: SchedulerDeps, name: string, run: Workflow
  * is written, and the run moves on; its check-back moves on with it. True when something moved.
  */
 export async function repairWorkflowRun(deps: SchedulerDeps, workflowId: string, workflowRunId: string): Promise<boolean> {
-  const found = await deps.workflows.getRun(workflowId, workflowRunId);
-  if (!found || found.status !== 'RUNNING') return false;
+  const read = await deps.workflows.getRunWithNotification(workflowId, workflowRunId);
+  if (!read) return false;
+  const found = read.run;
   const version = await versionOf(deps, workflowId, found.version);
   if (!version) return false;
+  if (found.status !== 'RUNNING') {
+    // Ended, its notification marked and not made (its writer stopped between the two): made now, once.
+    if (!read.notify) return false;
+    await notifyEnd(deps, version, found, { resend: true });
+    logger.warn("workflow run repaired: its end's notification had not been made", workflowRunFields(found));
+    return true;
+  }
   const now = deps.clock();
   let run = found;
   let moved = false;

@@ -17,6 +17,7 @@ import {
   targetSchema,
 } from './job';
 import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
+import { workflowNotifySchema } from './notify';
 import type { RunStatus } from './run';
 import { isTerminal } from './run';
 
@@ -69,6 +70,8 @@ export const workflowSpecSchema = z
     misfirePolicy: misfirePolicySchema.optional(),
     /** Under `backfill`, at most this many missed occurrences run (default 10). */
     backfillLimit: backfillLimitSchema.optional(),
+    /** Notifications of the workflow runs' outcomes and of occurrences skipped by a policy (decision 0148). */
+    notify: workflowNotifySchema.optional(),
     steps: z.array(stepSpecSchema).min(1).max(MAX_WORKFLOW_STEPS),
   })
   .check((ctx) => {
@@ -458,8 +461,8 @@ export const SCHEDULE_RUN_TIMEOUT_SECONDS = 60;
 
 /** What a version's definition says of its schedule's job: the schedule, its policies, its runs' pool and lane. */
 export function scheduleFieldsOf(
-  spec: Pick<WorkflowSpec, 'schedule' | 'overlapPolicy' | 'misfirePolicy' | 'backfillLimit' | 'priority' | 'type'>,
-): Pick<Job, 'schedule' | 'overlapPolicy' | 'misfirePolicy' | 'backfillLimit' | 'priority' | 'type'> | null {
+  spec: Pick<WorkflowSpec, 'schedule' | 'overlapPolicy' | 'misfirePolicy' | 'backfillLimit' | 'priority' | 'type' | 'notify'>,
+): Pick<Job, 'schedule' | 'overlapPolicy' | 'misfirePolicy' | 'backfillLimit' | 'priority' | 'type' | 'notify'> | null {
   if (!spec.schedule) return null;
   return {
     schedule: spec.schedule,
@@ -468,6 +471,9 @@ export function scheduleFieldsOf(
     backfillLimit: spec.backfillLimit ?? 10,
     priority: spec.priority,
     type: spec.type,
+    // The schedule job raises the workflow's `skipped` (an occurrence a policy skipped); a workflow
+    // run's own end raises the others. Its occurrences' other outcomes raise nothing.
+    notify: spec.notify?.events.includes('skipped') ? { events: ['skipped'], destination: spec.notify.destination } : null,
   };
 }
 

@@ -8,9 +8,20 @@ import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { StepState, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, WorkflowVersion } from '../domain/workflow';
 import { batchGetConsistent } from './batch-get';
 import type { Item } from './keys';
-import { encodeCursor, workflowCheckBackAttributes, workflowKey, workflowNameKey, workflowRunKey, workflowVersionKey, WORKFLOW_RUN_SK_PREFIX } from './keys';
+import {
+  encodeCursor,
+  NOTIFY_EVENT_ATTRIBUTE,
+  notifyEventOf,
+  workflowCheckBackAttributes,
+  workflowKey,
+  workflowNameKey,
+  workflowRunKey,
+  workflowVersionKey,
+  WORKFLOW_RUN_SK_PREFIX,
+} from './keys';
 import type { TransactItem } from './conditional';
 import type { Job } from '../domain/job';
+import type { NotifyEvent } from '../domain/notify';
 import type { JobsRepository, NewRun } from './jobs-repository';
 import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, transact, updateExpressions, updateIf, updateReturning } from './conditional';
 import type { Page } from './page';
@@ -224,8 +235,19 @@ export class WorkflowsRepository {
     failedSteps: readonly string[],
     now: number,
     steps: Readonly<Record<string, StepState>> = {},
+    /**
+     * The notification the end raises (decision 0148): marked on the run, which keeps a check-back in
+     * the byNextRun index until `notified` clears it, so that the ticker makes a notification its
+     * writer died before making.
+     */
+    notify?: { readonly event: NotifyEvent; readonly checkBackAt: number },
   ): Promise<WorkflowRunWrite> {
-    const set: Record<string, unknown> = { status, finishedAt: new Date(now).toISOString(), failedSteps };
+    const set: Record<string, unknown> = {
+      status,
+      finishedAt: new Date(now).toISOString(),
+      failedSteps,
+      ...(notify ? { [NOTIFY_EVENT_ATTRIBUTE]: notify.event, ...workflowCheckBackAttributes(run.workflowRunId, notify.checkBackAt) } : {}),
+    };
     const condition: Record<string, unknown> = { status: 'RUNNING' };
     for (const [stepId, state] of Object.entries(steps)) {
       set[`steps.${stepId}`] = state;
@@ -235,10 +257,32 @@ export class WorkflowsRepository {
       this.dynamo,
       this.tableName,
       workflowRunKey(run.workflowId, run.workflowRunId),
-      { set, remove: ['nextRunShard', 'nextRunAt'], if: condition },
+      { set, remove: notify ? [] : ['nextRunShard', 'nextRunAt'], if: condition },
       'compact',
     );
     return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
+  }
+
+  /** The end's notification is made: its mark and check-back go (unless the run was retried and runs again). */
+  async notified(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, event: NotifyEvent): Promise<boolean> {
+    return updateIf(
+      this.dynamo,
+      this.tableName,
+      workflowRunKey(run.workflowId, run.workflowRunId),
+      {
+        remove: [NOTIFY_EVENT_ATTRIBUTE, 'nextRunShard', 'nextRunAt'],
+        if: { [NOTIFY_EVENT_ATTRIBUTE]: event, status: oneOf(['SUCCEEDED', 'FAILED', 'CANCELLED']) },
+      },
+      'compact',
+    );
+  }
+
+  /** A workflow run with the notification its end raised and not yet made (the ticker's repair reads it). */
+  async getRunWithNotification(workflowId: string, workflowRunId: string): Promise<{ run: WorkflowRun; notify: NotifyEvent | undefined } | null> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.tableName, Key: workflowRunKey(workflowId, workflowRunId), ConsistentRead: true }),
+    );
+    return item ? { run: itemToWorkflowRun(item), notify: notifyEventOf(item) } : null;
   }
 
   /** A finished run starts again from the given step states (under the retry's trace), if no one retried it first. */

@@ -72,7 +72,12 @@ describe('a workflow definition', () => {
       backfillLimit: 10,
       priority: 'normal',
       type: 'workflow',
+      notify: null,
     });
+    // Of the workflow's notifications, its schedule job raises only `skipped` (an occurrence a policy skipped).
+    const destination = { kind: 'http', url: 'https://example.com/hook' } as const;
+    expect(scheduleFieldsOf({ ...parsed, notify: { events: ['failed', 'skipped'], destination } })?.notify).toEqual({ events: ['skipped'], destination });
+    expect(scheduleFieldsOf({ ...parsed, notify: { events: ['failed'], destination } })?.notify).toBeNull();
     expect(scheduleFieldsOf(workflowSpecSchema.parse({ name: 'w', steps }))).toBeNull();
     expect(parseScheduleJobId(scheduleJobIdOf('wf_01abc'))).toEqual({ workflowId: 'wf_01abc' });
     expect(parseStepJobId(scheduleJobIdOf('wf_01abc'))).toBeNull();
