@@ -23,9 +23,11 @@ import type {
   Run,
   TriggerRequest,
   ListWorkflowRunsQuery,
+  ListWorkflowsQuery,
   WorkflowDetail,
   WorkflowRun,
   WorkflowSpecInput,
+  WorkflowSummary,
   WorkflowView,
   Backfill,
   BackfillRequest,
@@ -216,6 +218,17 @@ export class WorkflowsApi {
   /** A DAG of steps (docs/api.md#workflows); version 1. */
   async create(spec: WorkflowSpecInput, options: CallOptions = {}): Promise<WorkflowView> {
     return (await this.transport.send({ method: 'POST', path: '/v1/workflows', body: spec, repeat: 'once', signal: options.signal })).body as WorkflowView;
+  }
+
+  /** The tenant's workflows, newest first or by name: one page. */
+  async list(query: ListWorkflowsQuery = {}, options: CallOptions = {}): Promise<Page<WorkflowSummary>> {
+    return (await this.transport.send({ method: 'GET', path: '/v1/workflows', query: { ...query }, repeat: 'repeatable', signal: options.signal }))
+      .body as Page<WorkflowSummary>;
+  }
+
+  /** Every workflow, a page at a time: `for await (const workflow of client.workflows.iterate())`. */
+  iterate(query: ListWorkflowsQuery = {}, options: CallOptions = {}): AsyncGenerator<WorkflowSummary, void, undefined> {
+    return everyItem((cursor) => this.list({ ...query, cursor }, options), query.cursor);
   }
 
   /** The workflow with its newest definition, or the given version's, and its schedule's latest occurrences. */

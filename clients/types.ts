@@ -61,6 +61,18 @@ export interface WorkflowView extends Workflow {
   readonly scheduleState?: WorkflowScheduleState;
 }
 
+/** A workflow as `GET /v1/workflows` lists it: the head, its newest version's step count and its schedule's state. */
+export interface WorkflowSummary extends Workflow {
+  readonly stepCount?: number;
+  readonly scheduleState?: WorkflowScheduleState;
+}
+
+/** `GET /v1/workflows`: newest first, or in name order (`order: 'name'`, or from `namePrefix`). */
+export interface ListWorkflowsQuery extends PageQuery {
+  readonly order?: 'newest' | 'name';
+  readonly namePrefix?: string;
+}
+
 /** `GET /v1/workflows/{id}`: the workflow with its schedule's latest occurrences (each a run), newest first. */
 export interface WorkflowDetail extends WorkflowView {
   readonly recentOccurrences: Run[];

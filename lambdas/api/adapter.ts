@@ -21,6 +21,7 @@ import {
   getWorkflow,
   getWorkflowRun,
   listWorkflowRuns,
+  listWorkflows,
   pauseWorkflow,
   resumeWorkflow,
   retryWorkflowRun,
@@ -208,6 +209,7 @@ function handlers(deps: SchedulerDeps): Handlers {
       await audit(caller, 'workflow.create', workflow.workflowId, { changes: { version: { after: workflow.version } } });
       return json(201, workflow, { location: `/v1/workflows/${workflow.workflowId}` });
     },
+    listWorkflows: async ({ tenantId, query }) => json(200, await listWorkflows(deps, tenantId, query)),
     getWorkflow: async ({ tenantId, params, query }) => json(200, await getWorkflow(deps, tenantId, param(params, 'workflowId'), query.version)),
     pauseWorkflow: async ({ caller, params }) => {
       const workflow = await pauseWorkflow(deps, caller.tenantId, param(params, 'workflowId'));

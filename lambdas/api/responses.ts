@@ -303,6 +303,12 @@ export const workflowViewSchema = z
   })
   .meta({ id: 'Workflow' });
 
+export const workflowSummarySchema = workflowViewSchema
+  .omit({ definition: true })
+  .extend({ stepCount: z.number().int().optional().meta({ description: 'Steps of the newest version.' }) })
+  .meta({ id: 'WorkflowSummary' });
+export const workflowSummaryPageSchema = pageOf(workflowSummarySchema, 'WorkflowSummaryPage');
+
 export const workflowDetailSchema = workflowViewSchema
   .extend({
     recentOccurrences: z.array(runSchema).meta({

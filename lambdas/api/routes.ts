@@ -22,6 +22,7 @@ import {
   previewSchema,
   triggerSchema,
   listWorkflowRunsQuery,
+  listWorkflowsQuery,
   workflowQuery,
   workflowSpecSchema,
   backfillSchema,
@@ -45,6 +46,7 @@ import {
   workflowRunPageSchema,
   workflowRunSchema,
   workflowDetailSchema,
+  workflowSummaryPageSchema,
   workflowViewSchema,
   backfillResponseSchema,
 } from './responses';
@@ -281,6 +283,16 @@ export const ROUTES = {
         { id: 'cleanup', target: { kind: 'http', url: 'https://example.com/cleanup' }, dependsOn: ['load'], runIf: 'all-done' },
       ],
     },
+  },
+  listWorkflows: {
+    method: 'GET',
+    path: '/v1/workflows',
+    tag: 'Workflows',
+    summary: "List the tenant's workflows",
+    description:
+      'Newest first, or in name order (order=name, or a namePrefix). Each with its newest version, step count and schedule state; GET one for its definition.',
+    query: listWorkflowsQuery,
+    responses: { 200: { description: 'A page of workflows', schema: workflowSummaryPageSchema } },
   },
   getWorkflow: {
     method: 'GET',

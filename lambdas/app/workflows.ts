@@ -176,6 +176,30 @@ export async function resumeWorkflow(deps: SchedulerDeps, tenantId: string, work
   return viewOf(workflow, version, schedule);
 }
 
+/** A workflow in the tenant's list: its head, its newest version's step count, its schedule's state. */
+export interface WorkflowSummary extends Workflow {
+  /** Steps of the newest version (absent on a workflow whose newest version was written before this was kept). */
+  readonly stepCount?: number;
+  readonly scheduleState?: WorkflowScheduleState;
+}
+
+/** The tenant's workflows, newest first or by name (from `namePrefix`), a page at a time. */
+export async function listWorkflows(
+  deps: SchedulerDeps,
+  tenantId: string,
+  query: { readonly limit: number; readonly order: 'newest' | 'name'; readonly namePrefix?: string; readonly cursor?: string },
+): Promise<Page<WorkflowSummary>> {
+  const page = await deps.workflows.list(tenantId, { ...query, order: query.namePrefix !== undefined ? 'name' : query.order });
+  const schedules = await deps.jobs.getManyAnyTenant(page.items.map((workflow) => scheduleJobIdOf(workflow.workflowId)));
+  return {
+    items: page.items.map((workflow) => {
+      const schedule = schedules.get(scheduleJobIdOf(workflow.workflowId));
+      return { ...workflow, ...(schedule && schedule.tenantId === tenantId ? { scheduleState: scheduleStateOf(schedule) } : {}) };
+    }),
+    nextCursor: page.nextCursor,
+  };
+}
+
 async function tenantWorkflow(deps: SchedulerDeps, tenantId: string, workflowId: string): Promise<Workflow> {
   const workflow = await deps.workflows.get(tenantId, workflowId);
   if (!workflow) throw new NotFoundError(`No workflow ${workflowId}`);

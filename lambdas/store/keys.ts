@@ -279,6 +279,17 @@ export const workflowVersionKey = (workflowId: string, version: number): Key => 
   pk: `${WORKFLOW_PK_PREFIX}${workflowId}`,
   sk: `V#${String(version).padStart(6, '0')}`,
 });
+/**
+ * A tenant's workflows, listed (`GET /v1/workflows`): one partition per tenant, an entry per workflow
+ * in creation order (`C#<createdAt>#<id>`) and one in name order (`N#<name>`); names never change.
+ */
+export const workflowListPartition = (tenantId: string): string => `WFLIST#${tenantId}`;
+export const WORKFLOW_LIST_BY_TIME = 'C#';
+export const WORKFLOW_LIST_BY_NAME = 'N#';
+export const workflowListKeys = (workflow: { tenantId: string; workflowId: string; name: string; createdAt: string }): { byTime: Key; byName: Key } => ({
+  byTime: { pk: workflowListPartition(workflow.tenantId), sk: `${WORKFLOW_LIST_BY_TIME}${workflow.createdAt}#${workflow.workflowId}` },
+  byName: { pk: workflowListPartition(workflow.tenantId), sk: `${WORKFLOW_LIST_BY_NAME}${workflow.name}` },
+});
 /** Guards a workflow name within a tenant. */
 export const workflowNameKey = (tenantId: string, name: string): Key => ({ pk: `WFNAME#${tenantId}#${name}`, sk: 'WFNAME' });
 export const WORKFLOW_RUN_SK_PREFIX = 'RUN#';

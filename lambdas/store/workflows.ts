@@ -25,6 +25,8 @@ import type { NotifyEvent } from '../domain/notify';
 import type { JobsRepository, NewRun } from './jobs-repository';
 import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, transact, updateExpressions, updateIf, updateReturning } from './conditional';
 import type { Page } from './page';
+import { ValidationError } from '../core/errors';
+import { workflowListKeys, workflowListPartition, WORKFLOW_LIST_BY_NAME, WORKFLOW_LIST_BY_TIME } from './keys';
 import { decodeCursorOrThrow } from './page';
 
 const WORKFLOW_FIELDS = ['workflowId', 'tenantId', 'name', 'version', 'createdAt', 'updatedAt'] as const;
@@ -66,6 +68,11 @@ function prefixed(prefix: string, items: Readonly<Record<string, TransactItem>>)
 }
 
 export type WorkflowRunWrite = { readonly held: true; readonly run: WorkflowRun } | { readonly held: false; readonly run: WorkflowRun | null };
+
+/** A workflow's head as a listing shows it: with its newest version's step count (absent on workflows from before it was kept). */
+export interface WorkflowHead extends Workflow {
+  readonly stepCount?: number;
+}
 
 /** A new workflow's schedule job (decision 0147) and its first occurrence's run, written with the workflow. */
 export interface NewSchedule {
@@ -110,8 +117,15 @@ export class WorkflowsRepository {
           ...conditionExpressions(IF_NEW),
         },
       },
-      head: { Put: { TableName: this.tableName, Item: { ...workflowKey(workflow.workflowId), ...workflow }, ...conditionExpressions(IF_NEW) } },
+      head: {
+        Put: {
+          TableName: this.tableName,
+          Item: { ...workflowKey(workflow.workflowId), ...workflow, stepCount: version.spec.steps.length, listed: true },
+          ...conditionExpressions(IF_NEW),
+        },
+      },
       version: { Put: { TableName: this.tableName, Item: this.versionItem(version), ...conditionExpressions(IF_NEW) } },
+      ...this.listItems(workflow),
     });
     if (result.committed) return { kind: 'written' };
     if (result.failed.has('name')) return { kind: 'name-taken' };
@@ -136,7 +150,10 @@ export class WorkflowsRepository {
         Update: {
           TableName: this.tableName,
           Key: workflowKey(version.workflowId),
-          ...updateExpressions({ set: { version: version.version, updatedAt: version.createdAt }, if: { version: expected, tenantId: version.tenantId } }),
+          ...updateExpressions({
+            set: { version: version.version, updatedAt: version.createdAt, stepCount: version.spec.steps.length },
+            if: { version: expected, tenantId: version.tenantId },
+          }),
         },
       },
       version: { Put: { TableName: this.tableName, Item: this.versionItem(version), ...conditionExpressions(IF_NEW) } },
@@ -147,6 +164,53 @@ export class WorkflowsRepository {
     if (result.failed.has('schedule.usage')) return { kind: 'too-many-active-jobs' };
     if ([...result.failed].some((name) => name.startsWith('schedule.run:') || name === 'schedule.firstRun')) return { kind: 'changed' };
     throw result.error;
+  }
+
+  /** The workflow's entries in its tenant's list, in creation and in name order (`workflowListKeys`). */
+  private listItems(workflow: Workflow): Record<string, TransactItem> {
+    const keys = workflowListKeys(workflow);
+    return {
+      listedByTime: { Put: { TableName: this.tableName, Item: { ...keys.byTime, workflowId: workflow.workflowId } } },
+      listedByName: { Put: { TableName: this.tableName, Item: { ...keys.byName, workflowId: workflow.workflowId } } },
+    };
+  }
+
+  /**
+   * The tenant's workflows, newest first or in name order (from `namePrefix`), a page at a time:
+   * their heads with the newest version's step count, in one query of the tenant's list and one
+   * batch read.
+   */
+  async list(
+    tenantId: string,
+    query: { readonly limit: number; readonly order: 'newest' | 'name'; readonly namePrefix?: string; readonly cursor?: string },
+  ): Promise<Page<WorkflowHead>> {
+    const partition = workflowListPartition(tenantId);
+    const prefix = query.order === 'name' ? `${WORKFLOW_LIST_BY_NAME}${query.namePrefix ?? ''}` : WORKFLOW_LIST_BY_TIME;
+    const start = query.cursor ? decodeCursorOrThrow(query.cursor, { pk: partition }, 'sk') : undefined;
+    if (start && !String(start.sk).startsWith(prefix))
+      throw new ValidationError('Invalid cursor', [{ path: 'cursor', message: 'is not a cursor this listing returned' }]);
+    const page = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': partition, ':prefix': prefix },
+        ScanIndexForward: query.order === 'name',
+        Limit: query.limit,
+        ExclusiveStartKey: start,
+        ConsistentRead: true,
+      }),
+    );
+    const ids = (page.Items ?? []).map((item) => String(item.workflowId));
+    const heads = new Map(
+      (await batchGetConsistent(this.dynamo, this.tableName, ids.map(workflowKey))).map((item) => [String(item.workflowId), item] as const),
+    );
+    const items = ids.flatMap((id) => {
+      const head = heads.get(id);
+      return head && head.tenantId === tenantId
+        ? [{ ...itemToWorkflow(head), ...(typeof head.stepCount === 'number' ? { stepCount: head.stepCount } : {}) }]
+        : [];
+    });
+    return { items, nextCursor: encodeCursor(page.LastEvaluatedKey) };
   }
 
   private versionItem(version: WorkflowVersion): Item {

@@ -290,6 +290,47 @@ describe('workflows', () => {
     expect((await scheduler.api('GET', `/v1/workflows/${workflowId}`)).body.definition.steps[1].payload).toEqual({ step: 'next', v: 2 });
   });
 
+  it("lists the tenant's workflows newest first or by name, a page at a time; another tenant's are not among them; a foreign cursor is a 400", async () => {
+    const names = ['list-b', 'list-a', 'list-c'];
+    const ids: string[] = [];
+    for (const name of names) ids.push(await create(name, [step('x')]));
+    const otherKey = `key_other_${Date.now()}`;
+    await scheduler.deps.apiKeys.issue(otherKey, `other-${scheduler.tenantId}`, Date.now());
+    const other = await fetch(`${scheduler.runtime.url}/v1/workflows`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${otherKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'list-other', steps: [step('x')] }),
+    });
+    expect(other.status).toBe(201);
+
+    const first = await scheduler.api('GET', '/v1/workflows?limit=2');
+    expect(first.status).toBe(200);
+    expect(first.body.items.map((workflow: { workflowId: string }) => workflow.workflowId)).toEqual([ids[2], ids[1]]);
+    expect(first.body.items[0]).toMatchObject({ name: 'list-c', version: 1, stepCount: 1, tenantId: scheduler.tenantId });
+    expect(first.body.items[0]).not.toHaveProperty('definition');
+    const second = await scheduler.api('GET', `/v1/workflows?limit=2&cursor=${first.body.nextCursor}`);
+    expect(second.body.items[0].workflowId).toBe(ids[0]);
+    const byName = await scheduler.api('GET', '/v1/workflows?namePrefix=list-&limit=100');
+    expect(byName.body.items.map((workflow: { name: string }) => workflow.name)).toEqual(['list-a', 'list-b', 'list-c']);
+    expect(byName.body.nextCursor).toBeNull();
+    const all = await scheduler.api('GET', '/v1/workflows?order=name&limit=100');
+    expect(all.body.items.map((workflow: { name: string }) => workflow.name)).not.toContain('list-other');
+    // A cursor of the other order, or of another tenant's list, is refused.
+    expect((await scheduler.api('GET', `/v1/workflows?order=name&cursor=${first.body.nextCursor}`)).status).toBe(400);
+    const foreign = (await (await fetch(`${scheduler.runtime.url}/v1/workflows?limit=1`, { headers: { authorization: `Bearer ${otherKey}` } })).json()) as {
+      items: { name: string }[];
+    };
+    expect(foreign.items.map((workflow: { name: string }) => workflow.name)).toEqual(['list-other']);
+    expect(
+      (
+        await scheduler.api(
+          'GET',
+          `/v1/workflows?limit=1&cursor=${Buffer.from(JSON.stringify({ pk: `WFLIST#other-${scheduler.tenantId}`, sk: 'C#2' })).toString('base64url')}`,
+        )
+      ).status,
+    ).toBe(400);
+  });
+
   it('refuses a graph with a cycle, an unknown or duplicate id, or an unreachable step, naming the step; and changes nothing', async () => {
     const refused = async (steps: unknown[]) => {
       const answer = await scheduler.api('POST', '/v1/workflows', { name: 'bad', steps });
