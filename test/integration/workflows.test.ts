@@ -1,6 +1,8 @@
 // Workflows end to end through the local runtime: definitions over HTTP, workflow runs whose steps
 // are ordinary runs leased and called by the workers, results handed from step to step, and the
 // operations on a workflow run. The targets record the order of their calls.
+import { randomUUID } from 'node:crypto';
+import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler, TargetCall, TargetServer } from './harness';
 import { eventually, startScheduler, startTarget } from './harness';
@@ -22,7 +24,9 @@ describe('workflows', () => {
   const held = new Map<string, () => void>();
 
   beforeAll(async () => {
-    scheduler = await startScheduler({ workerConcurrency: 4 });
+    // A short lease margin: a step's heartbeat comes every third of its lease, so a cancel reaches a
+    // running step (timeoutSeconds 6: a beat every 2.7 s) within seconds.
+    scheduler = await startScheduler({ workerConcurrency: 4, tuning: { leaseMarginSeconds: 2 } });
     target = await startTarget(async (call) => {
       const step = stepOf(call);
       if (step.startsWith('slow')) await new Promise<void>((resolve) => held.set(step, resolve));
@@ -235,7 +239,7 @@ describe('workflows', () => {
   });
 
   it('a cancel mid-run cancels the running step, and the waiting ones never start', async () => {
-    const workflowId = await create('cancel', [step('first'), step('slow-step', ['first']), step('last', ['slow-step'])]);
+    const workflowId = await create('cancel', [step('first'), step('slow-step', ['first'], { timeoutSeconds: 6 }), step('last', ['slow-step'])]);
     const workflowRunId = await start(workflowId);
     await eventually(
       () => Promise.resolve(held.has('slow-step')),
@@ -251,6 +255,13 @@ describe('workflows', () => {
       (answer) => answer.body.status === 'CANCELLED',
     );
     expect(slowRun.body.status).toBe('CANCELLED');
+    // Cooperatively: the worker's next heartbeat found the run cancelled and aborted the call it was making.
+    const slowCall = callsOf(workflowRunId).find((call) => stepOf(call) === 'slow-step')!;
+    await eventually(
+      () => Promise.resolve(slowCall.abortedAt),
+      (abortedAt) => abortedAt !== undefined,
+    );
+    expect(slowCall.abortedAt! - slowCall.at).toBeLessThan(6_000);
     held.get('slow-step')?.();
     // The worker's call was aborted at its heartbeat or its outcome fenced; nothing else starts.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
@@ -288,6 +299,88 @@ describe('workflows', () => {
     expect(bodyOf(callsOf(workflowRunId).find((call) => stepOf(call) === 'next')!).payload).toEqual({ step: 'next' });
     expect((await scheduler.api('GET', `/v1/workflows/${workflowId}?version=1`)).body.definition.steps[1].payload).toEqual({ step: 'next' });
     expect((await scheduler.api('GET', `/v1/workflows/${workflowId}`)).body.definition.steps[1].payload).toEqual({ step: 'next', v: 2 });
+  });
+
+  it('a cancelled step run (the run, not the workflow run): its dependant is NOT_STARTED with the reason, the workflow run FAILS naming it', async () => {
+    const workflowId = await create('cancel-a-step', [step('slow-c'), step('after-c', ['slow-c']), step('tidy', ['slow-c'], { runIf: 'all-done' })]);
+    const workflowRunId = await start(workflowId);
+    await eventually(
+      () => Promise.resolve(held.has('slow-c')),
+      (value) => value,
+    );
+    const running = await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`);
+    const cancelled = await scheduler.api('POST', `/v1/runs/${running.body.steps['slow-c'].runId}/cancel`);
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    const run = await finished(workflowId, workflowRunId);
+    held.get('slow-c')?.();
+    expect(run).toMatchObject({ status: 'FAILED', failedSteps: ['slow-c'] });
+    expect(run.steps['slow-c'].status).toBe('CANCELLED');
+    expect(run.steps['after-c']).toMatchObject({ status: 'NOT_STARTED', runId: null, reason: 'dependency slow-c ended CANCELLED' });
+    expect(run.steps.tidy.status).toBe('SUCCEEDED');
+  });
+
+  it("a step's own retry policy: its second attempt runs with the inputs the first had, and a replay of its run too", async () => {
+    let flakyCalls = 0;
+    const flaky = await startTarget(() => ({ status: flakyCalls++ === 0 ? 503 : 200, body: JSON.stringify({ attempt: flakyCalls }) }));
+    try {
+      const workflowId = await create('step-retries', [
+        step('source'),
+        {
+          id: 'flaky',
+          target: { kind: 'http', url: `${flaky.url}/flaky` },
+          retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 },
+          dependsOn: ['source'],
+        },
+      ]);
+      const workflowRunId = await start(workflowId);
+      const run = await finished(workflowId, workflowRunId);
+      expect(run).toMatchObject({ status: 'SUCCEEDED' });
+      expect(run.steps.flaky).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
+      const inputs = { source: { from: 'source', payload: { step: 'source' } } };
+      const bodies = flaky.calls.map((call) => JSON.parse(call.body) as StepBody);
+      expect(bodies.map((body) => body.results)).toEqual([inputs, inputs]);
+      expect(bodies.map((body) => body.workflow)).toEqual([1, 2].map(() => ({ workflowId, workflowRunId, stepId: 'flaky', version: 1 })));
+      // Its runs: attempt 1 FAILED (a retry followed), attempt 2 SUCCEEDED.
+      const first = (await scheduler.api('GET', `/v1/runs/${run.steps.flaky.runId.replace(/\.2$/, '.1')}`)).body;
+      expect(first).toMatchObject({ status: 'FAILED', attempt: 1 });
+
+      // A replay of the step's run, later, is called with the same inputs again.
+      const replay = await scheduler.api('POST', `/v1/runs/${run.steps.flaky.runId}/replay`);
+      expect(replay.status, JSON.stringify(replay.body)).toBe(202);
+      await eventually(
+        () => scheduler.api('GET', `/v1/runs/${replay.body.run.runId}`),
+        (answer) => answer.body.status === 'SUCCEEDED',
+      );
+      expect(flaky.calls).toHaveLength(3);
+      expect((JSON.parse(flaky.calls[2]!.body) as StepBody).results).toEqual(inputs);
+    } finally {
+      await flaky.stop();
+    }
+  });
+
+  it("an SQS step target receives the envelope with its workflow and its dependencies' results", async () => {
+    const { QueueUrl: queueUrl } = await scheduler.clients.sqs.send(new CreateQueueCommand({ QueueName: `it-wf-step-${randomUUID().slice(0, 8)}` }));
+    const workflowId = await create('sqs-step', [
+      step('source'),
+      { id: 'to-queue', target: { kind: 'sqs', queueUrl }, payload: { n: 1 }, dependsOn: ['source'] },
+    ]);
+    const workflowRunId = await start(workflowId);
+    const run = await finished(workflowId, workflowRunId);
+    expect(run.status).toBe('SUCCEEDED');
+    const messages = await eventually(
+      async () => (await scheduler.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 1 }))).Messages ?? [],
+      (received) => received.length > 0,
+    );
+    const envelope = JSON.parse(messages[0]!.Body!);
+    expect(envelope).toMatchObject({
+      scheduler: 'job-scheduler/1',
+      payload: { n: 1 },
+      workflow: { workflowId, workflowRunId, stepId: 'to-queue', version: 1 },
+      results: { source: { from: 'source', payload: { step: 'source' } } },
+      run: { runId: run.steps['to-queue'].runId },
+    });
+    // An SQS step answers nothing: its dependants would see null.
+    expect((await scheduler.api('GET', `/v1/runs/${run.steps['to-queue'].runId}`)).body.result).toBeUndefined();
   });
 
   it("lists the tenant's workflows newest first or by name, a page at a time; another tenant's are not among them; a foreign cursor is a 400", async () => {
