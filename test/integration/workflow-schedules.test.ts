@@ -219,6 +219,20 @@ describe('scheduled workflows', () => {
     }
   });
 
+  it('misfire skip: an occurrence that starts late is skipped, with no workflow run, and the chain goes on from now', async () => {
+    const created = await create('misfire-skip', { ...every(), misfirePolicy: 'skip' });
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    const occurrence = (await workflow(workflowId)).recentOccurrences[0];
+    expect(await executeRun(worker(at + 5 * MINUTE), occurrence.runId)).toBe('skipped');
+    expect((await scheduler.api('GET', `/v1/runs/${occurrence.runId}`)).body).toMatchObject({
+      status: 'SKIPPED',
+      reason: expect.stringMatching(/misfirePolicy skip/),
+    });
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs`)).body.items).toEqual([]);
+    expect((await workflow(workflowId)).scheduleState.nextRunAt).toBe(new Date(at + 6 * MINUTE).toISOString());
+  });
+
   it('a new version changes the schedule of later occurrences; their workflow runs use the newest version; a version without a schedule cancels it', async () => {
     const created = await create('versioned', every());
     const workflowId = created.workflowId as string;
