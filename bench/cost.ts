@@ -7,7 +7,12 @@
 // start and the runs are waited for (the execution's cost). The ticker does not run: its cost is
 // per minute and per shard, not per execution (docs/capacity.md).
 //
-//   npm run bench:cost -- [--count 100] [--kinds now,delay,cron,retried] [--concurrency 4]
+// The `workflow` kind counts workflow runs instead (not in the default kinds): one workflow of
+// `--workflow-steps` steps (a root, the middle ones in parallel after it, a join after them all),
+// started N times through the use case the API calls with no worker running (the starts' cost),
+// then run by the workers; its figures are per workflow run and per step.
+//
+//   npm run bench:cost -- [--count 100] [--kinds now,delay,cron,retried,workflow] [--concurrency 4] [--workflow-steps 4]
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +20,11 @@ import { parseArgs } from 'node:util';
 import { createDeps } from '../lambdas/app/deps';
 import { createJob } from '../lambdas/app/jobs';
 import { jobSpecSchema } from '../lambdas/domain/job';
+import { createWorkflow, startWorkflowRun } from '../lambdas/app/workflows';
+import { MAX_STEP_DEPENDENCIES, workflowSpecSchema } from '../lambdas/domain/workflow';
+import type { TenantLimits } from '../lambdas/domain/tenant';
+import { JobsRepository } from '../lambdas/store/jobs-repository';
+import { WorkflowsRepository } from '../lambdas/store/workflows';
 import { logger } from '../lambdas/core/logger';
 import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
@@ -27,17 +37,23 @@ import { startLocalRuntime } from '../scripts/local/runtime';
 import type { CapacityTally } from './lib/capacity-model';
 import { CapacityModel } from './lib/capacity-model';
 
-const KINDS = ['now', 'delay', 'cron', 'retried'] as const;
+const KINDS = ['now', 'delay', 'cron', 'retried', 'workflow'] as const;
 type Kind = (typeof KINDS)[number];
 
 const { values } = parseArgs({
   options: {
     count: { type: 'string', default: '100' },
-    kinds: { type: 'string', default: KINDS.join(',') },
+    kinds: { type: 'string', default: 'now,delay,cron,retried' },
     concurrency: { type: 'string', default: '4' },
+    'workflow-steps': { type: 'string', default: '4' },
   },
 });
 const count = Number(values.count);
+const workflowSteps = Number(values['workflow-steps']);
+// The join depends on every middle step: at most MAX_STEP_DEPENDENCIES of them.
+if (!Number.isInteger(workflowSteps) || workflowSteps < 3 || workflowSteps > MAX_STEP_DEPENDENCIES + 2) {
+  throw new Error(`--workflow-steps must be a whole number from 3 to ${MAX_STEP_DEPENDENCIES + 2}`);
+}
 const kinds = values.kinds.split(',').map((kind) => {
   if (!(KINDS as readonly string[]).includes(kind)) throw new Error(`--kinds: ${kind} is not one of ${KINDS.join(', ')}`);
   return kind as Kind;
@@ -55,6 +71,8 @@ const WORKER_MEMORY_GB = 1; // lib/scheduler-stack.ts
 const ASSUMED_BATCH_SECONDS = 0.2; // a batch's wall time in AWS with a fast target; an assumption, not a measurement
 
 logger.setLogLevel('ERROR');
+/** The bench's tenant is not limited: its creates and starts come faster than a tenant's default rate. */
+const unlimited: TenantLimits = { maxActiveJobs: null, maxInFlightRuns: null, createsPerSecond: null };
 const emulator = await ensureEmulator();
 Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
 
@@ -85,6 +103,17 @@ function jobBody(kind: Kind, index: number): Record<string, unknown> {
   };
 }
 
+/** A root, `steps - 2` middle steps after it, a join after them: fan-out and fan-in. */
+function workflowSpec(steps: number) {
+  const middle = Array.from({ length: steps - 2 }, (_, index) => `m${index}`);
+  const step = (id: string, dependsOn: string[] = []) => ({ id, target: { kind: 'http', url: `${targetUrl}/ok` }, dependsOn });
+  return workflowSpecSchema.parse({
+    name: `bench-${randomUUID().slice(0, 8)}`,
+    type: 'bench',
+    steps: [step('root'), ...middle.map((id) => step(id, ['root'])), step('join', middle)],
+  });
+}
+
 interface Measured {
   readonly kind: Kind;
   readonly create: { readonly calls: RequestTally; readonly capacity: CapacityTally };
@@ -112,10 +141,23 @@ async function measure(kind: Kind): Promise<Measured> {
   const reader = new RunRecords(setupClients.dynamo, config.runsTable);
   const tenantId = 'bench';
   targetCalls = new Map();
+  const workflows = new WorkflowsRepository(setupClients.dynamo, config.jobsTable, new JobsRepository(setupClients.dynamo, config.jobsTable, config.runsTable));
   try {
-    // Creates, ten at a time, with no worker running.
+    // Creates, ten at a time, with no worker running; a workflow's starts one after another (a
+    // workflow run's id is its workflow and its millisecond).
     const runIds: string[] = [];
-    for (let start = 0; start < count; start += 10) {
+    const workflowRuns: { workflowId: string; workflowRunId: string }[] = [];
+    if (kind === 'workflow') {
+      const workflow = await createWorkflow(deps, tenantId, workflowSpec(workflowSteps), unlimited);
+      counter.reset();
+      model.reset();
+      for (let index = 0; index < count; index++) {
+        const run = await startWorkflowRun(deps, tenantId, workflow.workflowId, unlimited);
+        workflowRuns.push({ workflowId: run.workflowId, workflowRunId: run.workflowRunId });
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    }
+    for (let start = 0; kind !== 'workflow' && start < count; start += 10) {
       const created = await Promise.all(
         Array.from({ length: Math.min(10, count - start) }, (_, k) => createJob(deps, tenantId, jobSpecSchema.parse(jobBody(kind, start + k)))),
       );
@@ -135,14 +177,18 @@ async function measure(kind: Kind): Promise<Measured> {
       pollWaitSeconds: 1,
     });
     try {
-      // The runs to wait for: the first attempt, or for the retried kind its second.
+      // The runs to wait for: the first attempt, or for the retried kind its second; a workflow's runs.
       const awaited = kind === 'retried' ? runIds.map((runId) => runId.replace(/\.1$/, '.2')) : runIds;
-      const deadline = Date.now() + (kind === 'cron' ? 150_000 : 90_000);
+      const deadline = Date.now() + (kind === 'cron' ? 150_000 : kind === 'workflow' ? 300_000 : 90_000);
       for (;;) {
-        const runs = await reader.getMany(awaited);
-        const done = runs.filter((run) => run.status === 'SUCCEEDED').length;
-        if (done === awaited.length) break;
-        if (Date.now() > deadline) throw new Error(`${kind}: ${done} of ${awaited.length} runs succeeded before the deadline`);
+        const done =
+          kind === 'workflow'
+            ? (await Promise.all(workflowRuns.map((run) => workflows.getRun(run.workflowId, run.workflowRunId)))).filter((run) => run?.status === 'SUCCEEDED')
+                .length
+            : (await reader.getMany(awaited)).filter((run) => run.status === 'SUCCEEDED').length;
+        const expected = kind === 'workflow' ? workflowRuns.length : awaited.length;
+        if (done === expected) break;
+        if (Date.now() > deadline) throw new Error(`${kind}: ${done} of ${expected} runs succeeded before the deadline`);
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
       // The last batch's roll-up and visibility writes land just after its outcomes.
@@ -162,6 +208,7 @@ const sum = (calls: Record<string, number>, prefix: string): number =>
 
 console.log(`emulator ${emulator.endpoint}; ${count} executions per kind; worker concurrency ${values.concurrency}; per execution:`);
 const rows: string[] = [];
+const workflowRows: string[] = [];
 for (const kind of kinds) {
   const { create, execute } = await measure(kind);
   const batches = execute.esm.calls['sqs.DeleteMessageBatch'] ?? 0;
@@ -177,8 +224,18 @@ for (const kind of kinds) {
       batches * (PRICE.invocation + WORKER_MEMORY_GB * ASSUMED_BATCH_SECONDS * PRICE.gbSecond)) *
     (1e6 / count);
   rows.push(
-    `| ${kind} | ${per(createWrites)} | ${per(create.capacity.readUnits)} | ${per(createSqs)} | ${per(executeWrites)} (${per(execute.capacity.indexWriteUnits)} index) | ${per(execute.capacity.readUnits)} | ${per(handlerSqs)} + ${per(esmSqs)} | ${per(batches)} | $${dollars.toFixed(2)} |`,
+    `| ${kind === 'workflow' ? `workflow run of ${workflowSteps} steps` : kind} | ${per(createWrites)} | ${per(create.capacity.readUnits)} | ${per(createSqs)} | ${per(executeWrites)} (${per(execute.capacity.indexWriteUnits)} index) | ${per(execute.capacity.readUnits)} | ${per(handlerSqs)} + ${per(esmSqs)} | ${per(batches)} | $${dollars.toFixed(2)} |`,
   );
+  if (kind === 'workflow') {
+    // Per step: the start's share and the execution's, over every step of every workflow run.
+    const steps = count * workflowSteps;
+    const perStep = (value: number): string => (value / steps).toFixed(2);
+    const requests = (calls: Record<string, number>): number => Object.values(calls).reduce((total, n) => total + n, 0);
+    workflowRows.push(
+      `| per step (${workflowSteps}-step workflow) | ${perStep(createWrites + executeWrites)} | ${perStep(create.capacity.readUnits + execute.capacity.readUnits)} | ${perStep(sum(create.calls.calls, 'dynamodb.') + sum(execute.calls.calls, 'dynamodb.'))} | ${perStep(createSqs + handlerSqs + esmSqs)} | ${perStep(batches)} | $${((dollars * count) / steps).toFixed(2)} |`,
+    );
+    console.log(`[workflow] requests per step, start and execution: ${(requests({ ...create.calls.calls }) + requests(execute.calls.calls)) / steps}`);
+  }
   console.log(`\n[${kind}] create: ${JSON.stringify(create.calls.calls)}\n  write units by operation: ${JSON.stringify(create.capacity.writesByOperation)}`);
   console.log(
     `[${kind}] execute: ${JSON.stringify(execute.calls.calls)}\n  write units by operation: ${JSON.stringify(execute.capacity.writesByOperation)}\n  event source mapping side: ${JSON.stringify(execute.esm.calls)}`,
@@ -190,6 +247,11 @@ console.log(
 );
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) console.log(row);
+if (workflowRows.length > 0) {
+  console.log('\n| workflow step | WCU | RCU | DynamoDB requests | SQS requests (handler + ESM) | worker invocations | $ per million steps |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const row of workflowRows) console.log(row);
+}
 console.log(
   `\nPrices: DynamoDB on demand $0.625/M write units, $0.125/M read units; SQS $0.40/M requests; Lambda $0.20/M invocations + ${WORKER_MEMORY_GB} GB x ${ASSUMED_BATCH_SECONDS} s per batch (assumed). EventBridge Scheduler: $1.00/M invocations.`,
 );

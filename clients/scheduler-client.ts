@@ -25,8 +25,11 @@ import type {
   Run,
   TriggerRequest,
   ListWorkflowRunsQuery,
+  ListWorkflowsQuery,
+  WorkflowDetail,
   WorkflowRun,
   WorkflowSpecInput,
+  WorkflowSummary,
   WorkflowView,
   Backfill,
   BackfillRequest,
@@ -230,8 +233,19 @@ export class WorkflowsApi {
     return (await this.transport.send({ method: 'POST', path: '/v1/workflows', body: spec, repeat: 'once', signal: options.signal })).body as WorkflowView;
   }
 
-  /** The workflow with its newest definition, or the given version's. */
-  async get(workflowId: string, version?: number, options: CallOptions = {}): Promise<WorkflowView> {
+  /** The tenant's workflows, newest first or by name: one page. */
+  async list(query: ListWorkflowsQuery = {}, options: CallOptions = {}): Promise<Page<WorkflowSummary>> {
+    return (await this.transport.send({ method: 'GET', path: '/v1/workflows', query: { ...query }, repeat: 'repeatable', signal: options.signal }))
+      .body as Page<WorkflowSummary>;
+  }
+
+  /** Every workflow, a page at a time: `for await (const workflow of client.workflows.iterate())`. */
+  iterate(query: ListWorkflowsQuery = {}, options: CallOptions = {}): AsyncGenerator<WorkflowSummary, void, undefined> {
+    return everyItem((cursor) => this.list({ ...query, cursor }, options), query.cursor);
+  }
+
+  /** The workflow with its newest definition, or the given version's, and its schedule's latest occurrences. */
+  async get(workflowId: string, version?: number, options: CallOptions = {}): Promise<WorkflowDetail> {
     return (
       await this.transport.send({
         method: 'GET',
@@ -240,7 +254,7 @@ export class WorkflowsApi {
         repeat: 'repeatable',
         signal: options.signal,
       })
-    ).body as WorkflowView;
+    ).body as WorkflowDetail;
   }
 
   /** A new version of the definition; runs already started keep theirs. `ifMatch`: the version read. */
@@ -257,10 +271,29 @@ export class WorkflowsApi {
     ).body as WorkflowView;
   }
 
-  /** Starts a run of the newest version now. */
-  async start(workflowId: string, options: CallOptions = {}): Promise<WorkflowRun> {
-    return (await this.transport.send({ method: 'POST', path: `/v1/workflows/${segment(workflowId)}/runs`, repeat: 'once', signal: options.signal }))
-      .body as WorkflowRun;
+  /** Pauses the workflow's schedule: its pending occurrence never starts (a 409 without a schedule). */
+  async pause(workflowId: string, options: CallOptions = {}): Promise<WorkflowView> {
+    return (await this.transport.send({ method: 'POST', path: `/v1/workflows/${segment(workflowId)}/pause`, repeat: 'once', signal: options.signal }))
+      .body as WorkflowView;
+  }
+
+  /** Resumes the workflow's paused schedule from the occurrence its misfire policy picks. */
+  async resume(workflowId: string, options: CallOptions = {}): Promise<WorkflowView> {
+    return (await this.transport.send({ method: 'POST', path: `/v1/workflows/${segment(workflowId)}/resume`, repeat: 'once', signal: options.signal }))
+      .body as WorkflowView;
+  }
+
+  /** Starts a run of the newest version now; its step runs join `traceparent` (a new trace without it). */
+  async start(workflowId: string, options: TracedOptions = {}): Promise<WorkflowRun> {
+    return (
+      await this.transport.send({
+        method: 'POST',
+        path: `/v1/workflows/${segment(workflowId)}/runs`,
+        headers: traceHeaders(options),
+        repeat: 'once',
+        signal: options.signal,
+      })
+    ).body as WorkflowRun;
   }
 
   async runs(workflowId: string, query: ListWorkflowRunsQuery = {}, options: CallOptions = {}): Promise<Page<WorkflowRun>> {
@@ -291,16 +324,17 @@ export class WorkflowsApi {
     return this.runAction(workflowId, workflowRunId, 'cancel', options);
   }
 
-  /** Retries a FAILED or CANCELLED workflow run from its failed steps; succeeded steps are kept. */
-  async retry(workflowId: string, workflowRunId: string, options: CallOptions = {}): Promise<WorkflowRun> {
+  /** Retries a FAILED or CANCELLED workflow run from its failed steps; succeeded steps are kept; the steps it starts join `traceparent`. */
+  async retry(workflowId: string, workflowRunId: string, options: TracedOptions = {}): Promise<WorkflowRun> {
     return this.runAction(workflowId, workflowRunId, 'retry', options);
   }
 
-  private async runAction(workflowId: string, workflowRunId: string, action: 'cancel' | 'retry', options: CallOptions): Promise<WorkflowRun> {
+  private async runAction(workflowId: string, workflowRunId: string, action: 'cancel' | 'retry', options: TracedOptions): Promise<WorkflowRun> {
     return (
       await this.transport.send({
         method: 'POST',
         path: `/v1/workflows/${segment(workflowId)}/runs/${segment(workflowRunId)}/${action}`,
+        headers: traceHeaders(options),
         repeat: 'once',
         signal: options.signal,
       })

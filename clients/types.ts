@@ -22,7 +22,15 @@ import type {
   targetSchema,
 } from '../lambdas/domain/job';
 import type { Run, RunError, RunStatus, RunTrigger } from '../lambdas/domain/run';
-import type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec } from '../lambdas/domain/notify';
+import type {
+  NotificationBody,
+  NotifyDestination,
+  NotifyEvent,
+  NotifySpec,
+  RunNotificationBody,
+  WorkflowNotifySpec,
+  WorkflowRunNotificationBody,
+} from '../lambdas/domain/notify';
 
 /**
  * An HTTP target header's value: text, or `{ secretArn }`, a Secrets Manager secret the deployment
@@ -31,7 +39,7 @@ import type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec } fro
 export type { HeaderValue, SecretReference };
 export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
 /** A job's `notify`, its events and destinations, and the body each notification carries (docs/notifications.md). */
-export type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec };
+export type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec, RunNotificationBody, WorkflowNotifySpec, WorkflowRunNotificationBody };
 import type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, workflowSpecSchema } from '../lambdas/domain/workflow';
 
 export type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec };
@@ -39,9 +47,35 @@ export type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, W
 /** A workflow as `POST /v1/workflows` (and a new version) takes it: fields with defaults optional. */
 export type WorkflowSpecInput = z.input<typeof workflowSpecSchema>;
 
-/** A workflow as the API answers it: the head and one version's definition. */
+/** A scheduled workflow's occurrences: its schedule's status, next fire time and the five after (decision 0147). */
+export interface WorkflowScheduleState {
+  readonly status: JobStatus;
+  readonly nextRunAt: string | null;
+  readonly upcomingRuns: string[];
+  readonly pausedAt: string | null;
+}
+
+/** A workflow as the API answers it: the head and one version's definition, and its schedule's state once it has had one. */
 export interface WorkflowView extends Workflow {
   readonly definition: WorkflowSpec;
+  readonly scheduleState?: WorkflowScheduleState;
+}
+
+/** A workflow as `GET /v1/workflows` lists it: the head, its newest version's step count and its schedule's state. */
+export interface WorkflowSummary extends Workflow {
+  readonly stepCount?: number;
+  readonly scheduleState?: WorkflowScheduleState;
+}
+
+/** `GET /v1/workflows`: newest first, or in name order (`order: 'name'`, or from `namePrefix`). */
+export interface ListWorkflowsQuery extends PageQuery {
+  readonly order?: 'newest' | 'name';
+  readonly namePrefix?: string;
+}
+
+/** `GET /v1/workflows/{id}`: the workflow with its schedule's latest occurrences (each a run), newest first. */
+export interface WorkflowDetail extends WorkflowView {
+  readonly recentOccurrences: Run[];
 }
 
 export interface ListWorkflowRunsQuery extends PageQuery {
@@ -279,6 +313,10 @@ export interface Claim<Payload = unknown, Checkpoint = unknown> {
   readonly payload: Payload;
   /** The last checkpoint saved by an earlier attempt of this occurrence: resume from it. */
   readonly checkpoint: Checkpoint | null;
+  /** A workflow step's run: its workflow run and step. */
+  readonly workflow?: { readonly workflowId: string; readonly workflowRunId: string; readonly stepId: string; readonly version: number };
+  /** A workflow step's run: its dependencies' results, by step id (at most 4 KiB each); complete it with a result of at most 4 KiB. */
+  readonly results?: Readonly<Record<string, unknown>>;
 }
 
 export interface Heartbeat {

@@ -279,5 +279,27 @@ export function createDashboard(
       leftYAxis: ms,
     }),
   );
+
+  dashboard.addWidgets(
+    header(
+      "## 8. Workflows\nWorkflow runs as a whole (their steps are runs, counted above under the workflow's job type); per workflow, one line each (`workflow:<name>`). A step failure is a step that ended DEAD, CANCELLED or SKIPPED.",
+    ),
+  );
+  dashboard.addWidgets(
+    graph({
+      title: 'Workflow runs per minute',
+      width: 6,
+      left: [Metric.WorkflowRunsStarted, Metric.WorkflowRunsSucceeded, Metric.WorkflowRunsFailed, Metric.WorkflowRunsCancelled].map(sum),
+      leftYAxis: count,
+    }),
+    graph({ title: 'Failed workflow runs by workflow', width: 6, left: [byJobType(Metric.WorkflowRunsFailed)], leftYAxis: count }),
+    graph({ title: 'Workflow step failures by workflow', width: 6, left: [byJobType(Metric.WorkflowStepFailures)], leftYAxis: count }),
+    graph({
+      title: 'Workflow run duration (p50, p99)',
+      width: 6,
+      left: ['p50', 'p99'].map((p) => serviceMetric(Metric.WorkflowRunDuration, p, `WorkflowRunDuration ${p}`)),
+      leftYAxis: ms,
+    }),
+  );
   return dashboard;
 }

@@ -18,4 +18,4 @@ if (!jobsTable || !runsTable) {
   runsTable = config.runsTable;
 }
 const counts = await backfillFindingKeys(createAwsClients().dynamo, jobsTable, runsTable);
-console.log(`backfilled ${counts.jobs} job(s) and ${counts.runs} run(s)`);
+console.log(`backfilled ${counts.jobs} job(s), ${counts.runs} run(s) and ${counts.workflows} workflow(s)`);

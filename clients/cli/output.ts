@@ -1,5 +1,5 @@
 // How the CLI shows things to a person: aligned tables and short summaries. `--json` bypasses all of it.
-import type { HealthReport, JobDetail, JobView, Occurrence, Run, RunStatus, Schedule } from '../types.js';
+import type { HealthReport, JobDetail, JobView, Occurrence, Run, RunStatus, Schedule, WorkflowDetail, WorkflowRun, WorkflowSummary } from '../types.js';
 
 /** Run statuses that have no way out (the domain's terminal statuses; a unit test keeps them equal). */
 export const FINISHED_RUN_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'SKIPPED', 'DEAD']);
@@ -163,5 +163,62 @@ export function healthText(report: HealthReport): string {
       { header: 'DLQ', value: (queue) => String(queue.dlq) },
     ])}` +
     (report.problems.length > 0 ? `\nProblems:\n${report.problems.map((problem) => `  - ${problem}`).join('\n')}\n` : '')
+  );
+}
+
+export const WORKFLOW_COLUMNS: readonly Column<WorkflowSummary>[] = [
+  { header: 'WORKFLOW ID', value: (workflow) => workflow.workflowId },
+  { header: 'NAME', value: (workflow) => workflow.name },
+  { header: 'VERSION', value: (workflow) => String(workflow.version) },
+  { header: 'STEPS', value: (workflow) => (workflow.stepCount === undefined ? '-' : String(workflow.stepCount)) },
+  { header: 'SCHEDULE', value: (workflow) => dash(workflow.scheduleState?.status) },
+  { header: 'NEXT RUN', value: (workflow) => dash(workflow.scheduleState?.nextRunAt) },
+  { header: 'UPDATED', value: (workflow) => workflow.updatedAt },
+];
+
+export const WORKFLOW_RUN_COLUMNS: readonly Column<WorkflowRun>[] = [
+  { header: 'WORKFLOW RUN ID', value: (run) => run.workflowRunId },
+  { header: 'STATUS', value: (run) => run.status },
+  { header: 'VERSION', value: (run) => String(run.version) },
+  { header: 'TRIGGER', value: (run) => run.trigger },
+  { header: 'SCHEDULED FOR', value: (run) => run.scheduledFor },
+  { header: 'FINISHED', value: (run) => dash(run.finishedAt) },
+  { header: 'FAILED STEPS', value: (run) => (run.failedSteps.length > 0 ? run.failedSteps.join(',') : '-') },
+];
+
+export function workflowText(workflow: WorkflowDetail): string {
+  const { definition } = workflow;
+  let text = fields([
+    ['Workflow', `${workflow.workflowId} (${workflow.name})`],
+    ['Version', String(workflow.version)],
+    ['Type', definition.type],
+    ['Steps', definition.steps.map((step) => (step.dependsOn.length > 0 ? `${step.id} <- ${step.dependsOn.join(',')}` : step.id)).join('; ')],
+    ['Schedule', definition.schedule ? scheduleText(definition.schedule) : '- (started by request)'],
+    ['Schedule status', dash(workflow.scheduleState?.status)],
+    ['Next runs', workflow.scheduleState && workflow.scheduleState.upcomingRuns.length > 0 ? workflow.scheduleState.upcomingRuns.join(', ') : '-'],
+  ]);
+  if (workflow.recentOccurrences.length > 0) text += `\nRecent occurrences:\n${table(workflow.recentOccurrences, RUN_COLUMNS)}`;
+  return text;
+}
+
+export function workflowRunText(run: WorkflowRun): string {
+  const steps = Object.entries(run.steps).map(([stepId, state]) => ({ stepId, ...state }));
+  return (
+    fields([
+      ['Workflow run', run.workflowRunId],
+      ['Workflow', `${run.workflowId} (version ${run.version})`],
+      ['Status', run.status],
+      ['Trigger', run.trigger],
+      ['Scheduled for', run.scheduledFor],
+      ['Finished', dash(run.finishedAt)],
+      ['Retries', String(run.retries)],
+    ]) +
+    `\nSteps:\n${table(steps, [
+      { header: 'STEP', value: (step) => step.stepId },
+      { header: 'STATUS', value: (step) => step.status },
+      { header: 'ATTEMPT', value: (step) => String(step.attempt) },
+      { header: 'RUN ID', value: (step) => dash(step.runId) },
+      { header: 'REASON', value: (step) => dash(step.reason) },
+    ])}`
   );
 }

@@ -7,9 +7,23 @@ import { parse as parseYaml } from 'yaml';
 import { SchedulerApiError, SchedulerConnectionError } from '../errors.js';
 import { SchedulerClient } from '../scheduler-client.js';
 import type { RetryOptions } from '../transport.js';
-import type { JobDetail, JobPatch, JobSpecInput, JobStatus, Page, PreviewRequest, Run, ScheduleInput } from '../types.js';
+import type { JobDetail, JobPatch, JobSpecInput, JobStatus, Page, PreviewRequest, Run, ScheduleInput, WorkflowSpecInput } from '../types.js';
 import { EXIT, UsageError, exitCodeOf } from './exit-codes.js';
-import { FINISHED_RUN_STATUSES, JOB_COLUMNS, RUN_COLUMNS, deadRunsTable, healthText, jobText, occurrenceText, runText, table } from './output.js';
+import {
+  FINISHED_RUN_STATUSES,
+  JOB_COLUMNS,
+  RUN_COLUMNS,
+  WORKFLOW_COLUMNS,
+  WORKFLOW_RUN_COLUMNS,
+  deadRunsTable,
+  healthText,
+  jobText,
+  occurrenceText,
+  runText,
+  table,
+  workflowRunText,
+  workflowText,
+} from './output.js';
 
 export interface CliIo {
   readonly stdout: (text: string) => void;
@@ -35,6 +49,11 @@ function integer(name: string, min: number, max: number) {
     if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
     return Number(raw);
   };
+}
+
+function workflowOrder(raw: string): 'newest' | 'name' {
+  if (raw !== 'newest' && raw !== 'name') throw new InvalidArgumentError('must be newest or name');
+  return raw;
 }
 
 function jobStatus(raw: string): JobStatus {
@@ -76,7 +95,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   const printJson = (value: unknown): void => io.stdout(`${JSON.stringify(value, null, 2)}\n`);
 
   const program = new Command('scheduler')
-    .description('The job scheduler from the command line: jobs, runs, dead runs, previews and health.')
+    .description('The job scheduler from the command line: jobs, runs, dead runs, workflows, previews and health.')
     .option('--url <url>', 'the API base URL (default: $SCHEDULER_URL)')
     .option('--api-key <key>', 'the API key (default: $SCHEDULER_API_KEY)')
     .option('--json', 'print the API answers as JSON (errors as problem+json on stderr)')
@@ -288,6 +307,83 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
       if (json) return printJson(run);
       print(`replayed as run ${run.runId}: ${run.status}`);
     });
+
+  // workflows
+  const workflows = program.command('workflows').description('workflows: create, list, read, start, pause and resume; their runs');
+  workflows
+    .command('create')
+    .description('create a workflow from a JSON or YAML file of its definition (docs/api.md#workflows)')
+    .requiredOption('-f, --file <path>', 'the definition, as JSON or YAML (- for standard input)')
+    .action(async (options: { file: string }, command: Command) => {
+      const workflow = await clientOf(command).workflows.create((await readDocument(io, options.file)) as WorkflowSpecInput);
+      if (json) return printJson(workflow);
+      print(`created workflow ${workflow.workflowId} (${workflow.name}), version ${workflow.version}, next run ${workflow.scheduleState?.nextRunAt ?? '-'}`);
+    });
+  pageOptions(
+    workflows
+      .command('list')
+      .description('list workflows, newest first (or by name)')
+      .option('--order <order>', 'newest or name', workflowOrder)
+      .option('--name-prefix <prefix>', 'only workflows whose name starts with this, in name order'),
+  ).action(async (options: { order?: 'newest' | 'name'; namePrefix?: string; limit?: number; cursor?: string; all?: boolean }, command: Command) => {
+    const client = clientOf(command);
+    const page = await listed(options, (cursor) =>
+      client.workflows.list({ order: options.order, namePrefix: options.namePrefix, limit: options.limit, cursor }),
+    );
+    showPage(page, (items) => table(items, WORKFLOW_COLUMNS, '(no workflows)'));
+  });
+  workflows
+    .command('get <workflowId>')
+    .description("a workflow's definition, its schedule and its latest occurrences")
+    .option('--version <n>', 'this version of the definition', integer('--version', 1, 1_000_000))
+    .action(async (workflowId: string, options: { version?: number }, command: Command) => {
+      const workflow = await clientOf(command).workflows.get(workflowId, options.version);
+      if (json) return printJson(workflow);
+      print(workflowText(workflow));
+    });
+  for (const action of ['pause', 'resume'] as const) {
+    workflows
+      .command(`${action} <workflowId>`)
+      .description(action === 'pause' ? "pause a workflow's schedule" : "resume a workflow's schedule (its misfire policy picks the next occurrence)")
+      .action(async (workflowId: string, _options: unknown, command: Command) => {
+        const workflow = await clientOf(command).workflows[action](workflowId);
+        if (json) return printJson(workflow);
+        print(`workflow ${workflow.workflowId}: schedule ${workflow.scheduleState?.status ?? '-'}, next run ${workflow.scheduleState?.nextRunAt ?? '-'}`);
+      });
+  }
+  workflows
+    .command('start <workflowId>')
+    .description('start a run of the newest version now')
+    .action(async (workflowId: string, _options: unknown, command: Command) => {
+      const run = await clientOf(command).workflows.start(workflowId);
+      if (json) return printJson(run);
+      print(`started workflow run ${run.workflowRunId}: ${run.status}`);
+    });
+  pageOptions(workflows.command('runs <workflowId>').description("a workflow's runs, newest first")).action(
+    async (workflowId: string, options: { limit?: number; cursor?: string; all?: boolean }, command: Command) => {
+      const client = clientOf(command);
+      const page = await listed(options, (cursor) => client.workflows.runs(workflowId, { limit: options.limit, cursor }));
+      showPage(page, (items) => table(items, WORKFLOW_RUN_COLUMNS, '(no workflow runs)'));
+    },
+  );
+  workflows
+    .command('run <workflowId> <workflowRunId>')
+    .description('a workflow run and its steps')
+    .action(async (workflowId: string, workflowRunId: string, _options: unknown, command: Command) => {
+      const run = await clientOf(command).workflows.run(workflowId, workflowRunId);
+      if (json) return printJson(run);
+      print(workflowRunText(run));
+    });
+  for (const action of ['cancel', 'retry'] as const) {
+    workflows
+      .command(`${action} <workflowId> <workflowRunId>`)
+      .description(action === 'cancel' ? 'cancel a running workflow run' : 'retry a failed or cancelled workflow run from its failed steps')
+      .action(async (workflowId: string, workflowRunId: string, _options: unknown, command: Command) => {
+        const run = await clientOf(command).workflows[action](workflowId, workflowRunId);
+        if (json) return printJson(run);
+        print(`${action === 'cancel' ? 'cancelled' : 'retried'} workflow run ${run.workflowRunId}: ${run.status}`);
+      });
+  }
 
   // dead runs
   const dead = program.command('dead').description('dead runs: list and replay');

@@ -6,10 +6,10 @@ import type { HealthReport } from '../../lambdas/app/health';
 import type { JobView, SchedulePreview } from '../../lambdas/app/jobs';
 import type { JobSpec, JobStatus, Schedule } from '../../lambdas/domain/job';
 import type { Run } from '../../lambdas/domain/run';
-import type { WorkflowView } from '../../lambdas/app/workflows';
+import type { WorkflowDetail, WorkflowSummary, WorkflowView } from '../../lambdas/app/workflows';
 import type { WorkflowRun } from '../../lambdas/domain/workflow';
 
-export type { HealthReport, JobSpec, JobStatus, JobView, Run, Schedule, SchedulePreview, WorkflowRun, WorkflowView };
+export type { HealthReport, JobSpec, JobStatus, JobView, Run, Schedule, SchedulePreview, WorkflowDetail, WorkflowRun, WorkflowSummary, WorkflowView };
 
 /** A job as the list and the job page show it (labels arrive with the API's labels work). */
 export type Job = JobView & { readonly labels?: Readonly<Record<string, string>> };
@@ -209,7 +209,11 @@ export const api = {
   /** A job's own occurrences: its skips marked, and each start with its jitter. */
   previewJob: (jobId: string, count = 5) => request<SchedulePreview>('POST', '/schedules/preview', { jobId, count }),
   health: (minutes = 60) => request<HealthReport>('GET', `/health${query({ minutes })}`),
-  workflow: (workflowId: string, version?: number) => request<WorkflowView>('GET', `/workflows/${encodeURIComponent(workflowId)}${query({ version })}`),
+  workflows: (order: 'newest' | 'name', namePrefix?: string, cursor?: string) =>
+    request<Page<WorkflowSummary>>('GET', `/workflows${query({ limit: 50, order, namePrefix, cursor })}`),
+  workflow: (workflowId: string, version?: number) => request<WorkflowDetail>('GET', `/workflows/${encodeURIComponent(workflowId)}${query({ version })}`),
+  pauseWorkflow: (workflowId: string) => request<WorkflowView>('POST', `/workflows/${encodeURIComponent(workflowId)}/pause`),
+  resumeWorkflow: (workflowId: string) => request<WorkflowView>('POST', `/workflows/${encodeURIComponent(workflowId)}/resume`),
   workflowRuns: (workflowId: string) => request<Page<WorkflowRun>>('GET', `/workflows/${encodeURIComponent(workflowId)}/runs${query({ limit: 20 })}`),
   workflowRun: (workflowId: string, workflowRunId: string) =>
     request<WorkflowRun>('GET', `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(workflowRunId)}`),

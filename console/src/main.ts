@@ -12,13 +12,15 @@ import { jobPage } from './pages/job';
 import { jobsPage } from './pages/jobs';
 import { runPage } from './pages/run';
 import { workflowPage, workflowRunPage } from './pages/workflow';
+import { workflowsPage } from './pages/workflows';
 
 const routes: readonly (readonly [RegExp, Page, string])[] = [
   [/^\/jobs$/, jobsPage, 'Jobs'],
   [/^\/jobs\/([^/]+)$/, jobPage, 'Jobs'],
   [/^\/runs\/([^/]+)$/, runPage, 'Jobs'],
-  [/^\/workflows\/([^/]+)$/, workflowPage, 'Jobs'],
-  [/^\/workflows\/([^/]+)\/runs\/([^/]+)$/, workflowRunPage, 'Jobs'],
+  [/^\/workflows$/, workflowsPage, 'Workflows'],
+  [/^\/workflows\/([^/]+)$/, workflowPage, 'Workflows'],
+  [/^\/workflows\/([^/]+)\/runs\/([^/]+)$/, workflowRunPage, 'Workflows'],
   [/^\/dead$/, deadPage, 'Dead runs'],
   [/^\/health$/, healthPage, 'Health'],
   [/^\/new$/, createPage, 'New job'],
@@ -26,6 +28,7 @@ const routes: readonly (readonly [RegExp, Page, string])[] = [
 
 const NAV: readonly (readonly [string, string])[] = [
   ['Jobs', '#/jobs'],
+  ['Workflows', '#/workflows'],
   ['Dead runs', '#/dead'],
   ['Health', '#/health'],
   ['New job', '#/new'],

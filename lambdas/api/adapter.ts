@@ -23,6 +23,9 @@ import {
   getWorkflow,
   getWorkflowRun,
   listWorkflowRuns,
+  listWorkflows,
+  pauseWorkflow,
+  resumeWorkflow,
   retryWorkflowRun,
   startWorkflowRun,
   updateWorkflow,
@@ -208,18 +211,29 @@ function handlers(deps: SchedulerDeps): Handlers {
     completeRun: async ({ tenantId, params, body }) => json(200, await completeRun(deps, tenantId, param(params, 'runId'), body)),
     failRun: async ({ tenantId, params, body }) => json(200, await failRun(deps, tenantId, param(params, 'runId'), body)),
     createWorkflow: async ({ caller, body }) => {
-      const workflow = await createWorkflow(deps, caller.tenantId, body);
+      const workflow = await createWorkflow(deps, caller.tenantId, body, caller.limits);
       await audit(caller, 'workflow.create', workflow.workflowId, { changes: { version: { after: workflow.version } } });
       return json(201, workflow, { location: `/v1/workflows/${workflow.workflowId}` });
     },
+    listWorkflows: async ({ tenantId, query }) => json(200, await listWorkflows(deps, tenantId, query)),
     getWorkflow: async ({ tenantId, params, query }) => json(200, await getWorkflow(deps, tenantId, param(params, 'workflowId'), query.version)),
+    pauseWorkflow: async ({ caller, params }) => {
+      const workflow = await pauseWorkflow(deps, caller.tenantId, param(params, 'workflowId'));
+      await audit(caller, 'workflow.pause', workflow.workflowId, { changes: { status: { before: 'ACTIVE', after: 'PAUSED' } } });
+      return json(200, workflow);
+    },
+    resumeWorkflow: async ({ caller, params }) => {
+      const workflow = await resumeWorkflow(deps, caller.tenantId, param(params, 'workflowId'));
+      await audit(caller, 'workflow.resume', workflow.workflowId, { changes: { status: { before: 'PAUSED', after: workflow.scheduleState?.status } } });
+      return json(200, workflow);
+    },
     updateWorkflow: async ({ event, caller, params, body }) => {
-      const workflow = await updateWorkflow(deps, caller.tenantId, param(params, 'workflowId'), body, ifMatchVersion(event));
+      const workflow = await updateWorkflow(deps, caller.tenantId, param(params, 'workflowId'), body, ifMatchVersion(event), caller.limits);
       await audit(caller, 'workflow.update', workflow.workflowId, { changes: { version: { before: workflow.version - 1, after: workflow.version } } });
       return json(201, workflow);
     },
-    startWorkflowRun: async ({ caller, params }) => {
-      const run = await startWorkflowRun(deps, caller.tenantId, param(params, 'workflowId'), caller.limits);
+    startWorkflowRun: async ({ event, caller, params }) => {
+      const run = await startWorkflowRun(deps, caller.tenantId, param(params, 'workflowId'), caller.limits, traceparentOf(event));
       await audit(caller, 'workflow.run', run.workflowId, { changes: { run: { after: run.workflowRunId } } });
       return json(202, run);
     },
@@ -231,8 +245,15 @@ function handlers(deps: SchedulerDeps): Handlers {
       await audit(caller, 'workflow-run.cancel', run.workflowRunId, { changes: { status: { after: run.status } } });
       return json(200, run);
     },
-    retryWorkflowRun: async ({ caller, params }) => {
-      const run = await retryWorkflowRun(deps, caller.tenantId, param(params, 'workflowId'), param(params, 'workflowRunId'), caller.limits);
+    retryWorkflowRun: async ({ event, caller, params }) => {
+      const run = await retryWorkflowRun(
+        deps,
+        caller.tenantId,
+        param(params, 'workflowId'),
+        param(params, 'workflowRunId'),
+        caller.limits,
+        traceparentOf(event),
+      );
       await audit(caller, 'workflow-run.retry', run.workflowRunId, { changes: { retries: { after: run.retries } } });
       return json(202, run);
     },

@@ -152,6 +152,14 @@ export const claimedRunSchema = z
     idempotencyKey: z.string(),
     payload: jsonValue,
     checkpoint: jsonValue,
+    workflow: z
+      .strictObject({ workflowId: z.string(), workflowRunId: z.string(), stepId: z.string(), version: z.number().int() })
+      .optional()
+      .meta({ description: "A workflow step's run: its workflow run and step." }),
+    results: z
+      .record(z.string(), jsonValue)
+      .optional()
+      .meta({ description: "A workflow step's run: its dependencies' results, by step id (the same for every attempt and replay)." }),
   })
   .meta({ id: 'ClaimedRun' });
 
@@ -307,8 +315,32 @@ export const workflowViewSchema = z
     createdAt: timestamp,
     updatedAt: timestamp,
     definition: workflowSpecSchema.meta({ description: `The definition of that version; an HTTP target's header values show as "${MASKED_HEADER_VALUE}".` }),
+    scheduleState: z
+      .strictObject({
+        status: jobStatusSchema.meta({ description: 'ACTIVE, PAUSED, COMPLETED (no occurrence left) or CANCELLED (a later version removed the schedule).' }),
+        nextRunAt: nullableTimestamp,
+        upcomingRuns: z.array(timestamp).meta({ description: 'The next fire times, from the pending occurrence on.' }),
+        pausedAt: nullableTimestamp,
+      })
+      .optional()
+      .meta({ id: 'WorkflowScheduleState', description: "Present once the workflow has had a schedule: its occurrences' state." }),
   })
   .meta({ id: 'Workflow' });
+
+export const workflowSummarySchema = workflowViewSchema
+  .omit({ definition: true })
+  .extend({ stepCount: z.number().int().optional().meta({ description: 'Steps of the newest version.' }) })
+  .meta({ id: 'WorkflowSummary' });
+export const workflowSummaryPageSchema = pageOf(workflowSummarySchema, 'WorkflowSummaryPage');
+
+export const workflowDetailSchema = workflowViewSchema
+  .extend({
+    recentOccurrences: z.array(runSchema).meta({
+      description:
+        "The schedule's latest occurrences, newest first: each a run that started a workflow run (its result names it) or was skipped by a policy (its reason says why).",
+    }),
+  })
+  .meta({ id: 'WorkflowDetail' });
 
 export const stepStateSchema = z
   .strictObject({
@@ -328,13 +360,14 @@ export const workflowRunSchema = z
     tenantId: z.string(),
     version: z.number().int().meta({ description: 'The definition version the run started with, and keeps.' }),
     status: z.enum(WORKFLOW_RUN_STATUSES),
-    trigger: z.enum(['manual', 'retry']),
+    trigger: z.enum(['manual', 'retry', 'schedule']),
     scheduledFor: timestamp,
     createdAt: timestamp,
     finishedAt: nullableTimestamp,
     failedSteps: z.array(z.string()),
     retries: z.number().int(),
     steps: z.record(z.string(), stepStateSchema),
+    traceparent: z.string().optional().meta({ description: 'The W3C trace context the run was started (or last retried) under; its step runs join it.' }),
   })
   .meta({ id: 'WorkflowRun' });
 

@@ -248,3 +248,13 @@ export const listWorkflowRunsQuery = z
   })
   .meta({ id: 'ListWorkflowRunsQuery' });
 export type ListWorkflowRunsQuery = z.output<typeof listWorkflowRunsQuery>;
+
+export const listWorkflowsQuery = z
+  .strictObject({
+    limit: limitParam(20, 100),
+    cursor: cursorParam.optional(),
+    order: z.enum(['newest', 'name']).default('newest').describe('Newest first (by creation), or in name order'),
+    namePrefix: z.string().min(1).max(100).optional().describe('Only workflows whose name starts with this, in name order'),
+  })
+  .meta({ id: 'ListWorkflowsQuery' });
+export type ListWorkflowsQuery = z.output<typeof listWorkflowsQuery>;

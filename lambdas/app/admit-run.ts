@@ -10,6 +10,7 @@ import { checkBackAt } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
 import { advanceChain } from './occurrence-chain';
 import { jobSubject, notifyEventFor, notifyOutcome } from './notifications';
+import { cancelForOverlap, workflowRunOfOccurrence } from './workflows';
 
 /** How long a buffered occurrence waits before it looks again at the run it is waiting for. */
 const BUFFER_RECHECK_SECONDS = 30;
@@ -34,11 +35,16 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
 
   if (job.overlapPolicy !== 'allow' && job.lastStartedRunId && job.lastStartedRunId !== run.runId) {
     const previous = await deps.runs.get(job.lastStartedRunId);
-    const running = previous?.status === 'RUNNING' && Date.parse(previous.leaseExpiresAt ?? '') > now;
-    const overlap = decideOverlap(job.overlapPolicy, job.lastStartedRunId, running);
+    const leaseLive = previous?.status === 'RUNNING' && Date.parse(previous.leaseExpiresAt ?? '') > now;
+    // A workflow's occurrence overlaps while the workflow run the previous one started runs (decision 0147).
+    const previousWorkflowRun = job.target.kind === 'workflow' && previous ? await workflowRunOfOccurrence(deps, job.target.workflowId, previous) : null;
+    const running = leaseLive || previousWorkflowRun?.status === 'RUNNING';
+    const overlap = previousWorkflowRun
+      ? decideOverlap(job.overlapPolicy, previousWorkflowRun.workflowRunId, running, 'workflow run')
+      : decideOverlap(job.overlapPolicy, job.lastStartedRunId, running);
     if (overlap.action === 'wait' && previous) {
-      // Give the lease back and look again later; the finishing run also wakes it (executeRun).
-      const remainingMs = Date.parse(previous.leaseExpiresAt ?? '') - now;
+      // Give the lease back and look again later; the finishing run (or workflow run) also wakes it.
+      const remainingMs = previousWorkflowRun ? BUFFER_RECHECK_SECONDS * 1000 : Date.parse(previous.leaseExpiresAt ?? '') - now;
       const wait = Math.max(1, Math.min(BUFFER_RECHECK_SECONDS, Math.ceil(remainingMs / 1000)));
       if (
         !(await deps.leases.giveBack(
@@ -65,7 +71,7 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
         ],
         now,
       );
-      logger.info('occurrence buffered behind a running one', { ...runFields(run), waitingFor: previous.runId });
+      logger.info('occurrence buffered behind a running one', { ...runFields(run), waitingFor: previousWorkflowRun?.workflowRunId ?? previous.runId });
       return { kind: 'stopped', outcome: 'waiting' };
     }
     if (overlap.action === 'skip') {
@@ -73,7 +79,9 @@ export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfill
       await advanceChain(deps, job, run, decision.successor, false, now);
       return end(deps, run, 'SKIPPED', overlap.reason, now, job);
     }
-    if (overlap.action === 'cancel-previous' && previous) {
+    if (overlap.action === 'cancel-previous' && previousWorkflowRun) {
+      await cancelForOverlap(deps, previousWorkflowRun);
+    } else if (overlap.action === 'cancel-previous' && previous) {
       const cancelled = await deps.leases.complete(previous.runId, previous.version, { status: 'CANCELLED', now, error: null, reason: overlap.reason });
       if (cancelled === 'recorded') deps.telemetry.runEnded(previous, 'CANCELLED', overlap.reason, { supersededBy: run.runId });
     }

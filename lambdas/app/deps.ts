@@ -123,11 +123,12 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
   const workerId = overrides.workerId ?? `worker-${process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? randomUUID().slice(0, 8)}`;
   const telemetryStore = new TelemetryStore(clients.dynamo, config.jobsTable);
   const apiKeys = new ApiKeysRepository(clients.dynamo, config.jobsTable);
+  const jobs = new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable);
   const tenants = new TenantsRepository(clients.dynamo, config.jobsTable);
   const signingSecrets = new SigningSecretsRepository(clients.dynamo, clients.kms, config.jobsTable, config.signingKeyId);
   return {
     config,
-    jobs: new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable),
+    jobs,
     runs: new RunRecords(clients.dynamo, config.runsTable),
     leases: new RunLeases(clients.dynamo, config.runsTable),
     claims: new RunClaims(clients.dynamo, config.runsTable),
@@ -160,7 +161,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     headerSecrets: new HeaderSecretsCache(secretsManagerRead(clients.secrets), config.headerSecretCacheSeconds * 1000, clock),
     notifications: new Notifications(clients.dynamo, config.jobsTable),
     notifier: overrides.notifier ?? { deliver: (attempt) => deliverNotification(clients.targets, attempt) },
-    workflows: new WorkflowsRepository(clients.dynamo, config.jobsTable),
+    workflows: new WorkflowsRepository(clients.dynamo, config.jobsTable, jobs),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

@@ -6,13 +6,16 @@
 // the attempt is recorded as a lost worker; its retry hands the last checkpoint to the next claim.
 import { runFields } from './run-log';
 import { randomBytes } from 'node:crypto';
-import { NotFoundError, StaleLeaseError } from '../core/errors';
+import { NotFoundError, StaleLeaseError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import { fencingTokenOf } from '../domain/delivery';
 import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest } from '../api/schemas';
 import type { Run } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import type { SchedulerDeps } from './deps';
+import type { StepContext } from '../domain/workflow';
+import { MAX_STEP_RESULT_BYTES, parseStepJobId } from '../domain/workflow';
+import { stepFieldsOf } from '../targets/envelope';
 import type { RecordedOutcome } from './record-outcome';
 import { recordOutcome } from './record-outcome';
 
@@ -31,6 +34,14 @@ export interface ClaimedRun {
   readonly payload: unknown;
   /** The last checkpoint saved by a previous attempt of this occurrence, or null. */
   readonly checkpoint: unknown;
+  /** A workflow step's run: its workflow run and step (as in the envelope other targets receive). */
+  readonly workflow?: { readonly workflowId: string; readonly workflowRunId: string; readonly stepId: string; readonly version: number };
+  /** A workflow step's run: its dependencies' results, by step id, as stored with the run (the same for every attempt and replay). */
+  readonly results?: Readonly<Record<string, unknown>>;
+}
+
+function isStepContext(value: unknown): value is StepContext {
+  return typeof value === 'object' && value !== null && 'workflowRunId' in value && 'stepId' in value && 'results' in value;
 }
 
 export async function claimRun(deps: SchedulerDeps, tenantId: string, body: ClaimRequest): Promise<ClaimedRun | null> {
@@ -74,6 +85,8 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
         idempotencyKey: occurrenceKey(run.jobId, run.scheduledFor),
         payload: claimed.payloadOverride !== undefined ? claimed.payloadOverride : (job?.payload ?? null),
         checkpoint: claimed.checkpoint ?? null,
+        // A step's inputs travel with its claim, as they do in the envelope of the other targets.
+        ...(isStepContext(claimed.inputs) ? stepFieldsOf(claimed.inputs) : {}),
       };
     }
     if (deps.clock() + CLAIM_POLL_MS > deadline) return null;
@@ -105,15 +118,31 @@ async function leasedRun(deps: SchedulerDeps, tenantId: string, runId: string, t
 
 export async function completeRun(deps: SchedulerDeps, tenantId: string, runId: string, body: CompleteRequest): Promise<Run> {
   const { run, job, budgetFrom } = await leasedRun(deps, tenantId, runId, body.leaseToken);
+  // A workflow step's result is its dependants' input: bounded as every target's answer is (decision 0141).
+  if (parseStepJobId(run.jobId) && body.result !== undefined) {
+    const bytes = Buffer.byteLength(JSON.stringify(body.result), 'utf8');
+    if (bytes > MAX_STEP_RESULT_BYTES) {
+      throw new ValidationError('Invalid request', [
+        {
+          path: 'result',
+          message: `a workflow step's result must be at most ${MAX_STEP_RESULT_BYTES} bytes of JSON (got ${bytes}); the run is still yours to complete or fail`,
+        },
+      ]);
+    }
+  }
   const now = deps.clock();
   const outcome = await recordOutcome(deps, job, run, budgetFrom, { ok: true, detail: 'completed by an external worker' }, now, null, { result: body.result });
   return finished(deps, run, outcome, now);
 }
 
 export async function failRun(deps: SchedulerDeps, tenantId: string, runId: string, body: FailRequest): Promise<Run> {
-  const { run, job, budgetFrom, checkpoint } = await leasedRun(deps, tenantId, runId, body.leaseToken);
+  const { run, job, budgetFrom, checkpoint, inputs } = await leasedRun(deps, tenantId, runId, body.leaseToken);
   const now = deps.clock();
-  const outcome = await recordOutcome(deps, job, run, budgetFrom, { ok: false, timedOut: false, error: body.error }, now, null, { checkpoint });
+  // The retry carries the checkpoint, and a step's inputs: every attempt sees what the first saw.
+  const outcome = await recordOutcome(deps, job, run, budgetFrom, { ok: false, timedOut: false, error: body.error }, now, null, {
+    checkpoint,
+    ...(inputs !== undefined ? { inputs } : {}),
+  });
   return finished(deps, run, outcome, now);
 }
 

@@ -12,7 +12,7 @@ import { MASKED_HEADER_VALUE, jobSpecSchema } from '../domain/job';
 import type { JobPatchRequest, TriggerRequest } from '../api/schemas';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
-import { firstFireTime, sameSchedule, settleSchedule, validateSchedule } from '../domain/schedule';
+import { firstFireTime, sameSchedule, settleLike, settleSchedule, validateSchedule } from '../domain/schedule';
 import { planRun } from './plan-run';
 import { triggerDebounced } from './debounce';
 import { sendPlannedRun } from './send-planned-run';
@@ -91,13 +91,15 @@ export async function patchJob(
       if (changes.target !== undefined) checkTarget(deps, merged.target);
       if (changes.notify !== undefined) checkNotify(deps, merged.notify);
       checkPoolTimeout(deps, merged);
-      const scheduleChanged = !sameSchedule(merged.schedule, current.schedule);
+      // A schedule repeated without its anchor (or a counted cron's start) keeps the stored one.
+      const requested = settleLike(merged.schedule, current.schedule);
+      const scheduleChanged = !sameSchedule(requested, current.schedule);
       const schedulingChanged =
         scheduleChanged || merged.timeoutSeconds !== current.timeoutSeconds || JSON.stringify(merged.target) !== JSON.stringify(current.target);
-      if (scheduleChanged) validateSchedule(merged.schedule, now);
+      if (scheduleChanged) validateSchedule(requested, now);
       // A new schedule counts from now (an interval's anchor, a counted cron's start), and the
       // occurrences skipped on request were the old schedule's.
-      const schedule = scheduleChanged ? settleSchedule(merged.schedule, now) : current.schedule;
+      const schedule = scheduleChanged ? settleSchedule(requested, now) : current.schedule;
       const updated = touch(current, now, { ...merged, schedule, ...(scheduleChanged ? { skippedOccurrences: [] } : {}) });
 
       if (current.status === 'PAUSED' && scheduleChanged) {

@@ -18,6 +18,9 @@ export interface Mutation {
   readonly afterCommit?: () => Promise<void>;
 }
 
+/** Reads the job a change applies to: the tenant's job by default, or a workflow's schedule job. */
+export type JobReader = () => Promise<Job | null>;
+
 /**
  * Reads the job, applies `mutate` and writes it back if nothing changed in between; retries on a
  * race with the scheduler's own writes. A stale `ifMatch` version is a 412. `mutate` may throw to
@@ -29,10 +32,11 @@ export async function mutateJob(
   jobId: string,
   mutate: (job: Job, now: number) => Mutation,
   ifMatch?: number,
+  read: JobReader = () => deps.jobs.get(tenantId, jobId),
 ): Promise<Job> {
   refuseStepJob(jobId);
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-    const job = await deps.jobs.get(tenantId, jobId);
+    const job = await read();
     if (!job) throw new NotFoundError(`No job ${jobId}`);
     if (ifMatch !== undefined && job.version !== ifMatch) {
       throw new PreconditionFailedError(`The job is at version ${job.version}, not ${ifMatch}`);

@@ -5,7 +5,7 @@ import { ConflictError, NotFoundError, TooManyRequestsError, ValidationError } f
 import type { TenantLimits } from '../domain/tenant';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
-import type { Job, JobSpec, Target } from '../domain/job';
+import type { Job, JobSpec, JobTarget, Target } from '../domain/job';
 import { MASKED_HEADER_VALUE, attemptTimeoutSeconds, isSecretReference } from '../domain/job';
 import type { Run } from '../domain/run';
 import type { Occurrence } from '../domain/schedule';
@@ -171,17 +171,17 @@ export function checkTarget(deps: SchedulerDeps, target: Target): void {
  * without DNS (the worker checks again on every try), an SNS topic or bus the stack granted (any, in
  * local mode), as for targets.
  */
-export function checkNotify(deps: SchedulerDeps, notify: NotifySpec | null | undefined): void {
+export function checkNotify(deps: SchedulerDeps, notify: Pick<NotifySpec, 'destination'> | null | undefined, title = 'Invalid job'): void {
   if (!notify) return;
   const { destination } = notify;
   if (destination.kind === 'http') {
     const refusal = urlRefusal(destination.url, deps.egress.policy);
-    if (refusal) throw new ValidationError('Invalid job', [{ path: 'notify.destination.url', message: refusal }]);
+    if (refusal) throw new ValidationError(title, [{ path: 'notify.destination.url', message: refusal }]);
     return;
   }
   if (deps.config.localMode) return;
   const refusal = notifyDestinationRefusal(destination, deps.config.allowedTargets ?? NO_TARGETS_ALLOWED);
-  if (refusal) throw new ValidationError('Invalid job', [refusal]);
+  if (refusal) throw new ValidationError(title, [refusal]);
 }
 
 /** Seconds a pool's worker keeps beyond a run's timeout, to record the outcome before Lambda stops it. */
@@ -230,7 +230,8 @@ function hashRequest(body: unknown): string {
  * A target as responses show it: header values are write-only (they often carry credentials). A
  * reference to a Secrets Manager secret is shown: it names the secret and is not its value.
  */
-export function maskedTarget(target: Target): Target {
+export function maskedTarget<T extends JobTarget>(target: T): T;
+export function maskedTarget(target: JobTarget): JobTarget {
   if (target.kind !== 'http') return target;
   return {
     ...target,

@@ -19,7 +19,8 @@ import { runFields, traceAnnotationsOf, traceContextOfRun } from './run-log';
 import { inSubsegment } from '../core/tracing';
 import { resolveHeaders } from '../targets/header-secrets';
 import { childSpanOf, formatTraceparent } from '../domain/trace-context';
-import { continueWorkflow } from './workflows';
+import { continueWorkflow, startScheduledWorkflowRun } from './workflows';
+import { wakeBuffered } from './occurrence-chain';
 import type { StepContext } from '../domain/workflow';
 
 function isStepContext(value: unknown): value is StepContext {
@@ -134,7 +135,11 @@ async function executeAdmitted(
   const gate = await passDeliveryGate(deps, job, run);
   if (gate !== 'call') return gate;
 
-  const result = await invokeWithHeartbeat(deps, job, run, payload, message, isStepContext(lease.inputs) ? lease.inputs : undefined);
+  // A workflow's schedule calls no target: its occurrence starts a workflow run (decision 0147).
+  const result =
+    job.target.kind === 'workflow'
+      ? await startScheduledWorkflowRun(deps, job, run)
+      : await invokeWithHeartbeat(deps, job, run, payload, message, isStepContext(lease.inputs) ? lease.inputs : undefined);
   if (result === 'lease-lost') {
     const now = await deps.runs.get(run.runId);
     logger.warn('lease lost or run cancelled during the call; outcome discarded', { ...runFields(run), status: now?.status });
@@ -161,7 +166,8 @@ async function executeAdmitted(
     retryRunId: outcome.retry?.runId,
   });
   deps.telemetry.runFinished(run, outcome.status, finishedAt - leasedAt, outcome.retry !== undefined);
-  if (job.overlapPolicy === 'buffer-one' && run.trigger === 'schedule') await wakeBuffered(deps, job.jobId, finishedAt);
+  // A workflow's occurrence waits for its workflow run instead, which wakes it when it ends.
+  if (job.overlapPolicy === 'buffer-one' && run.trigger === 'schedule' && job.target.kind !== 'workflow') await wakeBuffered(deps, job.jobId, finishedAt);
   return outcome.status === 'SUCCEEDED' ? 'succeeded' : outcome.status === 'DEAD' ? 'dead' : outcome.status === 'TIMED_OUT' ? 'timed-out' : 'failed';
 }
 
@@ -290,26 +296,5 @@ async function invokeWithHeartbeat(
     return lost ? 'lease-lost' : result;
   } finally {
     clearInterval(timer);
-  }
-}
-
-/** Under buffer-one, the occurrence waiting behind this run may start now. */
-async function wakeBuffered(deps: SchedulerDeps, jobId: string, now: number): Promise<void> {
-  const job = await deps.jobs.getAnyTenant(jobId);
-  const pending = job?.nextRunId ? await deps.runs.get(job.nextRunId) : null;
-  if (pending?.status === 'QUEUED' && Date.parse(pending.availableAt) <= now) {
-    await deps.dispatch.send(
-      [
-        {
-          runId: pending.runId,
-          tenantId: pending.tenantId,
-          availableAt: now,
-          jobType: pending.jobType,
-          priority: pending.priority,
-          traceparent: pending.traceparent,
-        },
-      ],
-      now,
-    );
   }
 }

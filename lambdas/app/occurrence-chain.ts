@@ -113,3 +113,28 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
 function passedSkips(job: Job, now: number): Pick<Job, 'skippedOccurrences'> {
   return job.skippedOccurrences?.length ? { skippedOccurrences: skipsFrom(job.skippedOccurrences, now) } : {};
 }
+
+/**
+ * Under buffer-one, the occurrence waiting behind a run (or a scheduled workflow's run) may start
+ * now: its message is sent at once rather than at its next look (within 30 s).
+ */
+export async function wakeBuffered(deps: SchedulerDeps, jobId: string, now: number): Promise<void> {
+  const job = await deps.jobs.getAnyTenant(jobId);
+  if (job?.overlapPolicy !== 'buffer-one') return;
+  const pending = job.nextRunId ? await deps.runs.get(job.nextRunId) : null;
+  if (pending?.status === 'QUEUED' && Date.parse(pending.availableAt) <= now) {
+    await deps.dispatch.send(
+      [
+        {
+          runId: pending.runId,
+          tenantId: pending.tenantId,
+          availableAt: now,
+          jobType: pending.jobType,
+          priority: pending.priority,
+          traceparent: pending.traceparent,
+        },
+      ],
+      now,
+    );
+  }
+}

@@ -8,7 +8,7 @@ import { occurrenceOnResume } from '../domain/recurrence';
 import type { PauseRequest } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
 import { mutateJob, touch } from './job-mutation';
-import type { Mutation } from './job-mutation';
+import type { JobReader, Mutation } from './job-mutation';
 import { viewOf } from './jobs';
 import type { JobView } from './jobs';
 import { attemptFor } from './occurrence-chain';
@@ -25,41 +25,68 @@ export const MAX_PAUSE_MS = 366 * 86_400_000;
  * ticker resumes the job by itself once that time has come (within its period, a minute).
  */
 export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: string, request: PauseRequest = {}): Promise<JobView> {
-  const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
-    const until = request.until === undefined ? null : Date.parse(request.until);
-    if (until !== null && (until <= now || until > now + MAX_PAUSE_MS)) {
-      throw new ValidationError('Invalid pause', [{ path: 'until', message: 'must be in the future, at most 366 days from now' }]);
-    }
-    const pause = { pauseNote: request.note ?? null, pausedUntil: until === null ? null : iso(until) };
-    // Paused already: the pause's note and end are replaced, nothing else moves.
-    if (current.status === 'PAUSED') return { next: touch(current, now, pause) };
-    if (current.status !== 'ACTIVE') throw new ConflictError(`The job is ${current.status}; only an ACTIVE or PAUSED job can be paused`);
-    const pendingId = current.nextRunId;
-    return {
-      next: touch(current, now, {
-        ...pause,
-        status: 'PAUSED',
-        pausedAt: iso(now),
-        pausedPending: current.nextRunAt && pendingId ? { runId: pendingId, scheduledFor: current.nextRunAt } : null,
-        nextRunAt: null,
-        nextRunId: null,
-      }),
-      afterCommit: async () => {
-        if (pendingId && (await deps.runs.retirePending(pendingId, 'SKIPPED', 'job paused', now))) {
-          deps.telemetry.runEnded({ runId: pendingId, tenantId, jobId, jobType: current.type }, 'SKIPPED', 'job paused');
-        }
-      },
-    };
-  });
-  logger.info('job paused', { jobId, tenantId, pausedUntil: job.pausedUntil ?? null });
-  return viewOf(job);
+  return viewOf(await pauseJobOf(deps, tenantId, jobId, request));
+}
+
+/**
+ * Pause: the pending occurrence is retired and remembered for resume. `read`: the job (a
+ * workflow's schedule job); `what` names it in answers and logs.
+ */
+export async function pauseJobOf(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  request: PauseRequest = {},
+  read?: JobReader,
+  what = 'job',
+): Promise<Job> {
+  const job = await mutateJob(
+    deps,
+    tenantId,
+    jobId,
+    (current, now) => {
+      const until = request.until === undefined ? null : Date.parse(request.until);
+      if (until !== null && (until <= now || until > now + MAX_PAUSE_MS)) {
+        throw new ValidationError('Invalid pause', [{ path: 'until', message: 'must be in the future, at most 366 days from now' }]);
+      }
+      const pause = { pauseNote: request.note ?? null, pausedUntil: until === null ? null : iso(until) };
+      // Paused already: the pause's note and end are replaced, nothing else moves.
+      if (current.status === 'PAUSED') return { next: touch(current, now, pause) };
+      if (current.status !== 'ACTIVE') throw new ConflictError(`The ${what} is ${current.status}; only an ACTIVE or PAUSED ${what} can be paused`);
+      const pendingId = current.nextRunId;
+      return {
+        next: touch(current, now, {
+          ...pause,
+          status: 'PAUSED',
+          pausedAt: iso(now),
+          pausedPending: current.nextRunAt && pendingId ? { runId: pendingId, scheduledFor: current.nextRunAt } : null,
+          nextRunAt: null,
+          nextRunId: null,
+        }),
+        afterCommit: async () => {
+          if (pendingId && (await deps.runs.retirePending(pendingId, 'SKIPPED', `${what} paused`, now))) {
+            deps.telemetry.runEnded({ runId: pendingId, tenantId, jobId, jobType: current.type }, 'SKIPPED', `${what} paused`);
+          }
+        },
+      };
+    },
+    undefined,
+    read,
+  );
+  logger.info(`${what} paused`, { jobId, tenantId, pausedUntil: job.pausedUntil ?? null });
+  return job;
 }
 
 /** Resumes a PAUSED job by request. */
 export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
-  const job = await resume(deps, tenantId, jobId, () => true);
-  logger.info('job resumed', { jobId, tenantId, nextRunAt: job.nextRunAt });
-  return viewOf(job);
+  return viewOf(await resumeJobOf(deps, tenantId, jobId));
+}
+
+/** Resume: the next occurrence by the misfire policy. `read`: the job (a workflow's schedule job). */
+export async function resumeJobOf(deps: SchedulerDeps, tenantId: string, jobId: string, read?: JobReader, what = 'job'): Promise<Job> {
+  const job = await resume(deps, tenantId, jobId, () => true, read, what);
+  logger.info(`${what} resumed`, { jobId, tenantId, nextRunAt: job.nextRunAt });
+  return job;
 }
 
 /**
@@ -82,34 +109,48 @@ export async function resumeWhenDue(deps: SchedulerDeps, jobId: string, now: num
 
 const isDue = (job: Job | null, now: number): boolean => job?.status === 'PAUSED' && !!job.pausedUntil && Date.parse(job.pausedUntil) <= now;
 
-async function resume(deps: SchedulerDeps, tenantId: string, jobId: string, stillWanted: (job: Job) => boolean): Promise<Job> {
+async function resume(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  stillWanted: (job: Job) => boolean,
+  read: JobReader = () => deps.jobs.get(tenantId, jobId),
+  what = 'job',
+): Promise<Job> {
   // The run that stood for the pending occurrence decides the attempt of its replacement.
-  const before = await deps.jobs.get(tenantId, jobId);
+  const before = await read();
   const pausedRun = before?.pausedPending?.runId ? await deps.runs.get(before.pausedPending.runId) : null;
-  return mutateJob(deps, tenantId, jobId, (current, now): Mutation => {
-    if (current.status !== 'PAUSED') throw new ConflictError(`The job is ${current.status}; only a PAUSED job can be resumed`);
-    if (!stillWanted(current)) throw new ConflictError('The job was paused again meanwhile');
-    const pendingAt = current.pausedPending ? Date.parse(current.pausedPending.scheduledFor) : null;
-    const occurrence = occurrenceOnResume(current, pendingAt, now);
-    const cleared = { pausedAt: null, pausedPending: null, pauseNote: null, pausedUntil: null };
-    if (!occurrence) {
-      return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };
-    }
-    const plan = planRun(
-      deps.config,
-      current,
-      {
-        scheduledFor: occurrence.scheduledFor,
-        attempt: attemptFor(occurrence.scheduledFor, pausedRun),
-        trigger: 'schedule',
-        reason: occurrence.reason,
-      },
-      now,
-    );
-    return {
-      next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
-      plan,
-      afterCommit: () => sendPlannedRun(deps, plan, now),
-    };
-  });
+  return mutateJob(
+    deps,
+    tenantId,
+    jobId,
+    (current, now): Mutation => {
+      if (current.status !== 'PAUSED') throw new ConflictError(`The ${what} is ${current.status}; only a PAUSED ${what} can be resumed`);
+      if (!stillWanted(current)) throw new ConflictError('The job was paused again meanwhile');
+      const pendingAt = current.pausedPending ? Date.parse(current.pausedPending.scheduledFor) : null;
+      const occurrence = occurrenceOnResume(current, pendingAt, now);
+      const cleared = { pausedAt: null, pausedPending: null, pauseNote: null, pausedUntil: null };
+      if (!occurrence) {
+        return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };
+      }
+      const plan = planRun(
+        deps.config,
+        current,
+        {
+          scheduledFor: occurrence.scheduledFor,
+          attempt: attemptFor(occurrence.scheduledFor, pausedRun),
+          trigger: 'schedule',
+          reason: occurrence.reason,
+        },
+        now,
+      );
+      return {
+        next: touch(current, now, { ...cleared, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }),
+        plan,
+        afterCommit: () => sendPlannedRun(deps, plan, now),
+      };
+    },
+    undefined,
+    read,
+  );
 }

@@ -41,7 +41,8 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
   if (!cancelled && after.status !== 'CANCELLED') throw new ConflictError(`The run is ${after.status}; only a run that has not finished can be cancelled`);
   // A cancelled pending occurrence must not stop the schedule: the chain moves on past it.
   if (cancelled && run.trigger === 'schedule' && run.status !== 'RUNNING') {
-    const job = await deps.jobs.get(tenantId, run.jobId);
+    // A workflow's schedule job too: a cancelled occurrence of a scheduled workflow moves its chain on.
+    const job = await deps.jobs.getForRun(tenantId, run.jobId);
     if (job?.nextRunId === runId && job.status === 'ACTIVE') {
       const next = nextFireTimeAfter(job, Date.parse(run.scheduledFor));
       await advanceChain(deps, job, run, next === null ? null : { scheduledFor: next }, false, now);

@@ -24,6 +24,8 @@ export const AUDIT_ACTIONS = [
   'workflow.create',
   'workflow.update',
   'workflow.run',
+  'workflow.pause',
+  'workflow.resume',
   'workflow-run.cancel',
   'workflow-run.retry',
 ] as const;

@@ -212,6 +212,17 @@ export const targetSchema = z.discriminatedUnion('kind', [
 export type Target = z.infer<typeof targetSchema>;
 export type HttpTarget = z.infer<typeof httpTargetSchema>;
 
+/**
+ * The target of a workflow's schedule (its driver job, decision 0147): the worker starts a run of the
+ * workflow instead of calling anything. Never accepted from a request; no target schema names it.
+ */
+export interface WorkflowStartTarget {
+  readonly kind: 'workflow';
+  readonly workflowId: string;
+}
+/** What a stored job's runs do: call a target, or (a workflow's schedule) start a workflow run. */
+export type JobTarget = Target | WorkflowStartTarget;
+
 export const retryPolicySchema = z.strictObject({
   maxAttempts: z.number().int().min(1).max(20).default(3),
   initialDelaySeconds: z.number().min(0).max(3600).default(1),
@@ -244,6 +255,12 @@ export const labelsSchema = z
   .record(labelKeySchema, labelValueSchema)
   .refine((labels) => Object.keys(labels).length <= MAX_JOB_LABELS, `at most ${MAX_JOB_LABELS} labels`);
 
+/** The policies of a schedule's occurrences, shared by jobs and scheduled workflows (decision 0147). */
+export const overlapPolicySchema = z.enum(['allow', 'skip', 'buffer-one', 'cancel-running']);
+export const misfirePolicySchema = z.enum(['fire-once', 'skip', 'backfill']);
+export const backfillLimitSchema = z.number().int().min(1).max(1000);
+export const prioritySchema = z.enum(['high', 'normal', 'low']);
+
 const jobSpecShape = {
   name: identifier(128),
   type: jobTypeSchema,
@@ -254,11 +271,11 @@ const jobSpecShape = {
   retryPolicy: retryPolicySchema.default({ maxAttempts: 3, initialDelaySeconds: 1, maxDelaySeconds: 300 }),
   timeoutSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).default(300),
   delivery: z.enum(DELIVERY_MODES).default(DEFAULT_DELIVERY),
-  overlapPolicy: z.enum(['allow', 'skip', 'buffer-one', 'cancel-running']).default('allow'),
-  misfirePolicy: z.enum(['fire-once', 'skip', 'backfill']).default('fire-once'),
+  overlapPolicy: overlapPolicySchema.default('allow'),
+  misfirePolicy: misfirePolicySchema.default('fire-once'),
   /** Under `backfill`, at most this many missed occurrences run (the oldest first). */
-  backfillLimit: z.number().int().min(1).max(1000).default(10),
-  priority: z.enum(['high', 'normal', 'low']).default('normal'),
+  backfillLimit: backfillLimitSchema.default(10),
+  priority: prioritySchema.default('normal'),
   /** Notifications of run outcomes (docs/notifications.md); absent or null: none. A PATCH with null removes them. */
   notify: notifySchema.nullable().optional(),
   // Keyed flow control (lambdas/domain/flow-control.ts); null in a PATCH removes it.
@@ -313,7 +330,9 @@ export type JobSpec = z.infer<typeof jobSpecSchema>;
 export type JobStatus = 'ACTIVE' | 'PAUSED' | 'COMPLETED' | 'CANCELLED';
 
 /** A stored job: the definition plus the scheduler's bookkeeping. */
-export interface Job extends JobSpec {
+export interface Job extends Omit<JobSpec, 'target'> {
+  /** A request's target; a workflow's schedule starts a workflow run instead. */
+  readonly target: JobTarget;
   readonly jobId: string;
   readonly tenantId: string;
   readonly status: JobStatus;
@@ -354,12 +373,12 @@ export const MAX_PAUSE_NOTE_LENGTH = 500;
  * How long a lease on a run of this job lasts: its attempt timeout plus a margin for a Lambda worker;
  * for an external worker, the target's lease (renewed by each heartbeat, so a run may last longer).
  */
-export function leaseSecondsOf(job: Pick<JobSpec, 'timeoutSeconds' | 'target'>, leaseMarginSeconds: number): number {
+export function leaseSecondsOf(job: Pick<Job, 'timeoutSeconds' | 'target'>, leaseMarginSeconds: number): number {
   return job.target.kind === 'external' ? job.target.leaseSeconds : attemptTimeoutSeconds(job) + leaseMarginSeconds;
 }
 
 /** The execution timeout of one attempt: the job's, narrowed by the target's own where it has one. */
-export function attemptTimeoutSeconds(job: Pick<JobSpec, 'timeoutSeconds' | 'target'>): number {
+export function attemptTimeoutSeconds(job: Pick<Job, 'timeoutSeconds' | 'target'>): number {
   const targetTimeout = job.target.kind === 'http' ? job.target.timeoutSeconds : undefined;
   return Math.min(job.timeoutSeconds, targetTimeout ?? job.timeoutSeconds);
 }

@@ -1,12 +1,19 @@
-// Outcome notifications (docs/notifications.md): what a job (or, later, a workflow) declares with
+// Outcome notifications (docs/notifications.md): what a job (or a workflow) declares with
 // `notify`, which run outcomes raise which event, the body every destination receives, and the
 // notification's own retry budget. Plain TypeScript: the worker and the API share it.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Run, RunStatus } from './run';
 
-export const NOTIFY_EVENTS = ['dead', 'failed', 'succeeded', 'skipped'] as const;
+/** The events a job's `notify` may name: a run (an attempt) ended so. */
+export const JOB_NOTIFY_EVENTS = ['dead', 'failed', 'succeeded', 'skipped'] as const;
+/** The events a workflow's `notify` may name: a workflow run ended so, or an occurrence of its schedule was skipped (decision 0148). */
+export const WORKFLOW_NOTIFY_EVENTS = ['succeeded', 'failed', 'cancelled', 'skipped'] as const;
+/** Every event a notification may be of (its record, its message). */
+export const NOTIFY_EVENTS = ['dead', 'failed', 'succeeded', 'skipped', 'cancelled'] as const;
 export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
+export type WorkflowNotifyEvent = (typeof WORKFLOW_NOTIFY_EVENTS)[number];
+export type JobNotifyEvent = (typeof JOB_NOTIFY_EVENTS)[number];
 
 /** Where notifications go: a signed HTTPS POST, an SNS topic, an EventBridge bus (each allowlisted as targets are). */
 export const notifyDestinationSchema = z.discriminatedUnion('kind', [
@@ -33,23 +40,38 @@ export const notifyDestinationSchema = z.discriminatedUnion('kind', [
 ]);
 export type NotifyDestination = z.infer<typeof notifyDestinationSchema>;
 
+const eventsOf = <const E extends readonly [string, ...string[]]>(events: E) =>
+  z
+    .array(z.enum(events))
+    .min(1, 'name at least one event')
+    .refine((named) => new Set(named).size === named.length, 'must not name an event twice');
+
 export const notifySchema = z
-  .strictObject({
-    events: z
-      .array(z.enum(NOTIFY_EVENTS))
-      .min(1, 'name at least one event')
-      .refine((events) => new Set(events).size === events.length, 'must not name an event twice'),
-    destination: notifyDestinationSchema,
-  })
+  .strictObject({ events: eventsOf(JOB_NOTIFY_EVENTS), destination: notifyDestinationSchema })
   .meta({ id: 'Notify', description: 'Notifications of run outcomes (docs/notifications.md).' });
 export type NotifySpec = z.infer<typeof notifySchema>;
+
+/**
+ * A workflow's `notify`: the jobs' shape and destinations, with the events of a workflow run's outcome
+ * (`succeeded`, `failed`, `cancelled`) and of its schedule's occurrences (`skipped`); decision 0148.
+ */
+export const workflowNotifySchema = z
+  .strictObject({ events: eventsOf(WORKFLOW_NOTIFY_EVENTS), destination: notifyDestinationSchema })
+  .meta({ id: 'WorkflowNotify', description: "Notifications of a workflow's run outcomes (docs/notifications.md#workflows)." });
+export type WorkflowNotifySpec = z.infer<typeof workflowNotifySchema>;
+
+/** The event a workflow run's end raises, when its `notify` asks for it. */
+export function wantedWorkflowEvent(notify: WorkflowNotifySpec | null | undefined, status: 'SUCCEEDED' | 'FAILED' | 'CANCELLED'): WorkflowNotifyEvent | null {
+  const event = status === 'SUCCEEDED' ? 'succeeded' : status === 'FAILED' ? 'failed' : 'cancelled';
+  return notify?.events.includes(event) ? event : null;
+}
 
 /**
  * The event a run's new status raises, or null. `failed` is per attempt: every attempt that failed
  * or timed out with a retry to follow (each attempt is a run of its own). A run cancelled, or
  * retired by a pause (SKIPPED by the caller's own act), raises nothing.
  */
-export function eventOfOutcome(status: RunStatus): NotifyEvent | null {
+export function eventOfOutcome(status: RunStatus): JobNotifyEvent | null {
   switch (status) {
     case 'DEAD':
       return 'dead';
@@ -79,9 +101,9 @@ export function notificationIdOf(runId: string, event: NotifyEvent): string {
   return `ntf_${createHash('sha256').update(`${runId}#${event}`).digest('base64url').slice(0, 32)}`;
 }
 
-/** What raised a notification: a job today; a workflow will name itself here. */
+/** What raised a notification: a job, or a workflow (its runs, and its schedule's occurrences). */
 export interface NotificationSubject {
-  readonly kind: 'job';
+  readonly kind: 'job' | 'workflow';
   readonly id: string;
   readonly name: string;
   readonly type: string;
@@ -92,10 +114,10 @@ export const NOTIFICATION_VERSION = 'job-scheduler.notification/1';
 export const MAX_ERROR_MESSAGE_CHARS = 512;
 
 /**
- * The body every destination receives. Never the job's payload, target or header values: only
- * what happened to the run.
+ * The body every destination receives of a run's outcome (a job's run, or an occurrence of a
+ * workflow's schedule). Never the job's payload, target or header values: only what happened to the run.
  */
-export interface NotificationBody {
+export interface RunNotificationBody {
   readonly type: typeof NOTIFICATION_VERSION;
   readonly notificationId: string;
   readonly event: NotifyEvent;
@@ -115,12 +137,38 @@ export interface NotificationBody {
   readonly occurredAt: string;
 }
 
+/**
+ * The body of a workflow run's outcome (decision 0148): which run of which workflow, how it ended and
+ * which steps failed; never a payload, a target or a result.
+ */
+export interface WorkflowRunNotificationBody {
+  readonly type: typeof NOTIFICATION_VERSION;
+  readonly notificationId: string;
+  readonly event: NotifyEvent;
+  readonly tenantId: string;
+  readonly subject: NotificationSubject;
+  readonly workflowId: string;
+  readonly workflowRunId: string;
+  /** The definition version the workflow run ran. */
+  readonly version: number;
+  readonly status: 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
+  readonly trigger: 'manual' | 'retry' | 'schedule';
+  /** How often the workflow run was retried before this end (each retry's end notifies once). */
+  readonly retries: number;
+  readonly scheduledFor: string;
+  readonly finishedAt: string | null;
+  readonly failedSteps: readonly string[];
+  readonly occurredAt: string;
+}
+
+export type NotificationBody = RunNotificationBody | WorkflowRunNotificationBody;
+
 export function notificationBodyOf(
   subject: NotificationSubject,
   run: Pick<Run, 'runId' | 'jobId' | 'tenantId' | 'attempt' | 'trigger' | 'scheduledFor' | 'startedAt'>,
   outcome: { readonly status: RunStatus; readonly error: Run['error']; readonly reason: string | null; readonly at: number },
   event: NotifyEvent,
-): NotificationBody {
+): RunNotificationBody {
   const at = new Date(outcome.at).toISOString();
   return {
     type: NOTIFICATION_VERSION,

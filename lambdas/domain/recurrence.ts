@@ -100,13 +100,19 @@ export type OverlapDecision =
   | { readonly action: 'cancel-previous'; readonly reason: string };
 
 /** The overlap policy applied when an occurrence starts while the previous one may still run. */
-export function decideOverlap(policy: JobSpec['overlapPolicy'], previousRunId: string | null, previousRunning: boolean): OverlapDecision {
+export function decideOverlap(
+  policy: JobSpec['overlapPolicy'],
+  previousRunId: string | null,
+  previousRunning: boolean,
+  /** What the previous occurrence is: a run, or (a scheduled workflow's) a workflow run. */
+  what: 'run' | 'workflow run' = 'run',
+): OverlapDecision {
   if (!previousRunning || previousRunId === null || policy === 'allow') return { action: 'proceed' };
   switch (policy) {
     case 'skip':
-      return { action: 'skip', reason: `overlap: run ${previousRunId} is still running (overlapPolicy skip)` };
+      return { action: 'skip', reason: `overlap: ${what} ${previousRunId} is still running (overlapPolicy skip)` };
     case 'buffer-one':
-      return { action: 'wait', reason: `overlap: waiting for run ${previousRunId} to finish (overlapPolicy buffer-one)` };
+      return { action: 'wait', reason: `overlap: waiting for ${what} ${previousRunId} to finish (overlapPolicy buffer-one)` };
     case 'cancel-running':
       return { action: 'cancel-previous', reason: `overlap: cancelled by the next occurrence (overlapPolicy cancel-running)` };
   }

@@ -170,6 +170,27 @@ export function settleSchedule<S extends Schedule>(schedule: S, now: number): S 
 const settledDates = (schedule: RecurringSchedule): { excludeDates?: string[] } =>
   schedule.excludeDates === undefined ? {} : { excludeDates: [...new Set(schedule.excludeDates)].sort() };
 
+/**
+ * A schedule as sent, settled as a stored one was: an interval without an anchor takes the stored
+ * anchor, a counted cron without a start the stored start (when the stored one has them). A change
+ * that repeats the schedule without them keeps what it counts from, rather than setting it anew.
+ */
+export function settleLike<S extends Schedule>(requested: S, stored: Schedule): S {
+  if (requested.kind === 'every' && stored.kind === 'every' && requested.anchor === undefined && stored.anchor !== undefined) {
+    return { ...requested, anchor: stored.anchor };
+  }
+  if (
+    requested.kind === 'cron' &&
+    stored.kind === 'cron' &&
+    requested.maxOccurrences !== undefined &&
+    requested.startAt === undefined &&
+    stored.startAt !== undefined
+  ) {
+    return { ...requested, startAt: stored.startAt };
+  }
+  return requested;
+}
+
 /** Whether two schedules are the same, whatever the order of their fields. */
 export function sameSchedule(a: Schedule, b: Schedule): boolean {
   const canonical = (schedule: Schedule): string =>

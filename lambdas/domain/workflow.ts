@@ -3,10 +3,24 @@
 // steps start, which never will, when the run ends) are plain functions over the step states.
 import { z } from 'zod';
 import type { Job } from './job';
-import { jobTypeSchema, jsonValue, MAX_PAYLOAD_BYTES, MAX_TIMEOUT_SECONDS, retryPolicySchema, targetSchema } from './job';
+import {
+  backfillLimitSchema,
+  jobTypeSchema,
+  jsonValue,
+  MAX_PAYLOAD_BYTES,
+  MAX_TIMEOUT_SECONDS,
+  misfirePolicySchema,
+  overlapPolicySchema,
+  prioritySchema,
+  retryPolicySchema,
+  scheduleSchema,
+  targetSchema,
+} from './job';
 import { ConflictError } from '../core/errors';
 import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
+import { workflowNotifySchema } from './notify';
 import type { RunStatus } from './run';
+import { isTerminal } from './run';
 
 /** A workflow holds at most this many steps. */
 export const MAX_WORKFLOW_STEPS = 100;
@@ -45,10 +59,35 @@ export const workflowSpecSchema = z
       .max(100)
       .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'use letters, digits and . _ : - (starting with a letter or digit)'),
     type: jobTypeSchema.default('workflow'),
-    priority: z.enum(['high', 'normal', 'low']).default('normal'),
+    priority: prioritySchema.default('normal'),
+    /**
+     * Runs of the workflow on a schedule, of any kind a job takes (decision 0147); without it a run
+     * starts only by request. The policies below apply to its occurrences, as a job's do.
+     */
+    schedule: scheduleSchema.optional(),
+    /** An occurrence while the previous one's workflow run is RUNNING (default `allow`). */
+    overlapPolicy: overlapPolicySchema.optional(),
+    /** An occurrence that starts late (the scheduler was down, or the workflow paused; default `fire-once`). */
+    misfirePolicy: misfirePolicySchema.optional(),
+    /** Under `backfill`, at most this many missed occurrences run (default 10). */
+    backfillLimit: backfillLimitSchema.optional(),
+    /** Notifications of the workflow runs' outcomes and of occurrences skipped by a policy (decision 0148). */
+    notify: workflowNotifySchema.optional(),
     steps: z.array(stepSpecSchema).min(1).max(MAX_WORKFLOW_STEPS),
   })
   .check((ctx) => {
+    if (ctx.value.schedule === undefined) {
+      for (const field of ['overlapPolicy', 'misfirePolicy', 'backfillLimit'] as const) {
+        if (ctx.value[field] !== undefined) {
+          ctx.issues.push({
+            code: 'custom',
+            input: ctx.value[field],
+            path: [field],
+            message: 'applies to the occurrences of a schedule: give a schedule, or leave it out',
+          });
+        }
+      }
+    }
     for (const issue of graphIssues(ctx.value.steps)) ctx.issues.push({ code: 'custom', input: ctx.value.steps, ...issue });
     const size = Buffer.byteLength(JSON.stringify(ctx.value), 'utf8');
     if (size > MAX_WORKFLOW_DEFINITION_BYTES) {
@@ -199,7 +238,8 @@ export interface WorkflowRun {
   readonly tenantId: string;
   readonly version: number;
   readonly status: WorkflowRunStatus;
-  readonly trigger: 'manual' | 'retry';
+  /** `schedule`: an occurrence of the workflow's schedule started it. */
+  readonly trigger: 'manual' | 'retry' | 'schedule';
   /** The workflow run's time: every step run's occurrence (`scheduledFor`). */
   readonly scheduledFor: string;
   readonly createdAt: string;
@@ -208,6 +248,11 @@ export interface WorkflowRun {
   /** How often the run was retried from its failed steps (its optimistic-concurrency version). */
   readonly retries: number;
   readonly steps: Readonly<Record<string, StepState>>;
+  /**
+   * The W3C trace context of the request that started the run (or last retried it), or a new trace:
+   * every step run started under it joins it (decision 0146). Absent on runs from before.
+   */
+  readonly traceparent?: string;
 }
 
 const STEP_DONE: readonly StepStatus[] = ['SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED', 'NOT_STARTED'];
@@ -272,25 +317,61 @@ export function planProgress(
   return { start, notStarted, finished };
 }
 
-/** The step states a retry of a finished workflow run starts from: its failed and unstarted steps wait again. */
-export function stepsForRetry(run: Pick<WorkflowRun, 'steps'>): Record<string, StepState> {
+/**
+ * The newest run of a step as a retry of its workflow run finds it: a replay of the step's dead run
+ * (or that replay's own retries) may have followed the attempt the step recorded.
+ */
+export interface StepRunSeen {
+  readonly runId: string;
+  readonly attempt: number;
+  readonly status: RunStatus;
+  readonly startedAt: string | null;
+  readonly finishedAt: string | null;
+}
+
+/**
+ * The step states a retry of a finished workflow run starts from: succeeded steps are kept, the
+ * others wait again at their next attempt (a fresh retry budget, as a replay). A step whose run was
+ * replayed since it ended takes the replay as its own (decision 0144): succeeded, the step is
+ * SUCCEEDED with the replay's result; still under way, the step is STARTED on it; ended otherwise,
+ * the step's next attempt comes after the replay's, so its run id is a new one.
+ */
+export function stepsForRetry(run: Pick<WorkflowRun, 'steps'>, newest: Readonly<Record<string, StepRunSeen>> = {}): Record<string, StepState> {
   return Object.fromEntries(
-    Object.entries(run.steps).map(([stepId, state]) =>
-      state.status === 'SUCCEEDED'
-        ? [stepId, state]
-        : [
-            stepId,
-            {
-              status: 'WAITING' as const,
-              // A step that ran starts its next attempt, with a fresh retry budget (as a replay).
-              attempt: state.runId ? state.attempt + 1 : state.attempt,
-              runId: null,
-              startedAt: null,
-              finishedAt: null,
-              reason: null,
-            },
-          ],
-    ),
+    Object.entries(run.steps).map(([stepId, state]): [string, StepState] => {
+      if (state.status === 'SUCCEEDED') return [stepId, state];
+      const seen = newest[stepId];
+      const replayed = seen !== undefined && state.runId !== null && seen.runId !== state.runId && seen.attempt > state.attempt;
+      if (replayed && seen.status === 'SUCCEEDED') {
+        return [
+          stepId,
+          {
+            status: 'SUCCEEDED',
+            attempt: seen.attempt,
+            runId: seen.runId,
+            startedAt: seen.startedAt,
+            finishedAt: seen.finishedAt,
+            reason: 'succeeded in a replay of its run',
+          },
+        ];
+      }
+      if (replayed && !isTerminal(seen.status)) {
+        return [stepId, { status: 'STARTED', attempt: seen.attempt, runId: seen.runId, startedAt: seen.startedAt, finishedAt: null, reason: null }];
+      }
+      const last = Math.max(state.attempt, seen?.attempt ?? 0);
+      return [
+        stepId,
+        {
+          status: 'WAITING',
+          // A step that ran starts its next attempt, with a fresh retry budget (as a replay).
+          attempt: state.runId ? last + 1 : state.attempt,
+          runId: null,
+          startedAt: null,
+          finishedAt: null,
+          reason: null,
+        },
+      ];
+    }),
   );
 }
 
@@ -366,6 +447,76 @@ export function stepJobOf(version: WorkflowVersion, stepId: string): Job | null 
     createdAt: version.createdAt,
     updatedAt: version.createdAt,
     version: version.version,
+    nextRunAt: null,
+    nextRunId: null,
+  };
+}
+
+// ---- A workflow's schedule as a job -------------------------------------------------------------
+
+/**
+ * The job id of a workflow's schedule (its driver job, decision 0147): `wf_….schedule`. Its runs are
+ * the schedule's occurrences; the worker starts a workflow run for each it executes.
+ */
+export function scheduleJobIdOf(workflowId: string): string {
+  return `${workflowId}.schedule`;
+}
+
+const SCHEDULE_JOB_ID = /^(wf_[0-9a-z]+)\.schedule$/;
+
+export function parseScheduleJobId(jobId: string): { workflowId: string } | null {
+  const match = SCHEDULE_JOB_ID.exec(jobId);
+  return match?.[1] ? { workflowId: match[1] } : null;
+}
+
+/** Job ids that belong to a workflow (its steps, its schedule): not jobs of the jobs API. */
+export const isWorkflowJobId = (jobId: string): boolean => parseStepJobId(jobId) !== null || parseScheduleJobId(jobId) !== null;
+
+/** How long starting a workflow run may take: the lease of a schedule's run. */
+export const SCHEDULE_RUN_TIMEOUT_SECONDS = 60;
+
+/** What a version's definition says of its schedule's job: the schedule, its policies, its runs' pool and lane. */
+export function scheduleFieldsOf(
+  spec: Pick<WorkflowSpec, 'schedule' | 'overlapPolicy' | 'misfirePolicy' | 'backfillLimit' | 'priority' | 'type' | 'notify'>,
+): Pick<Job, 'schedule' | 'overlapPolicy' | 'misfirePolicy' | 'backfillLimit' | 'priority' | 'type' | 'notify'> | null {
+  if (!spec.schedule) return null;
+  return {
+    schedule: spec.schedule,
+    overlapPolicy: spec.overlapPolicy ?? 'allow',
+    misfirePolicy: spec.misfirePolicy ?? 'fire-once',
+    backfillLimit: spec.backfillLimit ?? 10,
+    priority: spec.priority,
+    type: spec.type,
+    // The schedule job raises the workflow's `skipped` (an occurrence a policy skipped); a workflow
+    // run's own end raises the others. Its occurrences' other outcomes raise nothing.
+    notify: spec.notify?.events.includes('skipped') ? { events: ['skipped'], destination: spec.notify.destination } : null,
+  };
+}
+
+/**
+ * A new schedule job for a workflow (its status, next run and version are the caller's to set). Its
+ * runs call nothing: starting the workflow run is all they do, retried on a short budget.
+ */
+export function scheduleJobOf(
+  workflow: Pick<Workflow, 'workflowId' | 'tenantId' | 'name'>,
+  fields: NonNullable<ReturnType<typeof scheduleFieldsOf>>,
+  at: string,
+): Job {
+  return {
+    jobId: scheduleJobIdOf(workflow.workflowId),
+    tenantId: workflow.tenantId,
+    name: workflow.name,
+    labels: {},
+    ...fields,
+    target: { kind: 'workflow', workflowId: workflow.workflowId },
+    payload: null,
+    retryPolicy: { maxAttempts: 3, initialDelaySeconds: 1, maxDelaySeconds: 30 },
+    timeoutSeconds: SCHEDULE_RUN_TIMEOUT_SECONDS,
+    delivery: 'at-least-once',
+    status: 'ACTIVE',
+    createdAt: at,
+    updatedAt: at,
+    version: 1,
     nextRunAt: null,
     nextRunId: null,
   };

@@ -61,6 +61,18 @@ export interface UpdateSpec {
   readonly if?: Condition;
 }
 
+/**
+ * How placeholders are written. `readable` (the default) names an attribute `#status` where its
+ * name allows, so expressions read like their items. `compact` names every attribute part `#n<k>`
+ * and gives equal strings one value placeholder: an expression that names many attributes (a
+ * workflow run's steps, keyed by ids of up to 64 characters) stays under DynamoDB's 4 KB limit on
+ * each expression string.
+ */
+export type PlaceholderStyle = 'readable' | 'compact';
+
+/** DynamoDB refuses an expression string (update, condition, projection) longer than this many bytes. */
+export const MAX_EXPRESSION_BYTES = 4096;
+
 export interface Expressions {
   readonly UpdateExpression?: string;
   readonly ConditionExpression?: string;
@@ -76,6 +88,9 @@ class Placeholders {
   private valueCount = 0;
   private nameCount = 0;
   private readonly byName = new Map<string, string>();
+  private readonly byString = new Map<string, string>();
+
+  constructor(private readonly style: PlaceholderStyle = 'readable') {}
 
   name(path: string): string {
     return path
@@ -83,7 +98,7 @@ class Placeholders {
       .map((part) => {
         let placeholder = this.byName.get(part);
         if (!placeholder) {
-          placeholder = PLAIN_NAME.test(part) ? `#${part}` : `#n${this.nameCount++}`;
+          placeholder = this.style === 'readable' && PLAIN_NAME.test(part) ? `#${part}` : `#n${this.nameCount++}`;
           this.byName.set(part, placeholder);
           this.names[placeholder] = part;
         }
@@ -93,8 +108,11 @@ class Placeholders {
   }
 
   value(value: unknown): string {
+    const shared = this.style === 'compact' && typeof value === 'string' ? this.byString.get(value) : undefined;
+    if (shared) return shared;
     const placeholder = `:v${this.valueCount++}`;
     this.values[placeholder] = value;
+    if (this.style === 'compact' && typeof value === 'string') this.byString.set(value, placeholder);
     return placeholder;
   }
 
@@ -135,8 +153,8 @@ class Placeholders {
 }
 
 /** The expressions of an UpdateItem (alone or in a transaction) from its changes and condition. */
-export function updateExpressions(spec: UpdateSpec): Expressions & { readonly UpdateExpression: string } {
-  const p = new Placeholders();
+export function updateExpressions(spec: UpdateSpec, style: PlaceholderStyle = 'readable'): Expressions & { readonly UpdateExpression: string } {
+  const p = new Placeholders(style);
   const clauses: string[] = [];
   const sets = Object.entries(spec.set ?? {}).filter(([, value]) => value !== undefined);
   if (sets.length > 0) clauses.push(`SET ${sets.map(([path, value]) => `${p.name(path)} = ${p.operand(value)}`).join(', ')}`);
@@ -177,19 +195,31 @@ export async function ifHeld<T>(write: () => Promise<T>): Promise<Conditional<T>
 }
 
 /** A conditional UpdateItem; true when its condition held and it was applied. */
-export async function updateIf(dynamo: DynamoDBDocumentClient, tableName: string, key: Item, spec: UpdateSpec): Promise<boolean> {
-  const result = await ifHeld(() => dynamo.send(new UpdateCommand({ TableName: tableName, Key: key, ...updateExpressions(spec) })));
+export async function updateIf(
+  dynamo: DynamoDBDocumentClient,
+  tableName: string,
+  key: Item,
+  spec: UpdateSpec,
+  style: PlaceholderStyle = 'readable',
+): Promise<boolean> {
+  const result = await ifHeld(() => dynamo.send(new UpdateCommand({ TableName: tableName, Key: key, ...updateExpressions(spec, style) })));
   return result.held;
 }
 
 /** A conditional UpdateItem returning the item as it became, or (failed) as it was. */
-export async function updateReturning(dynamo: DynamoDBDocumentClient, tableName: string, key: Item, spec: UpdateSpec): Promise<Conditional<Item>> {
+export async function updateReturning(
+  dynamo: DynamoDBDocumentClient,
+  tableName: string,
+  key: Item,
+  spec: UpdateSpec,
+  style: PlaceholderStyle = 'readable',
+): Promise<Conditional<Item>> {
   const result = await ifHeld(() =>
     dynamo.send(
       new UpdateCommand({
         TableName: tableName,
         Key: key,
-        ...updateExpressions(spec),
+        ...updateExpressions(spec, style),
         ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),

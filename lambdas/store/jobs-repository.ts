@@ -5,7 +5,7 @@ import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { TransactItem } from './conditional';
+import type { TransactionResult, TransactItem } from './conditional';
 import { absentOr, conditionExpressions, IF_NEW, ifHeld, lessThan, transact, transactRetryingConflicts, updateExpressions } from './conditional';
 import type { Job, JobStatus } from '../domain/job';
 import type { Run } from '../domain/run';
@@ -21,9 +21,9 @@ import type { JobFilter } from './job-finder';
 import { JobFinder } from './job-finder';
 
 export type { JobFilter } from './job-finder';
-import { parseStepJobId, stepJobOf } from '../domain/workflow';
+import { isWorkflowJobId, parseStepJobId, stepJobOf } from '../domain/workflow';
 import { itemToWorkflowVersion } from './workflows';
-import { workflowVersionKey, WORKFLOW_PK_PREFIX, WORKFLOW_RUN_SK_PREFIX } from './keys';
+import { isJobItem, workflowVersionKey, WORKFLOW_PK_PREFIX, WORKFLOW_RUN_SK_PREFIX } from './keys';
 
 /** What the byNextRun index finds overdue: a job whose chain stopped, or a workflow run whose progress did. */
 export type Overdue =
@@ -187,8 +187,12 @@ export class JobsRepository {
     return item ? { jobId: String(item.jobId), requestHash: String(item.requestHash) } : null;
   }
 
-  /** A job of the given tenant; another tenant's job is reported as missing. */
+  /**
+   * A job of the given tenant, as the jobs API sees it; another tenant's job is reported as missing,
+   * and so are a workflow's steps and schedule, which are not jobs there (`getForRun` reads them).
+   */
   async get(tenantId: string, jobId: string): Promise<Job | null> {
+    if (isWorkflowJobId(jobId)) return null;
     const job = await this.getAnyTenant(jobId);
     return job && job.tenantId === tenantId ? job : null;
   }
@@ -214,11 +218,10 @@ export class JobsRepository {
   }
 
   /**
-   * The job of a run, for the API's run operations (a replay): the tenant's job, or the step of a
-   * workflow version its run belongs to.
+   * The job of a run, for the API's run operations (a replay, a cancel): the tenant's job, the step
+   * of a workflow version its run belongs to, or a workflow's schedule job.
    */
   async getForRun(tenantId: string, jobId: string): Promise<Job | null> {
-    if (!parseStepJobId(jobId)) return this.get(tenantId, jobId);
     const job = await this.getAnyTenant(jobId);
     return job?.tenantId === tenantId ? job : null;
   }
@@ -247,13 +250,13 @@ export class JobsRepository {
     const items = await batchGetConsistent(this.dynamo, this.jobsTable, [...ids.filter((jobId) => !parseStepJobId(jobId)).map(jobKey), ...versionKeys]);
     const jobs = new Map(
       items
-        .filter((item) => String(item.pk).startsWith('JOB#'))
+        .filter(isJobItem)
         .map(itemToJob)
         .map((job) => [job.jobId, job]),
     );
     const versions = new Map(
       items
-        .filter((item) => String(item.pk).startsWith(WORKFLOW_PK_PREFIX))
+        .filter((item) => String(item.pk).startsWith(WORKFLOW_PK_PREFIX) && !isJobItem(item))
         .map(itemToWorkflowVersion)
         .map((version) => [`${version.workflowId}#${version.version}`, version]),
     );
@@ -280,6 +283,27 @@ export class JobsRepository {
     expected: Pick<Job, 'version' | 'nextRunId' | 'status'> & { readonly labels?: Job['labels'] },
     extra: ReplaceExtras = {},
   ): Promise<ReplaceResult> {
+    const items = this.replaceItems(next, expected, extra);
+    if (Object.keys(items).length === 1) {
+      const put = await ifHeld(() => this.dynamo.send(new PutCommand(items.job!.Put!)));
+      return put.held ? 'replaced' : 'conflict';
+    }
+    const result = await transact(this.dynamo, items);
+    const outcome = replaceResultOf(result, extra.newRuns?.length ?? 0, !isLive(expected.status) && isLive(next.status));
+    if (outcome === null && !result.committed) throw result.error;
+    return outcome ?? 'replaced';
+  }
+
+  /**
+   * The items of a replace (named `job`, `run:<i>`, `releaseName`, `usage`, `label±<i>`), for a
+   * transaction of the caller's that writes more (a workflow's new version with its schedule job's
+   * change); `replaceResultOf` reads the outcome.
+   */
+  replaceItems(
+    next: Job,
+    expected: Pick<Job, 'version' | 'nextRunId' | 'status'> & { readonly labels?: Job['labels'] },
+    extra: ReplaceExtras = {},
+  ): Record<string, TransactItem> {
     const jobPut = { TableName: this.jobsTable, Item: jobToItem(next), ...conditionExpressions({ version: expected.version, nextRunId: expected.nextRunId }) };
     const items: Record<string, TransactItem> = { job: { Put: jobPut } };
     const newRuns = extra.newRuns ?? [];
@@ -307,18 +331,21 @@ export class JobsRepository {
       .forEach((label, index) => {
         items[`label-${index}`] = { Delete: { TableName: this.jobsTable, Key: jobLabelKey(next.tenantId, label, next) } };
       });
-    if (Object.keys(items).length === 1) {
-      const put = await ifHeld(() => this.dynamo.send(new PutCommand(jobPut)));
-      return put.held ? 'replaced' : 'conflict';
-    }
-    const result = await transact(this.dynamo, items);
-    if (result.committed) return 'replaced';
-    if (result.failed.has('job')) return 'conflict';
-    if (newRuns.some((_, index) => result.failed.has(`run:${index}`))) return 'run-exists';
-    if (becomesLive && result.failed.has('usage')) return 'too-many-active-jobs';
-    // Nothing was written: the caller reads the job again and retries, as after a lost condition.
-    if (result.conflict) return 'conflict';
-    throw result.error;
+    return items;
+  }
+
+  /**
+   * The items that write a new job without a name of its own (a workflow's schedule job, whose name
+   * is its workflow's) and its first run, counted against the tenant's active jobs while live: named
+   * `job`, `firstRun` and `usage`, for the caller's transaction.
+   */
+  newJobItems(job: Job, firstRun: NewRun | null, maxActiveJobs: number | null): Record<string, TransactItem> {
+    const ifNew = conditionExpressions(IF_NEW);
+    return {
+      job: { Put: { TableName: this.jobsTable, Item: jobToItem(job), ...ifNew } },
+      ...(firstRun ? { firstRun: { Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ...ifNew } } } : {}),
+      ...(isLive(job.status) ? { usage: this.countActive(job.tenantId, 1, maxActiveJobs) } : {}),
+    };
   }
 
   /** Jobs paused until a time at or before `before` (one shard of byNextRun's `resume#` partitions). */
@@ -380,3 +407,14 @@ export interface ReplaceExtras {
 }
 
 export type ReplaceResult = 'replaced' | 'conflict' | 'run-exists' | 'too-many-active-jobs';
+
+/** What a transaction with a replace's items (`replaceItems`) came to; null when its cancellation is none of a replace's. */
+export function replaceResultOf(result: TransactionResult, newRuns: number, becomesLive: boolean): ReplaceResult | null {
+  if (result.committed) return 'replaced';
+  if (result.failed.has('job')) return 'conflict';
+  if (Array.from({ length: newRuns }, (_, index) => `run:${index}`).some((name) => result.failed.has(name))) return 'run-exists';
+  if (becomesLive && result.failed.has('usage')) return 'too-many-active-jobs';
+  // Nothing was written: the caller reads the job again and retries, as after a lost condition.
+  if (result.conflict) return 'conflict';
+  return null;
+}

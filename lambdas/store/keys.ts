@@ -4,13 +4,20 @@ import { NOTIFY_EVENTS } from '../domain/notify';
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
 import { RUN_FIELDS } from '../domain/run';
+import { parseScheduleJobId } from '../domain/workflow';
 import { shardOf } from '../domain/time-gate';
 import { NEXT_RUN_SHARDS } from './schema';
 
 export type Key = { readonly pk: string; readonly sk: string };
 export type Item = Record<string, unknown>;
 
-export const jobKey = (jobId: string): Key => ({ pk: `JOB#${jobId}`, sk: 'JOB' });
+/** A job's item; a workflow's schedule job lives in its workflow's partition, out of the jobs' listings (decision 0147). */
+export const jobKey = (jobId: string): Key => {
+  const schedule = parseScheduleJobId(jobId);
+  return schedule ? workflowScheduleKey(schedule.workflowId) : { pk: `JOB#${jobId}`, sk: 'JOB' };
+};
+/** Whether an item of the jobs table is a job: a job's own, or a workflow's schedule job. */
+export const isJobItem = (item: Item): boolean => String(item.pk).startsWith('JOB#') || item.sk === WORKFLOW_SCHEDULE_SK;
 /** Guards a job name within a tenant while the job is not deleted. */
 export const jobNameKey = (tenantId: string, name: string): Key => ({ pk: `JOBNAME#${tenantId}#${name}`, sk: 'JOBNAME' });
 /** Remembers the result of a create made with an Idempotency-Key. */
@@ -117,10 +124,10 @@ export function jobToItem(job: Job): Item {
     ...(resumesAt === null ? {} : { nextRunAt: resumesAt, nextRunShard: resumeShardOf(shardOf(job.jobId, NEXT_RUN_SHARDS)) }),
     // Stored as text: any JSON (top-level arrays, nulls, empty maps) round-trips exactly.
     payloadJson: JSON.stringify(payload),
-    tenantSort: tenantSortOf(job),
-    // Keys of the finding indexes (decision 0095).
-    tenantStatus: `${job.tenantId}#${job.status}`,
-    tenantType: `${job.tenantId}#${job.type}`,
+    // Keys of the finding indexes (decision 0095); a workflow's schedule job is found through its workflow only.
+    ...(parseScheduleJobId(job.jobId)
+      ? {}
+      : { tenantSort: tenantSortOf(job), tenantStatus: `${job.tenantId}#${job.status}`, tenantType: `${job.tenantId}#${job.type}` }),
     // In the sparse byNextRun index only while the job is active with an occurrence pending.
     ...(job.status === 'ACTIVE' && job.nextRunAt ? { nextRunShard: String(shardOf(job.jobId, NEXT_RUN_SHARDS)) } : {}),
   };
@@ -275,9 +282,23 @@ export function notifyEventOf(item: Item): NotifyEvent | undefined {
 
 export const WORKFLOW_PK_PREFIX = 'WF#';
 export const workflowKey = (workflowId: string): Key => ({ pk: `${WORKFLOW_PK_PREFIX}${workflowId}`, sk: 'WORKFLOW' });
+export const WORKFLOW_SCHEDULE_SK = 'SCHEDULE';
+/** A workflow's schedule job (decision 0147): a job item in the workflow's partition. */
+export const workflowScheduleKey = (workflowId: string): Key => ({ pk: `${WORKFLOW_PK_PREFIX}${workflowId}`, sk: WORKFLOW_SCHEDULE_SK });
 export const workflowVersionKey = (workflowId: string, version: number): Key => ({
   pk: `${WORKFLOW_PK_PREFIX}${workflowId}`,
   sk: `V#${String(version).padStart(6, '0')}`,
+});
+/**
+ * A tenant's workflows, listed (`GET /v1/workflows`): one partition per tenant, an entry per workflow
+ * in creation order (`C#<createdAt>#<id>`) and one in name order (`N#<name>`); names never change.
+ */
+export const workflowListPartition = (tenantId: string): string => `WFLIST#${tenantId}`;
+export const WORKFLOW_LIST_BY_TIME = 'C#';
+export const WORKFLOW_LIST_BY_NAME = 'N#';
+export const workflowListKeys = (workflow: { tenantId: string; workflowId: string; name: string; createdAt: string }): { byTime: Key; byName: Key } => ({
+  byTime: { pk: workflowListPartition(workflow.tenantId), sk: `${WORKFLOW_LIST_BY_TIME}${workflow.createdAt}#${workflow.workflowId}` },
+  byName: { pk: workflowListPartition(workflow.tenantId), sk: `${WORKFLOW_LIST_BY_NAME}${workflow.name}` },
 });
 /** Guards a workflow name within a tenant. */
 export const workflowNameKey = (tenantId: string, name: string): Key => ({ pk: `WFNAME#${tenantId}#${name}`, sk: 'WFNAME' });

@@ -7,7 +7,18 @@ import type { Run } from '../domain/run';
 import { sourcesOf } from '../domain/run';
 import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
 import { oneOf, plus, updateIf, updateReturning } from './conditional';
-import { budgetFromOf, checkpointOf, claimSortOf, gateAttributes, itemToRun, payloadOverrideOf, PROGRESS_ATTRIBUTE, runIdOfClaimSort, runKey } from './keys';
+import {
+  budgetFromOf,
+  checkpointOf,
+  claimSortOf,
+  inputsOf,
+  gateAttributes,
+  itemToRun,
+  payloadOverrideOf,
+  PROGRESS_ATTRIBUTE,
+  runIdOfClaimSort,
+  runKey,
+} from './keys';
 import { RUNS_CLAIM_INDEX } from './schema';
 
 export type BeatResult = { kind: 'extended'; run: Run } | { kind: 'missing' } | { kind: 'stale'; status: string };
@@ -56,7 +67,7 @@ export class RunClaims {
     runId: string,
     tenantId: string,
     claim: { owner: string; leaseToken: string; now: number; shards: number; leaseMs: number },
-  ): Promise<{ run: Run; payloadOverride: unknown; checkpoint: unknown } | null> {
+  ): Promise<{ run: Run; payloadOverride: unknown; checkpoint: unknown; inputs: unknown } | null> {
     const gate = gateAttributes(runId, claim.now + claim.leaseMs + LEASE_CHECK_SLACK_MS, claim.shards);
     const now = new Date(claim.now).toISOString();
     const result = await updateReturning(this.dynamo, this.tableName, runKey(runId), {
@@ -77,7 +88,7 @@ export class RunClaims {
     });
     if (!result.held) return null;
     const item = result.value;
-    return { run: itemToRun(item), payloadOverride: payloadOverrideOf(item), checkpoint: checkpointOf(item) };
+    return { run: itemToRun(item), payloadOverride: payloadOverrideOf(item), checkpoint: checkpointOf(item), inputs: inputsOf(item) };
   }
 
   /**
@@ -110,11 +121,11 @@ export class RunClaims {
     return result.item ? { kind: 'stale', status: String(result.item.status) } : { kind: 'missing' };
   }
 
-  /** A run with what an external worker's call must match (its lease token) and what a retry carries. */
-  async getLeased(runId: string): Promise<{ run: Run; leaseToken: string | null; budgetFrom: number; checkpoint: unknown } | null> {
+  /** A run with what an external worker's call must match (its lease token) and what a retry carries (checkpoint, a step's inputs). */
+  async getLeased(runId: string): Promise<{ run: Run; leaseToken: string | null; budgetFrom: number; checkpoint: unknown; inputs: unknown } | null> {
     const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
     if (!item) return null;
     const leaseToken = typeof item.leaseToken === 'string' ? item.leaseToken : null;
-    return { run: itemToRun(item), leaseToken, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item) };
+    return { run: itemToRun(item), leaseToken, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item), inputs: inputsOf(item) };
   }
 }

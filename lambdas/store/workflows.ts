@@ -1,18 +1,38 @@
 // Workflows in the jobs table: one partition per workflow holds its head (name, newest version),
 // its versions (never changed once written) and its runs, each run one item with its steps'
-// states. Every change of a workflow run is a conditional write on that item.
+// states. Every change of a workflow run is a conditional write on that item, its expressions
+// written with compact placeholders: a write that names every step of a 100-step run (steps ids of
+// up to 64 characters) stays under DynamoDB's 4 KB per expression (test/unit/workflow-store-limits).
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { StepState, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, WorkflowVersion } from '../domain/workflow';
 import { batchGetConsistent } from './batch-get';
 import type { Item } from './keys';
-import { encodeCursor, workflowCheckBackAttributes, workflowKey, workflowNameKey, workflowRunKey, workflowVersionKey, WORKFLOW_RUN_SK_PREFIX } from './keys';
-import { conditionExpressions, IF_NEW, ifHeld, oneOf, transact, updateExpressions, updateIf, updateReturning } from './conditional';
+import {
+  encodeCursor,
+  NOTIFY_EVENT_ATTRIBUTE,
+  notifyEventOf,
+  workflowCheckBackAttributes,
+  workflowKey,
+  workflowNameKey,
+  workflowRunKey,
+  workflowVersionKey,
+  WORKFLOW_RUN_SK_PREFIX,
+} from './keys';
+import type { TransactItem } from './conditional';
+import type { Job } from '../domain/job';
+import type { NotifyEvent } from '../domain/notify';
+import type { JobsRepository, NewRun } from './jobs-repository';
+import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, transact, updateExpressions, updateIf, updateReturning } from './conditional';
 import type { Page } from './page';
+import { ValidationError } from '../core/errors';
+import { workflowListKeys, workflowListPartition, WORKFLOW_LIST_BY_NAME, WORKFLOW_LIST_BY_TIME } from './keys';
 import { decodeCursorOrThrow } from './page';
 
 const WORKFLOW_FIELDS = ['workflowId', 'tenantId', 'name', 'version', 'createdAt', 'updatedAt'] as const;
 const RUN_FIELDS = ['workflowRunId', 'workflowId', 'tenantId', 'version', 'status', 'trigger', 'scheduledFor', 'createdAt', 'finishedAt', 'retries'] as const;
+/** Fields a run may lack (written before they were): left out when absent, rather than null. */
+const OPTIONAL_RUN_FIELDS = ['traceparent'] as const;
 
 function itemToWorkflow(item: Item): Workflow {
   return Object.fromEntries(WORKFLOW_FIELDS.map((field) => [field, item[field]])) as unknown as Workflow;
@@ -30,6 +50,7 @@ export function itemToWorkflowVersion(item: Item): WorkflowVersion {
 
 function itemToWorkflowRun(item: Item): WorkflowRun {
   const run = Object.fromEntries(RUN_FIELDS.map((field) => [field, item[field] ?? null])) as Record<string, unknown>;
+  for (const field of OPTIONAL_RUN_FIELDS) if (typeof item[field] === 'string') run[field] = item[field];
   return {
     ...(run as unknown as WorkflowRun),
     failedSteps: Array.isArray(item.failedSteps) ? (item.failedSteps as string[]) : [],
@@ -37,17 +58,58 @@ function itemToWorkflowRun(item: Item): WorkflowRun {
   };
 }
 
+/** A workflow's write: done, its name taken, it (or its schedule job) changed since read, or its schedule over the tenant's active jobs. */
+export type WorkflowWrite =
+  { readonly kind: 'written' } | { readonly kind: 'name-taken' } | { readonly kind: 'changed' } | { readonly kind: 'too-many-active-jobs' };
+
+/** Items of another store's transaction, their names prefixed so that they keep apart from the workflow's own. */
+function prefixed(prefix: string, items: Readonly<Record<string, TransactItem>>): Record<string, TransactItem> {
+  return Object.fromEntries(Object.entries(items).map(([name, item]) => [`${prefix}.${name}`, item]));
+}
+
 export type WorkflowRunWrite = { readonly held: true; readonly run: WorkflowRun } | { readonly held: false; readonly run: WorkflowRun | null };
+
+/** A workflow's head as a listing shows it: with its newest version's step count (absent on workflows from before it was kept). */
+export interface WorkflowHead extends Workflow {
+  readonly stepCount?: number;
+}
+
+/** A new workflow's schedule job (decision 0147) and its first occurrence's run, written with the workflow. */
+export interface NewSchedule {
+  readonly job: Job;
+  readonly firstRun: NewRun | null;
+  /** The tenant's active-jobs limit, which a live schedule job counts against (null: none). */
+  readonly maxActiveJobs: number | null;
+}
+
+/** A new version's change of its workflow's schedule job, written with the version. */
+export type ScheduleChange =
+  | ({ readonly kind: 'new' } & NewSchedule)
+  | {
+      readonly kind: 'replace';
+      readonly next: Job;
+      /** The schedule job as read: the compare-and-swap's condition. */
+      readonly expected: Job;
+      readonly newRuns: readonly NewRun[];
+      readonly maxActiveJobs: number | null;
+    };
 
 export class WorkflowsRepository {
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly tableName: string,
+    /** The schedule jobs' items and their runs are the jobs store's to write. */
+    private readonly jobs: JobsRepository,
   ) {}
 
-  /** The workflow, its name guard and its first version, together: false when the name is taken. */
-  async create(workflow: Workflow, version: WorkflowVersion): Promise<boolean> {
+  /**
+   * The workflow, its name guard and its first version, together, with its schedule job and that
+   * job's first run when it has a schedule.
+   */
+  async create(workflow: Workflow, version: WorkflowVersion, schedule?: NewSchedule): Promise<WorkflowWrite> {
+    const extra = schedule ? prefixed('schedule', this.jobs.newJobItems(schedule.job, schedule.firstRun, schedule.maxActiveJobs)) : {};
     const result = await transact(this.dynamo, {
+      ...extra,
       name: {
         Put: {
           TableName: this.tableName,
@@ -55,29 +117,100 @@ export class WorkflowsRepository {
           ...conditionExpressions(IF_NEW),
         },
       },
-      head: { Put: { TableName: this.tableName, Item: { ...workflowKey(workflow.workflowId), ...workflow }, ...conditionExpressions(IF_NEW) } },
+      head: {
+        Put: {
+          TableName: this.tableName,
+          Item: { ...workflowKey(workflow.workflowId), ...workflow, stepCount: version.spec.steps.length, listed: true },
+          ...conditionExpressions(IF_NEW),
+        },
+      },
       version: { Put: { TableName: this.tableName, Item: this.versionItem(version), ...conditionExpressions(IF_NEW) } },
+      ...this.listItems(workflow),
     });
-    if (result.committed) return true;
-    if (result.failed.has('name')) return false;
+    if (result.committed) return { kind: 'written' };
+    if (result.failed.has('name')) return { kind: 'name-taken' };
+    if (result.failed.has('schedule.usage')) return { kind: 'too-many-active-jobs' };
+    if (result.conflict) return { kind: 'changed' };
     throw result.error;
   }
 
-  /** A new version, if the newest is still `expected` (two updates at once: one wins). */
-  async addVersion(version: WorkflowVersion, expected: number): Promise<boolean> {
+  /**
+   * A new version, if the newest is still `expected` (two updates at once: one wins), with its
+   * schedule job's change (a compare-and-swap on the job as read) in the same transaction.
+   */
+  async addVersion(version: WorkflowVersion, expected: number, schedule?: ScheduleChange): Promise<WorkflowWrite> {
+    const extra = !schedule
+      ? {}
+      : schedule.kind === 'new'
+        ? prefixed('schedule', this.jobs.newJobItems(schedule.job, schedule.firstRun, schedule.maxActiveJobs))
+        : prefixed('schedule', this.jobs.replaceItems(schedule.next, schedule.expected, { newRuns: schedule.newRuns, maxActiveJobs: schedule.maxActiveJobs }));
     const result = await transact(this.dynamo, {
+      ...extra,
       head: {
         Update: {
           TableName: this.tableName,
           Key: workflowKey(version.workflowId),
-          ...updateExpressions({ set: { version: version.version, updatedAt: version.createdAt }, if: { version: expected, tenantId: version.tenantId } }),
+          ...updateExpressions({
+            set: { version: version.version, updatedAt: version.createdAt, stepCount: version.spec.steps.length },
+            if: { version: expected, tenantId: version.tenantId },
+          }),
         },
       },
       version: { Put: { TableName: this.tableName, Item: this.versionItem(version), ...conditionExpressions(IF_NEW) } },
     });
-    if (result.committed) return true;
-    if (result.failed.size > 0) return false;
+    if (result.committed) return { kind: 'written' };
+    // Another version, or a move of the schedule's chain (a worker, a pause) since the read: read again.
+    if (result.failed.has('head') || result.failed.has('version') || result.failed.has('schedule.job') || result.conflict) return { kind: 'changed' };
+    if (result.failed.has('schedule.usage')) return { kind: 'too-many-active-jobs' };
+    if ([...result.failed].some((name) => name.startsWith('schedule.run:') || name === 'schedule.firstRun')) return { kind: 'changed' };
     throw result.error;
+  }
+
+  /** The workflow's entries in its tenant's list, in creation and in name order (`workflowListKeys`). */
+  private listItems(workflow: Workflow): Record<string, TransactItem> {
+    const keys = workflowListKeys(workflow);
+    return {
+      listedByTime: { Put: { TableName: this.tableName, Item: { ...keys.byTime, workflowId: workflow.workflowId } } },
+      listedByName: { Put: { TableName: this.tableName, Item: { ...keys.byName, workflowId: workflow.workflowId } } },
+    };
+  }
+
+  /**
+   * The tenant's workflows, newest first or in name order (from `namePrefix`), a page at a time:
+   * their heads with the newest version's step count, in one query of the tenant's list and one
+   * batch read.
+   */
+  async list(
+    tenantId: string,
+    query: { readonly limit: number; readonly order: 'newest' | 'name'; readonly namePrefix?: string; readonly cursor?: string },
+  ): Promise<Page<WorkflowHead>> {
+    const partition = workflowListPartition(tenantId);
+    const prefix = query.order === 'name' ? `${WORKFLOW_LIST_BY_NAME}${query.namePrefix ?? ''}` : WORKFLOW_LIST_BY_TIME;
+    const start = query.cursor ? decodeCursorOrThrow(query.cursor, { pk: partition }, 'sk') : undefined;
+    if (start && !String(start.sk).startsWith(prefix))
+      throw new ValidationError('Invalid cursor', [{ path: 'cursor', message: 'is not a cursor this listing returned' }]);
+    const page = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': partition, ':prefix': prefix },
+        ScanIndexForward: query.order === 'name',
+        Limit: query.limit,
+        ExclusiveStartKey: start,
+        ConsistentRead: true,
+      }),
+    );
+    const ids = (page.Items ?? []).map((item) => String(item.workflowId));
+    const heads = new Map(
+      (await batchGetConsistent(this.dynamo, this.tableName, ids.map(workflowKey))).map((item) => [String(item.workflowId), item] as const),
+    );
+    const items = ids.flatMap((id) => {
+      const head = heads.get(id);
+      return head && head.tenantId === tenantId
+        ? [{ ...itemToWorkflow(head), ...(typeof head.stepCount === 'number' ? { stepCount: head.stepCount } : {}) }]
+        : [];
+    });
+    return { items, nextCursor: encodeCursor(page.LastEvaluatedKey) };
   }
 
   private versionItem(version: WorkflowVersion): Item {
@@ -128,9 +261,15 @@ export class WorkflowsRepository {
     return item ? itemToWorkflowRun(item) : null;
   }
 
-  /** A started step's outcome, once: the condition is that the step is still STARTED. */
+  /**
+   * A started step's outcome, once: the condition is that the step is still STARTED, on an attempt
+   * no later than the run that ended (a replay of an older attempt does not end a newer one).
+   */
   async recordStep(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, stepId: string, state: StepState): Promise<WorkflowRunWrite> {
-    return this.write(run, { set: { [`steps.${stepId}`]: state }, if: { [`steps.${stepId}.status`]: 'STARTED' } });
+    return this.write(run, {
+      set: { [`steps.${stepId}`]: state },
+      if: { [`steps.${stepId}.status`]: 'STARTED', [`steps.${stepId}.attempt`]: atMost(state.attempt) },
+    });
   }
 
   /**
@@ -160,43 +299,88 @@ export class WorkflowsRepository {
     failedSteps: readonly string[],
     now: number,
     steps: Readonly<Record<string, StepState>> = {},
+    /**
+     * The notification the end raises (decision 0148): marked on the run, which keeps a check-back in
+     * the byNextRun index until `notified` clears it, so that the ticker makes a notification its
+     * writer died before making.
+     */
+    notify?: { readonly event: NotifyEvent; readonly checkBackAt: number },
   ): Promise<WorkflowRunWrite> {
-    const set: Record<string, unknown> = { status, finishedAt: new Date(now).toISOString(), failedSteps };
+    const set: Record<string, unknown> = {
+      status,
+      finishedAt: new Date(now).toISOString(),
+      failedSteps,
+      ...(notify ? { [NOTIFY_EVENT_ATTRIBUTE]: notify.event, ...workflowCheckBackAttributes(run.workflowRunId, notify.checkBackAt) } : {}),
+    };
     const condition: Record<string, unknown> = { status: 'RUNNING' };
     for (const [stepId, state] of Object.entries(steps)) {
       set[`steps.${stepId}`] = state;
       condition[`steps.${stepId}.status`] = 'WAITING';
     }
-    const result = await updateReturning(this.dynamo, this.tableName, workflowRunKey(run.workflowId, run.workflowRunId), {
-      set,
-      remove: ['nextRunShard', 'nextRunAt'],
-      if: condition,
-    });
+    const result = await updateReturning(
+      this.dynamo,
+      this.tableName,
+      workflowRunKey(run.workflowId, run.workflowRunId),
+      { set, remove: notify ? [] : ['nextRunShard', 'nextRunAt'], if: condition },
+      'compact',
+    );
     return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
   }
 
-  /** A finished run starts again from the given step states, if no one retried it first. */
-  async retry(run: WorkflowRun, steps: Readonly<Record<string, StepState>>, checkBackAt: number): Promise<WorkflowRunWrite> {
-    const result = await updateReturning(this.dynamo, this.tableName, workflowRunKey(run.workflowId, run.workflowRunId), {
-      set: {
-        status: 'RUNNING',
-        finishedAt: null,
-        failedSteps: [],
-        steps,
-        retries: run.retries + 1,
-        ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt),
+  /** The end's notification is made: its mark and check-back go (unless the run was retried and runs again). */
+  async notified(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, event: NotifyEvent): Promise<boolean> {
+    return updateIf(
+      this.dynamo,
+      this.tableName,
+      workflowRunKey(run.workflowId, run.workflowRunId),
+      {
+        remove: [NOTIFY_EVENT_ATTRIBUTE, 'nextRunShard', 'nextRunAt'],
+        if: { [NOTIFY_EVENT_ATTRIBUTE]: event, status: oneOf(['SUCCEEDED', 'FAILED', 'CANCELLED']) },
       },
-      if: { status: oneOf(['FAILED', 'CANCELLED']), retries: run.retries },
-    });
+      'compact',
+    );
+  }
+
+  /** A workflow run with the notification its end raised and not yet made (the ticker's repair reads it). */
+  async getRunWithNotification(workflowId: string, workflowRunId: string): Promise<{ run: WorkflowRun; notify: NotifyEvent | undefined } | null> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.tableName, Key: workflowRunKey(workflowId, workflowRunId), ConsistentRead: true }),
+    );
+    return item ? { run: itemToWorkflowRun(item), notify: notifyEventOf(item) } : null;
+  }
+
+  /** A finished run starts again from the given step states (under the retry's trace), if no one retried it first. */
+  async retry(run: WorkflowRun, steps: Readonly<Record<string, StepState>>, checkBackAt: number, traceparent?: string): Promise<WorkflowRunWrite> {
+    const result = await updateReturning(
+      this.dynamo,
+      this.tableName,
+      workflowRunKey(run.workflowId, run.workflowRunId),
+      {
+        set: {
+          status: 'RUNNING',
+          finishedAt: null,
+          failedSteps: [],
+          steps,
+          retries: run.retries + 1,
+          traceparent,
+          ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt),
+        },
+        if: { status: oneOf(['FAILED', 'CANCELLED']), retries: run.retries },
+      },
+      'compact',
+    );
     return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
   }
 
   /** Moves a running workflow run's check-back on (the ticker found it passed, and looked). */
   async moveCheckBack(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, at: number): Promise<boolean> {
-    return updateIf(this.dynamo, this.tableName, workflowRunKey(run.workflowId, run.workflowRunId), {
-      set: workflowCheckBackAttributes(run.workflowRunId, at),
-      if: { status: 'RUNNING' },
-    });
+    return updateIf(
+      this.dynamo,
+      this.tableName,
+      workflowRunKey(run.workflowId, run.workflowRunId),
+      { set: workflowCheckBackAttributes(run.workflowRunId, at), if: { status: 'RUNNING' } },
+      'compact',
+    );
   }
 
   /** A workflow's runs, newest first, optionally of one status (read on until the page is full). */
@@ -230,7 +414,7 @@ export class WorkflowsRepository {
     run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>,
     spec: { set: Record<string, unknown>; if: Record<string, unknown> },
   ): Promise<WorkflowRunWrite> {
-    const result = await updateReturning(this.dynamo, this.tableName, workflowRunKey(run.workflowId, run.workflowRunId), spec);
+    const result = await updateReturning(this.dynamo, this.tableName, workflowRunKey(run.workflowId, run.workflowRunId), spec, 'compact');
     return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
   }
 }

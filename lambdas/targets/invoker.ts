@@ -36,6 +36,13 @@ export function createTargetInvoker(clients: TargetClients): TargetInvoker {
         case 'external':
           // Never called: the worker offers such runs to external workers instead (execute-run).
           return { ok: false, timedOut: false, error: { code: 'EXTERNAL_TARGET', message: 'external runs are claimed by external workers', retryable: false } };
+        case 'workflow':
+          // Never called: the worker starts the workflow run of a workflow's schedule itself (leased-run).
+          return {
+            ok: false,
+            timedOut: false,
+            error: { code: 'WORKFLOW_SCHEDULE', message: "a workflow schedule's runs start workflow runs; they call no target", retryable: false },
+          };
       }
     },
   };

@@ -30,8 +30,9 @@ export interface NotificationTry {
   readonly nowSeconds: number;
 }
 
-/** The EventBridge detail type of a notification: `Job run dead`, … a rule matches on it. */
-export const detailTypeOf = (body: Pick<NotificationBody, 'event'>): string => `Job run ${body.event}`;
+/** The EventBridge detail type of a notification: `Job run dead`, `Workflow run failed`, … a rule matches on it. */
+export const detailTypeOf = (body: Pick<NotificationBody, 'event' | 'subject'>): string =>
+  `${body.subject.kind === 'workflow' ? 'Workflow' : 'Job'} run ${body.event}`;
 
 export async function deliverNotification(clients: NotificationClients, attempt: NotificationTry): Promise<TargetResult> {
   const { destination, body } = attempt;
@@ -51,7 +52,7 @@ export async function deliverNotification(clients: NotificationClients, attempt:
             Message: text,
             MessageAttributes: { event: { DataType: 'String', StringValue: body.event } },
             // A FIFO topic deduplicates the tries of one notification by its id.
-            ...(fifo ? { MessageGroupId: body.jobId, MessageDeduplicationId: body.notificationId } : {}),
+            ...(fifo ? { MessageGroupId: body.subject.id, MessageDeduplicationId: body.notificationId } : {}),
           }),
           { abortSignal: signal },
         );

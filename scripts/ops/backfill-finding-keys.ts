@@ -1,15 +1,18 @@
 // Backfills the keys of the finding indexes (decision 0095) on items written before them: a job's
-// `tenantStatus` and `tenantType` (its label entries, when it has labels), a run's `tenantRunSort`.
+// `tenantStatus` and `tenantType` (its label entries, when it has labels), a run's `tenantRunSort`,
+// a workflow's entries in its tenant's list (`WFLIST#`).
 // Each item is updated only where the attribute is missing, so running it twice, or while the
 // scheduler writes, is safe. A one-off after deploying the indexes to a stack with existing data.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { itemToJob, jobLabelKey, labelPairsOf, tenantRunSortOf } from '../../lambdas/store/keys';
+import { itemToJob, jobLabelKey, labelPairsOf, tenantRunSortOf, workflowListKeys, WORKFLOW_PK_PREFIX } from '../../lambdas/store/keys';
 
 export interface BackfillCounts {
   readonly jobs: number;
   readonly runs: number;
+  /** Workflows given their entries in their tenant's list (`GET /v1/workflows`), written before it existed. */
+  readonly workflows: number;
 }
 
 async function* scan(dynamo: DynamoDBDocumentClient, table: string, prefix: string, missing: string): AsyncGenerator<Record<string, unknown>> {
@@ -82,5 +85,12 @@ export async function backfillFindingKeys(dynamo: DynamoDBDocumentClient, jobsTa
     )
       runs += 1;
   }
-  return { jobs, runs };
+  let workflows = 0;
+  for await (const item of scan(dynamo, jobsTable, WORKFLOW_PK_PREFIX, 'listed')) {
+    if (item.sk !== 'WORKFLOW' || typeof item.workflowId !== 'string' || typeof item.tenantId !== 'string') continue;
+    const keys = workflowListKeys({ tenantId: item.tenantId, workflowId: item.workflowId, name: String(item.name), createdAt: String(item.createdAt) });
+    for (const key of [keys.byTime, keys.byName]) await dynamo.send(new PutCommand({ TableName: jobsTable, Item: { ...key, workflowId: item.workflowId } }));
+    if (await setIfMissing(dynamo, jobsTable, { pk: item.pk, sk: item.sk }, { listed: 'true' })) workflows += 1;
+  }
+  return { jobs, runs, workflows };
 }

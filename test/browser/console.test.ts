@@ -68,11 +68,11 @@ describe('the web console', () => {
     await page.getByLabel('API key').fill(scheduler.apiKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
     const nav = page.getByRole('navigation', { name: 'Main' });
-    for (const link of ['Jobs', 'Dead runs', 'Health', 'New job']) await nav.getByRole('link', { name: link, exact: true }).waitFor();
+    for (const link of ['Jobs', 'Workflows', 'Dead runs', 'Health', 'New job']) await nav.getByRole('link', { name: link, exact: true }).waitFor();
     // The key is kept for the session only, never in the address.
     expect(page.url()).not.toContain(scheduler.apiKey);
     expect(await page.evaluate('sessionStorage.length')).toBe(1);
-    for (const link of ['Dead runs', 'Health', 'New job', 'Jobs']) {
+    for (const link of ['Workflows', 'Dead runs', 'Health', 'New job', 'Jobs']) {
       await nav.getByRole('link', { name: link, exact: true }).click();
       await page.getByRole('heading', { level: 1, name: link }).waitFor();
       expect(await nav.getByRole('link', { name: 'Jobs', exact: true }).isVisible()).toBe(true);
@@ -365,5 +365,37 @@ describe('the web console', () => {
     } finally {
       await flaky.stop();
     }
+  });
+
+  it('lists the workflows from the navigation, newest first or found by name, each linked to its page with its schedule', async () => {
+    const step = { id: 'only', target: { kind: 'http', url: target.url } };
+    const scheduled = await scheduler.api('POST', '/v1/workflows', {
+      name: 'console-nightly',
+      steps: [step],
+      schedule: { kind: 'cron', expression: '0 2 * * *', timezone: 'Europe/Paris' },
+    });
+    expect(scheduled.status).toBe(201);
+    expect((await scheduler.api('POST', '/v1/workflows', { name: 'console-adhoc', steps: [step] })).status).toBe(201);
+    await visit('#/jobs');
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Workflows', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Workflows' }).waitFor();
+    const rows = page.locator('#workflows-results table tbody tr');
+    await expect.poll(() => rows.count(), { timeout: UI_TIMEOUT }).toBeGreaterThanOrEqual(2);
+    // Newest first: the one made last leads.
+    expect(await rows.first().locator('td, th').first().textContent()).toBe('console-adhoc');
+    const nightly = rows.filter({ hasText: 'console-nightly' });
+    expect(await nightly.textContent()).toContain('active');
+    expect(await rows.filter({ hasText: 'console-adhoc' }).textContent()).toContain('on request');
+    await screenshot(page, 'workflows');
+
+    await page.getByLabel('Search workflows').fill('console-n');
+    await expect.poll(() => rows.count(), { timeout: UI_TIMEOUT }).toBe(1);
+    await page.getByRole('link', { name: 'console-nightly' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Workflow console-nightly' }).waitFor();
+    expect(await page.locator('#workflow-schedule').textContent()).toMatch(/Schedule: .*2:00.*active, next run \d{4}-\d{2}-\d{2} 02:00:00/);
+    await page.getByRole('button', { name: 'Pause schedule' }).click();
+    await expect.poll(() => page.locator('#workflow-schedule-status').textContent(), { timeout: UI_TIMEOUT }).toBe('paused');
+    await page.getByRole('button', { name: 'Resume schedule' }).click();
+    await expect.poll(() => page.locator('#workflow-schedule-status').textContent(), { timeout: UI_TIMEOUT }).toBe('active');
   });
 });

@@ -149,6 +149,10 @@ describe('dashboard', () => {
       'Ticks, tick errors, ticks out of budget',
       'Runs released, messages redelivered, chains repaired',
       'Tick duration (max)',
+      'Workflow runs per minute',
+      'Failed workflow runs by workflow',
+      'Workflow step failures by workflow',
+      'Workflow run duration (p50, p99)',
     ]);
     for (const graph of graphs) {
       expect(graph.properties.period, graph.properties.title).toBe(60);
@@ -181,12 +185,30 @@ describe('dashboard', () => {
       '## 5. Lambda',
       '## 6. DynamoDB',
       '## 7. Ticker',
+      '## 8. Workflows',
     ]);
     // Each section's graphs sit between its header and the next.
     const y = (markdown: string) => widgets.find((w) => w.type === 'text' && w.properties.markdown.startsWith(markdown)).y;
     expect(widget('Start lag (p50, p95, p99)').y).toBeGreaterThan(y('## 1.'));
     expect(widget('Start lag (p50, p95, p99)').y).toBeLessThan(y('## 2.'));
     expect(widget('Tick duration (max)').y).toBeGreaterThan(y('## 7.'));
+  });
+
+  it('graphs workflow runs (started, succeeded, failed, cancelled), failed runs and step failures per workflow, and workflow run duration', () => {
+    expect(widget('Workflow runs per minute').y).toBeGreaterThan(widgets.find((w) => w.type === 'text' && w.properties.markdown.startsWith('## 8.')).y);
+    expect(visible(widget('Workflow runs per minute'))).toEqual(
+      ['WorkflowRunsStarted', 'WorkflowRunsSucceeded', 'WorkflowRunsFailed', 'WorkflowRunsCancelled'].map((name) => `${custom(name)} Sum`),
+    );
+    for (const s of seriesOf(widget('Workflow runs per minute'))) expect(s.dimensions).toEqual(service);
+    for (const [title, metric] of [
+      ['Failed workflow runs by workflow', Metric.WorkflowRunsFailed],
+      ['Workflow step failures by workflow', Metric.WorkflowStepFailures],
+    ] as const) {
+      const [search] = seriesOf(widget(title));
+      expect(search!.expression).toBe(`SEARCH('{${METRICS_NAMESPACE},Service,JobType} MetricName="${metric}" Service="${SERVICE_NAME}"', 'Sum', 60)`);
+      expect(search!.options.label).toBe("${PROP('Dim.JobType')}");
+    }
+    expect(visible(widget('Workflow run duration (p50, p99)'))).toEqual([`${custom('WorkflowRunDuration')} p50`, `${custom('WorkflowRunDuration')} p99`]);
   });
 
   it('shows the state of every alarm at the top', () => {

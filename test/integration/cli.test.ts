@@ -231,6 +231,38 @@ ${extra}`;
     expect(preview.stdout).toBe(`${first}  skipped (skipped on request)\n${second}  skipped (skipped on request)\n`);
   });
 
+  it('workflows: create from YAML, list as a table or JSON, get, start, runs, a run, pause and resume', async () => {
+    const yaml = `name: cli-workflow
+schedule: { kind: delay, seconds: 3600 }
+steps:
+  - { id: first, target: { kind: http, url: "${target.url}/first" } }
+  - { id: second, target: { kind: http, url: "${target.url}/second" }, dependsOn: [first] }
+`;
+    const created = await cli('workflows', 'create', '-f', await file('workflow.yaml', yaml));
+    expect(created.code, created.stderr).toBe(0);
+    const workflowId = /created workflow (\S+) \(cli-workflow\), version 1, next run \S+/.exec(created.stdout)?.[1];
+    expect(workflowId).toBeDefined();
+    const listed = await cli('workflows', 'list', '--order', 'name');
+    expect(listed.code, listed.stderr).toBe(0);
+    const lines = listed.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^WORKFLOW ID\s+NAME\s+VERSION\s+STEPS\s+SCHEDULE\s+NEXT RUN\s+UPDATED$/);
+    expect(lines.find((line) => line.startsWith(workflowId!))).toMatch(/cli-workflow\s+1\s+2\s+ACTIVE\s+\S+/);
+    expect((await json('workflows', 'list', '--name-prefix', 'cli-')).items.map((workflow: { workflowId: string }) => workflow.workflowId)).toEqual([
+      workflowId,
+    ]);
+    expect((await cli('workflows', 'get', workflowId!)).stdout).toMatch(/Steps:\s+first; second <- first/);
+    const started = await json('workflows', 'start', workflowId!);
+    await eventually(
+      () => json('workflows', 'run', workflowId!, started.workflowRunId),
+      (run) => run.status === 'SUCCEEDED',
+      60_000,
+    );
+    expect((await cli('workflows', 'runs', workflowId!)).stdout).toMatch(new RegExp(`${started.workflowRunId}\\s+SUCCEEDED`));
+    expect((await cli('workflows', 'pause', workflowId!)).stdout).toMatch(/schedule PAUSED/);
+    expect((await cli('workflows', 'resume', workflowId!)).stdout).toMatch(/schedule ACTIVE/);
+    expect((await cli('workflows', 'get', 'wf_none')).code).toBe(2);
+  });
+
   it('preview and health', async () => {
     const preview = await cli('preview', '--cron', '0 9 * * 1', '--timezone', 'Europe/Paris', '--from', '2026-01-01T00:00:00Z', '--count', '2');
     expect(preview.code, preview.stderr).toBe(0);

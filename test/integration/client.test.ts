@@ -180,6 +180,69 @@ describe('the typed client', () => {
     expect(lost).toMatchObject({ status: 409, runStatus: 'SUCCEEDED', problem: { runStatus: 'SUCCEEDED' } });
   });
 
+  it('drives workflows: create, list and iterate, get, a new version, start, runs, a run, cancel, retry, pause and resume', async () => {
+    const step = (id: string, dependsOn: string[] = [], extra: Record<string, unknown> = {}) => ({
+      id,
+      target: { kind: 'http' as const, url: `${target.url}/${id}` },
+      retryPolicy: { maxAttempts: 1 },
+      dependsOn,
+      ...extra,
+    });
+    const made: string[] = [];
+    for (const name of ['client-wf-b', 'client-wf-a', 'client-wf-c']) made.push((await client.workflows.create({ name, steps: [step('one')] })).workflowId);
+    const page = await client.workflows.list({ limit: 2 });
+    expect(page.items.map((workflow) => workflow.workflowId)).toEqual([made[2], made[1]]);
+    expect(page.items[0]).toMatchObject({ name: 'client-wf-c', version: 1, stepCount: 1 });
+    const everyOne: string[] = [];
+    for await (const workflow of client.workflows.iterate({ limit: 1 })) everyOne.push(workflow.name);
+    expect(everyOne).toEqual(['client-wf-c', 'client-wf-a', 'client-wf-b']);
+    expect((await client.workflows.list({ namePrefix: 'client-wf-' })).items.map((workflow) => workflow.name)).toEqual([
+      'client-wf-a',
+      'client-wf-b',
+      'client-wf-c',
+    ]);
+
+    // A workflow whose run fails, is retried, and a scheduled one paused and resumed.
+    const workflowId = made[0]!;
+    const updated = await client.workflows.update(
+      workflowId,
+      { name: 'client-wf-b', steps: [step('one'), step('two', ['one'], { payload: failing })] },
+      { ifMatch: 1 },
+    );
+    expect(updated.version).toBe(2);
+    expect((await client.workflows.get(workflowId, 1)).definition.steps).toHaveLength(1);
+    const detail = await client.workflows.get(workflowId);
+    expect(detail).toMatchObject({ version: 2, recentOccurrences: [] });
+    const started = await client.workflows.start(workflowId);
+    const failed = await eventually(
+      () => client.workflows.run(workflowId, started.workflowRunId),
+      (run) => run.status !== 'RUNNING',
+    );
+    expect(failed).toMatchObject({ status: 'FAILED', failedSteps: ['two'] });
+    expect((await client.workflows.runs(workflowId, { status: 'FAILED' })).items.map((run) => run.workflowRunId)).toEqual([started.workflowRunId]);
+    const retried = await client.workflows.retry(workflowId, started.workflowRunId);
+    expect(retried).toMatchObject({ status: 'RUNNING', retries: 1 });
+    await eventually(
+      () => client.workflows.run(workflowId, started.workflowRunId),
+      (run) => run.status === 'FAILED',
+    );
+    const again = await client.workflows.start(workflowId);
+    const cancelled = await client.workflows.cancel(workflowId, again.workflowRunId).catch((error: unknown) => error);
+    // Cancelled while running, or (the steps were quick) a 409 that says it had ended.
+    if (cancelled instanceof SchedulerApiError) expect(cancelled.status).toBe(409);
+    else expect(cancelled).toMatchObject({ status: 'CANCELLED' });
+
+    const scheduled = await client.workflows.create({ name: 'client-wf-scheduled', steps: [step('one')], schedule: { kind: 'delay', seconds: 3600 } });
+    expect(scheduled.scheduleState).toMatchObject({ status: 'ACTIVE' });
+    expect((await client.workflows.pause(scheduled.workflowId)).scheduleState).toMatchObject({ status: 'PAUSED', nextRunAt: null });
+    expect((await client.workflows.resume(scheduled.workflowId)).scheduleState).toMatchObject({
+      status: 'ACTIVE',
+      nextRunAt: scheduled.scheduleState!.nextRunAt,
+    });
+    const refused = await client.workflows.pause(workflowId).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 409, type: 'urn:job-scheduler:problem:conflict' });
+  });
+
   it('refuses with the API problem: 404, 400 with its fields, 401', async () => {
     const missing = await client.jobs.get('job_nope').catch((error: unknown) => error);
     expect(missing).toBeInstanceOf(SchedulerApiError);

@@ -4,7 +4,7 @@
 // And target header values are write-only (item 5). And the public contract (item 1).
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobKey, jobLabelKey, runKey } from '../../lambdas/store/keys';
+import { jobKey, jobLabelKey, runKey, workflowKey, workflowListKeys } from '../../lambdas/store/keys';
 import { backfillFindingKeys } from '../../scripts/ops/backfill-finding-keys';
 import type { Scheduler } from './harness';
 import { jobBody, startScheduler } from './harness';
@@ -305,15 +305,24 @@ describe('items written before the finding indexes', () => {
     await dynamo.send(new UpdateCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(jobId), UpdateExpression: 'REMOVE tenantStatus, tenantType' }));
     await dynamo.send(new DeleteCommand({ TableName: scheduler.config.jobsTable, Key: jobLabelKey(scheduler.tenantId, 'team=old', created.body.job) }));
     await dynamo.send(new UpdateCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), UpdateExpression: 'REMOVE tenantRunSort' }));
+    // A workflow from before the workflows' list: its entries, and the mark that it has them, missing.
+    const workflow = await scheduler.api('POST', '/v1/workflows', { name: 'old-workflow', steps: [{ id: 'a', target: { kind: 'http', url: TARGET } }] });
+    expect(workflow.status).toBe(201);
+    const listKeys = workflowListKeys({ ...workflow.body, tenantId: scheduler.tenantId });
+    for (const key of [listKeys.byTime, listKeys.byName]) await dynamo.send(new DeleteCommand({ TableName: scheduler.config.jobsTable, Key: key }));
+    await dynamo.send(
+      new UpdateCommand({ TableName: scheduler.config.jobsTable, Key: workflowKey(workflow.body.workflowId), UpdateExpression: 'REMOVE listed' }),
+    );
     const found = async (): Promise<number[]> => [
       (await scheduler.api('GET', '/v1/jobs?status=ACTIVE')).body.items.length,
       (await scheduler.api('GET', '/v1/jobs?type=legacy')).body.items.length,
       (await scheduler.api('GET', '/v1/jobs?label=team=old')).body.items.length,
       (await scheduler.api('GET', '/v1/runs')).body.items.length,
+      (await scheduler.api('GET', '/v1/workflows')).body.items.length,
     ];
-    expect(await found()).toEqual([0, 0, 0, 0]);
-    expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 1, runs: 1 });
-    expect(await found()).toEqual([1, 1, 1, 1]);
-    expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 0, runs: 0 });
+    expect(await found()).toEqual([0, 0, 0, 0, 0]);
+    expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 1, runs: 1, workflows: 1 });
+    expect(await found()).toEqual([1, 1, 1, 1, 1]);
+    expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 0, runs: 0, workflows: 0 });
   });
 });

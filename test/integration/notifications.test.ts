@@ -18,7 +18,7 @@ import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, Rece
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyDelivery } from '../../clients/index';
 import { jobSubject, notifyOutcome, tryNotification } from '../../lambdas/app/notifications';
-import type { NotificationBody } from '../../lambdas/domain/notify';
+import type { RunNotificationBody } from '../../lambdas/domain/notify';
 import { notificationBodyOf, notificationIdOf } from '../../lambdas/domain/notify';
 import type { Scheduler, TargetServer } from './harness';
 import { awsClients, eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
@@ -92,10 +92,10 @@ describe('outcome notifications', () => {
   }
 
   function callsFor(server: TargetServer, jobId: string) {
-    return server.calls.filter((call) => (JSON.parse(call.body) as NotificationBody).jobId === jobId);
+    return server.calls.filter((call) => (JSON.parse(call.body) as RunNotificationBody).jobId === jobId);
   }
 
-  async function settled(runId: string, event: NotificationBody['event']) {
+  async function settled(runId: string, event: RunNotificationBody['event']) {
     return eventually(
       () => scheduler.deps.notifications.get(runId, event),
       (record) => record !== null && record.status !== 'PENDING',
@@ -126,7 +126,7 @@ describe('outcome notifications', () => {
     expect(verifyDelivery(secret, call!.headers, call!.body)).toBeNull();
     expect(call!.headers['webhook-id']).toBe(notificationIdOf(dead.runId, 'dead'));
     expect(call!.headers['x-notification-event']).toBe('dead');
-    const body = JSON.parse(call!.body) as NotificationBody;
+    const body = JSON.parse(call!.body) as RunNotificationBody;
     expect(body).toMatchObject({
       event: 'dead',
       tenantId: scheduler.tenantId,
@@ -172,7 +172,7 @@ describe('outcome notifications', () => {
     const failed = runs.filter((run) => run.status === 'FAILED').map((run) => run.runId);
     expect(failed).toHaveLength(2);
     for (const runId of failed) await settled(runId, 'failed');
-    const bodies = callsFor(hooks, failing.jobId).map((call) => JSON.parse(call.body) as NotificationBody);
+    const bodies = callsFor(hooks, failing.jobId).map((call) => JSON.parse(call.body) as RunNotificationBody);
     expect(bodies.map((body) => [body.event, body.attempt]).sort()).toEqual([
       ['failed', 1],
       ['failed', 2],
@@ -214,7 +214,7 @@ describe('outcome notifications', () => {
       notify: { events: ['dead'], destination: { kind: 'eventbridge', eventBusName: bus, source } },
     });
     const [message] = await receiveAll(queue.url, 1);
-    const event = JSON.parse(message!.Body ?? '') as { source: string; 'detail-type': string; detail: NotificationBody };
+    const event = JSON.parse(message!.Body ?? '') as { source: string; 'detail-type': string; detail: RunNotificationBody };
     expect(event).toMatchObject({ source, 'detail-type': 'Job run dead' });
     expect(event.detail).toMatchObject({ event: 'dead', jobId, runId, status: 'DEAD', notificationId: notificationIdOf(runId, 'dead') });
   });
@@ -274,7 +274,7 @@ describe('outcome notifications', () => {
     const tries = await Promise.all([1, 2, 3, 4].map(() => tryNotification(scheduler.deps, body.runId, 'dead')));
     expect(tries.filter(({ result }) => result === 'sent')).toHaveLength(1);
     expect(tries.filter(({ result }) => result !== 'sent').every(({ result }) => result === 'busy' || result === 'done')).toBe(true);
-    expect(hooks.calls.filter((call) => (JSON.parse(call.body) as NotificationBody).runId === body.runId)).toHaveLength(1);
+    expect(hooks.calls.filter((call) => (JSON.parse(call.body) as RunNotificationBody).runId === body.runId)).toHaveLength(1);
   });
 });
 
@@ -373,7 +373,7 @@ describe('skipped runs', () => {
     const record = await scheduler.deps.notifications.get(runId, 'skipped');
     expect(record).toMatchObject({ status: 'PENDING', tries: 0 });
     expect(await tryNotification(scheduler.deps, runId, 'skipped')).toEqual({ result: 'sent' });
-    const body = JSON.parse(hooks.calls.at(-1)!.body) as NotificationBody;
+    const body = JSON.parse(hooks.calls.at(-1)!.body) as RunNotificationBody;
     expect(body).toMatchObject({ event: 'skipped', jobId, runId, status: 'SKIPPED', reason: expect.stringContaining('misfirePolicy skip') });
 
     const next = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.nextRunId as string;

@@ -324,3 +324,92 @@ describe('an external run waiting for a claim', () => {
     expect(health.body.runs.claimWaitMs.p99).toBeGreaterThanOrEqual(waitMs);
   });
 });
+
+describe('workflow runs in metrics', () => {
+  let workflowScheduler: Scheduler;
+  let workflowTarget: TargetServer;
+
+  beforeAll(async () => {
+    workflowScheduler = await startScheduler();
+    workflowTarget = await startTarget(async (call) => {
+      if (call.path.endsWith('/slow')) await new Promise((resolve) => setTimeout(resolve, 3_000));
+      return { status: call.path.endsWith('/bad') ? 400 : 200 };
+    });
+  });
+  afterAll(async () => {
+    await workflowTarget.stop();
+    await workflowScheduler.stop();
+  });
+
+  it('counts workflow runs per workflow (started, succeeded, failed, cancelled, step failures) with their duration, in the workflow:<name> dimension', async () => {
+    const step = (id: string, path: string, dependsOn: string[] = []) => ({
+      id,
+      target: { kind: 'http', url: `${workflowTarget.url}/${path}` },
+      retryPolicy: { maxAttempts: 1 },
+      dependsOn,
+    });
+    const create = async (name: string, steps: unknown[]): Promise<string> => {
+      const created = await workflowScheduler.api('POST', '/v1/workflows', { name, steps });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      return created.body.workflowId as string;
+    };
+    const good = await create('obs-wf-good', [step('a', 'ok'), step('b', 'ok', ['a'])]);
+    const failing = await create('obs-wf-failing', [step('a', 'ok'), step('b', 'bad', ['a']), step('c', 'bad', ['a']), step('d', 'ok', ['b', 'c'])]);
+    const startedAt = Date.now();
+    const run = async (workflowId: string) => {
+      const started = await workflowScheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+      return eventually(
+        () => workflowScheduler.api('GET', `/v1/workflows/${workflowId}/runs/${started.body.workflowRunId}`),
+        (answer) => answer.body.status !== 'RUNNING',
+        30_000,
+      );
+    };
+    const [first, second] = await Promise.all([run(good), run(failing)]);
+    const wallMs = Date.now() - startedAt;
+    expect(first.body.status).toBe('SUCCEEDED');
+    expect(second.body).toMatchObject({ status: 'FAILED', failedSteps: ['b', 'c'] });
+    // A cancelled one too, while its step runs: counted once, its step as a step failure.
+    const slow = await create('obs-wf-cancelled', [step('a', 'slow')]);
+    const third = await workflowScheduler.api('POST', `/v1/workflows/${slow}/runs`);
+    await eventually(
+      () => workflowScheduler.api('GET', `/v1/runs/${third.body.steps.a.runId}`),
+      (answer) => answer.body.status === 'RUNNING',
+    );
+    expect((await workflowScheduler.api('POST', `/v1/workflows/${slow}/runs/${third.body.workflowRunId}/cancel`)).body.status).toBe('CANCELLED');
+
+    const totals = metricTotals(
+      await eventually(
+        () => Promise.resolve([...workflowScheduler.metricLines]),
+        (lines) => countsOf(metricTotals(lines), 'workflow:obs-wf-failing').WorkflowRunsFailed === 1,
+      ),
+    );
+    expect(countsOf(totals, 'workflow:obs-wf-good')).toEqual({ WorkflowRunsStarted: 1, WorkflowRunsSucceeded: 1, WorkflowRunDuration: expect.any(Number) });
+    expect(countsOf(totals, 'workflow:obs-wf-cancelled')).toEqual({
+      WorkflowRunsStarted: 1,
+      WorkflowRunsCancelled: 1,
+      WorkflowStepFailures: 1,
+      WorkflowRunDuration: expect.any(Number),
+    });
+    expect(countsOf(totals, 'workflow:obs-wf-failing')).toEqual({
+      WorkflowRunsStarted: 1,
+      WorkflowRunsFailed: 1,
+      // b and c ended DEAD; d, which never started, is not a step failure of its own.
+      WorkflowStepFailures: 2,
+      WorkflowRunDuration: expect.any(Number),
+    });
+    const duration = totals.get('workflow:obs-wf-failing')!.get('WorkflowRunDuration')!;
+    expect(duration.samples).toBe(1);
+    expect(duration.sum).toBeGreaterThan(0);
+    expect(duration.sum).toBeLessThanOrEqual(wallMs);
+    expect(totals.get('workflow:obs-wf-good')!.get('WorkflowRunDuration')!.samples).toBe(1);
+    // The steps' runs are counted as runs of the workflow's type, as every run is.
+    expect(countsOf(totals, 'workflow')).toMatchObject({ RunsSucceeded: expect.any(Number), RunsDead: 2 });
+    for (const line of workflowScheduler.metricLines.filter((text) => text.includes('"JobType":"workflow:'))) {
+      const doc = JSON.parse(line) as Emf;
+      expect(doc._aws.CloudWatchMetrics[0]).toMatchObject({ Namespace: METRICS_NAMESPACE, Dimensions: [['Service'], ['Service', 'JobType']] });
+      expect(doc.Service).toBe(SERVICE_NAME);
+      const units = Object.fromEntries((doc._aws.CloudWatchMetrics[0].Metrics as { Name: string; Unit: string }[]).map((m) => [m.Name, m.Unit]));
+      for (const [name, unit] of Object.entries(units)) expect(unit).toBe(name === 'WorkflowRunDuration' ? 'Milliseconds' : 'Count');
+    }
+  });
+});

@@ -49,7 +49,11 @@ describe('traces', () => {
     // Runs due within 2 s go straight to the queue; later ones wait for the ticker.
     scheduler = await startScheduler({ tuning: { nearHorizonSeconds: 2 } });
     let flaky = 0;
-    target = await startTarget((call) => ({ status: call.path.endsWith('/flaky') && flaky++ === 0 ? 503 : 200 }));
+    let stepFailures = 0;
+    target = await startTarget((call) => {
+      if (call.path.endsWith('/step-fails-once') && stepFailures++ === 0) return { status: 500, headers: { 'x-retryable': 'false' } };
+      return { status: call.path.endsWith('/flaky') && flaky++ === 0 ? 503 : 200 };
+    });
   });
   afterAll(async () => {
     logs.stop();
@@ -96,6 +100,76 @@ describe('traces', () => {
     // Nor does any other line mention the runs without the trace id.
     const mentioning = logs.lines.filter((line) => [...runIds].some((runId) => line.includes(runId)));
     expect(mentioning.filter((line) => !line.includes(`"traceId":"${traceId}"`))).toEqual([]);
+  });
+
+  it("carries a workflow start's trace to every step run, and a retry's to the steps it starts; every log line naming them carries it", async () => {
+    const started = { traceId: randomBytes(16).toString('hex'), span: randomBytes(8).toString('hex') };
+    const retried = { traceId: randomBytes(16).toString('hex'), span: randomBytes(8).toString('hex') };
+    const created = await scheduler.api('POST', '/v1/workflows', {
+      name: `traced-${randomUUID().slice(0, 8)}`,
+      steps: [
+        { id: 'a', target: { kind: 'http', url: `${target.url}/a` } },
+        { id: 'b', target: { kind: 'http', url: `${target.url}/step-fails-once` }, dependsOn: ['a'], retryPolicy: { maxAttempts: 1 } },
+        { id: 'c', target: { kind: 'http', url: `${target.url}/c` }, dependsOn: ['b'] },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const workflowId = created.body.workflowId as string;
+    const start = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`, undefined, { traceparent: `00-${started.traceId}-${started.span}-01` });
+    expect(start.status, JSON.stringify(start.body)).toBe(202);
+    expect(start.body.traceparent).toBe(`00-${started.traceId}-${started.span}-01`);
+    const path = `/v1/workflows/${workflowId}/runs/${start.body.workflowRunId}`;
+    const failed = await eventually(
+      () => scheduler.api('GET', path),
+      (answer) => answer.body.status === 'FAILED',
+      30_000,
+    );
+    const retry = await scheduler.api('POST', `${path}/retry`, undefined, { traceparent: `00-${retried.traceId}-${retried.span}-01` });
+    expect(retry.status, JSON.stringify(retry.body)).toBe(202);
+    const done = await eventually(
+      () => scheduler.api('GET', path),
+      (answer) => answer.body.status === 'SUCCEEDED',
+      30_000,
+    );
+
+    // The step runs: the start's trace for a and the first b, the retry's for the second b and c.
+    const traceOf = async (runId: string) => TRACEPARENT.exec((await scheduler.api('GET', `/v1/runs/${runId}`)).body.traceparent)?.[1];
+    const runs: { a: string; b1: string; b2: string; c: string } = {
+      a: failed.body.steps.a.runId,
+      b1: failed.body.steps.b.runId,
+      b2: done.body.steps.b.runId,
+      c: done.body.steps.c.runId,
+    };
+    expect([await traceOf(runs.a), await traceOf(runs.b1), await traceOf(runs.b2), await traceOf(runs.c)]).toEqual([
+      started.traceId,
+      started.traceId,
+      retried.traceId,
+      retried.traceId,
+    ]);
+    // At the targets: each call in its trace, a span of its own.
+    const callTrace = (suffix: string) =>
+      target.calls
+        .filter((call) => call.path.endsWith(suffix) && call.body.includes(workflowId))
+        .map((call) => TRACEPARENT.exec(String(call.headers.traceparent))?.[1]);
+    expect(callTrace('/a')).toEqual([started.traceId]);
+    expect(callTrace('/step-fails-once')).toEqual([started.traceId, retried.traceId]);
+    expect(callTrace('/c')).toEqual([retried.traceId]);
+
+    // The logs: every line naming a step run carries its run's trace id; every line naming the workflow run one of the two.
+    const expected = new Map<string, string>([
+      [runs.a, started.traceId],
+      [runs.b1, started.traceId],
+      [runs.b2, retried.traceId],
+      [runs.c, retried.traceId],
+    ]);
+    const stepLines = logs.records().filter((line) => expected.has(String(line.runId)));
+    expect(stepLines.map((line) => line.message)).toEqual(expect.arrayContaining(['run created', 'run started', 'run finished']));
+    expect(stepLines.filter((line) => line.traceId !== expected.get(String(line.runId)))).toEqual([]);
+    const workflowLines = logs.records().filter((line) => line.workflowRunId === start.body.workflowRunId);
+    expect(workflowLines.map((line) => line.message)).toEqual(expect.arrayContaining(['workflow run started', 'workflow run ended', 'workflow run retried']));
+    expect(workflowLines.filter((line) => line.traceId !== started.traceId && line.traceId !== retried.traceId)).toEqual([]);
+    const mentioning = logs.lines.filter((line) => [...expected.keys()].some((runId) => line.includes(runId)));
+    expect(mentioning.filter((line) => !line.includes(`"traceId":"${started.traceId}"`) && !line.includes(`"traceId":"${retried.traceId}"`))).toEqual([]);
   });
 
   it('keeps the trace id on the log lines of a run the ticker releases', async () => {

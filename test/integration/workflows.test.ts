@@ -1,6 +1,8 @@
 // Workflows end to end through the local runtime: definitions over HTTP, workflow runs whose steps
 // are ordinary runs leased and called by the workers, results handed from step to step, and the
 // operations on a workflow run. The targets record the order of their calls.
+import { randomUUID } from 'node:crypto';
+import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler, TargetCall, TargetServer } from './harness';
 import { eventually, startScheduler, startTarget } from './harness';
@@ -22,7 +24,9 @@ describe('workflows', () => {
   const held = new Map<string, () => void>();
 
   beforeAll(async () => {
-    scheduler = await startScheduler({ workerConcurrency: 4 });
+    // A short lease margin: a step's heartbeat comes every third of its lease, so a cancel reaches a
+    // running step (timeoutSeconds 6: a beat every 2.7 s) within seconds.
+    scheduler = await startScheduler({ workerConcurrency: 4, tuning: { leaseMarginSeconds: 2 } });
     target = await startTarget(async (call) => {
       const step = stepOf(call);
       if (step.startsWith('slow')) await new Promise<void>((resolve) => held.set(step, resolve));
@@ -146,8 +150,96 @@ describe('workflows', () => {
     expect(again.status).toBe(409);
   });
 
+  it('a replay of a dead step, then a retry of the workflow run: the retry starts the step after the replay, and does not wait for a repair', async () => {
+    failing.add('replayed-fail');
+    const workflowId = await create('replay-then-retry', [step('one'), step('two', ['one'], { path: 'replayed-fail' }), step('three', ['two'])]);
+    const workflowRunId = await start(workflowId);
+    const failed = await finished(workflowId, workflowRunId);
+    expect(failed).toMatchObject({ status: 'FAILED', failedSteps: ['two'] });
+    // The dead step's run is replayed (as any dead run may be) and dies again.
+    const replay = await scheduler.api('POST', `/v1/runs/${failed.steps.two.runId}/replay`);
+    expect(replay.status, JSON.stringify(replay.body)).toBe(202);
+    await eventually(
+      () => scheduler.api('GET', `/v1/runs/${replay.body.run.runId}`),
+      (answer) => answer.body.status === 'DEAD',
+    );
+    failing.delete('replayed-fail');
+    const retried = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(202);
+    // No ticker runs here: a step left waiting for the repair would never move.
+    const after = await finished(workflowId, workflowRunId, 15_000);
+    expect(after).toMatchObject({ status: 'SUCCEEDED', failedSteps: [] });
+    expect(after.steps.two).toMatchObject({ status: 'SUCCEEDED', attempt: 3 });
+    expect(after.steps.two.runId).not.toBe(replay.body.run.runId);
+    expect(callsOf(workflowRunId).map(stepOf)).toEqual(['one', 'replayed-fail', 'replayed-fail', 'replayed-fail', 'three']);
+  });
+
+  it('a replay of a dead step that succeeds is kept by the retry of the workflow run: the step is not called again, its dependants start', async () => {
+    failing.add('replay-ok');
+    const workflowId = await create('replay-succeeds', [step('one'), step('two', ['one'], { path: 'replay-ok' }), step('three', ['two'])]);
+    const workflowRunId = await start(workflowId);
+    const failed = await finished(workflowId, workflowRunId);
+    expect(failed.status).toBe('FAILED');
+    failing.delete('replay-ok');
+    const replay = await scheduler.api('POST', `/v1/runs/${failed.steps.two.runId}/replay`);
+    expect(replay.status).toBe(202);
+    await eventually(
+      () => scheduler.api('GET', `/v1/runs/${replay.body.run.runId}`),
+      (answer) => answer.body.status === 'SUCCEEDED',
+    );
+    // The finished workflow run is not changed by the replay's outcome.
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`)).body.status).toBe('FAILED');
+    const retried = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(retried.status).toBe(202);
+    const after = await finished(workflowId, workflowRunId, 15_000);
+    expect(after).toMatchObject({ status: 'SUCCEEDED' });
+    expect(after.steps.two).toMatchObject({ status: 'SUCCEEDED', attempt: 2, runId: replay.body.run.runId });
+    expect(callsOf(workflowRunId).map(stepOf)).toEqual(['one', 'replay-ok', 'replay-ok', 'three']);
+    expect(bodyOf(callsOf(workflowRunId)[3]!).results).toEqual({ two: { from: 'replay-ok', payload: { step: 'two' } } });
+  });
+
+  it("an external step: its claims carry its parents' results (the retry's too), a result over 4 KiB is a 400 that changes nothing, and its result reaches its dependant", async () => {
+    const workflowId = await create('external-step', [
+      step('source'),
+      { id: 'ext', type: 'ext-step', target: { kind: 'external' }, retryPolicy: { maxAttempts: 2, initialDelaySeconds: 0 }, dependsOn: ['source'] },
+      step('sink', ['ext']),
+    ]);
+    const workflowRunId = await start(workflowId);
+    const claim = () =>
+      eventually(
+        () => scheduler.api('POST', '/v1/workers/claim', { jobType: 'ext-step', waitSeconds: 1 }),
+        (answer) => answer.status === 200,
+      );
+    const inputs = { workflow: { workflowId, workflowRunId, stepId: 'ext', version: 1 }, results: { source: { from: 'source', payload: { step: 'source' } } } };
+    const first = await claim();
+    expect(first.body).toMatchObject({ attempt: 1, ...inputs });
+    const failed = await scheduler.api('POST', `/v1/runs/${first.body.run.runId}/fail`, {
+      leaseToken: first.body.leaseToken,
+      error: { code: 'BUSY', message: 'try later', retryable: true },
+    });
+    expect(failed.status, JSON.stringify(failed.body)).toBe(200);
+    // The retry's claim sees the inputs the first attempt saw.
+    const second = await claim();
+    expect(second.body).toMatchObject({ attempt: 2, ...inputs });
+
+    const tooLarge = await scheduler.api('POST', `/v1/runs/${second.body.run.runId}/complete`, {
+      leaseToken: second.body.leaseToken,
+      result: { data: 'x'.repeat(5000) },
+    });
+    expect(tooLarge.status).toBe(400);
+    expect(tooLarge.body.errors[0]).toMatchObject({ path: 'result', message: expect.stringContaining('at most 4096 bytes') });
+    expect((await scheduler.api('GET', `/v1/runs/${second.body.run.runId}`)).body).toMatchObject({ status: 'RUNNING' });
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`)).body.steps.ext.status).toBe('STARTED');
+
+    const completed = await scheduler.api('POST', `/v1/runs/${second.body.run.runId}/complete`, { leaseToken: second.body.leaseToken, result: { rows: 3 } });
+    expect(completed.status, JSON.stringify(completed.body)).toBe(200);
+    const run = await finished(workflowId, workflowRunId);
+    expect(run).toMatchObject({ status: 'SUCCEEDED' });
+    expect(bodyOf(callsOf(workflowRunId).find((call) => stepOf(call) === 'sink')!).results).toEqual({ ext: { rows: 3 } });
+  });
+
   it('a cancel mid-run cancels the running step, and the waiting ones never start', async () => {
-    const workflowId = await create('cancel', [step('first'), step('slow-step', ['first']), step('last', ['slow-step'])]);
+    const workflowId = await create('cancel', [step('first'), step('slow-step', ['first'], { timeoutSeconds: 6 }), step('last', ['slow-step'])]);
     const workflowRunId = await start(workflowId);
     await eventually(
       () => Promise.resolve(held.has('slow-step')),
@@ -163,6 +255,13 @@ describe('workflows', () => {
       (answer) => answer.body.status === 'CANCELLED',
     );
     expect(slowRun.body.status).toBe('CANCELLED');
+    // Cooperatively: the worker's next heartbeat found the run cancelled and aborted the call it was making.
+    const slowCall = callsOf(workflowRunId).find((call) => stepOf(call) === 'slow-step')!;
+    await eventually(
+      () => Promise.resolve(slowCall.abortedAt),
+      (abortedAt) => abortedAt !== undefined,
+    );
+    expect(slowCall.abortedAt! - slowCall.at).toBeLessThan(6_000);
     held.get('slow-step')?.();
     // The worker's call was aborted at its heartbeat or its outcome fenced; nothing else starts.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
@@ -200,6 +299,129 @@ describe('workflows', () => {
     expect(bodyOf(callsOf(workflowRunId).find((call) => stepOf(call) === 'next')!).payload).toEqual({ step: 'next' });
     expect((await scheduler.api('GET', `/v1/workflows/${workflowId}?version=1`)).body.definition.steps[1].payload).toEqual({ step: 'next' });
     expect((await scheduler.api('GET', `/v1/workflows/${workflowId}`)).body.definition.steps[1].payload).toEqual({ step: 'next', v: 2 });
+  });
+
+  it('a cancelled step run (the run, not the workflow run): its dependant is NOT_STARTED with the reason, the workflow run FAILS naming it', async () => {
+    const workflowId = await create('cancel-a-step', [step('slow-c'), step('after-c', ['slow-c']), step('tidy', ['slow-c'], { runIf: 'all-done' })]);
+    const workflowRunId = await start(workflowId);
+    await eventually(
+      () => Promise.resolve(held.has('slow-c')),
+      (value) => value,
+    );
+    const running = await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`);
+    const cancelled = await scheduler.api('POST', `/v1/runs/${running.body.steps['slow-c'].runId}/cancel`);
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    const run = await finished(workflowId, workflowRunId);
+    held.get('slow-c')?.();
+    expect(run).toMatchObject({ status: 'FAILED', failedSteps: ['slow-c'] });
+    expect(run.steps['slow-c'].status).toBe('CANCELLED');
+    expect(run.steps['after-c']).toMatchObject({ status: 'NOT_STARTED', runId: null, reason: 'dependency slow-c ended CANCELLED' });
+    expect(run.steps.tidy.status).toBe('SUCCEEDED');
+  });
+
+  it("a step's own retry policy: its second attempt runs with the inputs the first had, and a replay of its run too", async () => {
+    let flakyCalls = 0;
+    const flaky = await startTarget(() => ({ status: flakyCalls++ === 0 ? 503 : 200, body: JSON.stringify({ attempt: flakyCalls }) }));
+    try {
+      const workflowId = await create('step-retries', [
+        step('source'),
+        {
+          id: 'flaky',
+          target: { kind: 'http', url: `${flaky.url}/flaky` },
+          retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 },
+          dependsOn: ['source'],
+        },
+      ]);
+      const workflowRunId = await start(workflowId);
+      const run = await finished(workflowId, workflowRunId);
+      expect(run).toMatchObject({ status: 'SUCCEEDED' });
+      expect(run.steps.flaky).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
+      const inputs = { source: { from: 'source', payload: { step: 'source' } } };
+      const bodies = flaky.calls.map((call) => JSON.parse(call.body) as StepBody);
+      expect(bodies.map((body) => body.results)).toEqual([inputs, inputs]);
+      expect(bodies.map((body) => body.workflow)).toEqual([1, 2].map(() => ({ workflowId, workflowRunId, stepId: 'flaky', version: 1 })));
+      // Its runs: attempt 1 FAILED (a retry followed), attempt 2 SUCCEEDED.
+      const first = (await scheduler.api('GET', `/v1/runs/${run.steps.flaky.runId.replace(/\.2$/, '.1')}`)).body;
+      expect(first).toMatchObject({ status: 'FAILED', attempt: 1 });
+
+      // A replay of the step's run, later, is called with the same inputs again.
+      const replay = await scheduler.api('POST', `/v1/runs/${run.steps.flaky.runId}/replay`);
+      expect(replay.status, JSON.stringify(replay.body)).toBe(202);
+      await eventually(
+        () => scheduler.api('GET', `/v1/runs/${replay.body.run.runId}`),
+        (answer) => answer.body.status === 'SUCCEEDED',
+      );
+      expect(flaky.calls).toHaveLength(3);
+      expect((JSON.parse(flaky.calls[2]!.body) as StepBody).results).toEqual(inputs);
+    } finally {
+      await flaky.stop();
+    }
+  });
+
+  it("an SQS step target receives the envelope with its workflow and its dependencies' results", async () => {
+    const { QueueUrl: queueUrl } = await scheduler.clients.sqs.send(new CreateQueueCommand({ QueueName: `it-wf-step-${randomUUID().slice(0, 8)}` }));
+    const workflowId = await create('sqs-step', [
+      step('source'),
+      { id: 'to-queue', target: { kind: 'sqs', queueUrl }, payload: { n: 1 }, dependsOn: ['source'] },
+    ]);
+    const workflowRunId = await start(workflowId);
+    const run = await finished(workflowId, workflowRunId);
+    expect(run.status).toBe('SUCCEEDED');
+    const messages = await eventually(
+      async () => (await scheduler.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 1 }))).Messages ?? [],
+      (received) => received.length > 0,
+    );
+    const envelope = JSON.parse(messages[0]!.Body!);
+    expect(envelope).toMatchObject({
+      scheduler: 'job-scheduler/1',
+      payload: { n: 1 },
+      workflow: { workflowId, workflowRunId, stepId: 'to-queue', version: 1 },
+      results: { source: { from: 'source', payload: { step: 'source' } } },
+      run: { runId: run.steps['to-queue'].runId },
+    });
+    // An SQS step answers nothing: its dependants would see null.
+    expect((await scheduler.api('GET', `/v1/runs/${run.steps['to-queue'].runId}`)).body.result).toBeUndefined();
+  });
+
+  it("lists the tenant's workflows newest first or by name, a page at a time; another tenant's are not among them; a foreign cursor is a 400", async () => {
+    const names = ['list-b', 'list-a', 'list-c'];
+    const ids: string[] = [];
+    for (const name of names) ids.push(await create(name, [step('x')]));
+    const otherKey = `key_other_${Date.now()}`;
+    await scheduler.deps.apiKeys.issue(otherKey, `other-${scheduler.tenantId}`, Date.now());
+    const other = await fetch(`${scheduler.runtime.url}/v1/workflows`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${otherKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'list-other', steps: [step('x')] }),
+    });
+    expect(other.status).toBe(201);
+
+    const first = await scheduler.api('GET', '/v1/workflows?limit=2');
+    expect(first.status).toBe(200);
+    expect(first.body.items.map((workflow: { workflowId: string }) => workflow.workflowId)).toEqual([ids[2], ids[1]]);
+    expect(first.body.items[0]).toMatchObject({ name: 'list-c', version: 1, stepCount: 1, tenantId: scheduler.tenantId });
+    expect(first.body.items[0]).not.toHaveProperty('definition');
+    const second = await scheduler.api('GET', `/v1/workflows?limit=2&cursor=${first.body.nextCursor}`);
+    expect(second.body.items[0].workflowId).toBe(ids[0]);
+    const byName = await scheduler.api('GET', '/v1/workflows?namePrefix=list-&limit=100');
+    expect(byName.body.items.map((workflow: { name: string }) => workflow.name)).toEqual(['list-a', 'list-b', 'list-c']);
+    expect(byName.body.nextCursor).toBeNull();
+    const all = await scheduler.api('GET', '/v1/workflows?order=name&limit=100');
+    expect(all.body.items.map((workflow: { name: string }) => workflow.name)).not.toContain('list-other');
+    // A cursor of the other order, or of another tenant's list, is refused.
+    expect((await scheduler.api('GET', `/v1/workflows?order=name&cursor=${first.body.nextCursor}`)).status).toBe(400);
+    const foreign = (await (await fetch(`${scheduler.runtime.url}/v1/workflows?limit=1`, { headers: { authorization: `Bearer ${otherKey}` } })).json()) as {
+      items: { name: string }[];
+    };
+    expect(foreign.items.map((workflow: { name: string }) => workflow.name)).toEqual(['list-other']);
+    expect(
+      (
+        await scheduler.api(
+          'GET',
+          `/v1/workflows?limit=1&cursor=${Buffer.from(JSON.stringify({ pk: `WFLIST#other-${scheduler.tenantId}`, sk: 'C#2' })).toString('base64url')}`,
+        )
+      ).status,
+    ).toBe(400);
   });
 
   it('refuses a graph with a cycle, an unknown or duplicate id, or an unreachable step, naming the step; and changes nothing', async () => {

@@ -12,7 +12,7 @@ import type { HealthReport } from '../../lambdas/app/health';
 import type { CreateJobResult, getJob, JobView, previewSchedule } from '../../lambdas/app/jobs';
 import type { replayDeadRuns } from '../../lambdas/app/runs';
 import type { Page } from '../../lambdas/store/page';
-import type { WorkflowView } from '../../lambdas/app/workflows';
+import type { listWorkflows, WorkflowDetail, WorkflowView } from '../../lambdas/app/workflows';
 import type { workflowSpecSchema } from '../../lambdas/domain/workflow';
 
 describe('the client types are the backend types', () => {
@@ -26,6 +26,8 @@ describe('the client types are the backend types', () => {
     expectTypeOf<client.PreviewResult>().toEqualTypeOf<Awaited<ReturnType<typeof previewSchedule>>>();
     expectTypeOf<client.BulkReplayResult>().toEqualTypeOf<Omit<Awaited<ReturnType<typeof replayDeadRuns>>, 'replayedFrom'>>();
     expectTypeOf<client.WorkflowView>().toEqualTypeOf<WorkflowView>();
+    expectTypeOf<client.WorkflowDetail>().toEqualTypeOf<WorkflowDetail>();
+    expectTypeOf<client.Page<client.WorkflowSummary>>().toEqualTypeOf<Awaited<ReturnType<typeof listWorkflows>>>();
     expectTypeOf<client.HeartbeatResult>().toEqualTypeOf<Awaited<ReturnType<typeof heartbeatRun>>>();
     // Payload and checkpoint are the worker's own types in the client (unknown in the backend).
     expectTypeOf<Omit<Claim, 'payload' | 'checkpoint'>>().toEqualTypeOf<Omit<ClaimedRun, 'payload' | 'checkpoint'>>();

@@ -70,6 +70,14 @@ describe('expressions from objects', () => {
     const onlyNames = conditionExpressions({ pk: absent });
     expect(onlyNames).toEqual({ ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: { '#pk': 'pk' } });
   });
+
+  it('in the compact style names every attribute part by a counter and shares one placeholder per string value', () => {
+    const built = updateExpressions({ set: { 'steps.load_orders': 1 }, if: { status: 'RUNNING', 'steps.load_orders.status': 'RUNNING' } }, 'compact');
+    expect(built.UpdateExpression).toBe('SET #n0.#n1 = :v0');
+    expect(built.ConditionExpression).toBe('#n2 = :v1 AND #n0.#n1.#n2 = :v1');
+    expect(built.ExpressionAttributeNames).toEqual({ '#n0': 'steps', '#n1': 'load_orders', '#n2': 'status' });
+    expect(built.ExpressionAttributeValues).toEqual({ ':v0': 1, ':v1': 'RUNNING' });
+  });
 });
 
 describe('a failed condition is a result', () => {

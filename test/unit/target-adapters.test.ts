@@ -73,6 +73,35 @@ describe('envelope targets', () => {
     expect(JSON.parse(Buffer.from(inputs[0]!.Payload as Uint8Array).toString())).toEqual(envelope);
   });
 
+  it("lambda, a workflow step: the envelope carries its workflow and its dependencies' results, and the function's answer is the step's result (at most 4 KiB)", async () => {
+    const step = { workflowId: 'wf_1', workflowRunId: 'wf_1.abc', stepId: 'load', version: 3, results: { extract: { rows: 12 }, skipped: null } };
+    const target = { kind: 'lambda' as const, functionArn: 'arn:aws:lambda:us-east-1:1:function:f' };
+    const { client, inputs } = fakeClient<LambdaClient>(() => ({ StatusCode: 200, Payload: Buffer.from('{"loaded":12}') }));
+    expect(await callLambdaTarget(client, target, { ...invocation(target), step })).toEqual({ ok: true, detail: 'Lambda 200', result: { loaded: 12 } });
+    expect(JSON.parse(Buffer.from(inputs[0]!.Payload as Uint8Array).toString())).toEqual({
+      ...envelope,
+      workflow: { workflowId: 'wf_1', workflowRunId: 'wf_1.abc', stepId: 'load', version: 3 },
+      results: { extract: { rows: 12 }, skipped: null },
+    });
+    const { client: big } = fakeClient<LambdaClient>(() => ({ StatusCode: 200, Payload: Buffer.from(JSON.stringify({ data: 'x'.repeat(5000) })) }));
+    expect(await callLambdaTarget(big, target, { ...invocation(target), step })).toMatchObject({
+      ok: false,
+      error: { code: 'RESULT_TOO_LARGE', retryable: false },
+    });
+  });
+
+  it('sqs, a workflow step: the message body is the envelope with its workflow and results', async () => {
+    const step = { workflowId: 'wf_1', workflowRunId: 'wf_1.abc', stepId: 'notify', version: 1, results: { load: { loaded: 12 } } };
+    const target = { kind: 'sqs' as const, queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/steps' };
+    const { client, inputs } = fakeClient<SQSClient>(() => ({ MessageId: 'm-1' }));
+    expect(await callSqsTarget(client, target, { ...invocation(target), step })).toMatchObject({ ok: true });
+    expect(JSON.parse(String(inputs[0]!.MessageBody))).toEqual({
+      ...envelope,
+      workflow: { workflowId: 'wf_1', workflowRunId: 'wf_1.abc', stepId: 'notify', version: 1 },
+      results: { load: { loaded: 12 } },
+    });
+  });
+
   it('lambda: a function error is retryable unless the function marks it permanent', async () => {
     const error = (body: unknown) => Buffer.from(JSON.stringify(body));
     expect(functionErrorOf('Unhandled', error({ errorType: 'Error', errorMessage: 'boom' }))).toMatchObject({

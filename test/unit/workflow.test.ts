@@ -4,8 +4,11 @@ import {
   graphIssues,
   initialSteps,
   MAX_WORKFLOW_STEPS,
+  parseScheduleJobId,
   parseStepJobId,
   planProgress,
+  scheduleFieldsOf,
+  scheduleJobIdOf,
   stepJobIdOf,
   stepsForRetry,
   workflowSpecSchema,
@@ -43,6 +46,42 @@ describe('a workflow definition', () => {
       false,
     );
     expect(workflowSpecSchema.safeParse({ name: 'w', steps: [{ id: 'a.b', target: { kind: 'http', url: 'https://example.com' } }] }).success).toBe(false);
+  });
+
+  it('takes a schedule of any kind a job takes, with its policies; the policies alone are refused', () => {
+    const steps = [{ id: 'a', target: { kind: 'http', url: 'https://example.com' } }];
+    for (const schedule of [
+      { kind: 'now' },
+      { kind: 'delay', seconds: 5 },
+      { kind: 'at', at: '2030-01-01T00:00:00Z' },
+      { kind: 'cron', expression: '0 9 * * MON', timezone: 'Europe/Paris', startAt: '2030-01-01T00:00:00Z', endAt: '2031-01-01T00:00:00Z' },
+    ]) {
+      expect(workflowSpecSchema.safeParse({ name: 'w', steps, schedule, overlapPolicy: 'skip', misfirePolicy: 'backfill', backfillLimit: 3 }).success).toBe(
+        true,
+      );
+    }
+    const alone = workflowSpecSchema.safeParse({ name: 'w', steps, misfirePolicy: 'skip' });
+    expect(alone.success).toBe(false);
+    expect(alone.error?.issues.map((issue) => issue.path.join('.'))).toEqual(['misfirePolicy']);
+    // The job's own defaults for what the definition leaves out.
+    const parsed = workflowSpecSchema.parse({ name: 'w', steps, schedule: { kind: 'cron', expression: '* * * * *' } });
+    expect(scheduleFieldsOf(parsed)).toEqual({
+      schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' },
+      overlapPolicy: 'allow',
+      misfirePolicy: 'fire-once',
+      backfillLimit: 10,
+      priority: 'normal',
+      type: 'workflow',
+      notify: null,
+    });
+    // Of the workflow's notifications, its schedule job raises only `skipped` (an occurrence a policy skipped).
+    const destination = { kind: 'http', url: 'https://example.com/hook' } as const;
+    expect(scheduleFieldsOf({ ...parsed, notify: { events: ['failed', 'skipped'], destination } })?.notify).toEqual({ events: ['skipped'], destination });
+    expect(scheduleFieldsOf({ ...parsed, notify: { events: ['failed'], destination } })?.notify).toBeNull();
+    expect(scheduleFieldsOf(workflowSpecSchema.parse({ name: 'w', steps }))).toBeNull();
+    expect(parseScheduleJobId(scheduleJobIdOf('wf_01abc'))).toEqual({ workflowId: 'wf_01abc' });
+    expect(parseStepJobId(scheduleJobIdOf('wf_01abc'))).toBeNull();
+    expect(parseScheduleJobId(stepJobIdOf('wf_01abc', 1, 'schedule'))).toBeNull();
   });
 
   it('gives each step of a version a job id the store can read back', () => {
@@ -91,5 +130,17 @@ describe('the progress of a workflow run', () => {
     expect(retried.A).toEqual(state('SUCCEEDED'));
     expect(retried.B).toMatchObject({ status: 'WAITING', attempt: 3, runId: null });
     expect(retried.C).toMatchObject({ status: 'WAITING', attempt: 1, runId: null });
+  });
+
+  it("a retry takes a dead step's replay as the step's own: succeeded, under way, or ended (the next attempt comes after it)", () => {
+    const seen = (status: 'SUCCEEDED' | 'RUNNING' | 'DEAD', attempt: number) => ({ runId: `r-${attempt}`, attempt, status, startedAt: 'S', finishedAt: 'F' });
+    const steps = { A: state('DEAD', 1), B: state('DEAD', 1), C: state('DEAD', 1), D: state('DEAD', 2), E: state('NOT_STARTED') };
+    const retried = stepsForRetry({ steps }, { A: seen('SUCCEEDED', 2), B: seen('RUNNING', 2), C: seen('DEAD', 4), D: seen('DEAD', 2) });
+    expect(retried.A).toMatchObject({ status: 'SUCCEEDED', attempt: 2, runId: 'r-2', finishedAt: 'F' });
+    expect(retried.B).toMatchObject({ status: 'STARTED', attempt: 2, runId: 'r-2', finishedAt: null });
+    expect(retried.C).toMatchObject({ status: 'WAITING', attempt: 5, runId: null });
+    // The newest run is the step's own last attempt: no replay, the next attempt as before.
+    expect(retried.D).toMatchObject({ status: 'WAITING', attempt: 3, runId: null });
+    expect(retried.E).toMatchObject({ status: 'WAITING', attempt: 1 });
   });
 });

@@ -4,7 +4,7 @@
 import type { WorkflowRun, WorkflowView } from '../api';
 import { api } from '../api';
 import { h, table } from '../dom';
-import { time } from '../format';
+import { scheduleText, time, zoneOf } from '../format';
 import type { Page } from '../page';
 import { act, alertBox, heading, STATUS_CLASS } from '../page';
 
@@ -129,9 +129,36 @@ export const workflowPage: Page = async (context) => {
           ),
     );
   };
+  // A scheduled workflow: its schedule, its state, and Pause or Resume (decision 0147).
+  const schedule = h('p', { id: 'workflow-schedule' });
+  const toggle = h('button', { type: 'button', id: 'workflow-schedule-toggle', hidden: true });
+  const showSchedule = (state: WorkflowView['scheduleState']): void => {
+    const definition = workflow.definition.schedule;
+    schedule.replaceChildren(
+      definition ? `Schedule: ${scheduleText(definition)}. ` : 'Started by request only. ',
+      ...(state
+        ? [
+            h('span', { class: STATUS_CLASS(state.status), id: 'workflow-schedule-status' }, state.status.toLowerCase()),
+            ...(state.nextRunAt ? [', next run ', time(state.nextRunAt, zoneOf(definition ?? { kind: 'now' }))] : []),
+          ]
+        : []),
+    );
+    toggle.hidden = state?.status !== 'ACTIVE' && state?.status !== 'PAUSED';
+    toggle.textContent = state?.status === 'PAUSED' ? 'Resume schedule' : 'Pause schedule';
+  };
+  showSchedule(workflow.scheduleState);
+  toggle.addEventListener('click', () => {
+    const resume = toggle.textContent === 'Resume schedule';
+    void act(toggle, alert, context, async () => {
+      const changed = resume ? await api.resumeWorkflow(workflowId) : await api.pauseWorkflow(workflowId);
+      showSchedule(changed.scheduleState);
+      return resume ? 'Schedule resumed' : 'Schedule paused';
+    });
+  });
   context.main.append(
     h('p', null, `Version ${workflow.version}, ${workflow.definition.steps.length} steps.`),
-    h('div', { class: 'actions' }, start),
+    schedule,
+    h('div', { class: 'actions' }, start, toggle),
     alert,
     h('h2', null, 'Runs'),
     runs,

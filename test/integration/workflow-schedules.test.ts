@@ -1,0 +1,289 @@
+// Scheduled workflows (issue 20 items 1, 2 and 4): each occurrence of a workflow's schedule starts a
+// workflow run, through the jobs' own occurrence chain (decision 0147), under the overlap and misfire
+// policies, with pause and resume. Workers are driven one message at a time with their own clocks
+// (as in recurring.test.ts), so a chain of minute-by-minute occurrences runs in moments.
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { workflowRunIdOf } from '../../lambdas/domain/workflow';
+import type { Scheduler, TargetServer } from './harness';
+import { executeRun, startScheduler, startTarget } from './harness';
+
+const MINUTE = 60_000;
+
+describe('scheduled workflows', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  /** The API's clock runs `offset` ms ahead of real time. */
+  let offset = 0;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, clock: () => Date.now() + offset });
+    target = await startTarget((call) => ({ status: 200, body: JSON.stringify({ step: call.path.split('/').pop() }) }));
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const worker = (at: number, id = 'worker') => scheduler.workerDeps(id, () => at);
+  const step = (id: string, dependsOn: string[] = []) => ({
+    id,
+    target: { kind: 'http', url: `${target.url}/${id}` },
+    retryPolicy: { maxAttempts: 1 },
+    dependsOn,
+  });
+
+  async function create(name: string, extra: Record<string, unknown>, steps: unknown[] = [step('a'), step('b', ['a'])]) {
+    const created = await scheduler.api('POST', '/v1/workflows', { name, steps, ...extra });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    return created.body;
+  }
+
+  const every = (minutes = 1) => ({ schedule: { kind: 'cron', expression: minutes === 1 ? '* * * * *' : `*/${minutes} * * * *`, timezone: 'UTC' } });
+  const workflow = async (workflowId: string) => (await scheduler.api('GET', `/v1/workflows/${workflowId}`)).body;
+  const workflowRun = async (workflowId: string, at: number) =>
+    (await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunIdOf(workflowId, new Date(at).toISOString())}`)).body;
+
+  /** Runs every waiting dispatch message with a worker at `at`, until the queue is empty: the step runs an occurrence started. */
+  async function runQueued(at: number, skip: ReadonlySet<string> = new Set()): Promise<string[]> {
+    const ran: string[] = [];
+    for (let empty = 0; empty < 2;) {
+      const received = await scheduler.clients.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: scheduler.config.dispatchQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+      );
+      const messages = received.Messages ?? [];
+      if (messages.length === 0) empty++;
+      for (const message of messages) {
+        const { runId } = JSON.parse(message.Body ?? '{}') as { runId: string };
+        await scheduler.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: scheduler.config.dispatchQueueUrl, ReceiptHandle: message.ReceiptHandle }));
+        if ([...skip].some((prefix) => runId.includes(prefix))) continue;
+        await executeRun(worker(at), runId);
+        ran.push(runId);
+      }
+    }
+    return ran;
+  }
+
+  it('starts a workflow run on each occurrence of a cron schedule, with deterministic ids, and moves its chain on', async () => {
+    const created = await create('every-minute', every());
+    const workflowId = created.workflowId as string;
+    expect(created.scheduleState).toMatchObject({ status: 'ACTIVE', pausedAt: null });
+    expect(created.scheduleState.upcomingRuns).toHaveLength(5);
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    expect(Date.parse(created.scheduleState.upcomingRuns[1]) - at).toBe(MINUTE);
+    // The schedule is no job of the jobs API.
+    expect((await scheduler.api('GET', `/v1/jobs/${workflowId}.schedule`)).status).toBe(404);
+    expect((await scheduler.api('GET', '/v1/jobs?limit=100')).body.items.map((job: { jobId: string }) => job.jobId)).not.toContain(`${workflowId}.schedule`);
+
+    const first = (await workflow(workflowId)).recentOccurrences[0];
+    expect(first).toMatchObject({ status: 'QUEUED', jobId: `${workflowId}.schedule`, scheduledFor: new Date(at).toISOString() });
+    // Not before its time.
+    expect(await executeRun(worker(at - 5_000), first.runId)).toBe('requeued');
+    await runQueued(at - 5_000, new Set([first.runId]));
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs`)).body.items).toEqual([]);
+
+    expect(await executeRun(worker(at + 100), first.runId)).toBe('succeeded');
+    expect(await runQueued(at + 200)).toHaveLength(2);
+    const run1 = await workflowRun(workflowId, at);
+    expect(run1).toMatchObject({ status: 'SUCCEEDED', trigger: 'schedule', version: 1, scheduledFor: new Date(at).toISOString() });
+    const occurrence = (await scheduler.api('GET', `/v1/runs/${first.runId}`)).body;
+    expect(occurrence).toMatchObject({ status: 'SUCCEEDED', result: { workflowRunId: run1.workflowRunId } });
+    // The occurrence's trace is the workflow run's.
+    expect(run1.traceparent).toBe(occurrence.traceparent);
+
+    const view = await workflow(workflowId);
+    expect(view.scheduleState.nextRunAt).toBe(new Date(at + MINUTE).toISOString());
+    const second = view.recentOccurrences[0];
+    expect(second.scheduledFor).toBe(new Date(at + MINUTE).toISOString());
+    // Two workers race for the next occurrence: one starts it, one workflow run.
+    const raced = await Promise.all([executeRun(worker(at + MINUTE + 50, 'w1'), second.runId), executeRun(worker(at + MINUTE + 50, 'w2'), second.runId)]);
+    expect([...raced].sort()).toEqual(['held', 'succeeded']);
+    await runQueued(at + MINUTE + 100);
+    expect((await workflowRun(workflowId, at + MINUTE)).status).toBe('SUCCEEDED');
+    const runs = (await scheduler.api('GET', `/v1/workflows/${workflowId}/runs`)).body.items;
+    expect(runs.map((run: { scheduledFor: string; trigger: string }) => [run.scheduledFor, run.trigger])).toEqual([
+      [new Date(at + MINUTE).toISOString(), 'schedule'],
+      [new Date(at).toISOString(), 'schedule'],
+    ]);
+    // A manual start still works beside the schedule.
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`)).status).toBe(202);
+  });
+
+  it('a delay schedule starts one workflow run, and the schedule is COMPLETED after it', async () => {
+    const created = await create('delayed', { schedule: { kind: 'delay', seconds: 2 } });
+    const workflowId = created.workflowId as string;
+    expect(created.scheduleState.status).toBe('ACTIVE');
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    const [occurrence] = (await workflow(workflowId)).recentOccurrences;
+    expect(await executeRun(worker(at + 10), occurrence.runId)).toBe('succeeded');
+    await runQueued(at + 20);
+    expect((await workflowRun(workflowId, at)).status).toBe('SUCCEEDED');
+    expect((await workflow(workflowId)).scheduleState).toMatchObject({ status: 'COMPLETED', nextRunAt: null, upcomingRuns: [] });
+  });
+
+  it('overlap skip: an occurrence while the previous workflow run is RUNNING is skipped, with the reason recorded', async () => {
+    const created = await create('overlap-skip', { ...every(), overlapPolicy: 'skip' });
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    expect(await executeRun(worker(at + 100), (await workflow(workflowId)).recentOccurrences[0].runId)).toBe('succeeded');
+    // Its first step's run is queued, not run: the workflow run is RUNNING.
+    const running = await workflowRun(workflowId, at);
+    expect(running.status).toBe('RUNNING');
+
+    const next = (await workflow(workflowId)).recentOccurrences[0];
+    expect(await executeRun(worker(at + MINUTE + 100), next.runId)).toBe('skipped');
+    expect((await scheduler.api('GET', `/v1/runs/${next.runId}`)).body).toMatchObject({
+      status: 'SKIPPED',
+      reason: `overlap: workflow run ${running.workflowRunId} is still running (overlapPolicy skip)`,
+    });
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunIdOf(workflowId, next.scheduledFor)}`)).status).toBe(404);
+    // The chain moved on past the skipped occurrence; once the running one ends, the next starts.
+    const view = await workflow(workflowId);
+    expect(view.scheduleState.nextRunAt).toBe(new Date(at + 2 * MINUTE).toISOString());
+    await runQueued(at + MINUTE + 200);
+    expect((await workflowRun(workflowId, at)).status).toBe('SUCCEEDED');
+    expect(await executeRun(worker(at + 2 * MINUTE + 100), view.recentOccurrences[0].runId)).toBe('succeeded');
+    expect((await workflowRun(workflowId, at + 2 * MINUTE)).status).toBe('RUNNING');
+    await runQueued(at + 2 * MINUTE + 200);
+  });
+
+  it('overlap cancel-running: the next occurrence cancels the running workflow run (its started step too) and starts its own', async () => {
+    const created = await create('overlap-cancel', { ...every(), overlapPolicy: 'cancel-running' });
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    expect(await executeRun(worker(at + 100), (await workflow(workflowId)).recentOccurrences[0].runId)).toBe('succeeded');
+    const previous = await workflowRun(workflowId, at);
+    expect(previous.steps.a.status).toBe('STARTED');
+
+    const next = (await workflow(workflowId)).recentOccurrences[0];
+    expect(await executeRun(worker(at + MINUTE + 100), next.runId)).toBe('succeeded');
+    const cancelled = await workflowRun(workflowId, at);
+    expect(cancelled).toMatchObject({ status: 'CANCELLED' });
+    expect(cancelled.steps.a.status).toBe('CANCELLED');
+    expect(cancelled.steps.b).toMatchObject({ status: 'NOT_STARTED', reason: 'the workflow run was cancelled' });
+    expect((await scheduler.api('GET', `/v1/runs/${previous.steps.a.runId}`)).body.status).toBe('CANCELLED');
+    // The new occurrence's workflow run runs to the end; the cancelled one's step never runs.
+    await runQueued(at + MINUTE + 200);
+    expect(target.calls.filter((call) => call.headers['x-run-id'] === previous.steps.a.runId)).toEqual([]);
+    expect((await workflowRun(workflowId, at + MINUTE)).status).toBe('SUCCEEDED');
+  });
+
+  it('overlap buffer-one: the next occurrence waits for the running workflow run, and starts as soon as it ends', async () => {
+    const created = await create('overlap-buffer', { ...every(), overlapPolicy: 'buffer-one' });
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    expect(await executeRun(worker(at + 100), (await workflow(workflowId)).recentOccurrences[0].runId)).toBe('succeeded');
+    const next = (await workflow(workflowId)).recentOccurrences[0];
+    expect(await executeRun(worker(at + MINUTE + 100), next.runId)).toBe('waiting');
+    expect((await scheduler.api('GET', `/v1/runs/${next.runId}`)).body).toMatchObject({ status: 'QUEUED', reason: expect.stringMatching(/buffer-one/) });
+    // The running workflow run's steps finish: its end wakes the waiting occurrence (a message now, not in 30 s).
+    const ran = await runQueued(at + MINUTE + 200, new Set([next.runId]));
+    expect(ran).toHaveLength(2);
+    expect((await workflowRun(workflowId, at)).status).toBe('SUCCEEDED');
+    expect(await executeRun(worker(at + MINUTE + 300), next.runId)).toBe('succeeded');
+    expect((await workflowRun(workflowId, at + MINUTE)).status).toBe('RUNNING');
+    await runQueued(at + MINUTE + 400);
+  });
+
+  it('pause retires the pending occurrence; resume after a gap fires once under misfire fire-once, then goes on from now', async () => {
+    const created = await create('paused', { ...every(), misfirePolicy: 'fire-once' });
+    const workflowId = created.workflowId as string;
+    const pending = (await workflow(workflowId)).recentOccurrences[0];
+    const paused = await scheduler.api('POST', `/v1/workflows/${workflowId}/pause`);
+    expect(paused.status, JSON.stringify(paused.body)).toBe(200);
+    expect(paused.body.scheduleState).toMatchObject({ status: 'PAUSED', nextRunAt: null, upcomingRuns: [] });
+    expect((await scheduler.api('GET', `/v1/runs/${pending.runId}`)).body).toMatchObject({ status: 'SKIPPED', reason: 'workflow paused' });
+    // Its message arrives anyway: no workflow run.
+    expect(await executeRun(worker(Date.parse(pending.scheduledFor) + 100), pending.runId)).toBe('duplicate');
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/pause`)).status).toBe(409);
+
+    offset = 10 * MINUTE; // ten occurrences pass while paused
+    try {
+      const resumed = await scheduler.api('POST', `/v1/workflows/${workflowId}/resume`);
+      expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+      const nextAt = Date.parse(resumed.body.scheduleState.nextRunAt);
+      // One occurrence stands for the missed ones: the latest missed, due at once.
+      expect(nextAt).toBeLessThanOrEqual(Date.now() + offset);
+      expect(nextAt).toBeGreaterThan(Date.parse(pending.scheduledFor) + 8 * MINUTE);
+      const occurrence = (await workflow(workflowId)).recentOccurrences[0];
+      const now = Date.now() + offset;
+      expect(await executeRun(worker(now), occurrence.runId)).toBe('succeeded');
+      expect((await scheduler.api('GET', `/v1/runs/${occurrence.runId}`)).body.reason).toMatch(/misfirePolicy fire-once/);
+      await runQueued(now + 100);
+      const runs = (await scheduler.api('GET', `/v1/workflows/${workflowId}/runs`)).body.items;
+      expect(runs).toHaveLength(1);
+      expect(runs[0]).toMatchObject({ status: 'SUCCEEDED', trigger: 'schedule', scheduledFor: new Date(nextAt).toISOString() });
+      expect(Date.parse((await workflow(workflowId)).scheduleState.nextRunAt)).toBeGreaterThan(now - 1);
+    } finally {
+      offset = 0;
+    }
+  });
+
+  it('misfire skip: an occurrence that starts late is skipped, with no workflow run, and the chain goes on from now', async () => {
+    const created = await create('misfire-skip', { ...every(), misfirePolicy: 'skip' });
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    const occurrence = (await workflow(workflowId)).recentOccurrences[0];
+    expect(await executeRun(worker(at + 5 * MINUTE), occurrence.runId)).toBe('skipped');
+    expect((await scheduler.api('GET', `/v1/runs/${occurrence.runId}`)).body).toMatchObject({
+      status: 'SKIPPED',
+      reason: expect.stringMatching(/misfirePolicy skip/),
+    });
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs`)).body.items).toEqual([]);
+    expect((await workflow(workflowId)).scheduleState.nextRunAt).toBe(new Date(at + 6 * MINUTE).toISOString());
+  });
+
+  it('a new version changes the schedule of later occurrences; their workflow runs use the newest version; a version without a schedule cancels it', async () => {
+    const created = await create('versioned', every());
+    const workflowId = created.workflowId as string;
+    const oldPending = (await workflow(workflowId)).recentOccurrences[0];
+    const updated = await scheduler.api('POST', `/v1/workflows/${workflowId}/versions`, {
+      name: 'versioned',
+      ...every(5),
+      steps: [step('a'), step('c', ['a'])],
+    });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(201);
+    const at = Date.parse(updated.body.scheduleState.nextRunAt);
+    expect(new Date(at).getUTCMinutes() % 5).toBe(0);
+    expect(Date.parse(updated.body.scheduleState.upcomingRuns[1]) - at).toBe(5 * MINUTE);
+    expect((await scheduler.api('GET', `/v1/runs/${oldPending.runId}`)).body).toMatchObject({ status: 'SKIPPED', reason: 'the workflow schedule changed' });
+    const occurrence = (await workflow(workflowId)).recentOccurrences[0];
+    expect(occurrence.scheduledFor).toBe(new Date(at).toISOString());
+    expect(await executeRun(worker(at + 100), occurrence.runId)).toBe('succeeded');
+    await runQueued(at + 200);
+    const run = await workflowRun(workflowId, at);
+    expect(run).toMatchObject({ status: 'SUCCEEDED', version: 2 });
+    expect(Object.keys(run.steps).sort()).toEqual(['a', 'c']);
+
+    const pendingBefore = (await workflow(workflowId)).recentOccurrences[0];
+    const unscheduled = await scheduler.api('POST', `/v1/workflows/${workflowId}/versions`, { name: 'versioned', steps: [step('a')] });
+    expect(unscheduled.status, JSON.stringify(unscheduled.body)).toBe(201);
+    expect(unscheduled.body.scheduleState).toMatchObject({ status: 'CANCELLED', nextRunAt: null });
+    expect((await scheduler.api('GET', `/v1/runs/${pendingBefore.runId}`)).body).toMatchObject({ status: 'CANCELLED' });
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/pause`)).status).toBe(409);
+    // Manual starts go on as for any workflow.
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`)).status).toBe(202);
+  });
+
+  it('refuses schedule policies without a schedule, a schedule that never fires, and a pause of an unscheduled workflow; and writes nothing', async () => {
+    const before = await scheduler.countJobAndRunItems();
+    const refused = async (body: Record<string, unknown>) => {
+      const answer = await scheduler.api('POST', '/v1/workflows', { name: 'refused', steps: [step('a')], ...body });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(400);
+      return answer.body.errors as { path: string; message: string }[];
+    };
+    expect(await refused({ overlapPolicy: 'skip' })).toEqual([{ path: 'overlapPolicy', message: expect.stringMatching(/give a schedule/) }]);
+    expect(await refused({ schedule: { kind: 'at', at: '2020-01-01T00:00:00Z' } })).toEqual([{ path: 'schedule.at', message: expect.any(String) }]);
+    expect(await refused({ schedule: { kind: 'cron', expression: '* * * * *', endAt: '2020-01-01T00:00:00Z' } })).toEqual([
+      { path: 'schedule.endAt', message: 'has passed, so the schedule would never fire' },
+    ]);
+    expect(await refused({ schedule: { kind: 'cron', expression: '* * * * *', timezone: 'Mars/Olympus' } })).toEqual([
+      { path: 'schedule.timezone', message: expect.stringMatching(/time zone/) },
+    ]);
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+    const unscheduled = await create('unscheduled', {});
+    expect(unscheduled.scheduleState).toBeUndefined();
+    expect((await scheduler.api('POST', `/v1/workflows/${unscheduled.workflowId}/pause`)).status).toBe(409);
+    expect((await scheduler.api('POST', `/v1/workflows/${unscheduled.workflowId}/resume`)).status).toBe(409);
+  });
+});

@@ -1,0 +1,156 @@
+// DynamoDB's limits on what the workflow store writes, measured on the requests the real store
+// builds: each expression string of a write under 4 KB (moto does not enforce it; AWS refuses the
+// write), and a workflow run's item and a step run's item under 400 KB, for the largest workflow
+// the API accepts (100 steps with 64-character ids, 64 dependencies each, results of 4 KiB).
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import type { StepState, WorkflowRun } from '../../lambdas/domain/workflow';
+import { MAX_STEP_DEPENDENCIES, MAX_STEP_RESULT_BYTES, MAX_WORKFLOW_STEPS, initialSteps } from '../../lambdas/domain/workflow';
+import { MAX_PAYLOAD_BYTES } from '../../lambdas/domain/job';
+import { MAX_EXPRESSION_BYTES } from '../../lambdas/store/conditional';
+import { runToItem, workflowRunKey } from '../../lambdas/store/keys';
+import { WorkflowsRepository } from '../../lambdas/store/workflows';
+import { JobsRepository } from '../../lambdas/store/jobs-repository';
+import type { Run } from '../../lambdas/domain/run';
+
+/** DynamoDB's item size: attribute names and values in UTF-8, numbers by their digits, 3 bytes per map or list and per element. */
+function itemBytes(value: unknown): number {
+  if (value === null || value === undefined || typeof value === 'boolean') return 1;
+  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
+  if (typeof value === 'number') return Math.ceil(String(Math.abs(value)).replace(/^0\./, '').replace('.', '').length / 2) + 1;
+  if (Array.isArray(value)) return 3 + value.reduce<number>((sum, element) => sum + 1 + itemBytes(element), 0);
+  return (
+    3 + Object.entries(value as Record<string, unknown>).reduce((sum, [name, element]) => sum + 1 + Buffer.byteLength(name, 'utf8') + itemBytes(element), 0)
+  );
+}
+const topLevelBytes = (item: Record<string, unknown>): number =>
+  Object.entries(item).reduce((sum, [name, value]) => sum + Buffer.byteLength(name, 'utf8') + itemBytes(value), 0);
+const ITEM_LIMIT = 400 * 1024;
+
+/** A document client that records each request's input and answers the item as the store expects it back. */
+function recordingClient(answer: () => Record<string, unknown>): { client: DynamoDBDocumentClient; inputs: Record<string, unknown>[] } {
+  const inputs: Record<string, unknown>[] = [];
+  const client = {
+    send: (command: { input: Record<string, unknown> }) => {
+      inputs.push(command.input);
+      return Promise.resolve({ Attributes: answer(), Item: answer() });
+    },
+  } as unknown as DynamoDBDocumentClient;
+  return { client, inputs };
+}
+
+// Letters, digits and `_` only: ids an attribute name could hold as they are (the readable placeholders' case).
+const id64 = (index: number): string => `step_${String(index).padStart(3, '0')}_`.padEnd(64, 'x');
+const stepIds = Array.from({ length: MAX_WORKFLOW_STEPS }, (_, index) => id64(index));
+const at = '2026-11-25T12:00:00.000Z';
+const runId = (stepId: string, attempt = 1): string => `wf_01m8a0b1c2d3e4f5g6h7j8k9m0.v999.${stepId}.mww2k5aa.${attempt}`;
+/** The longest reason a step records: an external worker's error (code 64, message 1024 characters). */
+const longReason = `${'E'.repeat(64)}: ${'m'.repeat(1024)}`;
+
+function run(steps: Record<string, StepState>): WorkflowRun {
+  return {
+    workflowRunId: 'wf_01m8a0b1c2d3e4f5g6h7j8k9m0.mww2k5aa',
+    workflowId: 'wf_01m8a0b1c2d3e4f5g6h7j8k9m0',
+    tenantId: 'tenant-with-a-long-name-of-sixty-four-characters-for-the-limits-',
+    version: 999,
+    status: 'RUNNING',
+    trigger: 'manual',
+    scheduledFor: at,
+    createdAt: at,
+    finishedAt: null,
+    failedSteps: [],
+    retries: 0,
+    steps,
+  };
+}
+
+function expressionsOf(input: Record<string, unknown>): string[] {
+  return ['UpdateExpression', 'ConditionExpression', 'ProjectionExpression', 'KeyConditionExpression', 'FilterExpression'].flatMap((name) =>
+    typeof input[name] === 'string' ? [input[name]] : [],
+  );
+}
+
+describe('the workflow store within DynamoDB limits', () => {
+  const spec = { steps: stepIds.map((id) => ({ id })) };
+  const waiting = initialSteps(spec);
+  const started = Object.fromEntries(stepIds.map((id) => [id, { ...waiting[id]!, status: 'STARTED' as const, runId: runId(id), startedAt: at }]));
+  const ended = Object.fromEntries(
+    stepIds.map((id) => [id, { ...started[id]!, status: 'DEAD' as const, attempt: 20, runId: runId(id, 20), finishedAt: at, reason: longReason }]),
+  );
+  const item = (steps: Record<string, StepState>) => ({ ...workflowRunKey(run(steps).workflowId, run(steps).workflowRunId), ...run(steps) });
+
+  it(`keeps every expression of every write of a ${MAX_WORKFLOW_STEPS}-step run with 64-character step ids under ${MAX_EXPRESSION_BYTES} bytes`, async () => {
+    const { client, inputs } = recordingClient(() => item(started));
+    const store = new WorkflowsRepository(client, 'jobs', new JobsRepository(client, 'jobs', 'runs'));
+    const workflowRun = run(waiting);
+    // Every root starts at once (a graph of 100 independent steps), or every one is ruled out.
+    await store.moveSteps(workflowRun, started, Date.parse(at));
+    await store.moveSteps(
+      workflowRun,
+      Object.fromEntries(stepIds.map((id) => [id, { ...waiting[id]!, status: 'NOT_STARTED' as const, finishedAt: at, reason: longReason }])),
+      Date.parse(at),
+    );
+    for (const id of stepIds.slice(0, 3)) await store.recordStep(workflowRun, id, ended[id]!);
+    // A cancel with every step but one still waiting.
+    await store.finish(
+      workflowRun,
+      'CANCELLED',
+      [],
+      Date.parse(at),
+      Object.fromEntries(
+        stepIds.slice(1).map((id) => [id, { ...waiting[id]!, status: 'NOT_STARTED' as const, finishedAt: at, reason: 'the workflow run was cancelled' }]),
+      ),
+    );
+    await store.finish(workflowRun, 'FAILED', stepIds, Date.parse(at));
+    await store.retry({ ...workflowRun, status: 'FAILED' }, waiting, Date.parse(at));
+    await store.moveCheckBack(workflowRun, Date.parse(at));
+    expect(inputs.length).toBeGreaterThanOrEqual(9);
+    for (const input of inputs) {
+      for (const expression of expressionsOf(input)) expect(Buffer.byteLength(expression, 'utf8')).toBeLessThan(MAX_EXPRESSION_BYTES);
+      // Each name and value placeholder's own limit: 255 bytes of name.
+      for (const name of Object.values((input.ExpressionAttributeNames ?? {}) as Record<string, string>)) expect(name.length).toBeLessThanOrEqual(255);
+    }
+  });
+
+  it('keeps a 100-step workflow run item, every step ended with the longest reason, under 400 KB', () => {
+    expect(topLevelBytes(item(ended))).toBeLessThan(ITEM_LIMIT);
+  });
+
+  it('keeps a step run item with the results of 64 parents of 4 KiB each, its own result, progress and checkpoint under 400 KB', () => {
+    const result = { data: 'r'.repeat(MAX_STEP_RESULT_BYTES - 11) };
+    expect(Buffer.byteLength(JSON.stringify(result))).toBe(MAX_STEP_RESULT_BYTES);
+    const results = Object.fromEntries(stepIds.slice(0, MAX_STEP_DEPENDENCIES).map((id) => [id, result]));
+    const bounded = (bytes: number) => ({ data: 'p'.repeat(bytes - 11) });
+    const stepRun: Run = {
+      runId: runId(stepIds[99]!, 20),
+      jobId: `wf_01m8a0b1c2d3e4f5g6h7j8k9m0.v999.${stepIds[99]}`,
+      tenantId: run({}).tenantId,
+      jobType: 't'.repeat(64),
+      priority: 'normal',
+      scheduledFor: at,
+      attempt: 20,
+      status: 'RUNNING',
+      availableAt: at,
+      enqueuedAt: at,
+      startedAt: at,
+      finishedAt: at,
+      leaseOwner: 'external:' + 'w'.repeat(64),
+      leaseExpiresAt: at,
+      version: 12,
+      leaseSeconds: 3600,
+      progress: bounded(MAX_PAYLOAD_BYTES),
+      error: { code: 'E'.repeat(64), message: 'm'.repeat(1024), retryable: true },
+      reason: longReason,
+      idempotencyKey: `wf_01m8a0b1c2d3e4f5g6h7j8k9m0.v999.${stepIds[99]}#${at}`,
+      trigger: 'retry',
+      delivery: 'at-least-once',
+      result,
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      createdAt: at,
+      updatedAt: at,
+    };
+    const inputs = { workflowId: run({}).workflowId, workflowRunId: run({}).workflowRunId, stepId: stepIds[99], version: 999, results };
+    const runItem = runToItem(stepRun, { inputs, checkpoint: bounded(MAX_PAYLOAD_BYTES), budgetFrom: 20, gate: { at: Date.parse(at), shards: 8 } });
+    expect(topLevelBytes({ ...runItem, leaseToken: 'x'.repeat(32), claimTenant: stepRun.tenantId, claimSort: 'x'.repeat(200) })).toBeLessThan(ITEM_LIMIT);
+  });
+});
