@@ -13,6 +13,7 @@ import {
   lastOccurrenceOf,
   sameSchedule,
   seriesFireTimes,
+  settleLike,
   settleSchedule,
   startOf,
   upcomingOccurrences,
@@ -187,6 +188,17 @@ describe('settling a schedule when it is set', () => {
       sameSchedule({ kind: 'every', interval: 'PT1H', anchor: 'x', timezone: 'UTC' }, { timezone: 'UTC', anchor: 'x', interval: 'PT1H', kind: 'every' }),
     ).toBe(true);
     expect(sameSchedule(every('PT1H', 'x'), every('PT2H', 'x'))).toBe(false);
+  });
+
+  it('keeps the stored anchor (or counted start) for the same schedule sent again without it', () => {
+    const stored = settleSchedule({ kind: 'every', interval: 'PT1H', timezone: 'UTC' }, now);
+    const again = settleLike({ kind: 'every', interval: 'PT1H', timezone: 'UTC' }, stored);
+    expect(sameSchedule(again, stored)).toBe(true);
+    // A new interval sent without an anchor keeps the stored anchor's phase too.
+    expect(settleLike({ kind: 'every', interval: 'PT2H', timezone: 'UTC' }, stored)).toMatchObject({ anchor: stored.anchor });
+    const counted = settleSchedule(cron('0 9 * * *', 'UTC', { maxOccurrences: 3 }), now);
+    expect(sameSchedule(settleLike(cron('0 9 * * *', 'UTC', { maxOccurrences: 3 }), counted), counted)).toBe(true);
+    expect(settleLike(cron('0 9 * * *'), counted).startAt).toBeUndefined();
   });
 });
 
