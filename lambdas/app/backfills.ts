@@ -14,7 +14,6 @@ import type { Job } from '../domain/job';
 import type { RecurringSchedule } from '../domain/schedule';
 import { traceIdOf } from '../domain/trace-context';
 import type { SchedulerDeps } from './deps';
-import { refuseStepJob } from '../domain/workflow';
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
 
@@ -36,7 +35,6 @@ export async function requestBackfill(
   request: BackfillRequest,
   traceparent?: string,
 ): Promise<{ created: boolean; backfill: Backfill }> {
-  refuseStepJob(jobId);
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   const from = Date.parse(request.from);

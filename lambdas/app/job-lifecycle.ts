@@ -20,13 +20,11 @@ import type { SchedulerDeps } from './deps';
 import { checkNotify, checkPoolTimeout, checkTarget, viewOf } from './jobs';
 import type { JobView } from './jobs';
 import { attemptFor, pendingRun } from './occurrence-chain';
-import { refuseStepJob } from '../domain/workflow';
 import { mutateJob, touch } from './job-mutation';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
-  refuseStepJob(jobId);
   const existing = await deps.jobs.get(tenantId, jobId);
   if (existing?.status === 'CANCELLED') return viewOf(existing);
   const job = await mutateJob(deps, tenantId, jobId, (current, now) => ({
@@ -190,7 +188,6 @@ export async function triggerJob(
   limits: TenantLimits = deps.config.tenantDefaults,
   traceparent?: string,
 ): Promise<Run> {
-  refuseStepJob(jobId);
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');

@@ -3,7 +3,6 @@
 // creates in the same transaction. Retried on a race with the scheduler's own writes.
 import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError } from '../core/errors';
 import type { Job } from '../domain/job';
-import { refuseStepJob } from '../domain/workflow';
 import type { SchedulerDeps } from './deps';
 import { MAX_CAS_ATTEMPTS } from './occurrence-chain';
 import type { RunPlan } from './plan-run';
@@ -34,7 +33,6 @@ export async function mutateJob(
   ifMatch?: number,
   read: JobReader = () => deps.jobs.get(tenantId, jobId),
 ): Promise<Job> {
-  refuseStepJob(jobId);
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const job = await read();
     if (!job) throw new NotFoundError(`No job ${jobId}`);

@@ -16,7 +16,6 @@ import {
   scheduleSchema,
   targetSchema,
 } from './job';
-import { ConflictError } from '../core/errors';
 import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
 import { workflowNotifySchema } from './notify';
 import type { RunStatus } from './run';
@@ -397,21 +396,6 @@ export function parseStepJobId(jobId: string): { workflowId: string; version: nu
   const match = STEP_JOB_ID.exec(jobId);
   if (!match?.[1] || !match[2] || !match[3]) return null;
   return { workflowId: match[1], version: Number(match[2]), stepId: match[3] };
-}
-
-/**
- * A step of a workflow reads as a job (`wf_….v<version>.<stepId>`) but is part of a version that
- * never changes: it is changed, paused, triggered or deleted through its workflow. Without this
- * check its change found no job item to replace and answered "changing too quickly" after every
- * try (Schemathesis found the DELETE).
- */
-export function refuseStepJob(jobId: string): void {
-  const step = parseStepJobId(jobId);
-  if (step) {
-    throw new ConflictError(
-      `${jobId} is step ${step.stepId} of version ${step.version} of workflow ${step.workflowId}; change, pause, run or delete it through its workflow (/v1/workflows/${step.workflowId})`,
-    );
-  }
 }
 
 /**

@@ -83,7 +83,9 @@ describe('scheduled workflows', () => {
     expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs`)).body.items).toEqual([]);
 
     expect(await executeRun(worker(at + 100), first.runId)).toBe('succeeded');
-    expect(await runQueued(at + 200)).toHaveLength(2);
+    // The two steps' runs. The early worker's requeued message for the occurrence shows again
+    // seconds later (a real delay) and finds it done: it is left out of the count.
+    expect(await runQueued(at + 200, new Set([first.runId]))).toHaveLength(2);
     const run1 = await workflowRun(workflowId, at);
     expect(run1).toMatchObject({ status: 'SUCCEEDED', trigger: 'schedule', version: 1, scheduledFor: new Date(at).toISOString() });
     const occurrence = (await scheduler.api('GET', `/v1/runs/${first.runId}`)).body;
@@ -195,7 +197,8 @@ describe('scheduled workflows', () => {
     expect((await scheduler.api('GET', `/v1/runs/${pending.runId}`)).body).toMatchObject({ status: 'SKIPPED', reason: 'workflow paused' });
     // Its message arrives anyway: no workflow run.
     expect(await executeRun(worker(Date.parse(pending.scheduledFor) + 100), pending.runId)).toBe('duplicate');
-    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/pause`)).status).toBe(409);
+    // Pausing it again is no conflict: it stays paused (as a job's pause does).
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/pause`)).body.scheduleState).toMatchObject({ status: 'PAUSED', nextRunAt: null });
 
     offset = 10 * MINUTE; // ten occurrences pass while paused
     try {

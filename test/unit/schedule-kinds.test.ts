@@ -191,7 +191,7 @@ describe('settling a schedule when it is set', () => {
   });
 
   it('keeps the stored anchor (or counted start) for the same schedule sent again without it', () => {
-    const stored = settleSchedule({ kind: 'every', interval: 'PT1H', timezone: 'UTC' }, now);
+    const stored = settleSchedule<EverySchedule>({ kind: 'every', interval: 'PT1H', timezone: 'UTC' }, now);
     const again = settleLike({ kind: 'every', interval: 'PT1H', timezone: 'UTC' }, stored);
     expect(sameSchedule(again, stored)).toBe(true);
     // A new interval sent without an anchor keeps the stored anchor's phase too.
