@@ -274,8 +274,11 @@ async function main(): Promise<number> {
         const [first] = await runsOf(jobId);
         check(first?.status === 'SCHEDULED', `expected SCHEDULED in the time index, got ${first?.status}`);
         const [done] = await succeeded(jobId, 1, 330_000);
+        // Released by a tick, not at its create: queued long after it was written.
+        const queuedAfter = Date.parse(String(done?.enqueuedAt)) - Date.parse(String(first.createdAt));
+        check(queuedAfter >= 30_000, `queued ${queuedAfter} ms after its create: not by a tick`);
         const health = await api('GET', '/v1/health');
-        check(health.body?.ticker?.lastCompletedAt !== null, 'no tick completed');
+        check(typeof health.body?.ticker?.lastCompletedAt === 'string', `no tick completed: ${JSON.stringify(health.body?.ticker)}`);
         row.startLag = lags([done!]);
         row.detail = `ticker last report: ${JSON.stringify(health.body.ticker.lastReport)}`;
       }),
@@ -332,7 +335,7 @@ async function main(): Promise<number> {
         const receives = Number(peek.Messages?.[0]?.Attributes?.ApproximateReceiveCount ?? 0);
         check(peek.Messages?.[0]?.Body === poison, 'the DLQ holds another message');
         // 5 by the worker's event source mapping, and this look at it.
-        check(receives >= 5, `received ${receives} times before the DLQ`);
+        check(receives >= 6, `received ${receives} times before the DLQ (5 by the worker, and this look)`);
         const redrive = await run(
           process.execPath,
           [
@@ -346,6 +349,14 @@ async function main(): Promise<number> {
           { env, cwd: root, timeoutMs: 120_000 },
         );
         check(redrive.code === 0 && /moved 1 message/.test(redrive.stdout), `dlq:redrive: ${redrive.stdout} ${redrive.stderr}`);
+        const left = await sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: outputs.DispatchDlqUrl,
+            AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+          }),
+        );
+        const stillThere = Number(left.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(left.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+        check(stillThere === 0, `the DLQ still holds ${stillThere} message(s) after the redrive`);
         row.detail = `DLQ held ${inDlq}, received ${receives} times (5 + one look); redrive: ${redrive.stdout.trim()}`;
       }),
       scenario('lambda target', async (row) => {
@@ -498,6 +509,88 @@ async function routes(api: Api, target: HttpsTarget, row: Row): Promise<void> {
     200,
   );
   await expect('GET /v1/health', api('GET', '/v1/health'), 200);
+  await expect('GET /v1/runs', api('GET', '/v1/runs?limit=5'), 200);
+  await expect('GET /v1/openapi.json (no key)', api('GET', '/v1/openapi.json', undefined, {}, ''), 200);
+
+  // Schedules: a job's own preview, skips, a pause with a note and an end, a backfill.
+  const preview = await expect('POST /v1/schedules/preview (jobId)', api('POST', '/v1/schedules/preview', { jobId, count: 2 }), 200);
+  const nextFire = (preview.body.occurrences as { at: string }[])[0]?.at;
+  const skipped = await expect('POST skip', api('POST', `/v1/jobs/${jobId}/skip`, { occurrences: [nextFire] }), 200);
+  check((skipped.body.skippedOccurrences as string[]).includes(nextFire ?? ''), `skip: ${JSON.stringify(skipped.body).slice(0, 200)}`);
+  const until = new Date(Date.now() + 3_600_000).toISOString();
+  const paused = await expect('POST pause (note, until)', api('POST', `/v1/jobs/${jobId}/pause`, { note: 'deploy test', until }), 200);
+  check(paused.body.pauseNote === 'deploy test' && paused.body.pausedUntil === until, `pause: ${JSON.stringify(paused.body).slice(0, 200)}`);
+  await expect('POST resume (after the note)', api('POST', `/v1/jobs/${jobId}/resume`), 200);
+  const hourly = await expect(
+    'POST /v1/jobs (every hour, anchored 3 h back)',
+    api('POST', '/v1/jobs', {
+      ...body,
+      name: 'routes-backfill',
+      schedule: { kind: 'every', interval: 'PT1H', anchor: new Date(Date.now() - 3 * 3_600_000 - 60_000).toISOString() },
+    }),
+    201,
+  );
+  const anchor = Date.parse(hourly.body.job.schedule.anchor);
+  const backfill = await expect(
+    'POST backfill',
+    api('POST', `/v1/jobs/${hourly.body.job.jobId}/backfill`, { from: new Date(anchor).toISOString(), to: new Date(anchor + 2 * 3_600_000).toISOString() }),
+    202,
+  );
+  check(backfill.body.backfill.total === 2, `backfill: ${JSON.stringify(backfill.body).slice(0, 200)}`);
+  await expect('GET backfill', api('GET', `/v1/jobs/${hourly.body.job.jobId}/backfills/${backfill.body.backfill.backfillId}`), 200);
+  await expect('DELETE /v1/jobs/{id} (hourly)', api('DELETE', `/v1/jobs/${hourly.body.job.jobId}`), 200);
+
+  // Signing secrets (KMS encrypt in the API, decrypt in the workers) and the audit trail.
+  const secret = await expect('POST /v1/signing-secrets', api('POST', '/v1/signing-secrets', { graceSeconds: 0 }), 201);
+  await expect('GET /v1/signing-secrets', api('GET', '/v1/signing-secrets'), 200);
+  const audit = await expect('GET /v1/audit', api('GET', `/v1/audit?objectId=${jobId}`), 200);
+  check(
+    (audit.body.items as { action: string }[]).some((entry) => entry.action === 'job.skip'),
+    `audit: ${JSON.stringify(audit.body).slice(0, 300)}`,
+  );
+
+  // A workflow of two steps through the real workers: created, versioned, run to its end.
+  const step = (id: string, dependsOn: string[] = []) => ({ id, target: { kind: 'http', url: `${target.url}/workflow/${id}` }, payload: { id }, dependsOn });
+  const workflow = await expect('POST /v1/workflows', api('POST', '/v1/workflows', { name: 'deploy-workflow', steps: [step('a'), step('b', ['a'])] }), 201);
+  const workflowId = workflow.body.workflowId as string;
+  await expect('GET /v1/workflows/{id}', api('GET', `/v1/workflows/${workflowId}`), 200);
+  await expect(
+    'POST versions',
+    api('POST', `/v1/workflows/${workflowId}/versions`, { name: 'deploy-workflow', steps: [step('a'), step('b', ['a'])] }, { 'if-match': '1' }),
+    201,
+  );
+  const started = await expect('POST /v1/workflows/{id}/runs', api('POST', `/v1/workflows/${workflowId}/runs`), 202);
+  const workflowRunId = started.body.workflowRunId as string;
+  const done = await eventually(
+    'the workflow run',
+    () => api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`),
+    (answer) => answer.body.status !== 'RUNNING',
+    180_000,
+  );
+  check(done.body.status === 'SUCCEEDED', `workflow run: ${JSON.stringify(done.body).slice(0, 300)}`);
+  seen.push('GET /v1/workflows/{id}/runs/{runId} 200');
+  await expect('GET /v1/workflows/{id}/runs', api('GET', `/v1/workflows/${workflowId}/runs?status=SUCCEEDED`), 200);
+  await expect('POST cancel (a finished workflow run)', api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`), 409);
+  await expect('POST retry (a succeeded workflow run)', api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`), 409);
+  const listed = await expect('GET /v1/workflows', api('GET', '/v1/workflows?limit=100'), 200);
+  check(
+    (listed.body.items as { workflowId: string }[]).some((item) => item.workflowId === workflowId),
+    'the workflow is not listed',
+  );
+  // A scheduled workflow: its schedule paused and resumed.
+  const scheduled = await expect(
+    'POST /v1/workflows (scheduled)',
+    api('POST', '/v1/workflows', { name: 'deploy-scheduled', schedule: { kind: 'every', interval: 'PT1H' }, steps: [step('a')] }),
+    201,
+  );
+  await expect('POST /v1/workflows/{id}/pause', api('POST', `/v1/workflows/${scheduled.body.workflowId}/pause`), 200);
+  await expect('POST /v1/workflows/{id}/resume', api('POST', `/v1/workflows/${scheduled.body.workflowId}/resume`), 200);
+  await expect(
+    'POST versions (the schedule removed)',
+    api('POST', `/v1/workflows/${scheduled.body.workflowId}/versions`, { name: 'deploy-scheduled', steps: [step('a')] }, { 'if-match': '1' }),
+    201,
+  );
+  await expect('DELETE /v1/signing-secrets/{id}', api('DELETE', `/v1/signing-secrets/${secret.body.secretId}`), 204);
   await expect('POST /v1/jobs (bad input)', api('POST', '/v1/jobs', { name: '' }), 400);
   await expect('GET /v1/jobs (no key)', api('GET', '/v1/jobs', undefined, {}, 'sk_not_a_key'), 401);
 
