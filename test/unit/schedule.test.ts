@@ -219,6 +219,13 @@ describe('cron syntax (docs/api.md)', () => {
     expect(fires(cron('0 9 1,L * *', 'UTC'), '2026-02-01T12:00:00Z', 2)).toEqual(['2026-02-28T09:00:00.000Z', '2026-03-01T09:00:00.000Z']);
   });
 
+  it('applies the daylight-saving rule to the `L` day of the month: 31 March 2024 in London is the spring-forward day', () => {
+    // 01:00 GMT jumps to 02:00 BST (01:00Z): 01:30 does not exist that day; a fixed time fires when the gap ends.
+    expect(fires(cron('30 1 L 3 *', 'Europe/London'), '2024-03-01T00:00:00Z', 2)).toEqual(['2024-03-31T01:00:00.000Z', '2025-03-31T00:30:00.000Z']);
+    // A wildcard hour follows the wall clock: nothing at 01:30 that day.
+    expect(fires(cron('30 * L 3 *', 'Europe/London'), '2024-03-31T00:00:00Z', 2)).toEqual(['2024-03-31T00:30:00.000Z', '2024-03-31T01:30:00.000Z']);
+  });
+
   it('applies the daylight-saving rule to `#` days: the second Sunday of March in New York is the spring-forward day', () => {
     // 2026-03-08 is the second Sunday; 02:30 does not exist that day and fires when the gap ends.
     expect(fires(cron('30 2 * 3 SUN#2', 'America/New_York'), '2026-01-01T00:00:00Z', 2)).toEqual(['2026-03-08T07:00:00.000Z', '2027-03-14T07:00:00.000Z']);
