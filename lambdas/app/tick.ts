@@ -194,13 +194,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   // Recurring jobs whose pending occurrence is long overdue and whose run is gone or ended
   // without starting the next one: resume the chain.
   const overdueBefore = now - config.redeliveryGraceSeconds * 1000;
-  const overdue = (
-    await mapWithConcurrency(
-      Array.from({ length: NEXT_RUN_SHARDS }, (_, shard) => shard),
-      QUERY_CONCURRENCY,
-      (shard) => deps.jobs.overdue(shard, overdueBefore),
-    )
-  ).flat();
+  const overdue = await everyNextRunShard((shard) => deps.jobs.overdue(shard, overdueBefore));
   let repairedJobs = 0;
   for (const entry of overdue) {
     if (entry.kind === 'job') {
@@ -209,13 +203,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   }
 
   // Jobs paused until a time that has come resume by themselves, by their misfire policy.
-  const dueResumes = (
-    await mapWithConcurrency(
-      Array.from({ length: NEXT_RUN_SHARDS }, (_, shard) => shard),
-      QUERY_CONCURRENCY,
-      (shard) => deps.jobs.dueResumes(shard, now),
-    )
-  ).flat();
+  const dueResumes = await everyNextRunShard((shard) => deps.jobs.dueResumes(shard, now));
   let resumed = 0;
   for (const jobId of dueResumes) if (await resumeWhenDue(deps, jobId, now)) resumed++;
 
@@ -264,4 +252,15 @@ async function runsOf(deps: SchedulerDeps, runIds: readonly string[]): Promise<M
     for (const run of await deps.runs.getMany(chunk)) runs.set(run.runId, run);
   });
   return runs;
+}
+
+/** What `read` finds in each shard of the jobs' byNextRun index, read a few shards at a time. */
+async function everyNextRunShard<T>(read: (shard: number) => Promise<T[]>): Promise<T[]> {
+  return (
+    await mapWithConcurrency(
+      Array.from({ length: NEXT_RUN_SHARDS }, (_, shard) => shard),
+      QUERY_CONCURRENCY,
+      read,
+    )
+  ).flat();
 }

@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { CronExpressionParser } from 'cron-parser';
 import { parse as parseDuration } from 'tinyduration';
 import { ValidationError } from '../core/errors';
+import { remember } from '../core/lru';
 import { cronFieldRefusal, cronFieldsOf, cronShapeRefusal } from './cron-syntax';
 import { CronWallTimes } from './cron-wall-times';
 import type { FieldError } from '../core/errors';
@@ -53,16 +54,6 @@ interface ParsedCron {
  */
 const MAX_PARSED_EXPRESSIONS = 512;
 const parsedExpressions = new Map<string, ParsedCron>();
-
-function remember<V>(cache: Map<string, V>, key: string, value: V, limit: number): V {
-  cache.delete(key);
-  cache.set(key, value);
-  if (cache.size > limit) {
-    const oldest = cache.keys().next();
-    if (!oldest.done) cache.delete(oldest.value);
-  }
-  return value;
-}
 
 /**
  * `new` checks the syntax accepted (docs/api.md) as well; `stored` evaluates a job's expression

@@ -4,6 +4,8 @@
 // 12-hour cells and bisects only a cell whose edges differ, so evaluating a schedule costs a few
 // reads per day it spans plus about 26 per transition, not several per wall time.
 
+import { remember } from '../core/lru';
+
 const HOUR = 3_600_000;
 /**
  * Formatters by canonical zone name, and the canonical name of each spelling seen (zone names are
@@ -14,15 +16,6 @@ const MAX_FORMATTERS = 256;
 const MAX_SPELLINGS = 1024;
 const formatters = new Map<string, Intl.DateTimeFormat>();
 const canonicalNames = new Map<string, string>();
-
-function remember<V>(cache: Map<string, V>, key: string, value: V, limit: number): void {
-  cache.delete(key);
-  cache.set(key, value);
-  if (cache.size > limit) {
-    const oldest = cache.keys().next();
-    if (!oldest.done) cache.delete(oldest.value);
-  }
-}
 
 function formatterFor(timeZone: string): Intl.DateTimeFormat {
   const known = canonicalNames.get(timeZone);

@@ -351,49 +351,40 @@ export class JobsRepository {
   /** Jobs paused until a time at or before `before` (one shard of byNextRun's `resume#` partitions). */
   async dueResumes(shard: number, before: number): Promise<string[]> {
     const jobIds: string[] = [];
+    for await (const item of this.byNextRun(resumeShardOf(shard), '<=', before)) jobIds.push(String(item.jobId));
+    return jobIds;
+  }
+
+  /** The items of one partition of the byNextRun index whose `nextRunAt` is before (or at) `before`, page by page. */
+  private async *byNextRun(partition: string, comparison: '<' | '<=', before: number): AsyncGenerator<Record<string, unknown>> {
     let start: Record<string, unknown> | undefined;
     do {
       const page = await this.dynamo.send(
         new QueryCommand({
           TableName: this.jobsTable,
           IndexName: JOBS_NEXT_RUN_INDEX,
-          KeyConditionExpression: '#shard = :shard AND #nextRunAt <= :before',
+          KeyConditionExpression: `#shard = :shard AND #nextRunAt ${comparison} :before`,
           ExpressionAttributeNames: { '#shard': 'nextRunShard', '#nextRunAt': 'nextRunAt' },
-          ExpressionAttributeValues: { ':shard': resumeShardOf(shard), ':before': new Date(before).toISOString() },
+          ExpressionAttributeValues: { ':shard': partition, ':before': new Date(before).toISOString() },
           ExclusiveStartKey: start,
         }),
       );
-      for (const item of page.Items ?? []) jobIds.push(String(item.jobId));
+      yield* page.Items ?? [];
       start = page.LastEvaluatedKey;
     } while (start);
-    return jobIds;
   }
 
   /** Active jobs whose pending occurrence was due before `before` (one shard of byNextRun). */
   async overdue(shard: number, before: number): Promise<Overdue[]> {
     const found: Overdue[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.dynamo.send(
-        new QueryCommand({
-          TableName: this.jobsTable,
-          IndexName: JOBS_NEXT_RUN_INDEX,
-          KeyConditionExpression: '#shard = :shard AND #nextRunAt < :before',
-          ExpressionAttributeNames: { '#shard': 'nextRunShard', '#nextRunAt': 'nextRunAt' },
-          ExpressionAttributeValues: { ':shard': String(shard), ':before': new Date(before).toISOString() },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        const pk = String(item.pk);
-        const sk = String(item.sk);
-        // Running workflow runs share the index (their check-back: last progress), keyed in their workflow's partition.
-        if (pk.startsWith(WORKFLOW_PK_PREFIX) && sk.startsWith(WORKFLOW_RUN_SK_PREFIX)) {
-          found.push({ kind: 'workflow-run', workflowId: pk.slice(WORKFLOW_PK_PREFIX.length), workflowRunId: sk.slice(WORKFLOW_RUN_SK_PREFIX.length) });
-        } else found.push({ kind: 'job', jobId: String(item.jobId) });
-      }
-      start = page.LastEvaluatedKey;
-    } while (start);
+    for await (const item of this.byNextRun(String(shard), '<', before)) {
+      const pk = String(item.pk);
+      const sk = String(item.sk);
+      // Running workflow runs share the index (their check-back: last progress), keyed in their workflow's partition.
+      if (pk.startsWith(WORKFLOW_PK_PREFIX) && sk.startsWith(WORKFLOW_RUN_SK_PREFIX)) {
+        found.push({ kind: 'workflow-run', workflowId: pk.slice(WORKFLOW_PK_PREFIX.length), workflowRunId: sk.slice(WORKFLOW_RUN_SK_PREFIX.length) });
+      } else found.push({ kind: 'job', jobId: String(item.jobId) });
+    }
     return found;
   }
 }
