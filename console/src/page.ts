@@ -50,3 +50,23 @@ export async function act(button: HTMLButtonElement, alert: HTMLElement, context
 }
 
 export const STATUS_CLASS = (status: string): string => `badge badge-${status.toLowerCase().replace(/_/g, '-')}`;
+
+/**
+ * A listing's reloads: a change of a filter reloads the first page a moment after the last key
+ * (`load(false)`), "More" appends the next page (`load(true)`); pending reloads stop with the page.
+ */
+export function reloadOnChange(
+  context: PageContext,
+  load: (append: boolean) => Promise<void>,
+  more: HTMLButtonElement,
+  filters: readonly { readonly control: HTMLElement; readonly event: 'input' | 'change' }[],
+): void {
+  let debounce = 0;
+  const reload = (): void => {
+    window.clearTimeout(debounce);
+    debounce = window.setTimeout(() => void load(false), 250);
+  };
+  for (const { control, event } of filters) control.addEventListener(event, reload);
+  more.addEventListener('click', () => void load(true));
+  context.onLeave(() => window.clearTimeout(debounce));
+}

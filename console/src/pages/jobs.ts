@@ -4,7 +4,7 @@ import { api, filtersAppliedInBrowser, listJobs } from '../api';
 import { h, table } from '../dom';
 import { scheduleText, time, zoneOf } from '../format';
 import type { Page } from '../page';
-import { alertBox, errorText, heading, STATUS_CLASS } from '../page';
+import { alertBox, errorText, heading, reloadOnChange, STATUS_CLASS } from '../page';
 
 const STATUSES: readonly JobStatus[] = ['ACTIVE', 'PAUSED', 'COMPLETED', 'CANCELLED'];
 
@@ -100,15 +100,10 @@ export const jobsPage: Page = async (context) => {
     }
   };
 
-  let debounce = 0;
-  const reload = (): void => {
-    window.clearTimeout(debounce);
-    debounce = window.setTimeout(() => void load(false), 250);
-  };
-  search.addEventListener('input', reload);
-  label.addEventListener('input', reload);
-  status.addEventListener('change', reload);
-  more.addEventListener('click', () => void load(true));
-  context.onLeave(() => window.clearTimeout(debounce));
+  reloadOnChange(context, load, more, [
+    { control: search, event: 'input' },
+    { control: label, event: 'input' },
+    { control: status, event: 'change' },
+  ]);
   await load(false);
 };

@@ -5,7 +5,7 @@ import { api } from '../api';
 import { h, table } from '../dom';
 import { time } from '../format';
 import type { Page } from '../page';
-import { alertBox, errorText, heading, STATUS_CLASS } from '../page';
+import { alertBox, errorText, heading, reloadOnChange, STATUS_CLASS } from '../page';
 
 export const workflowsPage: Page = async (context) => {
   heading(context, 'Workflows');
@@ -68,14 +68,9 @@ export const workflowsPage: Page = async (context) => {
     }
   };
 
-  let debounce = 0;
-  const reload = (): void => {
-    window.clearTimeout(debounce);
-    debounce = window.setTimeout(() => void load(false), 250);
-  };
-  search.addEventListener('input', reload);
-  order.addEventListener('change', reload);
-  more.addEventListener('click', () => void load(true));
-  context.onLeave(() => window.clearTimeout(debounce));
+  reloadOnChange(context, load, more, [
+    { control: search, event: 'input' },
+    { control: order, event: 'change' },
+  ]);
   await load(false);
 };
