@@ -3,6 +3,7 @@
 // states. Every change of a workflow run is a conditional write on that item, its expressions
 // written with compact placeholders: a write that names every step of a 100-step run (steps ids of
 // up to 64 characters) stays under DynamoDB's 4 KB per expression (test/unit/workflow-store-limits).
+import { readFilteredPage } from './filtered-page';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { StepState, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, WorkflowVersion } from '../domain/workflow';
@@ -385,29 +386,25 @@ export class WorkflowsRepository {
 
   /** A workflow's runs, newest first, optionally of one status (read on until the page is full). */
   async listRuns(workflowId: string, limit: number, status?: WorkflowRunStatus, cursor?: string): Promise<Page<WorkflowRun>> {
-    const items: Item[] = [];
-    let start: Record<string, unknown> | undefined = cursor ? decodeCursorOrThrow(cursor, { pk: workflowKey(workflowId).pk }, 'sk') : undefined;
-    let next: Record<string, unknown> | undefined;
-    do {
-      const page = await this.dynamo.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :runs)',
-          ...(status ? { FilterExpression: '#status = :status', ExpressionAttributeNames: { '#status': 'status' } } : {}),
-          ExpressionAttributeValues: { ':pk': workflowKey(workflowId).pk, ':runs': WORKFLOW_RUN_SK_PREFIX, ...(status ? { ':status': status } : {}) },
-          ScanIndexForward: false,
-          Limit: limit,
-          ExclusiveStartKey: start,
-          ConsistentRead: true,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        if (items.length < limit) items.push(item);
-      }
-      start = page.LastEvaluatedKey;
-      next = items.length >= limit ? { pk: items[items.length - 1]!.pk, sk: items[items.length - 1]!.sk } : start;
-    } while (start && items.length < limit);
-    return { items: items.map(itemToWorkflowRun), nextCursor: start || items.length >= limit ? encodeCursor(next) : null };
+    const { pk } = workflowKey(workflowId);
+    const start = cursor ? decodeCursorOrThrow(cursor, { pk }, 'sk') : undefined;
+    // A page holds up to `limit` matches, read on within a budget (filtered-page.ts): DynamoDB
+    // applies Limit before the status filter.
+    const page = await readFilteredPage(
+      this.dynamo,
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :runs)',
+        ...(status ? { FilterExpression: '#status = :status', ExpressionAttributeNames: { '#status': 'status' } } : {}),
+        ExpressionAttributeValues: { ':pk': pk, ':runs': WORKFLOW_RUN_SK_PREFIX, ...(status ? { ':status': status } : {}) },
+        ScanIndexForward: false,
+        ConsistentRead: true,
+      },
+      limit,
+      (item) => ({ pk: item.pk, sk: item.sk }),
+      start,
+    );
+    return { items: page.items.map(itemToWorkflowRun), nextCursor: page.next ? encodeCursor(page.next) : null };
   }
 
   private async write(

@@ -458,4 +458,27 @@ describe('workflows', () => {
     }
     expect((await scheduler.api('GET', `/v1/workflows/${workflowId}`)).body.version).toBe(1);
   });
+
+  it('lists workflow runs in pages of up to limit matches, with no cursor after the last (a status filter read on, not cut by Limit)', async () => {
+    const workflowId = await create('paging', [step('only')]);
+    const started: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      started.push(await start(workflowId));
+      // Workflow run ids are by time: a millisecond apart at least.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    for (const workflowRunId of started) expect((await finished(workflowId, workflowRunId)).status).toBe('SUCCEEDED');
+    const all = await scheduler.api('GET', `/v1/workflows/${workflowId}/runs?limit=3`);
+    expect(all.body.items).toHaveLength(3);
+    expect(all.body.nextCursor).toBeNull();
+    const first = await scheduler.api('GET', `/v1/workflows/${workflowId}/runs?status=SUCCEEDED&limit=2`);
+    expect(first.body.items).toHaveLength(2);
+    expect(first.body.nextCursor).not.toBeNull();
+    const second = await scheduler.api('GET', `/v1/workflows/${workflowId}/runs?status=SUCCEEDED&limit=2&cursor=${first.body.nextCursor}`);
+    expect(second.body.items).toHaveLength(1);
+    expect(second.body.nextCursor).toBeNull();
+    expect([...first.body.items, ...second.body.items].map((run: { workflowRunId: string }) => run.workflowRunId).sort()).toEqual([...started].sort());
+    const none = await scheduler.api('GET', `/v1/workflows/${workflowId}/runs?status=FAILED&limit=2`);
+    expect(none.body).toEqual({ items: [], nextCursor: null });
+  });
 });
