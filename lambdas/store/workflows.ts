@@ -190,18 +190,21 @@ export class WorkflowsRepository {
     const start = query.cursor ? decodeCursorOrThrow(query.cursor, { pk: partition }, 'sk') : undefined;
     if (start && !String(start.sk).startsWith(prefix))
       throw new ValidationError('Invalid cursor', [{ path: 'cursor', message: 'is not a cursor this listing returned' }]);
-    const page = await this.dynamo.send(
-      new QueryCommand({
+    // One more entry than the page (filtered-page.ts): the cursor is null exactly when none follows.
+    const page = await readFilteredPage(
+      this.dynamo,
+      {
         TableName: this.tableName,
         KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
         ExpressionAttributeValues: { ':pk': partition, ':prefix': prefix },
         ScanIndexForward: query.order === 'name',
-        Limit: query.limit,
-        ExclusiveStartKey: start,
         ConsistentRead: true,
-      }),
+      },
+      query.limit,
+      (item) => ({ pk: item.pk, sk: item.sk }),
+      start,
     );
-    const ids = (page.Items ?? []).map((item) => String(item.workflowId));
+    const ids = page.items.map((item) => String(item.workflowId));
     const heads = new Map(
       (await batchGetConsistent(this.dynamo, this.tableName, ids.map(workflowKey))).map((item) => [String(item.workflowId), item] as const),
     );
@@ -211,7 +214,7 @@ export class WorkflowsRepository {
         ? [{ ...itemToWorkflow(head), ...(typeof head.stepCount === 'number' ? { stepCount: head.stepCount } : {}) }]
         : [];
     });
-    return { items, nextCursor: encodeCursor(page.LastEvaluatedKey) };
+    return { items, nextCursor: page.next ? encodeCursor(page.next) : null };
   }
 
   private versionItem(version: WorkflowVersion): Item {

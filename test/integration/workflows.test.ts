@@ -406,6 +406,10 @@ describe('workflows', () => {
     const byName = await scheduler.api('GET', '/v1/workflows?namePrefix=list-&limit=100');
     expect(byName.body.items.map((workflow: { name: string }) => workflow.name)).toEqual(['list-a', 'list-b', 'list-c']);
     expect(byName.body.nextCursor).toBeNull();
+    // A page that holds the last of them has no cursor to an empty page.
+    const exactly = await scheduler.api('GET', '/v1/workflows?namePrefix=list-&limit=3');
+    expect(exactly.body.items).toHaveLength(3);
+    expect(exactly.body.nextCursor).toBeNull();
     const all = await scheduler.api('GET', '/v1/workflows?order=name&limit=100');
     expect(all.body.items.map((workflow: { name: string }) => workflow.name)).not.toContain('list-other');
     // A cursor of the other order, or of another tenant's list, is refused.
