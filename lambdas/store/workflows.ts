@@ -5,7 +5,7 @@
 // up to 64 characters) stays under DynamoDB's 4 KB per expression (test/unit/workflow-store-limits).
 import { readFilteredPage } from './filtered-page';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { StepState, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, WorkflowVersion } from '../domain/workflow';
 import { batchGetConsistent } from './batch-get';
 import type { Item } from './keys';
