@@ -17,19 +17,8 @@ import { skipOccurrences } from '../app/skip-occurrences';
 import { backfillView, getBackfill, requestBackfill } from '../app/backfills';
 import { cancelRun, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
 import { claimRun, completeRun, failRun, heartbeatRun } from '../app/external-workers';
-import {
-  cancelWorkflowRun,
-  createWorkflow,
-  getWorkflow,
-  getWorkflowRun,
-  listWorkflowRuns,
-  listWorkflows,
-  pauseWorkflow,
-  resumeWorkflow,
-  retryWorkflowRun,
-  startWorkflowRun,
-  updateWorkflow,
-} from '../app/workflows';
+import { createWorkflow, getWorkflow, listWorkflows, pauseWorkflow, resumeWorkflow, updateWorkflow } from '../app/workflows';
+import { cancelWorkflowRun, getWorkflowRun, listWorkflowRuns, retryWorkflowRun, startWorkflowRun } from '../app/workflow-runs';
 import { issueSigningSecret, listSigningSecrets, revokeSigningSecret } from '../app/signing-secrets';
 import type { AuditRecord } from '../app/audit';
 import { listAudit, recordAudit, recordAudits } from '../app/audit';

@@ -10,7 +10,7 @@ import { checkBackAt } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
 import { advanceChain } from './occurrence-chain';
 import { jobSubject, notifyEventFor, notifyOutcome } from './notifications';
-import { cancelForOverlap, workflowRunOfOccurrence } from './workflows';
+import { cancelForOverlap, workflowRunOfOccurrence } from './workflow-runs';
 
 /** How long a buffered occurrence waits before it looks again at the run it is waiting for. */
 const BUFFER_RECHECK_SECONDS = 30;

@@ -19,7 +19,8 @@ import { runFields, traceAnnotationsOf, traceContextOfRun } from './run-log';
 import { inSubsegment } from '../core/tracing';
 import { resolveHeaders } from '../targets/header-secrets';
 import { childSpanOf, formatTraceparent } from '../domain/trace-context';
-import { continueWorkflow, startScheduledWorkflowRun } from './workflows';
+import { continueWorkflow } from './workflow-progress';
+import { startScheduledWorkflowRun } from './workflow-runs';
 import { wakeBuffered } from './occurrence-chain';
 import type { StepContext } from '../domain/workflow';
 

@@ -13,7 +13,7 @@ import { planRun } from './plan-run';
 import { runFields } from './run-log';
 import { sendPlannedRun } from './send-planned-run';
 import { jobSubject, notifyEventFor, notifyOutcome } from './notifications';
-import { continueWorkflow } from './workflows';
+import { continueWorkflow } from './workflow-progress';
 
 /** An attempt's outcome as recorded, or fenced (the lease was lost first: nothing was written). */
 export interface RecordedOutcome {

@@ -14,7 +14,7 @@ import { advanceChain } from './occurrence-chain';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 import { parseStepJobId } from '../domain/workflow';
-import { continueWorkflow } from './workflows';
+import { continueWorkflow } from './workflow-progress';
 
 async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
   const run = await deps.runs.get(runId);

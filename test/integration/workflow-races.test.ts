@@ -9,7 +9,7 @@ import { executeRun, startScheduler, startTarget, tick } from './harness';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { workflowRunKey } from '../../lambdas/store/keys';
-import { continueWorkflow } from '../../lambdas/app/workflows';
+import { continueWorkflow } from '../../lambdas/app/workflow-progress';
 
 describe('workflow runs under races', () => {
   let scheduler: Scheduler;

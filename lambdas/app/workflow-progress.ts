@@ -1,0 +1,333 @@
+// A workflow run's progress: after a step run's outcome is recorded, `continueWorkflow` records it on
+// the workflow run and starts what it unblocked (`advance`); the ticker's repair
+// (`repairWorkflowRun`) does the same for a workflow run whose progress stopped (a worker died
+// between the two). Every move is a conditional write of the workflow run item (store/workflows.ts).
+import { logger } from '../core/logger';
+import type { Run, RunStatus } from '../domain/run';
+import { runIdFor } from '../domain/run';
+import type { StepContext, StepState, WorkflowRun, WorkflowVersion } from '../domain/workflow';
+import { parseStepJobId, scheduleJobIdOf, planProgress, stepJobIdOf, stepJobOf, stepOutcomeOf, workflowRunIdOf } from '../domain/workflow';
+import type { NotifyEvent } from '../domain/notify';
+import { wantedWorkflowEvent } from '../domain/notify';
+import type { SchedulerDeps } from './deps';
+import { wakeBuffered } from './occurrence-chain';
+import { notifyWorkflowRunEnd } from './notifications';
+import { runFields } from './run-log';
+import { planRun } from './plan-run';
+import { sendPlannedRun } from './send-planned-run';
+import { versionOf, workflowRunFields } from './workflow-versions';
+
+/**
+ * After a step run's outcome was recorded (or its run cancelled): a final outcome is recorded on
+ * its step, and the workflow run moves on. Never throws: the ticker's repair makes good a failure.
+ */
+export async function continueWorkflow(
+  deps: SchedulerDeps,
+  leased: Run,
+  ended: { readonly status: RunStatus; readonly error?: Run['error']; readonly reason?: string | null },
+): Promise<void> {
+  const step = parseStepJobId(leased.jobId);
+  const outcome = stepOutcomeOf(ended.status);
+  const run: Run = {
+    ...leased,
+    status: ended.status,
+    error: ended.error ?? null,
+    reason: ended.reason ?? leased.reason,
+    finishedAt: new Date(deps.clock()).toISOString(),
+  };
+  if (!step || !outcome) return;
+  try {
+    const version = await versionOf(deps, step.workflowId, step.version);
+    const workflowRunId = workflowRunIdOf(step.workflowId, run.scheduledFor);
+    const workflowRun = await deps.workflows.getRun(step.workflowId, workflowRunId);
+    const state = workflowRun?.steps[step.stepId];
+    if (!version || !workflowRun || !state) return;
+    const now = deps.clock();
+    const recorded =
+      state.status === 'STARTED' ? await recordStepEnd(deps, version.spec.name, workflowRun, step.stepId, state, run, outcome, now) : workflowRun;
+    if (recorded) await advance(deps, version, recorded);
+  } catch (error) {
+    logger.error('workflow continuation failed; the ticker will repair it', {
+      ...runFields(run),
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+}
+
+/** Records a step's outcome from its run, once (the step must still be STARTED); the run as it became. */
+export async function recordStepEnd(
+  deps: SchedulerDeps,
+  workflowName: string,
+  workflowRun: WorkflowRun,
+  stepId: string,
+  state: StepState,
+  run: Run,
+  outcome: 'SUCCEEDED' | 'DEAD' | 'CANCELLED' | 'SKIPPED',
+  now: number,
+): Promise<WorkflowRun | null> {
+  const written = await deps.workflows.recordStep(workflowRun, stepId, {
+    ...state,
+    status: outcome,
+    attempt: run.attempt,
+    runId: run.runId,
+    finishedAt: run.finishedAt ?? new Date(now).toISOString(),
+    reason: run.error ? `${run.error.code}: ${run.error.message}` : run.reason,
+  });
+  if (written.held && outcome !== 'SUCCEEDED') deps.telemetry.workflowStepFailed(workflowName);
+  return written.run;
+}
+
+/**
+ * Moves a workflow run on from the state given: steps that can never start are recorded so, ready
+ * steps are claimed (a conditional write: of two writers that both saw a step ready, one wins) and
+ * their runs written and sent; a run whose steps are all done ends, exactly once.
+ */
+export async function advance(deps: SchedulerDeps, version: WorkflowVersion, from: WorkflowRun): Promise<WorkflowRun> {
+  let run = from;
+  // Each round either moves a step or learns of a racer's move; a graph of N steps needs at most N.
+  for (let round = 0; round <= version.spec.steps.length + 1; round++) {
+    const plan = planProgress(version.spec, run);
+    const now = deps.clock();
+    if (plan.start.length === 0 && plan.notStarted.length === 0) {
+      if (!plan.finished) return run;
+      const ended = await deps.workflows.finish(
+        run,
+        plan.finished.status,
+        plan.finished.failedSteps,
+        now,
+        {},
+        notifyMark(deps, version, plan.finished.status, now),
+      );
+      if (ended.held) await workflowRunEnded(deps, version, ended.run, now);
+      return ended.run ?? run;
+    }
+    const at = new Date(now).toISOString();
+    const moves: Record<string, StepState> = {};
+    for (const { stepId, reason } of plan.notStarted) moves[stepId] = { ...stateOf(run, stepId), status: 'NOT_STARTED', finishedAt: at, reason };
+    for (const stepId of plan.start) {
+      const state = stateOf(run, stepId);
+      moves[stepId] = { ...state, status: 'STARTED', runId: stepRunIdOf(run, stepId, state.attempt), startedAt: at, finishedAt: null, reason: null };
+    }
+    const written = await deps.workflows.moveSteps(run, moves, now);
+    if (!written.run) return run;
+    run = written.run;
+    if (written.held && plan.start.length > 0) run = await startStepRuns(deps, version, run, plan.start, now);
+  }
+  logger.warn('workflow run did not settle; the ticker will look again', workflowRunFields(run));
+  return run;
+}
+
+const stateOf = (run: WorkflowRun, stepId: string): StepState =>
+  run.steps[stepId] ?? { status: 'WAITING', attempt: 1, runId: null, startedAt: null, finishedAt: null, reason: null };
+
+function stepRunIdOf(run: Pick<WorkflowRun, 'workflowId' | 'version' | 'scheduledFor'>, stepId: string, attempt: number): string {
+  return runIdFor(stepJobIdOf(run.workflowId, run.version, stepId), run.scheduledFor, attempt);
+}
+
+/**
+ * Writes the runs of claimed steps (deterministic ids: a repeat writes nothing), each with its
+ * parents' results as its inputs, and sends them. A cancel that landed meanwhile retires them.
+ */
+async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run: WorkflowRun, stepIds: readonly string[], now: number): Promise<WorkflowRun> {
+  const parentsOf = new Map(version.spec.steps.map((step) => [step.id, step.dependsOn]));
+  const parentRunIds = [...new Set(stepIds.flatMap((stepId) => parentsOf.get(stepId) ?? []))]
+    .map((parent) => run.steps[parent])
+    .flatMap((state) => (state?.status === 'SUCCEEDED' && state.runId ? [state.runId] : []));
+  const parentRuns = new Map((parentRunIds.length > 0 ? await deps.runs.getMany(parentRunIds) : []).map((parentRun) => [parentRun.runId, parentRun]));
+  const plans = stepIds.flatMap((stepId) => {
+    const job = stepJobOf(version, stepId);
+    if (!job) return [];
+    const results: Record<string, unknown> = {};
+    for (const parent of parentsOf.get(stepId) ?? []) {
+      const state = run.steps[parent];
+      const parentRun = state?.runId ? parentRuns.get(state.runId) : undefined;
+      if (state?.status === 'SUCCEEDED') results[parent] = parentRun?.result ?? null;
+    }
+    const inputs: StepContext = { workflowId: run.workflowId, workflowRunId: run.workflowRunId, stepId, version: run.version, results };
+    const attempt = stateOf(run, stepId).attempt;
+    const plan = planRun(
+      deps.config,
+      job,
+      {
+        scheduledFor: Date.parse(run.scheduledFor),
+        attempt,
+        trigger: attempt === 1 ? 'manual' : 'replay',
+        availableAt: now,
+        inputs,
+        // Every step of the workflow run is in its trace (a new one for runs from before traces).
+        ...(run.traceparent ? { traceparent: run.traceparent } : {}),
+      },
+      now,
+    );
+    return [{ ...plan, extras: { ...plan.extras, budgetFrom: attempt } }];
+  });
+  const created = await Promise.all(plans.map(async (plan) => ((await deps.runs.create(plan)) ? plan : null)));
+  for (const plan of created) {
+    if (!plan) continue;
+    deps.telemetry.runCreated(plan.run);
+    await sendPlannedRun(deps, plan, now);
+  }
+  // A cancel reads the started steps after it ends the workflow run; a step claimed before the cancel
+  // whose run was written after that read is retired here, so no step starts after a cancel.
+  const after = await deps.workflows.getRun(run.workflowId, run.workflowRunId);
+  if (after?.status === 'CANCELLED') {
+    for (const plan of created) {
+      if (plan && (await deps.runs.retirePending(plan.run.runId, 'CANCELLED', 'the workflow run was cancelled', now))) {
+        const stepId = parseStepJobId(plan.run.jobId)?.stepId;
+        const state = stepId ? after.steps[stepId] : undefined;
+        if (stepId && state?.status === 'STARTED') await recordStepEnd(deps, version.spec.name, after, stepId, state, plan.run, 'CANCELLED', now);
+      }
+    }
+  }
+  return after ?? run;
+}
+
+/** How far past a step's recorded attempt its newest run is looked for (retries and replays add attempts). */
+const ATTEMPTS_LOOKED_AHEAD = 20;
+
+/** The newest run written of each step given (a retry or a replay is a new run of a later attempt), in one batch read. */
+export async function newestStepRuns(deps: SchedulerDeps, run: WorkflowRun, steps: readonly (readonly [string, StepState])[]): Promise<Map<string, Run>> {
+  if (steps.length === 0) return new Map();
+  const ids = steps.flatMap(([stepId, state]) =>
+    Array.from({ length: ATTEMPTS_LOOKED_AHEAD + 1 }, (_, index) => stepRunIdOf(run, stepId, state.attempt + index)),
+  );
+  const newest = new Map<string, Run>();
+  for (const candidate of await deps.runs.getMany(ids)) {
+    const stepId = parseStepJobId(candidate.jobId)?.stepId;
+    if (stepId === undefined) continue;
+    const known = newest.get(stepId);
+    if (!known || candidate.attempt > known.attempt) newest.set(stepId, candidate);
+  }
+  return newest;
+}
+
+/** The step's current run: its newest attempt written. */
+export async function currentStepRun(deps: SchedulerDeps, run: WorkflowRun, stepId: string, state: StepState): Promise<Run | null> {
+  return (await newestStepRuns(deps, run, [[stepId, state]])).get(stepId) ?? null;
+}
+
+/**
+ * Records the outcome of each of the given steps still STARTED whose run has ended (its
+ * continuation was never made, or found the workflow run not running), then moves the run on.
+ */
+export async function recordEndedSteps(deps: SchedulerDeps, version: WorkflowVersion, from: WorkflowRun, stepIds: readonly string[]): Promise<WorkflowRun> {
+  const started = stepIds.flatMap((stepId) => {
+    const state = from.steps[stepId];
+    return state?.status === 'STARTED' ? [[stepId, state] as const] : [];
+  });
+  const newest = await newestStepRuns(deps, from, started);
+  const now = deps.clock();
+  let run = from;
+  let moved = false;
+  for (const [stepId, state] of started) {
+    const stepRun = newest.get(stepId);
+    const outcome = stepRun ? stepOutcomeOf(stepRun.status) : null;
+    if (stepRun && outcome) {
+      run = (await recordStepEnd(deps, version.spec.name, run, stepId, state, stepRun, outcome, now)) ?? run;
+      moved = true;
+    }
+  }
+  return moved ? advance(deps, version, run) : run;
+}
+
+export async function cancelStepRun(deps: SchedulerDeps, run: Run, now: number): Promise<boolean> {
+  const reason = 'the workflow run was cancelled';
+  const cancelled =
+    run.status === 'RUNNING' ? await deps.leases.cancelRunning(run.runId, now, reason) : await deps.runs.retirePending(run.runId, 'CANCELLED', reason, now);
+  if (cancelled) deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
+  return cancelled || run.status === 'CANCELLED';
+}
+
+/**
+ * The notification a workflow run's end raises, marked by the end's write with a check-back, so that
+ * the ticker makes it should its writer stop before it does (decision 0148).
+ */
+export function notifyMark(
+  deps: SchedulerDeps,
+  version: WorkflowVersion | null,
+  status: 'SUCCEEDED' | 'FAILED' | 'CANCELLED',
+  now: number,
+): { event: NotifyEvent; checkBackAt: number } | undefined {
+  const event = wantedWorkflowEvent(version?.spec.notify, status);
+  return event ? { event, checkBackAt: now + deps.config.redeliveryGraceSeconds * 1000 } : undefined;
+}
+
+/**
+ * Makes the notification of a workflow run's end, then clears its mark. Never throws, and never
+ * delays the workflow run (it has ended): a failure is the ticker's to make good.
+ */
+async function notifyEnd(deps: SchedulerDeps, version: WorkflowVersion, run: WorkflowRun, options: { resend?: boolean } = {}): Promise<void> {
+  const notify = version.spec.notify;
+  const event = run.status === 'RUNNING' ? null : wantedWorkflowEvent(notify, run.status);
+  if (!notify || !event) return;
+  try {
+    await notifyWorkflowRunEnd(deps, { workflowId: run.workflowId, name: version.spec.name, type: version.spec.type }, notify, run, event, options);
+    await deps.workflows.notified(run, event);
+  } catch (error) {
+    logger.warn("a workflow run's notification was not made; the ticker makes it", {
+      ...workflowRunFields(run),
+      event,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+}
+
+/** After the one write that ended a workflow run: counted, logged, a scheduled one's buffered next occurrence woken, and notified. */
+export async function workflowRunEnded(deps: SchedulerDeps, version: WorkflowVersion | null, run: WorkflowRun, now: number): Promise<void> {
+  deps.telemetry.workflowRunEnded(run, version?.spec.name ?? run.workflowId, now - Date.parse(run.scheduledFor));
+  logger.info('workflow run ended', { ...workflowRunFields(run), status: run.status, failedSteps: run.failedSteps });
+  // Under buffer-one the next occurrence waits for this run to end (overlap policies, decision 0147).
+  if (run.trigger === 'schedule') {
+    try {
+      await wakeBuffered(deps, scheduleJobIdOf(run.workflowId), now);
+    } catch (error) {
+      logger.warn('could not wake the occurrence buffered behind this workflow run; it looks again within 30 s', {
+        ...workflowRunFields(run),
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+  if (version) await notifyEnd(deps, version, run);
+}
+
+/**
+ * The ticker's repair of a running workflow run whose progress stopped: a started step whose run
+ * ended (its worker died before continuing) is recorded, a claimed step whose run was never written
+ * is written, and the run moves on; its check-back moves on with it. True when something moved.
+ */
+export async function repairWorkflowRun(deps: SchedulerDeps, workflowId: string, workflowRunId: string): Promise<boolean> {
+  const read = await deps.workflows.getRunWithNotification(workflowId, workflowRunId);
+  if (!read) return false;
+  const found = read.run;
+  const version = await versionOf(deps, workflowId, found.version);
+  if (!version) return false;
+  if (found.status !== 'RUNNING') {
+    // Ended, its notification marked and not made (its writer stopped between the two): made now, once.
+    if (!read.notify) return false;
+    await notifyEnd(deps, version, found, { resend: true });
+    logger.warn("workflow run repaired: its end's notification had not been made", workflowRunFields(found));
+    return true;
+  }
+  const now = deps.clock();
+  let run = found;
+  let moved = false;
+  for (const [stepId, state] of Object.entries(found.steps)) {
+    if (state.status !== 'STARTED') continue;
+    const stepRun = await currentStepRun(deps, run, stepId, state);
+    if (!stepRun) {
+      // Claimed, but its run was never written: the claimer died between the two writes.
+      run = await startStepRuns(deps, version, run, [stepId], now);
+      moved = true;
+      continue;
+    }
+    const outcome = stepOutcomeOf(stepRun.status);
+    if (outcome) {
+      run = (await recordStepEnd(deps, version.spec.name, run, stepId, state, stepRun, outcome, now)) ?? run;
+      moved = true;
+    }
+  }
+  const advanced = await advance(deps, version, run);
+  if (advanced.status === 'RUNNING') await deps.workflows.moveCheckBack(advanced, now);
+  if (moved || advanced !== run) logger.warn('workflow run repaired: its progress had stopped', workflowRunFields(advanced));
+  return moved || advanced.status !== 'RUNNING';
+}

@@ -1,0 +1,213 @@
+// Workflow runs: started by request or by an occurrence of the workflow's schedule, read, listed,
+// cancelled and retried. A step run is an ordinary run (leased, fenced, retried, timed out,
+// replayable); a workflow run is one item holding its steps' states, moved on by workflow-progress.ts.
+import { ConflictError, NotFoundError } from '../core/errors';
+import { logger } from '../core/logger';
+import type { Run } from '../domain/run';
+import type { TenantLimits } from '../domain/tenant';
+import type { WorkflowRun, WorkflowRunStatus } from '../domain/workflow';
+import { initialSteps, stepsForRetry, workflowRunIdOf } from '../domain/workflow';
+import type { Job } from '../domain/job';
+import { formatTraceparent, newTraceContext } from '../domain/trace-context';
+import type { Page } from '../store/page';
+import type { WorkflowRunWrite } from '../store/workflows';
+import type { TargetResult } from '../targets/target';
+import type { SchedulerDeps } from './deps';
+import { admitRunRequest } from './job-lifecycle';
+import { runFields } from './run-log';
+import { advance, cancelStepRun, currentStepRun, newestStepRuns, notifyMark, recordEndedSteps, recordStepEnd, workflowRunEnded } from './workflow-progress';
+import { tenantWorkflow, versionOf, workflowRunFields } from './workflow-versions';
+
+/** Starts a run of the workflow's newest version now (a manual trigger); counted as a create. */
+export async function startWorkflowRun(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+  limits: TenantLimits = deps.config.tenantDefaults,
+  /** The request's W3C trace context, which every step run joins (a new trace without it). */
+  traceparent?: string,
+): Promise<WorkflowRun> {
+  const workflow = await tenantWorkflow(deps, tenantId, workflowId);
+  const version = await versionOf(deps, workflowId, workflow.version);
+  if (!version) throw new NotFoundError(`No version ${workflow.version} of workflow ${workflowId}`);
+  const now = deps.clock();
+  await admitRunRequest(deps, tenantId, limits, now);
+  const scheduledFor = new Date(now).toISOString();
+  const run: WorkflowRun = {
+    workflowRunId: workflowRunIdOf(workflowId, scheduledFor),
+    workflowId,
+    tenantId,
+    version: version.version,
+    status: 'RUNNING',
+    trigger: 'manual',
+    scheduledFor,
+    createdAt: scheduledFor,
+    finishedAt: null,
+    failedSteps: [],
+    retries: 0,
+    steps: initialSteps(version.spec),
+    traceparent: traceparent ?? formatTraceparent(newTraceContext(now)),
+  };
+  if (!(await deps.workflows.createRun(run, now))) throw new ConflictError('A run of this workflow was started at the same millisecond; try again');
+  deps.telemetry.workflowRunStarted(run, version.spec.name);
+  logger.info('workflow run started', { ...workflowRunFields(run), version: version.version });
+  return advance(deps, version, run);
+}
+
+export async function getWorkflowRun(deps: SchedulerDeps, tenantId: string, workflowId: string, workflowRunId: string): Promise<WorkflowRun> {
+  const run = await deps.workflows.getRun(workflowId, workflowRunId);
+  if (!run || run.tenantId !== tenantId) throw new NotFoundError(`No run ${workflowRunId} of workflow ${workflowId}`);
+  return run;
+}
+
+export async function listWorkflowRuns(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+  query: { limit: number; status?: WorkflowRunStatus; cursor?: string },
+): Promise<Page<WorkflowRun>> {
+  await tenantWorkflow(deps, tenantId, workflowId);
+  return deps.workflows.listRuns(workflowId, query.limit, query.status, query.cursor);
+}
+
+/**
+ * Cancels a running workflow run: it ends CANCELLED (once), its waiting steps never start, and its
+ * started steps' runs are cancelled as a run is (a running one aborts at its worker's next heartbeat).
+ */
+export async function cancelWorkflowRun(deps: SchedulerDeps, tenantId: string, workflowId: string, workflowRunId: string): Promise<WorkflowRun> {
+  const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
+  const cancelled = await endCancelled(deps, run);
+  if (cancelled.held) return cancelled.run;
+  if (cancelled.run && cancelled.run.status !== 'RUNNING')
+    throw new ConflictError(`The workflow run is ${cancelled.run.status}; only a running one can be cancelled`);
+  throw new ConflictError('The workflow run changed meanwhile; try again');
+}
+
+/**
+ * Ends a running workflow run CANCELLED (condition: RUNNING, its waiting steps NOT_STARTED in the
+ * same write, so no claim can succeed after it), then cancels its started steps' runs.
+ */
+async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<WorkflowRunWrite> {
+  const now = deps.clock();
+  const at = new Date(now).toISOString();
+  const waiting = Object.fromEntries(
+    Object.entries(run.steps)
+      .filter(([, state]) => state.status === 'WAITING')
+      .map(([stepId, state]) => [stepId, { ...state, status: 'NOT_STARTED' as const, finishedAt: at, reason: 'the workflow run was cancelled' }]),
+  );
+  const version = await versionOf(deps, run.workflowId, run.version);
+  const ended = await deps.workflows.finish(run, 'CANCELLED', [], now, waiting, notifyMark(deps, version, 'CANCELLED', now));
+  if (!ended.held) return ended;
+  const name = version?.spec.name ?? run.workflowId;
+  await workflowRunEnded(deps, version, ended.run, now);
+  let current = ended.run;
+  for (const [stepId, state] of Object.entries(ended.run.steps)) {
+    if (state.status !== 'STARTED') continue;
+    const stepRun = await currentStepRun(deps, ended.run, stepId, state);
+    if (stepRun && (await cancelStepRun(deps, stepRun, now)))
+      current = (await recordStepEnd(deps, name, ended.run, stepId, state, stepRun, 'CANCELLED', now)) ?? current;
+  }
+  return { held: true, run: current };
+}
+
+// ---- Scheduled workflow runs (decision 0147) -------------------------------------------------------
+
+/**
+ * An occurrence of a workflow's schedule, leased by a worker and admitted by its policies: the
+ * workflow run of the occurrence's time starts (`workflowRunIdOf(workflowId, scheduledFor)`), on the
+ * newest version, in the occurrence's trace. A repeat (the occurrence's run retried after its
+ * worker was lost) finds that workflow run and moves it on. A store failure is a retryable failure
+ * of the occurrence's run, which its retry policy retries.
+ */
+export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: Job, occurrence: Run): Promise<TargetResult> {
+  const workflowId = schedule.target.kind === 'workflow' ? schedule.target.workflowId : null;
+  try {
+    const workflow = workflowId ? await deps.workflows.get(occurrence.tenantId, workflowId) : null;
+    const version = workflow ? await versionOf(deps, workflow.workflowId, workflow.version) : null;
+    if (!workflow || !version) {
+      return { ok: false, timedOut: false, error: { code: 'WORKFLOW_NOT_FOUND', message: `workflow ${workflowId ?? '?'} no longer exists`, retryable: false } };
+    }
+    const now = deps.clock();
+    const run: WorkflowRun = {
+      workflowRunId: workflowRunIdOf(workflow.workflowId, occurrence.scheduledFor),
+      workflowId: workflow.workflowId,
+      tenantId: workflow.tenantId,
+      version: version.version,
+      status: 'RUNNING',
+      trigger: 'schedule',
+      scheduledFor: occurrence.scheduledFor,
+      createdAt: new Date(now).toISOString(),
+      finishedAt: null,
+      failedSteps: [],
+      retries: 0,
+      steps: initialSteps(version.spec),
+      // One trace per occurrence, as a recurring job's (decision 0111): the occurrence's run's.
+      traceparent: occurrence.traceparent ?? formatTraceparent(newTraceContext(now)),
+    };
+    if (await deps.workflows.createRun(run, now)) {
+      deps.telemetry.workflowRunStarted(run, version.spec.name);
+      logger.info('workflow run started', { ...workflowRunFields(run), version: version.version, occurrenceRunId: occurrence.runId });
+      await advance(deps, version, run);
+    } else {
+      // Started by an earlier attempt of this occurrence (or a manual start at the same millisecond): moved on, not made twice.
+      const existing = await deps.workflows.getRun(workflow.workflowId, run.workflowRunId);
+      const existingVersion = existing ? await versionOf(deps, workflow.workflowId, existing.version) : null;
+      if (existing && existingVersion) await advance(deps, existingVersion, existing);
+      logger.info('workflow run of this occurrence exists; moved on, not started again', { ...runFields(occurrence), workflowRunId: run.workflowRunId });
+    }
+    return { ok: true, detail: `started workflow run ${run.workflowRunId}`, result: { workflowRunId: run.workflowRunId } };
+  } catch (error) {
+    return {
+      ok: false,
+      timedOut: false,
+      error: { code: 'WORKFLOW_START_FAILED', message: error instanceof Error ? error.message : String(error), retryable: true },
+    };
+  }
+}
+
+/** The workflow run an occurrence of a workflow's schedule started (or will start): the overlap policies look at it. */
+export function workflowRunOfOccurrence(deps: SchedulerDeps, workflowId: string, occurrence: Pick<Run, 'scheduledFor'>): Promise<WorkflowRun | null> {
+  return deps.workflows.getRun(workflowId, workflowRunIdOf(workflowId, occurrence.scheduledFor));
+}
+
+/** Overlap policy cancel-running: the previous occurrence's workflow run ends CANCELLED (if it still runs). */
+export async function cancelForOverlap(deps: SchedulerDeps, run: WorkflowRun): Promise<boolean> {
+  const cancelled = await endCancelled(deps, run);
+  if (cancelled.held) logger.info('workflow run cancelled by the next occurrence (overlapPolicy cancel-running)', workflowRunFields(run));
+  return cancelled.held;
+}
+
+/** Retries a FAILED (or CANCELLED) workflow run from its failed and unstarted steps; succeeded steps and their results are kept. */
+export async function retryWorkflowRun(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+  workflowRunId: string,
+  limits: TenantLimits = deps.config.tenantDefaults,
+  /** The request's W3C trace context: the steps the retry starts join it (a new trace without it). */
+  traceparent?: string,
+): Promise<WorkflowRun> {
+  const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
+  if (run.status !== 'FAILED' && run.status !== 'CANCELLED')
+    throw new ConflictError(`The workflow run is ${run.status}; only a FAILED or CANCELLED one can be retried`);
+  const version = await versionOf(deps, workflowId, run.version);
+  if (!version) throw new NotFoundError(`No version ${run.version} of workflow ${workflowId}`);
+  const now = deps.clock();
+  await admitRunRequest(deps, tenantId, limits, now);
+  // A dead step's run may have been replayed since: the retry takes the replay as the step's own.
+  const newest = await newestStepRuns(
+    deps,
+    run,
+    Object.entries(run.steps).filter(([, state]) => state.status !== 'SUCCEEDED' && state.runId !== null),
+  );
+  const steps = stepsForRetry(run, Object.fromEntries(newest));
+  const retried = await deps.workflows.retry(run, steps, now, traceparent ?? formatTraceparent(newTraceContext(now)));
+  if (!retried.held) throw new ConflictError('The workflow run was retried or changed meanwhile; read it again');
+  deps.telemetry.workflowRunStarted(retried.run, version.spec.name);
+  logger.info('workflow run retried', { ...workflowRunFields(retried.run), retries: retried.run.retries });
+  const advanced = await advance(deps, version, retried.run);
+  // A replay taken over as the step's run may have ended between the read and the retry's write,
+  // its continuation finding the workflow run not running: its outcome is recorded here.
+  const adopted = Object.keys(steps).filter((stepId) => steps[stepId]?.status === 'STARTED');
+  return adopted.length > 0 ? recordEndedSteps(deps, version, advanced, adopted) : advanced;
+}
