@@ -40,7 +40,8 @@ export type { HeaderValue, SecretReference };
 export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
 /** A job's `notify`, its events and destinations, and the body each notification carries (docs/notifications.md). */
 export type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec, RunNotificationBody, WorkflowNotifySpec, WorkflowRunNotificationBody };
-import type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, workflowSpecSchema } from '../lambdas/domain/workflow';
+import type { Workflow, WorkflowSpec, workflowSpecSchema } from '../lambdas/domain/workflow';
+import type { StepState, StepStatus, WorkflowRun, WorkflowRunStatus } from '../lambdas/domain/workflow-run';
 
 export type { StepState, StepStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec };
 

@@ -7,7 +7,7 @@ import type { JobView, SchedulePreview } from '../../lambdas/app/jobs';
 import type { JobSpec, JobStatus, Schedule } from '../../lambdas/domain/job';
 import type { Run } from '../../lambdas/domain/run';
 import type { WorkflowDetail, WorkflowSummary, WorkflowView } from '../../lambdas/app/workflows';
-import type { WorkflowRun } from '../../lambdas/domain/workflow';
+import type { WorkflowRun } from '../../lambdas/domain/workflow-run';
 
 export type { HealthReport, JobSpec, JobStatus, JobView, Run, Schedule, SchedulePreview, WorkflowDetail, WorkflowRun, WorkflowSummary, WorkflowView };
 

@@ -8,7 +8,8 @@ import { notifySchema } from '../domain/notify';
 import { concurrencySchema, rateLimitSchema } from '../domain/flow-control';
 import { MASKED_HEADER_VALUE, jsonValue, retryPolicySchema, scheduleSchema, targetSchema } from '../domain/job';
 import { jobStatusSchema, runStatusSchema } from './schemas';
-import { STEP_STATUSES, WORKFLOW_RUN_STATUSES, workflowSpecSchema } from '../domain/workflow';
+import { workflowSpecSchema } from '../domain/workflow';
+import { STEP_STATUSES, WORKFLOW_RUN_STATUSES } from '../domain/workflow-run';
 
 const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
 

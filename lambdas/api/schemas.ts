@@ -4,7 +4,7 @@
 // domain only, never on the AWS SDK.
 import { z } from 'zod';
 import { cursorParam, limitParam, resourceId } from '../core/validation';
-import { WORKFLOW_RUN_STATUSES } from '../domain/workflow';
+import { WORKFLOW_RUN_STATUSES } from '../domain/workflow-run';
 import {
   JOB_LABEL_PATTERN,
   MASKED_HEADER_VALUE,

@@ -13,8 +13,9 @@ import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest } fro
 import type { Run } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import type { SchedulerDeps } from './deps';
-import type { StepContext } from '../domain/workflow';
-import { MAX_STEP_RESULT_BYTES, parseStepJobId } from '../domain/workflow';
+import type { StepContext } from '../domain/workflow-jobs';
+import { MAX_STEP_RESULT_BYTES } from '../domain/workflow';
+import { parseStepJobId } from '../domain/workflow-jobs';
 import { stepFieldsOf } from '../targets/envelope';
 import type { RecordedOutcome } from './record-outcome';
 import { recordOutcome } from './record-outcome';

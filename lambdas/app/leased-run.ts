@@ -22,7 +22,7 @@ import { childSpanOf, formatTraceparent } from '../domain/trace-context';
 import { continueWorkflow } from './workflow-progress';
 import { startScheduledWorkflowRun } from './workflow-runs';
 import { wakeBuffered } from './occurrence-chain';
-import type { StepContext } from '../domain/workflow';
+import type { StepContext } from '../domain/workflow-jobs';
 
 function isStepContext(value: unknown): value is StepContext {
   return typeof value === 'object' && value !== null && 'workflowRunId' in value && 'stepId' in value && 'results' in value;

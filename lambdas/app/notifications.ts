@@ -25,7 +25,7 @@ import {
   wantedEvent,
 } from '../domain/notify';
 import type { Job } from '../domain/job';
-import type { WorkflowRun } from '../domain/workflow';
+import type { WorkflowRun } from '../domain/workflow-run';
 import type { Run } from '../domain/run';
 import { traceIdOf } from '../domain/trace-context';
 import type { SchedulerDeps } from './deps';

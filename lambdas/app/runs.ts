@@ -13,7 +13,7 @@ import { admitRunRequest } from './job-lifecycle';
 import { advanceChain } from './occurrence-chain';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
-import { parseStepJobId } from '../domain/workflow';
+import { parseStepJobId } from '../domain/workflow-jobs';
 import { continueWorkflow } from './workflow-progress';
 
 async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {

@@ -5,8 +5,11 @@
 import { logger } from '../core/logger';
 import type { Run, RunStatus } from '../domain/run';
 import { runIdFor } from '../domain/run';
-import type { StepContext, StepState, WorkflowRun, WorkflowVersion } from '../domain/workflow';
-import { parseStepJobId, scheduleJobIdOf, planProgress, stepJobIdOf, stepJobOf, stepOutcomeOf, workflowRunIdOf } from '../domain/workflow';
+import type { WorkflowVersion } from '../domain/workflow';
+import type { StepState, WorkflowRun } from '../domain/workflow-run';
+import type { StepContext } from '../domain/workflow-jobs';
+import { planProgress, stepOutcomeOf } from '../domain/workflow-run';
+import { parseStepJobId, scheduleJobIdOf, stepJobIdOf, stepJobOf, workflowRunIdOf } from '../domain/workflow-jobs';
 import type { NotifyEvent } from '../domain/notify';
 import { wantedWorkflowEvent } from '../domain/notify';
 import type { SchedulerDeps } from './deps';

@@ -10,7 +10,7 @@ import type { Run } from '../domain/run';
 import { firstFireTime, isRecurring, sameSchedule, settleLike, settleSchedule, upcomingFireTimes, validateSchedule } from '../domain/schedule';
 import type { TenantLimits } from '../domain/tenant';
 import type { Workflow, WorkflowSpec } from '../domain/workflow';
-import { scheduleFieldsOf, scheduleJobIdOf, scheduleJobOf } from '../domain/workflow';
+import { scheduleFieldsOf, scheduleJobIdOf, scheduleJobOf } from '../domain/workflow-jobs';
 import type { NewSchedule, ScheduleChange } from '../store/workflows';
 import type { SchedulerDeps } from './deps';
 import { pauseJobOf, resumeJobOf } from './pause-resume';

@@ -1,7 +1,8 @@
 // A tenant's workflow and its versions as the workflow use cases read them: versions never change once
 // written, so a process keeps the ones it read.
 import { NotFoundError } from '../core/errors';
-import type { Workflow, WorkflowRun, WorkflowVersion } from '../domain/workflow';
+import type { Workflow, WorkflowVersion } from '../domain/workflow';
+import type { WorkflowRun } from '../domain/workflow-run';
 import { traceIdOf } from '../domain/trace-context';
 import type { SchedulerDeps } from './deps';
 

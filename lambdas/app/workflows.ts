@@ -8,7 +8,7 @@ import { logger } from '../core/logger';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
 import type { Workflow, WorkflowSpec, WorkflowVersion } from '../domain/workflow';
-import { scheduleJobIdOf } from '../domain/workflow';
+import { scheduleJobIdOf } from '../domain/workflow-jobs';
 import type { Page } from '../store/page';
 import type { SchedulerDeps } from './deps';
 import type { Job } from '../domain/job';

@@ -21,7 +21,7 @@ import type { JobFilter } from './job-finder';
 import { JobFinder } from './job-finder';
 
 export type { JobFilter } from './job-finder';
-import { isWorkflowJobId, parseStepJobId, stepJobOf } from '../domain/workflow';
+import { isWorkflowJobId, parseStepJobId, stepJobOf } from '../domain/workflow-jobs';
 import { itemToWorkflowVersion } from './workflows';
 import { isJobItem, workflowVersionKey, WORKFLOW_PK_PREFIX, WORKFLOW_RUN_SK_PREFIX } from './keys';
 

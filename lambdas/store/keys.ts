@@ -4,7 +4,7 @@ import { NOTIFY_EVENTS } from '../domain/notify';
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
 import { RUN_FIELDS } from '../domain/run';
-import { parseScheduleJobId } from '../domain/workflow';
+import { parseScheduleJobId } from '../domain/workflow-jobs';
 import { shardOf } from '../domain/time-gate';
 import { NEXT_RUN_SHARDS } from './schema';
 

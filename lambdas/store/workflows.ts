@@ -6,7 +6,8 @@
 import { readFilteredPage } from './filtered-page';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { StepState, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec, WorkflowVersion } from '../domain/workflow';
+import type { Workflow, WorkflowSpec, WorkflowVersion } from '../domain/workflow';
+import type { StepState, WorkflowRun, WorkflowRunStatus } from '../domain/workflow-run';
 import { batchGetConsistent } from './batch-get';
 import type { Item } from './keys';
 import {

@@ -5,7 +5,7 @@ import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
 import { fencingTokenOf } from '../domain/delivery';
 import { occurrenceKey } from '../domain/run';
-import type { StepContext } from '../domain/workflow';
+import type { StepContext } from '../domain/workflow-jobs';
 
 /** What a step's target receives besides its payload (the envelope's fields, and an HTTP step's body). */
 export function stepFieldsOf(step: StepContext): Pick<TargetEnvelope, 'workflow' | 'results'> {

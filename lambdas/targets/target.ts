@@ -3,7 +3,7 @@
 import type { Job } from '../domain/job';
 import type { Run, RunError } from '../domain/run';
 import type { Egress } from './egress';
-import type { StepContext } from '../domain/workflow';
+import type { StepContext } from '../domain/workflow-jobs';
 import { MAX_STEP_RESULT_BYTES } from '../domain/workflow';
 
 export interface TargetInvocation {

@@ -4,8 +4,9 @@
 // the API accepts (100 steps with 64-character ids, 64 dependencies each, results of 4 KiB).
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import type { StepState, WorkflowRun } from '../../lambdas/domain/workflow';
-import { MAX_STEP_DEPENDENCIES, MAX_STEP_RESULT_BYTES, MAX_WORKFLOW_STEPS, initialSteps } from '../../lambdas/domain/workflow';
+import type { StepState, WorkflowRun } from '../../lambdas/domain/workflow-run';
+import { MAX_STEP_DEPENDENCIES, MAX_STEP_RESULT_BYTES, MAX_WORKFLOW_STEPS } from '../../lambdas/domain/workflow';
+import { initialSteps } from '../../lambdas/domain/workflow-run';
 import { MAX_PAYLOAD_BYTES } from '../../lambdas/domain/job';
 import { MAX_EXPRESSION_BYTES } from '../../lambdas/store/conditional';
 import { runToItem, workflowRunKey } from '../../lambdas/store/keys';

@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { StepState, WorkflowRun } from '../../lambdas/domain/workflow';
-import {
-  graphIssues,
-  initialSteps,
-  MAX_WORKFLOW_STEPS,
-  parseScheduleJobId,
-  parseStepJobId,
-  planProgress,
-  scheduleFieldsOf,
-  scheduleJobIdOf,
-  stepJobIdOf,
-  stepsForRetry,
-  workflowSpecSchema,
-} from '../../lambdas/domain/workflow';
+import type { StepState, WorkflowRun } from '../../lambdas/domain/workflow-run';
+import { graphIssues, MAX_WORKFLOW_STEPS, workflowSpecSchema } from '../../lambdas/domain/workflow';
+import { initialSteps, planProgress, stepsForRetry } from '../../lambdas/domain/workflow-run';
+import { parseScheduleJobId, parseStepJobId, scheduleFieldsOf, scheduleJobIdOf, stepJobIdOf } from '../../lambdas/domain/workflow-jobs';
 
 const s = (id: string, dependsOn: string[] = [], runIf: 'all-succeeded' | 'all-done' = 'all-succeeded') => ({ id, dependsOn, runIf });
 const state = (status: StepState['status'], attempt = 1): StepState => ({
