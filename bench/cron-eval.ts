@@ -6,8 +6,9 @@
 //
 //   npm run bench:cron -- [--reps 200] [--counts 1,5,100]
 import { parseArgs } from 'node:util';
-import type { RecurringSchedule } from '../lambdas/domain/schedule';
-import { fireTimes, lastOccurrenceOf } from '../lambdas/domain/schedule';
+import type { RecurringSchedule } from '../lambdas/domain/schedule-series';
+import { fireTimes } from '../lambdas/domain/schedule';
+import { lastOccurrenceOf } from '../lambdas/domain/schedule-series';
 
 const { values } = parseArgs({
   options: {

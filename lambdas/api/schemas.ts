@@ -20,7 +20,7 @@ import {
   scheduleSchema,
 } from '../domain/job';
 import { RUN_STATUSES } from '../domain/run';
-import { FIRE_TIME_RANGE } from '../domain/schedule';
+import { FIRE_TIME_RANGE } from '../domain/schedule-series';
 
 export { MASKED_HEADER_VALUE, jobPatchSchema, jobSpecSchema };
 

@@ -11,7 +11,7 @@ import { logger } from '../core/logger';
 import type { Backfill, BackfillView } from '../domain/backfill';
 import { backfillIdOf, checkBackfillRange, nextFireTimes, releaseShare } from '../domain/backfill';
 import type { Job } from '../domain/job';
-import type { RecurringSchedule } from '../domain/schedule';
+import type { RecurringSchedule } from '../domain/schedule-series';
 import { traceIdOf } from '../domain/trace-context';
 import type { SchedulerDeps } from './deps';
 import type { RunPlan } from './plan-run';

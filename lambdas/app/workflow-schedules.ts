@@ -7,7 +7,8 @@
 import { ConflictError, ValidationError } from '../core/errors';
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
-import { firstFireTime, isRecurring, sameSchedule, settleLike, settleSchedule, upcomingFireTimes, validateSchedule } from '../domain/schedule';
+import { firstFireTime, sameSchedule, settleLike, settleSchedule, upcomingFireTimes, validateSchedule } from '../domain/schedule';
+import { isRecurring } from '../domain/schedule-series';
 import type { TenantLimits } from '../domain/tenant';
 import type { Workflow, WorkflowSpec } from '../domain/workflow';
 import { scheduleFieldsOf, scheduleJobIdOf, scheduleJobOf } from '../domain/workflow-jobs';

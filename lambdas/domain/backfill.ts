@@ -5,8 +5,9 @@
 import { createHash } from 'node:crypto';
 import { ConflictError, ValidationError } from '../core/errors';
 import type { Schedule } from './job';
-import type { RecurringSchedule } from './schedule';
-import { fireTimes, isRecurring } from './schedule';
+import type { RecurringSchedule } from './schedule-series';
+import { fireTimes } from './schedule';
+import { isRecurring } from './schedule-series';
 
 /** At most this many occurrences in one backfill: a leap year of minutely fire times. */
 export const MAX_BACKFILL_OCCURRENCES = 366 * 24 * 60;

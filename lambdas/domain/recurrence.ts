@@ -2,7 +2,8 @@
 // which occurrence follows it. Pure functions; the worker applies their decisions with
 // conditional writes.
 import type { Job, JobSpec } from './job';
-import { fireTimes, isRecurring, nextFireTimeAfter } from './schedule';
+import { fireTimes, nextFireTimeAfter } from './schedule';
+import { isRecurring } from './schedule-series';
 
 /** An occurrence that starts later than this after its time was missed (the scheduler was down, or the job paused). */
 export const MISFIRE_THRESHOLD_MS = 60_000;

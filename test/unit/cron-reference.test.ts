@@ -4,7 +4,7 @@
 // expressions, from several starting points.
 import { CronExpressionParser } from 'cron-parser';
 import { describe, expect, it } from 'vitest';
-import { cronFireTimes } from '../../lambdas/domain/schedule';
+import { cronFireTimes } from '../../lambdas/domain/schedule-series';
 import { offsetAt, toWallTime } from '../../lambdas/domain/time-zone';
 
 const MINUTE = 60_000;

@@ -4,21 +4,20 @@ import { describe, expect, it, vi } from 'vitest';
 import { ValidationError } from '../../lambdas/core/errors';
 import type { Schedule } from '../../lambdas/domain/job';
 import { decideStart, occurrenceOnResume } from '../../lambdas/domain/recurrence';
-import type { CronSchedule, EverySchedule, Timetable } from '../../lambdas/domain/schedule';
+import type { Timetable } from '../../lambdas/domain/schedule';
+import type { CronSchedule, EverySchedule } from '../../lambdas/domain/schedule-series';
 import {
   fireTimes,
   firstFireTime,
-  intervalMs,
   jitterMsOf,
-  lastOccurrenceOf,
   sameSchedule,
-  seriesFireTimes,
   settleLike,
   settleSchedule,
   startOf,
   upcomingOccurrences,
   validateSchedule,
 } from '../../lambdas/domain/schedule';
+import { intervalMs, lastOccurrenceOf, seriesFireTimes } from '../../lambdas/domain/schedule-series';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const at = Date.parse;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lambdas/core/errors';
-import type { CronSchedule } from '../../lambdas/domain/schedule';
-import { cronFireTimes, firstFireTime, upcomingFireTimes, validateSchedule } from '../../lambdas/domain/schedule';
+import type { CronSchedule } from '../../lambdas/domain/schedule-series';
+import { firstFireTime, upcomingFireTimes, validateSchedule } from '../../lambdas/domain/schedule';
+import { cronFireTimes } from '../../lambdas/domain/schedule-series';
 
 const cron = (expression: string, timezone: string, extra: Partial<CronSchedule> = {}): CronSchedule => ({
   kind: 'cron',
