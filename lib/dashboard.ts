@@ -261,9 +261,9 @@ export function createDashboard(
   dashboard.addWidgets(header('## 7. Ticker\nOnce a minute the ticker releases runs due within its horizon, redelivers lost messages and repairs job chains.'));
   dashboard.addWidgets(
     graph({
-      title: 'Ticks, tick errors, ticks out of budget',
+      title: 'Ticks, tick errors, ticks out of budget, unreadable partitions',
       width: 8,
-      left: [sum(Metric.TickerRuns), sum(Metric.TickerErrors), sum(Metric.TickerBehind)],
+      left: [sum(Metric.TickerRuns), sum(Metric.TickerErrors), sum(Metric.TickerBehind), sum(Metric.TickerUnreadable)],
       leftYAxis: count,
     }),
     graph({

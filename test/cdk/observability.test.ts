@@ -146,7 +146,7 @@ describe('dashboard', () => {
       'DynamoDB throttled requests',
       'Consumed read capacity units',
       'Consumed write capacity units',
-      'Ticks, tick errors, ticks out of budget',
+      'Ticks, tick errors, ticks out of budget, unreadable partitions',
       'Runs released, messages redelivered, chains repaired',
       'Tick duration (max)',
       'Workflow runs per minute',
@@ -383,10 +383,11 @@ describe('dashboard', () => {
 
   describe('7. Ticker', () => {
     it('counts ticks, errors and the work of each tick, and its duration', () => {
-      expect(visible(widget('Ticks, tick errors, ticks out of budget'))).toEqual([
+      expect(visible(widget('Ticks, tick errors, ticks out of budget, unreadable partitions'))).toEqual([
         `${custom('TickerRuns')} Sum`,
         `${custom('TickerErrors')} Sum`,
         `${custom('TickerBehind')} Sum`,
+        `${custom('TickerUnreadable')} Sum`,
       ]);
       expect(visible(widget('Runs released, messages redelivered, chains repaired'))).toEqual(
         [Metric.TickerReleased, Metric.TickerRedelivered, Metric.TickerRepairedJobs].map((name) => `${custom(name)} Sum`),
