@@ -283,6 +283,15 @@ export class WorkflowsApi {
       .body as WorkflowView;
   }
 
+  /**
+   * Deletes the workflow: its schedule is cancelled, its running workflow runs too, and its name is
+   * free again; its versions and runs stay readable. Repeating it is harmless (it answers the deleted workflow).
+   */
+  async delete(workflowId: string, options: CallOptions = {}): Promise<WorkflowView> {
+    return (await this.transport.send({ method: 'DELETE', path: `/v1/workflows/${segment(workflowId)}`, repeat: 'repeatable', signal: options.signal }))
+      .body as WorkflowView;
+  }
+
   /** Starts a run of the newest version now; its step runs join `traceparent` (a new trace without it). */
   async start(workflowId: string, options: TracedOptions = {}): Promise<WorkflowRun> {
     return (

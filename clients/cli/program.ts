@@ -309,7 +309,7 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
     });
 
   // workflows
-  const workflows = program.command('workflows').description('workflows: create, list, read, start, pause and resume; their runs');
+  const workflows = program.command('workflows').description('workflows: create, list, read, start, pause, resume and delete; their runs');
   workflows
     .command('create')
     .description('create a workflow from a JSON or YAML file of its definition (docs/api.md#workflows)')
@@ -351,6 +351,14 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
         print(`workflow ${workflow.workflowId}: schedule ${workflow.scheduleState?.status ?? '-'}, next run ${workflow.scheduleState?.nextRunAt ?? '-'}`);
       });
   }
+  workflows
+    .command('delete <workflowId>')
+    .description('delete a workflow: its schedule and running workflow runs are cancelled, its name freed; its runs stay readable')
+    .action(async (workflowId: string, _options: unknown, command: Command) => {
+      const workflow = await clientOf(command).workflows.delete(workflowId);
+      if (json) return printJson(workflow);
+      print(`deleted workflow ${workflow.workflowId} (${workflow.name}) at ${workflow.deletedAt ?? '-'}`);
+    });
   workflows
     .command('start <workflowId>')
     .description('start a run of the newest version now')

@@ -17,7 +17,7 @@ import { skipOccurrences } from '../app/skip-occurrences';
 import { backfillView, getBackfill, requestBackfill } from '../app/backfills';
 import { cancelRun, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
 import { claimRun, completeRun, failRun, heartbeatRun } from '../app/external-workers';
-import { createWorkflow, getWorkflow, listWorkflows, pauseWorkflow, resumeWorkflow, updateWorkflow } from '../app/workflows';
+import { createWorkflow, deleteWorkflow, getWorkflow, listWorkflows, pauseWorkflow, resumeWorkflow, updateWorkflow } from '../app/workflows';
 import { cancelWorkflowRun, getWorkflowRun, listWorkflowRuns, retryWorkflowRun, startWorkflowRun } from '../app/workflow-runs';
 import { issueSigningSecret, listSigningSecrets, revokeSigningSecret } from '../app/signing-secrets';
 import type { AuditRecord } from '../app/audit';
@@ -206,6 +206,11 @@ function handlers(deps: SchedulerDeps): Handlers {
     },
     listWorkflows: async ({ tenantId, query }) => json(200, await listWorkflows(deps, tenantId, query)),
     getWorkflow: async ({ tenantId, params, query }) => json(200, await getWorkflow(deps, tenantId, param(params, 'workflowId'), query.version)),
+    deleteWorkflow: async ({ caller, params }) => {
+      const { workflow, deletedNow } = await deleteWorkflow(deps, caller.tenantId, param(params, 'workflowId'));
+      if (deletedNow) await audit(caller, 'workflow.delete', workflow.workflowId, { changes: { deletedAt: { after: workflow.deletedAt } } });
+      return json(200, workflow);
+    },
     pauseWorkflow: async ({ caller, params }) => {
       const workflow = await pauseWorkflow(deps, caller.tenantId, param(params, 'workflowId'));
       await audit(caller, 'workflow.pause', workflow.workflowId, { changes: { status: { before: 'ACTIVE', after: 'PAUSED' } } });

@@ -315,6 +315,9 @@ export const workflowViewSchema = z
     version: z.number().int().meta({ description: 'The version shown (the newest unless one was asked for); send the newest as If-Match on a new version.' }),
     createdAt: timestamp,
     updatedAt: timestamp,
+    deletedAt: timestamp
+      .optional()
+      .meta({ description: 'When the workflow was deleted (DELETE): its versions and runs stay readable, and it can no longer be changed or run.' }),
     definition: workflowSpecSchema.meta({ description: `The definition of that version; an HTTP target's header values show as "${MASKED_HEADER_VALUE}".` }),
     scheduleState: z
       .strictObject({

@@ -328,6 +328,16 @@ export const ROUTES = {
     query: workflowQuery,
     responses: { 200: { description: "The workflow, with its schedule's latest occurrences", schema: workflowDetailSchema } },
   },
+  deleteWorkflow: {
+    method: 'DELETE',
+    path: '/v1/workflows/{workflowId}',
+    tag: 'Workflows',
+    summary: 'Delete a workflow',
+    description:
+      "It leaves the list and frees its name; its schedule, if any, is CANCELLED with its pending occurrence (freeing its place under the tenant's active jobs), and its running workflow runs are cancelled. Its versions and runs stay readable; starting, retrying, pausing, resuming or versioning it is a 409 from then on. Deleting it again answers it as it is.",
+    responses: { 200: { description: 'The workflow, with deletedAt', schema: workflowViewSchema } },
+    problems: [409],
+  },
   pauseWorkflow: {
     method: 'POST',
     path: '/v1/workflows/{workflowId}/pause',

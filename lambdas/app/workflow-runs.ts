@@ -17,7 +17,7 @@ import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './job-lifecycle';
 import { runFields } from './run-log';
 import { advance, cancelStepRun, currentStepRun, newestStepRuns, notifyMark, recordEndedSteps, recordStepEnd, workflowRunEnded } from './workflow-progress';
-import { tenantWorkflow, versionOf, workflowRunFields } from './workflow-versions';
+import { liveWorkflow, tenantWorkflow, versionOf, workflowRunFields } from './workflow-versions';
 
 /** Starts a run of the workflow's newest version now (a manual trigger); counted as a create. */
 export async function startWorkflowRun(
@@ -28,7 +28,7 @@ export async function startWorkflowRun(
   /** The request's W3C trace context, which every step run joins (a new trace without it). */
   traceparent?: string,
 ): Promise<WorkflowRun> {
-  const workflow = await tenantWorkflow(deps, tenantId, workflowId);
+  const workflow = await liveWorkflow(deps, tenantId, workflowId);
   const version = await versionOf(deps, workflowId, workflow.version);
   if (!version) throw new NotFoundError(`No version ${workflow.version} of workflow ${workflowId}`);
   const now = deps.clock();
@@ -84,6 +84,20 @@ export async function cancelWorkflowRun(deps: SchedulerDeps, tenantId: string, w
   throw new ConflictError('The workflow run changed meanwhile; try again');
 }
 
+/** Cancels every running workflow run of a workflow (a deleted one's), a page at a time; how many it cancelled. */
+export async function cancelRunningWorkflowRuns(deps: SchedulerDeps, workflowId: string): Promise<number> {
+  let cancelled = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await deps.workflows.listRuns(workflowId, 100, 'RUNNING', cursor);
+    for (const run of page.items) {
+      if ((await endCancelled(deps, run)).held) cancelled += 1;
+    }
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return cancelled;
+}
+
 /**
  * Ends a running workflow run CANCELLED (condition: RUNNING, its waiting steps NOT_STARTED in the
  * same write, so no claim can succeed after it), then cancels its started steps' runs.
@@ -123,7 +137,10 @@ async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
 export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: Job, occurrence: Run): Promise<TargetResult> {
   const workflowId = schedule.target.kind === 'workflow' ? schedule.target.workflowId : null;
   try {
-    const workflow = workflowId ? await deps.workflows.get(occurrence.tenantId, workflowId) : null;
+    const found = workflowId ? await deps.workflows.get(occurrence.tenantId, workflowId) : null;
+    // A deleted workflow's schedule job is CANCELLED in the delete's transaction; an occurrence
+    // leased just before it finds the workflow deleted here and starts nothing.
+    const workflow = found?.deletedAt ? null : found;
     const version = workflow ? await versionOf(deps, workflow.workflowId, workflow.version) : null;
     if (!workflow || !version) {
       return { ok: false, timedOut: false, error: { code: 'WORKFLOW_NOT_FOUND', message: `workflow ${workflowId ?? '?'} no longer exists`, retryable: false } };
@@ -189,6 +206,7 @@ export async function retryWorkflowRun(
   traceparent?: string,
 ): Promise<WorkflowRun> {
   const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
+  await liveWorkflow(deps, tenantId, workflowId);
   if (run.status !== 'FAILED' && run.status !== 'CANCELLED')
     throw new ConflictError(`The workflow run is ${run.status}; only a FAILED or CANCELLED one can be retried`);
   const version = await versionOf(deps, workflowId, run.version);

@@ -16,7 +16,8 @@ import { MAX_CAS_ATTEMPTS } from './occurrence-chain';
 import type { WorkflowScheduleState } from './workflow-schedules';
 import { newSchedule, pauseWorkflowSchedule, readSchedule, resumeWorkflowSchedule, scheduleChangeFor, scheduleStateOf } from './workflow-schedules';
 import { sendPlannedRun } from './send-planned-run';
-import { tenantWorkflow, versionOf } from './workflow-versions';
+import { liveWorkflow, tenantWorkflow, versionOf } from './workflow-versions';
+import { cancelRunningWorkflowRuns } from './workflow-runs';
 
 export interface WorkflowView extends Workflow {
   readonly definition: WorkflowSpec;
@@ -100,7 +101,7 @@ export async function updateWorkflow(
   checkSteps(deps, spec);
   checkNotify(deps, spec.notify, 'Invalid workflow');
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-    const workflow = await tenantWorkflow(deps, tenantId, workflowId);
+    const workflow = await liveWorkflow(deps, tenantId, workflowId);
     if (spec.name !== workflow.name) throw new ConflictError(`The workflow is named ${workflow.name}; a new version keeps the name`);
     if (expected !== undefined && expected !== workflow.version) throw new ConflictError(`The workflow is at version ${workflow.version}, not ${expected}`);
     const current = await readSchedule(deps, workflowId);
@@ -139,7 +140,7 @@ export async function getWorkflow(deps: SchedulerDeps, tenantId: string, workflo
 
 /** Pauses a scheduled workflow: its pending occurrence is retired; runs already started go on. */
 export async function pauseWorkflow(deps: SchedulerDeps, tenantId: string, workflowId: string): Promise<WorkflowView> {
-  const workflow = await tenantWorkflow(deps, tenantId, workflowId);
+  const workflow = await liveWorkflow(deps, tenantId, workflowId);
   const schedule = await pauseWorkflowSchedule(deps, tenantId, workflowId);
   const version = await versionOf(deps, workflowId, workflow.version);
   if (!version) throw new NotFoundError(`No version ${workflow.version} of workflow ${workflowId}`);
@@ -148,11 +149,58 @@ export async function pauseWorkflow(deps: SchedulerDeps, tenantId: string, workf
 
 /** Resumes a paused scheduled workflow from the occurrence its misfire policy picks. */
 export async function resumeWorkflow(deps: SchedulerDeps, tenantId: string, workflowId: string): Promise<WorkflowView> {
-  const workflow = await tenantWorkflow(deps, tenantId, workflowId);
+  const workflow = await liveWorkflow(deps, tenantId, workflowId);
   const schedule = await resumeWorkflowSchedule(deps, tenantId, workflowId);
   const version = await versionOf(deps, workflowId, workflow.version);
   if (!version) throw new NotFoundError(`No version ${workflow.version} of workflow ${workflowId}`);
   return viewOf(workflow, version, schedule);
+}
+
+/**
+ * Deletes a workflow (decision 0149): it leaves the tenant's list and frees its name, its schedule
+ * (if any) is CANCELLED with its pending occurrence, freeing its place under the tenant's active
+ * jobs, and its running workflow runs are cancelled as a cancel request does. Its versions and runs
+ * stay readable; it can no longer be changed or run. Deleting a deleted workflow answers it again.
+ */
+export async function deleteWorkflow(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+): Promise<{ readonly workflow: WorkflowView; readonly deletedNow: boolean }> {
+  for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+    const workflow = await tenantWorkflow(deps, tenantId, workflowId);
+    const version = await versionOf(deps, workflowId, workflow.version);
+    if (!version) throw new NotFoundError(`No version ${workflow.version} of workflow ${workflowId}`);
+    const schedule = await readSchedule(deps, workflowId);
+    if (workflow.deletedAt) return { workflow: viewOf(workflow, version, schedule), deletedNow: false };
+    const now = deps.clock();
+    const at = new Date(now).toISOString();
+    const next: Job | null =
+      schedule && schedule.status !== 'CANCELLED'
+        ? {
+            ...schedule,
+            status: 'CANCELLED',
+            nextRunAt: null,
+            nextRunId: null,
+            pausedPending: null,
+            pausedUntil: null,
+            version: schedule.version + 1,
+            updatedAt: at,
+          }
+        : null;
+    const written = await deps.workflows.delete(workflow, at, next && schedule ? { next, expected: schedule } : undefined);
+    if (written === 'changed') continue;
+    if (next) {
+      for (const run of await deps.runs.pendingOfJob(next.jobId)) {
+        if (await deps.runs.retirePending(run.runId, 'CANCELLED', 'the workflow was deleted', now))
+          deps.telemetry.runEnded(run, 'CANCELLED', 'the workflow was deleted');
+      }
+    }
+    const cancelled = await cancelRunningWorkflowRuns(deps, workflowId);
+    logger.info('workflow deleted', { workflowId, tenantId, scheduleCancelled: next !== null, workflowRunsCancelled: cancelled });
+    return { workflow: viewOf({ ...workflow, deletedAt: at, updatedAt: at }, version, next ?? schedule), deletedNow: true };
+  }
+  throw new ConflictError('The workflow is changing too quickly; try again');
 }
 
 /** A workflow in the tenant's list: its head, its newest version's step count, its schedule's state. */

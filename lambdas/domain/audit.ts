@@ -26,6 +26,7 @@ export const AUDIT_ACTIONS = [
   'workflow.run',
   'workflow.pause',
   'workflow.resume',
+  'workflow.delete',
   'workflow-run.cancel',
   'workflow-run.retry',
 ] as const;

@@ -193,6 +193,8 @@ export interface Workflow {
   readonly version: number;
   readonly createdAt: string;
   readonly updatedAt: string;
+  /** When `DELETE /v1/workflows/{id}` deleted it (decision 0149): kept for its runs' history, changed no more. */
+  readonly deletedAt?: string;
 }
 
 /** One version of a workflow's definition: never changed once written. */

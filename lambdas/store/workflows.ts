@@ -25,7 +25,7 @@ import type { TransactItem } from './conditional';
 import type { Job } from '../domain/job';
 import type { NotifyEvent } from '../domain/notify';
 import type { JobsRepository, NewRun } from './jobs-repository';
-import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, transact, updateExpressions, updateIf, updateReturning } from './conditional';
+import { absent, atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, transact, updateExpressions, updateIf, updateReturning } from './conditional';
 import type { Page } from './page';
 import { ValidationError } from '../core/errors';
 import { workflowListKeys, workflowListPartition, WORKFLOW_LIST_BY_NAME, WORKFLOW_LIST_BY_TIME } from './keys';
@@ -37,7 +37,8 @@ const RUN_FIELDS = ['workflowRunId', 'workflowId', 'tenantId', 'version', 'statu
 const OPTIONAL_RUN_FIELDS = ['traceparent'] as const;
 
 function itemToWorkflow(item: Item): Workflow {
-  return Object.fromEntries(WORKFLOW_FIELDS.map((field) => [field, item[field]])) as unknown as Workflow;
+  const workflow = Object.fromEntries(WORKFLOW_FIELDS.map((field) => [field, item[field]])) as unknown as Workflow;
+  return typeof item.deletedAt === 'string' ? { ...workflow, deletedAt: item.deletedAt } : workflow;
 }
 
 export function itemToWorkflowVersion(item: Item): WorkflowVersion {
@@ -154,7 +155,7 @@ export class WorkflowsRepository {
           Key: workflowKey(version.workflowId),
           ...updateExpressions({
             set: { version: version.version, updatedAt: version.createdAt, stepCount: version.spec.steps.length },
-            if: { version: expected, tenantId: version.tenantId },
+            if: { version: expected, tenantId: version.tenantId, deletedAt: absent },
           }),
         },
       },
@@ -165,6 +166,42 @@ export class WorkflowsRepository {
     if (result.failed.has('head') || result.failed.has('version') || result.failed.has('schedule.job') || result.conflict) return { kind: 'changed' };
     if (result.failed.has('schedule.usage')) return { kind: 'too-many-active-jobs' };
     if ([...result.failed].some((name) => name.startsWith('schedule.run:') || name === 'schedule.firstRun')) return { kind: 'changed' };
+    throw result.error;
+  }
+
+  /**
+   * Deletes a workflow (decision 0149): its head marked deleted if it is still at the version read and
+   * not deleted, its name freed, its list entries removed, and its schedule job (when it has one not
+   * CANCELLED) CANCELLED by a compare-and-swap on the job as read, all in one transaction. A new
+   * version or a move of the schedule's chain since the read is `changed`: read again.
+   */
+  async delete(workflow: Workflow, at: string, schedule?: { readonly next: Job; readonly expected: Job }): Promise<'written' | 'changed'> {
+    const keys = workflowListKeys(workflow);
+    const extra = schedule ? prefixed('schedule', this.jobs.replaceItems(schedule.next, schedule.expected)) : {};
+    const result = await transact(this.dynamo, {
+      ...extra,
+      head: {
+        Update: {
+          TableName: this.tableName,
+          Key: workflowKey(workflow.workflowId),
+          ...updateExpressions({
+            set: { deletedAt: at, updatedAt: at, listed: false },
+            if: { version: workflow.version, tenantId: workflow.tenantId, deletedAt: absent },
+          }),
+        },
+      },
+      name: {
+        Delete: {
+          TableName: this.tableName,
+          Key: workflowNameKey(workflow.tenantId, workflow.name),
+          ...conditionExpressions({ workflowId: workflow.workflowId }),
+        },
+      },
+      listedByTime: { Delete: { TableName: this.tableName, Key: keys.byTime } },
+      listedByName: { Delete: { TableName: this.tableName, Key: keys.byName } },
+    });
+    if (result.committed) return 'written';
+    if (result.conflict || result.failed.size > 0) return 'changed';
     throw result.error;
   }
 

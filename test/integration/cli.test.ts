@@ -260,6 +260,8 @@ steps:
     expect((await cli('workflows', 'runs', workflowId!)).stdout).toMatch(new RegExp(`${started.workflowRunId}\\s+SUCCEEDED`));
     expect((await cli('workflows', 'pause', workflowId!)).stdout).toMatch(/schedule PAUSED/);
     expect((await cli('workflows', 'resume', workflowId!)).stdout).toMatch(/schedule ACTIVE/);
+    expect((await cli('workflows', 'delete', workflowId!)).stdout).toMatch(new RegExp(`deleted workflow ${workflowId} \\(cli-[^)]+\\) at \\d{4}-`));
+    expect((await json('workflows', 'get', workflowId!)).deletedAt).toEqual(expect.any(String));
     expect((await cli('workflows', 'get', 'wf_none')).code).toBe(2);
   });
 

@@ -241,6 +241,9 @@ describe('the typed client', () => {
     });
     const refused = await client.workflows.pause(workflowId).catch((error: unknown) => error);
     expect(refused).toMatchObject({ status: 409, type: 'urn:job-scheduler:problem:conflict' });
+    const deleted = await client.workflows.delete(scheduled.workflowId);
+    expect(deleted).toMatchObject({ deletedAt: expect.any(String), scheduleState: { status: 'CANCELLED' } });
+    expect(await client.workflows.delete(scheduled.workflowId)).toMatchObject({ deletedAt: deleted.deletedAt });
   });
 
   it('refuses with the API problem: 404, 400 with its fields, 401', async () => {

@@ -297,4 +297,69 @@ describe('scheduled workflows', () => {
     expect((await scheduler.api('POST', `/v1/workflows/${unscheduled.workflowId}/pause`)).status).toBe(409);
     expect((await scheduler.api('POST', `/v1/workflows/${unscheduled.workflowId}/resume`)).status).toBe(409);
   });
+  it('delete: its schedule, pending occurrence and running workflow runs are cancelled, its name is free, changes are 409 and change nothing; reads go on', async () => {
+    const created = await create('to-delete', every());
+    const workflowId = created.workflowId as string;
+    const pending = (await workflow(workflowId)).recentOccurrences[0];
+    const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+    expect(started.status).toBe(202);
+    const otherKey = `key_other_${Date.now()}`;
+    await scheduler.deps.apiKeys.issue(otherKey, `other-${scheduler.tenantId}`, Date.now());
+    const foreign = await fetch(`${scheduler.runtime.url}/v1/workflows/${workflowId}`, { method: 'DELETE', headers: { authorization: `Bearer ${otherKey}` } });
+    expect(foreign.status).toBe(404);
+
+    const deleted = await scheduler.api('DELETE', `/v1/workflows/${workflowId}`);
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    expect(deleted.body).toMatchObject({ workflowId, deletedAt: expect.any(String), scheduleState: { status: 'CANCELLED', nextRunAt: null } });
+    expect((await scheduler.api('GET', `/v1/runs/${pending.runId}`)).body).toMatchObject({ status: 'CANCELLED', reason: 'the workflow was deleted' });
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${started.body.workflowRunId}`)).body).toMatchObject({ status: 'CANCELLED' });
+    // Its reads go on; it leaves the list.
+    expect((await workflow(workflowId)).deletedAt).toBe(deleted.body.deletedAt);
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs`)).body.items).toHaveLength(1);
+    expect((await scheduler.api('GET', '/v1/workflows?namePrefix=to-delete&limit=10')).body.items).toEqual([]);
+
+    const before = await scheduler.countJobAndRunItems();
+    const changes: [string, string, unknown?][] = [
+      ['POST', `/v1/workflows/${workflowId}/runs`],
+      ['POST', `/v1/workflows/${workflowId}/pause`],
+      ['POST', `/v1/workflows/${workflowId}/resume`],
+      ['POST', `/v1/workflows/${workflowId}/versions`, { name: 'to-delete', steps: [step('a')] }],
+      ['POST', `/v1/workflows/${workflowId}/runs/${started.body.workflowRunId}/retry`],
+    ];
+    for (const [method, path, body] of changes) {
+      const answer = await scheduler.api(method, path, body);
+      expect(answer.status, `${method} ${path}: ${JSON.stringify(answer.body)}`).toBe(409);
+      expect(answer.body.detail).toMatch(/was deleted/);
+    }
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+
+    // A second delete answers it as it is, and the audit has the one delete.
+    const again = await scheduler.api('DELETE', `/v1/workflows/${workflowId}`);
+    expect(again.status).toBe(200);
+    expect(again.body.deletedAt).toBe(deleted.body.deletedAt);
+    const audit = await scheduler.api('GET', `/v1/audit?objectId=${workflowId}`);
+    expect(audit.body.items.filter((entry: { action: string }) => entry.action === 'workflow.delete')).toHaveLength(1);
+    // The name is free for a new workflow.
+    expect((await create('to-delete', {})).workflowId).not.toBe(workflowId);
+  });
+
+  it('two deletes and a new version at once: the workflow ends deleted once, its schedule CANCELLED, whichever lands first', async () => {
+    const created = await create('delete-race', every());
+    const workflowId = created.workflowId as string;
+    const [first, second, versioned] = await Promise.all([
+      scheduler.api('DELETE', `/v1/workflows/${workflowId}`),
+      scheduler.api('DELETE', `/v1/workflows/${workflowId}`),
+      scheduler.api('POST', `/v1/workflows/${workflowId}/versions`, { name: 'delete-race', steps: [step('a')], ...every(2) }),
+    ]);
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(first.body.deletedAt).toBe(second.body.deletedAt);
+    // The version is written before the delete (201; the delete then cancels its schedule) or refused after it.
+    expect([201, 409], JSON.stringify(versioned.body)).toContain(versioned.status);
+    const after = await workflow(workflowId);
+    expect(after.deletedAt).toBe(first.body.deletedAt);
+    expect(after.scheduleState).toMatchObject({ status: 'CANCELLED', nextRunAt: null });
+    for (const occurrence of after.recentOccurrences) expect(['CANCELLED', 'SKIPPED']).toContain(occurrence.status);
+    const audit = await scheduler.api('GET', `/v1/audit?objectId=${workflowId}`);
+    expect(audit.body.items.filter((entry: { action: string }) => entry.action === 'workflow.delete')).toHaveLength(1);
+  });
 });
