@@ -213,6 +213,7 @@ export const api = {
     request<Page<WorkflowSummary>>('GET', `/workflows${query({ limit: 50, order, namePrefix, cursor })}`),
   workflow: (workflowId: string, version?: number) => request<WorkflowDetail>('GET', `/workflows/${encodeURIComponent(workflowId)}${query({ version })}`),
   pauseWorkflow: (workflowId: string) => request<WorkflowView>('POST', `/workflows/${encodeURIComponent(workflowId)}/pause`),
+  deleteWorkflow: (workflowId: string) => request<WorkflowView>('DELETE', `/workflows/${encodeURIComponent(workflowId)}`),
   resumeWorkflow: (workflowId: string) => request<WorkflowView>('POST', `/workflows/${encodeURIComponent(workflowId)}/resume`),
   workflowRuns: (workflowId: string) => request<Page<WorkflowRun>>('GET', `/workflows/${encodeURIComponent(workflowId)}/runs${query({ limit: 20 })}`),
   workflowRun: (workflowId: string, workflowRunId: string) =>

@@ -397,5 +397,14 @@ describe('the web console', () => {
     await expect.poll(() => page.locator('#workflow-schedule-status').textContent(), { timeout: UI_TIMEOUT }).toBe('paused');
     await page.getByRole('button', { name: 'Resume schedule' }).click();
     await expect.poll(() => page.locator('#workflow-schedule-status').textContent(), { timeout: UI_TIMEOUT }).toBe('active');
+
+    await page.getByRole('button', { name: 'Delete workflow' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('Delete workflow console-nightly?');
+    await dialog.getByRole('button', { name: 'Delete workflow' }).click();
+    await expect.poll(() => page.locator('#workflow-deleted').textContent(), { timeout: UI_TIMEOUT }).toMatch(/^Deleted \d{4}-/);
+    expect(await page.locator('#workflow-schedule-status').textContent()).toBe('cancelled');
+    expect(await page.getByRole('button', { name: 'Start a run' }).isHidden()).toBe(true);
+    expect((await scheduler.api('GET', `/v1/workflows/${scheduled.body.workflowId}`)).body.deletedAt).toEqual(expect.any(String));
   });
 });

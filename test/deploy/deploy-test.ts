@@ -590,6 +590,19 @@ async function routes(api: Api, target: HttpsTarget, row: Row): Promise<void> {
     api('POST', `/v1/workflows/${scheduled.body.workflowId}/versions`, { name: 'deploy-scheduled', steps: [step('a')] }, { 'if-match': '1' }),
     201,
   );
+  // A scheduled workflow deleted: its schedule CANCELLED and its name free again (decision 0149).
+  const doomed = await expect(
+    'POST /v1/workflows (to delete)',
+    api('POST', '/v1/workflows', { name: 'deploy-doomed', schedule: { kind: 'every', interval: 'PT1H' }, steps: [step('a')] }),
+    201,
+  );
+  const deletedWorkflow = await expect('DELETE /v1/workflows/{id}', api('DELETE', `/v1/workflows/${doomed.body.workflowId}`), 200);
+  check(
+    typeof deletedWorkflow.body.deletedAt === 'string' && deletedWorkflow.body.scheduleState?.status === 'CANCELLED',
+    `deleted workflow: ${JSON.stringify(deletedWorkflow.body).slice(0, 300)}`,
+  );
+  await expect('POST /v1/workflows/{id}/runs (deleted)', api('POST', `/v1/workflows/${doomed.body.workflowId}/runs`), 409);
+  await expect('POST /v1/workflows (a deleted name again)', api('POST', '/v1/workflows', { name: 'deploy-doomed', steps: [step('a')] }), 201);
   await expect('DELETE /v1/signing-secrets/{id}', api('DELETE', `/v1/signing-secrets/${secret.body.secretId}`), 204);
   await expect('POST /v1/jobs (bad input)', api('POST', '/v1/jobs', { name: '' }), 400);
   await expect('GET /v1/jobs (no key)', api('GET', '/v1/jobs', undefined, {}, 'sk_not_a_key'), 401);

@@ -3,7 +3,7 @@
 // with Cancel and Retry where they apply.
 import type { WorkflowRun, WorkflowView } from '../api';
 import { api } from '../api';
-import { h, table } from '../dom';
+import { confirmDialog, h, table } from '../dom';
 import { scheduleText, time, zoneOf } from '../format';
 import type { Page } from '../page';
 import { act, alertBox, heading, STATUS_CLASS } from '../page';
@@ -155,10 +155,32 @@ export const workflowPage: Page = async (context) => {
       return resume ? 'Schedule resumed' : 'Schedule paused';
     });
   });
+  // Delete (decision 0149): its schedule and running runs are cancelled; the page then says so, and its runs stay.
+  const deleted = h('p', { id: 'workflow-deleted', hidden: !workflow.deletedAt }, workflow.deletedAt ? `Deleted ${workflow.deletedAt}.` : '');
+  const remove = h('button', { type: 'button', class: 'danger', hidden: Boolean(workflow.deletedAt) }, 'Delete workflow');
+  const showDeleted = (at: string): void => {
+    deleted.textContent = `Deleted ${at}. Its runs stay readable; it can no longer be started or changed.`;
+    deleted.hidden = false;
+    start.hidden = true;
+    toggle.hidden = true;
+    remove.hidden = true;
+  };
+  if (workflow.deletedAt) showDeleted(workflow.deletedAt);
+  remove.addEventListener('click', () => {
+    void act(remove, alert, context, async () => {
+      const question = `Delete workflow ${workflow.name}? Its schedule and running workflow runs are cancelled, and its name is free again.`;
+      if (!(await confirmDialog(question, 'Delete workflow'))) return 'Not deleted';
+      const changed = await api.deleteWorkflow(workflowId);
+      showSchedule(changed.scheduleState);
+      showDeleted(changed.deletedAt ?? '');
+      return `Workflow ${workflow.name} deleted`;
+    });
+  });
   context.main.append(
     h('p', null, `Version ${workflow.version}, ${workflow.definition.steps.length} steps.`),
+    deleted,
     schedule,
-    h('div', { class: 'actions' }, start, toggle),
+    h('div', { class: 'actions' }, start, toggle, remove),
     alert,
     h('h2', null, 'Runs'),
     runs,
