@@ -173,6 +173,47 @@ describe('audit entries of runs, secrets and tenants', () => {
     expect([...found].sort()).toEqual([...replays].sort());
   });
 
+  it("records each workflow action under the workflow, and a workflow run's cancel and retry under the run, with who and what changed", async () => {
+    const step = { id: 'only', target: { kind: 'http', url: target.url } };
+    const created = await scheduler.api('POST', '/v1/workflows', { name: 'audited-workflow', steps: [step], schedule: { kind: 'delay', seconds: 3600 } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const workflowId = created.body.workflowId as string;
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/pause`)).status).toBe(200);
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/resume`)).status).toBe(200);
+    const version = { name: 'audited-workflow', steps: [step], schedule: { kind: 'delay', seconds: 7200 } };
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/versions`, version, { 'if-match': '1' })).status).toBe(201);
+    const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+    expect(started.status).toBe(202);
+    const workflowRunId = started.body.workflowRunId as string;
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`)).status).toBe(200);
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`)).status).toBe(202);
+    expect((await scheduler.api('DELETE', `/v1/workflows/${workflowId}`)).status).toBe(200);
+
+    const trail = (await scheduler.api('GET', `/v1/audit?objectId=${workflowId}`)).body.items as Entry[];
+    expect(trail.map((entry) => entry.action)).toEqual([
+      'workflow.delete',
+      'workflow.run',
+      'workflow.update',
+      'workflow.resume',
+      'workflow.pause',
+      'workflow.create',
+    ]);
+    for (const entry of trail) expect(entry).toMatchObject({ actor: keyIdOf(scheduler.apiKey), tenantId: scheduler.tenantId, objectId: workflowId });
+    const change = (action: string) => trail.find((entry) => entry.action === action)?.changes;
+    expect(change('workflow.create')).toEqual({ version: { after: 1 } });
+    expect(change('workflow.pause')).toEqual({ status: { before: 'ACTIVE', after: 'PAUSED' } });
+    expect(change('workflow.resume')).toEqual({ status: { before: 'PAUSED', after: 'ACTIVE' } });
+    expect(change('workflow.update')).toEqual({ version: { before: 1, after: 2 } });
+    expect(change('workflow.run')).toEqual({ run: { after: workflowRunId } });
+    expect(change('workflow.delete')).toEqual({ deletedAt: { after: expect.any(String) } });
+
+    const runTrail = (await scheduler.api('GET', `/v1/audit?objectId=${workflowRunId}`)).body.items as Entry[];
+    expect(runTrail.map((entry) => [entry.action, entry.changes])).toEqual([
+      ['workflow-run.retry', { retries: { after: 1 } }],
+      ['workflow-run.cancel', { status: { after: 'CANCELLED' } }],
+    ]);
+  });
+
   it('records signing secrets issued and revoked, by their ids, never their values', async () => {
     const first = await scheduler.api('POST', '/v1/signing-secrets', {});
     const second = await scheduler.api('POST', '/v1/signing-secrets', { graceSeconds: 600 });

@@ -44,8 +44,11 @@ describe('a backfill range', () => {
     expect(fieldsOf(() => checkBackfillRange(minutely, t0, yearOfMinutes + MINUTE, Infinity))[0]).toMatch(/more than 527040 fire times/);
   });
 
-  it('is only for cron schedules', () => {
+  it('is only for recurring schedules: cron and intervals', () => {
     expect(() => checkBackfillRange({ kind: 'now' }, t0, t0 + MINUTE, Infinity)).toThrow(ConflictError);
+    expect(() => checkBackfillRange({ kind: 'at', at: new Date(t0).toISOString() }, t0, t0 + MINUTE, Infinity)).toThrow(ConflictError);
+    const everyFiveMinutes = { kind: 'every' as const, interval: 'PT5M', anchor: new Date(t0).toISOString(), timezone: 'UTC' };
+    expect(checkBackfillRange(everyFiveMinutes, t0, t0 + 30 * MINUTE, Infinity)).toEqual({ total: 6 });
   });
 
   it('has an id of its job and range alone, so the same request finds the same backfill', () => {
