@@ -1,8 +1,9 @@
 // A worker process killed during a run. The local runtime (`scripts/dev.ts`, as `npm run dev` starts
 // it) runs in a child process over this test's tables and queues; it is killed with SIGKILL while
-// the target is answering, then started again. The emulator keeps running throughout. The last test
-// kills processes at random moments of their leases and loses every message: the ticker alone must
-// bring each run back (issue 24).
+// the target is answering, then started again. The emulator keeps running throughout. The last two
+// tests kill processes at random moments of their leases and lose every message: the ticker alone
+// must bring each run back (issue 24), and each workflow run of a diamond must end SUCCEEDED with each
+// step succeeded once (issue 20 item 5).
 import type { ChildProcess } from 'node:child_process';
 import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -190,5 +191,104 @@ describe('a worker process killed during a run', () => {
       expect(runs.flat().filter((run) => run.error?.code === 'WORKER_LOST').length).toBeGreaterThanOrEqual(1);
     },
     3 * FIRST_CALL_WAIT_MS + 240_000,
+  );
+  it(
+    'finishes every workflow run, each step once, when worker processes are killed at random moments and their messages are lost',
+    async () => {
+      const tuning = { leaseMarginSeconds: 2, redeliveryGraceSeconds: 5 };
+      const scheduler = await startScheduler({ workerConcurrency: 0, tuning });
+      onTestFinished(() => scheduler.stop());
+      let answering = 0;
+      const target = await startTarget((call) => {
+        answering++;
+        return new Promise((resolve) =>
+          setTimeout(
+            () => {
+              answering--;
+              resolve({ status: 200, body: JSON.stringify({ step: call.path.split('/').pop() }) });
+            },
+            300 + Math.random() * 1_500,
+          ),
+        );
+      });
+      onTestFinished(() => target.stop());
+      // A diamond: a, then b and c, then d once both are done.
+      const step = (id: string, dependsOn: string[] = []) => ({
+        id,
+        target: { kind: 'http', url: `${target.url}/${id}` },
+        timeoutSeconds: 3,
+        retryPolicy: { maxAttempts: 6, initialDelaySeconds: 0, maxDelaySeconds: 1 },
+        dependsOn,
+      });
+      const created = await scheduler.api('POST', '/v1/workflows', {
+        name: 'crash-diamond',
+        steps: [step('a'), step('b', ['a']), step('c', ['a']), step('d', ['b', 'c'])],
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const workflowId = created.body.workflowId as string;
+      const workflowRunIds: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+        expect(started.status).toBe(202);
+        workflowRunIds.push(started.body.workflowRunId);
+        await new Promise((resolve) => setTimeout(resolve, 5)); // one millisecond apart at least: each its own run
+      }
+      const leaseMs = (3 + tuning.leaseMarginSeconds) * 1000;
+
+      // Two worker processes in turn, each killed once a call is in flight, after 0 to one lease more:
+      // between a step's call and its outcome, or between its outcome and its dependants' start.
+      const kills: number[] = [];
+      for (let round = 0; round < 2; round++) {
+        const calls = target.calls.length;
+        const child = startRuntimeProcess(scheduler, { WORKER_CONCURRENCY: '2', REDELIVERY_GRACE_SECONDS: String(tuning.redeliveryGraceSeconds) });
+        children.push(child);
+        const started = Date.now();
+        while (target.calls.length === calls && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 50));
+        if (round === 0) expect(target.calls.length, 'the first worker process made no call').toBeGreaterThan(calls);
+        const wait = Math.round(Math.random() * leaseMs);
+        kills.push(wait);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        while (round === 0 && answering === 0 && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 10));
+        await kill(child);
+      }
+      await scheduler.clients.sqs.send(new PurgeQueueCommand({ QueueUrl: scheduler.config.dispatchQueueUrl }));
+      const workers = await scheduler.startWorkers(2);
+      onTestFinished(() => workers.stop());
+
+      const read = () => Promise.all(workflowRunIds.map(async (id) => (await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${id}`)).body));
+      const deadline = Date.now() + 150_000;
+      let runs = await read();
+      while (runs.some((run) => run.status === 'RUNNING')) {
+        if (Date.now() > deadline) {
+          throw new Error(
+            `kills after ${kills.join(', ')} ms; still running: ${JSON.stringify(runs.filter((run) => run.status === 'RUNNING').map((run) => run.steps))}`,
+          );
+        }
+        await tick(scheduler.deps);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        runs = await read();
+      }
+      let lost = 0;
+      for (const run of runs) {
+        expect(run.status, JSON.stringify(run.steps)).toBe('SUCCEEDED');
+        // Each step succeeded once: its dependants were started once, whatever the kills interrupted.
+        for (const stepId of ['a', 'b', 'c', 'd']) {
+          const stepRuns = (await scheduler.deps.runs.listByJob(`${workflowId}.v1.${stepId}`, 100)).items.filter(
+            (stepRun) => stepRun.scheduledFor === run.scheduledFor,
+          );
+          expect(
+            stepRuns.filter((stepRun) => stepRun.status === 'SUCCEEDED'),
+            `${run.workflowRunId} ${stepId}`,
+          ).toHaveLength(1);
+          for (const stepRun of stepRuns.filter((other) => other.status !== 'SUCCEEDED')) {
+            expect(stepRun.error?.code).toMatch(/^(WORKER_LOST|TIMEOUT)$/);
+            if (stepRun.error?.code === 'WORKER_LOST') lost++;
+          }
+        }
+      }
+      // The first kill landed during a call: at least one step's lease was lost with its worker.
+      expect(lost).toBeGreaterThanOrEqual(1);
+    },
+    2 * FIRST_CALL_WAIT_MS + 240_000,
   );
 });
