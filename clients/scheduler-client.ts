@@ -23,6 +23,7 @@ import type {
   SkipRequest,
   PreviewResult,
   Run,
+  RunNotification,
   TriggerRequest,
   ListWorkflowRunsQuery,
   ListWorkflowsQuery,
@@ -222,6 +223,23 @@ export class RunsApi {
       signal: options.signal,
     });
     return (answer.body as { run: Run }).run;
+  }
+
+  /** The run's outcome notifications, one per event it raised (docs/notifications.md). */
+  async notifications(runId: string, options: CallOptions = {}): Promise<RunNotification[]> {
+    const answer = await this.transport.send({ method: 'GET', path: `/v1/runs/${segment(runId)}/notifications`, repeat: 'repeatable', signal: options.signal });
+    return (answer.body as { items: RunNotification[] }).items;
+  }
+
+  /** Sends a DEAD notification of the run again, on a fresh budget (a 409 unless it is DEAD). */
+  async resendNotification(runId: string, event: RunNotification['event'], options: CallOptions = {}): Promise<RunNotification> {
+    const answer = await this.transport.send({
+      method: 'POST',
+      path: `/v1/runs/${segment(runId)}/notifications/${segment(event)}/resend`,
+      repeat: 'once',
+      signal: options.signal,
+    });
+    return answer.body as RunNotification;
   }
 }
 

@@ -40,6 +40,21 @@ export type { HeaderValue, SecretReference };
 export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
 /** A job's `notify`, its events and destinations, and the body each notification carries (docs/notifications.md). */
 export type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec, RunNotificationBody, WorkflowNotifySpec, WorkflowRunNotificationBody };
+
+/** A run's outcome notification as `GET /v1/runs/{runId}/notifications` shows it: where it goes and how its tries went. */
+export interface RunNotification {
+  readonly notificationId: string;
+  readonly event: NotifyEvent;
+  readonly destination: NotifyDestination;
+  /** PENDING while tried, SENT once delivered, DEAD once its budget is spent (`runs.resendNotification` tries it again). */
+  readonly status: 'PENDING' | 'SENT' | 'DEAD';
+  readonly tries: number;
+  readonly lastError: string | null;
+  readonly createdAt: string;
+  readonly sentAt: string | null;
+  readonly deadAt: string | null;
+  readonly resentAt: string | null;
+}
 import type { Workflow, WorkflowSpec, workflowSpecSchema } from '../lambdas/domain/workflow';
 import type { StepState, StepStatus, WorkflowRun, WorkflowRunStatus } from '../lambdas/domain/workflow-run';
 

@@ -7,7 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { SchedulerApiError, SchedulerConnectionError } from '../errors.js';
 import { SchedulerClient } from '../scheduler-client.js';
 import type { RetryOptions } from '../transport.js';
-import type { JobDetail, JobPatch, JobSpecInput, JobStatus, Page, PreviewRequest, Run, ScheduleInput, WorkflowSpecInput } from '../types.js';
+import type { JobDetail, JobPatch, JobSpecInput, JobStatus, Page, PreviewRequest, Run, RunNotification, ScheduleInput, WorkflowSpecInput } from '../types.js';
 import { EXIT, UsageError, exitCodeOf } from './exit-codes.js';
 import {
   FINISHED_RUN_STATUSES,
@@ -275,7 +275,7 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
     });
 
   // runs
-  const runs = program.command('runs').description("a job's runs: list, read, cancel, replay");
+  const runs = program.command('runs').description("a job's runs: list, read, cancel, replay; their notifications");
   pageOptions(runs.command('list <jobId>').description("a job's runs, newest first")).action(
     async (jobId: string, options: { limit?: number; cursor?: string; all?: boolean }, command: Command) => {
       const client = clientOf(command);
@@ -306,6 +306,26 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
       const run = await clientOf(command).runs.replay(runId);
       if (json) return printJson(run);
       print(`replayed as run ${run.runId}: ${run.status}`);
+    });
+  runs
+    .command('notifications <runId>')
+    .description("a run's outcome notifications: event, status, tries and last error")
+    .action(async (runId: string, _options: unknown, command: Command) => {
+      const notifications = await clientOf(command).runs.notifications(runId);
+      if (json) return printJson(notifications);
+      print(
+        notifications.length === 0
+          ? '(no notifications)'
+          : notifications.map((n) => `${n.event}\t${n.status}\ttries ${n.tries}${n.lastError ? `\t${n.lastError}` : ''}`).join('\n'),
+      );
+    });
+  runs
+    .command('resend-notification <runId> <event>')
+    .description('send a DEAD notification of the run again, on a fresh budget')
+    .action(async (runId: string, event: string, _options: unknown, command: Command) => {
+      const notification = await clientOf(command).runs.resendNotification(runId, event as RunNotification['event']);
+      if (json) return printJson(notification);
+      print(`notification ${notification.event} of run ${runId}: ${notification.status}`);
     });
 
   // workflows

@@ -20,6 +20,8 @@ import { claimRun, completeRun, failRun, heartbeatRun } from '../app/external-wo
 import { createWorkflow, deleteWorkflow, getWorkflow, listWorkflows, pauseWorkflow, resumeWorkflow, updateWorkflow } from '../app/workflows';
 import { cancelWorkflowRun, getWorkflowRun, listWorkflowRuns, retryWorkflowRun, startWorkflowRun } from '../app/workflow-runs';
 import { issueSigningSecret, listSigningSecrets, revokeSigningSecret } from '../app/signing-secrets';
+import { listRunNotifications, resendNotification } from '../app/run-notifications';
+import type { JobNotifyEvent } from '../domain/notify';
 import type { AuditRecord } from '../app/audit';
 import { listAudit, recordAudit, recordAudits } from '../app/audit';
 import type { AuditAction } from '../domain/audit';
@@ -190,6 +192,13 @@ function handlers(deps: SchedulerDeps): Handlers {
       const run = await replayRun(deps, tenantId, param(params, 'runId'), caller.limits, traceparentOf(event));
       await audit(caller, 'run.replay', param(params, 'runId'), { changes: { replayedAs: { after: run.runId } } });
       return json(202, { run });
+    },
+    listRunNotifications: async ({ tenantId, params }) => json(200, { items: await listRunNotifications(deps, tenantId, param(params, 'runId')) }),
+    resendNotification: async ({ caller, params }) => {
+      const event = param(params, 'event') as JobNotifyEvent;
+      const notification = await resendNotification(deps, caller.tenantId, param(params, 'runId'), event, caller.limits);
+      await audit(caller, 'notification.resend', param(params, 'runId'), { changes: { [`notification.${event}`]: { before: 'DEAD', after: 'PENDING' } } });
+      return json(202, notification);
     },
     claimRun: async ({ tenantId, body }) => {
       const claimed = await claimRun(deps, tenantId, body);

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { AUDIT_ACTIONS } from '../domain/audit';
 import { DELIVERY_MODES } from '../domain/delivery';
-import { notifySchema } from '../domain/notify';
+import { NOTIFY_EVENTS, notifyDestinationSchema, notifySchema } from '../domain/notify';
 import { concurrencySchema, rateLimitSchema } from '../domain/flow-control';
 import { MASKED_HEADER_VALUE, jsonValue, retryPolicySchema, scheduleSchema, targetSchema } from '../domain/job';
 import { jobStatusSchema, runStatusSchema } from './schemas';
@@ -304,6 +304,24 @@ export const auditEntrySchema = z
   .meta({ id: 'AuditEntry' });
 
 export const auditPageSchema = z.strictObject({ items: z.array(auditEntrySchema), nextCursor: z.string().nullable() }).meta({ id: 'AuditPage' });
+
+// ---- Notifications -----------------------------------------------------------------------------
+
+export const notificationSchema = z
+  .strictObject({
+    notificationId: z.string().meta({ description: 'As in the body the destination receives.' }),
+    event: z.enum(NOTIFY_EVENTS),
+    destination: notifyDestinationSchema,
+    status: z.enum(['PENDING', 'SENT', 'DEAD']).meta({ description: 'PENDING while it is being tried, SENT once delivered, DEAD once its budget is spent.' }),
+    tries: z.number().int().meta({ description: 'Tries started (since its last resend).' }),
+    lastError: z.string().nullable(),
+    createdAt: timestamp,
+    sentAt: nullableTimestamp,
+    deadAt: nullableTimestamp,
+    resentAt: nullableTimestamp.meta({ description: 'When it was last sent again on request.' }),
+  })
+  .meta({ id: 'Notification' });
+export const notificationListSchema = z.strictObject({ items: z.array(notificationSchema) }).meta({ id: 'NotificationList' });
 
 // ---- Workflows ---------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ import {
   backfillSchema,
   pauseSchema,
   skipSchema,
+  notifyEventParam,
 } from './schemas';
 import {
   auditPageSchema,
@@ -43,6 +44,8 @@ import {
   previewResponseSchema,
   runPageSchema,
   runResponseSchema,
+  notificationListSchema,
+  notificationSchema,
   runSchema,
   signingSecretListSchema,
   workflowRunPageSchema,
@@ -61,6 +64,7 @@ export const PATH_PARAMS = {
   workflowId: resourceId,
   workflowRunId: resourceId,
   backfillId: resourceId,
+  event: notifyEventParam,
 } as const satisfies Record<string, z.ZodType>;
 
 export interface SuccessResponse {
@@ -251,6 +255,24 @@ export const ROUTES = {
     headers: ['traceparent'],
     responses: { 202: { description: 'The new run', schema: runResponseSchema } },
     problems: [409],
+  },
+  listRunNotifications: {
+    method: 'GET',
+    path: '/v1/runs/{runId}/notifications',
+    tag: 'Runs',
+    summary: "A run's outcome notifications",
+    description: 'One per event the run raised (docs/notifications.md): where it goes, whether it was sent, its tries and last error. Kept 14 days.',
+    responses: { 200: { description: "The run's notifications", schema: notificationListSchema } },
+  },
+  resendNotification: {
+    method: 'POST',
+    path: '/v1/runs/{runId}/notifications/{event}/resend',
+    tag: 'Runs',
+    summary: 'Send a dead notification again',
+    description:
+      "A DEAD notification (its budget spent, or its destination refused it) is tried again with a fresh budget, the same body and notificationId. Counted against the tenant's create rate, as a replay is. A 409 unless it is DEAD.",
+    responses: { 202: { description: 'The notification, PENDING again', schema: notificationSchema } },
+    problems: [409, 429, 503],
   },
   claimRun: {
     method: 'POST',

@@ -20,6 +20,7 @@ import {
   scheduleSchema,
 } from '../domain/job';
 import { RUN_STATUSES } from '../domain/run';
+import { JOB_NOTIFY_EVENTS } from '../domain/notify';
 import { FIRE_TIME_RANGE } from '../domain/schedule-series';
 
 export { MASKED_HEADER_VALUE, jobPatchSchema, jobSpecSchema };
@@ -258,3 +259,6 @@ export const listWorkflowsQuery = z
   })
   .meta({ id: 'ListWorkflowsQuery' });
 export type ListWorkflowsQuery = z.output<typeof listWorkflowsQuery>;
+
+/** The event of a run's notification in a path (`/v1/runs/{runId}/notifications/{event}/…`). */
+export const notifyEventParam = z.enum(JOB_NOTIFY_EVENTS).meta({ description: "A run notification's event: dead, failed, succeeded or skipped." });

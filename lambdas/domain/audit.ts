@@ -14,6 +14,7 @@ export const AUDIT_ACTIONS = [
   'job.delete',
   'run.cancel',
   'run.replay',
+  'notification.resend',
   'dead-runs.replay',
   'signing-secret.issue',
   'signing-secret.revoke',

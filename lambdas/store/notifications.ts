@@ -3,11 +3,11 @@
 // try claims it for a while with a conditional update, so two workers never send it at once; its
 // end (sent, or dead when its budget is spent) is fenced by the try that claimed it.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { NotificationBody, NotifyDestination, NotifyEvent } from '../domain/notify';
 import { IF_NEW, absentOr, conditionExpressions, ifHeld, lessThan, plus, updateIf, updateReturning } from './conditional';
 import type { Item } from './keys';
-import { notificationKey } from './keys';
+import { NOTIFICATION_PREFIX, notificationKey } from './keys';
 
 export type NotificationStatus = 'PENDING' | 'SENT' | 'DEAD';
 
@@ -27,6 +27,9 @@ export interface NotificationRecord {
   readonly lastError: string | null;
   readonly createdAt: string;
   readonly sentAt: string | null;
+  readonly deadAt: string | null;
+  /** When it was last sent again on request (`resend`), its budget renewed. */
+  readonly resentAt: string | null;
 }
 
 export type ClaimResult =
@@ -48,6 +51,8 @@ function recordOf(item: Item): NotificationRecord {
     lastError: typeof item.lastError === 'string' ? item.lastError : null,
     createdAt: String(item.createdAt),
     sentAt: typeof item.sentAt === 'string' ? item.sentAt : null,
+    deadAt: typeof item.deadAt === 'string' ? item.deadAt : null,
+    resentAt: typeof item.resentAt === 'string' ? item.resentAt : null,
   };
 }
 
@@ -117,6 +122,48 @@ export class Notifications {
       remove: ['claimedUntilMs'],
       if: { status: 'PENDING', tries },
     });
+  }
+
+  /**
+   * A DEAD notification made PENDING again with a fresh budget (its try count from zero), its last
+   * error kept for the record: one of two resends at once wins. False when it is not as `from` says.
+   */
+  async revive(
+    runId: string,
+    event: NotifyEvent,
+    now: number,
+    from: { readonly kind: 'dead' } | { readonly kind: 'stalled'; readonly resentBefore: number },
+  ): Promise<boolean> {
+    const at = new Date(now).toISOString();
+    return updateIf(this.dynamo, this.tableName, notificationKey(runId, event), {
+      set: { status: 'PENDING', tries: 0, resentAt: at, updatedAt: at, expiresAtEpoch: Math.floor(now / 1000) + NOTIFICATION_RETENTION_SECONDS },
+      remove: ['deadAt', 'claimedUntilMs'],
+      // A resend whose message was never sent (its process stopped between the two) is PENDING with no
+      // try since: it may be sent again once it has waited long enough for any message to have come.
+      if: from.kind === 'dead' ? { status: 'DEAD' } : { status: 'PENDING', tries: 0, resentAt: lessThan(new Date(from.resentBefore).toISOString()) },
+    });
+  }
+
+  /** Undoes a revive whose message could not be sent: DEAD again, if no try has started since. */
+  async reviveFailed(runId: string, event: NotifyEvent, resentAt: number): Promise<boolean> {
+    const at = new Date(resentAt).toISOString();
+    return updateIf(this.dynamo, this.tableName, notificationKey(runId, event), {
+      set: { status: 'DEAD', deadAt: at, updatedAt: at },
+      if: { status: 'PENDING', tries: 0, resentAt: at },
+    });
+  }
+
+  /** A run's notifications (one per event it raised), in one query of its partition. */
+  async ofRun(runId: string): Promise<NotificationRecord[]> {
+    const { Items: items = [] } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `${NOTIFICATION_PREFIX}${runId}` },
+        ConsistentRead: true,
+      }),
+    );
+    return items.map(recordOf);
   }
 
   async get(runId: string, event: NotifyEvent): Promise<NotificationRecord | null> {

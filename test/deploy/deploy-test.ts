@@ -495,6 +495,9 @@ async function routes(api: Api, target: HttpsTarget, row: Row): Promise<void> {
   const triggered = await expect('POST trigger', api('POST', `/v1/jobs/${jobId}/trigger`), 202);
   await expect('GET runs', api('GET', `/v1/jobs/${jobId}/runs`), 200);
   await expect('GET /v1/runs/{id}', api('GET', `/v1/runs/${triggered.body.run.runId}`), 200);
+  // The run's notifications: none (its job asks for none), and so none to send again.
+  await expect('GET /v1/runs/{id}/notifications', api('GET', `/v1/runs/${triggered.body.run.runId}/notifications`), 200);
+  await expect('POST …/notifications/{event}/resend (none)', api('POST', `/v1/runs/${triggered.body.run.runId}/notifications/dead/resend`), 404);
   // A run far enough ahead to cancel before it starts.
   const later = await expect(
     'POST /v1/jobs (delay 600 s)',

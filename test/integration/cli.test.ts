@@ -182,6 +182,10 @@ ${extra}`;
     const again = await cli('runs', 'replay', job.nextRunId);
     expect(again.code).toBe(3);
     expect(again.stderr).toContain('409 Conflict: The run was replayed already');
+    expect((await cli('runs', 'notifications', job.nextRunId)).stdout).toBe('(no notifications)\n');
+    expect(await json('runs', 'notifications', job.nextRunId)).toEqual([]);
+    const notResent = await cli('runs', 'resend-notification', job.nextRunId, 'dead');
+    expect(notResent.code).toBe(2);
     expect((await cli('runs', 'get', 'job_nope.1.1')).code).toBe(2);
   });
 

@@ -241,6 +241,64 @@ describe('outcome notifications', () => {
     expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(4_000);
   });
 
+  it('a dead notification shows on its run and is sent again on request, on a fresh budget with the same id; only a dead one', async () => {
+    let refuse = true;
+    const gate = await startTarget(() => ({ status: refuse ? 400 : 200 }));
+    cleanups.push(() => gate.stop());
+    const { jobId, runId } = await create({ notify: { events: ['succeeded'], destination: { kind: 'http', url: gate.url } } });
+    expect(await settled(runId, 'succeeded')).toMatchObject({ status: 'DEAD' });
+    const listed = await scheduler.api('GET', `/v1/runs/${runId}/notifications`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.items).toEqual([
+      expect.objectContaining({
+        notificationId: notificationIdOf(runId, 'succeeded'),
+        event: 'succeeded',
+        status: 'DEAD',
+        tries: 1,
+        lastError: expect.stringContaining('HTTP_400'),
+        destination: { kind: 'http', url: gate.url },
+        deadAt: expect.any(String),
+        resentAt: null,
+      }),
+    ]);
+    expect(listed.body.items[0]).not.toHaveProperty('body');
+
+    // A malformed event is a 400, an event the run did not raise a 404, and another tenant's run a 404: nothing changes.
+    expect((await scheduler.api('POST', `/v1/runs/${runId}/notifications/exploded/resend`)).status).toBe(400);
+    expect((await scheduler.api('POST', `/v1/runs/${runId}/notifications/dead/resend`)).status).toBe(404);
+    const otherKey = `key_other_${Date.now()}`;
+    await scheduler.deps.apiKeys.issue(otherKey, `other-${scheduler.tenantId}`, Date.now());
+    const foreign = (method: string, path: string) => fetch(`${scheduler.runtime.url}${path}`, { method, headers: { authorization: `Bearer ${otherKey}` } });
+    expect((await foreign('GET', `/v1/runs/${runId}/notifications`)).status).toBe(404);
+    expect((await foreign('POST', `/v1/runs/${runId}/notifications/succeeded/resend`)).status).toBe(404);
+    expect(await scheduler.deps.notifications.get(runId, 'succeeded')).toMatchObject({ status: 'DEAD', tries: 1 });
+
+    refuse = false;
+    const resent = await scheduler.api('POST', `/v1/runs/${runId}/notifications/succeeded/resend`);
+    expect(resent.status, JSON.stringify(resent.body)).toBe(202);
+    expect(resent.body).toMatchObject({
+      status: 'PENDING',
+      tries: 0,
+      deadAt: null,
+      resentAt: expect.any(String),
+      lastError: expect.stringContaining('HTTP_400'),
+    });
+    const sent = await eventually(
+      () => scheduler.deps.notifications.get(runId, 'succeeded'),
+      (record) => record?.status === 'SENT',
+      WAIT_MS,
+    );
+    expect(sent).toMatchObject({ tries: 1, resentAt: resent.body.resentAt });
+    const calls = callsFor(gate, jobId);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.headers['webhook-id']).toBe(calls[0]!.headers['webhook-id']);
+    expect(calls[1]!.body).toBe(calls[0]!.body);
+    // Only a dead notification is sent again; the resend is in the audit under the run.
+    expect((await scheduler.api('POST', `/v1/runs/${runId}/notifications/succeeded/resend`)).status).toBe(409);
+    const audit = await scheduler.api('GET', `/v1/audit?objectId=${runId}`);
+    expect(audit.body.items.map((entry: { action: string }) => entry.action)).toContain('notification.resend');
+  });
+
   it('a redelivered outcome and racing tries still send one notification', async () => {
     const { jobId, runId } = await create({ notify: { events: ['succeeded'], destination: { kind: 'http', url: hooks.url } } });
     await settled(runId, 'succeeded');

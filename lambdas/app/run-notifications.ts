@@ -1,0 +1,68 @@
+// A run's outcome notifications as the API shows them (GET /v1/runs/{runId}/notifications), and a
+// dead one sent again on request with a fresh budget (POST …/notifications/{event}/resend).
+import { ConflictError, NotFoundError, ServiceUnavailableError } from '../core/errors';
+import { logger } from '../core/logger';
+import type { NotifyEvent } from '../domain/notify';
+import type { TenantLimits } from '../domain/tenant';
+import { traceIdOf } from '../domain/trace-context';
+import type { NotificationRecord } from '../store/notifications';
+import type { SchedulerDeps } from './deps';
+import { admitRunRequest } from './job-lifecycle';
+
+/** A notification as the API shows it: its state and where it goes, not the body (the run says what it would say). */
+export type NotificationView = Omit<NotificationRecord, 'body' | 'tenantId' | 'runId'>;
+
+/** How long a resend may stay PENDING with no try before it may be sent again (its message was never sent). */
+export const STALLED_RESEND_MS = 15 * 60_000;
+
+const viewOf = ({ body: _body, tenantId: _tenant, runId: _run, ...view }: NotificationRecord): NotificationView => view;
+
+async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string) {
+  const run = await deps.runs.get(runId);
+  if (!run || run.tenantId !== tenantId) throw new NotFoundError(`No run ${runId}`);
+  return run;
+}
+
+/** The run's notifications, one per event it raised (none when its job asks for none). */
+export async function listRunNotifications(deps: SchedulerDeps, tenantId: string, runId: string): Promise<NotificationView[]> {
+  await tenantRun(deps, tenantId, runId);
+  return (await deps.notifications.ofRun(runId)).filter((record) => record.tenantId === tenantId).map(viewOf);
+}
+
+/**
+ * Sends a DEAD notification again: PENDING with a fresh budget, and its first try's message sent
+ * now. Counted against the tenant's create rate, as a replay is. A 409 unless it is DEAD (or a
+ * resend that stalled before its message was sent).
+ */
+export async function resendNotification(
+  deps: SchedulerDeps,
+  tenantId: string,
+  runId: string,
+  event: NotifyEvent,
+  limits: TenantLimits = deps.config.tenantDefaults,
+): Promise<NotificationView> {
+  const run = await tenantRun(deps, tenantId, runId);
+  const record = await deps.notifications.get(runId, event);
+  if (!record || record.tenantId !== tenantId) throw new NotFoundError(`No ${event} notification of run ${runId}`);
+  const now = deps.clock();
+  const stalled = record.status === 'PENDING' && record.tries === 0 && record.resentAt !== null && Date.parse(record.resentAt) < now - STALLED_RESEND_MS;
+  if (record.status !== 'DEAD' && !stalled) throw new ConflictError(`The notification is ${record.status}; only a DEAD one is sent again`);
+  await admitRunRequest(deps, tenantId, limits, now);
+  const revived = await deps.notifications.revive(runId, event, now, stalled ? { kind: 'stalled', resentBefore: now - STALLED_RESEND_MS } : { kind: 'dead' });
+  if (!revived) throw new ConflictError('The notification was sent again or changed meanwhile; read it again');
+  try {
+    await deps.dispatch.send([{ runId, tenantId, availableAt: now, notify: event, traceparent: run.traceparent }], now);
+  } catch (error) {
+    // No message, no try: back to DEAD, so that the caller's retry can send it again.
+    await deps.notifications.reviveFailed(runId, event, now).catch(() => false);
+    logger.warn('notification resend: its message was not sent; it stays DEAD', {
+      runId,
+      tenantId,
+      event,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    throw new ServiceUnavailableError('The notification could not be queued; try again', [], { 'retry-after': '5' });
+  }
+  logger.info('notification sent again on request', { runId, tenantId, traceId: traceIdOf(run.traceparent), event, notificationId: record.notificationId });
+  return viewOf({ ...record, status: 'PENDING', tries: 0, deadAt: null, resentAt: new Date(now).toISOString() });
+}
