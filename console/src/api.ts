@@ -8,8 +8,22 @@ import type { JobSpec, JobStatus, Schedule } from '../../lambdas/domain/job';
 import type { Run } from '../../lambdas/domain/run';
 import type { WorkflowDetail, WorkflowSummary, WorkflowView } from '../../lambdas/app/workflows';
 import type { WorkflowRun } from '../../lambdas/domain/workflow-run';
+import type { NotificationView } from '../../lambdas/app/run-notifications';
 
-export type { HealthReport, JobSpec, JobStatus, JobView, Run, Schedule, SchedulePreview, WorkflowDetail, WorkflowRun, WorkflowSummary, WorkflowView };
+export type {
+  HealthReport,
+  JobSpec,
+  JobStatus,
+  JobView,
+  NotificationView,
+  Run,
+  Schedule,
+  SchedulePreview,
+  WorkflowDetail,
+  WorkflowRun,
+  WorkflowSummary,
+  WorkflowView,
+};
 
 /** A job as the list and the job page show it (labels arrive with the API's labels work). */
 export type Job = JobView & { readonly labels?: Readonly<Record<string, string>> };
@@ -204,6 +218,9 @@ export const api = {
   run: (runId: string) => request<Run>('GET', `/runs/${encodeURIComponent(runId)}`),
   cancel: (runId: string) => request<Run>('POST', `/runs/${encodeURIComponent(runId)}/cancel`),
   replay: (runId: string) => request<{ run: Run }>('POST', `/runs/${encodeURIComponent(runId)}/replay`),
+  notifications: (runId: string) => request<{ items: NotificationView[] }>('GET', `/runs/${encodeURIComponent(runId)}/notifications`),
+  resendNotification: (runId: string, event: string) =>
+    request<NotificationView>('POST', `/runs/${encodeURIComponent(runId)}/notifications/${encodeURIComponent(event)}/resend`),
   deadRuns: (cursor?: string) => request<Page<Run>>('GET', `/dead-runs${query({ limit: 50, cursor })}`),
   preview: (schedule: unknown, count = 5) => request<SchedulePreview>('POST', '/schedules/preview', { schedule, count }),
   /** A job's own occurrences: its skips marked, and each start with its jitter. */

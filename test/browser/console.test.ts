@@ -367,6 +367,29 @@ describe('the web console', () => {
     }
   });
 
+  it("shows a run's notifications, and sends a dead one again", async () => {
+    let refuse = true;
+    const hooks = await startTarget(() => ({ status: refuse ? 400 : 200 }));
+    try {
+      const job = await createJob({ name: 'console-notified', notify: { events: ['succeeded'], destination: { kind: 'http', url: hooks.url } } });
+      const runId = (job as unknown as { nextRunId: string }).nextRunId;
+      await eventually(
+        () => scheduler.deps.notifications.get(runId, 'succeeded'),
+        (record) => record?.status === 'DEAD',
+        60_000,
+      );
+      await visit(`#/runs/${runId}`);
+      const status = page.locator('#notifications-table [data-notification-status="succeeded"]');
+      await expect.poll(() => status.textContent(), { timeout: UI_TIMEOUT }).toBe('dead');
+      refuse = false;
+      await page.getByRole('button', { name: 'Send again' }).click();
+      await expect.poll(() => status.textContent(), { timeout: 60_000 }).toBe('sent');
+      expect(hooks.calls).toHaveLength(2);
+    } finally {
+      await hooks.stop();
+    }
+  });
+
   it('lists the workflows from the navigation, newest first or found by name, each linked to its page with its schedule', async () => {
     const step = { id: 'only', target: { kind: 'http', url: target.url } };
     const scheduled = await scheduler.api('POST', '/v1/workflows', {

@@ -1,8 +1,8 @@
 // A run: the attempt's timeline, its error and lease, the other attempts of its occurrence, and
 // Cancel or Replay where they apply.
-import type { Run } from '../api';
+import type { NotificationView, Run } from '../api';
 import { api } from '../api';
-import { h } from '../dom';
+import { h, table } from '../dom';
 import { between, duration, time } from '../format';
 import type { Page } from '../page';
 import { act, alertBox, heading, STATUS_CLASS } from '../page';
@@ -39,7 +39,8 @@ export const runPage: Page = async (context) => {
 
   const load = async (): Promise<void> => {
     const run = await api.run(runId);
-    const signature = JSON.stringify([run.status, run.version, run.finishedAt]);
+    const { items: notifications } = await api.notifications(runId);
+    const signature = JSON.stringify([run.status, run.version, run.finishedAt, notifications.map((n) => [n.event, n.status, n.tries])]);
     if (signature === seen) return;
     seen = signature;
     const attempts = (await api.jobRuns(run.jobId, 50)).items.filter((other) => other.scheduledFor === run.scheduledFor).sort((a, b) => a.attempt - b.attempt);
@@ -94,9 +95,42 @@ export const runPage: Page = async (context) => {
         ),
       ),
     );
+    if (notifications.length > 0) body.append(notificationsSection(run, notifications));
     title.textContent = `Run ${run.runId}`;
     document.title = `Run ${run.runId} · Job scheduler`;
   };
+  /** The run's outcome notifications; a dead one can be sent again (decision 0152). */
+  const notificationsSection = (run: Run, notifications: readonly NotificationView[]): HTMLElement =>
+    h(
+      'section',
+      { 'aria-labelledby': 'notifications-title' },
+      h('h2', { id: 'notifications-title' }, 'Notifications'),
+      table(
+        'Outcome notifications of this run',
+        ['Event', 'Status', 'Tries', 'Last error', 'Destination', ''],
+        notifications.map((notification) => {
+          const resend = h('button', { type: 'button', hidden: notification.status !== 'DEAD' }, 'Send again');
+          resend.addEventListener('click', () => {
+            void act(resend, alert, context, async () => {
+              await api.resendNotification(run.runId, notification.event);
+              seen = '';
+              await load();
+              return `Notification ${notification.event} sent again`;
+            });
+          });
+          const destination = notification.destination;
+          return [
+            notification.event,
+            h('span', { class: STATUS_CLASS(notification.status), 'data-notification-status': notification.event }, notification.status.toLowerCase()),
+            String(notification.tries),
+            notification.lastError ?? '—',
+            destination.kind === 'http' ? destination.url : destination.kind === 'sns' ? destination.topicArn : destination.eventBusName,
+            resend,
+          ];
+        }),
+        { id: 'notifications-table' },
+      ),
+    );
   await load();
   context.every(FOLLOW_MS, () => load().catch(() => undefined));
 };
