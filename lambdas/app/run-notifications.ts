@@ -8,6 +8,7 @@ import { traceIdOf } from '../domain/trace-context';
 import type { NotificationRecord } from '../store/notifications';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './job-lifecycle';
+import { tenantRun } from './runs';
 
 /** A notification as the API shows it: its state and where it goes, not the body (the run says what it would say). */
 export type NotificationView = Omit<NotificationRecord, 'body' | 'tenantId' | 'runId'>;
@@ -16,12 +17,6 @@ export type NotificationView = Omit<NotificationRecord, 'body' | 'tenantId' | 'r
 export const STALLED_RESEND_MS = 15 * 60_000;
 
 const viewOf = ({ body: _body, tenantId: _tenant, runId: _run, ...view }: NotificationRecord): NotificationView => view;
-
-async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string) {
-  const run = await deps.runs.get(runId);
-  if (!run || run.tenantId !== tenantId) throw new NotFoundError(`No run ${runId}`);
-  return run;
-}
 
 /** The run's notifications, one per event it raised (none when its job asks for none). */
 export async function listRunNotifications(deps: SchedulerDeps, tenantId: string, runId: string): Promise<NotificationView[]> {

@@ -16,7 +16,8 @@ import { sendPlannedRun } from './send-planned-run';
 import { parseStepJobId } from '../domain/workflow-jobs';
 import { continueWorkflow } from './workflow-progress';
 
-async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
+/** The tenant's run, or a 404 (another tenant's run is not found either). */
+export async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
   const run = await deps.runs.get(runId);
   if (!run || run.tenantId !== tenantId) throw new NotFoundError(`No run ${runId}`);
   return run;

@@ -34,6 +34,39 @@ describe('a worker process killed during a run', () => {
     await target.stop();
   });
 
+  /**
+   * Starts worker processes in turn, each killed with SIGKILL at a random moment of a lease (once a
+   * call is in flight, after 0 to one lease's length more; the first kill waits for a call in flight,
+   * so that at least one lease is lost whatever the timing), then purges the queue: whatever became
+   * of the messages (tied to the queue's timeout, to a lease, or not yet received), only the time
+   * index can bring the runs back. The waits before each kill, for a failure's message.
+   */
+  async function killWorkersInTurn(
+    on: Scheduler,
+    calledAt: TargetServer,
+    inFlight: () => number,
+    options: { readonly rounds: number; readonly leaseMs: number; readonly redeliveryGraceSeconds: number },
+  ): Promise<number[]> {
+    const kills: number[] = [];
+    for (let round = 0; round < options.rounds; round++) {
+      const calls = calledAt.calls.length;
+      const child = startRuntimeProcess(on, { WORKER_CONCURRENCY: '2', REDELIVERY_GRACE_SECONDS: String(options.redeliveryGraceSeconds) });
+      children.push(child);
+      // A worker process starts slowly on a loaded machine (tsx compiles it first): wait for its
+      // first call as long as the test allows, not a time that assumes a fast machine.
+      const started = Date.now();
+      while (calledAt.calls.length === calls && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 50));
+      if (round === 0) expect(calledAt.calls.length, 'the first worker process made no call').toBeGreaterThan(calls);
+      const wait = Math.round(Math.random() * options.leaseMs);
+      kills.push(wait);
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      while (round === 0 && inFlight() === 0 && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 10));
+      await kill(child);
+    }
+    await on.clients.sqs.send(new PurgeQueueCommand({ QueueUrl: on.config.dispatchQueueUrl }));
+    return kills;
+  }
+
   it('finishes the run after the lease expires, records the lost attempt, and calls the target at most twice', async () => {
     const created = await scheduler.api(
       'POST',
@@ -137,29 +170,8 @@ describe('a worker process killed during a run', () => {
       }
       const leaseMs = (3 + tuning.leaseMarginSeconds) * 1000;
 
-      // Three worker processes in turn, each killed at a random moment of a lease: once a call is
-      // in flight, after 0 to one lease's length more.
-      const kills: number[] = [];
-      for (let round = 0; round < 3; round++) {
-        const calls = target.calls.length;
-        const child = startRuntimeProcess(scheduler, { WORKER_CONCURRENCY: '2', REDELIVERY_GRACE_SECONDS: String(tuning.redeliveryGraceSeconds) });
-        children.push(child);
-        // A worker process starts slowly on a loaded machine (tsx compiles it first): wait for its
-        // first call as long as the test allows, not a time that assumes a fast machine.
-        const started = Date.now();
-        while (target.calls.length === calls && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 50));
-        if (round === 0) expect(target.calls.length, 'the first worker process made no call').toBeGreaterThan(calls);
-        const wait = Math.round(Math.random() * leaseMs);
-        kills.push(wait);
-        await new Promise((resolve) => setTimeout(resolve, wait));
-        // The first kill lands while a call is in flight, so that at least one lease is lost whatever
-        // the timing; the later ones land wherever they fall.
-        while (round === 0 && answering === 0 && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 10));
-        await kill(child);
-      }
-      // Whatever became of the messages (tied to the queue's timeout, to the lease, or not yet
-      // received), they are gone now: only the time index can bring the runs back.
-      await scheduler.clients.sqs.send(new PurgeQueueCommand({ QueueUrl: scheduler.config.dispatchQueueUrl }));
+      // Three worker processes in turn, each killed at a random moment of a lease.
+      const kills = await killWorkersInTurn(scheduler, target, () => answering, { rounds: 3, leaseMs, redeliveryGraceSeconds: tuning.redeliveryGraceSeconds });
       const workers = await scheduler.startWorkers(2);
       onTestFinished(() => workers.stop());
 
@@ -235,23 +247,9 @@ describe('a worker process killed during a run', () => {
       }
       const leaseMs = (3 + tuning.leaseMarginSeconds) * 1000;
 
-      // Two worker processes in turn, each killed once a call is in flight, after 0 to one lease more:
-      // between a step's call and its outcome, or between its outcome and its dependants' start.
-      const kills: number[] = [];
-      for (let round = 0; round < 2; round++) {
-        const calls = target.calls.length;
-        const child = startRuntimeProcess(scheduler, { WORKER_CONCURRENCY: '2', REDELIVERY_GRACE_SECONDS: String(tuning.redeliveryGraceSeconds) });
-        children.push(child);
-        const started = Date.now();
-        while (target.calls.length === calls && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 50));
-        if (round === 0) expect(target.calls.length, 'the first worker process made no call').toBeGreaterThan(calls);
-        const wait = Math.round(Math.random() * leaseMs);
-        kills.push(wait);
-        await new Promise((resolve) => setTimeout(resolve, wait));
-        while (round === 0 && answering === 0 && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 10));
-        await kill(child);
-      }
-      await scheduler.clients.sqs.send(new PurgeQueueCommand({ QueueUrl: scheduler.config.dispatchQueueUrl }));
+      // Two worker processes in turn, each killed at a random moment of a lease: between a step's
+      // call and its outcome, or between its outcome and its dependants' start.
+      const kills = await killWorkersInTurn(scheduler, target, () => answering, { rounds: 2, leaseMs, redeliveryGraceSeconds: tuning.redeliveryGraceSeconds });
       const workers = await scheduler.startWorkers(2);
       onTestFinished(() => workers.stop());
 
