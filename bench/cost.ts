@@ -24,8 +24,7 @@ import { createWorkflow } from '../lambdas/app/workflows';
 import { startWorkflowRun } from '../lambdas/app/workflow-runs';
 import { MAX_STEP_DEPENDENCIES, workflowSpecSchema } from '../lambdas/domain/workflow';
 import type { TenantLimits } from '../lambdas/domain/tenant';
-import { JobsRepository } from '../lambdas/store/jobs-repository';
-import { WorkflowsRepository } from '../lambdas/store/workflows';
+import { WorkflowRunsRepository } from '../lambdas/store/workflow-runs';
 import { logger } from '../lambdas/core/logger';
 import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
@@ -142,7 +141,7 @@ async function measure(kind: Kind): Promise<Measured> {
   const reader = new RunRecords(setupClients.dynamo, config.runsTable);
   const tenantId = 'bench';
   targetCalls = new Map();
-  const workflows = new WorkflowsRepository(setupClients.dynamo, config.jobsTable, new JobsRepository(setupClients.dynamo, config.jobsTable, config.runsTable));
+  const workflowRunStore = new WorkflowRunsRepository(setupClients.dynamo, config.jobsTable);
   try {
     // Creates, ten at a time, with no worker running; a workflow's starts one after another (a
     // workflow run's id is its workflow and its millisecond).
@@ -184,8 +183,9 @@ async function measure(kind: Kind): Promise<Measured> {
       for (;;) {
         const done =
           kind === 'workflow'
-            ? (await Promise.all(workflowRuns.map((run) => workflows.getRun(run.workflowId, run.workflowRunId)))).filter((run) => run?.status === 'SUCCEEDED')
-                .length
+            ? (await Promise.all(workflowRuns.map((run) => workflowRunStore.getRun(run.workflowId, run.workflowRunId)))).filter(
+                (run) => run?.status === 'SUCCEEDED',
+              ).length
             : (await reader.getMany(awaited)).filter((run) => run.status === 'SUCCEEDED').length;
         const expected = kind === 'workflow' ? workflowRuns.length : awaited.length;
         if (done === expected) break;

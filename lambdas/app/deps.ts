@@ -26,6 +26,7 @@ import type { NotificationTry } from '../targets/notification-destinations';
 import { deliverNotification } from '../targets/notification-destinations';
 import type { TargetResult } from '../targets/target';
 import { WorkflowsRepository } from '../store/workflows';
+import { WorkflowRunsRepository } from '../store/workflow-runs';
 import { SigningSecretsCache } from './signing-secrets';
 
 import { TenantsFullMemo } from './in-flight-slot';
@@ -105,6 +106,8 @@ export interface SchedulerDeps {
   readonly notifier: Notifier;
   /** Workflows: their versions and their runs (with their steps' states). */
   readonly workflows: WorkflowsRepository;
+  /** Workflow runs: one item each, with its steps' states. */
+  readonly workflowRuns: WorkflowRunsRepository;
 }
 
 export interface Notifier {
@@ -162,6 +165,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     notifications: new Notifications(clients.dynamo, config.jobsTable),
     notifier: overrides.notifier ?? { deliver: (attempt) => deliverNotification(clients.targets, attempt) },
     workflows: new WorkflowsRepository(clients.dynamo, config.jobsTable, jobs),
+    workflowRuns: new WorkflowRunsRepository(clients.dynamo, config.jobsTable),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

@@ -42,7 +42,7 @@ export async function continueWorkflow(
   try {
     const version = await versionOf(deps, step.workflowId, step.version);
     const workflowRunId = workflowRunIdOf(step.workflowId, run.scheduledFor);
-    const workflowRun = await deps.workflows.getRun(step.workflowId, workflowRunId);
+    const workflowRun = await deps.workflowRuns.getRun(step.workflowId, workflowRunId);
     const state = workflowRun?.steps[step.stepId];
     if (!version || !workflowRun || !state) return;
     const now = deps.clock();
@@ -68,7 +68,7 @@ export async function recordStepEnd(
   outcome: 'SUCCEEDED' | 'DEAD' | 'CANCELLED' | 'SKIPPED',
   now: number,
 ): Promise<WorkflowRun | null> {
-  const written = await deps.workflows.recordStep(workflowRun, stepId, {
+  const written = await deps.workflowRuns.recordStep(workflowRun, stepId, {
     ...state,
     status: outcome,
     attempt: run.attempt,
@@ -93,7 +93,7 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
     const now = deps.clock();
     if (plan.start.length === 0 && plan.notStarted.length === 0) {
       if (!plan.finished) return run;
-      const ended = await deps.workflows.finish(
+      const ended = await deps.workflowRuns.finish(
         run,
         plan.finished.status,
         plan.finished.failedSteps,
@@ -111,7 +111,7 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
       const state = stateOf(run, stepId);
       moves[stepId] = { ...state, status: 'STARTED', runId: stepRunIdOf(run, stepId, state.attempt), startedAt: at, finishedAt: null, reason: null };
     }
-    const written = await deps.workflows.moveSteps(run, moves, now);
+    const written = await deps.workflowRuns.moveSteps(run, moves, now);
     if (!written.run) return run;
     run = written.run;
     if (written.held && plan.start.length > 0) run = await startStepRuns(deps, version, run, plan.start, now);
@@ -172,7 +172,7 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
   }
   // A cancel reads the started steps after it ends the workflow run; a step claimed before the cancel
   // whose run was written after that read is retired here, so no step starts after a cancel.
-  const after = await deps.workflows.getRun(run.workflowId, run.workflowRunId);
+  const after = await deps.workflowRuns.getRun(run.workflowId, run.workflowRunId);
   if (after?.status === 'CANCELLED') {
     for (const plan of created) {
       if (plan && (await deps.runs.retirePending(plan.run.runId, 'CANCELLED', 'the workflow run was cancelled', now))) {
@@ -265,7 +265,7 @@ async function notifyEnd(deps: SchedulerDeps, version: WorkflowVersion, run: Wor
   if (!notify || !event) return;
   try {
     await notifyWorkflowRunEnd(deps, { workflowId: run.workflowId, name: version.spec.name, type: version.spec.type }, notify, run, event, options);
-    await deps.workflows.notified(run, event);
+    await deps.workflowRuns.notified(run, event);
   } catch (error) {
     logger.warn("a workflow run's notification was not made; the ticker makes it", {
       ...workflowRunFields(run),
@@ -299,7 +299,7 @@ export async function workflowRunEnded(deps: SchedulerDeps, version: WorkflowVer
  * is written, and the run moves on; its check-back moves on with it. True when something moved.
  */
 export async function repairWorkflowRun(deps: SchedulerDeps, workflowId: string, workflowRunId: string): Promise<boolean> {
-  const read = await deps.workflows.getRunWithNotification(workflowId, workflowRunId);
+  const read = await deps.workflowRuns.getRunWithNotification(workflowId, workflowRunId);
   if (!read) return false;
   const found = read.run;
   const version = await versionOf(deps, workflowId, found.version);
@@ -330,7 +330,7 @@ export async function repairWorkflowRun(deps: SchedulerDeps, workflowId: string,
     }
   }
   const advanced = await advance(deps, version, run);
-  if (advanced.status === 'RUNNING') await deps.workflows.moveCheckBack(advanced, now);
+  if (advanced.status === 'RUNNING') await deps.workflowRuns.moveCheckBack(advanced, now);
   if (moved || advanced !== run) logger.warn('workflow run repaired: its progress had stopped', workflowRunFields(advanced));
   return moved || advanced.status !== 'RUNNING';
 }

@@ -11,7 +11,7 @@ import { workflowRunIdOf } from '../domain/workflow-jobs';
 import type { Job } from '../domain/job';
 import { formatTraceparent, newTraceContext } from '../domain/trace-context';
 import type { Page } from '../store/page';
-import type { WorkflowRunWrite } from '../store/workflows';
+import type { WorkflowRunWrite } from '../store/workflow-runs';
 import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './job-lifecycle';
@@ -49,14 +49,14 @@ export async function startWorkflowRun(
     steps: initialSteps(version.spec),
     traceparent: traceparent ?? formatTraceparent(newTraceContext(now)),
   };
-  if (!(await deps.workflows.createRun(run, now))) throw new ConflictError('A run of this workflow was started at the same millisecond; try again');
+  if (!(await deps.workflowRuns.createRun(run, now))) throw new ConflictError('A run of this workflow was started at the same millisecond; try again');
   deps.telemetry.workflowRunStarted(run, version.spec.name);
   logger.info('workflow run started', { ...workflowRunFields(run), version: version.version });
   return advance(deps, version, run);
 }
 
 export async function getWorkflowRun(deps: SchedulerDeps, tenantId: string, workflowId: string, workflowRunId: string): Promise<WorkflowRun> {
-  const run = await deps.workflows.getRun(workflowId, workflowRunId);
+  const run = await deps.workflowRuns.getRun(workflowId, workflowRunId);
   if (!run || run.tenantId !== tenantId) throw new NotFoundError(`No run ${workflowRunId} of workflow ${workflowId}`);
   return run;
 }
@@ -68,7 +68,7 @@ export async function listWorkflowRuns(
   query: { limit: number; status?: WorkflowRunStatus; cursor?: string },
 ): Promise<Page<WorkflowRun>> {
   await tenantWorkflow(deps, tenantId, workflowId);
-  return deps.workflows.listRuns(workflowId, query.limit, query.status, query.cursor);
+  return deps.workflowRuns.listRuns(workflowId, query.limit, query.status, query.cursor);
 }
 
 /**
@@ -89,7 +89,7 @@ export async function cancelRunningWorkflowRuns(deps: SchedulerDeps, workflowId:
   let cancelled = 0;
   let cursor: string | undefined;
   do {
-    const page = await deps.workflows.listRuns(workflowId, 100, 'RUNNING', cursor);
+    const page = await deps.workflowRuns.listRuns(workflowId, 100, 'RUNNING', cursor);
     for (const run of page.items) {
       if ((await endCancelled(deps, run)).held) cancelled += 1;
     }
@@ -111,7 +111,7 @@ async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
       .map(([stepId, state]) => [stepId, { ...state, status: 'NOT_STARTED' as const, finishedAt: at, reason: 'the workflow run was cancelled' }]),
   );
   const version = await versionOf(deps, run.workflowId, run.version);
-  const ended = await deps.workflows.finish(run, 'CANCELLED', [], now, waiting, notifyMark(deps, version, 'CANCELLED', now));
+  const ended = await deps.workflowRuns.finish(run, 'CANCELLED', [], now, waiting, notifyMark(deps, version, 'CANCELLED', now));
   if (!ended.held) return ended;
   const name = version?.spec.name ?? run.workflowId;
   await workflowRunEnded(deps, version, ended.run, now);
@@ -162,13 +162,13 @@ export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: J
       // One trace per occurrence, as a recurring job's (decision 0111): the occurrence's run's.
       traceparent: occurrence.traceparent ?? formatTraceparent(newTraceContext(now)),
     };
-    if (await deps.workflows.createRun(run, now)) {
+    if (await deps.workflowRuns.createRun(run, now)) {
       deps.telemetry.workflowRunStarted(run, version.spec.name);
       logger.info('workflow run started', { ...workflowRunFields(run), version: version.version, occurrenceRunId: occurrence.runId });
       await advance(deps, version, run);
     } else {
       // Started by an earlier attempt of this occurrence (or a manual start at the same millisecond): moved on, not made twice.
-      const existing = await deps.workflows.getRun(workflow.workflowId, run.workflowRunId);
+      const existing = await deps.workflowRuns.getRun(workflow.workflowId, run.workflowRunId);
       const existingVersion = existing ? await versionOf(deps, workflow.workflowId, existing.version) : null;
       if (existing && existingVersion) await advance(deps, existingVersion, existing);
       logger.info('workflow run of this occurrence exists; moved on, not started again', { ...runFields(occurrence), workflowRunId: run.workflowRunId });
@@ -185,7 +185,7 @@ export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: J
 
 /** The workflow run an occurrence of a workflow's schedule started (or will start): the overlap policies look at it. */
 export function workflowRunOfOccurrence(deps: SchedulerDeps, workflowId: string, occurrence: Pick<Run, 'scheduledFor'>): Promise<WorkflowRun | null> {
-  return deps.workflows.getRun(workflowId, workflowRunIdOf(workflowId, occurrence.scheduledFor));
+  return deps.workflowRuns.getRun(workflowId, workflowRunIdOf(workflowId, occurrence.scheduledFor));
 }
 
 /** Overlap policy cancel-running: the previous occurrence's workflow run ends CANCELLED (if it still runs). */
@@ -220,7 +220,7 @@ export async function retryWorkflowRun(
     Object.entries(run.steps).filter(([, state]) => state.status !== 'SUCCEEDED' && state.runId !== null),
   );
   const steps = stepsForRetry(run, Object.fromEntries(newest));
-  const retried = await deps.workflows.retry(run, steps, now, traceparent ?? formatTraceparent(newTraceContext(now)));
+  const retried = await deps.workflowRuns.retry(run, steps, now, traceparent ?? formatTraceparent(newTraceContext(now)));
   if (!retried.held) throw new ConflictError('The workflow run was retried or changed meanwhile; read it again');
   deps.telemetry.workflowRunStarted(retried.run, version.spec.name);
   logger.info('workflow run retried', { ...workflowRunFields(retried.run), retries: retried.run.retries });

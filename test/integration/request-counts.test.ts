@@ -5,8 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RequestCounter } from '../../lambdas/store/request-counter';
 import { RunRecords } from '../../lambdas/store/run-records';
-import { JobsRepository } from '../../lambdas/store/jobs-repository';
-import { WorkflowsRepository } from '../../lambdas/store/workflows';
+import { WorkflowRunsRepository } from '../../lambdas/store/workflow-runs';
 import type { Scheduler, TargetServer } from './harness';
 import { awsClients, eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -85,11 +84,7 @@ describe('requests per execution', () => {
     const started = await scheduler.api('POST', `/v1/workflows/${created.body.workflowId}/runs`);
     expect(started.status).toBe(202);
     // Read through the test's own client: the API's reads would be counted.
-    const workflows = new WorkflowsRepository(
-      awsClients().dynamo,
-      scheduler.config.jobsTable,
-      new JobsRepository(awsClients().dynamo, scheduler.config.jobsTable, scheduler.config.runsTable),
-    );
+    const workflows = new WorkflowRunsRepository(awsClients().dynamo, scheduler.config.jobsTable);
     await eventually(
       () => workflows.getRun(created.body.workflowId, started.body.workflowRunId),
       (run) => run?.status === 'SUCCEEDED',

@@ -104,12 +104,10 @@ describe('workflow runs under races', () => {
     }
   });
 
-  /** A worker that dies right after it recorded a step's outcome: every later write of the workflow run fails. */
+  /** A worker that dies right after it recorded a step's outcome: every later read or write of a workflow or its runs fails. */
   function dyingAfterOutcome(deps: SchedulerDeps): SchedulerDeps {
-    const dead = new Proxy(deps.workflows, {
-      get: () => () => Promise.reject(new Error('worker killed')),
-    });
-    return { ...deps, workflows: dead };
+    const killed = { get: () => () => Promise.reject(new Error('worker killed')) };
+    return { ...deps, workflows: new Proxy(deps.workflows, killed), workflowRuns: new Proxy(deps.workflowRuns, killed) };
   }
 
   it('a worker that dies between a step outcome and its dependants leaves nothing stuck: the ticker repairs it', async () => {

@@ -10,8 +10,7 @@ import { initialSteps } from '../../lambdas/domain/workflow-run';
 import { MAX_PAYLOAD_BYTES } from '../../lambdas/domain/job';
 import { MAX_EXPRESSION_BYTES } from '../../lambdas/store/conditional';
 import { runToItem, workflowRunKey } from '../../lambdas/store/keys';
-import { WorkflowsRepository } from '../../lambdas/store/workflows';
-import { JobsRepository } from '../../lambdas/store/jobs-repository';
+import { WorkflowRunsRepository } from '../../lambdas/store/workflow-runs';
 import type { Run } from '../../lambdas/domain/run';
 
 /** DynamoDB's item size: attribute names and values in UTF-8, numbers by their digits, 3 bytes per map or list and per element. */
@@ -82,7 +81,7 @@ describe('the workflow store within DynamoDB limits', () => {
 
   it(`keeps every expression of every write of a ${MAX_WORKFLOW_STEPS}-step run with 64-character step ids under ${MAX_EXPRESSION_BYTES} bytes`, async () => {
     const { client, inputs } = recordingClient(() => item(started));
-    const store = new WorkflowsRepository(client, 'jobs', new JobsRepository(client, 'jobs', 'runs'));
+    const store = new WorkflowRunsRepository(client, 'jobs');
     const workflowRun = run(waiting);
     // Every root starts at once (a graph of 100 independent steps), or every one is ruled out.
     await store.moveSteps(workflowRun, started, Date.parse(at));

@@ -1,0 +1,212 @@
+// Workflow runs in the jobs table, in their workflow's partition: each run one item with its steps'
+// states. Every change of a workflow run is a conditional write on that item, its expressions
+// written with compact placeholders: a write that names every step of a 100-step run (steps ids of
+// up to 64 characters) stays under DynamoDB's 4 KB per expression (test/unit/workflow-store-limits).
+// A running one sits in the jobs' byNextRun index at a check-back time, for the ticker's repair.
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { StepState, WorkflowRun, WorkflowRunStatus } from '../domain/workflow-run';
+import type { NotifyEvent } from '../domain/notify';
+import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, updateIf, updateReturning } from './conditional';
+import { readFilteredPage } from './filtered-page';
+import type { Item } from './keys';
+import { encodeCursor, NOTIFY_EVENT_ATTRIBUTE, notifyEventOf, workflowCheckBackAttributes, workflowKey, workflowRunKey, WORKFLOW_RUN_SK_PREFIX } from './keys';
+import type { Page } from './page';
+import { decodeCursorOrThrow } from './page';
+
+const RUN_FIELDS = ['workflowRunId', 'workflowId', 'tenantId', 'version', 'status', 'trigger', 'scheduledFor', 'createdAt', 'finishedAt', 'retries'] as const;
+/** Fields a run may lack (written before they were): left out when absent, rather than null. */
+const OPTIONAL_RUN_FIELDS = ['traceparent'] as const;
+
+function itemToWorkflowRun(item: Item): WorkflowRun {
+  const run = Object.fromEntries(RUN_FIELDS.map((field) => [field, item[field] ?? null])) as Record<string, unknown>;
+  for (const field of OPTIONAL_RUN_FIELDS) if (typeof item[field] === 'string') run[field] = item[field];
+  return {
+    ...(run as unknown as WorkflowRun),
+    failedSteps: Array.isArray(item.failedSteps) ? (item.failedSteps as string[]) : [],
+    steps: (item.steps ?? {}) as Record<string, StepState>,
+  };
+}
+
+export type WorkflowRunWrite = { readonly held: true; readonly run: WorkflowRun } | { readonly held: false; readonly run: WorkflowRun | null };
+
+export class WorkflowRunsRepository {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  /** Writes a new workflow run once (its id is its workflow and its time): false if it exists. */
+  async createRun(run: WorkflowRun, checkBackAt: number): Promise<boolean> {
+    const written = await ifHeld(() =>
+      this.dynamo.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...workflowRunKey(run.workflowId, run.workflowRunId), ...run, ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt) },
+          ...conditionExpressions(IF_NEW),
+        }),
+      ),
+    );
+    return written.held;
+  }
+
+  async getRun(workflowId: string, workflowRunId: string): Promise<WorkflowRun | null> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.tableName, Key: workflowRunKey(workflowId, workflowRunId), ConsistentRead: true }),
+    );
+    return item ? itemToWorkflowRun(item) : null;
+  }
+
+  /**
+   * A started step's outcome, once: the condition is that the step is still STARTED, on an attempt
+   * no later than the run that ended (a replay of an older attempt does not end a newer one).
+   */
+  async recordStep(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, stepId: string, state: StepState): Promise<WorkflowRunWrite> {
+    return this.write(run, {
+      set: { [`steps.${stepId}`]: state },
+      if: { [`steps.${stepId}.status`]: 'STARTED', [`steps.${stepId}.attempt`]: atMost(state.attempt) },
+    });
+  }
+
+  /**
+   * Moves waiting steps on: some never start (with the reason), some start (their runs are
+   * written next, with deterministic ids). Each must still be WAITING, and the run RUNNING: of two
+   * writers that both saw a step ready (its last two dependencies finishing at once), one wins.
+   */
+  async moveSteps(
+    run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>,
+    moves: Readonly<Record<string, StepState>>,
+    checkBackAt: number,
+  ): Promise<WorkflowRunWrite> {
+    const set: Record<string, unknown> = {};
+    const condition: Record<string, unknown> = { status: 'RUNNING' };
+    for (const [stepId, state] of Object.entries(moves)) {
+      set[`steps.${stepId}`] = state;
+      condition[`steps.${stepId}.status`] = 'WAITING';
+    }
+    // Progress moves the run's check-back on (only while it runs: its end removes it).
+    return this.write(run, { set: { ...set, ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt) }, if: condition });
+  }
+
+  /** Ends a running workflow run: exactly one writer does (the condition is RUNNING). */
+  async finish(
+    run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>,
+    status: WorkflowRunStatus,
+    failedSteps: readonly string[],
+    now: number,
+    steps: Readonly<Record<string, StepState>> = {},
+    /**
+     * The notification the end raises (decision 0148): marked on the run, which keeps a check-back in
+     * the byNextRun index until `notified` clears it, so that the ticker makes a notification its
+     * writer died before making.
+     */
+    notify?: { readonly event: NotifyEvent; readonly checkBackAt: number },
+  ): Promise<WorkflowRunWrite> {
+    const set: Record<string, unknown> = {
+      status,
+      finishedAt: new Date(now).toISOString(),
+      failedSteps,
+      ...(notify ? { [NOTIFY_EVENT_ATTRIBUTE]: notify.event, ...workflowCheckBackAttributes(run.workflowRunId, notify.checkBackAt) } : {}),
+    };
+    const condition: Record<string, unknown> = { status: 'RUNNING' };
+    for (const [stepId, state] of Object.entries(steps)) {
+      set[`steps.${stepId}`] = state;
+      condition[`steps.${stepId}.status`] = 'WAITING';
+    }
+    const result = await updateReturning(
+      this.dynamo,
+      this.tableName,
+      workflowRunKey(run.workflowId, run.workflowRunId),
+      { set, remove: notify ? [] : ['nextRunShard', 'nextRunAt'], if: condition },
+      'compact',
+    );
+    return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
+  }
+
+  /** The end's notification is made: its mark and check-back go (unless the run was retried and runs again). */
+  async notified(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, event: NotifyEvent): Promise<boolean> {
+    return updateIf(
+      this.dynamo,
+      this.tableName,
+      workflowRunKey(run.workflowId, run.workflowRunId),
+      {
+        remove: [NOTIFY_EVENT_ATTRIBUTE, 'nextRunShard', 'nextRunAt'],
+        if: { [NOTIFY_EVENT_ATTRIBUTE]: event, status: oneOf(['SUCCEEDED', 'FAILED', 'CANCELLED']) },
+      },
+      'compact',
+    );
+  }
+
+  /** A workflow run with the notification its end raised and not yet made (the ticker's repair reads it). */
+  async getRunWithNotification(workflowId: string, workflowRunId: string): Promise<{ run: WorkflowRun; notify: NotifyEvent | undefined } | null> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({ TableName: this.tableName, Key: workflowRunKey(workflowId, workflowRunId), ConsistentRead: true }),
+    );
+    return item ? { run: itemToWorkflowRun(item), notify: notifyEventOf(item) } : null;
+  }
+
+  /** A finished run starts again from the given step states (under the retry's trace), if no one retried it first. */
+  async retry(run: WorkflowRun, steps: Readonly<Record<string, StepState>>, checkBackAt: number, traceparent?: string): Promise<WorkflowRunWrite> {
+    const result = await updateReturning(
+      this.dynamo,
+      this.tableName,
+      workflowRunKey(run.workflowId, run.workflowRunId),
+      {
+        set: {
+          status: 'RUNNING',
+          finishedAt: null,
+          failedSteps: [],
+          steps,
+          retries: run.retries + 1,
+          traceparent,
+          ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt),
+        },
+        if: { status: oneOf(['FAILED', 'CANCELLED']), retries: run.retries },
+      },
+      'compact',
+    );
+    return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
+  }
+
+  /** Moves a running workflow run's check-back on (the ticker found it passed, and looked). */
+  async moveCheckBack(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, at: number): Promise<boolean> {
+    return updateIf(
+      this.dynamo,
+      this.tableName,
+      workflowRunKey(run.workflowId, run.workflowRunId),
+      { set: workflowCheckBackAttributes(run.workflowRunId, at), if: { status: 'RUNNING' } },
+      'compact',
+    );
+  }
+
+  /** A workflow's runs, newest first, optionally of one status (read on until the page is full). */
+  async listRuns(workflowId: string, limit: number, status?: WorkflowRunStatus, cursor?: string): Promise<Page<WorkflowRun>> {
+    const { pk } = workflowKey(workflowId);
+    const start = cursor ? decodeCursorOrThrow(cursor, { pk }, 'sk') : undefined;
+    // A page holds up to `limit` matches, read on within a budget (filtered-page.ts): DynamoDB
+    // applies Limit before the status filter.
+    const page = await readFilteredPage(
+      this.dynamo,
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :runs)',
+        ...(status ? { FilterExpression: '#status = :status', ExpressionAttributeNames: { '#status': 'status' } } : {}),
+        ExpressionAttributeValues: { ':pk': pk, ':runs': WORKFLOW_RUN_SK_PREFIX, ...(status ? { ':status': status } : {}) },
+        ScanIndexForward: false,
+        ConsistentRead: true,
+      },
+      limit,
+      (item) => ({ pk: item.pk, sk: item.sk }),
+      start,
+    );
+    return { items: page.items.map(itemToWorkflowRun), nextCursor: page.next ? encodeCursor(page.next) : null };
+  }
+
+  private async write(
+    run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>,
+    spec: { set: Record<string, unknown>; if: Record<string, unknown> },
+  ): Promise<WorkflowRunWrite> {
+    const result = await updateReturning(this.dynamo, this.tableName, workflowRunKey(run.workflowId, run.workflowRunId), spec, 'compact');
+    return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
+  }
+}
