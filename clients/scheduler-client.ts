@@ -24,6 +24,7 @@ import type {
   PreviewResult,
   Run,
   RunNotification,
+  WorkflowRunNotification,
   TriggerRequest,
   ListWorkflowRunsQuery,
   ListWorkflowsQuery,
@@ -354,6 +355,33 @@ export class WorkflowsApi {
   /** Retries a FAILED or CANCELLED workflow run from its failed steps; succeeded steps are kept; the steps it starts join `traceparent`. */
   async retry(workflowId: string, workflowRunId: string, options: TracedOptions = {}): Promise<WorkflowRun> {
     return this.runAction(workflowId, workflowRunId, 'retry', options);
+  }
+
+  /** The workflow run's outcome notifications, one per event each of its ends raised, the latest end's first (docs/notifications.md#workflows). */
+  async notifications(workflowId: string, workflowRunId: string, options: CallOptions = {}): Promise<WorkflowRunNotification[]> {
+    const answer = await this.transport.send({
+      method: 'GET',
+      path: `/v1/workflows/${segment(workflowId)}/runs/${segment(workflowRunId)}/notifications`,
+      repeat: 'repeatable',
+      signal: options.signal,
+    });
+    return (answer.body as { items: WorkflowRunNotification[] }).items;
+  }
+
+  /** Sends the DEAD notification of the workflow run's latest end again, on a fresh budget (a 409 unless it is DEAD). */
+  async resendNotification(
+    workflowId: string,
+    workflowRunId: string,
+    event: 'succeeded' | 'failed' | 'cancelled',
+    options: CallOptions = {},
+  ): Promise<WorkflowRunNotification> {
+    const answer = await this.transport.send({
+      method: 'POST',
+      path: `/v1/workflows/${segment(workflowId)}/runs/${segment(workflowRunId)}/notifications/${segment(event)}/resend`,
+      repeat: 'once',
+      signal: options.signal,
+    });
+    return answer.body as WorkflowRunNotification;
   }
 
   private async runAction(workflowId: string, workflowRunId: string, action: 'cancel' | 'retry', options: TracedOptions): Promise<WorkflowRun> {

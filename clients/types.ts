@@ -55,6 +55,9 @@ export interface RunNotification {
   readonly deadAt: string | null;
   readonly resentAt: string | null;
 }
+
+/** A workflow run's outcome notification, with the end that raised it: 0 its first, n the one after its nth retry. */
+export type WorkflowRunNotification = RunNotification & { readonly retry: number };
 import type { Workflow, WorkflowSpec, workflowSpecSchema } from '../lambdas/domain/workflow';
 import type { StepState, StepStatus, WorkflowRun, WorkflowRunStatus } from '../lambdas/domain/workflow-run';
 

@@ -413,6 +413,27 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
       });
   }
 
+  workflows
+    .command('notifications <workflowId> <workflowRunId>')
+    .description("a workflow run's outcome notifications, the latest end's first: end, event, status, tries and last error")
+    .action(async (workflowId: string, workflowRunId: string, _options: unknown, command: Command) => {
+      const notifications = await clientOf(command).workflows.notifications(workflowId, workflowRunId);
+      if (json) return printJson(notifications);
+      print(
+        notifications.length === 0
+          ? '(no notifications)'
+          : notifications.map((n) => `retry ${n.retry}\t${n.event}\t${n.status}\ttries ${n.tries}${n.lastError ? `\t${n.lastError}` : ''}`).join('\n'),
+      );
+    });
+  workflows
+    .command('resend-notification <workflowId> <workflowRunId> <event>')
+    .description("send the DEAD notification (succeeded, failed or cancelled) of the workflow run's latest end again, on a fresh budget")
+    .action(async (workflowId: string, workflowRunId: string, event: string, _options: unknown, command: Command) => {
+      const notification = await clientOf(command).workflows.resendNotification(workflowId, workflowRunId, event as 'succeeded' | 'failed' | 'cancelled');
+      if (json) return printJson(notification);
+      print(`notification ${notification.event} of workflow run ${workflowRunId} (retry ${notification.retry}): ${notification.status}`);
+    });
+
   // dead runs
   const dead = program.command('dead').description('dead runs: list and replay');
   pageOptions(

@@ -8,7 +8,7 @@ import type { JobSpec, JobStatus, Schedule } from '../../lambdas/domain/job';
 import type { Run } from '../../lambdas/domain/run';
 import type { WorkflowDetail, WorkflowSummary, WorkflowView } from '../../lambdas/app/workflows';
 import type { WorkflowRun } from '../../lambdas/domain/workflow-run';
-import type { NotificationView } from '../../lambdas/app/run-notifications';
+import type { NotificationView, WorkflowRunNotificationView } from '../../lambdas/app/run-notifications';
 
 export type {
   HealthReport,
@@ -16,6 +16,7 @@ export type {
   JobStatus,
   JobView,
   NotificationView,
+  WorkflowRunNotificationView,
   Run,
   Schedule,
   SchedulePreview,
@@ -235,6 +236,16 @@ export const api = {
   workflowRuns: (workflowId: string) => request<Page<WorkflowRun>>('GET', `/workflows/${encodeURIComponent(workflowId)}/runs${query({ limit: 20 })}`),
   workflowRun: (workflowId: string, workflowRunId: string) =>
     request<WorkflowRun>('GET', `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(workflowRunId)}`),
+  workflowRunNotifications: (workflowId: string, workflowRunId: string) =>
+    request<{ items: WorkflowRunNotificationView[] }>(
+      'GET',
+      `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(workflowRunId)}/notifications`,
+    ),
+  resendWorkflowRunNotification: (workflowId: string, workflowRunId: string, event: 'succeeded' | 'failed' | 'cancelled') =>
+    request<WorkflowRunNotificationView>(
+      'POST',
+      `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(workflowRunId)}/notifications/${encodeURIComponent(event)}/resend`,
+    ),
   startWorkflowRun: (workflowId: string) => request<WorkflowRun>('POST', `/workflows/${encodeURIComponent(workflowId)}/runs`),
   cancelWorkflowRun: (workflowId: string, workflowRunId: string) =>
     request<WorkflowRun>('POST', `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(workflowRunId)}/cancel`),

@@ -20,8 +20,8 @@ import { claimRun, completeRun, failRun, heartbeatRun } from '../app/external-wo
 import { createWorkflow, deleteWorkflow, getWorkflow, listWorkflows, pauseWorkflow, resumeWorkflow, updateWorkflow } from '../app/workflows';
 import { cancelWorkflowRun, getWorkflowRun, listWorkflowRuns, retryWorkflowRun, startWorkflowRun } from '../app/workflow-runs';
 import { issueSigningSecret, listSigningSecrets, revokeSigningSecret } from '../app/signing-secrets';
-import { listRunNotifications, resendNotification } from '../app/run-notifications';
-import type { JobNotifyEvent } from '../domain/notify';
+import { listRunNotifications, listWorkflowRunNotifications, resendNotification, resendWorkflowRunNotification } from '../app/run-notifications';
+import type { JobNotifyEvent, WorkflowNotifyEvent } from '../domain/notify';
 import type { AuditRecord } from '../app/audit';
 import { listAudit, recordAudit, recordAudits } from '../app/audit';
 import type { AuditAction } from '../domain/audit';
@@ -247,6 +247,17 @@ function handlers(deps: SchedulerDeps): Handlers {
       const run = await cancelWorkflowRun(deps, caller.tenantId, param(params, 'workflowId'), param(params, 'workflowRunId'));
       await audit(caller, 'workflow-run.cancel', run.workflowRunId, { changes: { status: { after: run.status } } });
       return json(200, run);
+    },
+    listWorkflowRunNotifications: async ({ tenantId, params }) =>
+      json(200, { items: await listWorkflowRunNotifications(deps, tenantId, param(params, 'workflowId'), param(params, 'workflowRunId')) }),
+    resendWorkflowRunNotification: async ({ caller, params }) => {
+      const event = param(params, 'workflowEvent') as Exclude<WorkflowNotifyEvent, 'skipped'>;
+      const workflowRunId = param(params, 'workflowRunId');
+      const notification = await resendWorkflowRunNotification(deps, caller.tenantId, param(params, 'workflowId'), workflowRunId, event, caller.limits);
+      await audit(caller, 'notification.resend', workflowRunId, {
+        changes: { [`notification.${event}`]: { before: 'DEAD', after: 'PENDING' }, retry: { after: notification.retry } },
+      });
+      return json(202, notification);
     },
     retryWorkflowRun: async ({ event, caller, params }) => {
       const run = await retryWorkflowRun(

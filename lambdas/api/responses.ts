@@ -322,6 +322,14 @@ export const notificationSchema = z
   })
   .meta({ id: 'Notification' });
 export const notificationListSchema = z.strictObject({ items: z.array(notificationSchema) }).meta({ id: 'NotificationList' });
+export const workflowRunNotificationSchema = notificationSchema
+  .extend({
+    retry: z.number().int().min(0).meta({ description: "The end that raised it: 0 the workflow run's first, n the one after its nth retry." }),
+  })
+  .meta({ id: 'WorkflowRunNotification' });
+export const workflowRunNotificationListSchema = z
+  .strictObject({ items: z.array(workflowRunNotificationSchema).meta({ description: 'The latest end first; the last 20 ends at most.' }) })
+  .meta({ id: 'WorkflowRunNotificationList' });
 
 // ---- Workflows ---------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ import {
   pauseSchema,
   skipSchema,
   notifyEventParam,
+  workflowEventParam,
 } from './schemas';
 import {
   auditPageSchema,
@@ -48,6 +49,8 @@ import {
   notificationSchema,
   runSchema,
   signingSecretListSchema,
+  workflowRunNotificationListSchema,
+  workflowRunNotificationSchema,
   workflowRunPageSchema,
   workflowRunSchema,
   workflowDetailSchema,
@@ -65,6 +68,7 @@ export const PATH_PARAMS = {
   workflowRunId: resourceId,
   backfillId: resourceId,
   event: notifyEventParam,
+  workflowEvent: workflowEventParam,
 } as const satisfies Record<string, z.ZodType>;
 
 export interface SuccessResponse {
@@ -436,6 +440,25 @@ export const ROUTES = {
     headers: ['traceparent'],
     responses: { 202: { description: 'The workflow run, running again', schema: workflowRunSchema } },
     problems: [409],
+  },
+  listWorkflowRunNotifications: {
+    method: 'GET',
+    path: '/v1/workflows/{workflowId}/runs/{workflowRunId}/notifications',
+    tag: 'Workflows',
+    summary: "A workflow run's outcome notifications",
+    description:
+      "One per event each end of the workflow run raised (its first, and each retry's; docs/notifications.md#workflows), the latest end's first: where it goes, whether it was sent, its tries and last error. Kept 14 days.",
+    responses: { 200: { description: "The workflow run's notifications", schema: workflowRunNotificationListSchema } },
+  },
+  resendWorkflowRunNotification: {
+    method: 'POST',
+    path: '/v1/workflows/{workflowId}/runs/{workflowRunId}/notifications/{workflowEvent}/resend',
+    tag: 'Workflows',
+    summary: "Send a workflow run's dead notification again",
+    description:
+      "The latest end's DEAD notification of that event is tried again with a fresh budget, the same body and notificationId, as a run's is. Counted against the tenant's create rate. A 409 unless it is DEAD.",
+    responses: { 202: { description: 'The notification, PENDING again', schema: workflowRunNotificationSchema } },
+    problems: [409, 429, 503],
   },
   listDeadRuns: {
     method: 'GET',

@@ -262,3 +262,7 @@ export type ListWorkflowsQuery = z.output<typeof listWorkflowsQuery>;
 
 /** The event of a run's notification in a path (`/v1/runs/{runId}/notifications/{event}/…`). */
 export const notifyEventParam = z.enum(JOB_NOTIFY_EVENTS).meta({ description: "A run notification's event: dead, failed, succeeded or skipped." });
+/** The event of a workflow run's notification in a path (`/v1/workflows/{workflowId}/runs/{workflowRunId}/notifications/{workflowEvent}/…`). */
+export const workflowEventParam = z
+  .enum(['succeeded', 'failed', 'cancelled'])
+  .meta({ description: "A workflow run notification's event: succeeded, failed or cancelled (a skipped occurrence's is its run's)." });

@@ -1,14 +1,17 @@
 // A run's outcome notifications as the API shows them (GET /v1/runs/{runId}/notifications), and a
-// dead one sent again on request with a fresh budget (POST …/notifications/{event}/resend).
+// dead one sent again on request with a fresh budget (POST …/notifications/{event}/resend); a
+// workflow run's, one per end (its first and each retry's), likewise (decision 0153).
 import { ConflictError, NotFoundError, ServiceUnavailableError } from '../core/errors';
 import { logger } from '../core/logger';
-import type { NotifyEvent } from '../domain/notify';
+import type { NotifyEvent, WorkflowNotifyEvent } from '../domain/notify';
 import type { TenantLimits } from '../domain/tenant';
 import { traceIdOf } from '../domain/trace-context';
 import type { NotificationRecord } from '../store/notifications';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './job-lifecycle';
+import { workflowRunNotificationKey } from './notifications';
 import { tenantRun } from './runs';
+import { getWorkflowRun } from './workflow-runs';
 
 /** A notification as the API shows it: its state and where it goes, not the body (the run says what it would say). */
 export type NotificationView = Omit<NotificationRecord, 'body' | 'tenantId' | 'runId'>;
@@ -37,27 +40,91 @@ export async function resendNotification(
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<NotificationView> {
   const run = await tenantRun(deps, tenantId, runId);
-  const record = await deps.notifications.get(runId, event);
-  if (!record || record.tenantId !== tenantId) throw new NotFoundError(`No ${event} notification of run ${runId}`);
+  return resend(deps, { tenantId, key: runId, event, traceparent: run.traceparent, what: `run ${runId}`, fields: { runId } }, limits);
+}
+
+/** A workflow run's notification and the end that raised it: 0 its first, n the nth retry's. */
+export type WorkflowRunNotificationView = NotificationView & { readonly retry: number };
+
+/** The most ends of one workflow run whose notifications are listed, newest first. */
+export const LISTED_WORKFLOW_RUN_ENDS = 20;
+
+/** A workflow run's notifications, one per event each of its ends raised, its latest end's first (at most the last 20 ends'). */
+export async function listWorkflowRunNotifications(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+  workflowRunId: string,
+): Promise<WorkflowRunNotificationView[]> {
+  const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
+  const ends = Array.from({ length: Math.min(run.retries + 1, LISTED_WORKFLOW_RUN_ENDS) }, (_, index) => run.retries - index);
+  const records = await Promise.all(ends.map((retries) => deps.notifications.ofRun(workflowRunNotificationKey({ workflowRunId, retries }))));
+  return records.flatMap((ofEnd, index) =>
+    ofEnd.filter((record) => record.tenantId === tenantId).map((record) => ({ ...viewOf(record), retry: ends[index]! })),
+  );
+}
+
+/** Sends the DEAD notification of a workflow run's latest end again, as `resendNotification` does a run's. */
+export async function resendWorkflowRunNotification(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+  workflowRunId: string,
+  event: Exclude<WorkflowNotifyEvent, 'skipped'>,
+  limits: TenantLimits = deps.config.tenantDefaults,
+): Promise<WorkflowRunNotificationView> {
+  const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
+  const key = workflowRunNotificationKey(run);
+  const view = await resend(
+    deps,
+    { tenantId, key, event, traceparent: run.traceparent, what: `the latest end of workflow run ${workflowRunId}`, fields: { workflowId, workflowRunId } },
+    limits,
+  );
+  return { ...view, retry: run.retries };
+}
+
+async function resend(
+  deps: SchedulerDeps,
+  notification: {
+    tenantId: string;
+    key: string;
+    event: NotifyEvent;
+    traceparent: string | undefined;
+    /** What the notification is of, for a 404. */
+    what: string;
+    /** Its log lines' identity. */
+    fields: Record<string, string>;
+  },
+  limits: TenantLimits,
+): Promise<NotificationView> {
+  const { tenantId, key, event, traceparent } = notification;
+  const record = await deps.notifications.get(key, event);
+  if (!record || record.tenantId !== tenantId) throw new NotFoundError(`No ${event} notification of ${notification.what}`);
   const now = deps.clock();
   const stalled = record.status === 'PENDING' && record.tries === 0 && record.resentAt !== null && Date.parse(record.resentAt) < now - STALLED_RESEND_MS;
   if (record.status !== 'DEAD' && !stalled) throw new ConflictError(`The notification is ${record.status}; only a DEAD one is sent again`);
   await admitRunRequest(deps, tenantId, limits, now);
-  const revived = await deps.notifications.revive(runId, event, now, stalled ? { kind: 'stalled', resentBefore: now - STALLED_RESEND_MS } : { kind: 'dead' });
+  const revived = await deps.notifications.revive(key, event, now, stalled ? { kind: 'stalled', resentBefore: now - STALLED_RESEND_MS } : { kind: 'dead' });
   if (!revived) throw new ConflictError('The notification was sent again or changed meanwhile; read it again');
   try {
-    await deps.dispatch.send([{ runId, tenantId, availableAt: now, notify: event, traceparent: run.traceparent }], now);
+    await deps.dispatch.send([{ runId: key, tenantId, availableAt: now, notify: event, traceparent }], now);
   } catch (error) {
     // No message, no try: back to DEAD, so that the caller's retry can send it again.
-    await deps.notifications.reviveFailed(runId, event, now).catch(() => false);
+    await deps.notifications.reviveFailed(key, event, now).catch(() => false);
     logger.warn('notification resend: its message was not sent; it stays DEAD', {
-      runId,
+      ...notification.fields,
       tenantId,
       event,
       error: error instanceof Error ? error.message : String(error),
     });
     throw new ServiceUnavailableError('The notification could not be queued; try again', [], { 'retry-after': '5' });
   }
-  logger.info('notification sent again on request', { runId, tenantId, traceId: traceIdOf(run.traceparent), event, notificationId: record.notificationId });
+  logger.info('notification sent again on request', {
+    ...notification.fields,
+    tenantId,
+    traceId: traceIdOf(traceparent),
+    event,
+    notificationId: record.notificationId,
+  });
   return viewOf({ ...record, status: 'PENDING', tries: 0, deadAt: null, resentAt: new Date(now).toISOString() });
 }

@@ -332,6 +332,7 @@ describe('the web console', () => {
   });
   it('shows a workflow run as a graph of its steps coloured by status, and retries it from its failed step', async () => {
     let failFirst = true;
+    let hooks: TargetServer | undefined;
     const flaky = await startTarget(() => {
       if (!failFirst) return { status: 200 };
       failFirst = false;
@@ -344,7 +345,11 @@ describe('the web console', () => {
         { id: 'report', target: { kind: 'http', url: target.url }, dependsOn: ['extract'] },
         { id: 'load', target: { kind: 'http', url: target.url }, dependsOn: ['transform', 'report'] },
       ];
-      const created = await scheduler.api('POST', '/v1/workflows', { name: 'console-diamond', steps });
+      // Its failed end's notification is refused (DEAD) until the page sends it again.
+      let refuse = true;
+      hooks = await startTarget(() => ({ status: refuse ? 400 : 200 }));
+      const notify = { events: ['failed'], destination: { kind: 'http', url: hooks.url } };
+      const created = await scheduler.api('POST', '/v1/workflows', { name: 'console-diamond', steps, notify });
       expect(created.status).toBe(201);
       const workflowId = created.body.workflowId as string;
       await visit(`#/workflows/${workflowId}`);
@@ -357,6 +362,12 @@ describe('the web console', () => {
       expect(await stepClass('load')).toContain('badge-not-started');
       expect(await graph.locator('[data-step="load"]').textContent()).toContain('dependency transform ended DEAD');
       await screenshot(page, 'workflow-run-failed');
+      const notification = page.locator('#notifications-table [data-notification-status="failed"]');
+      await expect.poll(() => notification.textContent(), { timeout: UI_TIMEOUT }).toBe('dead');
+      refuse = false;
+      await page.getByRole('button', { name: 'Send again' }).click();
+      await expect.poll(() => notification.textContent(), { timeout: 60_000 }).toBe('sent');
+      expect(hooks.calls).toHaveLength(2);
 
       await page.getByRole('button', { name: 'Retry failed steps' }).click();
       await expect.poll(() => page.locator('#workflow-run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('succeeded');
@@ -364,6 +375,7 @@ describe('the web console', () => {
       expect(await graph.locator('[data-step="transform"]').textContent()).toContain('attempt 2');
     } finally {
       await flaky.stop();
+      await hooks?.stop();
     }
   });
 

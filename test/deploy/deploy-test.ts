@@ -575,6 +575,13 @@ async function routes(api: Api, target: HttpsTarget, row: Row): Promise<void> {
   await expect('GET /v1/workflows/{id}/runs', api('GET', `/v1/workflows/${workflowId}/runs?status=SUCCEEDED`), 200);
   await expect('POST cancel (a finished workflow run)', api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`), 409);
   await expect('POST retry (a succeeded workflow run)', api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`), 409);
+  // Its notifications: none (the workflow asks for none), and so none to send again.
+  await expect('GET …/runs/{id}/notifications', api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}/notifications`), 200);
+  await expect(
+    'POST …/runs/{id}/notifications/{event}/resend (none)',
+    api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/notifications/failed/resend`),
+    404,
+  );
   const listed = await expect('GET /v1/workflows', api('GET', '/v1/workflows?limit=100'), 200);
   check(
     (listed.body.items as { workflowId: string }[]).some((item) => item.workflowId === workflowId),

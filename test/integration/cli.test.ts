@@ -238,6 +238,7 @@ ${extra}`;
   it('workflows: create from YAML, list as a table or JSON, get, start, runs, a run, pause and resume', async () => {
     const yaml = `name: cli-workflow
 schedule: { kind: delay, seconds: 3600 }
+notify: { events: [succeeded], destination: { kind: http, url: "${target.url}/hook" } }
 steps:
   - { id: first, target: { kind: http, url: "${target.url}/first" } }
   - { id: second, target: { kind: http, url: "${target.url}/second" }, dependsOn: [first] }
@@ -262,6 +263,16 @@ steps:
       60_000,
     );
     expect((await cli('workflows', 'runs', workflowId!)).stdout).toMatch(new RegExp(`${started.workflowRunId}\\s+SUCCEEDED`));
+    // Its end's notification: sent, so not sent again (a conflict, exit 3); an event it did not raise is not found (exit 2).
+    const notifications = await eventually(
+      () => json('workflows', 'notifications', workflowId!, started.workflowRunId),
+      (items) => items[0]?.status === 'SENT',
+      60_000,
+    );
+    expect(notifications).toEqual([expect.objectContaining({ retry: 0, event: 'succeeded', status: 'SENT' })]);
+    expect((await cli('workflows', 'notifications', workflowId!, started.workflowRunId)).stdout).toBe('retry 0\tsucceeded\tSENT\ttries 1\n');
+    expect((await cli('workflows', 'resend-notification', workflowId!, started.workflowRunId, 'succeeded')).code).toBe(3);
+    expect((await cli('workflows', 'resend-notification', workflowId!, started.workflowRunId, 'cancelled')).code).toBe(2);
     expect((await cli('workflows', 'pause', workflowId!)).stdout).toMatch(/schedule PAUSED/);
     expect((await cli('workflows', 'resume', workflowId!)).stdout).toMatch(/schedule ACTIVE/);
     expect((await cli('workflows', 'delete', workflowId!)).stdout).toMatch(new RegExp(`deleted workflow ${workflowId} \\(cli-[^)]+\\) at \\d{4}-`));

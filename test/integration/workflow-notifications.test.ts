@@ -144,6 +144,80 @@ describe('workflow notifications', () => {
     failing.delete('bad');
   });
 
+  it("a workflow run's dead notifications show per end, the latest first, and the latest end's is sent again on request; only a dead one", async () => {
+    failing.add('breaks');
+    let refuse = true;
+    const gate = await startTarget(() => ({ status: refuse ? 400 : 200 }));
+    try {
+      const workflowId = await create('notify-dead', [step('breaks')], { events: ['failed'], destination: { kind: 'http', url: gate.url } });
+      const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+      const workflowRunId = started.body.workflowRunId as string;
+      const path = `/v1/workflows/${workflowId}/runs/${workflowRunId}`;
+      const deadOf = async (retries: number) =>
+        eventually(
+          () => scheduler.deps.notifications.get(workflowRunNotificationKey({ workflowRunId, retries }), 'failed'),
+          (record) => record?.status === 'DEAD',
+          WAIT_MS,
+        );
+      await runTo(workflowId, workflowRunId, 'FAILED');
+      await deadOf(0);
+      expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
+      await runTo(workflowId, workflowRunId, 'FAILED');
+      await deadOf(1);
+
+      const listed = await scheduler.api('GET', `${path}/notifications`);
+      expect(listed.status).toBe(200);
+      const dead = {
+        event: 'failed',
+        status: 'DEAD',
+        tries: 1,
+        lastError: expect.stringContaining('HTTP_400'),
+        destination: { kind: 'http', url: gate.url },
+        resentAt: null,
+      };
+      expect(listed.body.items).toEqual([
+        expect.objectContaining({ ...dead, retry: 1, notificationId: notificationIdOf(workflowRunNotificationKey({ workflowRunId, retries: 1 }), 'failed') }),
+        expect.objectContaining({ ...dead, retry: 0, notificationId: notificationIdOf(workflowRunNotificationKey({ workflowRunId, retries: 0 }), 'failed') }),
+      ]);
+      expect(listed.body.items[0]).not.toHaveProperty('body');
+
+      // A malformed event (or a skipped occurrence's, which is its run's) is a 400, an event the run did
+      // not raise a 404, another tenant's workflow run a 404: nothing changes.
+      for (const event of ['exploded', 'skipped', 'dead']) expect((await scheduler.api('POST', `${path}/notifications/${event}/resend`)).status).toBe(400);
+      expect((await scheduler.api('POST', `${path}/notifications/cancelled/resend`)).status).toBe(404);
+      const otherKey = `key_other_${Date.now()}`;
+      await scheduler.deps.apiKeys.issue(otherKey, `other-${scheduler.tenantId}`, Date.now());
+      const foreign = (method: string, route: string) =>
+        fetch(`${scheduler.runtime.url}${route}`, { method, headers: { authorization: `Bearer ${otherKey}` } });
+      expect((await foreign('GET', `${path}/notifications`)).status).toBe(404);
+      expect((await foreign('POST', `${path}/notifications/failed/resend`)).status).toBe(404);
+      expect((await scheduler.api('GET', `${path}/notifications`)).body).toEqual(listed.body);
+
+      refuse = false;
+      const resent = await scheduler.api('POST', `${path}/notifications/failed/resend`);
+      expect(resent.status, JSON.stringify(resent.body)).toBe(202);
+      expect(resent.body).toMatchObject({ retry: 1, status: 'PENDING', tries: 0, deadAt: null, resentAt: expect.any(String) });
+      const sent = await eventually(
+        () => scheduler.deps.notifications.get(workflowRunNotificationKey({ workflowRunId, retries: 1 }), 'failed'),
+        (record) => record?.status === 'SENT',
+        WAIT_MS,
+      );
+      expect(sent).toMatchObject({ tries: 1, resentAt: resent.body.resentAt });
+      // The same notification again (its id and body), the latest end's; the first end's stays DEAD.
+      const calls = callsOf(gate, workflowId);
+      expect(calls).toHaveLength(3);
+      expect(calls[2]!.body).toBe(calls[1]!.body);
+      expect((bodyOf(calls[2]!) as WorkflowRunNotificationBody).retries).toBe(1);
+      expect(await scheduler.deps.notifications.get(workflowRunNotificationKey({ workflowRunId, retries: 0 }), 'failed')).toMatchObject({ status: 'DEAD' });
+      expect((await scheduler.api('POST', `${path}/notifications/failed/resend`)).status).toBe(409);
+      const audit = await scheduler.api('GET', `/v1/audit?objectId=${workflowRunId}`);
+      expect(audit.body.items.map((entry: { action: string }) => entry.action)).toContain('notification.resend');
+    } finally {
+      failing.delete('breaks');
+      await gate.stop();
+    }
+  });
+
   it('a cancelled workflow run sends one cancelled notification', async () => {
     const workflowId = await create('notify-cancelled', [step('slow-n'), step('never', ['slow-n'])], {
       events: ['cancelled'],

@@ -11,7 +11,7 @@ import type { backfillView } from '../../lambdas/app/backfills';
 import type { HealthReport } from '../../lambdas/app/health';
 import type { CreateJobResult, getJob, JobView, previewSchedule } from '../../lambdas/app/jobs';
 import type { replayDeadRuns } from '../../lambdas/app/runs';
-import type { NotificationView } from '../../lambdas/app/run-notifications';
+import type { NotificationView, WorkflowRunNotificationView } from '../../lambdas/app/run-notifications';
 import type { Page } from '../../lambdas/store/page';
 import type { listWorkflows, WorkflowDetail, WorkflowView } from '../../lambdas/app/workflows';
 import type { workflowSpecSchema } from '../../lambdas/domain/workflow';
@@ -31,6 +31,7 @@ describe('the client types are the backend types', () => {
     expectTypeOf<client.Page<client.WorkflowSummary>>().toEqualTypeOf<Awaited<ReturnType<typeof listWorkflows>>>();
     expectTypeOf<client.HeartbeatResult>().toEqualTypeOf<Awaited<ReturnType<typeof heartbeatRun>>>();
     expectTypeOf<client.RunNotification>().toEqualTypeOf<NotificationView>();
+    expectTypeOf<client.WorkflowRunNotification>().toEqualTypeOf<WorkflowRunNotificationView>();
     // Payload and checkpoint are the worker's own types in the client (unknown in the backend).
     expectTypeOf<Omit<Claim, 'payload' | 'checkpoint'>>().toEqualTypeOf<Omit<ClaimedRun, 'payload' | 'checkpoint'>>();
     expectTypeOf<Claim>().toExtend<ClaimedRun>();

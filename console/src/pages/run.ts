@@ -2,9 +2,10 @@
 // Cancel or Replay where they apply.
 import type { NotificationView, Run } from '../api';
 import { api } from '../api';
-import { h, table } from '../dom';
+import { h } from '../dom';
 import { between, duration, time } from '../format';
 import type { Page } from '../page';
+import { notificationsTable } from '../notifications';
 import { act, alertBox, heading, STATUS_CLASS } from '../page';
 
 const CANCELLABLE = new Set(['SCHEDULED', 'QUEUED', 'RUNNING']);
@@ -101,35 +102,13 @@ export const runPage: Page = async (context) => {
   };
   /** The run's outcome notifications; a dead one can be sent again (decision 0152). */
   const notificationsSection = (run: Run, notifications: readonly NotificationView[]): HTMLElement =>
-    h(
-      'section',
-      { 'aria-labelledby': 'notifications-title' },
-      h('h2', { id: 'notifications-title' }, 'Notifications'),
-      table(
-        'Outcome notifications of this run',
-        ['Event', 'Status', 'Tries', 'Last error', 'Destination', ''],
-        notifications.map((notification) => {
-          const resend = h('button', { type: 'button', hidden: notification.status !== 'DEAD' }, 'Send again');
-          resend.addEventListener('click', () => {
-            void act(resend, alert, context, async () => {
-              await api.resendNotification(run.runId, notification.event);
-              seen = '';
-              await load();
-              return `Notification ${notification.event} sent again`;
-            });
-          });
-          const destination = notification.destination;
-          return [
-            notification.event,
-            h('span', { class: STATUS_CLASS(notification.status), 'data-notification-status': notification.event }, notification.status.toLowerCase()),
-            String(notification.tries),
-            notification.lastError ?? '—',
-            destination.kind === 'http' ? destination.url : destination.kind === 'sns' ? destination.topicArn : destination.eventBusName,
-            resend,
-          ];
-        }),
-        { id: 'notifications-table' },
-      ),
+    notificationsTable('Outcome notifications of this run', notifications, (notification, button) =>
+      act(button, alert, context, async () => {
+        await api.resendNotification(run.runId, notification.event);
+        seen = '';
+        await load();
+        return `Notification ${notification.event} sent again`;
+      }),
     );
   await load();
   context.every(FOLLOW_MS, () => load().catch(() => undefined));

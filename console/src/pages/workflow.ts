@@ -6,6 +6,7 @@ import { api } from '../api';
 import { confirmDialog, h, table } from '../dom';
 import { scheduleText, time, zoneOf } from '../format';
 import type { Page } from '../page';
+import { notificationsTable } from '../notifications';
 import { act, alertBox, heading, STATUS_CLASS } from '../page';
 
 const FOLLOW_MS = 2_000;
@@ -59,7 +60,8 @@ export const workflowRunPage: Page = async (context) => {
 
   const load = async (): Promise<void> => {
     const run = await api.workflowRun(workflowId, workflowRunId);
-    const signature = JSON.stringify([run.status, run.retries, run.steps]);
+    const { items: notifications } = await api.workflowRunNotifications(workflowId, workflowRunId);
+    const signature = JSON.stringify([run.status, run.retries, run.steps, notifications.map((n) => [n.retry, n.event, n.status, n.tries])]);
     if (signature === seen) return;
     seen = signature;
     const shown = run.version === workflow.version ? workflow : await api.workflow(workflowId, run.version);
@@ -89,6 +91,19 @@ export const workflowRunPage: Page = async (context) => {
       ),
       h('div', { class: 'actions' }, cancel, retry),
       graph(shown, run),
+      ...(notifications.length > 0
+        ? [
+            notificationsTable('Outcome notifications of this workflow run, its latest end first', notifications, (notification, button) =>
+              act(button, alert, context, async () => {
+                const event = notification.event as 'succeeded' | 'failed' | 'cancelled';
+                await api.resendWorkflowRunNotification(workflowId, workflowRunId, event);
+                seen = '';
+                await load();
+                return `Notification ${event} sent again`;
+              }),
+            ),
+          ]
+        : []),
     );
   };
   await load();
