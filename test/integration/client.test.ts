@@ -226,6 +226,10 @@ describe('the typed client', () => {
       () => client.workflows.run(workflowId, started.workflowRunId),
       (run) => run.status === 'FAILED',
     );
+    // It asks for no notifications: none per end, and none to send again (a 404).
+    expect(await client.workflows.notifications(workflowId, started.workflowRunId)).toEqual([]);
+    const notResent = await client.workflows.resendNotification(workflowId, started.workflowRunId, 'failed').catch((error: unknown) => error);
+    expect(notResent).toMatchObject({ status: 404 });
     const again = await client.workflows.start(workflowId);
     const cancelled = await client.workflows.cancel(workflowId, again.workflowRunId).catch((error: unknown) => error);
     // Cancelled while running, or (the steps were quick) a 409 that says it had ended.
