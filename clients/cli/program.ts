@@ -313,11 +313,7 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
     .action(async (runId: string, _options: unknown, command: Command) => {
       const notifications = await clientOf(command).runs.notifications(runId);
       if (json) return printJson(notifications);
-      print(
-        notifications.length === 0
-          ? '(no notifications)'
-          : notifications.map((n) => `${n.event}\t${n.status}\ttries ${n.tries}${n.lastError ? `\t${n.lastError}` : ''}`).join('\n'),
-      );
+      print(notificationsText(notifications));
     });
   runs
     .command('resend-notification <runId> <event>')
@@ -419,11 +415,7 @@ Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or 
     .action(async (workflowId: string, workflowRunId: string, _options: unknown, command: Command) => {
       const notifications = await clientOf(command).workflows.notifications(workflowId, workflowRunId);
       if (json) return printJson(notifications);
-      print(
-        notifications.length === 0
-          ? '(no notifications)'
-          : notifications.map((n) => `retry ${n.retry}\t${n.event}\t${n.status}\ttries ${n.tries}${n.lastError ? `\t${n.lastError}` : ''}`).join('\n'),
-      );
+      print(notificationsText(notifications));
     });
   workflows
     .command('resend-notification <workflowId> <workflowRunId> <event>')
@@ -631,4 +623,14 @@ function reportError(io: CliIo, error: unknown, json: boolean): void {
     return;
   }
   io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+}
+
+/** A line per notification: (a workflow run's end,) event, status, tries and last error. */
+function notificationsText(notifications: readonly (RunNotification & { readonly retry?: number })[]): string {
+  if (notifications.length === 0) return '(no notifications)';
+  return notifications
+    .map((n) =>
+      [...(n.retry === undefined ? [] : [`retry ${n.retry}`]), n.event, n.status, `tries ${n.tries}`, ...(n.lastError ? [n.lastError] : [])].join('\t'),
+    )
+    .join('\n');
 }

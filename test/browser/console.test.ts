@@ -330,6 +330,15 @@ describe('the web console', () => {
     await screenshot(small, 'jobs-phone');
     await phone.close();
   });
+  /** Waits for the page's `event` notification to show dead, lets its destination accept, sends it again and waits for it to be sent. */
+  async function sendAgain(event: string, accept: () => void): Promise<void> {
+    const status = page.locator(`#notifications-table [data-notification-status="${event}"]`);
+    await expect.poll(() => status.textContent(), { timeout: UI_TIMEOUT }).toBe('dead');
+    accept();
+    await page.getByRole('button', { name: 'Send again' }).click();
+    await expect.poll(() => status.textContent(), { timeout: 60_000 }).toBe('sent');
+  }
+
   it('shows a workflow run as a graph of its steps coloured by status, and retries it from its failed step', async () => {
     let failFirst = true;
     let hooks: TargetServer | undefined;
@@ -362,11 +371,7 @@ describe('the web console', () => {
       expect(await stepClass('load')).toContain('badge-not-started');
       expect(await graph.locator('[data-step="load"]').textContent()).toContain('dependency transform ended DEAD');
       await screenshot(page, 'workflow-run-failed');
-      const notification = page.locator('#notifications-table [data-notification-status="failed"]');
-      await expect.poll(() => notification.textContent(), { timeout: UI_TIMEOUT }).toBe('dead');
-      refuse = false;
-      await page.getByRole('button', { name: 'Send again' }).click();
-      await expect.poll(() => notification.textContent(), { timeout: 60_000 }).toBe('sent');
+      await sendAgain('failed', () => (refuse = false));
       expect(hooks.calls).toHaveLength(2);
 
       await page.getByRole('button', { name: 'Retry failed steps' }).click();
@@ -391,11 +396,7 @@ describe('the web console', () => {
         60_000,
       );
       await visit(`#/runs/${runId}`);
-      const status = page.locator('#notifications-table [data-notification-status="succeeded"]');
-      await expect.poll(() => status.textContent(), { timeout: UI_TIMEOUT }).toBe('dead');
-      refuse = false;
-      await page.getByRole('button', { name: 'Send again' }).click();
-      await expect.poll(() => status.textContent(), { timeout: 60_000 }).toBe('sent');
+      await sendAgain('succeeded', () => (refuse = false));
       expect(hooks.calls).toHaveLength(2);
     } finally {
       await hooks.stop();
