@@ -157,7 +157,7 @@ export function createDashboard(
 
   dashboard.addWidgets(
     header(
-      '## 3. What fails\nOne line per job type. Retried runs are attempts that will run again; dead runs will not. Lease expirations and lost workers point at crashed or stuck workers.',
+      '## 3. What fails\nOne line per job type. Retried runs are attempts that will run again; dead runs will not. Lease expirations and lost workers point at crashed or stuck workers. A dead outcome notification waits for a resend.',
     ),
   );
   dashboard.addWidgets(
@@ -168,15 +168,22 @@ export function createDashboard(
   dashboard.addWidgets(
     graph({
       title: 'Retried, skipped, cancelled and deferred runs',
-      width: 12,
+      width: 8,
       // Deferred: waits for an in-flight slot of a tenant at its limit (one per wait).
       left: [Metric.RunsRetried, Metric.RunsSkipped, Metric.RunsCancelled, Metric.RunsDeferred].map(sum),
       leftYAxis: count,
     }),
     graph({
       title: 'Lease expirations and lost workers',
-      width: 12,
+      width: 8,
       left: [Metric.LeaseExpirations, Metric.WorkerLost].map(sum),
+      leftYAxis: count,
+    }),
+    graph({
+      title: 'Outcome notifications: sent, failed tries, dead',
+      width: 8,
+      // A failed try is tried again on the notification's budget; a dead one waits for a resend (NotificationsDead alarm).
+      left: [Metric.NotificationsSent, Metric.NotificationsFailed, Metric.NotificationsDead].map(sum),
       leftYAxis: count,
     }),
   );

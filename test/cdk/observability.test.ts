@@ -136,6 +136,7 @@ describe('dashboard', () => {
       'Dead runs by job type',
       'Retried, skipped, cancelled and deferred runs',
       'Lease expirations and lost workers',
+      'Outcome notifications: sent, failed tries, dead',
       'Messages visible (waiting)',
       'Messages in flight (received, not deleted)',
       'Age of oldest message',
@@ -288,6 +289,12 @@ describe('dashboard', () => {
         [Metric.RunsRetried, Metric.RunsSkipped, Metric.RunsCancelled, Metric.RunsDeferred].map((name) => `${custom(name)} Sum`),
       );
       expect(visible(widget('Lease expirations and lost workers'))).toEqual([Metric.LeaseExpirations, Metric.WorkerLost].map((name) => `${custom(name)} Sum`));
+    });
+
+    it('counts outcome notifications sent, tries that failed and dead ones, as the NotificationsDead alarm reads them', () => {
+      const graph = widget('Outcome notifications: sent, failed tries, dead');
+      expect(visible(graph)).toEqual([Metric.NotificationsSent, Metric.NotificationsFailed, Metric.NotificationsDead].map((name) => `${custom(name)} Sum`));
+      for (const s of seriesOf(graph)) expect(s.dimensions).toEqual(service);
     });
   });
 
