@@ -12,7 +12,7 @@
 // started N times through the use case the API calls with no worker running (the starts' cost),
 // then run by the workers; its figures are per workflow run and per step.
 //
-//   npm run bench:cost -- [--count 100] [--kinds now,delay,cron,retried,workflow] [--concurrency 4] [--workflow-steps 4]
+//   npm run bench:cost -- [--count 100] [--kinds now,now-unnamed,delay,cron,retried,workflow] [--concurrency 4] [--workflow-steps 4]
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -37,13 +37,14 @@ import { startLocalRuntime } from '../scripts/local/runtime';
 import type { CapacityTally } from './lib/capacity-model';
 import { CapacityModel } from './lib/capacity-model';
 
-const KINDS = ['now', 'delay', 'cron', 'retried', 'workflow'] as const;
+// `now-unnamed`: a run-now job created without a name (decision 0154), so with no name guard.
+const KINDS = ['now', 'now-unnamed', 'delay', 'cron', 'retried', 'workflow'] as const;
 type Kind = (typeof KINDS)[number];
 
 const { values } = parseArgs({
   options: {
     count: { type: 'string', default: '100' },
-    kinds: { type: 'string', default: 'now,delay,cron,retried' },
+    kinds: { type: 'string', default: 'now,now-unnamed,delay,cron,retried' },
     concurrency: { type: 'string', default: '4' },
     'workflow-steps': { type: 'string', default: '4' },
   },
@@ -94,7 +95,7 @@ function jobBody(kind: Kind, index: number): Record<string, unknown> {
   const schedule =
     kind === 'delay' ? { kind: 'delay', seconds: 2 } : kind === 'cron' ? { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } : { kind: 'now' };
   return {
-    name: `${kind}-${index}`,
+    ...(kind === 'now-unnamed' ? {} : { name: `${kind}-${index}` }),
     type: 'bench',
     schedule,
     target: { kind: 'http', url: kind === 'retried' ? `${targetUrl}/flaky/${index}` : `${targetUrl}/ok` },

@@ -8,7 +8,7 @@ import { logger } from '../core/logger';
 import { parseOrThrow } from '../core/validation';
 import type { Job } from '../domain/job';
 import type { HeaderValue } from '../domain/job';
-import { MASKED_HEADER_VALUE, jobSpecSchema } from '../domain/job';
+import { MASKED_HEADER_VALUE, isUnnamed, jobSpecSchema } from '../domain/job';
 import type { JobPatchRequest, TriggerRequest } from '../api/schemas';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
@@ -85,7 +85,8 @@ export async function patchJob(
         skippedOccurrences: _so,
         ...spec
       } = current;
-      const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes }, 'Invalid job');
+      // An unnamed job's name is its id, which no spec may give (decision 0154): checked without it.
+      const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes, name: isUnnamed(current) ? undefined : current.name }, 'Invalid job');
       if (changes.target !== undefined) checkTarget(deps, merged.target);
       if (changes.notify !== undefined) checkNotify(deps, merged.notify);
       checkPoolTimeout(deps, merged);
@@ -98,7 +99,7 @@ export async function patchJob(
       // A new schedule counts from now (an interval's anchor, a counted cron's start), and the
       // occurrences skipped on request were the old schedule's.
       const schedule = scheduleChanged ? settleSchedule(requested, now) : current.schedule;
-      const updated = touch(current, now, { ...merged, schedule, ...(scheduleChanged ? { skippedOccurrences: [] } : {}) });
+      const updated = touch(current, now, { ...merged, name: current.name, schedule, ...(scheduleChanged ? { skippedOccurrences: [] } : {}) });
 
       if (current.status === 'PAUSED' && scheduleChanged) {
         // The occurrence remembered at pause belongs to the old schedule (or zone): resume must

@@ -68,6 +68,8 @@ export async function createJob(
   const jobId = newJobId(now);
   const draft: Job = {
     ...spec,
+    // Unnamed, it is named by its id: unique without a name guard (decision 0154).
+    name: spec.name ?? jobId,
     schedule,
     jobId,
     tenantId,

@@ -261,8 +261,22 @@ export const misfirePolicySchema = z.enum(['fire-once', 'skip', 'backfill']);
 export const backfillLimitSchema = z.number().int().min(1).max(1000);
 export const prioritySchema = z.enum(['high', 'normal', 'low']);
 
+/**
+ * A job id's form (`job_` and 26 base32 characters): a job created without a name is named by its
+ * id, so no name of this form may be given (decision 0154).
+ */
+export const JOB_ID_PATTERN = /^job_[0-9a-z]{26}$/;
+
+/** A job's name, unique in its tenant; without one the job is named by its id and writes no name guard (decision 0154). */
+const jobNameSchema = identifier(128)
+  .refine((name) => !JOB_ID_PATTERN.test(name), 'has the form of a job id, which names a job created without a name')
+  .optional()
+  .meta({
+    description: 'Unique in the tenant; letters, digits and . _ : -. Optional: without it the job is named by its id (fire-and-forget runs need no name).',
+  });
+
 const jobSpecShape = {
-  name: identifier(128),
+  name: jobNameSchema,
   type: jobTypeSchema,
   labels: labelsSchema.default({}),
   schedule: scheduleSchema,
@@ -291,7 +305,8 @@ const withoutDefault = (schema: z.ZodType): z.ZodType => (schema instanceof z.Zo
  * field the PATCH does not name is left as it is); the merged job is checked whole.
  */
 export const jobPatchSchema = z.strictObject(
-  Object.fromEntries(Object.entries(jobSpecShape).map(([field, schema]) => [field, withoutDefault(schema).optional()])),
+  // A job's name cannot change; a PATCH may repeat it, an unnamed job's (its id) too.
+  Object.fromEntries(Object.entries({ ...jobSpecShape, name: identifier(128) }).map(([field, schema]) => [field, withoutDefault(schema).optional()])),
 ) as unknown as z.ZodObject<
   { [K in keyof typeof jobSpecShape]: z.ZodOptional<z.ZodType<z.output<(typeof jobSpecShape)[K]>, z.input<(typeof jobSpecShape)[K]>>> },
   z.core.$strict
@@ -330,7 +345,9 @@ export type JobSpec = z.infer<typeof jobSpecSchema>;
 export type JobStatus = 'ACTIVE' | 'PAUSED' | 'COMPLETED' | 'CANCELLED';
 
 /** A stored job: the definition plus the scheduler's bookkeeping. */
-export interface Job extends Omit<JobSpec, 'target'> {
+export interface Job extends Omit<JobSpec, 'target' | 'name'> {
+  /** Its name, or its id when it was created without one (decision 0154). */
+  readonly name: string;
   /** A request's target; a workflow's schedule starts a workflow run instead. */
   readonly target: JobTarget;
   readonly jobId: string;
@@ -382,3 +399,6 @@ export function attemptTimeoutSeconds(job: Pick<Job, 'timeoutSeconds' | 'target'
   const targetTimeout = job.target.kind === 'http' ? job.target.timeoutSeconds : undefined;
   return Math.min(job.timeoutSeconds, targetTimeout ?? job.timeoutSeconds);
 }
+
+/** Whether the job was created without a name (it is named by its id, and has no name guard). */
+export const isUnnamed = (job: Pick<Job, 'jobId' | 'name'>): boolean => job.name === job.jobId;

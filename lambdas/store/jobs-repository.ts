@@ -8,6 +8,7 @@ import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/li
 import type { TransactionResult, TransactItem } from './conditional';
 import { absentOr, conditionExpressions, IF_NEW, ifHeld, lessThan, transact, transactRetryingConflicts, updateExpressions } from './conditional';
 import type { Job, JobStatus } from '../domain/job';
+import { isUnnamed } from '../domain/job';
 import type { Run } from '../domain/run';
 import type { RunItemExtras } from './keys';
 
@@ -104,10 +105,9 @@ export class JobsRepository {
 
   async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
     const ifNew = conditionExpressions(IF_NEW);
-    const items: Record<string, TransactItem> = {
-      job: { Put: { TableName: this.jobsTable, Item: jobToItem(job), ...ifNew } },
-      name: { Put: { TableName: this.jobsTable, Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId }, ...ifNew } },
-    };
+    const items: Record<string, TransactItem> = { job: { Put: { TableName: this.jobsTable, Item: jobToItem(job), ...ifNew } } };
+    // A name's guard keeps it unique in the tenant; a job named by its id needs none (decision 0154).
+    if (!isUnnamed(job)) items.name = { Put: { TableName: this.jobsTable, Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId }, ...ifNew } };
     if (idempotency) {
       const record = {
         ...idempotencyKey(job.tenantId, idempotency.key),
@@ -310,7 +310,7 @@ export class JobsRepository {
     newRuns.forEach((newRun, index) => {
       items[`run:${index}`] = { Put: { TableName: this.runsTable, Item: runToItem(newRun.run, newRun.extras), ...conditionExpressions(IF_NEW) } };
     });
-    if (extra.releaseName) {
+    if (extra.releaseName && !isUnnamed(next)) {
       items.releaseName = { Delete: { TableName: this.jobsTable, Key: jobNameKey(next.tenantId, next.name), ...conditionExpressions({ jobId: next.jobId }) } };
     }
     // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit;

@@ -35,7 +35,7 @@ describe('bad input', () => {
     ],
     ['a non-http target URL', jobBody('ftp://example.com/x'), ['target.url']],
     ['an unknown field', { ...jobBody('https://example.com'), colour: 'blue' }, ['colour']],
-    ['a missing name and type', { schedule: { kind: 'now' }, target: { kind: 'http', url: 'https://example.com' } }, ['name', 'type']],
+    ['a missing type (a name may be left out)', { schedule: { kind: 'now' }, target: { kind: 'http', url: 'https://example.com' } }, ['type']],
     ['a timeout over the limit', jobBody('https://example.com', { timeoutSeconds: 100_000 }), ['timeoutSeconds']],
     ['a JSON array', [1, 2, 3], ['(body)']],
   ];

@@ -202,7 +202,7 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
             'backfillLimit',
           ])
         ] = pick(NEVER_VALID_FIELD)),
-      () => delete body[pick(['name', 'type', 'schedule', 'target'])],
+      () => delete body[pick(['type', 'schedule', 'target'])],
       () => (body[pick(['colour', 'constructor', 'tenantId', 'jobId', 'status'])] = pick(['x', 1, {}])),
       () => (body.schedule = { kind: 'cron', expression: pick(BAD_CRONS), timezone: 'UTC' }),
       () => (body.schedule = { kind: 'cron', expression: '0 9 * * *', timezone: pick(BAD_ZONES) }),

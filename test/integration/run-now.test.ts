@@ -1,7 +1,9 @@
 // The run-now path end to end over HTTP: the API writes the job and its run and sends the run id;
 // the worker (fed by the local runtime's poller) leases it, calls a real HTTP target and records
 // the outcome.
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobNameKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -124,6 +126,48 @@ describe('a job that runs now', () => {
     const again = await scheduler.api('POST', '/v1/jobs', body);
     expect(again.status).toBe(409);
     expect(again.body.errors).toEqual([{ path: 'name', message: 'is already used by another job' }]);
+  });
+
+  it('takes a job without a name: named by its id, with no name guard written; it runs, is found, patched and deleted like any other', async () => {
+    const { name: _name, ...unnamed } = jobBody(target.url);
+    const [first, second] = await Promise.all([scheduler.api('POST', '/v1/jobs', unnamed), scheduler.api('POST', '/v1/jobs', unnamed)]);
+    expect([first.status, second.status]).toEqual([201, 201]);
+    const job = first.body.job;
+    expect(job.name).toBe(job.jobId);
+    expect(second.body.job.name).toBe(second.body.job.jobId);
+    // No name guard: the job item, its finding entries and its run are all it wrote.
+    const guard = await scheduler.clients.dynamo.send(
+      new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobNameKey(scheduler.tenantId, job.jobId) }),
+    );
+    expect(guard.Item).toBeUndefined();
+    const named = jobBody(target.url);
+    const withName = (await scheduler.api('POST', '/v1/jobs', named)).body.job;
+    expect(
+      (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobNameKey(scheduler.tenantId, withName.name) }))).Item,
+    ).toMatchObject({
+      jobId: withName.jobId,
+    });
+    await eventually(
+      () => scheduler.api('GET', `/v1/jobs/${job.jobId}/runs`),
+      (response) => response.body.items?.[0]?.status === 'SUCCEEDED',
+    );
+    expect((await scheduler.api('GET', `/v1/jobs?name=${job.jobId}`)).body.items.map((found: { jobId: string }) => found.jobId)).toEqual([job.jobId]);
+
+    // A name of a job id's form is refused, whoever's id it is (it would pass for an unnamed job), and writes nothing.
+    const before = await scheduler.countJobAndRunItems();
+    const refused = await scheduler.api('POST', '/v1/jobs', { ...unnamed, name: second.body.job.jobId });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([{ path: 'name', message: 'has the form of a job id, which names a job created without a name' }]);
+    expect(await scheduler.countJobAndRunItems()).toEqual(before);
+
+    // A PATCH may repeat its name (its id) but not change it; other fields change as for any job.
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${job.jobId}`, { name: job.jobId, payload: { hello: 'again' } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({ name: job.jobId, payload: { hello: 'again' } });
+    const renamed = await scheduler.api('PATCH', `/v1/jobs/${job.jobId}`, { name: 'a-name-now' });
+    expect(renamed.status).toBe(400);
+    expect((await scheduler.api('DELETE', `/v1/jobs/${job.jobId}`)).status).toBe(200);
+    expect((await scheduler.api('GET', `/v1/jobs/${job.jobId}`)).body.status).toBe('CANCELLED');
   });
 
   it('returns the first result for a repeated Idempotency-Key and 409 for another body under it', async () => {

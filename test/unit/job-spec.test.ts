@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lambdas/core/errors';
 import { parseOrThrow } from '../../lambdas/core/validation';
-import { MAX_PAYLOAD_BYTES, attemptTimeoutSeconds, jobSpecSchema } from '../../lambdas/domain/job';
+import { MAX_PAYLOAD_BYTES, attemptTimeoutSeconds, isUnnamed, jobPatchSchema, jobSpecSchema } from '../../lambdas/domain/job';
 import { decodeCursor, encodeCursor, itemToJob, jobToItem } from '../../lambdas/store/keys';
 import type { Job } from '../../lambdas/domain/job';
 
@@ -23,6 +23,18 @@ function failingPaths(body: unknown): string[] {
 }
 
 describe('job spec', () => {
+  it("takes a job without a name, and refuses a name of a job id's form (an unnamed job's name) on create but not in a PATCH (decision 0154)", () => {
+    const { name: _name, ...unnamed } = valid;
+    expect(parseOrThrow(jobSpecSchema, unnamed).name).toBeUndefined();
+    expect(failingPaths({ ...valid, name: 'job_01m8d1e8epkerqr7fmzh2yxf0j' })).toEqual(['name']);
+    // Near the form is a name like any other.
+    expect(failingPaths({ ...valid, name: 'job_cleanup' })).toEqual([]);
+    expect(failingPaths({ ...valid, name: 'job_01m8d1e8epkerqr7fmzh2yxf0jx' })).toEqual([]);
+    expect(jobPatchSchema.safeParse({ name: 'job_01m8d1e8epkerqr7fmzh2yxf0j' }).success).toBe(true);
+    expect(isUnnamed({ jobId: 'job_1', name: 'job_1' })).toBe(true);
+    expect(isUnnamed({ jobId: 'job_1', name: 'daily' })).toBe(false);
+  });
+
   it('fills the documented defaults', () => {
     const spec = parseOrThrow(jobSpecSchema, valid);
     expect(spec).toMatchObject({
@@ -83,6 +95,7 @@ describe('stored items', () => {
     const spec = parseOrThrow(jobSpecSchema, { ...valid, payload: [1, null, { a: {} }, ''] });
     const job: Job = {
       ...spec,
+      name: spec.name ?? 'job_1',
       jobId: 'job_1',
       tenantId: 't1',
       status: 'ACTIVE',
