@@ -197,6 +197,15 @@ describe('the web console', () => {
     const listed = await scheduler.api('GET', '/v1/jobs?limit=100');
     const created = listed.body.items.find((job: { name: string }) => job.name === 'from-the-form');
     expect(created.schedule).toEqual({ kind: 'cron', expression: '0 12 * * *', timezone: 'Europe/Berlin' });
+
+    // Without a name the job is named by its id (decision 0154).
+    await visit('#/new');
+    await page.getByRole('heading', { level: 1, name: 'New job' }).waitFor();
+    await page.getByLabel('Type', { exact: true }).fill('forms');
+    await page.getByLabel('Cron expression').fill('0 12 * * *');
+    await page.getByLabel('Target URL').fill(target.url);
+    await page.getByRole('button', { name: 'Create job' }).click();
+    await page.getByRole('heading', { level: 1, name: /^Job job_[0-9a-z]{26}$/ }).waitFor();
   });
 
   it('replays a dead run from the dead runs page, one and the selected ones after a confirmation that says how many', async () => {

@@ -66,7 +66,7 @@ function clearErrors(form: HTMLElement, summary: HTMLElement): void {
 export const createPage: Page = async (context) => {
   heading(context, 'New job');
   const zones = Intl.supportedValuesOf('timeZone');
-  const name = h('input', { type: 'text', required: true, autocomplete: 'off', maxlength: 128 });
+  const name = h('input', { type: 'text', autocomplete: 'off', maxlength: 128 });
   const type = h('input', { type: 'text', required: true, autocomplete: 'off', value: 'default', maxlength: 64 });
   const kind = h(
     'select',
@@ -133,7 +133,7 @@ export const createPage: Page = async (context) => {
     { class: 'create', novalidate: true, 'aria-labelledby': 'create-title' },
     h('h2', { id: 'create-title', class: 'visually-hidden' }, 'Job definition'),
     summary,
-    field('name', 'Name', name, 'Unique among your jobs: letters, digits and . _ : -'),
+    field('name', 'Name', name, 'Unique among your jobs: letters, digits and . _ : -. Leave it empty to name the job by its id.'),
     field('type', 'Type', type, 'The job type: its worker pool and metrics dimension.'),
     h('fieldset', null, h('legend', null, 'Schedule'), field('schedule', 'Schedule kind', kind), Object.values(kindFields), jitterField),
     h(
@@ -245,7 +245,7 @@ export const createPage: Page = async (context) => {
       return;
     }
     const spec = {
-      name: name.value.trim(),
+      ...(name.value.trim() ? { name: name.value.trim() } : {}),
       type: type.value.trim(),
       schedule: schedule(),
       target: targetKind.value === 'http' ? { kind: 'http', url: url.value.trim(), method: method.value } : { kind: 'external' },
