@@ -3,7 +3,7 @@
 // creates in the same transaction. Pause and resume are in pause-resume.ts, skips in
 // skip-occurrences.ts, and the chain's own moves in occurrence-chain.ts.
 import { traceIdOf } from '../domain/trace-context';
-import { ConflictError, NotFoundError, TooManyRequestsError, ValidationError } from '../core/errors';
+import { ConflictError, NotFoundError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import { parseOrThrow } from '../core/validation';
 import type { Job } from '../domain/job';
@@ -17,6 +17,7 @@ import { planRun } from './plan-run';
 import { triggerDebounced } from './debounce';
 import { sendPlannedRun } from './send-planned-run';
 import type { SchedulerDeps } from './deps';
+import { admitRunRequest } from './create-rate';
 import { checkNotify, checkPoolTimeout, checkTarget, viewOf } from './jobs';
 import type { JobView } from './jobs';
 import { attemptFor, pendingRun } from './occurrence-chain';
@@ -148,20 +149,6 @@ export async function patchJob(
   }
   logger.info('job updated', { jobId, tenantId, version: job.version });
   return viewOf(job);
-}
-
-/**
- * Counts a manual trigger or a replay against the tenant's per-second create rate (decision 0074):
- * over it, a 429 with Retry-After, and nothing is written.
- */
-export async function admitRunRequest(deps: SchedulerDeps, tenantId: string, limits: TenantLimits, now: number): Promise<void> {
-  const counted = await deps.jobs.countRunRequest(tenantId, limits.createsPerSecond, now);
-  if (!counted.allowed) {
-    throw new TooManyRequestsError(
-      `Over this tenant's limit of ${limits.createsPerSecond ?? 0} job creates, manual triggers and replays per second`,
-      counted.retryAfterMs / 1000,
-    );
-  }
 }
 
 /**

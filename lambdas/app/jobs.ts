@@ -17,6 +17,7 @@ import { urlRefusal } from '../targets/address-policy';
 import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
 import { NO_TARGETS_ALLOWED, notifyDestinationRefusal, targetRefusal } from '../domain/target-allowlist';
 import type { NotifySpec } from '../domain/notify';
+import { admitRunRequest } from './create-rate';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
@@ -85,13 +86,10 @@ export async function createJob(
   const plan = first === null ? null : planRun(deps.config, draft, { scheduledFor: first, attempt: 1, trigger: 'schedule', traceparent }, now);
   const job: Job = plan ? { ...draft, nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId } : draft;
 
-  const result = await deps.jobs.insert(job, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs, createsPerSecond: limits.createsPerSecond, now });
-  if (result.kind === 'rate-limited') {
-    throw new TooManyRequestsError(
-      `Over this tenant's limit of ${limits.createsPerSecond} job creates, manual triggers and replays per second`,
-      result.retryAfterMs / 1000,
-    );
-  }
+  // Counted first and on its own, not in the create's transaction (decision 0155): a create refused
+  // after it (a taken name) has used its place in the second, as a request over a rate limit does.
+  await admitRunRequest(deps, tenantId, limits, now);
+  const result = await deps.jobs.insert(job, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs });
   if (result.kind === 'conflicted') {
     throw new TooManyRequestsError('Concurrent creates of this tenant conflicted and this one was not written; try again', result.retryAfterMs / 1000);
   }

@@ -8,7 +8,7 @@ import type { TenantLimits } from '../domain/tenant';
 import { traceIdOf } from '../domain/trace-context';
 import type { NotificationRecord } from '../store/notifications';
 import type { SchedulerDeps } from './deps';
-import { admitRunRequest } from './job-lifecycle';
+import { admitRunRequest } from './create-rate';
 import { workflowRunNotificationKey } from './notifications';
 import { tenantRun } from './runs';
 import { getWorkflowRun } from './workflow-runs';

@@ -9,7 +9,7 @@ import { nextFireTimeAfter } from '../domain/schedule';
 import type { Page } from '../store/page';
 import type { BulkReplayRequest, DeadQuery } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
-import { admitRunRequest } from './job-lifecycle';
+import { admitRunRequest } from './create-rate';
 import { advanceChain } from './occurrence-chain';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';

@@ -14,7 +14,7 @@ import type { Page } from '../store/page';
 import type { WorkflowRunWrite } from '../store/workflow-runs';
 import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
-import { admitRunRequest } from './job-lifecycle';
+import { admitRunRequest } from './create-rate';
 import { runFields } from './run-log';
 import { advance, cancelStepRun, currentStepRun, newestStepRuns, notifyMark, recordEndedSteps, recordStepEnd, workflowRunEnded } from './workflow-progress';
 import { liveWorkflow, tenantWorkflow, versionOf, workflowRunFields } from './workflow-versions';

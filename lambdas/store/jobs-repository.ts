@@ -46,16 +46,14 @@ import {
 /** Jobs that count against a tenant's active-jobs limit. */
 export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
 
-/** The tenant limits a create is checked against, in the same transaction. */
+/** The tenant limit a create is checked against, in the same transaction (its create rate is counted before: decision 0155). */
 export interface CreateGuards {
   readonly maxActiveJobs: number | null;
-  readonly createsPerSecond: number | null;
-  readonly now: number;
 }
 
 /**
- * A create that DynamoDB keeps cancelling with TransactionConflict (one tenant's creates meet on its
- * usage and rate items; retries of one create meet on its idempotency record) is tried this many
+ * A create that DynamoDB keeps cancelling with TransactionConflict (one tenant's creates of live jobs
+ * meet on its usage item; retries of one create meet on its idempotency record) is tried this many
  * times under the store's conflict-retry policy (`transactRetryingConflicts`). Its waits' bounds
  * add up to 810 ms: the caller is answered well within a second.
  */
@@ -75,7 +73,6 @@ export type InsertResult =
   | { readonly kind: 'created' }
   | { readonly kind: 'name-taken' }
   | { readonly kind: 'too-many-active-jobs' }
-  | { readonly kind: 'rate-limited'; readonly retryAfterMs: number }
   /** Cancelled with TransactionConflict on every try; nothing was written. */
   | { readonly kind: 'conflicted'; readonly retryAfterMs: number }
   | { readonly kind: 'idempotent-replay'; readonly jobId: string; readonly requestHash: string };
@@ -122,10 +119,9 @@ export class JobsRepository {
     labelPairsOf(job.labels).forEach((label, index) => {
       items[`label:${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } } };
     });
-    // The tenant's usage counter and this second's create count, checked and counted with the job.
+    // The tenant's usage counter, checked and counted with the job. (Its create rate is counted
+    // before, on its own: decision 0155.)
     if (guards && isLive(job.status)) items.usage = this.countActive(job.tenantId, 1, guards.maxActiveJobs);
-    const second = guards ? Math.floor(guards.now / 1000) : 0;
-    if (guards && guards.createsPerSecond !== null) items.rate = { Update: this.countCreate(job.tenantId, second, guards.createsPerSecond) };
     // Concurrent creates collide inside DynamoDB as TransactionConflict, which evaluates no
     // condition: tried again, the conditions decide (a retry of one create then meets the winner's
     // idempotency record and replays it). A cancelled transaction wrote nothing: after the last try
@@ -139,7 +135,6 @@ export class JobsRepository {
       if (previous) return { kind: 'idempotent-replay', ...previous };
     }
     if (result.failed.has('name')) return { kind: 'name-taken' };
-    if (result.failed.has('rate')) return { kind: 'rate-limited', retryAfterMs: (second + 1) * 1000 - (guards?.now ?? 0) };
     if (result.failed.has('usage')) return { kind: 'too-many-active-jobs' };
     throw result.error;
   }

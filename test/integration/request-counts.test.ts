@@ -57,13 +57,14 @@ describe('requests per execution', () => {
     const tally = counter.tally();
     expect(tally.calls).toEqual({
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
-      // API: the job (COMPLETED from the start), its name, its run and the creates-per-second
-      // counter in one transaction; the message.
+      // API: the creates-per-second counter on its own (decision 0155); the job (COMPLETED from the
+      // start), its name and its run in one transaction; the message.
       'dynamodb.TransactWriteItems': 1,
       'sqs.SendMessageBatch': 1,
-      // Worker: lease, read the job (one request per worker batch), message visibility to the lease
-      // (likewise), record the outcome, the minute's roll-up (one per worker batch, whatever its size).
-      'dynamodb.UpdateItem': 2,
+      // The counter; worker: lease, read the job (one request per worker batch), message visibility
+      // to the lease (likewise), record the outcome, the minute's roll-up (one per worker batch,
+      // whatever its size).
+      'dynamodb.UpdateItem': 3,
       'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
       'dynamodb.PutItem': 1,
@@ -120,7 +121,7 @@ describe('requests per execution', () => {
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
       'dynamodb.TransactWriteItems': 2, // create; the worker marking the one-shot job COMPLETED as its run starts
       'sqs.SendMessageBatch': 1,
-      'dynamodb.UpdateItem': 2,
+      'dynamodb.UpdateItem': 3, // the create's counter, lease, outcome
       'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
       'dynamodb.PutItem': 1,
@@ -147,7 +148,7 @@ describe('requests per execution', () => {
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
       'dynamodb.TransactWriteItems': 2, // create; the failed attempt with its retry run
       'sqs.SendMessageBatch': 2, // the first run; the retry
-      'dynamodb.UpdateItem': 3, // two leases, one success (the failure is in the transaction)
+      'dynamodb.UpdateItem': 4, // the create's counter, two leases, one success (the failure is in the transaction)
       'dynamodb.BatchGetItem': 2, // the job, read by each attempt
       'sqs.ChangeMessageVisibilityBatch': 2,
       'dynamodb.PutItem': 2, // a roll-up per worker batch
@@ -163,7 +164,7 @@ describe('requests per execution', () => {
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
       'dynamodb.TransactWriteItems': 1, // create (a run-now job is COMPLETED from it)
       'sqs.SendMessageBatch': 1,
-      'dynamodb.UpdateItem': 3, // lease, consume, outcome
+      'dynamodb.UpdateItem': 4, // the create's counter, lease, consume, outcome
       'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
       'dynamodb.PutItem': 1,
@@ -179,7 +180,7 @@ describe('requests per execution', () => {
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
       'dynamodb.TransactWriteItems': 2, // create; the outcome with the occurrence's effect
       'sqs.SendMessageBatch': 1,
-      'dynamodb.UpdateItem': 1, // the lease
+      'dynamodb.UpdateItem': 2, // the create's counter, the lease
       'dynamodb.BatchGetItem': 1, // the job
       'dynamodb.GetItem': 1, // the ledger
       'sqs.ChangeMessageVisibilityBatch': 1,

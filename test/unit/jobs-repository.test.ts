@@ -46,11 +46,7 @@ describe('JobsRepository.insert', () => {
     try {
       const dynamo = fakeDynamo([cancelled('None', 'TransactionConflict', 'None')]);
       const started = Date.now();
-      const pending = new JobsRepository(dynamo.client, 'jobs', 'runs').insert(job, null, idempotency, {
-        maxActiveJobs: 10,
-        createsPerSecond: 10,
-        now: started,
-      });
+      const pending = new JobsRepository(dynamo.client, 'jobs', 'runs').insert(job, null, idempotency, { maxActiveJobs: 10 });
       await vi.runAllTimersAsync();
       expect(await pending).toEqual({ kind: 'conflicted', retryAfterMs: 1000 });
       expect(dynamo.transacts()).toBe(8);
