@@ -1,0 +1,133 @@
+// What every command of the `scheduler` CLI shares: its streams and environment, whether --json
+// was given, the client for the global options, paging, and reading a document from a file.
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
+import { parse as parseYaml } from 'yaml';
+import { SchedulerClient } from '../scheduler-client.js';
+import type { RetryOptions } from '../transport.js';
+import type { JobStatus, Page } from '../types.js';
+import { UsageError } from './exit-codes.js';
+
+export interface CliIo {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Reads standard input whole (for `-f -`). */
+  readonly readStdin: () => Promise<string>;
+  /** For tests: the client's fetch and retry budget. */
+  readonly fetch?: typeof fetch;
+  readonly retry?: RetryOptions;
+}
+
+export interface GlobalOptions {
+  readonly url?: string;
+  readonly apiKey?: string;
+  readonly json?: boolean;
+}
+
+export interface CliContext {
+  readonly io: CliIo;
+  /** Whether --json was given: set before each action runs. */
+  json: boolean;
+  print(text: string): void;
+  printJson(value: unknown): void;
+  /** The client for the command's global options (or the environment). */
+  clientOf(command: Command): SchedulerClient;
+  /** One page, or every page with --all (printed as one page whose nextCursor is null). */
+  listed<T>(options: { all?: boolean; limit?: number; cursor?: string }, pageOf: (cursor: string | undefined) => Promise<Page<T>>): Promise<Page<T>>;
+  showPage<T>(page: Page<T>, render: (items: T[]) => string): void;
+  /** Adds --limit, --cursor and --all to a listing command. */
+  pageOptions(command: Command): Command;
+  /** The document in a JSON or YAML file (`-` for standard input), which must be an object. */
+  readDocument(path: string): Promise<Record<string, unknown>>;
+}
+
+export function createContext(io: CliIo): CliContext {
+  const ctx: CliContext = {
+    io,
+    json: false,
+    print: (text) => io.stdout(text.endsWith('\n') ? text : `${text}\n`),
+    printJson: (value) => io.stdout(`${JSON.stringify(value, null, 2)}\n`),
+    clientOf: (command) => {
+      const options = command.optsWithGlobals<GlobalOptions>();
+      const url = options.url ?? io.env.SCHEDULER_URL;
+      const apiKey = options.apiKey ?? io.env.SCHEDULER_API_KEY;
+      if (!url) throw new UsageError('no API URL: set SCHEDULER_URL or pass --url');
+      if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError(`--url ${url} is not an http(s) URL`);
+      if (!apiKey) throw new UsageError('no API key: set SCHEDULER_API_KEY or pass --api-key');
+      return new SchedulerClient({ baseUrl: url, apiKey, ...(io.fetch ? { fetch: io.fetch } : {}), ...(io.retry ? { retry: io.retry } : {}) });
+    },
+    listed: async (options, pageOf) => {
+      if (!options.all) return pageOf(options.cursor);
+      const items = [];
+      let cursor = options.cursor;
+      do {
+        const page = await pageOf(cursor);
+        items.push(...page.items);
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor !== undefined);
+      return { items, nextCursor: null };
+    },
+    showPage: (page, render) => {
+      if (ctx.json) return ctx.printJson(page);
+      ctx.print(render(page.items));
+      if (page.nextCursor) io.stderr(`more: --cursor ${page.nextCursor} (or --all)\n`);
+    },
+    pageOptions: (command) =>
+      command
+        .option('--limit <n>', 'page size (1-100)', integer('--limit', 1, 100))
+        .option('--cursor <cursor>', 'the page after this cursor (printed under a page that has more)')
+        .option('--all', 'every page'),
+    readDocument: (path) => readDocument(io, path),
+  };
+  return ctx;
+}
+
+export const JOB_STATUSES: readonly JobStatus[] = ['ACTIVE', 'PAUSED', 'COMPLETED', 'CANCELLED'];
+
+export function integer(name: string, min: number, max: number) {
+  return (raw: string): number => {
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
+    return Number(raw);
+  };
+}
+
+export function workflowOrder(raw: string): 'newest' | 'name' {
+  if (raw !== 'newest' && raw !== 'name') throw new InvalidArgumentError('must be newest or name');
+  return raw;
+}
+
+export function jobStatus(raw: string): JobStatus {
+  const status = raw.toUpperCase() as JobStatus;
+  if (!JOB_STATUSES.includes(status)) throw new InvalidArgumentError(`must be one of ${JOB_STATUSES.join(', ')}`);
+  return status;
+}
+
+/** The document in a JSON or YAML file (`-` for standard input), which must be an object. */
+async function readDocument(io: CliIo, path: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = path === '-' ? await io.readStdin() : await readFile(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  let value: unknown;
+  try {
+    // YAML 1.2 reads JSON as well.
+    value = parseYaml(text) as unknown;
+  } catch (error) {
+    throw new UsageError(`${path} is neither JSON nor YAML: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError(`${path} must hold an object (a job's fields)`);
+  return value as Record<string, unknown>;
+}
+
+/** A value given on the command line, as JSON or YAML. */
+export function parseValue(text: string, what: string): unknown {
+  try {
+    return parseYaml(text) as unknown;
+  } catch (error) {
+    throw new UsageError(`${what} is neither JSON nor YAML: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
