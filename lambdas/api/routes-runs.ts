@@ -1,0 +1,100 @@
+// The runs' routes: list, cancel, replay, their notifications; and the external workers' claim, heartbeat, complete and fail.
+import { claimSchema, completeSchema, failSchema, heartbeatSchema, listRunsQuery } from './schemas';
+import {
+  claimedRunSchema,
+  heartbeatResponseSchema,
+  runPageSchema,
+  runResponseSchema,
+  notificationListSchema,
+  notificationSchema,
+  runSchema,
+} from './responses';
+import type { RouteSpec } from './route-spec';
+
+export const RUN_ROUTES = {
+  listRuns: {
+    method: 'GET',
+    path: '/v1/runs',
+    tag: 'Runs',
+    summary: 'List the runs of the tenant',
+    description: 'Newest occurrence first; `from`/`to` bound the occurrence time.',
+    query: listRunsQuery,
+    responses: { 200: { description: 'A page of runs', schema: runPageSchema } },
+  },
+  getRun: { method: 'GET', path: '/v1/runs/{runId}', tag: 'Runs', summary: 'Get a run', responses: { 200: { description: 'The run', schema: runSchema } } },
+  cancelRun: {
+    method: 'POST',
+    path: '/v1/runs/{runId}/cancel',
+    tag: 'Runs',
+    summary: 'Cancel a run',
+    responses: { 200: { description: 'The run as it is now', schema: runSchema } },
+    problems: [409],
+  },
+  replayRun: {
+    method: 'POST',
+    path: '/v1/runs/{runId}/replay',
+    tag: 'Runs',
+    summary: 'Replay a finished run',
+    headers: ['traceparent'],
+    responses: { 202: { description: 'The new run', schema: runResponseSchema } },
+    problems: [409],
+  },
+  listRunNotifications: {
+    method: 'GET',
+    path: '/v1/runs/{runId}/notifications',
+    tag: 'Runs',
+    summary: "A run's outcome notifications",
+    description: 'One per event the run raised (docs/notifications.md): where it goes, whether it was sent, its tries and last error. Kept 14 days.',
+    responses: { 200: { description: "The run's notifications", schema: notificationListSchema } },
+  },
+  resendNotification: {
+    method: 'POST',
+    path: '/v1/runs/{runId}/notifications/{event}/resend',
+    tag: 'Runs',
+    summary: 'Send a dead notification again',
+    description:
+      "A DEAD notification (its budget spent, or its destination refused it) is tried again with a fresh budget, the same body and notificationId. Counted against the tenant's create rate, as a replay is. A 409 unless it is DEAD.",
+    responses: { 202: { description: 'The notification, PENDING again', schema: notificationSchema } },
+    problems: [409, 429, 503],
+  },
+  claimRun: {
+    method: 'POST',
+    path: '/v1/workers/claim',
+    tag: 'External workers',
+    summary: 'Claim a due run of an external target',
+    body: { schema: claimSchema, required: false },
+    responses: {
+      200: { description: 'A run, leased to the caller', schema: claimedRunSchema },
+      204: { description: 'Nothing due within waitSeconds: ask again' },
+    },
+    problems: [413, 415],
+    example: { jobType: 'reports', waitSeconds: 10, workerId: 'host-1' },
+  },
+  heartbeatRun: {
+    method: 'POST',
+    path: '/v1/runs/{runId}/heartbeat',
+    tag: 'External workers',
+    summary: 'Renew a lease, report progress',
+    body: { schema: heartbeatSchema, required: true },
+    responses: { 200: { description: 'The run and its renewed lease', schema: heartbeatResponseSchema } },
+    problems: [409, 413, 415],
+  },
+  completeRun: {
+    method: 'POST',
+    path: '/v1/runs/{runId}/complete',
+    tag: 'External workers',
+    summary: 'Complete a claimed run',
+    body: { schema: completeSchema, required: true },
+    responses: { 200: { description: 'The run', schema: runSchema } },
+    problems: [409, 413, 415],
+  },
+  failRun: {
+    method: 'POST',
+    path: '/v1/runs/{runId}/fail',
+    tag: 'External workers',
+    summary: 'Fail a claimed run',
+    body: { schema: failSchema, required: true },
+    responses: { 200: { description: 'The run', schema: runSchema } },
+    problems: [409, 413, 415],
+  },
+} as const satisfies Record<string, RouteSpec>;
