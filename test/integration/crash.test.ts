@@ -35,25 +35,23 @@ describe('a worker process killed during a run', () => {
     await target.stop();
   });
 
-  /**
-   * Starts worker processes in turn, each killed with SIGKILL at a random moment of a lease (once a
-   * call is in flight, after 0 to one lease's length more; the first kill waits for a call in flight,
-   * so that at least one lease is lost whatever the timing), then purges the queue: whatever became
-   * of the messages (tied to the queue's timeout, to a lease, or not yet received), only the time
-   * index can bring the runs back. The waits before each kill, for a failure's message.
-   */
-  /**
-   * Whether a run is RUNNING under a lease with more than a second left: a worker killed now loses
-   * it, whether its call is in flight or the run waits for a slot in the worker's batch.
-   */
-  async function holdsLiveLease(on: Scheduler): Promise<boolean> {
+  /** Whether a run is RUNNING, under a lease with more than `leftMs` left. */
+  async function holdsLease(on: Scheduler, leftMs: number): Promise<boolean> {
     const { Items: items = [] } = await on.clients.dynamo.send(
       new ScanCommand({ TableName: on.config.runsTable, ProjectionExpression: '#status, leaseExpiresAtMs', ExpressionAttributeNames: { '#status': 'status' } }),
     );
     const now = Date.now();
-    return items.some((item) => item.status === 'RUNNING' && typeof item.leaseExpiresAtMs === 'number' && item.leaseExpiresAtMs > now + 1_000);
+    return items.some((item) => item.status === 'RUNNING' && typeof item.leaseExpiresAtMs === 'number' && item.leaseExpiresAtMs > now + leftMs);
   }
 
+  /**
+   * Starts worker processes in turn, each killed with SIGKILL at a random moment of a lease (once a
+   * call is in flight, after 0 to one lease's length more; until a kill has lost a lease, each waits
+   * for a call in flight under a live lease, and rounds are added until one has), then purges the
+   * queue: whatever became of the messages (tied to the queue's timeout, to a lease, or not yet
+   * received), only the time index can bring the runs back. The waits before each kill, for a
+   * failure's message.
+   */
   async function killWorkersInTurn(
     on: Scheduler,
     calledAt: TargetServer,
@@ -61,7 +59,10 @@ describe('a worker process killed during a run', () => {
     options: { readonly rounds: number; readonly leaseMs: number; readonly redeliveryGraceSeconds: number },
   ): Promise<number[]> {
     const kills: number[] = [];
-    for (let round = 0; round < options.rounds; round++) {
+    // Whether a kill has lost a lease yet: the rounds go on (three more at most) until one has, so
+    // that the test always covers a lost lease, however a loaded machine times the calls.
+    let lost = false;
+    for (let round = 0; round < options.rounds || (!lost && round < options.rounds + 3); round++) {
       const calls = calledAt.calls.length;
       const child = startRuntimeProcess(on, { WORKER_CONCURRENCY: '2', REDELIVERY_GRACE_SECONDS: String(options.redeliveryGraceSeconds) });
       children.push(child);
@@ -73,12 +74,14 @@ describe('a worker process killed during a run', () => {
       const wait = Math.round(Math.random() * options.leaseMs);
       kills.push(wait);
       await new Promise((resolve) => setTimeout(resolve, wait));
-      // The first kill lands during a call and under a live lease: on a loaded machine a call still
-      // in flight at the target may have timed out at its worker already, leaving no lease to lose.
-      while (round === 0 && !(inFlight() > 0 && (await holdsLiveLease(on))) && Date.now() - started < FIRST_CALL_WAIT_MS) {
+      // Until a lease is lost, a kill waits for a call in flight under a live lease: on a loaded
+      // machine a call still open at the target may have timed out at its worker already.
+      while (!lost && !(inFlight() > 0 && (await holdsLease(on, 1_000))) && Date.now() - started < FIRST_CALL_WAIT_MS) {
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       await kill(child);
+      // No worker is alive now: a run still RUNNING lost its lease with the process.
+      lost ||= await holdsLease(on, -Infinity);
     }
     await on.clients.sqs.send(new PurgeQueueCommand({ QueueUrl: on.config.dispatchQueueUrl }));
     return kills;
