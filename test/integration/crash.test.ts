@@ -9,7 +9,7 @@ import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { Run } from '../../lambdas/domain/run';
-import type { Scheduler, TargetServer } from './harness';
+import type { Scheduler, TargetAnswer, TargetCall, TargetServer } from './harness';
 import { eventually, jobBody, leaseRequest, startScheduler, startTarget, tick } from './harness';
 import { killProcess as kill, startRuntimeProcess } from './worker-process';
 
@@ -45,24 +45,24 @@ describe('a worker process killed during a run', () => {
   }
 
   /**
-   * Starts worker processes in turn, each killed with SIGKILL at a random moment of a lease (once a
-   * call is in flight, after 0 to one lease's length more; until a kill has lost a lease, each waits
-   * for a call in flight under a live lease, and rounds are added until one has), then purges the
-   * queue: whatever became of the messages (tied to the queue's timeout, to a lease, or not yet
-   * received), only the time index can bring the runs back. The waits before each kill, for a
-   * failure's message.
+   * Starts worker processes in turn and kills each with SIGKILL, then purges the queue: whatever
+   * became of the messages (tied to the queue's timeout, to a lease, or not yet received), only the
+   * time index can bring the runs back. Until a kill has lost a lease, a kill waits for the first
+   * call that the target will hold open a second more, under a live lease, and checks it again just
+   * before the signal: a call near its end (or one its worker has timed out already, on a loaded
+   * machine) loses no lease. Once one has, each kill lands at a random moment of a lease (0 to one
+   * lease's length after the process's first call). Rounds are added (three at most) while runs are
+   * still open and no kill has lost a lease. Returns when each kill came, for a failure's message.
    */
   async function killWorkersInTurn(
     on: Scheduler,
     calledAt: TargetServer,
-    inFlight: () => number,
+    openFor: (ms: number) => boolean,
     options: { readonly rounds: number; readonly leaseMs: number; readonly redeliveryGraceSeconds: number },
   ): Promise<number[]> {
     const kills: number[] = [];
-    // Whether a kill has lost a lease yet: the rounds go on (three more at most) until one has, so
-    // that the test always covers a lost lease, however a loaded machine times the calls.
     let lost = false;
-    for (let round = 0; round < options.rounds || (!lost && round < options.rounds + 3); round++) {
+    for (let round = 0; round < options.rounds || (!lost && round < options.rounds + 3 && (await anyOpen(on))); round++) {
       const calls = calledAt.calls.length;
       const child = startRuntimeProcess(on, { WORKER_CONCURRENCY: '2', REDELIVERY_GRACE_SECONDS: String(options.redeliveryGraceSeconds) });
       children.push(child);
@@ -71,13 +71,17 @@ describe('a worker process killed during a run', () => {
       const started = Date.now();
       while (calledAt.calls.length === calls && Date.now() - started < FIRST_CALL_WAIT_MS) await new Promise((resolve) => setTimeout(resolve, 50));
       if (round === 0) expect(calledAt.calls.length, 'the first worker process made no call').toBeGreaterThan(calls);
-      const wait = Math.round(Math.random() * options.leaseMs);
-      kills.push(wait);
-      await new Promise((resolve) => setTimeout(resolve, wait));
-      // Until a lease is lost, a kill waits for a call in flight under a live lease: on a loaded
-      // machine a call still open at the target may have timed out at its worker already.
-      while (!lost && !(inFlight() > 0 && (await holdsLease(on, 1_000))) && Date.now() - started < FIRST_CALL_WAIT_MS) {
-        await new Promise((resolve) => setTimeout(resolve, 10));
+      if (lost) {
+        const wait = Math.round(Math.random() * options.leaseMs);
+        kills.push(wait);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      } else {
+        // The first suitable moment: a random wait first could outlast the work (a loaded machine
+        // makes the target's calls the only time that does not stretch).
+        while (!(openFor(1_000) && (await holdsLease(on, 1_000)) && openFor(300)) && Date.now() - started < FIRST_CALL_WAIT_MS) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        kills.push(Date.now() - started);
       }
       await kill(child);
       // No worker is alive now: a run still RUNNING lost its lease with the process.
@@ -85,6 +89,35 @@ describe('a worker process killed during a run', () => {
     }
     await on.clients.sqs.send(new PurgeQueueCommand({ QueueUrl: on.config.dispatchQueueUrl }));
     return kills;
+  }
+
+  /** Whether any run is still SCHEDULED, QUEUED or RUNNING. */
+  async function anyOpen(on: Scheduler): Promise<boolean> {
+    const { Items: items = [] } = await on.clients.dynamo.send(
+      new ScanCommand({ TableName: on.config.runsTable, ProjectionExpression: '#status', ExpressionAttributeNames: { '#status': 'status' } }),
+    );
+    return items.some((item) => ['SCHEDULED', 'QUEUED', 'RUNNING'].includes(String(item.status)));
+  }
+
+  /**
+   * A target whose calls each take `minMs` to `maxMs`, and whether one of its calls, not aborted,
+   * will stay open at least `ms` longer.
+   */
+  async function startSlowTarget(minMs: number, maxMs: number, answer: (call: TargetCall) => TargetAnswer = () => ({ status: 200 })) {
+    const open = new Map<TargetCall, number>();
+    const target = await startTarget(
+      (call) =>
+        new Promise<TargetAnswer>((resolve) => {
+          const duration = minMs + Math.random() * (maxMs - minMs);
+          open.set(call, Date.now() + duration);
+          setTimeout(() => {
+            open.delete(call);
+            resolve(answer(call));
+          }, duration);
+        }),
+    );
+    const openFor = (ms: number): boolean => [...open].some(([call, endsAt]) => call.abortedAt === undefined && endsAt - Date.now() >= ms);
+    return { target, openFor };
   }
 
   it('finishes the run after the lease expires, records the lost attempt, and calls the target at most twice', async () => {
@@ -164,19 +197,7 @@ describe('a worker process killed during a run', () => {
       const scheduler = await startScheduler({ workerConcurrency: 0, tuning });
       onTestFinished(() => scheduler.stop());
       // Calls take 0.3-2.5 s, so that a kill finds runs at every point of their leases.
-      let answering = 0;
-      const target = await startTarget(() => {
-        answering++;
-        return new Promise((resolve) =>
-          setTimeout(
-            () => {
-              answering--;
-              resolve({ status: 200 });
-            },
-            300 + Math.random() * 2_200,
-          ),
-        );
-      });
+      const { target, openFor } = await startSlowTarget(300, 2_500);
       onTestFinished(() => target.stop());
       const jobIds: string[] = [];
       for (let i = 0; i < 30; i++) {
@@ -191,7 +212,7 @@ describe('a worker process killed during a run', () => {
       const leaseMs = (3 + tuning.leaseMarginSeconds) * 1000;
 
       // Three worker processes in turn, each killed at a random moment of a lease.
-      const kills = await killWorkersInTurn(scheduler, target, () => answering, { rounds: 3, leaseMs, redeliveryGraceSeconds: tuning.redeliveryGraceSeconds });
+      const kills = await killWorkersInTurn(scheduler, target, openFor, { rounds: 3, leaseMs, redeliveryGraceSeconds: tuning.redeliveryGraceSeconds });
       const workers = await scheduler.startWorkers(2);
       onTestFinished(() => workers.stop());
 
@@ -222,7 +243,7 @@ describe('a worker process killed during a run', () => {
       }
       expect(runs.flat().filter((run) => run.error?.code === 'WORKER_LOST').length).toBeGreaterThanOrEqual(1);
     },
-    3 * FIRST_CALL_WAIT_MS + 240_000,
+    (3 + 3) * FIRST_CALL_WAIT_MS + 240_000,
   );
   it(
     'finishes every workflow run, each step once, when worker processes are killed at random moments and their messages are lost',
@@ -230,19 +251,7 @@ describe('a worker process killed during a run', () => {
       const tuning = { leaseMarginSeconds: 2, redeliveryGraceSeconds: 5 };
       const scheduler = await startScheduler({ workerConcurrency: 0, tuning });
       onTestFinished(() => scheduler.stop());
-      let answering = 0;
-      const target = await startTarget((call) => {
-        answering++;
-        return new Promise((resolve) =>
-          setTimeout(
-            () => {
-              answering--;
-              resolve({ status: 200, body: JSON.stringify({ step: call.path.split('/').pop() }) });
-            },
-            300 + Math.random() * 1_500,
-          ),
-        );
-      });
+      const { target, openFor } = await startSlowTarget(300, 1_800, (call) => ({ status: 200, body: JSON.stringify({ step: call.path.split('/').pop() }) }));
       onTestFinished(() => target.stop());
       // A diamond: a, then b and c, then d once both are done.
       const step = (id: string, dependsOn: string[] = []) => ({
@@ -269,7 +278,7 @@ describe('a worker process killed during a run', () => {
 
       // Two worker processes in turn, each killed at a random moment of a lease: between a step's
       // call and its outcome, or between its outcome and its dependants' start.
-      const kills = await killWorkersInTurn(scheduler, target, () => answering, { rounds: 2, leaseMs, redeliveryGraceSeconds: tuning.redeliveryGraceSeconds });
+      const kills = await killWorkersInTurn(scheduler, target, openFor, { rounds: 2, leaseMs, redeliveryGraceSeconds: tuning.redeliveryGraceSeconds });
       const workers = await scheduler.startWorkers(2);
       onTestFinished(() => workers.stop());
 
@@ -307,6 +316,6 @@ describe('a worker process killed during a run', () => {
       // The first kill landed during a call: at least one step's lease was lost with its worker.
       expect(lost).toBeGreaterThanOrEqual(1);
     },
-    2 * FIRST_CALL_WAIT_MS + 240_000,
+    (2 + 3) * FIRST_CALL_WAIT_MS + 240_000,
   );
 });
