@@ -55,6 +55,11 @@ export interface SchedulerStackConfig {
   readonly headerSecretArns?: readonly string[];
   /** Time gate and lease tunables (lambdas/config/settings.ts says what each means). */
   readonly tuning: Tuning;
+  /**
+   * How long a finished run is kept, in days (RUN_RETENTION_DAYS; 0 to 3650, default 90; 0 keeps
+   * runs forever): it leaves through the runs table's TTL (decision 0156).
+   */
+  readonly runRetentionDays?: number;
 }
 
 export interface AlarmThresholds {

@@ -21,6 +21,7 @@ import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-a
 import { secretArnSchema } from '../lambdas/domain/job';
 import { z } from 'zod';
 import { routingSettings, toEnvironment } from '../lambdas/config/config';
+import { SETTINGS } from '../lambdas/config/settings';
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
 import { defaultConfig } from './config';
@@ -119,6 +120,7 @@ export class SchedulerStack extends Stack {
         allowedTargets: allowlistOf(targets),
         headerSecretArns,
         tenantDefaults: config.tenantDefaults,
+        runRetentionDays: SETTINGS.runRetentionDays.schema.parse(config.runRetentionDays),
         ...config.tuning,
       },
       // Queue URLs are tokens until deployment: JSON holding them is written by the stack.

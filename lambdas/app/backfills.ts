@@ -12,6 +12,7 @@ import type { Backfill, BackfillView } from '../domain/backfill';
 import { backfillIdOf, checkBackfillRange, nextFireTimes, releaseShare } from '../domain/backfill';
 import type { Job } from '../domain/job';
 import type { RecurringSchedule } from '../domain/schedule-series';
+import { earliestBackfillFrom } from '../domain/retention';
 import { traceIdOf } from '../domain/trace-context';
 import type { SchedulerDeps } from './deps';
 import type { RunPlan } from './plan-run';
@@ -45,7 +46,7 @@ export async function requestBackfill(
   if (job.status === 'CANCELLED' || job.status === 'PAUSED') throw new ConflictError(`The job is ${job.status}; its backfilled runs would not run`);
 
   const now = deps.clock();
-  const { total } = checkBackfillRange(job.schedule, from, to, frontierOf(job, now));
+  const { total } = checkBackfillRange(job.schedule, from, to, frontierOf(job, now), earliestBackfillFrom(now, deps.config.runRetentionDays));
   const at = new Date(now).toISOString();
   const backfill: Backfill = {
     backfillId,

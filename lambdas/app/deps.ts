@@ -132,8 +132,8 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
   return {
     config,
     jobs,
-    runs: new RunRecords(clients.dynamo, config.runsTable),
-    leases: new RunLeases(clients.dynamo, config.runsTable),
+    runs: new RunRecords(clients.dynamo, config.runsTable, config.runRetentionDays),
+    leases: new RunLeases(clients.dynamo, config.runsTable, config.runRetentionDays),
     claims: new RunClaims(clients.dynamo, config.runsTable),
     timeIndex: new TimeIndex(clients.dynamo, config.runsTable),
     deadRuns: new DeadRuns(clients.dynamo, config.runsTable),

@@ -101,6 +101,12 @@ export const SETTINGS = {
     z.number().int().min(1).max(3650).default(365),
     "How long audit trail entries are kept (they leave through the jobs table's TTL).",
   ),
+  runRetentionDays: setting(
+    'RUN_RETENTION_DAYS',
+    integer,
+    z.number().int().min(0).max(3650).default(90),
+    "How long a finished run is kept: it leaves through the runs table's TTL this many days after it finished or after its occurrence, whichever is later (0 keeps runs forever; a workflow step's runs are kept as long as their workflow run).",
+  ),
   localMode: setting(
     'SCHEDULER_MODE',
     mode,

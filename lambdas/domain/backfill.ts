@@ -51,13 +51,22 @@ export function backfillIdOf(jobId: string, from: number, to: number): string {
 /**
  * Checks a backfill's range against its job and counts its fire times. `frontier` is the earliest
  * occurrence the job's chain may still write (its pending or paused occurrence, or now): a backfill
- * ends before it, so the chain never meets a run it did not write.
+ * ends before it, so the chain never meets a run it did not write. `earliest`: where the runs kept
+ * begin (decision 0156); a backfill starts no earlier.
  */
-export function checkBackfillRange(schedule: Schedule, from: number, to: number, frontier: number): { readonly total: number } {
+export function checkBackfillRange(schedule: Schedule, from: number, to: number, frontier: number, earliest?: number): { readonly total: number } {
   if (!isRecurring(schedule)) {
     throw new ConflictError('Only a job with a cron or interval schedule has fire times to backfill');
   }
   if (to <= from) throw new ValidationError('Invalid backfill', [{ path: 'to', message: 'must be after `from`' }]);
+  if (earliest !== undefined && from < earliest) {
+    throw new ValidationError('Invalid backfill', [
+      {
+        path: 'from',
+        message: `must not be before ${new Date(earliest).toISOString()}: older runs leave after RUN_RETENTION_DAYS, and a backfill would run their occurrences again`,
+      },
+    ]);
+  }
   if (to > frontier) {
     throw new ValidationError('Invalid backfill', [
       { path: 'to', message: `must not be after ${new Date(frontier).toISOString()}, the job's next occurrence or now, whichever is earlier` },

@@ -5,6 +5,7 @@ import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
 import { RUN_FIELDS } from '../domain/run';
 import { parseScheduleJobId } from '../domain/workflow-jobs';
+import { runExpiresAtEpoch } from '../domain/retention';
 import { shardOf } from '../domain/time-gate';
 import { NEXT_RUN_SHARDS } from './schema';
 
@@ -196,6 +197,12 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
     ...(extras.checkpoint !== undefined ? { checkpointJson: JSON.stringify(extras.checkpoint) } : {}),
     ...(extras.inputs !== undefined ? { inputsJson: JSON.stringify(extras.inputs) } : {}),
   };
+}
+
+/** A finished run's TTL attribute (decision 0156): none when it is kept forever. */
+export function expiryAttributes(runId: string, finishedAt: number, retentionDays: number): { expiresAtEpoch?: number } {
+  const at = runExpiresAtEpoch(runId, finishedAt, retentionDays);
+  return at === undefined ? {} : { expiresAtEpoch: at };
 }
 
 /** Fields of a run that are stored as they are shown; the others are stored in a form of their own. */

@@ -32,6 +32,7 @@ import {
   inputsOf,
   deadAttributes,
   effectKey,
+  expiryAttributes,
   gateAttributes,
   itemToRun,
   NOTIFY_EVENT_ATTRIBUTE,
@@ -93,9 +94,11 @@ const OUTCOME_TRANSACTION_ATTEMPTS = 4;
 const LEASED: readonly ['RUNNING'] = ['RUNNING'];
 
 export class RunLeases {
+  /** `retentionDays`: how long a run is kept once it ends (RUN_RETENTION_DAYS; 0 keeps it forever). */
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly tableName: string,
+    private readonly retentionDays = 0,
   ) {}
 
   /**
@@ -194,6 +197,7 @@ export class RunLeases {
         error: outcome.error,
         reason: outcome.reason ?? undefined,
         [NOTIFY_EVENT_ATTRIBUTE]: outcome.notify ?? undefined,
+        ...expiryAttributes(runId, outcome.now, this.retentionDays),
       },
       remove: ['gateKey', 'gateAt'],
       if: { status: oneOf(sourcesOf(outcome.status, LEASED)), version },
@@ -205,7 +209,7 @@ export class RunLeases {
   async cancelRunning(runId: string, now: number, reason: string): Promise<boolean> {
     const at = new Date(now).toISOString();
     return updateIf(this.dynamo, this.tableName, runKey(runId), {
-      set: { status: 'CANCELLED', finishedAt: at, updatedAt: at, reason },
+      set: { status: 'CANCELLED', finishedAt: at, updatedAt: at, reason, ...expiryAttributes(runId, now, this.retentionDays) },
       remove: ['gateKey', 'gateAt'],
       if: { status: oneOf(sourcesOf('CANCELLED', LEASED)) },
     });
@@ -236,6 +240,7 @@ export class RunLeases {
         [RESULT_ATTRIBUTE]: outcome.result === undefined ? undefined : JSON.stringify(outcome.result),
         [NOTIFY_EVENT_ATTRIBUTE]: outcome.notify ?? undefined,
         ...(dead ?? {}),
+        ...expiryAttributes(run.runId, outcome.now, this.retentionDays),
       },
       // A leased run carries a lease check-back in the time index: a finished run leaves it.
       remove: ['gateKey', 'gateAt'],

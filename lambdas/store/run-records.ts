@@ -8,7 +8,7 @@ import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
 import type { RunItemExtras } from './keys';
-import { encodeCursor, inputsOf, itemToRun, RUN_PK_PREFIX, runKey, runToItem } from './keys';
+import { encodeCursor, expiryAttributes, inputsOf, itemToRun, RUN_PK_PREFIX, runKey, runToItem } from './keys';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
 import { RUNS_BY_JOB_INDEX, RUNS_BY_TENANT_INDEX } from './schema';
@@ -22,9 +22,11 @@ export interface RunFilter {
 }
 
 export class RunRecords {
+  /** `retentionDays`: how long a run is kept once it ends (RUN_RETENTION_DAYS; 0 keeps it forever). */
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly tableName: string,
+    private readonly retentionDays = 0,
   ) {}
 
   async get(runId: string): Promise<Run | null> {
@@ -45,11 +47,12 @@ export class RunRecords {
     return (await batchGetConsistent(this.dynamo, this.tableName, [...new Set(runIds)].map(runKey))).map(itemToRun);
   }
 
-  /** Writes a new run once: false if a run with its id exists already. */
+  /** Writes a new run once: false if a run with its id exists already. A run written finished (a skipped occurrence's record) gets its expiry. */
   async create(newRun: { run: Run; extras: RunItemExtras }): Promise<boolean> {
-    const written = await ifHeld(() =>
-      this.dynamo.send(new PutCommand({ TableName: this.tableName, Item: runToItem(newRun.run, newRun.extras), ...conditionExpressions(IF_NEW) })),
-    );
+    const { run } = newRun;
+    const expiry = run.finishedAt ? expiryAttributes(run.runId, Date.parse(run.finishedAt), this.retentionDays) : {};
+    const item = { ...runToItem(run, newRun.extras), ...expiry };
+    const written = await ifHeld(() => this.dynamo.send(new PutCommand({ TableName: this.tableName, Item: item, ...conditionExpressions(IF_NEW) })));
     return written.held;
   }
 
@@ -57,7 +60,7 @@ export class RunRecords {
   async retirePending(runId: string, status: 'SKIPPED' | 'CANCELLED', reason: string, now: number): Promise<boolean> {
     const at = new Date(now).toISOString();
     return updateIf(this.dynamo, this.tableName, runKey(runId), {
-      set: { status, finishedAt: at, updatedAt: at, reason },
+      set: { status, finishedAt: at, updatedAt: at, reason, ...expiryAttributes(runId, now, this.retentionDays) },
       remove: ['gateKey', 'gateAt'],
       if: { status: oneOf(sourcesOf(status, PENDING_STATUSES)) },
     });

@@ -120,6 +120,8 @@ export const runsTable: TableDefinition = {
       projection: 'keys',
     },
   ],
+  // Finished runs leave RUN_RETENTION_DAYS after they finished (decision 0156).
+  timeToLiveAttribute: 'expiresAtEpoch',
 };
 
 /** SQS allows 900 s of per-message delay; the time gate sends anything due sooner directly. */

@@ -71,6 +71,8 @@ describe('storage', () => {
       expect(table.Properties.SSESpecification).toMatchObject({ SSEEnabled: true, SSEType: 'KMS' });
       expect(table.Properties.Replicas[0].PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
       expect(table.Properties.Replicas[0].DeletionProtectionEnabled).toBe(true);
+      // The jobs table's short-lived items and the runs table's finished runs leave through TTL.
+      expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expiresAtEpoch', Enabled: true });
     }
     const indexNames = tables.flatMap((t) => (t.Properties.GlobalSecondaryIndexes as { IndexName: string }[]).map((i) => i.IndexName)).sort();
     expect(indexNames).toEqual([
@@ -123,7 +125,19 @@ describe('functions', () => {
         expect.arrayContaining(['JOBS_TABLE', 'RUNS_TABLE', 'DISPATCH_QUEUE_URL', 'DISPATCH_DLQ_URL', 'SCHEDULER_MODE', 'TIME_INDEX_SHARDS']),
       );
       expect(fn.Environment.Variables.SCHEDULER_MODE).toBe('aws');
+      expect(fn.Environment.Variables.RUN_RETENTION_DAYS).toBe('90');
     }
+  });
+
+  it('keep finished runs as long as the stack config says (runRetentionDays), and refuse a retention out of range at synth', () => {
+    const kept = synthesized('Retention', { runRetentionDays: 7 }).resources;
+    const workers = Object.values(kept).filter(
+      (r) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description).startsWith('Job scheduler worker'),
+    );
+    expect(workers.length).toBeGreaterThan(0);
+    for (const worker of workers) expect(worker.Properties.Environment.Variables.RUN_RETENTION_DAYS).toBe('7');
+    expect(() => synthesized('RetentionNegative', { runRetentionDays: -1 })).toThrow();
+    expect(() => synthesized('RetentionTooLong', { runRetentionDays: 3651 })).toThrow();
   });
 
   it('give the worker a timeout that fits six times in the queue visibility timeout', () => {

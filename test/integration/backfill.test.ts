@@ -20,7 +20,8 @@ describe('a backfill', () => {
   const fireTimes = Array.from({ length: 10 }, (_, i) => from + i * MINUTE);
 
   beforeAll(async () => {
-    scheduler = await startScheduler({ workerConcurrency: 0, tuning: { backfillReleasePerTick: 4 } });
+    // Runs kept 400 days (RUN_RETENTION_DAYS): a backfill may reach back more than a year.
+    scheduler = await startScheduler({ workerConcurrency: 0, tuning: { backfillReleasePerTick: 4 }, config: { runRetentionDays: 400 } });
     const created = await scheduler.api('POST', '/v1/jobs', {
       name: 'minutely',
       type: 'report',
@@ -43,9 +44,16 @@ describe('a backfill', () => {
     expect(ahead.body.errors[0].path).toBe('to');
     const backwards = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(to), to: iso(from) });
     expect(backwards.status).toBe(400);
-    const tooMany = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(to - 400 * 24 * 60 * MINUTE), to: iso(to) });
+    const tooMany = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(to - 390 * 24 * 60 * MINUTE), to: iso(to) });
     expect(tooMany.status).toBe(400);
     expect(tooMany.body.errors[0].message).toMatch(/more than 527040 fire times/);
+    // Occurrences older than the runs kept may have lost their runs: a backfill would run them again.
+    const pastRetention = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, {
+      from: iso(to - 400 * 24 * 60 * MINUTE),
+      to: iso(to - 300 * 24 * 60 * MINUTE),
+    });
+    expect(pastRetention.status).toBe(400);
+    expect(pastRetention.body.errors[0]).toMatchObject({ path: 'from', message: expect.stringMatching(/RUN_RETENTION_DAYS/) });
     const malformed = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: 'yesterday', to: iso(to) });
     expect(malformed.status).toBe(400);
     expect(await runsOfRange()).toEqual([]);

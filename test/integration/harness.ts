@@ -100,7 +100,10 @@ export interface SchedulerOptions {
   readonly requestCounter?: RequestCounter;
   /** Configuration over the local defaults, e.g. `{ localMode: false }` for AWS-mode target rules. */
   readonly config?: Partial<
-    Pick<SchedulerConfig, 'localMode' | 'allowPrivateTargets' | 'allowedTargets' | 'tenantDefaults' | 'headerSecretArns' | 'auditRetentionDays'>
+    Pick<
+      SchedulerConfig,
+      'localMode' | 'allowPrivateTargets' | 'allowedTargets' | 'tenantDefaults' | 'headerSecretArns' | 'auditRetentionDays' | 'runRetentionDays'
+    >
   >;
   /** How target host names resolve (the system's resolver by default). */
   readonly resolveHost?: HostResolver;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictError, ValidationError } from '../../lambdas/core/errors';
+import { earliestBackfillFrom } from '../../lambdas/domain/retention';
 import { MAX_BACKFILL_OCCURRENCES, backfillIdOf, checkBackfillRange, countFireTimes, nextFireTimes, releaseShare } from '../../lambdas/domain/backfill';
 
 const MINUTE = 60_000;
@@ -36,6 +37,17 @@ describe('a backfill range', () => {
   it('must end after it begins, and no later than the chain’s frontier', () => {
     expect(fieldsOf(() => checkBackfillRange(minutely, t0, t0, t0 + MINUTE))).toEqual(['to: must be after `from`']);
     expect(fieldsOf(() => checkBackfillRange(minutely, t0, t0 + 2 * MINUTE, t0 + MINUTE))[0]).toMatch(/^to: must not be after 2026-03-01T00:01:00.000Z/);
+  });
+
+  it('starts no earlier than the runs kept (RUN_RETENTION_DAYS, less a day), and anywhere when runs are kept forever', () => {
+    const now = t0 + 100 * 24 * 60 * MINUTE;
+    const earliest = earliestBackfillFrom(now, 30)!;
+    expect(earliest).toBe(now - 29 * 24 * 60 * MINUTE);
+    expect(checkBackfillRange(minutely, earliest, earliest + MINUTE, now, earliest)).toEqual({ total: 1 });
+    expect(fieldsOf(() => checkBackfillRange(minutely, earliest - MINUTE, earliest + MINUTE, now, earliest))).toEqual([
+      `from: must not be before ${new Date(earliest).toISOString()}: older runs leave after RUN_RETENTION_DAYS, and a backfill would run their occurrences again`,
+    ]);
+    expect(earliestBackfillFrom(now, 0)).toBeUndefined();
   });
 
   it('is refused past the maximum, which a leap year of minutely fire times reaches exactly', () => {

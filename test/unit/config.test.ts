@@ -11,6 +11,7 @@ const full: SchedulerConfig = {
   jobsTable: 'jobs',
   runsTable: 'runs',
   auditRetentionDays: 90,
+  runRetentionDays: 30,
   signingKeyId: 'arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555',
   dispatchQueueUrl: 'https://sqs.example/d',
   dispatchDlqUrl: 'https://sqs.example/d-dlq',

@@ -1,0 +1,38 @@
+// How long a finished run is kept (decision 0156): RUN_RETENTION_DAYS after it finished or after its
+// occurrence, whichever is later, then it leaves through the runs table's TTL. A record of an
+// occurrence skipped ahead of time (its occurrence in the future) is so kept until after it would
+// have fired, which is what keeps the chain from writing that occurrence's run again. A workflow
+// step's runs are kept as long as their workflow run (a retry of the workflow run reads them).
+import { parseStepJobId } from './workflow-jobs';
+
+const DAY_SECONDS = 24 * 60 * 60;
+
+/** The occurrence a run id names (`<jobId>.<occurrence ms, base 36>.<attempt>`, runIdFor), or undefined. */
+export function occurrenceOfRunId(runId: string): { readonly jobId: string; readonly at: number } | undefined {
+  const parts = runId.split('.');
+  if (parts.length < 3) return undefined;
+  const encoded = parts[parts.length - 2] ?? '';
+  if (!/^[0-9a-z]{1,12}$/.test(encoded)) return undefined;
+  const at = parseInt(encoded, 36);
+  return Number.isSafeInteger(at) ? { jobId: parts.slice(0, -2).join('.'), at } : undefined;
+}
+
+/**
+ * The epoch second a finished run leaves at, or undefined when it is kept: retention 0 (keep
+ * forever), or a workflow step's run.
+ */
+export function runExpiresAtEpoch(runId: string, finishedAt: number, retentionDays: number): number | undefined {
+  if (retentionDays <= 0) return undefined;
+  const occurrence = occurrenceOfRunId(runId);
+  if (occurrence && parseStepJobId(occurrence.jobId)) return undefined;
+  return Math.floor(Math.max(finishedAt, occurrence?.at ?? finishedAt) / 1000) + retentionDays * DAY_SECONDS;
+}
+
+/**
+ * The earliest instant a backfill may start from, or undefined when runs are kept forever: an
+ * occurrence older than the retention may have lost its run, and a backfill would run it again. A
+ * day's margin covers a large backfill's release, which takes hours.
+ */
+export function earliestBackfillFrom(now: number, retentionDays: number): number | undefined {
+  return retentionDays <= 0 ? undefined : now - (retentionDays - 1) * DAY_SECONDS * 1000;
+}
