@@ -60,6 +60,8 @@ export interface SchedulerStackConfig {
    * runs forever): it leaves through the runs table's TTL (decision 0156).
    */
   readonly runRetentionDays?: number;
+  /** How long audit trail entries are kept, in days (AUDIT_RETENTION_DAYS; 1 to 3650, default 365). */
+  readonly auditRetentionDays?: number;
 }
 
 export interface AlarmThresholds {

@@ -121,6 +121,7 @@ export class SchedulerStack extends Stack {
         headerSecretArns,
         tenantDefaults: config.tenantDefaults,
         runRetentionDays: SETTINGS.runRetentionDays.schema.parse(config.runRetentionDays),
+        auditRetentionDays: SETTINGS.auditRetentionDays.schema.parse(config.auditRetentionDays),
         ...config.tuning,
       },
       // Queue URLs are tokens until deployment: JSON holding them is written by the stack.
