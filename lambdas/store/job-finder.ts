@@ -4,6 +4,7 @@
 // request's read budget.
 import type { DynamoDBDocumentClient, QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Job, JobStatus } from '../domain/job';
+import { JOB_ID_PATTERN } from '../domain/job';
 import { MAX_ITEMS_READ_PER_PAGE } from './filtered-page';
 import { readIndexedPage } from './indexed-page';
 import { encodeCursor, jobLabelPartition, labelPairsOf } from './keys';
@@ -14,9 +15,9 @@ import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX, JOBS_BY
 export interface JobFilter {
   readonly status?: JobStatus;
   readonly type?: string;
-  /** Exactly this name. */
+  /** Exactly this name (a job created without a name: its id). */
   readonly name?: string;
-  /** Names that start with this (the listing is then in name order). */
+  /** Names that start with this (the listing is then in name order); jobs created without a name have none to match. */
   readonly namePrefix?: string;
   /** Every one of these labels. */
   readonly labels?: readonly { readonly key: string; readonly value: string }[];
@@ -65,6 +66,13 @@ export class JobFinder {
         'sk',
         ['pk', 'sk'],
       );
+    }
+    if (filter.name !== undefined && JOB_ID_PATTERN.test(filter.name)) {
+      // Only a job created without a name has a name of a job id's form (its id), and such a job
+      // is in no name index (decision 0157): it is read by key, a page of one at most.
+      if (cursor) decodeCursorOrThrow(cursor, { tenantId }, 'name');
+      const job = cursor ? undefined : (await this.getManyAnyTenant([filter.name])).get(filter.name);
+      return { items: job && keep(job) ? [job] : [], nextCursor: null };
     }
     if (filter.name !== undefined || filter.namePrefix !== undefined) {
       const exact = filter.name !== undefined;

@@ -2,6 +2,7 @@
 import type { NotifyEvent } from '../domain/notify';
 import { NOTIFY_EVENTS } from '../domain/notify';
 import type { Job } from '../domain/job';
+import { isUnnamed } from '../domain/job';
 import type { Run } from '../domain/run';
 import { RUN_FIELDS } from '../domain/run';
 import { parseScheduleJobId } from '../domain/workflow-jobs';
@@ -115,12 +116,15 @@ export const gateKeyOf = (availableAt: string, shard: number): string => `${avai
 export const resumeShardOf = (shard: number): string => `resume#${shard}`;
 
 export function jobToItem(job: Job): Item {
-  // nextRunAt is a key of the byNextRun index, where DynamoDB refuses NULL: absent means none.
-  const { payload, nextRunAt, ...rest } = job;
+  // nextRunAt is a key of the byNextRun index, where DynamoDB refuses NULL: absent means none. A job
+  // created without a name keeps none (its name is its id): it stays out of the byName index,
+  // whose entry a create would otherwise write (decision 0157).
+  const { payload, nextRunAt, name, ...rest } = job;
   const resumesAt = job.status === 'PAUSED' && job.pausedUntil ? job.pausedUntil : null;
   return {
     ...jobKey(job.jobId),
     ...rest,
+    ...(isUnnamed(job) ? {} : { name }),
     ...(nextRunAt === null ? {} : { nextRunAt }),
     ...(resumesAt === null ? {} : { nextRunAt: resumesAt, nextRunShard: resumeShardOf(shardOf(job.jobId, NEXT_RUN_SHARDS)) }),
     // Stored as text: any JSON (top-level arrays, nulls, empty maps) round-trips exactly.
@@ -136,10 +140,15 @@ export function jobToItem(job: Job): Item {
 
 export function itemToJob(item: Item): Job {
   const { pk: _pk, sk: _sk, payloadJson, tenantSort: _ts, nextRunShard: _nrs, tenantStatus: _tst, tenantType: _tty, ...rest } = item;
-  const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt' | 'labels'> & { nextRunAt?: string; labels?: Record<string, string> };
-  // Jobs written before labels have none; a paused job's nextRunAt attribute is its pause's end.
+  const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt' | 'labels' | 'name'> & {
+    nextRunAt?: string;
+    labels?: Record<string, string>;
+    name?: string;
+  };
+  // Jobs written before labels have none; a paused job's nextRunAt attribute is its pause's end; a
+  // job created without a name is named by its id.
   const nextRunAt = job.status === 'PAUSED' ? null : (job.nextRunAt ?? null);
-  return { ...job, labels: job.labels ?? {}, nextRunAt, payload: JSON.parse(String(payloadJson)) as unknown };
+  return { ...job, name: job.name ?? job.jobId, labels: job.labels ?? {}, nextRunAt, payload: JSON.parse(String(payloadJson)) as unknown };
 }
 
 /** Fields of a run item that are bookkeeping rather than part of the Run. */

@@ -3,7 +3,7 @@
 // the outcome.
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobNameKey } from '../../lambdas/store/keys';
+import { jobKey, jobNameKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -152,6 +152,18 @@ describe('a job that runs now', () => {
       (response) => response.body.items?.[0]?.status === 'SUCCEEDED',
     );
     expect((await scheduler.api('GET', `/v1/jobs?name=${job.jobId}`)).body.items.map((found: { jobId: string }) => found.jobId)).toEqual([job.jobId]);
+    // Its item keeps no name, so it has no entry in the byName index (decision 0157): found by its
+    // id as its name (read by key, with the other filters), not by a name prefix.
+    const item = (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(job.jobId) }))).Item;
+    expect(item).toBeDefined();
+    expect(item).not.toHaveProperty('name');
+    expect((await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(withName.jobId) }))).Item).toMatchObject({
+      name: withName.name,
+    });
+    expect((await scheduler.api('GET', `/v1/jobs?name=${job.jobId}&status=PAUSED`)).body.items).toEqual([]);
+    const prefixed = (await scheduler.api('GET', `/v1/jobs?namePrefix=job_&limit=100`)).body.items as { jobId: string }[];
+    expect(prefixed.map((found) => found.jobId)).not.toContain(job.jobId);
+    expect((await scheduler.api('GET', `/v1/jobs?name=${job.jobId}&cursor=not-a-cursor`)).status).toBe(400);
 
     // A name of a job id's form is refused, whoever's id it is (it would pass for an unnamed job), and writes nothing.
     const before = await scheduler.countJobAndRunItems();
