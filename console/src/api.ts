@@ -145,6 +145,9 @@ export interface JobFilter {
  */
 export const JOB_FILTER_PARAMS = { name: 'namePrefix', label: 'label', status: 'status' } as const;
 
+/** A job id's form (the API refuses it as a given name): the search box looks such a text up as an unnamed job's name. */
+const JOB_ID_FORM = /^job_[0-9a-z]{26}$/;
+
 /** Filters this API refused as unknown parameters, so the console applies them to the page itself. */
 const clientSideFilters = new Set<'name' | 'label'>();
 
@@ -173,9 +176,11 @@ const CLIENT_FILTER_PAGES = 10;
  * filters those in the browser (the page says so).
  */
 export async function listJobs(filter: JobFilter, cursor?: string): Promise<Page<Job>> {
+  // A job created without a name is named by its id and found by that name exactly, not by a prefix.
+  const byId = filter.name !== undefined && JOB_ID_FORM.test(filter.name);
   const serverParams = (): Record<string, string | readonly string[] | undefined> => ({
     [JOB_FILTER_PARAMS.status]: filter.status,
-    [JOB_FILTER_PARAMS.name]: clientSideFilters.has('name') ? undefined : filter.name,
+    [byId ? 'name' : JOB_FILTER_PARAMS.name]: clientSideFilters.has('name') ? undefined : filter.name,
     [JOB_FILTER_PARAMS.label]: clientSideFilters.has('label') ? undefined : filter.labels,
   });
   const filtering = (filter.name && clientSideFilters.has('name')) || ((filter.labels?.length ?? 0) > 0 && clientSideFilters.has('label'));

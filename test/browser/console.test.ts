@@ -106,6 +106,10 @@ describe('the web console', () => {
     await page.getByLabel('Status').selectOption('PAUSED');
     await page.getByText('No jobs match.').waitFor();
     await page.getByLabel('Status').selectOption('ACTIVE');
+    // A job created without a name is named by its id: the search box finds it by its whole id.
+    const unnamed = await createJob({ name: undefined, type: 'billing', schedule: { kind: 'delay', seconds: 3600 } });
+    await page.getByLabel('Search jobs').fill(unnamed.jobId);
+    await expect.poll(() => table.getByRole('link').allTextContents(), { timeout: UI_TIMEOUT }).toEqual([unnamed.jobId]);
     await page.getByLabel('Search jobs').fill('invoices-n');
     await table.getByRole('link', { name: 'invoices-nightly' }).click();
     await page.getByRole('heading', { level: 1, name: 'Job invoices-nightly' }).waitFor();
