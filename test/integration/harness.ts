@@ -306,6 +306,16 @@ export async function startTarget(
   };
 }
 
+/**
+ * Waits, if fewer than `marginMs` are left in the current wall-clock minute, until the next one
+ * begins. For counts of requests: a worker writes one health roll-up per tenant and minute, so a
+ * count that straddles a minute's end sees two.
+ */
+export async function clearOfMinuteEnd(marginMs = 25_000): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 200));
+}
+
 export async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T = await probe();

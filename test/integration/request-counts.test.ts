@@ -7,7 +7,7 @@ import { RequestCounter } from '../../lambdas/store/request-counter';
 import { RunRecords } from '../../lambdas/store/run-records';
 import { WorkflowRunsRepository } from '../../lambdas/store/workflow-runs';
 import type { Scheduler, TargetServer } from './harness';
-import { awsClients, eventually, jobBody, startScheduler, startTarget } from './harness';
+import { awsClients, clearOfMinuteEnd, eventually, jobBody, startScheduler, startTarget } from './harness';
 
 describe('requests per execution', () => {
   const counter = new RequestCounter();
@@ -29,9 +29,11 @@ describe('requests per execution', () => {
   /**
    * Likewise the tenant's limits and its signing secrets in the worker: each is read once a minute
    * per process, not per execution (a Query and a GetItem per tenant, process and minute). Warmed
-   * again before each count, so that a slow machine's minute does not land inside one.
+   * again before each count, clear of a minute's end, so that a slow machine's minute does not land inside one
+   * (nor the count straddle two minutes' roll-ups).
    */
   async function warm(): Promise<void> {
+    await clearOfMinuteEnd();
     await scheduler.deps.tenantLimits.of(scheduler.tenantId);
     await scheduler.deps.signingCache.of(scheduler.tenantId);
   }
@@ -217,6 +219,8 @@ describe('requests per worker batch', () => {
       Array.from({ length: 10 }, (_, index) => scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `count-batch-${index}` }))),
     );
     const runIds = created.map((response) => response.body.job.nextRunId as string);
+    // One roll-up is one per tenant and minute: the batch must not straddle a minute's end.
+    await clearOfMinuteEnd(40_000);
     counter.reset();
     await scheduler.startWorkers(1);
     await eventually(
