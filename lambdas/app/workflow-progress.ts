@@ -6,7 +6,7 @@ import { logger } from '../core/logger';
 import type { Run, RunStatus } from '../domain/run';
 import { runIdFor } from '../domain/run';
 import type { WorkflowVersion } from '../domain/workflow';
-import type { StepState, WorkflowRun } from '../domain/workflow-run';
+import type { StepEnd, StepState, WorkflowRun } from '../domain/workflow-run';
 import type { StepContext } from '../domain/workflow-jobs';
 import { planProgress, stepOutcomeOf } from '../domain/workflow-run';
 import { parseStepJobId, scheduleJobIdOf, stepJobIdOf, stepJobOf, workflowRunIdOf } from '../domain/workflow-jobs';
@@ -46,9 +46,8 @@ export async function continueWorkflow(
     const state = workflowRun?.steps[step.stepId];
     if (!version || !workflowRun || !state) return;
     const now = deps.clock();
-    const recorded =
-      state.status === 'STARTED' ? await recordStepEnd(deps, version.spec.name, workflowRun, step.stepId, state, run, outcome, now) : workflowRun;
-    if (recorded) await advance(deps, version, recorded);
+    // The step's outcome goes with the first move it allows, in one write (decision 0158).
+    await advance(deps, version, workflowRun, state.status === 'STARTED' ? { stepId: step.stepId, state: stepEndState(state, run, outcome, now) } : undefined);
   } catch (error) {
     logger.error('workflow continuation failed; the ticker will repair it', {
       ...runFields(run),
@@ -68,16 +67,26 @@ export async function recordStepEnd(
   outcome: 'SUCCEEDED' | 'DEAD' | 'CANCELLED' | 'SKIPPED',
   now: number,
 ): Promise<WorkflowRun | null> {
-  const written = await deps.workflowRuns.recordStep(workflowRun, stepId, {
+  const ended = { stepId, state: stepEndState(state, run, outcome, now) };
+  const written = await deps.workflowRuns.recordStep(workflowRun, stepId, ended.state);
+  stepEndWritten(deps, workflowName, ended, written.held);
+  return written.run;
+}
+
+/** A started step's state once its run ended with `outcome`. */
+function stepEndState(state: StepState, run: Run, outcome: 'SUCCEEDED' | 'DEAD' | 'CANCELLED' | 'SKIPPED', now: number): StepState {
+  return {
     ...state,
     status: outcome,
     attempt: run.attempt,
     runId: run.runId,
     finishedAt: run.finishedAt ?? new Date(now).toISOString(),
     reason: run.error ? `${run.error.code}: ${run.error.message}` : run.reason,
-  });
-  if (written.held && outcome !== 'SUCCEEDED') deps.telemetry.workflowStepFailed(workflowName);
-  return written.run;
+  };
+}
+
+function stepEndWritten(deps: SchedulerDeps, workflowName: string, ended: StepEnd, held: boolean): void {
+  if (held && ended.state.status !== 'SUCCEEDED') deps.telemetry.workflowStepFailed(workflowName);
 }
 
 /**
@@ -85,14 +94,32 @@ export async function recordStepEnd(
  * steps are claimed (a conditional write: of two writers that both saw a step ready, one wins) and
  * their runs written and sent; a run whose steps are all done ends, exactly once.
  */
-export async function advance(deps: SchedulerDeps, version: WorkflowVersion, from: WorkflowRun): Promise<WorkflowRun> {
+export async function advance(deps: SchedulerDeps, version: WorkflowVersion, from: WorkflowRun, stepEnd?: StepEnd): Promise<WorkflowRun> {
   let run = from;
+  // A step's outcome not yet written: planned as if written, and written with the first move, under
+  // both conditions. Should that write be refused (a racer moved first), it is written alone, as
+  // before decision 0158, and the plan is made again from what the store holds.
+  let pending = stepEnd;
+  const recordAlone = async (ended: StepEnd): Promise<WorkflowRun | null> => {
+    pending = undefined;
+    const written = await deps.workflowRuns.recordStep(run, ended.stepId, ended.state);
+    stepEndWritten(deps, version.spec.name, ended, written.held);
+    return written.run;
+  };
   // Each round either moves a step or learns of a racer's move; a graph of N steps needs at most N.
-  for (let round = 0; round <= version.spec.steps.length + 1; round++) {
-    const plan = planProgress(version.spec, run);
+  for (let round = 0; round <= version.spec.steps.length + 2; round++) {
+    const view = pending ? { ...run, steps: { ...run.steps, [pending.stepId]: pending.state } } : run;
+    const plan = planProgress(version.spec, view);
     const now = deps.clock();
     if (plan.start.length === 0 && plan.notStarted.length === 0) {
-      if (!plan.finished) return run;
+      if (!plan.finished) {
+        if (!pending) return run;
+        const recorded = await recordAlone(pending);
+        if (!recorded) return run;
+        run = recorded;
+        continue;
+      }
+      const ending = pending;
       const ended = await deps.workflowRuns.finish(
         run,
         plan.finished.status,
@@ -100,7 +127,15 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
         now,
         {},
         notifyMark(deps, version, plan.finished.status, now),
+        ending,
       );
+      if (ending && !ended.held) {
+        const recorded = await recordAlone(ending);
+        if (!recorded) return run;
+        run = recorded;
+        continue;
+      }
+      if (ending) stepEndWritten(deps, version.spec.name, ending, true);
       if (ended.held) await workflowRunEnded(deps, version, ended.run, now);
       return ended.run ?? run;
     }
@@ -111,7 +146,18 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
       const state = stateOf(run, stepId);
       moves[stepId] = { ...state, status: 'STARTED', runId: stepRunIdOf(run, stepId, state.attempt), startedAt: at, finishedAt: null, reason: null };
     }
-    const written = await deps.workflowRuns.moveSteps(run, moves, now);
+    const ending = pending;
+    const written = await deps.workflowRuns.moveSteps(run, moves, ending);
+    if (ending) {
+      if (!written.held) {
+        const recorded = await recordAlone(ending);
+        if (!recorded) return run;
+        run = recorded;
+        continue;
+      }
+      pending = undefined;
+      stepEndWritten(deps, version.spec.name, ending, true);
+    }
     if (!written.run) return run;
     run = written.run;
     if (written.held && plan.start.length > 0) run = await startStepRuns(deps, version, run, plan.start, now);

@@ -27,6 +27,15 @@ export interface StepState {
   readonly reason: string | null;
 }
 
+/**
+ * A step's outcome, to be written together with the moves it allows: one write of the workflow run
+ * item instead of two, under both writes' conditions (decision 0158).
+ */
+export interface StepEnd {
+  readonly stepId: string;
+  readonly state: StepState;
+}
+
 export interface WorkflowRun {
   readonly workflowRunId: string;
   readonly workflowId: string;

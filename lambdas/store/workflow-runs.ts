@@ -5,7 +5,7 @@
 // A running one sits in the jobs' byNextRun index at a check-back time, for the ticker's repair.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { StepState, WorkflowRun, WorkflowRunStatus } from '../domain/workflow-run';
+import type { StepEnd, StepState, WorkflowRun, WorkflowRunStatus } from '../domain/workflow-run';
 import type { NotifyEvent } from '../domain/notify';
 import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, updateIf, updateReturning } from './conditional';
 import { readFilteredPage } from './filtered-page';
@@ -29,6 +29,11 @@ function itemToWorkflowRun(item: Item): WorkflowRun {
 }
 
 export type WorkflowRunWrite = { readonly held: true; readonly run: WorkflowRun } | { readonly held: false; readonly run: WorkflowRun | null };
+
+/** A step's outcome is recorded once: the step is still STARTED, on an attempt no later than the run that ended. */
+function stepEndCondition(ended: StepEnd | undefined): Record<string, unknown> {
+  return ended ? { [`steps.${ended.stepId}.status`]: 'STARTED', [`steps.${ended.stepId}.attempt`]: atMost(ended.state.attempt) } : {};
+}
 
 export class WorkflowRunsRepository {
   constructor(
@@ -62,30 +67,30 @@ export class WorkflowRunsRepository {
    * no later than the run that ended (a replay of an older attempt does not end a newer one).
    */
   async recordStep(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, stepId: string, state: StepState): Promise<WorkflowRunWrite> {
-    return this.write(run, {
-      set: { [`steps.${stepId}`]: state },
-      if: { [`steps.${stepId}.status`]: 'STARTED', [`steps.${stepId}.attempt`]: atMost(state.attempt) },
-    });
+    return this.write(run, { set: { [`steps.${stepId}`]: state }, if: stepEndCondition({ stepId, state }) });
   }
 
   /**
    * Moves waiting steps on: some never start (with the reason), some start (their runs are
    * written next, with deterministic ids). Each must still be WAITING, and the run RUNNING: of two
    * writers that both saw a step ready (its last two dependencies finishing at once), one wins.
+   * The run's check-back stays where it is (decision 0158): the ticker looks at a run still running
+   * a grace period after its start or its last look, finds nothing to repair in a healthy one, and
+   * moves the check-back on then. Moving it with every step cost two index writes per step.
    */
   async moveSteps(
     run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>,
     moves: Readonly<Record<string, StepState>>,
-    checkBackAt: number,
+    ended?: StepEnd,
   ): Promise<WorkflowRunWrite> {
     const set: Record<string, unknown> = {};
-    const condition: Record<string, unknown> = { status: 'RUNNING' };
+    const condition: Record<string, unknown> = { status: 'RUNNING', ...stepEndCondition(ended) };
+    if (ended) set[`steps.${ended.stepId}`] = ended.state;
     for (const [stepId, state] of Object.entries(moves)) {
       set[`steps.${stepId}`] = state;
       condition[`steps.${stepId}.status`] = 'WAITING';
     }
-    // Progress moves the run's check-back on (only while it runs: its end removes it).
-    return this.write(run, { set: { ...set, ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt) }, if: condition });
+    return this.write(run, { set, if: condition });
   }
 
   /** Ends a running workflow run: exactly one writer does (the condition is RUNNING). */
@@ -101,14 +106,16 @@ export class WorkflowRunsRepository {
      * writer died before making.
      */
     notify?: { readonly event: NotifyEvent; readonly checkBackAt: number },
+    ended?: StepEnd,
   ): Promise<WorkflowRunWrite> {
     const set: Record<string, unknown> = {
       status,
       finishedAt: new Date(now).toISOString(),
       failedSteps,
       ...(notify ? { [NOTIFY_EVENT_ATTRIBUTE]: notify.event, ...workflowCheckBackAttributes(run.workflowRunId, notify.checkBackAt) } : {}),
+      ...(ended ? { [`steps.${ended.stepId}`]: ended.state } : {}),
     };
-    const condition: Record<string, unknown> = { status: 'RUNNING' };
+    const condition: Record<string, unknown> = { status: 'RUNNING', ...stepEndCondition(ended) };
     for (const [stepId, state] of Object.entries(steps)) {
       set[`steps.${stepId}`] = state;
       condition[`steps.${stepId}.status`] = 'WAITING';

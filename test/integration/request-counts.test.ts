@@ -101,11 +101,11 @@ describe('requests per execution', () => {
       'dynamodb.BatchWriteItem': 1,
       // Each step run as any run: lease, outcome, its job (the version item; one per worker batch),
       // the message following the lease, the minute's roll-up. Then the continuation: the workflow
-      // run read, the step's outcome recorded, the dependants claimed, their parents' results read,
-      // their runs written and sent, the workflow run read again; the last step's continuation ends
-      // the workflow run instead.
+      // run read, the step's outcome recorded with the dependants' claim in one write (decision
+      // 0158), their parents' results read, their runs written and sent, the workflow run read
+      // again; the last step's outcome is written with the workflow run's end.
       'dynamodb.GetItem': 6, // API 3, first step 2, second step 1
-      'dynamodb.UpdateItem': 10, // API 2 (rate counter, claim), each step 4 (lease, outcome, step recorded, claim or end)
+      'dynamodb.UpdateItem': 8, // API 2 (rate counter, claim), each step 3 (lease, outcome, step recorded with the claim or the end)
       'dynamodb.PutItem': 5, // API 2 (workflow run, step run), first step 2 (roll-up, second step's run), second step 1 (roll-up)
       'dynamodb.BatchGetItem': 3, // each step's job, the first step's result for the second
       'sqs.SendMessageBatch': 2,

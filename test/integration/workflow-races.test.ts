@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import type { Scheduler, TargetServer } from './harness';
 import { executeRun, startScheduler, startTarget, tick } from './harness';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { workflowRunKey } from '../../lambdas/store/keys';
 import { continueWorkflow } from '../../lambdas/app/workflow-progress';
@@ -175,6 +175,65 @@ describe('workflow runs under races', () => {
       expect(await executeRun(scheduler.workerDeps('worker-1'), join)).toBe('succeeded');
       expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
     }
+  });
+
+  it("a cancel landing between a continuation's read and its write: the step's outcome is still recorded, and nothing starts", async () => {
+    // A step's outcome and the claim of its dependant are one write (decision 0158). A cancel that
+    // lands first refuses that write; the outcome is then written alone, as the run ended it.
+    const { workflowId, workflowRunId, path } = await startRun('cancel-between', [step('first'), step('second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    await drainDispatch();
+    const worker = scheduler.workerDeps('worker-cancelled-under');
+    let cancelled = false;
+    const cancelFirst: SchedulerDeps = {
+      ...worker,
+      workflowRuns: Object.assign(Object.create(worker.workflowRuns) as typeof worker.workflowRuns, {
+        moveSteps: async (...args: Parameters<typeof worker.workflowRuns.moveSteps>) => {
+          if (!cancelled) {
+            cancelled = true;
+            expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`)).status).toBe(200);
+          }
+          return worker.workflowRuns.moveSteps(...args);
+        },
+      }),
+    };
+    expect(await executeRun(cancelFirst, first)).toBe('succeeded');
+    expect(cancelled).toBe(true);
+    const run = (await scheduler.api('GET', path)).body;
+    expect(run.status).toBe('CANCELLED');
+    expect(run.steps.first).toMatchObject({ status: 'SUCCEEDED', runId: first });
+    expect(run.steps.second.status).toBe('NOT_STARTED');
+    expect(await drainDispatch()).toEqual([]);
+  });
+
+  it("a healthy run's progress leaves its check-back in place; a tick past the grace repairs nothing, then moves it on", async () => {
+    const { workflowId, workflowRunId, path } = await startRun('healthy-long', [step('first'), step('second', ['first'])]);
+    const checkBack = async (): Promise<unknown> =>
+      (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: workflowRunKey(workflowId, workflowRunId) }))).Item
+        ?.nextRunAt;
+    const first = await runIdOf(path, 'first');
+    await drainDispatch();
+    const atStart = await checkBack();
+    expect(typeof atStart).toBe('string');
+    expect(await executeRun(scheduler.workerDeps('worker-1'), first)).toBe('succeeded');
+    const second = await runIdOf(path, 'second');
+    expect(await drainDispatch()).toEqual([second]);
+    // The claim of `second` did not move the check-back (decision 0158: two index writes per step saved).
+    expect(await checkBack()).toBe(atStart);
+
+    await agePastGrace(path);
+    const report = await tick(scheduler.workerDeps('ticker'));
+    expect(report.repairedJobs).toBe(0);
+    expect(await drainDispatch()).toEqual([]);
+    const looked = (await scheduler.api('GET', path)).body;
+    expect(looked.steps.second).toMatchObject({ status: 'STARTED', runId: second });
+    // Looked at again a grace period from now, not at every tick.
+    expect(Date.parse(String(await checkBack()))).toBeGreaterThan(Date.now() - 60_000);
+    await tick(scheduler.workerDeps('ticker'));
+    expect(await drainDispatch()).toEqual([]);
+
+    expect(await executeRun(scheduler.workerDeps('worker-1'), second)).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
   });
 
   it('a claimed step whose run was never written (its writer died between the two) is written by the repair', async () => {

@@ -84,11 +84,28 @@ describe('the workflow store within DynamoDB limits', () => {
     const store = new WorkflowRunsRepository(client, 'jobs');
     const workflowRun = run(waiting);
     // Every root starts at once (a graph of 100 independent steps), or every one is ruled out.
-    await store.moveSteps(workflowRun, started, Date.parse(at));
+    await store.moveSteps(workflowRun, started);
     await store.moveSteps(
       workflowRun,
       Object.fromEntries(stepIds.map((id) => [id, { ...waiting[id]!, status: 'NOT_STARTED' as const, finishedAt: at, reason: longReason }])),
+    );
+    // A step's outcome written with the moves it allows (decision 0158): the other 99 ruled out, or
+    // the run ending with them.
+    const notStarted = Object.fromEntries(
+      stepIds.slice(1).map((id) => [id, { ...waiting[id]!, status: 'NOT_STARTED' as const, finishedAt: at, reason: longReason }]),
+    );
+    await store.moveSteps(workflowRun, notStarted, { stepId: stepIds[0]!, state: ended[stepIds[0]!]! });
+    await store.finish(
+      workflowRun,
+      'FAILED',
+      stepIds,
       Date.parse(at),
+      notStarted,
+      { event: 'failed', checkBackAt: Date.parse(at) },
+      {
+        stepId: stepIds[0]!,
+        state: ended[stepIds[0]!]!,
+      },
     );
     for (const id of stepIds.slice(0, 3)) await store.recordStep(workflowRun, id, ended[id]!);
     // A cancel with every step but one still waiting.
@@ -104,7 +121,7 @@ describe('the workflow store within DynamoDB limits', () => {
     await store.finish(workflowRun, 'FAILED', stepIds, Date.parse(at));
     await store.retry({ ...workflowRun, status: 'FAILED' }, waiting, Date.parse(at));
     await store.moveCheckBack(workflowRun, Date.parse(at));
-    expect(inputs.length).toBeGreaterThanOrEqual(9);
+    expect(inputs.length).toBeGreaterThanOrEqual(11);
     for (const input of inputs) {
       for (const expression of expressionsOf(input)) expect(Buffer.byteLength(expression, 'utf8')).toBeLessThan(MAX_EXPRESSION_BYTES);
       // Each name and value placeholder's own limit: 255 bytes of name.
