@@ -131,7 +131,7 @@ export const WORKFLOW_ROUTES = {
     tag: 'Workflows',
     summary: 'Retry a failed workflow run from its failed steps',
     description:
-      'Succeeded steps are not run again; their results are reused. Failed steps start their next attempt with a fresh retry budget, in the request’s traceparent (a new trace without one).',
+      'Succeeded steps are not run again; their results are reused. Failed steps start their next attempt with a fresh retry budget, in the request’s traceparent (a new trace without one). A retry comes within RUN_RETENTION_DAYS − 1 days of the workflow run’s time, while its steps’ runs are kept (409 later).',
     headers: ['traceparent'],
     responses: { 202: { description: 'The workflow run, running again', schema: workflowRunSchema } },
     problems: [409],

@@ -165,7 +165,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     notifications: new Notifications(clients.dynamo, config.jobsTable),
     notifier: overrides.notifier ?? { deliver: (attempt) => deliverNotification(clients.targets, attempt) },
     workflows: new WorkflowsRepository(clients.dynamo, config.jobsTable, jobs),
-    workflowRuns: new WorkflowRunsRepository(clients.dynamo, config.jobsTable),
+    workflowRuns: new WorkflowRunsRepository(clients.dynamo, config.jobsTable, config.runRetentionDays),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
   };
 }

@@ -183,9 +183,19 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
     .map((parent) => run.steps[parent])
     .flatMap((state) => (state?.status === 'SUCCEEDED' && state.runId ? [state.runId] : []));
   const parentRuns = new Map((parentRunIds.length > 0 ? await deps.runs.getMany(parentRunIds) : []).map((parentRun) => [parentRun.runId, parentRun]));
+  // A succeeded parent whose run has left (RUN_RETENTION_DAYS, decision 0159) has no result to pass
+  // on: its dependant does not start, rather than start with a null input.
+  const gone = new Map<string, string>();
+  for (const stepId of stepIds) {
+    const parent = (parentsOf.get(stepId) ?? []).find((id) => {
+      const state = run.steps[id];
+      return state?.status === 'SUCCEEDED' && state.runId !== null && !parentRuns.has(state.runId);
+    });
+    if (parent) gone.set(stepId, `the run of dependency ${parent} (${run.steps[parent]?.runId}) has left (RUN_RETENTION_DAYS): its result cannot be passed on`);
+  }
   const plans = stepIds.flatMap((stepId) => {
     const job = stepJobOf(version, stepId);
-    if (!job) return [];
+    if (!job || gone.has(stepId)) return [];
     const results: Record<string, unknown> = {};
     for (const parent of parentsOf.get(stepId) ?? []) {
       const state = run.steps[parent];
@@ -215,6 +225,11 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
     if (!plan) continue;
     deps.telemetry.runCreated(plan.run);
     await sendPlannedRun(deps, plan, now);
+  }
+  for (const [stepId, reason] of gone) {
+    const state = stateOf(run, stepId);
+    await deps.workflowRuns.recordStep(run, stepId, { ...state, status: 'NOT_STARTED', runId: null, finishedAt: new Date(now).toISOString(), reason });
+    logger.warn("a step was not started: a dependency's run has left", { ...workflowRunFields(run), stepId, reason });
   }
   // A cancel reads the started steps after it ends the workflow run; a step claimed before the cancel
   // whose run was written after that read is retired here, so no step starts after a cancel.

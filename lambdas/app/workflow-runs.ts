@@ -8,6 +8,7 @@ import type { TenantLimits } from '../domain/tenant';
 import type { WorkflowRun, WorkflowRunStatus } from '../domain/workflow-run';
 import { initialSteps, stepsForRetry } from '../domain/workflow-run';
 import { workflowRunIdOf } from '../domain/workflow-jobs';
+import { latestWorkflowRetry } from '../domain/retention';
 import type { Job } from '../domain/job';
 import { formatTraceparent, newTraceContext } from '../domain/trace-context';
 import type { Page } from '../store/page';
@@ -212,6 +213,13 @@ export async function retryWorkflowRun(
   const version = await versionOf(deps, workflowId, run.version);
   if (!version) throw new NotFoundError(`No version ${run.version} of workflow ${workflowId}`);
   const now = deps.clock();
+  // Its steps' runs leave RUN_RETENTION_DAYS after they end (decision 0159): a retry needs them.
+  const latest = latestWorkflowRetry(Date.parse(run.scheduledFor), deps.config.runRetentionDays);
+  if (latest !== undefined && now > latest) {
+    throw new ConflictError(
+      `The workflow run is from ${run.scheduledFor}: a retry must come within ${deps.config.runRetentionDays - 1} days of it (RUN_RETENTION_DAYS - 1), while its steps' runs are kept; start a new run instead`,
+    );
+  }
   await admitRunRequest(deps, tenantId, limits, now);
   // A dead step's run may have been replayed since: the retry takes the replay as the step's own.
   const newest = await newestStepRuns(

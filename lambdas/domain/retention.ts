@@ -2,8 +2,9 @@
 // occurrence, whichever is later, then it leaves through the runs table's TTL. A record of an
 // occurrence skipped ahead of time (its occurrence in the future) is so kept until after it would
 // have fired, which is what keeps the chain from writing that occurrence's run again. A workflow
-// step's runs are kept as long as their workflow run (a retry of the workflow run reads them).
-import { parseStepJobId } from './workflow-jobs';
+// step's runs are kept the same way; an ended workflow run is kept RUN_RETENTION_DAYS after it ended
+// or after its time, and may be retried up to a day before its steps' runs can have left
+// (decision 0159).
 
 const DAY_SECONDS = 24 * 60 * 60;
 
@@ -17,15 +18,30 @@ export function occurrenceOfRunId(runId: string): { readonly jobId: string; read
   return Number.isSafeInteger(at) ? { jobId: parts.slice(0, -2).join('.'), at } : undefined;
 }
 
-/**
- * The epoch second a finished run leaves at, or undefined when it is kept: retention 0 (keep
- * forever), or a workflow step's run.
- */
+/** The epoch second a finished run leaves at, or undefined when runs are kept forever (retention 0). */
 export function runExpiresAtEpoch(runId: string, finishedAt: number, retentionDays: number): number | undefined {
   if (retentionDays <= 0) return undefined;
   const occurrence = occurrenceOfRunId(runId);
-  if (occurrence && parseStepJobId(occurrence.jobId)) return undefined;
   return Math.floor(Math.max(finishedAt, occurrence?.at ?? finishedAt) / 1000) + retentionDays * DAY_SECONDS;
+}
+
+/** The epoch second an ended workflow run leaves at (after it ended or after its time, whichever is later), or undefined when kept forever. */
+export function workflowRunExpiresAtEpoch(scheduledFor: number, finishedAt: number, retentionDays: number): number | undefined {
+  return retentionDays <= 0 ? undefined : Math.floor(Math.max(finishedAt, scheduledFor) / 1000) + retentionDays * DAY_SECONDS;
+}
+
+/**
+ * The last instant an ended workflow run may be retried, or undefined when runs are kept forever.
+ * Its steps' runs all ended after the workflow run's time, so each is kept at least until that time
+ * plus the retention; a day's margin is left for the retried steps to run and read their parents'.
+ */
+export function latestWorkflowRetry(scheduledFor: number, retentionDays: number): number | undefined {
+  return retentionDays <= 0 ? undefined : scheduledFor + (retentionDays - 1) * DAY_SECONDS * 1000;
+}
+
+/** The epoch second the exactly-once ledger's entry of an occurrence leaves at: with the occurrence's runs, which a replay would need. */
+export function effectExpiresAtEpoch(occurrenceAt: number, recordedAt: number, retentionDays: number): number | undefined {
+  return retentionDays <= 0 ? undefined : Math.floor(Math.max(occurrenceAt, recordedAt) / 1000) + retentionDays * DAY_SECONDS;
 }
 
 /**

@@ -9,6 +9,7 @@ import type { NotifyEvent } from '../domain/notify';
 import type { AttemptOutcome, Run, RunError } from '../domain/run';
 import { isTerminal, sourcesOf } from '../domain/run';
 import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
+import { effectExpiresAtEpoch, occurrenceOfRunId } from '../domain/retention';
 import type { TransactItem, UpdateSpec } from './conditional';
 import {
   absent,
@@ -252,7 +253,7 @@ export class RunLeases {
     };
     const alone = async (): Promise<boolean> => updateIf(this.dynamo, this.tableName, runKey(run.runId), finish);
     const second: Record<string, TransactItem> | null = options.effect
-      ? { effect: this.put({ ...effectKey(options.effect.occurrence), ...options.effect }) }
+      ? { effect: this.put({ ...effectKey(options.effect.occurrence), ...options.effect, ...this.effectExpiry(run.runId, outcome.now) }) }
       : retry
         ? { retry: this.put(runToItem(retry.run, retry.extras)) }
         : null;
@@ -268,6 +269,12 @@ export class RunLeases {
     if (result.failed.has('retry')) return (await alone()) ? 'recorded' : 'fenced';
     if (result.failed.has('effect')) return (await alone()) ? 'effect-exists' : 'fenced';
     throw result.error;
+  }
+
+  /** The ledger's entry leaves with the occurrence's runs, which a replay would need (decision 0159). */
+  private effectExpiry(runId: string, now: number): { expiresAtEpoch?: number } {
+    const at = effectExpiresAtEpoch(occurrenceOfRunId(runId)?.at ?? now, now, this.retentionDays);
+    return at === undefined ? {} : { expiresAtEpoch: at };
   }
 
   /** The recorded effect of an occurrence (exactly-once delivery), or null when none was recorded. */

@@ -7,6 +7,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { StepEnd, StepState, WorkflowRun, WorkflowRunStatus } from '../domain/workflow-run';
 import type { NotifyEvent } from '../domain/notify';
+import { workflowRunExpiresAtEpoch } from '../domain/retention';
 import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, updateIf, updateReturning } from './conditional';
 import { readFilteredPage } from './filtered-page';
 import type { Item } from './keys';
@@ -39,6 +40,8 @@ export class WorkflowRunsRepository {
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly tableName: string,
+    /** How long an ended workflow run is kept (RUN_RETENTION_DAYS; 0 keeps it forever, decision 0159). */
+    private readonly retentionDays = 0,
   ) {}
 
   /** Writes a new workflow run once (its id is its workflow and its time): false if it exists. */
@@ -95,7 +98,7 @@ export class WorkflowRunsRepository {
 
   /** Ends a running workflow run: exactly one writer does (the condition is RUNNING). */
   async finish(
-    run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>,
+    run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId' | 'scheduledFor'>,
     status: WorkflowRunStatus,
     failedSteps: readonly string[],
     now: number,
@@ -114,6 +117,7 @@ export class WorkflowRunsRepository {
       failedSteps,
       ...(notify ? { [NOTIFY_EVENT_ATTRIBUTE]: notify.event, ...workflowCheckBackAttributes(run.workflowRunId, notify.checkBackAt) } : {}),
       ...(ended ? { [`steps.${ended.stepId}`]: ended.state } : {}),
+      ...this.expiry(run, now),
     };
     const condition: Record<string, unknown> = { status: 'RUNNING', ...stepEndCondition(ended) };
     for (const [stepId, state] of Object.entries(steps)) {
@@ -168,6 +172,8 @@ export class WorkflowRunsRepository {
           traceparent,
           ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt),
         },
+        // Running again, it is kept until it ends again.
+        remove: ['expiresAtEpoch'],
         if: { status: oneOf(['FAILED', 'CANCELLED']), retries: run.retries },
       },
       'compact',
@@ -207,6 +213,12 @@ export class WorkflowRunsRepository {
       start,
     );
     return { items: page.items.map(itemToWorkflowRun), nextCursor: page.next ? encodeCursor(page.next) : null };
+  }
+
+  /** An ended run's expiry: RUN_RETENTION_DAYS after it ended or after its time, whichever is later. */
+  private expiry(run: Pick<WorkflowRun, 'scheduledFor'>, now: number): { expiresAtEpoch?: number } {
+    const at = workflowRunExpiresAtEpoch(Date.parse(run.scheduledFor), now, this.retentionDays);
+    return at === undefined ? {} : { expiresAtEpoch: at };
   }
 
   private async write(

@@ -1,10 +1,12 @@
 // How long finished runs are kept (decision 0156): every write that ends a run gives it an expiry in
 // the runs table's TTL attribute, RUN_RETENTION_DAYS after it finished or after its occurrence,
-// whichever is later; a workflow step's runs and a scheduler keeping runs forever (0) write none,
-// and the API never shows the attribute.
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+// whichever is later; a scheduler keeping runs forever (0) writes none, and the API never shows the
+// attribute. A workflow run, its steps' runs and the exactly-once ledger leave likewise, and a
+// workflow run is retried only while its steps' runs are kept (decision 0159).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runKey } from '../../lambdas/store/keys';
+import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { occurrenceKey } from '../../lambdas/domain/run';
+import { effectKey, runKey, workflowRunKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -16,7 +18,13 @@ describe('finished runs', () => {
   let target: TargetServer;
 
   beforeAll(async () => {
-    target = await startTarget();
+    // `/flaky` fails its first call; `/slow` answers after 1.5 s.
+    let flakyCalls = 0;
+    target = await startTarget(async (call) => {
+      if (call.path.endsWith('/flaky')) return { status: flakyCalls++ === 0 ? 500 : 200 };
+      if (call.path.endsWith('/slow')) await new Promise((resolve) => setTimeout(resolve, 1500));
+      return { status: 200, body: JSON.stringify({ from: call.path }) };
+    });
     scheduler = await startScheduler({ workerConcurrency: 2, config: { runRetentionDays: 2 } });
     forever = await startScheduler({ workerConcurrency: 2, config: { runRetentionDays: 0 } });
   });
@@ -71,20 +79,128 @@ describe('finished runs', () => {
     }
   });
 
-  it('of a workflow step are kept as long as their workflow run, and a scheduler keeping runs forever writes no expiry', async () => {
-    const workflow = await scheduler.api('POST', '/v1/workflows', { name: 'kept', steps: [{ id: 'only', target: { kind: 'http', url: target.url } }] });
+  const workflowRunItem = async (workflowId: string, workflowRunId: string) =>
+    (
+      await scheduler.clients.dynamo.send(
+        new GetCommand({ TableName: scheduler.config.jobsTable, Key: workflowRunKey(workflowId, workflowRunId), ConsistentRead: true }),
+      )
+    ).Item;
+  const workflowRunEnded = async (workflowId: string, workflowRunId: string) =>
+    eventually(
+      async () => (await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`)).body,
+      (run) => run.status !== 'RUNNING',
+      60_000,
+    );
+
+  it('of a workflow: the workflow run and its steps’ runs leave after the retention, a retry keeps the run until it ends again, and comes only while the steps’ runs are kept', async () => {
+    const step = (id: string, path: string, dependsOn: string[] = []) => ({
+      id,
+      target: { kind: 'http', url: `${target.url}/${path}` },
+      retryPolicy: { maxAttempts: 1 },
+      dependsOn,
+    });
+    const workflow = await scheduler.api('POST', '/v1/workflows', { name: 'kept', steps: [step('first', 'first'), step('second', 'flaky', ['first'])] });
     expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
     const workflowId = workflow.body.workflowId as string;
     const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
     expect(started.status).toBe(202);
-    const done = await eventually(
-      async () => (await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${started.body.workflowRunId}`)).body,
-      (run) => run.status === 'SUCCEEDED',
-      60_000,
-    );
-    const stepRunId = done.steps.only.runId as string;
-    expect((await scheduler.api('GET', `/v1/runs/${stepRunId}`)).body.status).toBe('SUCCEEDED');
-    expect((await itemOf(scheduler, stepRunId))?.expiresAtEpoch).toBeUndefined();
+    const workflowRunId = started.body.workflowRunId as string;
+    const failed = await workflowRunEnded(workflowId, workflowRunId);
+    expect(failed.status).toBe('FAILED');
+    expect((await workflowRunItem(workflowId, workflowRunId))?.expiresAtEpoch).toBe(expiryOf(failed.finishedAt, 2));
+    const first = await scheduler.api('GET', `/v1/runs/${failed.steps.first.runId}`);
+    expect((await itemOf(scheduler, first.body.runId))?.expiresAtEpoch).toBe(expiryOf(first.body.finishedAt, 2));
+
+    // Three days old, with runs kept two: its steps' runs may have left, so no retry, and nothing changes.
+    const key = workflowRunKey(workflowId, workflowRunId);
+    const setTime = (iso: string) =>
+      scheduler.clients.dynamo.send(
+        new UpdateCommand({
+          TableName: scheduler.config.jobsTable,
+          Key: key,
+          UpdateExpression: 'SET scheduledFor = :at',
+          ExpressionAttributeValues: { ':at': iso },
+        }),
+      );
+    await setTime(new Date(Date.now() - 3 * DAY * 1000).toISOString());
+    const refused = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expect(refused.body.detail).toMatch(/RUN_RETENTION_DAYS/);
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`)).body.status).toBe('FAILED');
+    await setTime(failed.scheduledFor);
+
+    const retried = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(202);
+    const again = await workflowRunEnded(workflowId, workflowRunId);
+    expect(again.status).toBe('SUCCEEDED');
+    expect((await workflowRunItem(workflowId, workflowRunId))?.expiresAtEpoch).toBe(expiryOf(again.finishedAt, 2));
+  });
+
+  it('of a workflow: a retried run has no expiry while it runs again', async () => {
+    const workflow = await scheduler.api('POST', '/v1/workflows', {
+      name: 'running-again',
+      steps: [{ id: 'only', target: { kind: 'http', url: `${target.url}/slow` }, retryPolicy: { maxAttempts: 1 }, timeoutSeconds: 1 }],
+    });
+    expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
+    const workflowId = workflow.body.workflowId as string;
+    const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+    const workflowRunId = started.body.workflowRunId as string;
+    // A second's timeout against a 1.5 s answer: the step times out, the run fails.
+    expect((await workflowRunEnded(workflowId, workflowRunId)).status).toBe('FAILED');
+    expect((await workflowRunItem(workflowId, workflowRunId))?.expiresAtEpoch).toEqual(expect.any(Number));
+    const retried = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(202);
+    const item = await workflowRunItem(workflowId, workflowRunId);
+    expect(item?.status).toBe('RUNNING');
+    expect(item?.expiresAtEpoch).toBeUndefined();
+    expect((await workflowRunEnded(workflowId, workflowRunId)).status).toBe('FAILED');
+  });
+
+  it('of a workflow: a step whose succeeded dependency’s run has left does not start with a null input; it is NOT_STARTED, saying why', async () => {
+    const step = (id: string, path: string, dependsOn: string[] = []) => ({
+      id,
+      target: { kind: 'http', url: `${target.url}/${path}` },
+      retryPolicy: { maxAttempts: 1 },
+      dependsOn,
+    });
+    const workflow = await scheduler.api('POST', '/v1/workflows', {
+      name: 'parent-gone',
+      steps: [step('first', 'first'), { ...step('second', 'slow', ['first']), timeoutSeconds: 1 }],
+    });
+    expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
+    const workflowId = workflow.body.workflowId as string;
+    // The second step times out (1 s against 1.5 s), so that the run can be retried.
+    const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+    const workflowRunId = started.body.workflowRunId as string;
+    const failed = await workflowRunEnded(workflowId, workflowRunId);
+    expect(failed.status, JSON.stringify(failed)).toBe('FAILED');
+    // The first step's run has left (as after its retention).
+    await scheduler.clients.dynamo.send(new DeleteCommand({ TableName: scheduler.config.runsTable, Key: runKey(failed.steps.first.runId) }));
+    const slowCalls = () => target.calls.filter((call) => call.path.endsWith('/slow')).length;
+    const callsBefore = slowCalls();
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`)).status).toBe(202);
+    const ended = await workflowRunEnded(workflowId, workflowRunId);
+    expect(ended.status).toBe('FAILED');
+    expect(ended.steps.second).toMatchObject({ status: 'NOT_STARTED', runId: null });
+    expect(ended.steps.second.reason).toMatch(/dependency first .* has left/);
+    // No run of its next attempt was written, and its target was not called.
+    expect((await scheduler.api('GET', `/v1/runs/${String(failed.steps.second.runId).replace(/\.1$/, '.2')}`)).status).toBe(404);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(slowCalls()).toBe(callsBefore);
+  });
+
+  it('keep no expiry when runs are kept forever; the exactly-once ledger’s entry leaves with its occurrence’s runs', async () => {
+    const once = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { delivery: 'exactly-once' }));
+    expect(once.status, JSON.stringify(once.body)).toBe(201);
+    const onceRun = await finished(scheduler, once.body.job.nextRunId);
+    expect(onceRun.status).toBe('SUCCEEDED');
+    const occurrence = occurrenceKey(onceRun.jobId, onceRun.scheduledFor);
+    const effect = (
+      await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.runsTable, Key: effectKey(occurrence), ConsistentRead: true }))
+    ).Item;
+    expect(effect).toBeDefined();
+    expect(effect?.expiresAtEpoch).toBeGreaterThanOrEqual(Math.floor(Date.parse(onceRun.scheduledFor) / 1000) + 2 * DAY);
+    expect(effect?.expiresAtEpoch).toBeLessThanOrEqual(Math.floor(Date.parse(onceRun.finishedAt) / 1000) + 2 * DAY);
 
     const ran = await forever.api('POST', '/v1/jobs', jobBody(target.url));
     const run = await finished(forever, ran.body.job.nextRunId);
