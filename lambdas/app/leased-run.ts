@@ -9,7 +9,7 @@ import { occurrenceKey } from '../domain/run';
 import { fencingTokenOf } from '../domain/delivery';
 import type { LeaseResult } from '../store/run-leases';
 import type { TargetResult } from '../targets/target';
-import type { SchedulerConfig } from '../config/config';
+import { batchCoalesce } from './batch-coalesce';
 import type { SchedulerDeps } from './deps';
 import type { DispatchContext, ExecuteResult } from './execute-run';
 import { admitRun } from './admit-run';
@@ -30,16 +30,6 @@ function isStepContext(value: unknown): value is StepContext {
 
 /** Seconds a received message stays invisible beyond its run's lease. */
 export const VISIBILITY_SLACK_SECONDS = 1;
-
-/**
- * How the calls the runs of a batch make right after their leases (the job read, the message's
- * visibility) wait for each other to share one request: until none has joined for 10 ms, and at
- * most 40 ms, by default (tunable). On AWS a batch's leases land within a few milliseconds; the cap
- * bounds what a run can lose before its call when they trickle in (decisions 0031, 0033).
- */
-function batchCoalesce(config: SchedulerConfig): { readonly quietMs: number; readonly capMs: number } {
-  return { quietMs: config.batchCoalesceQuietMs, capMs: config.batchCoalesceCapMs };
-}
 
 /** Executes a leased run; the message follows the lease from now on. */
 export async function executeLeasedRun(

@@ -10,6 +10,7 @@ import { nextFireTimeAfter, skipsFrom } from '../domain/schedule';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
+import { batchCoalesce } from './batch-coalesce';
 
 /** Tries of a compare-and-swap on a job before a race with other writers is given up. */
 export const MAX_CAS_ATTEMPTS = 5;
@@ -57,7 +58,8 @@ export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, 
     const result = await deps.jobs.replace(next, current, { newRuns: plan ? [plan] : [] });
     if (result === 'replaced') {
       if (plan) deps.telemetry.runCreated(plan.run);
-      await sendPlannedRun(deps, plan, now);
+      // The successors of a batch's runs share a SendMessageBatch (decision 0160).
+      await sendPlannedRun(deps, plan, now, { coalesce: batchCoalesce(deps.config) });
       return true;
     }
     if (result === 'run-exists' && plan) {

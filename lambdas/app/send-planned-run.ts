@@ -5,6 +5,7 @@ import { runFields } from './run-log';
 import { logger } from '../core/logger';
 import type { SchedulerDeps } from './deps';
 import type { RunPlan } from './plan-run';
+import type { SendOptions } from '../store/dispatch-queue';
 
 /**
  * A failed send does not fail the writer: the run is stored, QUEUED, with a check-back entry in the
@@ -12,10 +13,15 @@ import type { RunPlan } from './plan-run';
  * write the caller made succeeded, so the caller answers success; a client that retried it would
  * find it done (a 409) rather than a second run.
  */
-export async function sendPlannedRun(deps: SchedulerDeps, plan: Pick<RunPlan, 'run' | 'dispatch'> | null | undefined, now: number): Promise<void> {
+export async function sendPlannedRun(
+  deps: SchedulerDeps,
+  plan: Pick<RunPlan, 'run' | 'dispatch'> | null | undefined,
+  now: number,
+  options: SendOptions = {},
+): Promise<void> {
   if (!plan?.dispatch) return;
   try {
-    await deps.dispatch.send([plan.dispatch], now);
+    await deps.dispatch.send([plan.dispatch], now, options);
     deps.telemetry.runQueued(plan.run);
   } catch (error) {
     const { run } = plan;

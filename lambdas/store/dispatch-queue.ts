@@ -139,6 +139,17 @@ export interface VisibilityOptions {
   readonly coalesce?: { readonly quietMs: number; readonly capMs: number };
 }
 
+/** Options of a send. */
+export interface SendOptions {
+  /**
+   * Share a SendMessageBatch request with the sends made around it (the successors a worker batch's
+   * runs write, one per recurring job, land within milliseconds of each other): it goes once none
+   * has joined for `quietMs`, and at most `capMs` after the first, or when ten wait. Absent: sent
+   * with the sends of the same moment only.
+   */
+  readonly coalesce?: { readonly quietMs: number; readonly capMs: number };
+}
+
 export class DispatchQueue {
   constructor(
     private readonly sqs: SQSClient,
@@ -153,12 +164,19 @@ export class DispatchQueue {
    * moment by concurrent callers (the runs of one worker batch, say) share SendMessageBatch calls
    * of up to ten messages: one request instead of ten.
    */
-  async send(dispatches: readonly Dispatch[], now: number): Promise<void> {
+  async send(dispatches: readonly Dispatch[], now: number, options: SendOptions = {}): Promise<void> {
     if (dispatches.length === 0) return;
+    const { coalesce } = options;
+    if (coalesce) this.sendBatches ??= new Coalescer({ maxBatch: 10, ...coalesce }, (batch) => void this.sendBatch(batch));
+    const gathered = coalesce ? this.sendBatches : undefined;
     const results = await Promise.allSettled(
       dispatches.map(
         (dispatch) =>
           new Promise<void>((resolve, reject) => {
+            if (gathered) {
+              gathered.add({ dispatch, now, resolve, reject });
+              return;
+            }
             this.pending.push({ dispatch, now, resolve, reject });
             this.scheduleFlush();
           }),
@@ -206,6 +224,7 @@ export class DispatchQueue {
     });
   }
 
+  private sendBatches: Coalescer<PendingSend> | undefined;
   private visibilityBatches: Coalescer<PendingVisibility> | undefined;
 
   /** Sets when a received message becomes visible again: `seconds` from now. */
@@ -319,13 +338,13 @@ export class DispatchRouter {
     return lane?.queueUrl ?? this.defaultPool.queueUrl;
   }
 
-  async send(dispatches: readonly Dispatch[], now: number): Promise<void> {
+  async send(dispatches: readonly Dispatch[], now: number, options: SendOptions = {}): Promise<void> {
     const byQueue = new Map<string, Dispatch[]>();
     for (const dispatch of dispatches) {
       const url = dispatch.queueUrl ?? (dispatch.notify ? this.defaultPool.queueUrl : this.queueUrlFor(dispatch.jobType, dispatch.priority));
       byQueue.set(url, [...(byQueue.get(url) ?? []), dispatch]);
     }
-    const results = await Promise.allSettled([...byQueue].map(([url, batch]) => this.queue(url).send(batch, now)));
+    const results = await Promise.allSettled([...byQueue].map(([url, batch]) => this.queue(url).send(batch, now, options)));
     const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
     if (failed) throw failed.reason;
   }

@@ -239,3 +239,53 @@ describe('requests per worker batch', () => {
     expect(calls['sqs.ChangeMessageVisibilityBatch']).toBe(1);
   });
 });
+
+describe('requests per worker batch of recurring jobs', () => {
+  const counter = new RequestCounter();
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  let runs: RunRecords;
+
+  beforeAll(async () => {
+    // As above: no pollers until the runs wait together, and a wide window for the shared calls.
+    scheduler = await startScheduler({
+      requestCounter: counter,
+      workerConcurrency: 0,
+      tuning: { batchCoalesceQuietMs: 3000, batchCoalesceCapMs: 10_000 },
+    });
+    target = await startTarget(() => ({ status: 200 }));
+    runs = new RunRecords(awsClients().dynamo, scheduler.config.runsTable);
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it("the successors the runs of one batch write (recurring jobs' next occurrences) share one SendMessageBatch", async () => {
+    // Ten jobs on one anchor: their first occurrences fall at the same instant and come in one batch.
+    const anchor = Math.ceil((Date.now() + 6_000) / 1000) * 1000;
+    const created = await Promise.all(
+      Array.from({ length: 10 }, (_, index) =>
+        scheduler.api(
+          'POST',
+          '/v1/jobs',
+          jobBody(target.url, { name: `count-successors-${index}`, schedule: { kind: 'every', interval: 'PT2M', anchor: new Date(anchor).toISOString() } }),
+        ),
+      ),
+    );
+    for (const response of created) expect(response.status, JSON.stringify(response.body)).toBe(201);
+    const runIds = created.map((response) => response.body.job.nextRunId as string);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, anchor + 1_000 - Date.now())));
+    counter.reset();
+    await scheduler.startWorkers(1);
+    await eventually(
+      () => runs.getMany(runIds),
+      (found) => found.length === 10 && found.every((run) => run.status === 'SUCCEEDED'),
+      60_000,
+    );
+    const jobs = await Promise.all(created.map((response) => scheduler.api('GET', `/v1/jobs/${response.body.job.jobId}`)));
+    // Each chain moved on to its next occurrence, two minutes on, and sent it: ten messages, one request.
+    for (const job of jobs) expect(job.body.nextRunAt).toBe(new Date(anchor + 120_000).toISOString());
+    expect(counter.tally().calls['sqs.SendMessageBatch']).toBe(1);
+  });
+});
