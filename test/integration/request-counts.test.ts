@@ -191,21 +191,23 @@ describe('requests per execution', () => {
   });
 });
 
+/**
+ * A scheduler whose runs are taken a batch at a time: no pollers until the runs wait in the queue
+ * (`startWorkers`), so that one receive takes them together. The emulator serialises the batch's
+ * leases, which on a loaded machine trickle in further apart than the default 10 ms quiet time; a
+ * wide window makes the sharing the test's subject, not the machine's speed.
+ */
+function startBatchScheduler(counter: RequestCounter): Promise<Scheduler> {
+  return startScheduler({ requestCounter: counter, workerConcurrency: 0, tuning: { batchCoalesceQuietMs: 3000, batchCoalesceCapMs: 10_000 } });
+}
+
 describe('requests per worker batch', () => {
   const counter = new RequestCounter();
   let scheduler: Scheduler;
   let target: TargetServer;
 
   beforeAll(async () => {
-    // No pollers until the runs wait in the queue, so that one receive takes them together. The
-    // emulator serialises the batch's leases, which on a loaded machine trickle in further apart
-    // than the default 10 ms quiet time; a wide window makes the sharing the test's subject, not
-    // the machine's speed.
-    scheduler = await startScheduler({
-      requestCounter: counter,
-      workerConcurrency: 0,
-      tuning: { batchCoalesceQuietMs: 3000, batchCoalesceCapMs: 10_000 },
-    });
+    scheduler = await startBatchScheduler(counter);
     target = await startTarget(() => ({ status: 200 }));
   });
   afterAll(async () => {
@@ -247,12 +249,7 @@ describe('requests per worker batch of recurring jobs', () => {
   let runs: RunRecords;
 
   beforeAll(async () => {
-    // As above: no pollers until the runs wait together, and a wide window for the shared calls.
-    scheduler = await startScheduler({
-      requestCounter: counter,
-      workerConcurrency: 0,
-      tuning: { batchCoalesceQuietMs: 3000, batchCoalesceCapMs: 10_000 },
-    });
+    scheduler = await startBatchScheduler(counter);
     target = await startTarget(() => ({ status: 200 }));
     runs = new RunRecords(awsClients().dynamo, scheduler.config.runsTable);
   });

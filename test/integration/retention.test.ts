@@ -92,13 +92,15 @@ describe('finished runs', () => {
       60_000,
     );
 
+  /** A step calling `path` on the test's target, once (no retries). */
+  const step = (id: string, path: string, dependsOn: string[] = []) => ({
+    id,
+    target: { kind: 'http', url: `${target.url}/${path}` },
+    retryPolicy: { maxAttempts: 1 },
+    dependsOn,
+  });
+
   it('of a workflow: the workflow run and its steps’ runs leave after the retention, a retry keeps the run until it ends again, and comes only while the steps’ runs are kept', async () => {
-    const step = (id: string, path: string, dependsOn: string[] = []) => ({
-      id,
-      target: { kind: 'http', url: `${target.url}/${path}` },
-      retryPolicy: { maxAttempts: 1 },
-      dependsOn,
-    });
     const workflow = await scheduler.api('POST', '/v1/workflows', { name: 'kept', steps: [step('first', 'first'), step('second', 'flaky', ['first'])] });
     expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
     const workflowId = workflow.body.workflowId as string;
@@ -157,12 +159,6 @@ describe('finished runs', () => {
   });
 
   it('of a workflow: a step whose succeeded dependency’s run has left does not start with a null input; it is NOT_STARTED, saying why', async () => {
-    const step = (id: string, path: string, dependsOn: string[] = []) => ({
-      id,
-      target: { kind: 'http', url: `${target.url}/${path}` },
-      retryPolicy: { maxAttempts: 1 },
-      dependsOn,
-    });
     const workflow = await scheduler.api('POST', '/v1/workflows', {
       name: 'parent-gone',
       steps: [step('first', 'first'), { ...step('second', 'slow', ['first']), timeoutSeconds: 1 }],
