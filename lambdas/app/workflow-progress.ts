@@ -100,11 +100,14 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
   // both conditions. Should that write be refused (a racer moved first), it is written alone, as
   // before decision 0158, and the plan is made again from what the store holds.
   let pending = stepEnd;
-  const recordAlone = async (ended: StepEnd): Promise<WorkflowRun | null> => {
+  /** Writes the outcome alone and takes the run as the store answered it; false when the run is gone. */
+  const recordAlone = async (ended: StepEnd): Promise<boolean> => {
     pending = undefined;
     const written = await deps.workflowRuns.recordStep(run, ended.stepId, ended.state);
     stepEndWritten(deps, version.spec.name, ended, written.held);
-    return written.run;
+    if (!written.run) return false;
+    run = written.run;
+    return true;
   };
   // Each round either moves a step or learns of a racer's move; a graph of N steps needs at most N.
   for (let round = 0; round <= version.spec.steps.length + 2; round++) {
@@ -113,10 +116,7 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
     const now = deps.clock();
     if (plan.start.length === 0 && plan.notStarted.length === 0) {
       if (!plan.finished) {
-        if (!pending) return run;
-        const recorded = await recordAlone(pending);
-        if (!recorded) return run;
-        run = recorded;
+        if (!pending || !(await recordAlone(pending))) return run;
         continue;
       }
       const ending = pending;
@@ -130,9 +130,7 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
         ending,
       );
       if (ending && !ended.held) {
-        const recorded = await recordAlone(ending);
-        if (!recorded) return run;
-        run = recorded;
+        if (!(await recordAlone(ending))) return run;
         continue;
       }
       if (ending) stepEndWritten(deps, version.spec.name, ending, true);
@@ -150,9 +148,7 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
     const written = await deps.workflowRuns.moveSteps(run, moves, ending);
     if (ending) {
       if (!written.held) {
-        const recorded = await recordAlone(ending);
-        if (!recorded) return run;
-        run = recorded;
+        if (!(await recordAlone(ending))) return run;
         continue;
       }
       pending = undefined;
