@@ -13,13 +13,14 @@
 // then run by the workers; its figures are per workflow run and per step.
 //
 //   npm run bench:cost -- [--count 100] [--kinds now,now-unnamed,delay,cron,retried,workflow] [--concurrency 4] [--workflow-steps 4]
+//     [--payload-bytes N] (the jobs' payload, about N bytes of JSON: what a larger payload costs)
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createDeps } from '../lambdas/app/deps';
 import { createJob } from '../lambdas/app/jobs';
-import { jobSpecSchema } from '../lambdas/domain/job';
+import { jobSpecSchema, MAX_PAYLOAD_BYTES } from '../lambdas/domain/job';
 import { createWorkflow } from '../lambdas/app/workflows';
 import { startWorkflowRun } from '../lambdas/app/workflow-runs';
 import { MAX_STEP_DEPENDENCIES, workflowSpecSchema } from '../lambdas/domain/workflow';
@@ -47,6 +48,8 @@ const { values } = parseArgs({
     kinds: { type: 'string', default: 'now,now-unnamed,delay,cron,retried' },
     concurrency: { type: 'string', default: '4' },
     'workflow-steps': { type: 'string', default: '4' },
+    /** The jobs' payload, about this many bytes of JSON (a small one by default). */
+    'payload-bytes': { type: 'string', default: '0' },
   },
 });
 const count = Number(values.count);
@@ -54,6 +57,10 @@ const workflowSteps = Number(values['workflow-steps']);
 // The join depends on every middle step: at most MAX_STEP_DEPENDENCIES of them.
 if (!Number.isInteger(workflowSteps) || workflowSteps < 3 || workflowSteps > MAX_STEP_DEPENDENCIES + 2) {
   throw new Error(`--workflow-steps must be a whole number from 3 to ${MAX_STEP_DEPENDENCIES + 2}`);
+}
+const payloadBytes = Number(values['payload-bytes']);
+if (!Number.isInteger(payloadBytes) || payloadBytes < 0 || payloadBytes > MAX_PAYLOAD_BYTES) {
+  throw new Error(`--payload-bytes must be a whole number from 0 to ${MAX_PAYLOAD_BYTES}`);
 }
 const kinds = values.kinds.split(',').map((kind) => {
   if (!(KINDS as readonly string[]).includes(kind)) throw new Error(`--kinds: ${kind} is not one of ${KINDS.join(', ')}`);
@@ -99,7 +106,8 @@ function jobBody(kind: Kind, index: number): Record<string, unknown> {
     type: 'bench',
     schedule,
     target: { kind: 'http', url: kind === 'retried' ? `${targetUrl}/flaky/${index}` : `${targetUrl}/ok` },
-    payload: { index },
+    // `{"index":N,"pad":"…"}`: the pad brings it to about --payload-bytes.
+    payload: payloadBytes > 0 ? { index, pad: 'x'.repeat(Math.max(0, payloadBytes - 30)) } : { index },
     ...(kind === 'retried' ? { retryPolicy: { maxAttempts: 3, initialDelaySeconds: 1, maxDelaySeconds: 1 } } : {}),
   };
 }
