@@ -165,3 +165,40 @@ describe('dispatch messages and traces', () => {
     expect(decodeDispatchMessage(JSON.stringify({ v: 1, runId: 'r3', traceparent: 'x'.repeat(500) }))?.traceparent).toBeUndefined();
   });
 });
+
+describe('coalesced sends (decision 0160)', () => {
+  const dispatch = (runId: string) => ({ runId, tenantId: 't', availableAt: 0, jobType: 'other' });
+  // A quiet time far longer than the test's gaps between sends, so that a loaded machine's timers still land inside it.
+  const coalesce = { quietMs: 1_500, capMs: 10_000 };
+  const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('share one SendMessageBatch across sends made moments apart, and only a refused message fails its own send', async () => {
+    const requests: string[][] = [];
+    const client = {
+      send: (command: { input: { Entries: { Id: string; MessageBody: string }[] } }) => {
+        const entries = command.input.Entries;
+        requests.push(entries.map((entry) => (JSON.parse(entry.MessageBody) as { runId: string }).runId));
+        const refused = entries.filter((entry) => (JSON.parse(entry.MessageBody) as { runId: string }).runId === 'refused');
+        return Promise.resolve({ Failed: refused.map((entry) => ({ Id: entry.Id, Code: 'InvalidMessage', SenderFault: true })) });
+      },
+    } as unknown as SQSClient;
+    const queues = new DispatchRouter(client, [{ name: 'default', jobTypes: [], queueUrl: `${base}/d`, dlqUrl: `${base}/d-dlq` }]);
+    // Three sends in three separate moments, each within the quiet time of the one before.
+    const sends = [
+      queues.send([dispatch('a')], 0, { coalesce }),
+      later(5).then(() => queues.send([dispatch('refused')], 0, { coalesce })),
+      later(10).then(() => queues.send([dispatch('b')], 0, { coalesce })),
+    ];
+    const results = await Promise.allSettled(sends);
+    expect(requests).toEqual([['a', 'refused', 'b']]);
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/refused dispatch of runs refused/);
+  });
+
+  it('fail every send of a request that failed, so that each run is left to its check-back', async () => {
+    const client = { send: () => Promise.reject(new Error('SQS unavailable')) } as unknown as SQSClient;
+    const queues = new DispatchRouter(client, [{ name: 'default', jobTypes: [], queueUrl: `${base}/d`, dlqUrl: `${base}/d-dlq` }]);
+    const results = await Promise.allSettled([queues.send([dispatch('a')], 0, { coalesce }), queues.send([dispatch('b')], 0, { coalesce })]);
+    expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+  });
+});
