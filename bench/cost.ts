@@ -14,6 +14,7 @@
 //
 //   npm run bench:cost -- [--count 100] [--kinds now,now-unnamed,delay,cron,retried,workflow] [--concurrency 4] [--workflow-steps 4]
 //     [--payload-bytes N] (the jobs' payload, about N bytes of JSON: what a larger payload costs)
+//     [--cron-occurrences N] (each cron job runs N occurrences, a minute apart; 5 average over a check-back's phases)
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -31,6 +32,8 @@ import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
 import type { RequestTally } from '../lambdas/store/request-counter';
 import { RunRecords } from '../lambdas/store/run-records';
+import { runIdFor } from '../lambdas/domain/run';
+import { occurrenceOfRunId } from '../lambdas/domain/retention';
 import { jobsTable, runsTable } from '../lambdas/store/schema';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
 import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
@@ -50,6 +53,8 @@ const { values } = parseArgs({
     'workflow-steps': { type: 'string', default: '4' },
     /** The jobs' payload, about this many bytes of JSON (a small one by default). */
     'payload-bytes': { type: 'string', default: '0' },
+    /** Occurrences of each cron job to run (a minute apart): 5 cover every phase of a cron job's check-back (decision 0161). */
+    'cron-occurrences': { type: 'string', default: '1' },
   },
 });
 const count = Number(values.count);
@@ -58,6 +63,9 @@ const workflowSteps = Number(values['workflow-steps']);
 if (!Number.isInteger(workflowSteps) || workflowSteps < 3 || workflowSteps > MAX_STEP_DEPENDENCIES + 2) {
   throw new Error(`--workflow-steps must be a whole number from 3 to ${MAX_STEP_DEPENDENCIES + 2}`);
 }
+const cronOccurrences = Number(values['cron-occurrences']);
+if (!Number.isInteger(cronOccurrences) || cronOccurrences < 1 || cronOccurrences > 10)
+  throw new Error('--cron-occurrences must be a whole number from 1 to 10');
 const payloadBytes = Number(values['payload-bytes']);
 if (!Number.isInteger(payloadBytes) || payloadBytes < 0 || payloadBytes > MAX_PAYLOAD_BYTES) {
   throw new Error(`--payload-bytes must be a whole number from 0 to ${MAX_PAYLOAD_BYTES}`);
@@ -187,8 +195,17 @@ async function measure(kind: Kind): Promise<Measured> {
     });
     try {
       // The runs to wait for: the first attempt, or for the retried kind its second; a workflow's runs.
-      const awaited = kind === 'retried' ? runIds.map((runId) => runId.replace(/\.1$/, '.2')) : runIds;
-      const deadline = Date.now() + (kind === 'cron' ? 150_000 : kind === 'workflow' ? 300_000 : 90_000);
+      // A cron job's next occurrences are a minute apart, each with its deterministic run id.
+      const awaited =
+        kind === 'retried'
+          ? runIds.map((runId) => runId.replace(/\.1$/, '.2'))
+          : kind === 'cron'
+            ? runIds.flatMap((runId) => {
+                const occurrence = occurrenceOfRunId(runId)!;
+                return Array.from({ length: cronOccurrences }, (_, k) => runIdFor(occurrence.jobId, new Date(occurrence.at + k * 60_000).toISOString(), 1));
+              })
+            : runIds;
+      const deadline = Date.now() + (kind === 'cron' ? 150_000 + (cronOccurrences - 1) * 60_000 : kind === 'workflow' ? 300_000 : 90_000);
       for (;;) {
         const done =
           kind === 'workflow'
@@ -213,6 +230,8 @@ async function measure(kind: Kind): Promise<Measured> {
 }
 
 const per = (value: number): string => (value / count).toFixed(2);
+/** Executions of a kind: a cron job runs --cron-occurrences of them. */
+const executionsOf = (kind: Kind): number => (kind === 'cron' ? count * cronOccurrences : count);
 const sum = (calls: Record<string, number>, prefix: string): number =>
   Object.entries(calls).reduce((total, [name, n]) => (name.startsWith(prefix) ? total + n : total), 0);
 
@@ -227,14 +246,19 @@ for (const kind of kinds) {
   const executeWrites = execute.capacity.writeUnits + execute.capacity.indexWriteUnits;
   const createWrites = create.capacity.writeUnits + create.capacity.indexWriteUnits;
   const createSqs = sum(create.calls.calls, 'sqs.');
+  // One create and one execution: the create's cost per job, the execution's per execution.
+  const executions = executionsOf(kind);
+  const perExecution = (value: number): string => (value / executions).toFixed(2);
   const dollars =
-    ((executeWrites + createWrites) * PRICE.writeUnit +
-      (execute.capacity.readUnits + create.capacity.readUnits) * PRICE.readUnit +
-      (handlerSqs + esmSqs + createSqs) * PRICE.sqsRequest +
-      batches * (PRICE.invocation + WORKER_MEMORY_GB * ASSUMED_BATCH_SECONDS * PRICE.gbSecond)) *
-    (1e6 / count);
+    ((createWrites * PRICE.writeUnit + create.capacity.readUnits * PRICE.readUnit + createSqs * PRICE.sqsRequest) / count +
+      (executeWrites * PRICE.writeUnit +
+        execute.capacity.readUnits * PRICE.readUnit +
+        (handlerSqs + esmSqs) * PRICE.sqsRequest +
+        batches * (PRICE.invocation + WORKER_MEMORY_GB * ASSUMED_BATCH_SECONDS * PRICE.gbSecond)) /
+        executions) *
+    1e6;
   rows.push(
-    `| ${kind === 'workflow' ? `workflow run of ${workflowSteps} steps` : kind} | ${per(createWrites)} | ${per(create.capacity.readUnits)} | ${per(createSqs)} | ${per(executeWrites)} (${per(execute.capacity.indexWriteUnits)} index) | ${per(execute.capacity.readUnits)} | ${per(handlerSqs)} + ${per(esmSqs)} | ${per(batches)} | $${dollars.toFixed(2)} |`,
+    `| ${kind === 'workflow' ? `workflow run of ${workflowSteps} steps` : kind === 'cron' && cronOccurrences > 1 ? `cron (${cronOccurrences} occurrences each)` : kind} | ${per(createWrites)} | ${per(create.capacity.readUnits)} | ${per(createSqs)} | ${perExecution(executeWrites)} (${perExecution(execute.capacity.indexWriteUnits)} index) | ${perExecution(execute.capacity.readUnits)} | ${perExecution(handlerSqs)} + ${perExecution(esmSqs)} | ${perExecution(batches)} | $${dollars.toFixed(2)} |`,
   );
   if (kind === 'workflow') {
     // Per step: the start's share and the execution's, over every step of every workflow run.

@@ -126,7 +126,10 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
   const workerId = overrides.workerId ?? `worker-${process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? randomUUID().slice(0, 8)}`;
   const telemetryStore = new TelemetryStore(clients.dynamo, config.jobsTable);
   const apiKeys = new ApiKeysRepository(clients.dynamo, config.jobsTable);
-  const jobs = new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable);
+  // An active job's byNextRun entry sits up to half the redelivery grace before its pending
+  // occurrence, so that the ticker, which looks once an entry is older than the grace, never looks at
+  // a healthy chain (decision 0161).
+  const jobs = new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable, (config.redeliveryGraceSeconds * 1000) / 2);
   const tenants = new TenantsRepository(clients.dynamo, config.jobsTable);
   const signingSecrets = new SigningSecretsRepository(clients.dynamo, clients.kms, config.jobsTable, config.signingKeyId);
   return {

@@ -96,13 +96,20 @@ export class JobsRepository {
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly jobsTable: string,
     private readonly runsTable: string,
+    /**
+     * How far before its pending occurrence an active job's byNextRun entry may sit (decision 0161):
+     * less than the redelivery grace, so that the ticker never looks at a healthy chain. 0: exact.
+     */
+    private readonly checkBackWindowMs = 0,
   ) {
     this.finder = new JobFinder(dynamo, jobsTable, (jobIds) => this.getManyAnyTenant(jobIds));
   }
 
   async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
     const ifNew = conditionExpressions(IF_NEW);
-    const items: Record<string, TransactItem> = { job: { Put: { TableName: this.jobsTable, Item: jobToItem(job), ...ifNew } } };
+    const items: Record<string, TransactItem> = {
+      job: { Put: { TableName: this.jobsTable, Item: jobToItem(job, { checkBackWindowMs: this.checkBackWindowMs }), ...ifNew } },
+    };
     // A name's guard keeps it unique in the tenant; a job named by its id needs none (decision 0154).
     if (!isUnnamed(job)) items.name = { Put: { TableName: this.jobsTable, Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId }, ...ifNew } };
     if (idempotency) {
@@ -299,7 +306,11 @@ export class JobsRepository {
     expected: Pick<Job, 'version' | 'nextRunId' | 'status'> & { readonly labels?: Job['labels'] },
     extra: ReplaceExtras = {},
   ): Record<string, TransactItem> {
-    const jobPut = { TableName: this.jobsTable, Item: jobToItem(next), ...conditionExpressions({ version: expected.version, nextRunId: expected.nextRunId }) };
+    const jobPut = {
+      TableName: this.jobsTable,
+      Item: jobToItem(next, { checkBackWindowMs: this.checkBackWindowMs }),
+      ...conditionExpressions({ version: expected.version, nextRunId: expected.nextRunId }),
+    };
     const items: Record<string, TransactItem> = { job: { Put: jobPut } };
     const newRuns = extra.newRuns ?? [];
     newRuns.forEach((newRun, index) => {
@@ -337,7 +348,7 @@ export class JobsRepository {
   newJobItems(job: Job, firstRun: NewRun | null, maxActiveJobs: number | null): Record<string, TransactItem> {
     const ifNew = conditionExpressions(IF_NEW);
     return {
-      job: { Put: { TableName: this.jobsTable, Item: jobToItem(job), ...ifNew } },
+      job: { Put: { TableName: this.jobsTable, Item: jobToItem(job, { checkBackWindowMs: this.checkBackWindowMs }), ...ifNew } },
       ...(firstRun ? { firstRun: { Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ...ifNew } } } : {}),
       ...(isLive(job.status) ? { usage: this.countActive(job.tenantId, 1, maxActiveJobs) } : {}),
     };

@@ -115,17 +115,33 @@ export const gateKeyOf = (availableAt: string, shard: number): string => `${avai
  */
 export const resumeShardOf = (shard: number): string => `resume#${shard}`;
 
-export function jobToItem(job: Job): Item {
+/**
+ * Where an active job's entry in the byNextRun index sits: its pending occurrence's time rounded
+ * down to a multiple of `windowMs` (decision 0161). The ticker finds a chain that stopped once the
+ * entry is older than the redelivery grace; rounded down, it is found no later than by the exact
+ * time, and a job firing more often than the window keeps its entry (a keys-only index: no write)
+ * for several occurrences instead of moving it (two writes) at each. 0 keeps the exact time.
+ */
+export function chainCheckBackAt(nextRunAt: string, windowMs: number): string {
+  if (windowMs <= 0) return nextRunAt;
+  const at = Date.parse(nextRunAt);
+  return new Date(at - (((at % windowMs) + windowMs) % windowMs)).toISOString();
+}
+
+export function jobToItem(job: Job, options: { readonly checkBackWindowMs?: number } = {}): Item {
   // nextRunAt is a key of the byNextRun index, where DynamoDB refuses NULL: absent means none. A job
   // created without a name keeps none (its name is its id): it stays out of the byName index,
-  // whose entry a create would otherwise write (decision 0157).
+  // whose entry a create would otherwise write (decision 0157). An active job's index key is its
+  // chain's check-back, at or before its pending occurrence, which `pendingAt` then keeps (0161).
   const { payload, nextRunAt, name, ...rest } = job;
   const resumesAt = job.status === 'PAUSED' && job.pausedUntil ? job.pausedUntil : null;
+  const checkBackAt = nextRunAt !== null && job.status === 'ACTIVE' ? chainCheckBackAt(nextRunAt, options.checkBackWindowMs ?? 0) : nextRunAt;
   return {
     ...jobKey(job.jobId),
     ...rest,
     ...(isUnnamed(job) ? {} : { name }),
-    ...(nextRunAt === null ? {} : { nextRunAt }),
+    ...(checkBackAt === null ? {} : { nextRunAt: checkBackAt }),
+    ...(checkBackAt !== null && checkBackAt !== nextRunAt ? { pendingAt: nextRunAt } : {}),
     ...(resumesAt === null ? {} : { nextRunAt: resumesAt, nextRunShard: resumeShardOf(shardOf(job.jobId, NEXT_RUN_SHARDS)) }),
     // Stored as text: any JSON (top-level arrays, nulls, empty maps) round-trips exactly.
     payloadJson: JSON.stringify(payload),
@@ -139,15 +155,16 @@ export function jobToItem(job: Job): Item {
 }
 
 export function itemToJob(item: Item): Job {
-  const { pk: _pk, sk: _sk, payloadJson, tenantSort: _ts, nextRunShard: _nrs, tenantStatus: _tst, tenantType: _tty, ...rest } = item;
+  const { pk: _pk, sk: _sk, payloadJson, tenantSort: _ts, nextRunShard: _nrs, tenantStatus: _tst, tenantType: _tty, pendingAt, ...rest } = item;
   const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt' | 'labels' | 'name'> & {
     nextRunAt?: string;
     labels?: Record<string, string>;
     name?: string;
   };
-  // Jobs written before labels have none; a paused job's nextRunAt attribute is its pause's end; a
-  // job created without a name is named by its id.
-  const nextRunAt = job.status === 'PAUSED' ? null : (job.nextRunAt ?? null);
+  // Jobs written before labels have none; a paused job's nextRunAt attribute is its pause's end, an
+  // active one's its chain's check-back when `pendingAt` holds the pending occurrence (decision
+  // 0161); a job created without a name is named by its id.
+  const nextRunAt = job.status === 'PAUSED' ? null : typeof pendingAt === 'string' ? pendingAt : (job.nextRunAt ?? null);
   return { ...job, name: job.name ?? job.jobId, labels: job.labels ?? {}, nextRunAt, payload: JSON.parse(String(payloadJson)) as unknown };
 }
 

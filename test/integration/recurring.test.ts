@@ -1,6 +1,8 @@
 // Recurring jobs, control operations and policies, against the emulator. Workers are driven
 // directly with their own clocks, so a chain of minute-by-minute occurrences runs in moments.
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
 import { executeRun, jobBody, startScheduler, startTarget, tick } from './harness';
 
@@ -289,6 +291,42 @@ describe('repairs by the ticker', () => {
     expect(Date.parse(repaired.nextRunAt)).toBeGreaterThan(later);
     expect(repaired.nextRunId).not.toBe(nextRunId);
     expect((await scheduler.deps.runs.get(repaired.nextRunId))?.status).toBe('QUEUED');
+  });
+});
+
+describe("a chain's check-back (decision 0161)", () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  beforeAll(async () => {
+    // Grace 60 s: an active job's byNextRun key sits up to 30 s before its pending occurrence.
+    scheduler = await startScheduler({ workerConcurrency: 0, tuning: { redeliveryGraceSeconds: 60 } });
+    target = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('sits at or before the pending occurrence, so a chain that stopped is repaired the first tick past the grace, as before', async () => {
+    // Every minute at :17, so that the occurrence is not on the key's 30 s grid.
+    const anchor = new Date(Math.floor(Date.now() / MINUTE) * MINUTE + 17_000).toISOString();
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'every', interval: 'PT1M', anchor } }));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const { jobId, nextRunId, nextRunAt } = created.body.job;
+    const due = Date.parse(nextRunAt);
+    const item = (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(jobId), ConsistentRead: true })))
+      .Item;
+    // Rounded down to the 30 s grid: the minute's :00, 17 s before the occurrence.
+    expect(Date.parse(String(item?.nextRunAt))).toBe(due - 17_000);
+    expect(item?.pendingAt).toBe(nextRunAt);
+
+    await scheduler.deps.runs.retirePending(nextRunId, 'CANCELLED', 'lost in a test', Date.now());
+    // Just inside the grace: nothing is repaired (the key is 17 s older, but the occurrence is not).
+    expect((await tick(scheduler.workerDeps('t1', () => due + 59_000))).repairedJobs).toBe(0);
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.nextRunId).toBe(nextRunId);
+    // Just past it: repaired.
+    expect((await tick(scheduler.workerDeps('t2', () => due + 61_000))).repairedJobs).toBe(1);
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.nextRunId).not.toBe(nextRunId);
   });
 });
 

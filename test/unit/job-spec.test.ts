@@ -108,6 +108,41 @@ describe('stored items', () => {
     expect(itemToJob(jobToItem(job))).toEqual(job);
   });
 
+  it("keeps an active job's byNextRun key at or before its pending occurrence, rounded to the window, and reads the occurrence back (decision 0161)", () => {
+    const spec = parseOrThrow(jobSpecSchema, { ...valid, schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } });
+    const base = {
+      ...spec,
+      name: spec.name ?? 'job_1',
+      jobId: 'job_1',
+      tenantId: 't1',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+      version: 3,
+      nextRunId: 'r',
+    };
+    const window = 150_000;
+    const at = (iso: string): Job => ({ ...base, status: 'ACTIVE', nextRunAt: iso });
+    // Occurrences a minute apart share a key until the next multiple of 150 s: no index write between them.
+    const keys = ['2026-11-27T10:00:00.000Z', '2026-11-27T10:01:00.000Z', '2026-11-27T10:02:00.000Z', '2026-11-27T10:03:00.000Z'].map(
+      (iso) => jobToItem(at(iso), { checkBackWindowMs: window }).nextRunAt,
+    );
+    expect(keys).toEqual(['2026-11-27T10:00:00.000Z', '2026-11-27T10:00:00.000Z', '2026-11-27T10:00:00.000Z', '2026-11-27T10:02:30.000Z']);
+    for (const iso of ['2026-11-27T10:01:00.000Z', '2026-11-27T10:00:00.000Z', '2026-11-27T10:02:29.999Z']) {
+      const item = jobToItem(at(iso), { checkBackWindowMs: window });
+      const key = Date.parse(String(item.nextRunAt));
+      expect(key).toBeLessThanOrEqual(Date.parse(iso));
+      expect(key).toBeGreaterThan(Date.parse(iso) - window);
+      expect(item.pendingAt === undefined).toBe(key === Date.parse(iso));
+      expect(itemToJob(item)).toEqual(at(iso));
+    }
+    // A paused job's key stays its pause's end; a window of 0 and an item from before keep the exact time.
+    const paused: Job = { ...base, status: 'PAUSED', nextRunAt: null, pausedUntil: '2026-11-27T10:01:00.000Z' };
+    expect(jobToItem(paused, { checkBackWindowMs: window }).nextRunAt).toBe('2026-11-27T10:01:00.000Z');
+    expect(jobToItem(at('2026-11-27T10:01:00.000Z')).nextRunAt).toBe('2026-11-27T10:01:00.000Z');
+    const { pendingAt: _gone, ...before } = jobToItem(at('2026-11-27T10:01:00.000Z'), { checkBackWindowMs: window });
+    expect(itemToJob({ ...before, nextRunAt: '2026-11-27T10:01:00.000Z' }).nextRunAt).toBe('2026-11-27T10:01:00.000Z');
+  });
+
   it('refuses a cursor from another partition or a forged one', () => {
     const cursor = encodeCursor({ pk: 'JOB#job_1', sk: 'JOB', tenantId: 't1', tenantSort: 'x' });
     expect(cursor).not.toBeNull();
