@@ -109,8 +109,13 @@ export type ScheduleInput = z.input<typeof scheduleSchema>;
 export type TargetInput = z.input<typeof targetSchema>;
 
 /** A job as the API answers it: the stored job and its next fire times. */
-export interface JobView extends Job {
+export interface JobView extends Omit<Job, 'payloadRef'> {
   readonly upcomingRuns: string[];
+  /**
+   * Present when the payload is over 4 KiB and stored apart: its size. A list then shows
+   * `payload: null` for a payload over 64 KiB (or past the page's 2 MiB); GET shows it always.
+   */
+  readonly payloadStored?: { readonly bytes: number };
 }
 
 /** `GET /v1/jobs/{jobId}`: the job and its ten newest runs. */

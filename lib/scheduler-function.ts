@@ -10,6 +10,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
@@ -52,6 +53,7 @@ export const EXTRA_CA_BUNDLE_FILE = 'extra-ca-certificates.pem';
 export type DynamoAction =
   'GetItem' | 'BatchGetItem' | 'BatchWriteItem' | 'Query' | 'QueryIndexes' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
 export type SqsAction = 'SendMessage' | 'GetQueueAttributes';
+export type PayloadAction = 'PutObject' | 'GetObject' | 'PutObjectTagging' | 'DeleteObject';
 
 export class SchedulerFunction extends Construct {
   readonly fn: NodejsFunction;
@@ -169,6 +171,11 @@ export class SchedulerFunction extends Construct {
   grantSecretReads(secretArns: readonly string[]): void {
     if (secretArns.length === 0) return;
     this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [...secretArns] }));
+  }
+
+  /** Exactly `actions` on the payload bucket's objects under `prefix` (`jobs/`, `runs/`). */
+  grantPayloads(bucket: IBucket, prefix: string, actions: readonly PayloadAction[]): void {
+    this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: actions.map((action) => `s3:${action}`), resources: [bucket.arnForObjects(`${prefix}*`)] }));
   }
 
   /** GetMetricData reads, for the health endpoint; CloudWatch does not scope this action to resources. */

@@ -5,6 +5,7 @@ import type { StackProps } from 'aws-cdk-lib';
 import { HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { HttpLambdaAuthorizer, HttpLambdaResponseType } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { JOB_PAYLOAD_PREFIX, RUN_PAYLOAD_PREFIX } from '../lambdas/store/payload-layout';
 
 /** How long API Gateway keeps an authorizer answer per Authorization header. */
 export const AUTHORIZER_CACHE_SECONDS = 60;
@@ -79,8 +80,9 @@ export class SchedulerStack extends Stack {
       defaultPool({ maxConcurrency: config.workerMaxConcurrency, lowMaxConcurrency: config.workerLowMaxConcurrency }),
       ...config.pools,
     ];
-    this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput, pools: poolDefinitions });
-    const { jobsTable, runsTable, dispatchQueue, dispatchDlq, pools } = this.storage;
+    const runRetentionDays = SETTINGS.runRetentionDays.schema.parse(config.runRetentionDays);
+    this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput, pools: poolDefinitions, runRetentionDays });
+    const { jobsTable, runsTable, dispatchQueue, dispatchDlq, pools, payloadBucket } = this.storage;
     const definitionOf = (pool: PoolQueues): Pool => poolDefinitions.find((candidate) => candidate.name === pool.name)!;
     /** Where any run may be sent: every lane of every pool. */
     const lanes = pools.flatMap((pool) => [pool.high, pool.standard, pool.low]);
@@ -103,6 +105,7 @@ export class SchedulerStack extends Stack {
         jobsTable: jobsTable.tableName,
         runsTable: runsTable.tableName,
         signingKeyId: this.signingKey.keyArn,
+        payloadBucket: payloadBucket.bucketName,
         // The API refuses jobs whose timeout does not fit in their pool's worker.
         ...routingSettings(
           pools.map((pool) => ({
@@ -120,7 +123,7 @@ export class SchedulerStack extends Stack {
         allowedTargets: allowlistOf(targets),
         headerSecretArns,
         tenantDefaults: config.tenantDefaults,
-        runRetentionDays: SETTINGS.runRetentionDays.schema.parse(config.runRetentionDays),
+        runRetentionDays,
         auditRetentionDays: SETTINGS.auditRetentionDays.schema.parse(config.auditRetentionDays),
         ...config.tuning,
       },
@@ -150,6 +153,10 @@ export class SchedulerStack extends Stack {
     this.api.grantMetricReads();
     // Encrypt: a new signing secret is stored encrypted; the API never decrypts one.
     this.signingKey.grant(this.api.fn, 'kms:Encrypt');
+    // Payloads stored apart (decision 0162): a create, PATCH or trigger stores one (PutObject), a
+    // GET shows it, a replaced one is tagged for the lifecycle rule, one no write came to name is deleted.
+    this.api.grantPayloads(payloadBucket, JOB_PAYLOAD_PREFIX, ['PutObject', 'GetObject', 'PutObjectTagging', 'DeleteObject']);
+    this.api.grantPayloads(payloadBucket, RUN_PAYLOAD_PREFIX, ['PutObject', 'DeleteObject']);
 
     // One worker function per pool (the same code, the pool's timeout), fed by one event source
     // mapping per lane: the high and standard lanes each capped at the pool's concurrency (decision
@@ -181,6 +188,9 @@ export class SchedulerStack extends Stack {
       worker.grantSecretReads(headerSecretArns);
       // Decrypt: deliveries are signed with the tenant's secrets.
       this.signingKey.grant(worker.fn, 'kms:Decrypt');
+      // The payload a run delivers, when it is stored apart (its job's, or its trigger's).
+      worker.grantPayloads(payloadBucket, JOB_PAYLOAD_PREFIX, ['GetObject']);
+      worker.grantPayloads(payloadBucket, RUN_PAYLOAD_PREFIX, ['GetObject']);
       for (const [lane, laneConcurrency] of [
         [pool.standard, definition.maxConcurrency],
         [pool.high, definition.maxConcurrency],

@@ -3,16 +3,20 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import type { AttributeType, IndexDefinition, QueueDefinition, TableDefinition } from '../lambdas/store/schema';
 import { jobsTable, runsTable } from '../lambdas/store/schema';
 import type { Pool, PoolLanes } from '../lambdas/store/pools';
 import { DEFAULT_POOL_NAME, poolQueues } from '../lambdas/store/pools';
+import { RUN_PAYLOAD_PREFIX, SUPERSEDED_TAG } from '../lambdas/store/payload-layout';
 
 export interface StorageProps {
   readonly warmThroughput?: dynamodb.WarmThroughput;
   /** Every pool, the default one included (lambdas/store/pools.ts); each gets its own lanes and DLQ. */
   readonly pools: readonly Pool[];
+  /** How long finished runs are kept (0: forever): a trigger's payload stored apart outlives its run by as long again. */
+  readonly runRetentionDays: number;
 }
 
 /** The queues of one worker pool: every lane redrives into its DLQ. */
@@ -58,9 +62,33 @@ function queue(scope: Construct, definition: QueueDefinition, deadLetterQueue?: 
   });
 }
 
+/**
+ * Payloads over 4 KiB (decision 0162): private, encrypted, TLS only, kept with the tables when the
+ * stack is deleted (the jobs name their objects). The lifecycle rules delete what no item names: an
+ * object tagged `superseded` (a payload a PATCH replaced) a day later, and a trigger's payload
+ * (under `runs/`) twice the runs' retention plus a day after it was stored, by when its run and
+ * any replay of it have ended and expired.
+ */
+function payloadBucket(scope: Construct, runRetentionDays: number): s3.Bucket {
+  return new s3.Bucket(scope, 'Payloads', {
+    encryption: s3.BucketEncryption.S3_MANAGED,
+    blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+    enforceSSL: true,
+    objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+    removalPolicy: RemovalPolicy.RETAIN,
+    lifecycleRules: [
+      { id: 'superseded', tagFilters: { [SUPERSEDED_TAG.Key]: SUPERSEDED_TAG.Value }, expiration: Duration.days(1) },
+      ...(runRetentionDays > 0 ? [{ id: 'trigger-payloads', prefix: RUN_PAYLOAD_PREFIX, expiration: Duration.days(2 * runRetentionDays + 1) }] : []),
+      { id: 'incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+    ],
+  });
+}
+
 export class SchedulerStorage extends Construct {
   readonly jobsTable: dynamodb.TableV2;
   readonly runsTable: dynamodb.TableV2;
+  /** Payloads too large for their items (decision 0162). */
+  readonly payloadBucket: s3.Bucket;
   /** The default pool's lanes and DLQ (the stack's outputs and the default pool's alarms name them). */
   readonly dispatchQueue: sqs.Queue;
   readonly dispatchHighQueue: sqs.Queue;
@@ -73,6 +101,7 @@ export class SchedulerStorage extends Construct {
     super(scope, id);
     this.jobsTable = table(this, jobsTable, props);
     this.runsTable = table(this, runsTable, props);
+    this.payloadBucket = payloadBucket(this, props.runRetentionDays);
     this.pools = props.pools.map((pool) => {
       const definitions = poolQueues(pool);
       const dlq = queue(this, definitions.dlq);

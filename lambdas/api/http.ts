@@ -10,8 +10,11 @@ import { isStoreUnavailable, STORE_RETRY_AFTER_SECONDS } from '../store/store-un
 export type ApiEvent = APIGatewayProxyEventV2;
 export type ApiResult = APIGatewayProxyStructuredResultV2;
 
-/** Request bodies above this are refused before parsing (a job's payload is limited further). */
-export const MAX_BODY_BYTES = 256 * 1024;
+/**
+ * Request bodies above this are refused before parsing: a job's payload of 1 MiB of compact JSON
+ * (decision 0162) with room for the rest of the job and for whitespace; the fields are limited further.
+ */
+export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
 export function json(statusCode: number, body: unknown, headers: Record<string, string> = {}): ApiResult {
   return {

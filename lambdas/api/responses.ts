@@ -93,6 +93,13 @@ export const jobViewSchema = z
       .optional()
       .meta({ description: "Fire times skipped on request that the job's chain has not reached yet (each recorded as a SKIPPED run)." }),
     upcomingRuns: z.array(timestamp),
+    payloadStored: z
+      .strictObject({ bytes: z.number().int() })
+      .optional()
+      .meta({
+        description:
+          'Present when the payload is over 4 KiB and stored apart: its size in bytes of JSON. A list of jobs then shows `payload: null` when the payload is over 64 KiB or past the 2 MiB of payloads a page shows; GET /v1/jobs/{jobId} always shows it.',
+      }),
   })
   .meta({ id: 'Job' });
 

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { cursorParam, limitParam, resourceId } from '../core/validation';
 import { WORKFLOW_RUN_STATUSES } from '../domain/workflow-run';
+import { MAX_JOB_PAYLOAD_BYTES, payloadBytes } from '../domain/payload';
 import {
   JOB_LABEL_PATTERN,
   MASKED_HEADER_VALUE,
@@ -100,8 +101,8 @@ export const triggerSchema = z.strictObject({
   payload: jsonValue
     .optional()
     .refine(
-      (payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES,
-      `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`,
+      (payload) => payload === undefined || payloadBytes(payload) <= MAX_JOB_PAYLOAD_BYTES,
+      `must be at most ${MAX_JOB_PAYLOAD_BYTES} bytes of JSON`,
     ),
   debounceSeconds: z
     .number()

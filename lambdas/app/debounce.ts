@@ -12,6 +12,7 @@ import { traceIdOf } from '../domain/trace-context';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
+import type { RunPayload } from '../domain/payload';
 
 /** Tries when racing triggers change the window between the read and the write. */
 const WINDOW_TRIES = 4;
@@ -25,7 +26,8 @@ export interface DebouncedTrigger {
 export async function triggerDebounced(
   deps: SchedulerDeps,
   job: Job,
-  payload: unknown,
+  /** The trigger's payload, already stored when it is large (none: the job's). */
+  payload: RunPayload | undefined,
   debounceSeconds: number,
   traceparent?: string,
 ): Promise<DebouncedTrigger> {
@@ -56,7 +58,7 @@ export async function triggerDebounced(
     const plan = planRun(
       deps.config,
       job,
-      { scheduledFor: now, attempt: 1, trigger: 'manual', availableAt: endsAt, traceparent, ...(payload !== undefined ? { payloadOverride: payload } : {}) },
+      { scheduledFor: now, attempt: 1, trigger: 'manual', availableAt: endsAt, traceparent, ...(payload ? { payload } : {}) },
       now,
     );
     if (await deps.debounce.open(plan, endsAt, window)) {

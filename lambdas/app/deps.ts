@@ -28,6 +28,7 @@ import type { TargetResult } from '../targets/target';
 import { WorkflowsRepository } from '../store/workflows';
 import { WorkflowRunsRepository } from '../store/workflow-runs';
 import { SigningSecretsCache } from './signing-secrets';
+import { PayloadStore } from '../store/payload-store';
 
 import { TenantsFullMemo } from './in-flight-slot';
 import { TenantLimitsCache } from './tenant-limits';
@@ -108,6 +109,8 @@ export interface SchedulerDeps {
   readonly workflows: WorkflowsRepository;
   /** Workflow runs: one item each, with its steps' states. */
   readonly workflowRuns: WorkflowRunsRepository;
+  /** Payloads too large for their items (decision 0162); null without a payload bucket. */
+  readonly payloads: PayloadStore | null;
 }
 
 export interface Notifier {
@@ -170,5 +173,6 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     workflows: new WorkflowsRepository(clients.dynamo, config.jobsTable, jobs),
     workflowRuns: new WorkflowRunsRepository(clients.dynamo, config.jobsTable, config.runRetentionDays),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
+    payloads: config.payloadBucket ? new PayloadStore(clients.s3, config.payloadBucket) : null,
   };
 }

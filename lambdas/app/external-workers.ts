@@ -15,6 +15,7 @@ import { occurrenceKey } from '../domain/run';
 import type { SchedulerDeps } from './deps';
 import type { StepContext } from '../domain/workflow-jobs';
 import { MAX_STEP_RESULT_BYTES } from '../domain/workflow';
+import { deliveredPayload } from './payloads';
 import { parseStepJobId } from '../domain/workflow-jobs';
 import { stepFieldsOf } from '../targets/envelope';
 import type { RecordedOutcome } from './record-outcome';
@@ -84,7 +85,7 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
         attempt: run.attempt,
         fencingToken: fencingTokenOf(run),
         idempotencyKey: occurrenceKey(run.jobId, run.scheduledFor),
-        payload: claimed.payloadOverride !== undefined ? claimed.payloadOverride : (job?.payload ?? null),
+        payload: job ? await deliveredPayload(deps, job, claimed.payloadOverride) : null,
         checkpoint: claimed.checkpoint ?? null,
         // A step's inputs travel with its claim, as they do in the envelope of the other targets.
         ...(isStepContext(claimed.inputs) ? stepFieldsOf(claimed.inputs) : {}),

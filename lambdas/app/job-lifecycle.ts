@@ -18,16 +18,19 @@ import { triggerDebounced } from './debounce';
 import { sendPlannedRun } from './send-planned-run';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './create-rate';
-import { checkNotify, checkPoolTimeout, checkTarget, viewOf } from './jobs';
+import { checkNotify, checkPoolTimeout, checkTarget, presentJob } from './jobs';
 import type { JobView } from './jobs';
 import { attemptFor, pendingRun } from './occurrence-chain';
 import { mutateJob, touch } from './job-mutation';
+import { checkPayload, discardPayload, releasePayload, runPayloadOf, withStoredPayload } from './payloads';
+import type { PayloadRef } from '../domain/payload';
+import { payloadRefusal } from '../domain/payload';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
   const existing = await deps.jobs.get(tenantId, jobId);
-  if (existing?.status === 'CANCELLED') return viewOf(existing);
+  if (existing?.status === 'CANCELLED') return presentJob(deps, existing);
   const job = await mutateJob(deps, tenantId, jobId, (current, now) => ({
     next: touch(current, now, { status: 'CANCELLED', nextRunAt: null, nextRunId: null, pausedPending: null, pausedUntil: null }),
     releaseName: true,
@@ -40,7 +43,7 @@ export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: st
     },
   }));
   logger.info('job deleted', { jobId, tenantId });
-  return viewOf(job);
+  return presentJob(deps, job);
 }
 
 /**
@@ -59,6 +62,11 @@ export async function patchJob(
 ): Promise<JobView> {
   const before = await deps.jobs.get(tenantId, jobId);
   const pending = before ? await pendingRun(deps, before) : null;
+  // A new payload is stored before the job that names it (decision 0162); the one it replaces is
+  // released once the job no longer names it.
+  if (before && patch.payload !== undefined) checkPayload(deps, patch.payload, (patch.target ?? before.target).kind);
+  const newPayload = before && patch.payload !== undefined ? await withStoredPayload(deps, { ...before, payload: patch.payload }) : undefined;
+  let replacedPayload: PayloadRef | undefined;
   const job = await mutateJob(
     deps,
     tenantId,
@@ -84,6 +92,7 @@ export async function patchJob(
         pauseNote: _pn,
         pausedUntil: _pu,
         skippedOccurrences: _so,
+        payloadRef: _pr,
         ...spec
       } = current;
       // An unnamed job's name is its id, which no spec may give (decision 0154): checked without it.
@@ -100,7 +109,21 @@ export async function patchJob(
       // A new schedule counts from now (an interval's anchor, a counted cron's start), and the
       // occurrences skipped on request were the old schedule's.
       const schedule = scheduleChanged ? settleSchedule(requested, now) : current.schedule;
-      const updated = touch(current, now, { ...merged, name: current.name, schedule, ...(scheduleChanged ? { skippedOccurrences: [] } : {}) });
+      const { payloadRef: storedPayload, ...withoutPayload } = touch(current, now, {
+        ...merged,
+        name: current.name,
+        schedule,
+        ...(scheduleChanged ? { skippedOccurrences: [] } : {}),
+      });
+      // The payload a PATCH sets, inline or stored apart; otherwise the one the job has, which a new
+      // target must be able to carry too.
+      replacedPayload = newPayload ? storedPayload : undefined;
+      const payloadRef = newPayload ? newPayload.payloadRef : storedPayload;
+      if (!newPayload && storedPayload) {
+        const refusal = payloadRefusal(storedPayload.bytes, merged.target.kind, true);
+        if (refusal) throw new ValidationError('Invalid job', [{ path: 'payload', message: `the stored payload ${refusal}` }]);
+      }
+      const updated: Job = { ...withoutPayload, ...(newPayload ? { payload: newPayload.payload } : {}), ...(payloadRef ? { payloadRef } : {}) };
 
       if (current.status === 'PAUSED' && scheduleChanged) {
         // The occurrence remembered at pause belongs to the old schedule (or zone): resume must
@@ -141,14 +164,18 @@ export async function patchJob(
       };
     },
     ifMatch,
-  );
+  ).catch(async (error: unknown) => {
+    await discardPayload(deps, newPayload?.payloadRef);
+    throw error;
+  });
+  await releasePayload(deps, replacedPayload, job.payloadRef);
   async function retire(runId: string | null, jobType: string): Promise<void> {
     if (runId && (await deps.runs.retirePending(runId, 'SKIPPED', 'job definition changed', deps.clock()))) {
       deps.telemetry.runEnded({ runId, tenantId, jobId, jobType }, 'SKIPPED', 'job definition changed');
     }
   }
   logger.info('job updated', { jobId, tenantId, version: job.version });
-  return viewOf(job);
+  return presentJob(deps, job);
 }
 
 /**
@@ -179,22 +206,23 @@ export async function triggerJob(
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   if (job.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
+  if (request.payload !== undefined) checkPayload(deps, request.payload, job.target.kind, 'Invalid trigger');
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
-  if (request.debounceSeconds !== undefined) return (await triggerDebounced(deps, job, request.payload, request.debounceSeconds, traceparent)).run;
-  const plan = planRun(
-    deps.config,
-    job,
-    {
-      scheduledFor: now,
-      attempt: 1,
-      trigger: 'manual',
-      traceparent,
-      ...(request.payload !== undefined ? { payloadOverride: request.payload } : {}),
-    },
-    now,
-  );
-  if (!(await deps.runs.create(plan))) throw new ConflictError('A manual run was triggered at this same instant; try again');
+  // Stored before the run that names it (decision 0162); a run not written leaves it to be deleted.
+  const payload = request.payload !== undefined ? await runPayloadOf(deps, job, request.payload) : undefined;
+  const stored = payload && 'ref' in payload ? payload.ref : undefined;
+  try {
+    if (request.debounceSeconds !== undefined) return (await triggerDebounced(deps, job, payload, request.debounceSeconds, traceparent)).run;
+  } catch (error) {
+    await discardPayload(deps, stored);
+    throw error;
+  }
+  const plan = planRun(deps.config, job, { scheduledFor: now, attempt: 1, trigger: 'manual', traceparent, ...(payload ? { payload } : {}) }, now);
+  if (!(await deps.runs.create(plan))) {
+    await discardPayload(deps, stored);
+    throw new ConflictError('A manual run was triggered at this same instant; try again');
+  }
   deps.telemetry.runCreated(plan.run);
   await sendPlannedRun(deps, plan, now);
   logger.info('job triggered', { jobId, tenantId, runId: plan.run.runId, traceId: traceIdOf(plan.run.traceparent) });

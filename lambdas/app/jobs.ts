@@ -21,13 +21,16 @@ import { admitRunRequest } from './create-rate';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
+import { checkPayload, discardPayload, withListedPayloads, withPayload, withStoredPayload } from './payloads';
 
 /** How long an Idempotency-Key is remembered. */
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 const UPCOMING_RUNS = 5;
 
-export interface JobView extends Job {
+export interface JobView extends Omit<Job, 'payloadRef'> {
   readonly upcomingRuns: string[];
+  /** Present when the payload is stored apart (decision 0162): its size. */
+  readonly payloadStored?: { readonly bytes: number };
 }
 
 export interface CreateJobResult {
@@ -59,6 +62,7 @@ export async function createJob(
   }
   validateSchedule(spec.schedule, now);
   checkTarget(deps, spec.target);
+  checkPayload(deps, spec.payload, spec.target.kind);
   checkNotify(deps, spec.notify);
   checkPoolTimeout(deps, spec);
 
@@ -89,7 +93,14 @@ export async function createJob(
   // Counted first and on its own, not in the create's transaction (decision 0155): a create refused
   // after it (a taken name) has used its place in the second, as a request over a rate limit does.
   await admitRunRequest(deps, tenantId, limits, now);
-  const result = await deps.jobs.insert(job, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs });
+  // A large payload is stored before the job that names it (decision 0162); deleted again when the
+  // job is not written, as nothing else can name it.
+  const stored = await withStoredPayload(deps, job);
+  const result = await deps.jobs.insert(stored, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs }).catch(async (error: unknown) => {
+    await discardPayload(deps, stored.payloadRef);
+    throw error;
+  });
+  if (result.kind !== 'created') await discardPayload(deps, stored.payloadRef);
   if (result.kind === 'conflicted') {
     throw new TooManyRequestsError('Concurrent creates of this tenant conflicted and this one was not written; try again', result.retryAfterMs / 1000);
   }
@@ -107,7 +118,7 @@ export async function createJob(
   // The create succeeded even if the send fails: the ticker sends the run then.
   await sendPlannedRun(deps, plan, now);
   logger.info('job created', { jobId, tenantId, jobType: job.type, scheduleKind: job.schedule.kind, nextRunAt: job.nextRunAt });
-  return { job: viewOf(job), nextRunAt: job.nextRunAt, created: true };
+  return { job: viewOf({ ...stored, payload: job.payload }), nextRunAt: job.nextRunAt, created: true };
 }
 
 /** The first result of a create under an Idempotency-Key; another body under the same key is a conflict. */
@@ -124,7 +135,7 @@ async function replayOf(
   }
   const existing = await deps.jobs.get(tenantId, previous.jobId);
   if (!existing) throw new ConflictError('This Idempotency-Key belongs to a job that no longer exists');
-  return { job: viewOf(existing), nextRunAt: existing.nextRunAt, created: false };
+  return { job: await presentJob(deps, existing), nextRunAt: existing.nextRunAt, created: false };
 }
 
 /**
@@ -248,9 +259,22 @@ export function viewOf(job: Job): JobView {
       ? [job.nextRunAt, ...upcomingFireTimes(job, Date.parse(job.nextRunAt), UPCOMING_RUNS - 1).map(iso)]
       : [job.nextRunAt];
   }
-  // A PATCH's `notify: null` removes the notifications: the view shows none.
-  const { notify, ...rest } = job;
-  return { ...rest, ...(notify ? { notify } : {}), labels: job.labels ?? {}, target: maskedTarget(job.target), upcomingRuns };
+  // A PATCH's `notify: null` removes the notifications: the view shows none. A payload stored apart
+  // shows its size (its key stays inside).
+  const { notify, payloadRef, ...rest } = job;
+  return {
+    ...rest,
+    ...(notify ? { notify } : {}),
+    labels: job.labels ?? {},
+    target: maskedTarget(job.target),
+    upcomingRuns,
+    ...(payloadRef ? { payloadStored: { bytes: payloadRef.bytes } } : {}),
+  };
+}
+
+/** A job as the API's single-job answers show it: with its payload, wherever it is stored. */
+export async function presentJob(deps: SchedulerDeps, job: Job): Promise<JobView> {
+  return viewOf(await withPayload(deps, job));
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -259,7 +283,7 @@ export async function getJob(deps: SchedulerDeps, tenantId: string, jobId: strin
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   const recent = await deps.runs.listByJob(jobId, 10);
-  return { ...viewOf(job), recentRuns: recent.items };
+  return { ...(await presentJob(deps, job)), recentRuns: recent.items };
 }
 
 /**
@@ -273,7 +297,7 @@ export async function listJobs(deps: SchedulerDeps, tenantId: string, query: Lis
     query.limit,
     query.cursor,
   );
-  return { items: page.items.map((job) => viewOf(job)), nextCursor: page.nextCursor };
+  return { items: (await withListedPayloads(deps, page.items)).map((job) => viewOf(job)), nextCursor: page.nextCursor };
 }
 
 /** A job's runs, newest occurrence first, within `from`/`to` and of one status when given. */

@@ -11,6 +11,8 @@ import type { LeaseResult } from '../store/run-leases';
 import type { TargetResult } from '../targets/target';
 import { batchCoalesce } from './batch-coalesce';
 import type { SchedulerDeps } from './deps';
+import { deliveredPayload } from './payloads';
+import { PayloadMissingError } from '../store/payload-store';
 import type { DispatchContext, ExecuteResult } from './execute-run';
 import { admitRun } from './admit-run';
 import { passKeyedFlow } from './keyed-flow';
@@ -73,18 +75,21 @@ async function executeLeased(
   const job = await deps.jobs.getAnyTenant(run.jobId, true, { coalesce: batchCoalesce(deps.config) });
   if (!job) {
     const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false };
-    const now = deps.clock();
-    if ((await deps.leases.finishAttempt(run, { status: 'DEAD', now, error, reason: 'the job no longer exists' }, null)) === 'recorded') {
-      await continueWorkflow(deps, run, { status: 'DEAD', error, reason: 'the job no longer exists' });
-      deps.telemetry.runFinished(run, 'DEAD', now - leasedAt, false);
-      logger.info('run finished', { ...runFields(run), status: 'DEAD', durationMs: now - leasedAt, errorCode: error.code });
-    }
-    return 'dead';
+    return endUndeliverable(deps, run, leasedAt, error, 'the job no longer exists');
+  }
+  // Read before admission takes a slot, which a run that cannot be delivered would have to give back.
+  let payload: unknown;
+  try {
+    payload = await deliveredPayload(deps, job, lease.payloadOverride);
+  } catch (error) {
+    // Its object outlived by the run (a trigger's payload past the bucket's lifecycle): no attempt
+    // can deliver it. Any other failure to read it is the store's, and the message comes back.
+    if (!(error instanceof PayloadMissingError)) throw error;
+    const why: RunError = { code: 'PAYLOAD_MISSING', message: error.message, retryable: false };
+    return endUndeliverable(deps, run, leasedAt, why, 'its payload is no longer stored');
   }
   const admission = await admitRun(deps, job, run, lease.backfillRemaining);
   if (admission.kind === 'stopped') return admission.outcome;
-
-  const payload = lease.payloadOverride !== undefined ? lease.payloadOverride : job.payload;
   const flow = await passKeyedFlow(deps, job, run, payload, message);
   if (flow.kind !== 'start') return flow.kind;
   try {
@@ -92,6 +97,17 @@ async function executeLeased(
   } finally {
     await flow.release();
   }
+}
+
+/** Ends a leased run DEAD that no attempt can deliver (its job or its payload is gone). */
+async function endUndeliverable(deps: SchedulerDeps, run: Run, leasedAt: number, error: RunError, reason: string): Promise<ExecuteResult> {
+  const now = deps.clock();
+  if ((await deps.leases.finishAttempt(run, { status: 'DEAD', now, error, reason }, null)) === 'recorded') {
+    await continueWorkflow(deps, run, { status: 'DEAD', error, reason });
+    deps.telemetry.runFinished(run, 'DEAD', now - leasedAt, false);
+    logger.info('run finished', { ...runFields(run), status: 'DEAD', durationMs: now - leasedAt, errorCode: error.code });
+  }
+  return 'dead';
 }
 
 async function executeAdmitted(

@@ -9,7 +9,7 @@ import type { PauseRequest } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
 import { mutateJob, touch } from './job-mutation';
 import type { JobReader, Mutation } from './job-mutation';
-import { viewOf } from './jobs';
+import { presentJob } from './jobs';
 import type { JobView } from './jobs';
 import { attemptFor } from './occurrence-chain';
 import { planRun } from './plan-run';
@@ -25,7 +25,7 @@ export const MAX_PAUSE_MS = 366 * 86_400_000;
  * ticker resumes the job by itself once that time has come (within its period, a minute).
  */
 export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: string, request: PauseRequest = {}): Promise<JobView> {
-  return viewOf(await pauseJobOf(deps, tenantId, jobId, request));
+  return presentJob(deps, await pauseJobOf(deps, tenantId, jobId, request));
 }
 
 /**
@@ -79,7 +79,7 @@ export async function pauseJobOf(
 
 /** Resumes a PAUSED job by request. */
 export async function resumeJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
-  return viewOf(await resumeJobOf(deps, tenantId, jobId));
+  return presentJob(deps, await resumeJobOf(deps, tenantId, jobId));
 }
 
 /** Resume: the next occurrence by the misfire policy. `read`: the job (a workflow's schedule job). */

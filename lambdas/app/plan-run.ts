@@ -9,6 +9,7 @@ import { startOf } from '../domain/schedule';
 import { formatTraceparent, newTraceContext } from '../domain/trace-context';
 import type { Dispatch } from '../store/dispatch-queue';
 import type { NewRun } from '../store/jobs-repository';
+import type { RunPayload } from '../domain/payload';
 
 export interface RunPlan extends NewRun {
   /** Set when the run goes straight to the dispatch queue. */
@@ -23,7 +24,8 @@ export function planRun(
     attempt: number;
     trigger: RunTrigger;
     availableAt?: number;
-    payloadOverride?: unknown;
+    /** The run's own payload (a trigger's), inline or stored apart. */
+    payload?: RunPayload;
     backfillRemaining?: number;
     reason?: string | null;
     /** The last checkpoint an external worker saved on the previous attempt of this occurrence. */
@@ -73,7 +75,7 @@ export function planRun(
     run,
     extras: {
       gate: { at: placement.gateAt, shards: config.timeIndexShards },
-      ...(occurrence.payloadOverride !== undefined ? { payloadOverride: occurrence.payloadOverride } : {}),
+      ...(occurrence.payload ? ('ref' in occurrence.payload ? { payloadOverrideRef: occurrence.payload.ref } : { payloadOverride: occurrence.payload.inline }) : {}),
       ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
       ...(occurrence.checkpoint !== undefined ? { checkpoint: occurrence.checkpoint } : {}),
       ...(occurrence.inputs !== undefined ? { inputs: occurrence.inputs } : {}),

@@ -14,7 +14,7 @@ import type { SkipRequest } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
 import { mutateJob, touch } from './job-mutation';
 import type { Mutation } from './job-mutation';
-import { viewOf } from './jobs';
+import { presentJob } from './jobs';
 import type { JobView } from './jobs';
 import { attemptFor, pendingRun } from './occurrence-chain';
 import { planRun } from './plan-run';
@@ -109,7 +109,7 @@ export async function skipOccurrences(deps: SchedulerDeps, tenantId: string, job
   }
 
   logger.info('occurrences skipped', { jobId, tenantId, skipped: newlySkipped.map(iso), actor });
-  return viewOf(job);
+  return presentJob(deps, job);
 }
 
 /** A run planned for an occurrence, recorded as ended SKIPPED: in no queue and no time index. */

@@ -95,6 +95,12 @@ export const SETTINGS = {
     name.optional(),
     "The KMS key (id, ARN or alias) that encrypts the tenants' webhook signing secrets; without it no secret can be issued and nothing is signed (docs/delivery.md#signed-deliveries).",
   ),
+  payloadBucket: setting(
+    'PAYLOAD_BUCKET',
+    text,
+    name.optional(),
+    'The S3 bucket where payloads over 4 KiB are stored (decision 0162); without it payloads are kept in their items and limited to 64 KiB.',
+  ),
   auditRetentionDays: setting(
     'AUDIT_RETENTION_DAYS',
     integer,

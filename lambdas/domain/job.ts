@@ -3,7 +3,13 @@ import { z } from 'zod';
 import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
 import { notifySchema } from './notify';
 import { concurrencySchema, rateLimitSchema } from './flow-control';
+import type { PayloadRef } from './payload';
+import { payloadBytes, payloadRefusal } from './payload';
 
+/**
+ * The bound of what external workers report (progress, checkpoint, result) and of a workflow step's
+ * payload, kept in the items that carry them. A job's payload may be larger: domain/payload.ts.
+ */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
 /** A Lambda worker lives at most 900 s; a run must finish inside it with room to record the outcome. */
 export const MAX_TIMEOUT_SECONDS = 840;
@@ -313,15 +319,10 @@ export const jobPatchSchema = z.strictObject(
 >;
 
 export const jobSpecSchema = z.strictObject(jobSpecShape).check((ctx) => {
-  const size = Buffer.byteLength(JSON.stringify(ctx.value.payload ?? null), 'utf8');
-  if (size > MAX_PAYLOAD_BYTES) {
-    ctx.issues.push({
-      code: 'custom',
-      message: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON (got ${size})`,
-      input: ctx.value.payload,
-      path: ['payload'],
-    });
-  }
+  // Up to 1 MiB, less where the target's messages are smaller; without a payload bucket the
+  // deployment keeps 64 KiB (checked where the deployment is known: app/payloads.ts).
+  const payloadIssue = payloadRefusal(payloadBytes(ctx.value.payload), ctx.value.target.kind, true);
+  if (payloadIssue) ctx.issues.push({ code: 'custom', message: payloadIssue, input: ctx.value.payload, path: ['payload'] });
   if (ctx.value.concurrency && ctx.value.target.kind === 'external') {
     ctx.issues.push({
       code: 'custom',
@@ -379,6 +380,11 @@ export interface Job extends Omit<JobSpec, 'target' | 'name'> {
    * the chain plans over them. Each was recorded as a SKIPPED run when it was asked for.
    */
   readonly skippedOccurrences?: readonly string[];
+  /**
+   * Where the payload is when it is stored apart (decision 0162); `payload` is then null until it
+   * is read (app/payloads.ts).
+   */
+  readonly payloadRef?: PayloadRef;
 }
 
 /** At most this many skipped fire times wait ahead of a job's chain. */

@@ -11,6 +11,7 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SNSClient } from '@aws-sdk/client-sns';
+import { S3Client } from '@aws-sdk/client-s3';
 import type { TargetClients } from '../targets/invoker';
 import { StoreRetryStrategy } from './store-retry';
 
@@ -22,6 +23,8 @@ export interface AwsClients {
   readonly kms: KMSClient;
   /** Reads the secrets HTTP target headers name (lambdas/targets/header-secrets.ts). */
   readonly secrets: SecretsManagerClient;
+  /** The payload bucket's (lambdas/store/payload-store.ts). */
+  readonly s3: S3Client;
   /** Clients of target calls: no SDK retries (a retried send or invoke would be a second call). */
   readonly targets: TargetClients;
 }
@@ -78,6 +81,8 @@ export function createAwsClients(endpoint?: string, instrument: ClientInstrument
     cloudwatch: instrument(new CloudWatchClient(config)),
     kms: instrument(new KMSClient(config)),
     secrets: instrument(new SecretsManagerClient(config)),
+    // An emulator serves buckets by path (http://host:port/bucket/key), not by host name.
+    s3: instrument(new S3Client({ ...config, forcePathStyle: Boolean(endpoint ?? process.env.AWS_ENDPOINT_URL) })),
     targets: createTargetClients(undefined, instrument),
   };
 }

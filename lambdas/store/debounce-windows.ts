@@ -7,7 +7,8 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { PENDING_STATUSES } from '../domain/run';
 import type { NewRun } from './jobs-repository';
 import { IF_NEW, absent, conditionExpressions, oneOf, transactRetryingConflicts, updateIf } from './conditional';
-import { debounceKey, runKey, runToItem } from './keys';
+import { debounceKey, payloadOverrideAttributes, runKey, runToItem } from './keys';
+import type { RunPayload } from '../domain/payload';
 
 export interface DebounceWindow {
   readonly jobId: string;
@@ -62,11 +63,13 @@ export class DebounceWindows {
   }
 
   /** A trigger within the window: the run carries its payload (none: the job's), if it has not started. */
-  async carryPayload(runId: string, payload: unknown, now: number): Promise<boolean> {
+  async carryPayload(runId: string, payload: RunPayload | undefined, now: number): Promise<boolean> {
     const at = new Date(now).toISOString();
+    // A payload it carried before and stored apart is left to the bucket's lifecycle rule (decision 0162).
+    const attributes = payload ? payloadOverrideAttributes(payload) : { set: {}, remove: ['payloadOverrideJson', 'payloadOverrideRef'] };
     return updateIf(this.dynamo, this.runsTable, runKey(runId), {
-      set: { updatedAt: at, ...(payload !== undefined ? { payloadOverrideJson: JSON.stringify(payload) } : {}) },
-      ...(payload === undefined ? { remove: ['payloadOverrideJson'] } : {}),
+      set: { updatedAt: at, ...attributes.set },
+      remove: attributes.remove,
       // Not a change of status: the run is still waiting (SCHEDULED or QUEUED), so no lease has read its payload.
       if: { status: oneOf(PENDING_STATUSES) },
     });

@@ -3,6 +3,7 @@ import type { NotifyEvent } from '../domain/notify';
 import { NOTIFY_EVENTS } from '../domain/notify';
 import type { Job } from '../domain/job';
 import { isUnnamed } from '../domain/job';
+import type { PayloadRef, RunPayload } from '../domain/payload';
 import type { Run } from '../domain/run';
 import { RUN_FIELDS } from '../domain/run';
 import { parseScheduleJobId } from '../domain/workflow-jobs';
@@ -133,7 +134,7 @@ export function jobToItem(job: Job, options: { readonly checkBackWindowMs?: numb
   // created without a name keeps none (its name is its id): it stays out of the byName index,
   // whose entry a create would otherwise write (decision 0157). An active job's index key is its
   // chain's check-back, at or before its pending occurrence, which `pendingAt` then keeps (0161).
-  const { payload, nextRunAt, name, ...rest } = job;
+  const { payload, nextRunAt, name, payloadRef, ...rest } = job;
   const resumesAt = job.status === 'PAUSED' && job.pausedUntil ? job.pausedUntil : null;
   const checkBackAt = nextRunAt !== null && job.status === 'ACTIVE' ? chainCheckBackAt(nextRunAt, options.checkBackWindowMs ?? 0) : nextRunAt;
   return {
@@ -143,8 +144,9 @@ export function jobToItem(job: Job, options: { readonly checkBackWindowMs?: numb
     ...(checkBackAt === null ? {} : { nextRunAt: checkBackAt }),
     ...(checkBackAt !== null && checkBackAt !== nextRunAt ? { pendingAt: nextRunAt } : {}),
     ...(resumesAt === null ? {} : { nextRunAt: resumesAt, nextRunShard: resumeShardOf(shardOf(job.jobId, NEXT_RUN_SHARDS)) }),
-    // Stored as text: any JSON (top-level arrays, nulls, empty maps) round-trips exactly.
-    payloadJson: JSON.stringify(payload),
+    // Stored as text: any JSON (top-level arrays, nulls, empty maps) round-trips exactly. A payload
+    // stored apart is named instead (decision 0162).
+    ...(payloadRef ? { payloadRef: { ...payloadRef } } : { payloadJson: JSON.stringify(payload) }),
     // Keys of the finding indexes (decision 0095); a workflow's schedule job is found through its workflow only.
     ...(parseScheduleJobId(job.jobId)
       ? {}
@@ -155,8 +157,9 @@ export function jobToItem(job: Job, options: { readonly checkBackWindowMs?: numb
 }
 
 export function itemToJob(item: Item): Job {
-  const { pk: _pk, sk: _sk, payloadJson, tenantSort: _ts, nextRunShard: _nrs, tenantStatus: _tst, tenantType: _tty, pendingAt, ...rest } = item;
-  const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt' | 'labels' | 'name'> & {
+  const { pk: _pk, sk: _sk, payloadJson, payloadRef, tenantSort: _ts, nextRunShard: _nrs, tenantStatus: _tst, tenantType: _tty, pendingAt, ...rest } =
+    item;
+  const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt' | 'labels' | 'name' | 'payloadRef'> & {
     nextRunAt?: string;
     labels?: Record<string, string>;
     name?: string;
@@ -165,13 +168,28 @@ export function itemToJob(item: Item): Job {
   // active one's its chain's check-back when `pendingAt` holds the pending occurrence (decision
   // 0161); a job created without a name is named by its id.
   const nextRunAt = job.status === 'PAUSED' ? null : typeof pendingAt === 'string' ? pendingAt : (job.nextRunAt ?? null);
-  return { ...job, name: job.name ?? job.jobId, labels: job.labels ?? {}, nextRunAt, payload: JSON.parse(String(payloadJson)) as unknown };
+  const ref = payloadRefOf(payloadRef);
+  return {
+    ...job,
+    name: job.name ?? job.jobId,
+    labels: job.labels ?? {},
+    nextRunAt,
+    ...(ref ? { payload: null, payloadRef: ref } : { payload: JSON.parse(String(payloadJson)) as unknown }),
+  };
+}
+
+/** A payload reference as an item holds it (a map of key, bytes and sha256), or undefined. */
+function payloadRefOf(value: unknown): PayloadRef | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { key, bytes, sha256 } = value as Record<string, unknown>;
+  return typeof key === 'string' && typeof bytes === 'number' && typeof sha256 === 'string' ? { key, bytes, sha256 } : undefined;
 }
 
 /** Fields of a run item that are bookkeeping rather than part of the Run. */
 export interface RunItemExtras {
-  /** A payload given to this run alone (manual trigger), overriding the job's. */
+  /** A payload given to this run alone (manual trigger), overriding the job's: inline, or stored apart (decision 0162). */
   readonly payloadOverride?: unknown;
+  readonly payloadOverrideRef?: PayloadRef;
   /** The run's entry in the time index: when to look at it (epoch ms), over how many shards. */
   readonly gate?: { readonly at: number; readonly shards: number };
   /** Under misfire policy backfill: how many more missed occurrences may run after this one. */
@@ -216,7 +234,11 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
     leaseExpiresAtMs: leaseExpiresAt === null ? null : Date.parse(leaseExpiresAt),
     jobSort: jobSortOf(run),
     tenantRunSort: tenantRunSortOf(run),
-    ...(extras.payloadOverride !== undefined ? { payloadOverrideJson: JSON.stringify(extras.payloadOverride) } : {}),
+    ...(extras.payloadOverrideRef
+      ? { payloadOverrideRef: { ...extras.payloadOverrideRef } }
+      : extras.payloadOverride !== undefined
+        ? { payloadOverrideJson: JSON.stringify(extras.payloadOverride) }
+        : {}),
     ...(extras.gate ? gateAttributes(run.runId, extras.gate.at, extras.gate.shards) : {}),
     ...(extras.backfillRemaining !== undefined ? { backfillRemaining: extras.backfillRemaining } : {}),
     ...(extras.budgetFrom !== undefined ? { budgetFrom: extras.budgetFrom } : {}),
@@ -273,8 +295,18 @@ export function inputsOf(item: Item): unknown {
   return typeof item.inputsJson === 'string' ? (JSON.parse(item.inputsJson) as unknown) : undefined;
 }
 
-export function payloadOverrideOf(item: Item): unknown {
-  return typeof item.payloadOverrideJson === 'string' ? (JSON.parse(item.payloadOverrideJson) as unknown) : undefined;
+/** A run's own payload (a trigger's), inline or stored apart; undefined when it delivers its job's. */
+export function payloadOverrideOf(item: Item): RunPayload | undefined {
+  const ref = payloadRefOf(item.payloadOverrideRef);
+  if (ref) return { ref };
+  return typeof item.payloadOverrideJson === 'string' ? { inline: JSON.parse(item.payloadOverrideJson) as unknown } : undefined;
+}
+
+/** The attributes that give a run its own payload, replacing the ones it had. */
+export function payloadOverrideAttributes(payload: RunPayload): { set: Item; remove: string[] } {
+  return 'ref' in payload
+    ? { set: { payloadOverrideRef: { ...payload.ref } }, remove: ['payloadOverrideJson'] }
+    : { set: { payloadOverrideJson: JSON.stringify(payload.inline) }, remove: ['payloadOverrideRef'] };
 }
 
 /** Pagination cursors are the index's LastEvaluatedKey, opaque to callers. */

@@ -7,6 +7,7 @@ import type { Run } from '../domain/run';
 import { sourcesOf } from '../domain/run';
 import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
 import { oneOf, plus, updateIf, updateReturning } from './conditional';
+import type { RunPayload } from '../domain/payload';
 import {
   budgetFromOf,
   checkpointOf,
@@ -67,7 +68,7 @@ export class RunClaims {
     runId: string,
     tenantId: string,
     claim: { owner: string; leaseToken: string; now: number; shards: number; leaseMs: number },
-  ): Promise<{ run: Run; payloadOverride: unknown; checkpoint: unknown; inputs: unknown } | null> {
+  ): Promise<{ run: Run; payloadOverride: RunPayload | undefined; checkpoint: unknown; inputs: unknown } | null> {
     const gate = gateAttributes(runId, claim.now + claim.leaseMs + LEASE_CHECK_SLACK_MS, claim.shards);
     const now = new Date(claim.now).toISOString();
     const result = await updateReturning(this.dynamo, this.tableName, runKey(runId), {

@@ -44,13 +44,16 @@ import {
   runToItem,
 } from './keys';
 
+import type { RunPayload } from '../domain/payload';
+
 export { LEASE_CHECK_SLACK_MS };
 
 export type LeaseResult =
   | {
       readonly kind: 'leased';
       readonly run: Run;
-      readonly payloadOverride: unknown;
+      /** The run's own payload (a trigger's), when it has one. */
+      readonly payloadOverride: RunPayload | undefined;
       readonly backfillRemaining?: number;
       /** The attempt from which the retry budget counts (a replay starts a new budget). */
       readonly budgetFrom: number;

@@ -2,6 +2,8 @@
 // scheduler configuration that points at them. Safe to call again: existing resources are kept.
 import type { KMSClient } from '@aws-sdk/client-kms';
 import { CreateAliasCommand, CreateKeyCommand, DescribeKeyCommand } from '@aws-sdk/client-kms';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { BucketAlreadyOwnedByYou, CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { TenantLimits } from '../../lambdas/domain/tenant';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
@@ -134,6 +136,20 @@ async function ensureSigningKey(kms: KMSClient, prefix: string): Promise<string>
   return created.KeyId;
 }
 
+/** The prefix's payload bucket (decision 0162): a bucket name is lower case, 3 to 63 characters. */
+export function localBucketName(prefix: string): string {
+  return `${prefix.toLowerCase().replace(/[^a-z0-9-]/g, '-')}-payloads`.slice(-63).replace(/^-+/, '');
+}
+
+async function ensureBucket(s3: S3Client, name: string): Promise<string> {
+  try {
+    await s3.send(new CreateBucketCommand({ Bucket: name }));
+  } catch (error) {
+    if (!(error instanceof BucketAlreadyOwnedByYou || (error instanceof Error && error.name === 'BucketAlreadyOwnedByYou'))) throw error;
+  }
+  return name;
+}
+
 export async function createLocalResources(
   clients: AwsClients,
   prefix: string,
@@ -145,8 +161,9 @@ export async function createLocalResources(
   validatePools(pools, { minConcurrency: 1 });
   const jobs = `${prefix}-jobs`;
   const runs = `${prefix}-runs`;
-  const [signingKeyId] = await Promise.all([
+  const [signingKeyId, payloadBucket] = await Promise.all([
     ensureSigningKey(clients.kms, prefix),
+    ensureBucket(clients.s3, localBucketName(prefix)),
     ensureTable(clients.dynamo, jobs, jobsTable),
     ensureTable(clients.dynamo, runs, runsTable),
   ]);
@@ -179,6 +196,7 @@ export async function createLocalResources(
       jobsTable: jobs,
       runsTable: runs,
       signingKeyId,
+      payloadBucket,
       ...routingSettings(routes),
       localMode: true,
       // Local mode already calls loopback (see egressPolicyOf); other private addresses stay refused.
@@ -190,10 +208,20 @@ export async function createLocalResources(
 /** Deletes a prefix's tables and queues: the emulator keeps everything in memory. */
 export async function deleteLocalResources(clients: AwsClients, config: SchedulerConfig): Promise<void> {
   await Promise.allSettled([
+    ...(config.payloadBucket ? [emptyAndDeleteBucket(clients.s3, config.payloadBucket)] : []),
     clients.dynamo.send(new DeleteTableCommand({ TableName: config.jobsTable })),
     clients.dynamo.send(new DeleteTableCommand({ TableName: config.runsTable })),
     ...poolRoutesOf(config)
       .flatMap((pool) => [pool.queueUrl, pool.dlqUrl, ...(pool.highQueueUrl ? [pool.highQueueUrl] : []), ...(pool.lowQueueUrl ? [pool.lowQueueUrl] : [])])
       .map((url) => clients.sqs.send(new DeleteQueueCommand({ QueueUrl: url }))),
   ]);
+}
+
+async function emptyAndDeleteBucket(s3: S3Client, bucket: string): Promise<void> {
+  for (;;) {
+    const { Contents: objects = [] } = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
+    if (objects.length === 0) break;
+    await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects.map((object) => ({ Key: object.Key })) } }));
+  }
+  await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
 }

@@ -13,6 +13,7 @@ const full: SchedulerConfig = {
   auditRetentionDays: 90,
   runRetentionDays: 30,
   signingKeyId: 'arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555',
+  payloadBucket: 'payloads-bucket',
   dispatchQueueUrl: 'https://sqs.example/d',
   dispatchDlqUrl: 'https://sqs.example/d-dlq',
   dispatchHighQueueUrl: 'https://sqs.example/d-high',

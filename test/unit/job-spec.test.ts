@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lambdas/core/errors';
 import { parseOrThrow } from '../../lambdas/core/validation';
+import { MAX_JOB_PAYLOAD_BYTES, payloadRefusal, targetPayloadLimit } from '../../lambdas/domain/payload';
 import { MAX_PAYLOAD_BYTES, attemptTimeoutSeconds, isUnnamed, jobPatchSchema, jobSpecSchema } from '../../lambdas/domain/job';
 import { decodeCursor, encodeCursor, itemToJob, jobToItem } from '../../lambdas/store/keys';
 import type { Job } from '../../lambdas/domain/job';
@@ -76,8 +77,23 @@ describe('job spec', () => {
     expect(failingPaths({ ...valid, target: { kind: 'lambda', functionArn: arn(100_000) } })).toEqual(['target.functionArn']);
   });
 
-  it('limits the payload size', () => {
-    expect(failingPaths({ ...valid, payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) } })).toEqual(['payload']);
+  it("limits the payload size to 1 MiB, and to what the target's messages carry (decision 0162)", () => {
+    // `{"blob":"…"}` is 11 bytes of JSON around the text.
+    const payloadOf = (bytes: number) => ({ blob: 'x'.repeat(bytes - 11) });
+    expect(failingPaths({ ...valid, payload: payloadOf(MAX_JOB_PAYLOAD_BYTES) })).toEqual([]);
+    expect(failingPaths({ ...valid, payload: payloadOf(MAX_JOB_PAYLOAD_BYTES + 1) })).toEqual(['payload']);
+    const bus = { kind: 'eventbridge', eventBusName: 'b', detailType: 'd', source: 's' };
+    expect(failingPaths({ ...valid, target: bus, payload: payloadOf(targetPayloadLimit('eventbridge')) })).toEqual([]);
+    expect(failingPaths({ ...valid, target: bus, payload: payloadOf(targetPayloadLimit('eventbridge') + 1) })).toEqual(['payload']);
+    const queue = { kind: 'sqs', queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/q' };
+    expect(failingPaths({ ...valid, target: queue, payload: payloadOf(targetPayloadLimit('sqs') + 1) })).toEqual(['payload']);
+    expect(failingPaths({ ...valid, target: queue, payload: payloadOf(targetPayloadLimit('sqs')) })).toEqual([]);
+  });
+
+  it('refuses beyond 64 KiB, saying why, where the deployment has no payload bucket', () => {
+    expect(payloadRefusal(MAX_PAYLOAD_BYTES, 'http', false)).toBeNull();
+    expect(payloadRefusal(MAX_PAYLOAD_BYTES + 1, 'http', false)).toBe(`must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON (this deployment has no payload bucket) (got ${MAX_PAYLOAD_BYTES + 1})`);
+    expect(payloadRefusal(300_000, 'eventbridge', true)).toMatch(/^must be at most 229376 bytes of JSON \(an eventbridge target's message limit/);
   });
 
   it('refuses a retry cap below the first delay', () => {

@@ -1,0 +1,87 @@
+// Payloads stored apart (decision 0162): what a create, a PATCH or a trigger stores before its
+// write, what a worker reads back, and what the API shows. Inline payloads pass through untouched,
+// so a deployment without a payload bucket works as before with payloads of up to 64 KiB.
+import { ValidationError } from '../core/errors';
+import { logger } from '../core/logger';
+import type { Job } from '../domain/job';
+import type { PayloadRef, RunPayload } from '../domain/payload';
+import { INLINE_PAYLOAD_MAX_BYTES, LIST_PAYLOAD_BUDGET_BYTES, LIST_PAYLOAD_MAX_BYTES, payloadBytes, payloadRefusal } from '../domain/payload';
+import type { SchedulerDeps } from './deps';
+
+/** Refuses (400) a payload the deployment or the job's target cannot take. */
+export function checkPayload(deps: Pick<SchedulerDeps, 'payloads'>, payload: unknown, kind: Job['target']['kind'], title = 'Invalid job'): void {
+  const refusal = payloadRefusal(payloadBytes(payload), kind, deps.payloads !== null);
+  if (refusal) throw new ValidationError(title, [{ path: 'payload', message: refusal }]);
+}
+
+/** The job as written: its payload stored apart when it is over the inline bound. */
+export async function withStoredPayload(deps: Pick<SchedulerDeps, 'payloads'>, job: Job): Promise<Job> {
+  if (!deps.payloads || payloadBytes(job.payload) <= INLINE_PAYLOAD_MAX_BYTES) {
+    const { payloadRef: _ref, ...inline } = job;
+    return inline;
+  }
+  const payloadRef = await deps.payloads.putForJob(job.tenantId, job.jobId, job.payload);
+  return { ...job, payload: null, payloadRef };
+}
+
+/** A trigger's payload as its run keeps it: inline up to the bound, stored apart above it. */
+export async function runPayloadOf(deps: Pick<SchedulerDeps, 'payloads'>, job: Pick<Job, 'tenantId' | 'jobId'>, payload: unknown): Promise<RunPayload> {
+  if (!deps.payloads || payloadBytes(payload) <= INLINE_PAYLOAD_MAX_BYTES) return { inline: payload };
+  return { ref: await deps.payloads.putForRun(job.tenantId, job.jobId, payload) };
+}
+
+/** The payload a run delivers: its own (a trigger's) when it has one, its job's otherwise. */
+export async function deliveredPayload(deps: Pick<SchedulerDeps, 'payloads'>, job: Job, own: RunPayload | undefined): Promise<unknown> {
+  if (own) return 'inline' in own ? own.inline : await read(deps, own.ref);
+  return job.payloadRef ? await read(deps, job.payloadRef) : job.payload;
+}
+
+/** The job with its payload in place (the API's single-job answers). */
+export async function withPayload(deps: Pick<SchedulerDeps, 'payloads'>, job: Job): Promise<Job> {
+  return job.payloadRef ? { ...job, payload: await read(deps, job.payloadRef) } : job;
+}
+
+/**
+ * A page of jobs with their payloads in place, as long as each is within the old inline limit and
+ * the page within its budget (LIST_PAYLOAD_BUDGET_BYTES); the others show `payload: null` with
+ * `payloadStored`, and GET /v1/jobs/{jobId} shows them.
+ */
+export async function withListedPayloads(deps: Pick<SchedulerDeps, 'payloads'>, jobs: readonly Job[]): Promise<Job[]> {
+  let budget = LIST_PAYLOAD_BUDGET_BYTES;
+  const shown = new Set<Job>();
+  for (const job of jobs) {
+    if (!job.payloadRef || job.payloadRef.bytes > LIST_PAYLOAD_MAX_BYTES || job.payloadRef.bytes > budget) continue;
+    budget -= job.payloadRef.bytes;
+    shown.add(job);
+  }
+  return Promise.all(jobs.map(async (job) => (shown.has(job) ? withPayload(deps, job) : job)));
+}
+
+async function read(deps: Pick<SchedulerDeps, 'payloads'>, ref: PayloadRef): Promise<unknown> {
+  if (!deps.payloads) throw new Error(`the payload ${ref.key} is stored apart, and this deployment has no payload bucket`);
+  return deps.payloads.get(ref);
+}
+
+/**
+ * After a write that replaced `before` by `after` (or failed to write `after`): the object no item
+ * names any more is tagged for the lifecycle rule, never deleted at once, as a worker that read the
+ * job a moment ago may still be fetching it. Best effort: an untagged object only costs its storage.
+ */
+export async function releasePayload(deps: Pick<SchedulerDeps, 'payloads'>, unused: PayloadRef | undefined, kept: PayloadRef | undefined): Promise<void> {
+  if (!deps.payloads || !unused || unused.key === kept?.key) return;
+  try {
+    await deps.payloads.supersede(unused);
+  } catch (error) {
+    logger.warn('a payload no job names was not tagged for deletion', { key: unused.key, error: error instanceof Error ? error.message : String(error) });
+  }
+}
+
+/** A payload stored for a write that did not happen and that nothing can have read: deleted now (best effort). */
+export async function discardPayload(deps: Pick<SchedulerDeps, 'payloads'>, unused: PayloadRef | undefined): Promise<void> {
+  if (!deps.payloads || !unused) return;
+  try {
+    await deps.payloads.delete(unused);
+  } catch (error) {
+    logger.warn('a payload stored for a write that failed was not deleted', { key: unused.key, error: error instanceof Error ? error.message : String(error) });
+  }
+}

@@ -1,0 +1,76 @@
+// The payload bucket (decision 0162): payloads too large to sit in their items, one object per
+// write, named by its owner and a random id (two writers never share an object, so neither can
+// delete the other's), with the content's SHA-256 kept beside the key and checked on every read. This module owns the keys and the wire format
+// (the payload's JSON text, as `payloadJson` holds it inline).
+//
+// An object is written before the item that names it, so an item never names a missing object. An
+// object no item names any more (a create that failed, a payload a PATCH replaced) is deleted, or,
+// where a worker may still be about to read it, tagged `superseded` for the bucket's lifecycle rule
+// to delete a day later. A trigger's payload lives under `runs/`, which the lifecycle rule expires
+// after the runs' retention.
+import { DeleteObjectCommand, GetObjectCommand, NoSuchKey, PutObjectCommand, PutObjectTaggingCommand } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { randomUUID } from 'node:crypto';
+import type { PayloadRef } from '../domain/payload';
+import { payloadText, sha256Of } from '../domain/payload';
+
+import { JOB_PAYLOAD_PREFIX, RUN_PAYLOAD_PREFIX, SUPERSEDED_TAG } from './payload-layout';
+
+/** A stored object is gone (expired, deleted): the item that names it outlived it. */
+export class PayloadMissingError extends Error {
+  constructor(readonly key: string) {
+    super(`the payload ${key} is no longer stored`);
+    this.name = 'PayloadMissingError';
+  }
+}
+
+export class PayloadStore {
+  constructor(
+    private readonly s3: S3Client,
+    readonly bucket: string,
+  ) {}
+
+  /** Stores a job's payload, as a new object. */
+  putForJob(tenantId: string, jobId: string, payload: unknown): Promise<PayloadRef> {
+    return this.put(`${JOB_PAYLOAD_PREFIX}${tenantId}/${jobId}/`, payload);
+  }
+
+  /** Stores a run's own payload (a trigger's of this job), as a new object. */
+  putForRun(tenantId: string, jobId: string, payload: unknown): Promise<PayloadRef> {
+    return this.put(`${RUN_PAYLOAD_PREFIX}${tenantId}/${jobId}/`, payload);
+  }
+
+  private async put(prefix: string, payload: unknown): Promise<PayloadRef> {
+    const text = payloadText(payload);
+    const sha256 = sha256Of(text);
+    const key = `${prefix}${randomUUID()}.json`;
+    const body = Buffer.from(text, 'utf8');
+    await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/json' }));
+    return { key, bytes: body.length, sha256 };
+  }
+
+  /** The payload an item names; PayloadMissingError when its object is gone. */
+  async get(ref: PayloadRef): Promise<unknown> {
+    let text: string;
+    try {
+      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: ref.key }));
+      text = (await out.Body?.transformToString('utf8')) ?? '';
+    } catch (error) {
+      if (error instanceof NoSuchKey || (error instanceof Error && error.name === 'NoSuchKey')) throw new PayloadMissingError(ref.key);
+      throw error;
+    }
+    // Keys are content-addressed: anything else under the key is not the payload the item names.
+    if (sha256Of(text) !== ref.sha256) throw new Error(`the payload ${ref.key} does not match its checksum`);
+    return JSON.parse(text) as unknown;
+  }
+
+  /** An object nothing names any more and nobody may be reading: deleted now. */
+  async delete(ref: PayloadRef): Promise<void> {
+    await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: ref.key }));
+  }
+
+  /** An object an item stopped naming that a worker may still be reading: deleted by the lifecycle rule a day later. */
+  async supersede(ref: PayloadRef): Promise<void> {
+    await this.s3.send(new PutObjectTaggingCommand({ Bucket: this.bucket, Key: ref.key, Tagging: { TagSet: [SUPERSEDED_TAG] } }));
+  }
+}

@@ -1,0 +1,203 @@
+// Payloads over 4 KiB live in the payload bucket (decision 0162): the item names the object, the
+// worker reads it once to deliver the run, the API shows it. Up to 1 MiB is accepted; a deployment
+// without a bucket keeps 64 KiB inline. Against the emulator's S3 (moto), with a real HTTP target.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteObjectCommand, GetObjectTaggingCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { jobKey, runKey } from '../../lambdas/store/keys';
+import { INLINE_PAYLOAD_MAX_BYTES, MAX_JOB_PAYLOAD_BYTES, MAX_INLINE_ONLY_PAYLOAD_BYTES } from '../../lambdas/domain/payload';
+import type { Scheduler, TargetServer } from './harness';
+import { eventually, jobBody, startScheduler, startTarget } from './harness';
+
+/** A payload of exactly `bytes` bytes of JSON: `{"blob":"x…x"}` is 11 bytes around the text. */
+const payloadOf = (bytes: number, fill = 'x') => ({ blob: fill.repeat(bytes - 11) });
+
+describe('large payloads', () => {
+  let scheduler: Scheduler;
+  let bucketless: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    target = await startTarget();
+    scheduler = await startScheduler({ workerConcurrency: 2 });
+    bucketless = await startScheduler({ workerConcurrency: 1, config: { payloadBucket: undefined } });
+  });
+  afterAll(async () => {
+    await scheduler?.stop();
+    await bucketless?.stop();
+    await target?.stop();
+  });
+
+  const bucket = () => scheduler.config.payloadBucket!;
+  const jobItem = async (on: Scheduler, jobId: string) =>
+    (await on.clients.dynamo.send(new GetCommand({ TableName: on.config.jobsTable, Key: jobKey(jobId), ConsistentRead: true }))).Item!;
+  const runItem = async (runId: string) =>
+    (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }))).Item!;
+  const keysUnder = async (prefix: string) =>
+    ((await scheduler.clients.s3.send(new ListObjectsV2Command({ Bucket: bucket(), Prefix: prefix }))).Contents ?? []).map((object) => object.Key!);
+  const tagsOf = async (key: string) =>
+    (await scheduler.clients.s3.send(new GetObjectTaggingCommand({ Bucket: bucket(), Key: key }))).TagSet?.map((tag) => `${tag.Key}=${tag.Value}`) ?? [];
+  const finished = (runId: string, on = scheduler) =>
+    eventually(
+      async () => (await on.api('GET', `/v1/runs/${runId}`)).body,
+      (run) => Boolean(run.finishedAt),
+      60_000,
+    );
+  const delivered = (marker: string) =>
+    eventually(
+      async () => target.calls.find((call) => call.body.includes(marker)),
+      (call) => call !== undefined,
+      60_000,
+    );
+
+  it('stores a payload over 4 KiB in the bucket, names it from a small job item, and delivers it whole', async () => {
+    const payload = { marker: 'large-1', ...payloadOf(300_000) };
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { payload }));
+    expect(created.status).toBe(201);
+    expect(created.body.job.payload).toEqual(payload);
+    expect(created.body.job.payloadStored).toEqual({ bytes: JSON.stringify(payload).length });
+
+    const item = await jobItem(scheduler, created.body.job.jobId);
+    expect(item.payloadJson).toBeUndefined();
+    expect(item.payloadRef.key).toMatch(new RegExp(`^jobs/${scheduler.tenantId}/${created.body.job.jobId}/[0-9a-f-]{36}\\.json$`));
+    // The item is what a write pays for: a few hundred bytes, not the payload's 300 KB.
+    expect(JSON.stringify(item).length).toBeLessThan(2_000);
+    const head = await scheduler.clients.s3.send(new HeadObjectCommand({ Bucket: bucket(), Key: item.payloadRef.key }));
+    expect(head.ContentLength).toBe(item.payloadRef.bytes);
+
+    const call = await delivered('large-1');
+    expect(JSON.parse(call!.body)).toEqual(payload);
+    expect((await finished(created.body.job.nextRunId)).status).toBe('SUCCEEDED');
+  });
+
+  it('keeps a payload of 4 KiB inline, and accepts 1 MiB but not a byte more', async () => {
+    const small = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { payload: payloadOf(INLINE_PAYLOAD_MAX_BYTES) }));
+    expect(small.status).toBe(201);
+    expect(small.body.job.payloadStored).toBeUndefined();
+    const item = await jobItem(scheduler, small.body.job.jobId);
+    expect(item.payloadRef).toBeUndefined();
+    expect(JSON.parse(String(item.payloadJson))).toEqual(payloadOf(INLINE_PAYLOAD_MAX_BYTES));
+
+    const delayed = { schedule: { kind: 'delay', seconds: 3600 } };
+    const largest = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { ...delayed, payload: payloadOf(MAX_JOB_PAYLOAD_BYTES) }));
+    expect(largest.status).toBe(201);
+    expect(largest.body.job.payloadStored).toEqual({ bytes: MAX_JOB_PAYLOAD_BYTES });
+
+    const before = await keysUnder(`jobs/${scheduler.tenantId}/`);
+    const over = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { ...delayed, payload: payloadOf(MAX_JOB_PAYLOAD_BYTES + 1) }));
+    expect(over.status).toBe(400);
+    expect(over.body.errors).toEqual([expect.objectContaining({ path: 'payload', message: expect.stringMatching(/at most 1048576 bytes/) })]);
+    // Refused before anything was stored.
+    expect(await keysUnder(`jobs/${scheduler.tenantId}/`)).toEqual(before);
+  });
+
+  it('refuses a payload larger than what the target can carry, before storing anything', async () => {
+    const refused = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { target: { kind: 'eventbridge', eventBusName: 'default', detailType: 'd', source: 's' }, payload: payloadOf(300_000) }),
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toContainEqual(expect.objectContaining({ path: 'payload', message: expect.stringMatching(/eventbridge target's message limit/) }));
+  });
+
+  it('deletes the object of a create that was not written (a taken name)', async () => {
+    const name = `taken-${Date.now()}`;
+    const delayed = { name, schedule: { kind: 'delay', seconds: 3600 } };
+    expect((await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { ...delayed, payload: payloadOf(10_000) }))).status).toBe(201);
+    const before = await keysUnder(`jobs/${scheduler.tenantId}/`);
+    const again = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { ...delayed, payload: payloadOf(20_000) }));
+    expect(again.status).toBe(409);
+    expect(await keysUnder(`jobs/${scheduler.tenantId}/`)).toEqual(before);
+  });
+
+  it('shows stored payloads in GET, and in a list up to 64 KiB each; larger ones as payloadStored with payload null', async () => {
+    const label = { batch: `list-${Date.now()}` };
+    const delayed = { schedule: { kind: 'delay', seconds: 3600 }, labels: label };
+    const medium = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { ...delayed, payload: payloadOf(10_000) }));
+    const large = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { ...delayed, payload: payloadOf(MAX_INLINE_ONLY_PAYLOAD_BYTES + 1) }));
+    const listed = await scheduler.api('GET', `/v1/jobs?label=batch=${label.batch}`);
+    expect(listed.status).toBe(200);
+    const byId = new Map(listed.body.items.map((job: { jobId: string }) => [job.jobId, job]));
+    expect(byId.get(medium.body.job.jobId)).toMatchObject({ payload: payloadOf(10_000), payloadStored: { bytes: 10_000 } });
+    expect(byId.get(large.body.job.jobId)).toMatchObject({ payload: null, payloadStored: { bytes: MAX_INLINE_ONLY_PAYLOAD_BYTES + 1 } });
+
+    const shown = await scheduler.api('GET', `/v1/jobs/${large.body.job.jobId}`);
+    expect(shown.body.payload).toEqual(payloadOf(MAX_INLINE_ONLY_PAYLOAD_BYTES + 1));
+    expect(shown.body.payloadStored).toEqual({ bytes: MAX_INLINE_ONLY_PAYLOAD_BYTES + 1 });
+  });
+
+  it('a PATCH stores the new payload and tags the one it replaced for the lifecycle rule; a small one goes back inline', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: payloadOf(10_000, 'a') }));
+    const jobId = created.body.job.jobId as string;
+    const first = (await jobItem(scheduler, jobId)).payloadRef.key as string;
+    expect(await tagsOf(first)).toEqual([]);
+
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { payload: payloadOf(20_000, 'b') });
+    expect(patched.status).toBe(200);
+    expect(patched.body.payload).toEqual(payloadOf(20_000, 'b'));
+    const second = (await jobItem(scheduler, jobId)).payloadRef.key as string;
+    expect(second).not.toBe(first);
+    expect(await tagsOf(first)).toEqual(['superseded=true']);
+    expect(await tagsOf(second)).toEqual([]);
+
+    // A PATCH of something else keeps the stored payload as it is.
+    const renamedType = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { priority: 'high' });
+    expect(renamedType.body.payload).toEqual(payloadOf(20_000, 'b'));
+    expect((await jobItem(scheduler, jobId)).payloadRef.key).toBe(second);
+
+    const inline = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { payload: { small: true } });
+    expect(inline.body.payload).toEqual({ small: true });
+    expect(inline.body.payloadStored).toBeUndefined();
+    const item = await jobItem(scheduler, jobId);
+    expect(item.payloadRef).toBeUndefined();
+    expect(item.payloadJson).toBe('{"small":true}');
+    expect(await tagsOf(second)).toEqual(['superseded=true']);
+
+    // A target that cannot carry the payload the job has is refused, naming it.
+    await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { payload: payloadOf(300_000) });
+    const toBus = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { target: { kind: 'eventbridge', eventBusName: 'default', detailType: 'd', source: 's' } });
+    expect(toBus.status).toBe(400);
+    expect(toBus.body.errors).toContainEqual(expect.objectContaining({ path: 'payload', message: expect.stringMatching(/^the stored payload must be at most/) }));
+  });
+
+  it("a trigger's large payload is its run's own: stored under runs/, delivered instead of the job's", async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: { own: 'job' } }));
+    const payload = { marker: 'trigger-1', ...payloadOf(200_000) };
+    const triggered = await scheduler.api('POST', `/v1/jobs/${created.body.job.jobId}/trigger`, { payload });
+    expect(triggered.status).toBe(202);
+    const item = await runItem(triggered.body.run.runId);
+    expect(item.payloadOverrideJson).toBeUndefined();
+    expect(item.payloadOverrideRef.key).toMatch(new RegExp(`^runs/${scheduler.tenantId}/${created.body.job.jobId}/`));
+    const call = await delivered('trigger-1');
+    expect(JSON.parse(call!.body)).toEqual(payload);
+    expect((await finished(triggered.body.run.runId)).status).toBe('SUCCEEDED');
+  });
+
+  it("ends a run DEAD, saying why, when its payload's object is gone", async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: {} }));
+    // Debounced, the run waits two seconds: long enough to take its object away.
+    const triggered = await scheduler.api('POST', `/v1/jobs/${created.body.job.jobId}/trigger`, { payload: payloadOf(50_000), debounceSeconds: 2 });
+    expect(triggered.status).toBe(202);
+    const { key } = (await runItem(triggered.body.run.runId)).payloadOverrideRef as { key: string };
+    await scheduler.clients.s3.send(new DeleteObjectCommand({ Bucket: bucket(), Key: key }));
+    const run = await finished(triggered.body.run.runId);
+    expect(run.status).toBe('DEAD');
+    expect(run.error).toMatchObject({ code: 'PAYLOAD_MISSING', retryable: false });
+    expect(run.reason).toBe('its payload is no longer stored');
+  });
+
+  it('without a payload bucket keeps every payload inline, up to 64 KiB', async () => {
+    const kept = await bucketless.api('POST', '/v1/jobs', jobBody(target.url, { payload: { marker: 'bucketless', ...payloadOf(MAX_INLINE_ONLY_PAYLOAD_BYTES - 100) } }));
+    expect(kept.status).toBe(201);
+    expect(kept.body.job.payloadStored).toBeUndefined();
+    expect((await jobItem(bucketless, kept.body.job.jobId)).payloadJson).toBeDefined();
+    expect((await finished(kept.body.job.nextRunId, bucketless)).status).toBe('SUCCEEDED');
+
+    const refused = await bucketless.api('POST', '/v1/jobs', jobBody(target.url, { payload: payloadOf(MAX_INLINE_ONLY_PAYLOAD_BYTES + 1) }));
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([expect.objectContaining({ path: 'payload', message: expect.stringMatching(/no payload bucket/) })]);
+    const trigger = await bucketless.api('POST', `/v1/jobs/${kept.body.job.jobId}/trigger`, { payload: payloadOf(MAX_INLINE_ONLY_PAYLOAD_BYTES + 1) });
+    expect(trigger.status).toBe(400);
+  });
+});
