@@ -71,8 +71,18 @@ export function dynamoAccesses(role: string, operation: string, input: Record<st
   return [{ role, action: `dynamodb:${operation}`, resource: `table:${table}`, ...(input.IndexName ? { index: true } : {}) }];
 }
 
-/** The access one SQS, CloudWatch, KMS or Secrets Manager request needs. */
-export function otherAccess(role: string, service: 'sqs' | 'cloudwatch' | 'kms' | 'secretsmanager', operation: string, input: Record<string, unknown>): Access {
+/** The access one SQS, CloudWatch, KMS, Secrets Manager or S3 request needs. */
+export function otherAccess(
+  role: string,
+  service: 'sqs' | 'cloudwatch' | 'kms' | 'secretsmanager' | 's3',
+  operation: string,
+  input: Record<string, unknown>,
+): Access {
+  // The payload bucket's objects, by the prefix the grants name (`jobs/`, `runs/`).
+  if (service === 's3') {
+    const prefix = typeof input.Key === 'string' ? input.Key.split('/')[0] : '?';
+    return { role, action: `s3:${operation === 'HeadObject' ? 'GetObject' : operation}`, resource: `bucket:payloads/${prefix}` };
+  }
   if (service === 'cloudwatch') return { role, action: `cloudwatch:${operation}`, resource: '*' };
   // Header secrets: the tests' schedulers list exactly the secrets their jobs name (headerSecretArns).
   if (service === 'secretsmanager') return { role, action: `secretsmanager:${operation}`, resource: 'secret:listed' };
@@ -84,7 +94,7 @@ export function otherAccess(role: string, service: 'sqs' | 'cloudwatch' | 'kms' 
 
 /** Records every request these clients make inside a function invocation of the local runtime. */
 export function recordAccesses(clients: AwsClients): void {
-  const attach = (stack: MiddlewareStack, service: 'dynamodb' | 'sqs' | 'cloudwatch' | 'kms' | 'secretsmanager') => {
+  const attach = (stack: MiddlewareStack, service: 'dynamodb' | 'sqs' | 'cloudwatch' | 'kms' | 'secretsmanager' | 's3') => {
     if (attached.has(stack)) return;
     attached.add(stack);
     stack.add(
@@ -105,6 +115,7 @@ export function recordAccesses(clients: AwsClients): void {
   attach(clients.cloudwatch.middlewareStack, 'cloudwatch');
   attach(clients.kms.middlewareStack, 'kms');
   attach(clients.secrets.middlewareStack, 'secretsmanager');
+  attach(clients.s3.middlewareStack, 's3');
 }
 
 /** Writes what this process recorded (one file per test file) for the grants check. */

@@ -32,7 +32,7 @@ const LANE_OF: Record<string, string> = { '': 'standard', '-high': 'high', '-low
  * `<prefix>-pool-<name>-high` used by the worker of pool <name> is `queue:own/high`.
  */
 export function kindOfRecorded(resource: string, role: string): string | null {
-  if (resource === '*' || resource === 'key:signing' || resource === 'secret:listed') return resource;
+  if (resource === '*' || resource === 'key:signing' || resource === 'secret:listed' || /^bucket:payloads\/(jobs|runs)$/.test(resource)) return resource;
   const table = /^table:.*-(jobs|runs)$/.exec(resource);
   if (table) return `table:${table[1]}`;
   const queue = /^queue:.*?-(dispatch|pool-([a-z][a-z0-9-]*?))(-high|-low|-dlq)?$/.exec(resource);
@@ -50,6 +50,7 @@ export function kindOfRecorded(resource: string, role: string): string | null {
 /** The kind of a resource of the synthesized stack, by logical id. */
 function kindOfLogicalId(id: string): string | null {
   if (/^SigningKey[0-9A-F]{8}$/.test(id)) return 'key:signing';
+  if (/^StoragePayloads[0-9A-F]{8}$/.test(id)) return 'bucket:payloads';
   const table = /^Storage(Jobs|Runs)[0-9A-F]{8}$/.exec(id);
   if (table) return `table:${table[1]!.toLowerCase()}`;
   const queue = /^Storage(?:Pool(Own|Other))?Dispatch(High|Low|Dlq)?[0-9A-F]{8}$/.exec(id);
@@ -67,6 +68,11 @@ function kindOfStatementResource(entry: unknown): string | null {
   if (!id) return null;
   const kind = kindOfLogicalId(id);
   if (!kind) return null;
+  // The payload bucket's objects under one prefix: `<bucket ARN>/jobs/*`.
+  if (kind === 'bucket:payloads') {
+    const prefix = /"\/([a-z]+)\/\*"/.exec(text)?.[1];
+    return prefix ? `${kind}/${prefix}` : null;
+  }
   return text.includes('/index/*') ? `${kind}/index` : kind;
 }
 
@@ -101,7 +107,7 @@ export function grantsOf(template: Template, functionId: string): Grant[] {
     if (resource.Type !== 'AWS::IAM::Policy' || !resource.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleRef)) continue;
     for (const statement of resource.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown }[]) {
       if (statement.Effect !== 'Allow') continue;
-      const actions = [statement.Action].flat().filter((action) => /^(dynamodb|sqs|cloudwatch|kms|secretsmanager):/.test(action));
+      const actions = [statement.Action].flat().filter((action) => /^(dynamodb|sqs|cloudwatch|kms|secretsmanager|s3):/.test(action));
       for (const entry of [statement.Resource].flat()) {
         const kind = kindOfStatementResource(entry);
         if (!kind) continue;
