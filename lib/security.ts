@@ -57,6 +57,12 @@ export function applySecuritySettings(stack: Stack, props: SecurityProps): void 
         {
           id: 'AwsSolutions-IAM5',
           reason:
+            "The payload bucket's objects under one prefix (bucket ARN + /jobs/* or /runs/*): a payload is an object per write, named at run time (decision 0162); each function gets only the object actions it uses.",
+          appliesTo: [{ regex: '/^Resource::<StoragePayloads.+\\.Arn>\\/(jobs|runs)\\/\\*$/g' }],
+        },
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
             'A lambda target allowed by the stack property targets.lambdaFunctionArns may be invoked at any version or alias (function ARN + :*), as a job may name a qualified ARN; no other function is granted.',
           appliesTo: [{ regex: '/^Resource::arn:aws[a-z-]*:lambda:[a-z0-9-]+:\\d{12}:function:[A-Za-z0-9_-]+:\\*$/g' }],
         },

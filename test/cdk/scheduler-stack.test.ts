@@ -173,9 +173,17 @@ describe('least privilege', () => {
     expect([...api.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action)).sort()).toEqual([
       'cloudwatch:GetMetricData',
       'kms:Encrypt',
+      // Payloads stored apart (decision 0162), on the payload bucket only.
+      's3:DeleteObject',
+      's3:GetObject',
+      's3:PutObject',
+      's3:PutObjectTagging',
       'xray:PutTelemetryRecords',
       'xray:PutTraceSegments',
     ]);
+    for (const action of ['s3:DeleteObject', 's3:GetObject', 's3:PutObject', 's3:PutObjectTagging']) {
+      expect([...api.get(action)!].map((id) => resources[id]!.Type), action).toEqual(['AWS::S3::Bucket']);
+    }
     // Encrypt only, and only with the signing secrets' key: the API never decrypts a secret.
     expect([...api.get('kms:Encrypt')!].map((id) => resources[id]!.Type)).toEqual(['AWS::KMS::Key']);
   });
@@ -218,20 +226,17 @@ describe('least privilege', () => {
   it('gives the worker and the ticker no action beyond their tables, queues and logs when the deployment allows no AWS target', () => {
     for (const description of ['Job scheduler worker', 'Job scheduler ticker']) {
       const grants = grantsOf(functionId(description));
-      // The worker decrypts the tenants' signing secrets with the stack's own key, nothing else.
-      const own = description === 'Job scheduler worker' ? ['kms:Decrypt'] : [];
-      expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs):/.test(action)).sort(), description).toEqual([
-        ...own,
-        'logs:CreateLogStream',
-        'logs:PutLogEvents',
-        'xray:PutTelemetryRecords',
-        'xray:PutTraceSegments',
-      ]);
+      // The worker decrypts the tenants' signing secrets with the stack's own key, and reads the
+      // payloads stored apart in the stack's bucket, nothing else.
+      const own = description === 'Job scheduler worker' ? ['kms:Decrypt', 's3:GetObject'] : [];
+      expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs):/.test(action)).sort(), description).toEqual(
+        [...own, 'logs:CreateLogStream', 'logs:PutLogEvents', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments'].sort(),
+      );
       for (const action of own)
         expect(
           [...grants.get(action)!].map((id) => resources[id]!.Type),
           description,
-        ).toEqual(['AWS::KMS::Key']);
+        ).toEqual([action === 's3:GetObject' ? 'AWS::S3::Bucket' : 'AWS::KMS::Key']);
       // Logs only to the function's own log group.
       const logGroups = [...(grants.get('logs:PutLogEvents') ?? [])];
       expect(logGroups, description).toHaveLength(1);
@@ -358,5 +363,44 @@ describe('alarms', () => {
       EvaluationPeriods: 1,
       AlarmActions: ['arn:aws:sns:us-east-1:123456789012:ops'],
     });
+  });
+});
+
+describe('the payload bucket (decision 0162)', () => {
+  const buckets = () => Object.entries(resources).filter(([, r]) => r.Type === 'AWS::S3::Bucket');
+
+  it('is one private, encrypted bucket, kept with the tables when the stack is deleted', () => {
+    expect(buckets()).toHaveLength(1);
+    const [, bucket] = buckets()[0]!;
+    expect(bucket.DeletionPolicy).toBe('Retain');
+    expect(bucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration).toEqual([{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }]);
+    expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    // TLS only: the bucket policy denies any request without it.
+    const policy = Object.values(resources).find((r) => r.Type === 'AWS::S3::BucketPolicy')!;
+    expect(policy.Properties.PolicyDocument.Statement).toContainEqual(
+      expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+    );
+  });
+
+  it("expires superseded payloads after a day and triggers' payloads after twice the runs' retention and a day", () => {
+    const [, bucket] = buckets()[0]!;
+    const rules = bucket.Properties.LifecycleConfiguration.Rules as Record<string, unknown>[];
+    expect(rules).toContainEqual(expect.objectContaining({ Id: 'superseded', TagFilters: [{ Key: 'superseded', Value: 'true' }], ExpirationInDays: 1 }));
+    // RUN_RETENTION_DAYS defaults to 90.
+    expect(rules).toContainEqual(expect.objectContaining({ Id: 'trigger-payloads', Prefix: 'runs/', ExpirationInDays: 181 }));
+    // Nothing expires a job's payload: it lives as long as its job.
+    expect(rules.filter((rule) => rule.Prefix === 'jobs/' || (rule.ExpirationInDays !== undefined && !rule.Prefix && !rule.TagFilters))).toEqual([]);
+  });
+
+  it('is named to every function that stores or reads payloads', () => {
+    const [bucketId] = buckets()[0]!;
+    for (const description of ['Job scheduler HTTP API', 'Job scheduler worker']) {
+      expect(resources[functionId(description)]!.Properties.Environment.Variables.PAYLOAD_BUCKET, description).toEqual({ Ref: bucketId });
+    }
   });
 });
