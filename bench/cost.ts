@@ -21,7 +21,8 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createDeps } from '../lambdas/app/deps';
 import { createJob } from '../lambdas/app/jobs';
-import { jobSpecSchema, MAX_PAYLOAD_BYTES } from '../lambdas/domain/job';
+import { jobSpecSchema } from '../lambdas/domain/job';
+import { MAX_JOB_PAYLOAD_BYTES } from '../lambdas/domain/payload';
 import { createWorkflow } from '../lambdas/app/workflows';
 import { startWorkflowRun } from '../lambdas/app/workflow-runs';
 import { MAX_STEP_DEPENDENCIES, workflowSpecSchema } from '../lambdas/domain/workflow';
@@ -67,8 +68,8 @@ const cronOccurrences = Number(values['cron-occurrences']);
 if (!Number.isInteger(cronOccurrences) || cronOccurrences < 1 || cronOccurrences > 10)
   throw new Error('--cron-occurrences must be a whole number from 1 to 10');
 const payloadBytes = Number(values['payload-bytes']);
-if (!Number.isInteger(payloadBytes) || payloadBytes < 0 || payloadBytes > MAX_PAYLOAD_BYTES) {
-  throw new Error(`--payload-bytes must be a whole number from 0 to ${MAX_PAYLOAD_BYTES}`);
+if (!Number.isInteger(payloadBytes) || payloadBytes < 0 || payloadBytes > MAX_JOB_PAYLOAD_BYTES) {
+  throw new Error(`--payload-bytes must be a whole number from 0 to ${MAX_JOB_PAYLOAD_BYTES}`);
 }
 const kinds = values.kinds.split(',').map((kind) => {
   if (!(KINDS as readonly string[]).includes(kind)) throw new Error(`--kinds: ${kind} is not one of ${KINDS.join(', ')}`);
@@ -80,6 +81,9 @@ const PRICE = {
   writeUnit: 0.625 / 1e6,
   readUnit: 0.125 / 1e6,
   sqsRequest: 0.4 / 1e6,
+  // S3 standard: PUT, COPY, POST, LIST (and PutObjectTagging) $0.005 per 1,000; GET $0.0004 per 1,000; DELETE free.
+  s3Put: 5 / 1e6,
+  s3Get: 0.4 / 1e6,
   invocation: 0.2 / 1e6,
   gbSecond: 0.0000166667,
 };
@@ -246,19 +250,25 @@ for (const kind of kinds) {
   const executeWrites = execute.capacity.writeUnits + execute.capacity.indexWriteUnits;
   const createWrites = create.capacity.writeUnits + create.capacity.indexWriteUnits;
   const createSqs = sum(create.calls.calls, 'sqs.');
+  // Payloads stored apart (decision 0162): the create's PUT, each execution's GET.
+  const s3Dollars = (calls: Record<string, number>): number =>
+    ((calls['s3.PutObject'] ?? 0) + (calls['s3.PutObjectTagging'] ?? 0)) * PRICE.s3Put + (calls['s3.GetObject'] ?? 0) * PRICE.s3Get;
+  const createS3 = sum(create.calls.calls, 's3.');
+  const executeS3 = sum(execute.calls.calls, 's3.');
   // One create and one execution: the create's cost per job, the execution's per execution.
   const executions = executionsOf(kind);
   const perExecution = (value: number): string => (value / executions).toFixed(2);
   const dollars =
-    ((createWrites * PRICE.writeUnit + create.capacity.readUnits * PRICE.readUnit + createSqs * PRICE.sqsRequest) / count +
+    ((createWrites * PRICE.writeUnit + create.capacity.readUnits * PRICE.readUnit + createSqs * PRICE.sqsRequest + s3Dollars(create.calls.calls)) / count +
       (executeWrites * PRICE.writeUnit +
+        s3Dollars(execute.calls.calls) +
         execute.capacity.readUnits * PRICE.readUnit +
         (handlerSqs + esmSqs) * PRICE.sqsRequest +
         batches * (PRICE.invocation + WORKER_MEMORY_GB * ASSUMED_BATCH_SECONDS * PRICE.gbSecond)) /
         executions) *
     1e6;
   rows.push(
-    `| ${kind === 'workflow' ? `workflow run of ${workflowSteps} steps` : kind === 'cron' && cronOccurrences > 1 ? `cron (${cronOccurrences} occurrences each)` : kind} | ${per(createWrites)} | ${per(create.capacity.readUnits)} | ${per(createSqs)} | ${perExecution(executeWrites)} (${perExecution(execute.capacity.indexWriteUnits)} index) | ${perExecution(execute.capacity.readUnits)} | ${perExecution(handlerSqs)} + ${perExecution(esmSqs)} | ${perExecution(batches)} | $${dollars.toFixed(2)} |`,
+    `| ${kind === 'workflow' ? `workflow run of ${workflowSteps} steps` : kind === 'cron' && cronOccurrences > 1 ? `cron (${cronOccurrences} occurrences each)` : kind} | ${per(createWrites)} | ${per(create.capacity.readUnits)} | ${per(createSqs)} | ${perExecution(executeWrites)} (${perExecution(execute.capacity.indexWriteUnits)} index) | ${perExecution(execute.capacity.readUnits)} | ${perExecution(handlerSqs)} + ${perExecution(esmSqs)} | ${perExecution(batches)} | ${per(createS3)} + ${perExecution(executeS3)} | $${dollars.toFixed(2)} |`,
   );
   if (kind === 'workflow') {
     // Per step: the start's share and the execution's, over every step of every workflow run.
@@ -277,9 +287,9 @@ for (const kind of kinds) {
 }
 target.close();
 console.log(
-  '\n| kind | create WCU | create RCU | create SQS | execution WCU | execution RCU | execution SQS (handler + ESM) | worker invocations | $ per million, create + execution |',
+  '\n| kind | create WCU | create RCU | create SQS | execution WCU | execution RCU | execution SQS (handler + ESM) | worker invocations | S3 (create + execution) | $ per million, create + execution |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) console.log(row);
 if (workflowRows.length > 0) {
   console.log('\n| workflow step | WCU | RCU | DynamoDB requests | SQS requests (handler + ESM) | worker invocations | $ per million steps |');
@@ -287,5 +297,5 @@ if (workflowRows.length > 0) {
   for (const row of workflowRows) console.log(row);
 }
 console.log(
-  `\nPrices: DynamoDB on demand $0.625/M write units, $0.125/M read units; SQS $0.40/M requests; Lambda $0.20/M invocations + ${WORKER_MEMORY_GB} GB x ${ASSUMED_BATCH_SECONDS} s per batch (assumed). EventBridge Scheduler: $1.00/M invocations.`,
+  `\nPrices: DynamoDB on demand $0.625/M write units, $0.125/M read units; SQS $0.40/M requests; S3 $5/M PUTs, $0.40/M GETs (storage not counted); Lambda $0.20/M invocations + ${WORKER_MEMORY_GB} GB x ${ASSUMED_BATCH_SECONDS} s per batch (assumed). EventBridge Scheduler: $1.00/M invocations.`,
 );

@@ -45,6 +45,7 @@ export class RequestCounter {
     this.attachTo(clients.dynamo.middlewareStack as unknown as Stack, 'dynamodb');
     this.attachTo(clients.sqs.middlewareStack as unknown as Stack, 'sqs');
     this.attachTo(clients.cloudwatch.middlewareStack as unknown as Stack, 'cloudwatch');
+    this.attachTo(clients.s3.middlewareStack as unknown as Stack, 's3');
   }
 
   tally(): RequestTally {

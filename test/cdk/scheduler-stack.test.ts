@@ -372,7 +372,7 @@ describe('the payload bucket (decision 0162)', () => {
   it('is one private, encrypted bucket, kept with the tables when the stack is deleted', () => {
     expect(buckets()).toHaveLength(1);
     const [, bucket] = buckets()[0]!;
-    expect(bucket.DeletionPolicy).toBe('Retain');
+    expect((bucket as { DeletionPolicy?: string }).DeletionPolicy).toBe('Retain');
     expect(bucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration).toEqual([{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }]);
     expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({
       BlockPublicAcls: true,

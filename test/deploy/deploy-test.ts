@@ -254,6 +254,20 @@ async function main(): Promise<number> {
         );
         row.startLag = lags(runs.slice(0, 1));
       }),
+      scenario('large payload: 300 KB through the payload bucket (decision 0162)', async (row) => {
+        const payload = { scenario: 'large-payload', blob: 'x'.repeat(300_000) };
+        const jobId = await create(http('large-payload', { kind: 'now' }, { payload }));
+        const runs = await succeeded(jobId, 1, 120_000);
+        const call = target!.calls.find((c) => c.path === '/large-payload');
+        check(call !== undefined && call.body === JSON.stringify(payload), `the target got ${call ? call.bodyBytes : 'no'} bytes, not the payload`);
+        const shown = await api('GET', `/v1/jobs/${jobId}`);
+        check(
+          shown.body.payloadStored?.bytes === JSON.stringify(payload).length && shown.body.payload?.blob === payload.blob,
+          `GET /v1/jobs/${jobId}: ${JSON.stringify(shown.body.payloadStored)}`,
+        );
+        row.startLag = lags(runs.slice(0, 1));
+        row.detail = `${call!.bodyBytes} bytes delivered`;
+      }),
       scenario('delay 60 s', async (row) => {
         const createdAt = Date.now();
         const jobId = await create(http('delay-60', { kind: 'delay', seconds: 60 }));

@@ -89,6 +89,9 @@ export interface TargetCall {
   readonly path: string;
   readonly at: number;
   readonly headers: http.IncomingHttpHeaders;
+  /** The request body's length, and the body itself when it is a large-payload scenario's. */
+  readonly bodyBytes: number;
+  readonly body: string;
 }
 
 export interface HttpsTarget {
@@ -106,9 +109,11 @@ export async function startHttpsTarget(cert: string, key: string): Promise<Https
   const server = https.createServer({ cert, key }, (request, response) => {
     const at = Date.now();
     const urlPath = request.url ?? '/';
-    request.resume();
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      calls.push({ path: urlPath, at, headers: request.headers });
+      const body = Buffer.concat(chunks);
+      calls.push({ path: urlPath, at, headers: request.headers, bodyBytes: body.length, body: urlPath.startsWith('/large') ? body.toString('utf8') : '' });
       const fails = [...failing].some((prefix) => urlPath.startsWith(prefix));
       response.writeHead(fails ? 500 : 200, { 'content-type': 'application/json' });
       response.end(JSON.stringify(fails ? { error: 'failing on purpose' } : { ok: true }));

@@ -73,6 +73,21 @@ describe('requests per execution', () => {
     });
   });
 
+  it('a run-now job with a 60 KB payload: the requests and write units of a small one, and the payload PUT once and read once (decision 0162)', async () => {
+    const countRun = async (name: string, payload: unknown) => {
+      await warm();
+      counter.reset();
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name, payload }));
+      await finished(created.body.job.nextRunId);
+      return counter.tally();
+    };
+    const small = await countRun('count-small-payload', { small: true });
+    const large = await countRun('count-large-payload', { blob: 'x'.repeat(60_000) });
+    expect(large.calls).toEqual({ ...small.calls, 's3.PutObject': 1, 's3.GetObject': 1 });
+    // Inline, the payload alone would be 59 write units of the create's transaction (two per KB).
+    expect(large.writeUnits).toBe(small.writeUnits);
+  });
+
   it("a workflow of two steps (first -> second): each step a run, plus the workflow run item's writes", async () => {
     const created = await scheduler.api('POST', '/v1/workflows', {
       name: 'count-workflow',
