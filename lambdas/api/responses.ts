@@ -93,13 +93,10 @@ export const jobViewSchema = z
       .optional()
       .meta({ description: "Fire times skipped on request that the job's chain has not reached yet (each recorded as a SKIPPED run)." }),
     upcomingRuns: z.array(timestamp),
-    payloadStored: z
-      .strictObject({ bytes: z.number().int() })
-      .optional()
-      .meta({
-        description:
-          'Present when the payload is over 4 KiB and stored apart: its size in bytes of JSON. A list of jobs then shows `payload: null` when the payload is over 64 KiB or past the 2 MiB of payloads a page shows; GET /v1/jobs/{jobId} always shows it.',
-      }),
+    payloadStored: z.strictObject({ bytes: z.number().int() }).optional().meta({
+      description:
+        'Present when the payload is over 4 KiB and stored apart: its size in bytes of JSON. A list of jobs then shows `payload: null` when the payload is over 64 KiB or past the 2 MiB of payloads a page shows; GET /v1/jobs/{jobId} always shows it.',
+    }),
   })
   .meta({ id: 'Job' });
 
@@ -236,7 +233,7 @@ export const PROBLEM_TYPES = {
   405: { title: 'Method not allowed', meaning: 'The path exists but not with this method.' },
   409: { title: 'Conflict', meaning: 'The request conflicts with the resource’s state (a name taken, a finished run, a stale lease).' },
   412: { title: 'Precondition failed', meaning: 'If-Match does not match the job’s version.' },
-  413: { title: 'Payload too large', meaning: 'The body is over 256 KiB.' },
+  413: { title: 'Payload too large', meaning: 'The body is over 2 MiB.' },
   415: { title: 'Unsupported media type', meaning: 'The body is not application/json.' },
   429: { title: 'Too many requests', meaning: 'Over a tenant limit; Retry-After says when to try again.' },
   500: { title: 'Internal error', meaning: 'Unexpected; nothing internal is disclosed. Safe to retry.' },

@@ -100,10 +100,7 @@ export const MAX_DEBOUNCE_SECONDS = 3600;
 export const triggerSchema = z.strictObject({
   payload: jsonValue
     .optional()
-    .refine(
-      (payload) => payload === undefined || payloadBytes(payload) <= MAX_JOB_PAYLOAD_BYTES,
-      `must be at most ${MAX_JOB_PAYLOAD_BYTES} bytes of JSON`,
-    ),
+    .refine((payload) => payload === undefined || payloadBytes(payload) <= MAX_JOB_PAYLOAD_BYTES, `must be at most ${MAX_JOB_PAYLOAD_BYTES} bytes of JSON`),
   debounceSeconds: z
     .number()
     .int()

@@ -75,7 +75,11 @@ export function planRun(
     run,
     extras: {
       gate: { at: placement.gateAt, shards: config.timeIndexShards },
-      ...(occurrence.payload ? ('ref' in occurrence.payload ? { payloadOverrideRef: occurrence.payload.ref } : { payloadOverride: occurrence.payload.inline }) : {}),
+      ...(occurrence.payload
+        ? 'ref' in occurrence.payload
+          ? { payloadOverrideRef: occurrence.payload.ref }
+          : { payloadOverride: occurrence.payload.inline }
+        : {}),
       ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
       ...(occurrence.checkpoint !== undefined ? { checkpoint: occurrence.checkpoint } : {}),
       ...(occurrence.inputs !== undefined ? { inputs: occurrence.inputs } : {}),

@@ -157,8 +157,7 @@ export function jobToItem(job: Job, options: { readonly checkBackWindowMs?: numb
 }
 
 export function itemToJob(item: Item): Job {
-  const { pk: _pk, sk: _sk, payloadJson, payloadRef, tenantSort: _ts, nextRunShard: _nrs, tenantStatus: _tst, tenantType: _tty, pendingAt, ...rest } =
-    item;
+  const { pk: _pk, sk: _sk, payloadJson, payloadRef, tenantSort: _ts, nextRunShard: _nrs, tenantStatus: _tst, tenantType: _tty, pendingAt, ...rest } = item;
   const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt' | 'labels' | 'name' | 'payloadRef'> & {
     nextRunAt?: string;
     labels?: Record<string, string>;

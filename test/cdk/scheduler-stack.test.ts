@@ -182,7 +182,10 @@ describe('least privilege', () => {
       'xray:PutTraceSegments',
     ]);
     for (const action of ['s3:DeleteObject', 's3:GetObject', 's3:PutObject', 's3:PutObjectTagging']) {
-      expect([...api.get(action)!].map((id) => resources[id]!.Type), action).toEqual(['AWS::S3::Bucket']);
+      expect(
+        [...api.get(action)!].map((id) => resources[id]!.Type),
+        action,
+      ).toEqual(['AWS::S3::Bucket']);
     }
     // Encrypt only, and only with the signing secrets' key: the API never decrypts a secret.
     expect([...api.get('kms:Encrypt')!].map((id) => resources[id]!.Type)).toEqual(['AWS::KMS::Key']);

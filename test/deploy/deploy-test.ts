@@ -266,7 +266,7 @@ async function main(): Promise<number> {
           `GET /v1/jobs/${jobId}: ${JSON.stringify(shown.body.payloadStored)}`,
         );
         row.startLag = lags(runs.slice(0, 1));
-        row.detail = `${call!.bodyBytes} bytes delivered`;
+        row.detail = `${call.bodyBytes} bytes delivered`;
       }),
       scenario('delay 60 s', async (row) => {
         const createdAt = Date.now();

@@ -102,7 +102,14 @@ export interface SchedulerOptions {
   readonly config?: Partial<
     Pick<
       SchedulerConfig,
-      'localMode' | 'allowPrivateTargets' | 'allowedTargets' | 'tenantDefaults' | 'headerSecretArns' | 'auditRetentionDays' | 'runRetentionDays' | 'payloadBucket'
+      | 'localMode'
+      | 'allowPrivateTargets'
+      | 'allowedTargets'
+      | 'tenantDefaults'
+      | 'headerSecretArns'
+      | 'auditRetentionDays'
+      | 'runRetentionDays'
+      | 'payloadBucket'
     >
   >;
   /** How target host names resolve (the system's resolver by default). */

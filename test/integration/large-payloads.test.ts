@@ -45,7 +45,7 @@ describe('large payloads', () => {
     );
   const delivered = (marker: string) =>
     eventually(
-      async () => target.calls.find((call) => call.body.includes(marker)),
+      () => Promise.resolve(target.calls.find((call) => call.body.includes(marker))),
       (call) => call !== undefined,
       60_000,
     );
@@ -98,7 +98,9 @@ describe('large payloads', () => {
       jobBody(target.url, { target: { kind: 'eventbridge', eventBusName: 'default', detailType: 'd', source: 's' }, payload: payloadOf(300_000) }),
     );
     expect(refused.status).toBe(400);
-    expect(refused.body.errors).toContainEqual(expect.objectContaining({ path: 'payload', message: expect.stringMatching(/eventbridge target's message limit/) }));
+    expect(refused.body.errors).toContainEqual(
+      expect.objectContaining({ path: 'payload', message: expect.stringMatching(/eventbridge target's message limit/) }),
+    );
   });
 
   it('deletes the object of a create that was not written (a taken name)', async () => {
@@ -128,7 +130,11 @@ describe('large payloads', () => {
   });
 
   it('a PATCH stores the new payload and tags the one it replaced for the lifecycle rule; a small one goes back inline', async () => {
-    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: payloadOf(10_000, 'a') }));
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: payloadOf(10_000, 'a') }),
+    );
     const jobId = created.body.job.jobId as string;
     const first = (await jobItem(scheduler, jobId)).payloadRef.key as string;
     expect(await tagsOf(first)).toEqual([]);
@@ -158,7 +164,9 @@ describe('large payloads', () => {
     await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { payload: payloadOf(300_000) });
     const toBus = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { target: { kind: 'eventbridge', eventBusName: 'default', detailType: 'd', source: 's' } });
     expect(toBus.status).toBe(400);
-    expect(toBus.body.errors).toContainEqual(expect.objectContaining({ path: 'payload', message: expect.stringMatching(/^the stored payload must be at most/) }));
+    expect(toBus.body.errors).toContainEqual(
+      expect.objectContaining({ path: 'payload', message: expect.stringMatching(/^the stored payload must be at most/) }),
+    );
   });
 
   it("a trigger's large payload is its run's own: stored under runs/, delivered instead of the job's", async () => {
@@ -188,7 +196,11 @@ describe('large payloads', () => {
   });
 
   it('without a payload bucket keeps every payload inline, up to 64 KiB', async () => {
-    const kept = await bucketless.api('POST', '/v1/jobs', jobBody(target.url, { payload: { marker: 'bucketless', ...payloadOf(MAX_INLINE_ONLY_PAYLOAD_BYTES - 100) } }));
+    const kept = await bucketless.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { payload: { marker: 'bucketless', ...payloadOf(MAX_INLINE_ONLY_PAYLOAD_BYTES - 100) } }),
+    );
     expect(kept.status).toBe(201);
     expect(kept.body.job.payloadStored).toBeUndefined();
     expect((await jobItem(bucketless, kept.body.job.jobId)).payloadJson).toBeDefined();

@@ -92,7 +92,9 @@ describe('job spec', () => {
 
   it('refuses beyond 64 KiB, saying why, where the deployment has no payload bucket', () => {
     expect(payloadRefusal(MAX_PAYLOAD_BYTES, 'http', false)).toBeNull();
-    expect(payloadRefusal(MAX_PAYLOAD_BYTES + 1, 'http', false)).toBe(`must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON (this deployment has no payload bucket) (got ${MAX_PAYLOAD_BYTES + 1})`);
+    expect(payloadRefusal(MAX_PAYLOAD_BYTES + 1, 'http', false)).toBe(
+      `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON (this deployment has no payload bucket) (got ${MAX_PAYLOAD_BYTES + 1})`,
+    );
     expect(payloadRefusal(300_000, 'eventbridge', true)).toMatch(/^must be at most 229376 bytes of JSON \(an eventbridge target's message limit/);
   });
 
