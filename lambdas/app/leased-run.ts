@@ -99,8 +99,8 @@ async function executeLeased(
   }
 }
 
-/** Ends a leased run DEAD that no attempt can deliver (its job or its payload is gone). */
-async function endUndeliverable(deps: SchedulerDeps, run: Run, leasedAt: number, error: RunError, reason: string): Promise<ExecuteResult> {
+/** Ends a leased (or claimed) run DEAD that no attempt can deliver (its job or its payload is gone). */
+export async function endUndeliverable(deps: SchedulerDeps, run: Run, leasedAt: number, error: RunError, reason: string): Promise<ExecuteResult> {
   const now = deps.clock();
   if ((await deps.leases.finishAttempt(run, { status: 'DEAD', now, error, reason }, null)) === 'recorded') {
     await continueWorkflow(deps, run, { status: 'DEAD', error, reason });

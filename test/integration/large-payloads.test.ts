@@ -195,6 +195,29 @@ describe('large payloads', () => {
     expect(run.reason).toBe('its payload is no longer stored');
   });
 
+  it("hands an external worker's claim the stored payload; a run whose object is gone is not offered but ends DEAD", async () => {
+    const jobType = `ext-${Date.now()}`;
+    const external = { type: jobType, target: { kind: 'external' } };
+    const kept = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { ...external, payload: payloadOf(30_000, 'k') }));
+    const gone = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { ...external, payload: payloadOf(30_000, 'g') }));
+    await scheduler.clients.s3.send(new DeleteObjectCommand({ Bucket: bucket(), Key: (await jobItem(scheduler, gone.body.job.jobId)).payloadRef.key }));
+    // Both are offered once the worker has leased them; the claims take them in either order.
+    const claims: { runId: string; payload: unknown }[] = [];
+    await eventually(
+      async () => {
+        const claim = await scheduler.api('POST', '/v1/workers/claim', { jobType, waitSeconds: 1 });
+        if (claim.status === 200) claims.push({ runId: claim.body.run.runId, payload: claim.body.payload });
+        return (await scheduler.api('GET', `/v1/runs/${gone.body.job.nextRunId}`)).body.status === 'DEAD' && claims.length > 0;
+      },
+      (done) => done,
+      60_000,
+    );
+    expect(claims.map((claim) => claim.runId)).toEqual([kept.body.job.nextRunId]);
+    expect(claims[0]!.payload).toEqual(payloadOf(30_000, 'k'));
+    const dead = (await scheduler.api('GET', `/v1/runs/${gone.body.job.nextRunId}`)).body;
+    expect(dead.error).toMatchObject({ code: 'PAYLOAD_MISSING', retryable: false });
+  });
+
   it('without a payload bucket keeps every payload inline, up to 64 KiB', async () => {
     const kept = await bucketless.api(
       'POST',
