@@ -8,7 +8,7 @@
 // where a worker may still be about to read it, tagged `superseded` for the bucket's lifecycle rule
 // to delete a day later. A trigger's payload lives under `runs/`, which the lifecycle rule expires
 // after the runs' retention.
-import { DeleteObjectCommand, GetObjectCommand, NoSuchKey, PutObjectCommand, PutObjectTaggingCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, PutObjectCommand, PutObjectTaggingCommand } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { randomUUID } from 'node:crypto';
 import type { PayloadRef } from '../domain/payload';
@@ -22,6 +22,13 @@ export class PayloadMissingError extends Error {
     super(`the payload ${key} is no longer stored`);
     this.name = 'PayloadMissingError';
   }
+}
+
+/** An object of the bucket: its key, the job it was stored for, when (epoch ms). */
+export interface StoredObject {
+  readonly key: string;
+  readonly jobId: string;
+  readonly storedAt: number;
 }
 
 export class PayloadStore {
@@ -70,7 +77,21 @@ export class PayloadStore {
   }
 
   /** An object an item stopped naming that a worker may still be reading: deleted by the lifecycle rule a day later. */
-  async supersede(ref: PayloadRef): Promise<void> {
+  async supersede(ref: Pick<PayloadRef, 'key'>): Promise<void> {
     await this.s3.send(new PutObjectTaggingCommand({ Bucket: this.bucket, Key: ref.key, Tagging: { TagSet: [SUPERSEDED_TAG] } }));
+  }
+
+  /** The jobs' payload objects, a page (up to 1,000) at a time, with the job each belongs to. */
+  async *jobObjects(): AsyncGenerator<StoredObject[]> {
+    let token: string | undefined;
+    do {
+      const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: JOB_PAYLOAD_PREFIX, ContinuationToken: token }));
+      yield (page.Contents ?? []).flatMap((object) => {
+        // jobs/<tenant>/<job>/<uuid>.json
+        const [, , jobId] = (object.Key ?? '').split('/');
+        return object.Key && jobId && object.LastModified ? [{ key: object.Key, jobId, storedAt: object.LastModified.getTime() }] : [];
+      });
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
   }
 }

@@ -6,6 +6,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { DeleteObjectCommand, GetObjectTaggingCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { jobKey, runKey } from '../../lambdas/store/keys';
 import { INLINE_PAYLOAD_MAX_BYTES, MAX_JOB_PAYLOAD_BYTES, MAX_INLINE_ONLY_PAYLOAD_BYTES } from '../../lambdas/domain/payload';
+import { sweepJobPayloads } from '../../lambdas/app/payload-sweep';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -216,6 +217,40 @@ describe('large payloads', () => {
     expect(claims[0]!.payload).toEqual(payloadOf(30_000, 'k'));
     const dead = (await scheduler.api('GET', `/v1/runs/${gone.body.job.nextRunId}`)).body;
     expect(dead.error).toMatchObject({ code: 'PAYLOAD_MISSING', retryable: false });
+  });
+
+  it('the sweep tags the objects no job names (a write that crashed before its job) and leaves named and young ones', async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: payloadOf(9_000, 'n') }),
+    );
+    const jobId = created.body.job.jobId as string;
+    const named = (await jobItem(scheduler, jobId)).payloadRef.key as string;
+    // What a create that crashed after its PUT leaves: an object for a job that was never written.
+    const crashed = await scheduler.deps.payloads!.putForJob(scheduler.tenantId, 'job_never_written', payloadOf(9_000, 'c'));
+    const sweep = (storedBefore: number, dryRun: boolean) =>
+      sweepJobPayloads({ payloads: scheduler.deps.payloads!, jobsById: (ids) => scheduler.deps.jobs.getManyAnyTenant(ids) }, { storedBefore, dryRun });
+
+    const dry = await sweep(Date.now() + 60_000, true);
+    expect(dry.unnamed).toContain(crashed.key);
+    expect(dry.unnamed).not.toContain(named);
+    expect(await tagsOf(crashed.key)).toEqual([]); // a dry run tags nothing
+
+    // Objects stored after the cutoff are their writers' still: left alone.
+    const young = await sweep(Date.now() - 3600_000, false);
+    expect(young.unnamed).toEqual([]);
+    expect(young.young).toBe(young.objects);
+    expect(await tagsOf(crashed.key)).toEqual([]);
+
+    const swept = await sweep(Date.now() + 60_000, false);
+    expect(swept.unnamed).toContain(crashed.key);
+    expect(swept.unnamed).not.toContain(named);
+    expect(swept.named).toBeGreaterThan(0);
+    expect(await tagsOf(crashed.key)).toEqual(['superseded=true']);
+    expect(await tagsOf(named)).toEqual([]);
+    // The job still delivers its payload.
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.payload).toEqual(payloadOf(9_000, 'n'));
   });
 
   it('without a payload bucket keeps every payload inline, up to 64 KiB', async () => {
