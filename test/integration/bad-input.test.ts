@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler } from './harness';
 import { jobBody, startScheduler } from './harness';
+import { MAX_BODY_BYTES } from '../../lambdas/api/http';
 
 describe('bad input', () => {
   let scheduler: Scheduler;
@@ -141,7 +142,7 @@ describe('bad input', () => {
   });
 
   it('refuses an oversized body before parsing it with a 413 problem', async () => {
-    const huge = `{"name":"${'x'.repeat(300 * 1024)}"`; // not even valid JSON: size decides first
+    const huge = `{"name":"${'x'.repeat(MAX_BODY_BYTES)}"`; // not even valid JSON: size decides first
     const response = await fetch(`${scheduler.runtime.url}/v1/jobs`, {
       method: 'POST',
       headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },

@@ -4,6 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler } from './harness';
 import { jobBody, startScheduler } from './harness';
+import { MAX_JOB_PAYLOAD_BYTES } from '../../lambdas/domain/payload';
+import { MAX_BODY_BYTES } from '../../lambdas/api/http';
 
 const CASES = 600;
 const SEED = 0x5eed_0006;
@@ -224,7 +226,7 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
           ]),
         }),
       () => (body.target = { kind: pick(['sqs', 'lambda', 'eventbridge', 'smtp']), queueUrl: 'https://sqs.local/q', bogus: true }),
-      () => (body.payload = { blob: 'p'.repeat(70 * 1024) }),
+      () => (body.payload = { blob: 'p'.repeat(MAX_JOB_PAYLOAD_BYTES) }),
       () => (body.payload = JSON.parse(deep(40, '1')) as unknown),
       () => (body.payload = JSON.parse('{"__proto__":{"polluted":true}}') as unknown),
       () => (body.payload = { nested: { constructor: { prototype: { polluted: true } } } }),
@@ -296,7 +298,7 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
         ]);
       case 'trigger':
         return pick<unknown>([
-          { payload: { blob: 'p'.repeat(70 * 1024) } },
+          { payload: { blob: 'p'.repeat(MAX_JOB_PAYLOAD_BYTES) } },
           { payload: JSON.parse(deep(35, '0')) as unknown },
           { payload: JSON.parse('{"__proto__":1}') as unknown },
           { payload: 1, extra: true },
@@ -413,7 +415,7 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
     if (vector === 'body') {
       body = chance(0.25) ? rawBodies() : JSON.stringify(badBodyFor(route.body));
       headers['content-type'] = chance(0.15) ? pick(BAD_CONTENT_TYPES) : 'application/json';
-      if (chance(0.05)) body = `{"blob":"${'z'.repeat(300 * 1024)}"}`;
+      if (chance(0.05)) body = `{"blob":"${'z'.repeat(MAX_BODY_BYTES + 1)}"}`;
     } else if (VALID_WORKER_BODIES[route.body] !== undefined) {
       body = JSON.stringify(VALID_WORKER_BODIES[route.body]);
       headers['content-type'] = 'application/json';
