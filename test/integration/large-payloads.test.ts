@@ -183,6 +183,33 @@ describe('large payloads', () => {
     expect((await finished(triggered.body.run.runId)).status).toBe('SUCCEEDED');
   });
 
+  it('an Idempotency-Key replay answers the first create with its payload and stores nothing more', async () => {
+    const before = (await keysUnder(`jobs/${scheduler.tenantId}/`)).length;
+    const body = jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: payloadOf(25_000, 'i') });
+    const key = { 'Idempotency-Key': `large-${Date.now()}` };
+    const first = await scheduler.api('POST', '/v1/jobs', body, key);
+    const again = await scheduler.api('POST', '/v1/jobs', body, key);
+    expect([first.status, again.status]).toEqual([201, 201]); // a replay answers as the first did
+    expect(again.body.job.jobId).toBe(first.body.job.jobId);
+    expect(again.body.job.payload).toEqual(payloadOf(25_000, 'i'));
+    expect((await keysUnder(`jobs/${scheduler.tenantId}/`)).length).toBe(before + 1);
+  });
+
+  it('a debounced trigger that joins the open window gives the run its large payload, the last one winning', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: {} }));
+    const jobId = created.body.job.jobId as string;
+    const first = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`, { payload: { marker: 'debounce-first', ...payloadOf(20_000) }, debounceSeconds: 3 });
+    const last = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`, { payload: { marker: 'debounce-last', ...payloadOf(30_000) }, debounceSeconds: 3 });
+    expect(last.body.run.runId).toBe(first.body.run.runId);
+    const item = await runItem(first.body.run.runId);
+    expect(item.payloadOverrideJson).toBeUndefined();
+    expect(item.payloadOverrideRef.bytes).toBe(JSON.stringify({ marker: 'debounce-last', ...payloadOf(30_000) }).length);
+    const call = await delivered('debounce-last');
+    expect(JSON.parse(call!.body).marker).toBe('debounce-last');
+    expect(target.calls.some((other) => other.body.includes('debounce-first'))).toBe(false);
+    // A small payload joining after would go back inline (the carry replaces one form with the other): unit-tested.
+  });
+
   it("ends a run DEAD, saying why, when its payload's object is gone", async () => {
     const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: {} }));
     // Debounced, the run waits two seconds: long enough to take its object away.
