@@ -38,6 +38,13 @@ describe('large payloads', () => {
     ((await scheduler.clients.s3.send(new ListObjectsV2Command({ Bucket: bucket(), Prefix: prefix }))).Contents ?? []).map((object) => object.Key!);
   const tagsOf = async (key: string) =>
     (await scheduler.clients.s3.send(new GetObjectTaggingCommand({ Bucket: bucket(), Key: key }))).TagSet?.map((tag) => `${tag.Key}=${tag.Value}`) ?? [];
+  /** A job an hour ahead with a stored payload: its id and its object's key. */
+  const createLater = async (payload: unknown) => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload }));
+    expect(created.status).toBe(201);
+    const jobId = created.body.job.jobId as string;
+    return { jobId, key: (await jobItem(scheduler, jobId)).payloadRef.key as string };
+  };
   const finished = (runId: string, on = scheduler) =>
     eventually(
       async () => (await on.api('GET', `/v1/runs/${runId}`)).body,
@@ -131,13 +138,7 @@ describe('large payloads', () => {
   });
 
   it('a PATCH stores the new payload and tags the one it replaced for the lifecycle rule; a small one goes back inline', async () => {
-    const created = await scheduler.api(
-      'POST',
-      '/v1/jobs',
-      jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: payloadOf(10_000, 'a') }),
-    );
-    const jobId = created.body.job.jobId as string;
-    const first = (await jobItem(scheduler, jobId)).payloadRef.key as string;
+    const { jobId, key: first } = await createLater(payloadOf(10_000, 'a'));
     expect(await tagsOf(first)).toEqual([]);
 
     const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { payload: payloadOf(20_000, 'b') });
@@ -247,13 +248,7 @@ describe('large payloads', () => {
   });
 
   it('the sweep tags the objects no job names (a write that crashed before its job) and leaves named and young ones', async () => {
-    const created = await scheduler.api(
-      'POST',
-      '/v1/jobs',
-      jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: payloadOf(9_000, 'n') }),
-    );
-    const jobId = created.body.job.jobId as string;
-    const named = (await jobItem(scheduler, jobId)).payloadRef.key as string;
+    const { jobId, key: named } = await createLater(payloadOf(9_000, 'n'));
     // What a create that crashed after its PUT leaves: an object for a job that was never written.
     const crashed = await scheduler.deps.payloads!.putForJob(scheduler.tenantId, 'job_never_written', payloadOf(9_000, 'c'));
     const sweep = (storedBefore: number, dryRun: boolean) =>
