@@ -22,7 +22,7 @@ import { checkNotify, checkPoolTimeout, checkTarget, presentJob } from './jobs';
 import type { JobView } from './jobs';
 import { attemptFor, pendingRun } from './occurrence-chain';
 import { mutateJob, touch } from './job-mutation';
-import { checkPayload, discardPayload, releasePayload, runPayloadOf, withStoredPayload } from './payloads';
+import { checkPayload, discardAfterFailure, discardPayload, releasePayload, runPayloadOf, withStoredPayload } from './payloads';
 import type { PayloadRef } from '../domain/payload';
 import { payloadRefusal } from '../domain/payload';
 
@@ -165,7 +165,7 @@ export async function patchJob(
     },
     ifMatch,
   ).catch(async (error: unknown) => {
-    await discardPayload(deps, newPayload?.payloadRef);
+    await discardAfterFailure(deps, newPayload?.payloadRef, error);
     throw error;
   });
   await releasePayload(deps, replacedPayload, job.payloadRef);
@@ -215,7 +215,7 @@ export async function triggerJob(
   try {
     if (request.debounceSeconds !== undefined) return (await triggerDebounced(deps, job, payload, request.debounceSeconds, traceparent)).run;
   } catch (error) {
-    await discardPayload(deps, stored);
+    await discardAfterFailure(deps, stored, error);
     throw error;
   }
   const plan = planRun(deps.config, job, { scheduledFor: now, attempt: 1, trigger: 'manual', traceparent, ...(payload ? { payload } : {}) }, now);

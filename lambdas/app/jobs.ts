@@ -94,12 +94,10 @@ export async function createJob(
   // after it (a taken name) has used its place in the second, as a request over a rate limit does.
   await admitRunRequest(deps, tenantId, limits, now);
   // A large payload is stored before the job that names it (decision 0162); deleted again when the
-  // job is not written, as nothing else can name it.
+  // job was certainly not written, as nothing else can name it. A store failure may have written
+  // it: the object stays then (the sweep finds it if no job names it).
   const stored = await withStoredPayload(deps, job);
-  const result = await deps.jobs.insert(stored, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs }).catch(async (error: unknown) => {
-    await discardPayload(deps, stored.payloadRef);
-    throw error;
-  });
+  const result = await deps.jobs.insert(stored, plan, idempotency, { maxActiveJobs: limits.maxActiveJobs });
   if (result.kind !== 'created') await discardPayload(deps, stored.payloadRef);
   if (result.kind === 'conflicted') {
     throw new TooManyRequestsError('Concurrent creates of this tenant conflicted and this one was not written; try again', result.retryAfterMs / 1000);

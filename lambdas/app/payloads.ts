@@ -1,7 +1,7 @@
 // Payloads stored apart (decision 0162): what a create, a PATCH or a trigger stores before its
 // write, what a worker reads back, and what the API shows. Inline payloads pass through untouched,
 // so a deployment without a payload bucket works as before with payloads of up to 64 KiB.
-import { ValidationError } from '../core/errors';
+import { ProblemError, ServiceUnavailableError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
 import type { PayloadRef, RunPayload } from '../domain/payload';
@@ -84,4 +84,13 @@ export async function discardPayload(deps: Pick<SchedulerDeps, 'payloads'>, unus
   } catch (error) {
     logger.warn('a payload stored for a write that failed was not deleted', { key: unused.key, error: error instanceof Error ? error.message : String(error) });
   }
+}
+
+/**
+ * After a write that threw: its object is deleted when the error is a refusal (nothing was written);
+ * after a store failure the write may have been applied (a timed-out request), so the object stays,
+ * and the sweep (payload-sweep.ts) finds it if no item names it.
+ */
+export async function discardAfterFailure(deps: Pick<SchedulerDeps, 'payloads'>, unused: PayloadRef | undefined, error: unknown): Promise<void> {
+  if (error instanceof ProblemError && !(error instanceof ServiceUnavailableError)) await discardPayload(deps, unused);
 }

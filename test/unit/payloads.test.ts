@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import type { Job } from '../../lambdas/domain/job';
 import type { PayloadRef } from '../../lambdas/domain/payload';
 import { INLINE_PAYLOAD_MAX_BYTES, LIST_PAYLOAD_BUDGET_BYTES, payloadBytes, sha256Of } from '../../lambdas/domain/payload';
-import { deliveredPayload, runPayloadOf, withListedPayloads, withStoredPayload } from '../../lambdas/app/payloads';
+import { deliveredPayload, discardAfterFailure, runPayloadOf, withListedPayloads, withStoredPayload } from '../../lambdas/app/payloads';
+import { ConflictError, ServiceUnavailableError } from '../../lambdas/core/errors';
 import type { PayloadStore } from '../../lambdas/store/payload-store';
 import { itemToJob, jobToItem, payloadOverrideAttributes, payloadOverrideOf, runToItem } from '../../lambdas/store/keys';
 import { jobSpecSchema } from '../../lambdas/domain/job';
@@ -25,6 +26,11 @@ function memoryStore() {
   const store = {
     putForJob: (tenantId: string, jobId: string, payload: unknown) => Promise.resolve(put(`jobs/${tenantId}/${jobId}/`, payload)),
     putForRun: (tenantId: string, jobId: string, payload: unknown) => Promise.resolve(put(`runs/${tenantId}/${jobId}/`, payload)),
+    delete: (ref: PayloadRef) => {
+      calls.push(`delete ${ref.key}`);
+      objects.delete(ref.key);
+      return Promise.resolve();
+    },
     get: (ref: PayloadRef) => {
       calls.push(`get ${ref.key}`);
       return Promise.resolve(JSON.parse(objects.get(ref.key)!) as unknown);
@@ -115,5 +121,18 @@ describe('payloads stored apart', () => {
     expect(shown[40]).toMatchObject({ payload: null, payloadRef: { bytes: 65 * 1024 } });
     expect(shown[41]!.payload).toEqual({ inline: true });
     expect(calls).toHaveLength(fitting);
+  });
+
+  it('deletes the object of a write that was refused, and keeps it after a store failure that may have written it', async () => {
+    const { deps, objects } = memoryStore();
+    const stored = async () => (await withStoredPayload(deps, job(payloadOf(9_000)))).payloadRef!;
+    const refused = await stored();
+    await discardAfterFailure(deps, refused, new ConflictError('The job is changing too quickly; try again'));
+    expect(objects.has(refused.key)).toBe(false);
+    const timedOut = await stored();
+    const sdkTimeout = Object.assign(new Error('a request has exceeded the configured 3000 ms requestTimeout'), { name: 'TimeoutError', $metadata: {} });
+    await discardAfterFailure(deps, timedOut, sdkTimeout);
+    await discardAfterFailure(deps, timedOut, new ServiceUnavailableError('The scheduler could not reach its store in time.'));
+    expect(objects.has(timedOut.key)).toBe(true);
   });
 });
