@@ -7,6 +7,7 @@ import type { Job } from '../domain/job';
 import type { PayloadRef, RunPayload } from '../domain/payload';
 import { INLINE_PAYLOAD_MAX_BYTES, LIST_PAYLOAD_BUDGET_BYTES, LIST_PAYLOAD_MAX_BYTES, payloadBytes, payloadRefusal } from '../domain/payload';
 import type { SchedulerDeps } from './deps';
+import { PayloadMissingError } from '../store/payload-store';
 
 /** Refuses (400) a payload the deployment or the job's target cannot take. */
 export function checkPayload(deps: Pick<SchedulerDeps, 'payloads'>, payload: unknown, kind: Job['target']['kind'], title = 'Invalid job'): void {
@@ -36,9 +37,20 @@ export async function deliveredPayload(deps: Pick<SchedulerDeps, 'payloads'>, jo
   return job.payloadRef ? await read(deps, job.payloadRef) : job.payload;
 }
 
-/** The job with its payload in place (the API's single-job answers). */
+/**
+ * The job with its payload in place (the API's answers). One whose object is gone (deleted by hand)
+ * is shown with `payload: null` beside its `payloadStored`, not refused: its runs end DEAD with
+ * PAYLOAD_MISSING, and a PATCH may give it a new payload.
+ */
 export async function withPayload(deps: Pick<SchedulerDeps, 'payloads'>, job: Job): Promise<Job> {
-  return job.payloadRef ? { ...job, payload: await read(deps, job.payloadRef) } : job;
+  if (!job.payloadRef) return job;
+  try {
+    return { ...job, payload: await read(deps, job.payloadRef) };
+  } catch (error) {
+    if (!(error instanceof PayloadMissingError)) throw error;
+    logger.warn("a job's stored payload is gone", { jobId: job.jobId, tenantId: job.tenantId, key: job.payloadRef.key });
+    return job;
+  }
 }
 
 /**

@@ -245,6 +245,10 @@ describe('large payloads', () => {
     expect(claims[0]!.payload).toEqual(payloadOf(30_000, 'k'));
     const dead = (await scheduler.api('GET', `/v1/runs/${gone.body.job.nextRunId}`)).body;
     expect(dead.error).toMatchObject({ code: 'PAYLOAD_MISSING', retryable: false });
+    // The job itself still answers, its payload shown as null beside its size.
+    const shown = await scheduler.api('GET', `/v1/jobs/${gone.body.job.jobId}`);
+    expect(shown.status).toBe(200);
+    expect(shown.body).toMatchObject({ payload: null, payloadStored: { bytes: 30_000 } });
   });
 
   it('the sweep tags the objects no job names (a write that crashed before its job) and leaves named and young ones', async () => {
