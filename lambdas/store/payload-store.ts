@@ -31,10 +31,22 @@ export interface StoredObject {
   readonly storedAt: number;
 }
 
+/**
+ * How many bytes of payload text a process keeps after reading them. An object never changes (each
+ * write stores a new one), so a kept text stays right for as long as it is kept: a worker that runs a
+ * recurring job's occurrences reads its payload once, not at every occurrence.
+ */
+export const PAYLOAD_CACHE_BYTES = 16 * 1024 * 1024;
+
 export class PayloadStore {
+  /** Texts read, least recently used first (Map order), and their bytes together. */
+  private readonly texts = new Map<string, string>();
+  private textBytes = 0;
+
   constructor(
     private readonly s3: S3Client,
     readonly bucket: string,
+    private readonly cacheBytes = PAYLOAD_CACHE_BYTES,
   ) {}
 
   /** Stores a job's payload, as a new object. */
@@ -56,8 +68,14 @@ export class PayloadStore {
     return { key, bytes: body.length, sha256 };
   }
 
-  /** The payload an item names; PayloadMissingError when its object is gone. */
+  /** The payload an item names; PayloadMissingError when its object is gone. Parsed anew at each call. */
   async get(ref: PayloadRef): Promise<unknown> {
+    const kept = this.texts.get(ref.key);
+    if (kept !== undefined) {
+      this.texts.delete(ref.key);
+      this.texts.set(ref.key, kept);
+      return JSON.parse(kept) as unknown;
+    }
     let text: string;
     try {
       const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: ref.key }));
@@ -68,7 +86,21 @@ export class PayloadStore {
     }
     // Keys are content-addressed: anything else under the key is not the payload the item names.
     if (sha256Of(text) !== ref.sha256) throw new Error(`the payload ${ref.key} does not match its checksum`);
-    return JSON.parse(text) as unknown;
+    const value = JSON.parse(text) as unknown;
+    this.keep(ref.key, text);
+    return value;
+  }
+
+  private keep(key: string, text: string): void {
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > this.cacheBytes) return;
+    this.texts.set(key, text);
+    this.textBytes += bytes;
+    for (const [oldest, oldText] of this.texts) {
+      if (this.textBytes <= this.cacheBytes) break;
+      this.texts.delete(oldest);
+      this.textBytes -= Buffer.byteLength(oldText, 'utf8');
+    }
   }
 
   /** An object nothing names any more and nobody may be reading: deleted now. */
