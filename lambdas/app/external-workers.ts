@@ -10,14 +10,12 @@ import { NotFoundError, StaleLeaseError, ValidationError } from '../core/errors'
 import { logger } from '../core/logger';
 import { fencingTokenOf } from '../domain/delivery';
 import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest } from '../api/schemas';
-import type { Run, RunError } from '../domain/run';
+import type { Run } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import type { SchedulerDeps } from './deps';
 import type { StepContext } from '../domain/workflow-jobs';
 import { MAX_STEP_RESULT_BYTES } from '../domain/workflow';
-import { deliveredPayload } from './payloads';
-import { endUndeliverable } from './leased-run';
-import { PayloadMissingError } from '../store/payload-store';
+import { payloadOrEnd } from './leased-run';
 import { parseStepJobId } from '../domain/workflow-jobs';
 import { stepFieldsOf } from '../targets/envelope';
 import type { RecordedOutcome } from './record-outcome';
@@ -73,16 +71,10 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
         run = { ...run, consumedAt: at, updatedAt: at };
       }
       const job = await deps.jobs.getAnyTenant(run.jobId);
-      let payload: unknown;
-      try {
-        payload = job ? await deliveredPayload(deps, job, claimed.payloadOverride) : null;
-      } catch (error) {
-        // Its stored payload is gone (decision 0162): no attempt can deliver it; offer the next run.
-        if (!(error instanceof PayloadMissingError)) throw error;
-        const why: RunError = { code: 'PAYLOAD_MISSING', message: error.message, retryable: false };
-        await endUndeliverable(deps, run, deps.clock(), why, 'its payload is no longer stored');
-        continue;
-      }
+      // A run whose stored payload is gone (decision 0162) ends DEAD: offer the next one.
+      const read = job ? await payloadOrEnd(deps, job, run, claimed.payloadOverride, deps.clock()) : { ok: true as const, payload: null };
+      if (!read.ok) continue;
+      const { payload } = read;
       deps.telemetry.runClaimed(run, deps.clock());
       logger.info('run claimed by an external worker', {
         ...runFields(run),

@@ -12,6 +12,7 @@ import type { TargetResult } from '../targets/target';
 import { batchCoalesce } from './batch-coalesce';
 import type { SchedulerDeps } from './deps';
 import { deliveredPayload } from './payloads';
+import type { RunPayload } from '../domain/payload';
 import { PayloadMissingError } from '../store/payload-store';
 import type { DispatchContext, ExecuteResult } from './execute-run';
 import { admitRun } from './admit-run';
@@ -78,16 +79,9 @@ async function executeLeased(
     return endUndeliverable(deps, run, leasedAt, error, 'the job no longer exists');
   }
   // Read before admission takes a slot, which a run that cannot be delivered would have to give back.
-  let payload: unknown;
-  try {
-    payload = await deliveredPayload(deps, job, lease.payloadOverride);
-  } catch (error) {
-    // Its object outlived by the run (a trigger's payload past the bucket's lifecycle): no attempt
-    // can deliver it. Any other failure to read it is the store's, and the message comes back.
-    if (!(error instanceof PayloadMissingError)) throw error;
-    const why: RunError = { code: 'PAYLOAD_MISSING', message: error.message, retryable: false };
-    return endUndeliverable(deps, run, leasedAt, why, 'its payload is no longer stored');
-  }
+  const read = await payloadOrEnd(deps, job, run, lease.payloadOverride, leasedAt);
+  if (!read.ok) return 'dead';
+  const { payload } = read;
   const admission = await admitRun(deps, job, run, lease.backfillRemaining);
   if (admission.kind === 'stopped') return admission.outcome;
   const flow = await passKeyedFlow(deps, job, run, payload, message);
@@ -96,6 +90,27 @@ async function executeLeased(
     return await executeAdmitted(deps, job, run, lease, leasedAt, receivedAt, message, followLease, admission.reason, payload);
   } finally {
     await flow.release();
+  }
+}
+
+/**
+ * The payload a leased (or claimed) run delivers; the run ended DEAD when its object is gone (a
+ * trigger's payload past the bucket's lifecycle): no attempt can deliver it. Any other failure to
+ * read it is the store's, and is thrown (the message comes back).
+ */
+export async function payloadOrEnd(
+  deps: SchedulerDeps,
+  job: Job,
+  run: Run,
+  own: RunPayload | undefined,
+  leasedAt: number,
+): Promise<{ readonly ok: true; readonly payload: unknown } | { readonly ok: false }> {
+  try {
+    return { ok: true, payload: await deliveredPayload(deps, job, own) };
+  } catch (error) {
+    if (!(error instanceof PayloadMissingError)) throw error;
+    await endUndeliverable(deps, run, leasedAt, { code: 'PAYLOAD_MISSING', message: error.message, retryable: false }, 'its payload is no longer stored');
+    return { ok: false };
   }
 }
 
