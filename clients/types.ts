@@ -339,7 +339,10 @@ export interface Claim<Payload = unknown, Checkpoint = unknown> {
   readonly checkpoint: Checkpoint | null;
   /** A workflow step's run: its workflow run and step. */
   readonly workflow?: { readonly workflowId: string; readonly workflowRunId: string; readonly stepId: string; readonly version: number };
-  /** A workflow step's run: its dependencies' results, by step id (at most 4 KiB each); complete it with a result of at most 4 KiB. */
+  /**
+   * A workflow step's run: its dependencies' results, by step id. Complete it with a result of at most
+   * 1 MiB of JSON where the deployment has a payload bucket, else 4 KiB (docs/api.md, "Large payloads").
+   */
   readonly results?: Readonly<Record<string, unknown>>;
 }
 

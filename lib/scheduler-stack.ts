@@ -155,8 +155,10 @@ export class SchedulerStack extends Stack {
     this.signingKey.grant(this.api.fn, 'kms:Encrypt');
     // Payloads stored apart (decision 0162): a create, PATCH or trigger stores one (PutObject), a
     // GET shows it, a replaced one is tagged for the lifecycle rule, one no write came to name is deleted.
+    // Steps' results (decision 0163): an external worker's complete stores one, a claim reads a
+    // step's parents' results, and a GET of a run shows its result.
     this.api.grantPayloads(payloadBucket, JOB_PAYLOAD_PREFIX, ['PutObject', 'GetObject', 'PutObjectTagging', 'DeleteObject']);
-    this.api.grantPayloads(payloadBucket, RUN_PAYLOAD_PREFIX, ['PutObject', 'DeleteObject']);
+    this.api.grantPayloads(payloadBucket, RUN_PAYLOAD_PREFIX, ['PutObject', 'GetObject', 'DeleteObject']);
 
     // One worker function per pool (the same code, the pool's timeout), fed by one event source
     // mapping per lane: the high and standard lanes each capped at the pool's concurrency (decision
@@ -188,9 +190,11 @@ export class SchedulerStack extends Stack {
       worker.grantSecretReads(headerSecretArns);
       // Decrypt: deliveries are signed with the tenant's secrets.
       this.signingKey.grant(worker.fn, 'kms:Decrypt');
-      // The payload a run delivers, when it is stored apart (its job's, or its trigger's).
+      // The payload a run delivers, when it is stored apart (its job's, or its trigger's), and a step's
+      // parents' results; a step's large result is stored (decision 0163), and deleted when its
+      // attempt was fenced and nothing names it.
       worker.grantPayloads(payloadBucket, JOB_PAYLOAD_PREFIX, ['GetObject']);
-      worker.grantPayloads(payloadBucket, RUN_PAYLOAD_PREFIX, ['GetObject']);
+      worker.grantPayloads(payloadBucket, RUN_PAYLOAD_PREFIX, ['GetObject', 'PutObject', 'DeleteObject']);
       for (const [lane, laneConcurrency] of [
         [pool.standard, definition.maxConcurrency],
         [pool.high, definition.maxConcurrency],

@@ -41,7 +41,14 @@ export const runSchema = z
     trigger: z.enum(['schedule', 'manual', 'retry', 'replay']),
     delivery: z.enum(DELIVERY_MODES).optional(),
     consumedAt: nullableTimestamp.optional(),
-    result: jsonValue.optional(),
+    result: jsonValue.optional().meta({
+      description:
+        "A workflow step's result: the JSON its target answered, or its external worker reported. One over 4 KiB is stored apart (`resultStored`); a list of runs then shows it only when it is at most 64 KiB and within the page's 2 MiB of results; GET /v1/runs/{runId} always shows it.",
+    }),
+    resultStored: z
+      .strictObject({ bytes: z.number().int() })
+      .optional()
+      .meta({ description: "Present when the run's result is over 4 KiB and stored apart in the payload bucket: its size in bytes of JSON." }),
     replayedAs: z.string().optional().meta({ description: 'The run that replayed this one, once replayed.' }),
     traceparent: z.string().optional().meta({
       description:

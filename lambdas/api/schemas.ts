@@ -23,17 +23,15 @@ import {
 import { RUN_STATUSES } from '../domain/run';
 import { JOB_NOTIFY_EVENTS } from '../domain/notify';
 import { FIRE_TIME_RANGE } from '../domain/schedule-series';
+import { MAX_STORED_STEP_RESULT_BYTES } from '../domain/workflow';
 
 export { MASKED_HEADER_VALUE, jobPatchSchema, jobSpecSchema };
 
 const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
 /** A time filter in a query string, normalised to UTC (`Z`) so that it compares with stored keys. */
 const isoInstantParam = isoInstant.transform((value) => new Date(value).toISOString());
-const boundedJson = (what: string) =>
-  jsonValue.refine(
-    (value) => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8') <= MAX_PAYLOAD_BYTES,
-    `${what} must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`,
-  );
+const boundedJson = (what: string, max = MAX_PAYLOAD_BYTES) =>
+  jsonValue.refine((value) => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8') <= max, `${what} must be at most ${max} bytes of JSON`);
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -188,7 +186,8 @@ export type ClaimRequest = z.output<typeof claimSchema>;
 const leaseToken = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'must be the lease token the claim returned');
 export const heartbeatSchema = z.strictObject({ leaseToken, progress: boundedJson('progress').optional(), checkpoint: boundedJson('checkpoint').optional() });
 export type HeartbeatRequest = z.output<typeof heartbeatSchema>;
-export const completeSchema = z.strictObject({ leaseToken, result: boundedJson('result').optional() });
+// The deployment's own bound (a payload bucket or none; a step or not) is checked by the complete itself.
+export const completeSchema = z.strictObject({ leaseToken, result: boundedJson('result', MAX_STORED_STEP_RESULT_BYTES).optional() });
 export type CompleteRequest = z.output<typeof completeSchema>;
 export const failSchema = z.strictObject({
   leaseToken,

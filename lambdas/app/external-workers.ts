@@ -13,9 +13,8 @@ import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest } fro
 import type { Run } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import type { SchedulerDeps } from './deps';
-import type { StepContext } from '../domain/workflow-jobs';
-import { MAX_STEP_RESULT_BYTES } from '../domain/workflow';
-import { payloadOrEnd } from './leased-run';
+import { payloadOrEnd, stepContextOrEnd } from './leased-run';
+import { resultLimitOf, withResult } from './step-results';
 import { parseStepJobId } from '../domain/workflow-jobs';
 import { stepFieldsOf } from '../targets/envelope';
 import type { RecordedOutcome } from './record-outcome';
@@ -40,10 +39,6 @@ export interface ClaimedRun {
   readonly workflow?: { readonly workflowId: string; readonly workflowRunId: string; readonly stepId: string; readonly version: number };
   /** A workflow step's run: its dependencies' results, by step id, as stored with the run (the same for every attempt and replay). */
   readonly results?: Readonly<Record<string, unknown>>;
-}
-
-function isStepContext(value: unknown): value is StepContext {
-  return typeof value === 'object' && value !== null && 'workflowRunId' in value && 'stepId' in value && 'results' in value;
 }
 
 export async function claimRun(deps: SchedulerDeps, tenantId: string, body: ClaimRequest): Promise<ClaimedRun | null> {
@@ -75,6 +70,9 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
       const read = job ? await payloadOrEnd(deps, job, run, claimed.payloadOverride, deps.clock()) : { ok: true as const, payload: null };
       if (!read.ok) continue;
       const { payload } = read;
+      // A step's inputs travel with its claim (its parents' stored results read), as in the envelope of the other targets.
+      const context = job ? await stepContextOrEnd(deps, job, run, claimed.inputs, payload, deps.clock()) : { ok: true as const };
+      if (!context.ok) continue;
       deps.telemetry.runClaimed(run, deps.clock());
       logger.info('run claimed by an external worker', {
         ...runFields(run),
@@ -91,8 +89,7 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
         idempotencyKey: occurrenceKey(run.jobId, run.scheduledFor),
         payload,
         checkpoint: claimed.checkpoint ?? null,
-        // A step's inputs travel with its claim, as they do in the envelope of the other targets.
-        ...(isStepContext(claimed.inputs) ? stepFieldsOf(claimed.inputs) : {}),
+        ...(context.step ? stepFieldsOf(context.step) : {}),
       };
     }
     if (deps.clock() + CLAIM_POLL_MS > deadline) return null;
@@ -124,14 +121,17 @@ async function leasedRun(deps: SchedulerDeps, tenantId: string, runId: string, t
 
 export async function completeRun(deps: SchedulerDeps, tenantId: string, runId: string, body: CompleteRequest): Promise<Run> {
   const { run, job, budgetFrom } = await leasedRun(deps, tenantId, runId, body.leaseToken);
-  // A workflow step's result is its dependants' input: bounded as every target's answer is (decision 0141).
-  if (parseStepJobId(run.jobId) && body.result !== undefined) {
+  // A workflow step's result is its dependants' input: bounded as every target's answer is (decisions
+  // 0141, 0163). Another run's result is bounded by where it is kept.
+  if (body.result !== undefined) {
     const bytes = Buffer.byteLength(JSON.stringify(body.result), 'utf8');
-    if (bytes > MAX_STEP_RESULT_BYTES) {
+    const step = parseStepJobId(run.jobId) !== null;
+    const limit = resultLimitOf(deps, step);
+    if (bytes > limit) {
       throw new ValidationError('Invalid request', [
         {
           path: 'result',
-          message: `a workflow step's result must be at most ${MAX_STEP_RESULT_BYTES} bytes of JSON (got ${bytes}); the run is still yours to complete or fail`,
+          message: `${step ? "a workflow step's" : "a run's"} result must be at most ${limit} bytes of JSON (got ${bytes}); the run is still yours to complete or fail`,
         },
       ]);
     }
@@ -163,5 +163,6 @@ async function finished(deps: SchedulerDeps, run: Run, outcome: RecordedOutcome,
     status: outcome.status,
     retryRunId: outcome.retry?.runId,
   });
-  return (await deps.runs.get(run.runId)) ?? run;
+  const current = await deps.runs.get(run.runId);
+  return current ? withResult(deps, current) : run;
 }

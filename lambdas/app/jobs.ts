@@ -22,6 +22,7 @@ import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 import { checkPayload, discardPayload, withListedPayloads, withPayload, withStoredPayload } from './payloads';
+import { withListedResults, withResult } from './step-results';
 
 /** How long an Idempotency-Key is remembered. */
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
@@ -302,18 +303,18 @@ export async function listJobs(deps: SchedulerDeps, tenantId: string, query: Lis
 export async function listJobRuns(deps: SchedulerDeps, tenantId: string, jobId: string, query: ListRunsQuery): Promise<Page<Run>> {
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
-  return deps.runs.listByJob(jobId, query.limit, query.cursor, { status: query.status, from: query.from, to: query.to });
+  return withListedResults(deps, await deps.runs.listByJob(jobId, query.limit, query.cursor, { status: query.status, from: query.from, to: query.to }));
 }
 
 /** The tenant's runs, newest occurrence first, within `from`/`to` and of one status when given. */
 export async function listRuns(deps: SchedulerDeps, tenantId: string, query: ListRunsQuery): Promise<Page<Run>> {
-  return deps.runs.listByTenant(tenantId, query.limit, { status: query.status, from: query.from, to: query.to }, query.cursor);
+  return withListedResults(deps, await deps.runs.listByTenant(tenantId, query.limit, { status: query.status, from: query.from, to: query.to }, query.cursor));
 }
 
 export async function getRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
   const run = await deps.runs.get(runId);
   if (!run || run.tenantId !== tenantId) throw new NotFoundError(`No run ${runId}`);
-  return run;
+  return withResult(deps, run);
 }
 
 export interface SchedulePreview {

@@ -12,6 +12,7 @@ import type { TargetResult } from '../targets/target';
 import { batchCoalesce } from './batch-coalesce';
 import type { SchedulerDeps } from './deps';
 import { deliveredPayload } from './payloads';
+import { deliveredStepContext, resultLimitOf, stepDeliveryRefusal } from './step-results';
 import type { RunPayload } from '../domain/payload';
 import { PayloadMissingError } from '../store/payload-store';
 import type { DispatchContext, ExecuteResult } from './execute-run';
@@ -27,7 +28,7 @@ import { startScheduledWorkflowRun } from './workflow-runs';
 import { wakeBuffered } from './occurrence-chain';
 import type { StepContext } from '../domain/workflow-jobs';
 
-function isStepContext(value: unknown): value is StepContext {
+export function isStepContext(value: unknown): value is StepContext {
   return typeof value === 'object' && value !== null && 'workflowRunId' in value && 'stepId' in value && 'results' in value;
 }
 
@@ -82,12 +83,15 @@ async function executeLeased(
   const read = await payloadOrEnd(deps, job, run, lease.payloadOverride, leasedAt);
   if (!read.ok) return 'dead';
   const { payload } = read;
+  // An external step's inputs are read by the claim that hands them over, not here.
+  const context = job.target.kind === 'external' ? { ok: true as const } : await stepContextOrEnd(deps, job, run, lease.inputs, payload, leasedAt);
+  if (!context.ok) return 'dead';
   const admission = await admitRun(deps, job, run, lease.backfillRemaining);
   if (admission.kind === 'stopped') return admission.outcome;
   const flow = await passKeyedFlow(deps, job, run, payload, message);
   if (flow.kind !== 'start') return flow.kind;
   try {
-    return await executeAdmitted(deps, job, run, lease, leasedAt, receivedAt, message, followLease, admission.reason, payload);
+    return await executeAdmitted(deps, job, run, lease, leasedAt, receivedAt, message, followLease, admission.reason, payload, context.step);
   } finally {
     await flow.release();
   }
@@ -114,6 +118,40 @@ export async function payloadOrEnd(
   }
 }
 
+/**
+ * A step run's context as its target receives it, its parents' stored results read (decision 0163);
+ * none for other runs. The run ended DEAD when no attempt can deliver it: its payload and inputs are
+ * over what its target takes, or a result's object is gone.
+ */
+export async function stepContextOrEnd(
+  deps: SchedulerDeps,
+  job: Job,
+  run: Run,
+  inputs: unknown,
+  payload: unknown,
+  leasedAt: number,
+): Promise<{ readonly ok: true; readonly step?: StepContext } | { readonly ok: false }> {
+  if (!isStepContext(inputs)) return { ok: true };
+  const refusal = stepDeliveryRefusal(payload, inputs, job.target.kind);
+  if (refusal) {
+    await endUndeliverable(deps, run, leasedAt, { code: 'INPUTS_TOO_LARGE', message: refusal, retryable: false }, 'its inputs are more than its target takes');
+    return { ok: false };
+  }
+  try {
+    return { ok: true, step: await deliveredStepContext(deps, inputs) };
+  } catch (error) {
+    if (!(error instanceof PayloadMissingError)) throw error;
+    await endUndeliverable(
+      deps,
+      run,
+      leasedAt,
+      { code: 'PAYLOAD_MISSING', message: error.message, retryable: false },
+      "a dependency's result is no longer stored",
+    );
+    return { ok: false };
+  }
+}
+
 /** Ends a leased (or claimed) run DEAD that no attempt can deliver (its job or its payload is gone). */
 export async function endUndeliverable(deps: SchedulerDeps, run: Run, leasedAt: number, error: RunError, reason: string): Promise<ExecuteResult> {
   const now = deps.clock();
@@ -136,6 +174,7 @@ async function executeAdmitted(
   followLease: Promise<unknown> | undefined,
   admissionReason: string | null,
   payload: unknown,
+  step: StepContext | undefined,
 ): Promise<ExecuteResult> {
   deps.telemetry.runStarted(run, receivedAt);
   logger.info('run started', {
@@ -159,9 +198,7 @@ async function executeAdmitted(
 
   // A workflow's schedule calls no target: its occurrence starts a workflow run (decision 0147).
   const result =
-    job.target.kind === 'workflow'
-      ? await startScheduledWorkflowRun(deps, job, run)
-      : await invokeWithHeartbeat(deps, job, run, payload, message, isStepContext(lease.inputs) ? lease.inputs : undefined);
+    job.target.kind === 'workflow' ? await startScheduledWorkflowRun(deps, job, run) : await invokeWithHeartbeat(deps, job, run, payload, message, step);
   if (result === 'lease-lost') {
     const now = await deps.runs.get(run.runId);
     logger.warn('lease lost or run cancelled during the call; outcome discarded', { ...runFields(run), status: now?.status });
@@ -312,7 +349,7 @@ async function invokeWithHeartbeat(
         ...(signingSecrets?.length ? { signingSecrets } : {}),
         ...(headers ? { headers } : {}),
         traceparent: formatTraceparent(childSpanOf(traceContextOfRun(run))),
-        ...(step ? { step } : {}),
+        ...(step ? { step, resultLimitBytes: resultLimitOf(deps) } : {}),
       }),
     );
     return lost ? 'lease-lost' : result;

@@ -14,6 +14,8 @@ import { runFields } from './run-log';
 import { sendPlannedRun } from './send-planned-run';
 import { jobSubject, notifyEventFor, notifyOutcome } from './notifications';
 import { continueWorkflow } from './workflow-progress';
+import { keptResult } from './step-results';
+import { discardPayload } from './payloads';
 
 /** An attempt's outcome as recorded, or fenced (the lease was lost first: nothing was written). */
 export interface RecordedOutcome {
@@ -50,12 +52,17 @@ export async function recordOutcome(
           }
         : undefined;
     const notify = notifyEventFor(jobSubject(job), 'SUCCEEDED');
+    // A step's result over the inline bound is stored before the write that names it (decision 0163).
+    // An object whose write failed is left to the lifecycle rule, which expires the runs' objects.
+    const kept = carried.result === undefined ? undefined : await keptResult(deps, run, carried.result);
     const recorded = await deps.leases.finishAttempt(
       run,
-      { status: 'SUCCEEDED', now, error: null, reason, result: carried.result, notify },
+      { status: 'SUCCEEDED', now, error: null, reason, result: kept, notify },
       null,
       effect ? { effect } : {},
     );
+    // Fenced: another attempt owns the run, and nothing names the object.
+    if (recorded === 'fenced' && kept && 'ref' in kept) await discardPayload(deps, kept.ref);
     if (recorded === 'effect-exists') logger.warn("exactly-once: another attempt recorded this occurrence's effect first; one effect kept", runFields(run));
     if (recorded !== 'fenced') {
       await continueWorkflow(deps, { ...run, result: carried.result }, { status: 'SUCCEEDED', reason });

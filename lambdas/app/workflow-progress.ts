@@ -19,6 +19,8 @@ import { runFields } from './run-log';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 import { versionOf, workflowRunFields } from './workflow-versions';
+import { inputsFrom } from './step-results';
+import type { RunPayload } from '../domain/payload';
 
 /**
  * After a step run's outcome was recorded (or its run cancelled): a final outcome is recorded on
@@ -178,7 +180,8 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
   const parentRunIds = [...new Set(stepIds.flatMap((stepId) => parentsOf.get(stepId) ?? []))]
     .map((parent) => run.steps[parent])
     .flatMap((state) => (state?.status === 'SUCCEEDED' && state.runId ? [state.runId] : []));
-  const parentRuns = new Map((parentRunIds.length > 0 ? await deps.runs.getMany(parentRunIds) : []).map((parentRun) => [parentRun.runId, parentRun]));
+  // Each parent's result as its run keeps it: inline, or a reference to its object (decision 0163).
+  const parentRuns = parentRunIds.length > 0 ? await deps.runs.resultsOf(parentRunIds) : new Map<string, RunPayload | null>();
   // A succeeded parent whose run has left (RUN_RETENTION_DAYS, decision 0159) has no result to pass
   // on: its dependant does not start, rather than start with a null input.
   const gone = new Map<string, string>();
@@ -192,13 +195,12 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
   const plans = stepIds.flatMap((stepId) => {
     const job = stepJobOf(version, stepId);
     if (!job || gone.has(stepId)) return [];
-    const results: Record<string, unknown> = {};
+    const kept = new Map<string, RunPayload | null>();
     for (const parent of parentsOf.get(stepId) ?? []) {
       const state = run.steps[parent];
-      const parentRun = state?.runId ? parentRuns.get(state.runId) : undefined;
-      if (state?.status === 'SUCCEEDED') results[parent] = parentRun?.result ?? null;
+      if (state?.status === 'SUCCEEDED') kept.set(parent, (state.runId ? parentRuns.get(state.runId) : undefined) ?? null);
     }
-    const inputs: StepContext = { workflowId: run.workflowId, workflowRunId: run.workflowRunId, stepId, version: run.version, results };
+    const inputs: StepContext = { workflowId: run.workflowId, workflowRunId: run.workflowRunId, stepId, version: run.version, ...inputsFrom(kept) };
     const attempt = stateOf(run, stepId).attempt;
     const plan = planRun(
       deps.config,

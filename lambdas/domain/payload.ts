@@ -56,6 +56,16 @@ export function targetPayloadLimit(kind: Target['kind'] | 'workflow'): number {
   return MAX_JOB_PAYLOAD_BYTES;
 }
 
+/**
+ * The most a workflow step's run may deliver: its payload and its parents' results together
+ * (decision 0163). A message target's room for a payload; 4 MiB for the others, whose request
+ * (Lambda's RequestResponse invoke) or answer (an external worker's claim) stays under Lambda's 6 MB.
+ */
+export const STEP_DELIVERY_MAX_BYTES = 4 * 1024 * 1024;
+export function stepDeliveryLimit(kind: Target['kind'] | 'workflow'): number {
+  return kind === 'sqs' || kind === 'eventbridge' ? targetPayloadLimit(kind) : STEP_DELIVERY_MAX_BYTES;
+}
+
 /** Why a payload is refused for a target, or null when it fits. `storedApart`: a payload bucket is configured. */
 export function payloadRefusal(bytes: number, kind: Target['kind'] | 'workflow', storedApart: boolean): string | null {
   const limit = Math.min(targetPayloadLimit(kind), storedApart ? MAX_JOB_PAYLOAD_BYTES : MAX_INLINE_ONLY_PAYLOAD_BYTES);

@@ -45,8 +45,13 @@ export interface Run {
   readonly delivery?: Delivery;
   /** At-most-once: when the attempt was recorded as consumed, just before its target was called. */
   readonly consumedAt?: string | null;
-  /** What an external worker reported when it completed the run. */
+  /** A workflow step's result: the JSON its target answered, or its external worker reported. */
   readonly result?: unknown;
+  /**
+   * A result over 4 KiB stored apart (decision 0163): its size in bytes of JSON. The run's item
+   * names the object; `result` is then read from it where shown (GET /v1/runs/{runId}).
+   */
+  readonly resultStored?: { readonly bytes: number };
   /** The run a replay of this one made: a run is replayed once. */
   readonly replayedAs?: string;
   /**
@@ -89,6 +94,7 @@ const RUN_VIEW: Readonly<Record<keyof Run, true>> = {
   delivery: true,
   consumedAt: true,
   result: true,
+  resultStored: true,
   replayedAs: true,
   traceparent: true,
   createdAt: true,

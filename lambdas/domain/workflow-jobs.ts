@@ -2,6 +2,7 @@
 // step's, and the schedule's job (`wf_….schedule`, decision 0147), whose runs start workflow runs;
 // and the ids that tie a step run to its workflow run.
 import type { Job } from './job';
+import type { PayloadRef } from './payload';
 import type { Workflow, WorkflowSpec, WorkflowVersion } from './workflow';
 
 // ---- Steps as jobs -------------------------------------------------------------------------------
@@ -137,4 +138,9 @@ export interface StepContext {
   readonly stepId: string;
   readonly version: number;
   readonly results: Readonly<Record<string, unknown>>;
+  /**
+   * As the run keeps them: the parents' results stored apart (decision 0163), by step id, read into
+   * `results` by the worker that delivers the run. Absent once read, and on the context a target sees.
+   */
+  readonly storedResults?: Readonly<Record<string, PayloadRef>>;
 }

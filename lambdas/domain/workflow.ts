@@ -17,12 +17,22 @@ import {
 } from './job';
 import { DEFAULT_DELIVERY, DELIVERY_MODES } from './delivery';
 import { workflowNotifySchema } from './notify';
+import { MAX_JOB_PAYLOAD_BYTES } from './payload';
 
 export const MAX_WORKFLOW_STEPS = 100;
-/** A step depends on at most this many others: its parents' results (4 KiB each) fit in its run item. */
+/** A step depends on at most this many others: its parents' results (4 KiB each, or a reference to one stored apart) fit in its run item. */
 export const MAX_STEP_DEPENDENCIES = 64;
-/** A step's result (the JSON its target answered) is kept up to this many bytes; more fails the step. */
+/**
+ * A step's result (the JSON its target answered) is kept up to this many bytes in its run's item;
+ * without a payload bucket, more fails the step. With one, a larger result is stored apart
+ * (decision 0163), up to MAX_STORED_STEP_RESULT_BYTES.
+ */
 export const MAX_STEP_RESULT_BYTES = 4096;
+/** The largest result of a step where a payload bucket is configured: as large as a payload. */
+export const MAX_STORED_STEP_RESULT_BYTES = MAX_JOB_PAYLOAD_BYTES;
+
+/** How large a step's result may be: `storedApart`, a payload bucket is configured. */
+export const stepResultLimit = (storedApart: boolean): number => (storedApart ? MAX_STORED_STEP_RESULT_BYTES : MAX_STEP_RESULT_BYTES);
 /** The whole definition as JSON: one version item, well under DynamoDB's 400 KB. */
 export const MAX_WORKFLOW_DEFINITION_BYTES = 256 * 1024;
 

@@ -218,6 +218,8 @@ export function gateAttributes(runId: string, gateAt: number, shards: number): {
  */
 export const PROGRESS_ATTRIBUTE = 'progressJson';
 export const RESULT_ATTRIBUTE = 'resultJson';
+/** A result stored apart (decision 0163): the object's reference, in place of `resultJson`. */
+export const RESULT_REF_ATTRIBUTE = 'resultRef';
 /** On a finished run: the notification event its outcome raised (docs/notifications.md). */
 export const NOTIFY_EVENT_ATTRIBUTE = 'notifyEvent';
 
@@ -253,7 +255,7 @@ export function expiryAttributes(runId: string, finishedAt: number, retentionDay
 }
 
 /** Fields of a run that are stored as they are shown; the others are stored in a form of their own. */
-const STORED_AS_SHOWN = RUN_FIELDS.filter((field) => field !== 'leaseExpiresAt' && field !== 'progress' && field !== 'result');
+const STORED_AS_SHOWN = RUN_FIELDS.filter((field) => field !== 'leaseExpiresAt' && field !== 'progress' && field !== 'result' && field !== 'resultStored');
 
 /**
  * A run from its item: the fields of a run (`RUN_FIELDS`) and nothing else, so that what the item
@@ -268,7 +270,17 @@ export function itemToRun(item: Item): Run {
   run.progress = typeof item.progressJson === 'string' ? (JSON.parse(item.progressJson) as unknown) : (item.progress ?? null);
   if (typeof item.resultJson === 'string') run.result = JSON.parse(item.resultJson) as unknown;
   else if (Object.hasOwn(item, 'result')) run.result = item.result;
+  const stored = payloadRefOf(item[RESULT_REF_ATTRIBUTE]);
+  if (stored) run.resultStored = { bytes: stored.bytes };
   return run as unknown as Run;
+}
+
+/** A finished run's result as its item keeps it: inline, or stored apart; null when it has none. */
+export function resultOf(item: Item): RunPayload | null {
+  const ref = payloadRefOf(item[RESULT_REF_ATTRIBUTE]);
+  if (ref) return { ref };
+  if (typeof item.resultJson === 'string') return { inline: JSON.parse(item.resultJson) as unknown };
+  return Object.hasOwn(item, 'result') ? { inline: item.result } : null;
 }
 
 export function budgetFromOf(item: Item): number {

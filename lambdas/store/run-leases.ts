@@ -40,6 +40,7 @@ import {
   notifyEventOf,
   payloadOverrideOf,
   RESULT_ATTRIBUTE,
+  RESULT_REF_ATTRIBUTE,
   runKey,
   runToItem,
 } from './keys';
@@ -228,7 +229,15 @@ export class RunLeases {
    */
   async finishAttempt(
     run: Run,
-    outcome: { status: AttemptOutcome; now: number; error: RunError | null; reason?: string | null; result?: unknown; notify?: NotifyEvent | null },
+    outcome: {
+      status: AttemptOutcome;
+      now: number;
+      error: RunError | null;
+      reason?: string | null;
+      /** A step's result: kept in the item, or stored apart and named by it (decision 0163). */
+      result?: RunPayload;
+      notify?: NotifyEvent | null;
+    },
     retry: { run: Run; extras: RunItemExtras } | null,
     options: { leaseExpiredBefore?: number; effect?: EffectRecord } = {},
   ): Promise<'recorded' | 'fenced' | 'effect-exists'> {
@@ -241,7 +250,8 @@ export class RunLeases {
         updatedAt: now,
         error: outcome.error,
         reason: outcome.reason ?? run.reason ?? null,
-        [RESULT_ATTRIBUTE]: outcome.result === undefined ? undefined : JSON.stringify(outcome.result),
+        [RESULT_ATTRIBUTE]: outcome.result && 'inline' in outcome.result ? JSON.stringify(outcome.result.inline) : undefined,
+        [RESULT_REF_ATTRIBUTE]: outcome.result && 'ref' in outcome.result ? { ...outcome.result.ref } : undefined,
         [NOTIFY_EVENT_ATTRIBUTE]: outcome.notify ?? undefined,
         ...(dead ?? {}),
         ...expiryAttributes(run.runId, outcome.now, this.retentionDays),

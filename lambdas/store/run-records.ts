@@ -8,7 +8,8 @@ import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
 import type { RunItemExtras } from './keys';
-import { encodeCursor, expiryAttributes, inputsOf, itemToRun, RUN_PK_PREFIX, runKey, runToItem } from './keys';
+import { encodeCursor, expiryAttributes, inputsOf, itemToRun, resultOf, RUN_PK_PREFIX, runKey, runToItem } from './keys';
+import type { RunPayload } from '../domain/payload';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
 import { RUNS_BY_JOB_INDEX, RUNS_BY_TENANT_INDEX } from './schema';
@@ -40,6 +41,15 @@ export class RunRecords {
       new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true, ProjectionExpression: 'inputsJson' }),
     );
     return item ? inputsOf(item) : undefined;
+  }
+
+  /**
+   * The results of several runs, by run id, as their items keep them (inline or stored apart; null
+   * when a run has none). A run that is not stored (it has left) is not in the map.
+   */
+  async resultsOf(runIds: readonly string[]): Promise<Map<string, RunPayload | null>> {
+    const items = await batchGetConsistent(this.dynamo, this.tableName, [...new Set(runIds)].map(runKey));
+    return new Map(items.map((item) => [String(item.runId), resultOf(item)]));
   }
 
   /** Several runs by id (any order; missing ones are left out). */

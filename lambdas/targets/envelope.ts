@@ -9,7 +9,7 @@ import type { StepContext } from '../domain/workflow-jobs';
 
 /** What a step's target receives besides its payload (the envelope's fields, and an HTTP step's body). */
 export function stepFieldsOf(step: StepContext): Pick<TargetEnvelope, 'workflow' | 'results'> {
-  const { results, ...workflow } = step;
+  const { results, storedResults: _stored, ...workflow } = step;
   return { workflow, results };
 }
 

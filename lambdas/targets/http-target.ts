@@ -178,7 +178,7 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
         },
         body,
         // One byte over the bound tells a result too large from one that fits.
-        invocation.step ? MAX_STEP_RESULT_BYTES + 1 : 0,
+        invocation.step ? (invocation.resultLimitBytes ?? MAX_STEP_RESULT_BYTES) + 1 : 0,
       );
     const pooled = agents[url.protocol === 'https:' ? 'https:' : 'http:'];
     let response: TargetResponse;
@@ -194,7 +194,7 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
     if (response.status >= 200 && response.status < 300) {
       const detail = `HTTP ${response.status}`;
       if (invocation.step && response.body !== undefined) {
-        return stepResultOf(response.body, header(response.headers, 'content-type'), detail, response.bodyBytes);
+        return stepResultOf(response.body, header(response.headers, 'content-type'), detail, response.bodyBytes, invocation.resultLimitBytes);
       }
       return { ok: true, detail };
     }

@@ -52,7 +52,8 @@ export async function callLambdaTarget(lambda: LambdaClient, target: LambdaTarge
     );
     if (out.FunctionError) return functionErrorOf(out.FunctionError, out.Payload);
     const detail = `Lambda ${out.StatusCode ?? 200}`;
-    if (invocation.step && out.Payload) return stepResultOf(Buffer.from(out.Payload).toString('utf8'), 'application/json', detail);
+    if (invocation.step && out.Payload)
+      return stepResultOf(Buffer.from(out.Payload).toString('utf8'), 'application/json', detail, undefined, invocation.resultLimitBytes);
     return { ok: true, detail };
   } catch (error) {
     return sdkFailure(error, timeout, invocation.signal, invocation.timeoutMs);

@@ -26,6 +26,8 @@ export interface TargetInvocation {
   readonly traceparent?: string;
   /** A workflow step's run: where it is and its parents' results; its target's JSON answer is its result. */
   readonly step?: StepContext;
+  /** How many bytes of JSON a step's result may have (stepResultLimit); MAX_STEP_RESULT_BYTES when absent. */
+  readonly resultLimitBytes?: number;
 }
 
 export type TargetResult =
@@ -37,17 +39,23 @@ export interface TargetInvoker {
 }
 
 /**
- * A workflow step's result from its target's answer: JSON of at most MAX_STEP_RESULT_BYTES. A larger
- * answer fails the step for good (its dependants would otherwise see a result cut short); an empty
- * or non-JSON answer is no result.
+ * A workflow step's result from its target's answer: JSON of at most `limit` bytes. A larger answer
+ * fails the step for good (its dependants would otherwise see a result cut short); an empty or
+ * non-JSON answer is no result.
  */
-export function stepResultOf(body: string, contentType: string | null, detail: string, bytes = Buffer.byteLength(body, 'utf8')): TargetResult {
+export function stepResultOf(
+  body: string,
+  contentType: string | null,
+  detail: string,
+  bytes = Buffer.byteLength(body, 'utf8'),
+  limit = MAX_STEP_RESULT_BYTES,
+): TargetResult {
   if (bytes === 0 || !/json/i.test(contentType ?? '')) return { ok: true, detail };
-  if (bytes > MAX_STEP_RESULT_BYTES) {
+  if (bytes > limit) {
     return {
       ok: false,
       timedOut: false,
-      error: { code: 'RESULT_TOO_LARGE', message: `a step's result is at most ${MAX_STEP_RESULT_BYTES} bytes of JSON (got ${bytes})`, retryable: false },
+      error: { code: 'RESULT_TOO_LARGE', message: `a step's result is at most ${limit} bytes of JSON (got ${bytes})`, retryable: false },
     };
   }
   try {

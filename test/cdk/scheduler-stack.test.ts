@@ -230,8 +230,8 @@ describe('least privilege', () => {
     for (const description of ['Job scheduler worker', 'Job scheduler ticker']) {
       const grants = grantsOf(functionId(description));
       // The worker decrypts the tenants' signing secrets with the stack's own key, and reads the
-      // payloads stored apart in the stack's bucket, nothing else.
-      const own = description === 'Job scheduler worker' ? ['kms:Decrypt', 's3:GetObject'] : [];
+      // payloads stored apart in the stack's bucket and stores steps' results there, nothing else.
+      const own = description === 'Job scheduler worker' ? ['kms:Decrypt', 's3:DeleteObject', 's3:GetObject', 's3:PutObject'] : [];
       expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs):/.test(action)).sort(), description).toEqual(
         [...own, 'logs:CreateLogStream', 'logs:PutLogEvents', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments'].sort(),
       );
@@ -239,7 +239,7 @@ describe('least privilege', () => {
         expect(
           [...grants.get(action)!].map((id) => resources[id]!.Type),
           description,
-        ).toEqual([action === 's3:GetObject' ? 'AWS::S3::Bucket' : 'AWS::KMS::Key']);
+        ).toEqual([action.startsWith('s3:') ? 'AWS::S3::Bucket' : 'AWS::KMS::Key']);
       // Logs only to the function's own log group.
       const logGroups = [...(grants.get('logs:PutLogEvents') ?? [])];
       expect(logGroups, description).toHaveLength(1);

@@ -198,7 +198,7 @@ describe('workflows', () => {
     expect(bodyOf(callsOf(workflowRunId)[3]!).results).toEqual({ two: { from: 'replay-ok', payload: { step: 'two' } } });
   });
 
-  it("an external step: its claims carry its parents' results (the retry's too), a result over 4 KiB is a 400 that changes nothing, and its result reaches its dependant", async () => {
+  it("an external step: its claims carry its parents' results (the retry's too), a result over 1 MiB is a 400 that changes nothing, and its result reaches its dependant", async () => {
     const workflowId = await create('external-step', [
       step('source'),
       { id: 'ext', type: 'ext-step', target: { kind: 'external' }, retryPolicy: { maxAttempts: 2, initialDelaySeconds: 0 }, dependsOn: ['source'] },
@@ -224,10 +224,10 @@ describe('workflows', () => {
 
     const tooLarge = await scheduler.api('POST', `/v1/runs/${second.body.run.runId}/complete`, {
       leaseToken: second.body.leaseToken,
-      result: { data: 'x'.repeat(5000) },
+      result: { data: 'x'.repeat(1024 * 1024) },
     });
     expect(tooLarge.status).toBe(400);
-    expect(tooLarge.body.errors[0]).toMatchObject({ path: 'result', message: expect.stringContaining('at most 4096 bytes') });
+    expect(tooLarge.body.errors[0]).toMatchObject({ path: 'result', message: expect.stringContaining('at most 1048576 bytes') });
     expect((await scheduler.api('GET', `/v1/runs/${second.body.run.runId}`)).body).toMatchObject({ status: 'RUNNING' });
     expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`)).body.steps.ext.status).toBe('STARTED');
 

@@ -2,42 +2,13 @@
 // reference, what a run delivers, and what a page of jobs shows.
 import { describe, expect, it } from 'vitest';
 import type { Job } from '../../lambdas/domain/job';
-import type { PayloadRef } from '../../lambdas/domain/payload';
-import { INLINE_PAYLOAD_MAX_BYTES, LIST_PAYLOAD_BUDGET_BYTES, payloadBytes, sha256Of } from '../../lambdas/domain/payload';
+import { INLINE_PAYLOAD_MAX_BYTES, LIST_PAYLOAD_BUDGET_BYTES, payloadBytes } from '../../lambdas/domain/payload';
 import { deliveredPayload, discardAfterFailure, runPayloadOf, withListedPayloads, withStoredPayload } from '../../lambdas/app/payloads';
 import { ConflictError, ServiceUnavailableError } from '../../lambdas/core/errors';
-import type { PayloadStore } from '../../lambdas/store/payload-store';
+import { memoryStore } from '../support/memory-payload-store';
 import { itemToJob, jobToItem, payloadOverrideAttributes, payloadOverrideOf, runToItem } from '../../lambdas/store/keys';
 import { jobSpecSchema } from '../../lambdas/domain/job';
 import type { Run } from '../../lambdas/domain/run';
-
-/** A bucket in memory, with the calls made to it. */
-function memoryStore() {
-  const objects = new Map<string, string>();
-  const calls: string[] = [];
-  let next = 0;
-  const put = (prefix: string, payload: unknown): PayloadRef => {
-    const text = JSON.stringify(payload);
-    const key = `${prefix}${next++}.json`;
-    objects.set(key, text);
-    calls.push(`put ${key}`);
-    return { key, bytes: Buffer.byteLength(text), sha256: sha256Of(text) };
-  };
-  const store = {
-    putForJob: (tenantId: string, jobId: string, payload: unknown) => Promise.resolve(put(`jobs/${tenantId}/${jobId}/`, payload)),
-    putForRun: (tenantId: string, jobId: string, payload: unknown) => Promise.resolve(put(`runs/${tenantId}/${jobId}/`, payload)),
-    delete: (ref: PayloadRef) => {
-      calls.push(`delete ${ref.key}`);
-      objects.delete(ref.key);
-      return Promise.resolve();
-    },
-    get: (ref: PayloadRef) => {
-      calls.push(`get ${ref.key}`);
-      return Promise.resolve(JSON.parse(objects.get(ref.key)!) as unknown);
-    },
-  };
-  return { deps: { payloads: store as unknown as PayloadStore }, objects, calls };
-}
 
 const job = (payload: unknown, jobId = 'job_1'): Job => ({
   ...jobSpecSchema.parse({ name: 'n', type: 't', schedule: { kind: 'now' }, target: { kind: 'http', url: 'https://example.com/' }, payload }),
