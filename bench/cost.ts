@@ -15,6 +15,7 @@
 //   npm run bench:cost -- [--count 100] [--kinds now,now-unnamed,delay,cron,retried,workflow] [--concurrency 4] [--workflow-steps 4]
 //     [--payload-bytes N] (the jobs' payload, about N bytes of JSON: what a larger payload costs)
 //     [--cron-occurrences N] (each cron job runs N occurrences, a minute apart; 5 average over a check-back's phases)
+//     [--result-bytes N] (the target answers a JSON result of N bytes: a workflow step's result, stored apart over 4 KiB)
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,7 +26,7 @@ import { jobSpecSchema } from '../lambdas/domain/job';
 import { MAX_JOB_PAYLOAD_BYTES } from '../lambdas/domain/payload';
 import { createWorkflow } from '../lambdas/app/workflows';
 import { startWorkflowRun } from '../lambdas/app/workflow-runs';
-import { MAX_STEP_DEPENDENCIES, workflowSpecSchema } from '../lambdas/domain/workflow';
+import { MAX_STEP_DEPENDENCIES, MAX_STORED_STEP_RESULT_BYTES, workflowSpecSchema } from '../lambdas/domain/workflow';
 import type { TenantLimits } from '../lambdas/domain/tenant';
 import { WorkflowRunsRepository } from '../lambdas/store/workflow-runs';
 import { logger } from '../lambdas/core/logger';
@@ -56,6 +57,8 @@ const { values } = parseArgs({
     'payload-bytes': { type: 'string', default: '0' },
     /** Occurrences of each cron job to run (a minute apart): 5 cover every phase of a cron job's check-back (decision 0161). */
     'cron-occurrences': { type: 'string', default: '1' },
+    /** What the target answers: a JSON result of this many bytes (a workflow step's result; decision 0163), or no result. */
+    'result-bytes': { type: 'string', default: '0' },
   },
 });
 const count = Number(values.count);
@@ -71,6 +74,12 @@ const payloadBytes = Number(values['payload-bytes']);
 if (!Number.isInteger(payloadBytes) || payloadBytes < 0 || payloadBytes > MAX_JOB_PAYLOAD_BYTES) {
   throw new Error(`--payload-bytes must be a whole number from 0 to ${MAX_JOB_PAYLOAD_BYTES}`);
 }
+const resultBytes = Number(values['result-bytes']);
+if (!Number.isInteger(resultBytes) || resultBytes < 0 || resultBytes > MAX_STORED_STEP_RESULT_BYTES) {
+  throw new Error(`--result-bytes must be a whole number from 0 to ${MAX_STORED_STEP_RESULT_BYTES}`);
+}
+// `{"pad":"…"}` is 10 bytes around the pad.
+const resultBody = resultBytes > 0 ? JSON.stringify({ pad: 'r'.repeat(Math.max(0, resultBytes - 10)) }) : '{}';
 const kinds = values.kinds.split(',').map((kind) => {
   if (!(KINDS as readonly string[]).includes(kind)) throw new Error(`--kinds: ${kind} is not one of ${KINDS.join(', ')}`);
   return kind as Kind;
@@ -104,7 +113,8 @@ const target = createServer((request, response) => {
     const path = request.url ?? '/';
     const calls = (targetCalls.get(path) ?? 0) + 1;
     targetCalls.set(path, calls);
-    response.writeHead(path.startsWith('/flaky/') && calls === 1 ? 503 : 200).end('{}');
+    if (path.startsWith('/flaky/') && calls === 1) response.writeHead(503).end('{}');
+    else response.writeHead(200, resultBytes > 0 ? { 'content-type': 'application/json' } : {}).end(resultBody);
   });
 });
 await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));

@@ -566,8 +566,14 @@ async function routes(api: Api, target: HttpsTarget, row: Row): Promise<void> {
     `audit: ${JSON.stringify(audit.body).slice(0, 300)}`,
   );
 
-  // A workflow of two steps through the real workers: created, versioned, run to its end.
-  const step = (id: string, dependsOn: string[] = []) => ({ id, target: { kind: 'http', url: `${target.url}/workflow/${id}` }, payload: { id }, dependsOn });
+  // A workflow of two steps through the real workers: created, versioned, run to its end. The first
+  // answers a 100 KB result, stored in the payload bucket and read back for the second (decision 0163).
+  const step = (id: string, dependsOn: string[] = []) => ({
+    id,
+    target: { kind: 'http', url: `${target.url}/${id === 'a' ? 'large-result' : 'large-step'}/workflow/${id}` },
+    payload: { id },
+    dependsOn,
+  });
   const workflow = await expect('POST /v1/workflows', api('POST', '/v1/workflows', { name: 'deploy-workflow', steps: [step('a'), step('b', ['a'])] }), 201);
   const workflowId = workflow.body.workflowId as string;
   await expect('GET /v1/workflows/{id}', api('GET', `/v1/workflows/${workflowId}`), 200);
@@ -586,6 +592,11 @@ async function routes(api: Api, target: HttpsTarget, row: Row): Promise<void> {
   );
   check(done.body.status === 'SUCCEEDED', `workflow run: ${JSON.stringify(done.body).slice(0, 300)}`);
   seen.push('GET /v1/workflows/{id}/runs/{runId} 200');
+  const stepB = target.calls.find((call) => call.path === '/large-step/workflow/b');
+  const received = stepB ? (JSON.parse(stepB.body) as { results?: { a?: { blob?: string } } }) : undefined;
+  check(received?.results?.a?.blob?.length === 100_000, `step b got ${stepB ? stepB.bodyBytes : 'no'} bytes, not step a's 100 KB result`);
+  const stored = await api('GET', `/v1/runs/${String(done.body.steps.a.runId)}`);
+  check(stored.body.resultStored?.bytes > 100_000 && stored.body.result?.blob?.length === 100_000, `step a's run: ${JSON.stringify(stored.body.resultStored)}`);
   await expect('GET /v1/workflows/{id}/runs', api('GET', `/v1/workflows/${workflowId}/runs?status=SUCCEEDED`), 200);
   await expect('POST cancel (a finished workflow run)', api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`), 409);
   await expect('POST retry (a succeeded workflow run)', api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`), 409);

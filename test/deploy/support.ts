@@ -97,7 +97,7 @@ export interface TargetCall {
 export interface HttpsTarget {
   readonly url: string;
   readonly calls: TargetCall[];
-  /** Paths answered 500 until `heal` (the failing-target scenario). */
+  /** Paths answered 500 until `heal` (the failing-target scenario). Paths under /large are recorded with their bodies. */
   readonly failing: Set<string>;
   close(): Promise<void>;
 }
@@ -116,7 +116,9 @@ export async function startHttpsTarget(cert: string, key: string): Promise<Https
       calls.push({ path: urlPath, at, headers: request.headers, bodyBytes: body.length, body: urlPath.startsWith('/large') ? body.toString('utf8') : '' });
       const fails = [...failing].some((prefix) => urlPath.startsWith(prefix));
       response.writeHead(fails ? 500 : 200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify(fails ? { error: 'failing on purpose' } : { ok: true }));
+      // A workflow step under /large-result answers a 100 KB result, stored in the payload bucket (decision 0163).
+      const answer = fails ? { error: 'failing on purpose' } : urlPath.startsWith('/large-result') ? { ok: true, blob: 'r'.repeat(100_000) } : { ok: true };
+      response.end(JSON.stringify(answer));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
