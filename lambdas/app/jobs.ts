@@ -282,7 +282,7 @@ export async function getJob(deps: SchedulerDeps, tenantId: string, jobId: strin
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
   const recent = await deps.runs.listByJob(jobId, 10);
-  return { ...(await presentJob(deps, job)), recentRuns: recent.items };
+  return { ...(await presentJob(deps, job)), recentRuns: (await withListedResults(deps, recent)).items };
 }
 
 /**

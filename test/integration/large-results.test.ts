@@ -198,6 +198,51 @@ describe('large step results', () => {
     expect((await workflowRun(scheduler, ids)).status).toBe('SUCCEEDED');
   });
 
+  it("an external job's run (not a step): a 100 KB result is stored apart and shown by the run and its job; without a bucket 64 KiB holds", async () => {
+    const complete = async (on: Scheduler, type: string, result: unknown) => {
+      const created = await on.api('POST', '/v1/jobs', { name: `${type}-${Date.now()}`, type, schedule: { kind: 'now' }, target: { kind: 'external' } });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const claim = await eventually(
+        () => on.api('POST', '/v1/workers/claim', { jobType: type, waitSeconds: 1 }),
+        (answer) => answer.status === 200,
+        60_000,
+      );
+      return {
+        jobId: created.body.job.jobId as string,
+        claim,
+        completed: await on.api('POST', `/v1/runs/${claim.body.run.runId}/complete`, { leaseToken: claim.body.leaseToken, result }),
+      };
+    };
+    const { jobId, completed } = await complete(scheduler, 'ext-plain-large', resultOf(100_000));
+    expect(completed.status, JSON.stringify(completed.body).slice(0, 300)).toBe(200);
+    expect(completed.body).toMatchObject({ status: 'SUCCEEDED', resultStored: { bytes: 100_000 } });
+    expect((await runItem(completed.body.runId)).resultRef).toMatchObject({ bytes: 100_000 });
+    // Over 64 KiB: the job's recent runs show its size; the run itself shows the result.
+    const job = await scheduler.api('GET', `/v1/jobs/${jobId}`);
+    expect(job.body.recentRuns[0]).toMatchObject({ runId: completed.body.runId, resultStored: { bytes: 100_000 } });
+    expect(job.body.recentRuns[0]).not.toHaveProperty('result');
+    expect((await scheduler.api('GET', `/v1/runs/${completed.body.runId}`)).body.result).toEqual(resultOf(100_000));
+
+    const small = await complete(scheduler, 'ext-plain-small', resultOf(10_000));
+    expect((await scheduler.api('GET', `/v1/jobs/${small.jobId}`)).body.recentRuns[0]).toMatchObject({
+      resultStored: { bytes: 10_000 },
+      result: resultOf(10_000),
+    });
+
+    const kept = await complete(bucketless, 'ext-plain-bucketless', resultOf(64 * 1024 + 1));
+    expect(kept.completed.status).toBe(400);
+    expect(kept.completed.body.errors[0]).toMatchObject({
+      path: 'result',
+      message: expect.stringContaining(`a run's result must be at most ${64 * 1024} bytes`),
+    });
+    const fits = await bucketless.api('POST', `/v1/runs/${kept.claim.body.run.runId}/complete`, {
+      leaseToken: kept.claim.body.leaseToken,
+      result: resultOf(64 * 1024),
+    });
+    expect(fits.body).toMatchObject({ status: 'SUCCEEDED', result: resultOf(64 * 1024) });
+    expect(fits.body).not.toHaveProperty('resultStored');
+  });
+
   it('keeps 4 KiB without a payload bucket: a larger answer fails the step with RESULT_TOO_LARGE', async () => {
     const ids = await run(bucketless, 'bucketless-results', [http('fits', `big-${MAX_STEP_RESULT_BYTES}`), http('over', `big-${MAX_STEP_RESULT_BYTES + 1}`)]);
     const ended = await workflowRun(bucketless, ids);
