@@ -9,6 +9,7 @@ import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { runKey } from '../../lambdas/store/keys';
 import { recordOutcome } from '../../lambdas/app/record-outcome';
+import { asFunction } from '../../scripts/local/function-role';
 import { MAX_STEP_RESULT_BYTES, MAX_STORED_STEP_RESULT_BYTES } from '../../lambdas/domain/workflow';
 import type { Scheduler, TargetCall, TargetServer } from './harness';
 import { awsClients, eventually, startScheduler, startTarget } from './harness';
@@ -185,9 +186,12 @@ describe('large step results', () => {
     const job = (await scheduler.deps.jobs.getAnyTenant(leased.jobId))!;
     const prefix = `runs/${scheduler.tenantId}/${leased.jobId}/`;
     // An attempt under an older lease (version) is fenced: nothing is written, and its object is deleted.
-    const outcome = await recordOutcome(scheduler.deps, job, { ...leased, version: leased.version - 1 }, 1, { ok: true, detail: 'late' }, Date.now(), null, {
-      result: resultOf(10_000),
-    });
+    // As the worker records it (its requests are the worker's, for the grants check).
+    const outcome = await asFunction('worker:default', () =>
+      recordOutcome(scheduler.deps, job, { ...leased, version: leased.version - 1 }, 1, { ok: true, detail: 'late' }, Date.now(), null, {
+        result: resultOf(10_000),
+      }),
+    );
     expect(outcome.recorded).toBe('fenced');
     expect(await keysUnder(prefix)).toEqual([]);
     expect((await runItem(runId)).status).toBe('RUNNING');
