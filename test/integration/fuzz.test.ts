@@ -267,7 +267,8 @@ function generate(count: number, seed: number, known: Known): FuzzCase[] {
         return pick<unknown>([
           {},
           { leaseToken: badToken() },
-          { leaseToken: SHAPED_TOKEN, result: { blob: 'r'.repeat(70 * 1024) } },
+          // Over the 1 MiB a result may be (decision 0163), within the 2 MiB body.
+          { leaseToken: SHAPED_TOKEN, result: { blob: 'r'.repeat(1024 * 1024 + 1) } },
           { leaseToken: SHAPED_TOKEN, status: 'SUCCEEDED' },
           [],
           'done',

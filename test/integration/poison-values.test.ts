@@ -97,9 +97,10 @@ describe('poison values from external workers', () => {
     const beat = await scheduler.api('POST', `/v1/runs/${runId}/heartbeat`, { leaseToken, progress: { big } });
     expect(beat.status).toBe(400);
     expect(beat.body.errors).toEqual([expect.objectContaining({ path: 'progress', message: expect.stringMatching(/at most 65536 bytes/) })]);
-    const completed = await scheduler.api('POST', `/v1/runs/${runId}/complete`, { leaseToken, result: { big } });
+    // A result may be 1 MiB where results are stored apart (decision 0163): a byte more is refused.
+    const completed = await scheduler.api('POST', `/v1/runs/${runId}/complete`, { leaseToken, result: { big: 'x'.repeat(1024 * 1024) } });
     expect(completed.status).toBe(400);
-    expect(completed.body.errors).toEqual([expect.objectContaining({ path: 'result' })]);
+    expect(completed.body.errors).toEqual([expect.objectContaining({ path: 'result', message: expect.stringMatching(/at most 1048576 bytes/) })]);
     const run = await getRun(runId);
     expect(run).toMatchObject({ status: 'RUNNING' });
     expect(run.progress ?? null).toBeNull();
