@@ -27,10 +27,7 @@ import { continueWorkflow } from './workflow-progress';
 import { startScheduledWorkflowRun } from './workflow-runs';
 import { wakeBuffered } from './occurrence-chain';
 import type { StepContext } from '../domain/workflow-jobs';
-
-export function isStepContext(value: unknown): value is StepContext {
-  return typeof value === 'object' && value !== null && 'workflowRunId' in value && 'stepId' in value && 'results' in value;
-}
+import { stepContextOf } from '../domain/workflow-jobs';
 
 /** Seconds a received message stays invisible beyond its run's lease. */
 export const VISIBILITY_SLACK_SECONDS = 1;
@@ -131,14 +128,15 @@ export async function stepContextOrEnd(
   payload: unknown,
   leasedAt: number,
 ): Promise<{ readonly ok: true; readonly step?: StepContext } | { readonly ok: false }> {
-  if (!isStepContext(inputs)) return { ok: true };
-  const refusal = stepDeliveryRefusal(payload, inputs, job.target.kind);
+  const context = stepContextOf(run, inputs);
+  if (!context) return { ok: true };
+  const refusal = stepDeliveryRefusal(payload, context, job.target.kind);
   if (refusal) {
     await endUndeliverable(deps, run, leasedAt, { code: 'INPUTS_TOO_LARGE', message: refusal, retryable: false }, 'its inputs are more than its target takes');
     return { ok: false };
   }
   try {
-    return { ok: true, step: await deliveredStepContext(deps, inputs) };
+    return { ok: true, step: await deliveredStepContext(deps, context) };
   } catch (error) {
     if (!(error instanceof PayloadMissingError)) throw error;
     await endUndeliverable(

@@ -7,9 +7,8 @@ import type { Run, RunStatus } from '../domain/run';
 import { runIdFor } from '../domain/run';
 import type { WorkflowVersion } from '../domain/workflow';
 import type { StepEnd, StepState, WorkflowRun } from '../domain/workflow-run';
-import type { StepContext } from '../domain/workflow-jobs';
 import { planProgress, stepOutcomeOf } from '../domain/workflow-run';
-import { parseStepJobId, scheduleJobIdOf, stepJobIdOf, stepJobOf, workflowRunIdOf } from '../domain/workflow-jobs';
+import { parseStepJobId, scheduleJobIdOf, stepJobIdOf, stepJobOf, storedStepInputs, workflowRunIdOf } from '../domain/workflow-jobs';
 import type { NotifyEvent } from '../domain/notify';
 import { wantedWorkflowEvent } from '../domain/notify';
 import type { SchedulerDeps } from './deps';
@@ -200,7 +199,8 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
       const state = run.steps[parent];
       if (state?.status === 'SUCCEEDED') kept.set(parent, (state.runId ? parentRuns.get(state.runId) : undefined) ?? null);
     }
-    const inputs: StepContext = { workflowId: run.workflowId, workflowRunId: run.workflowRunId, stepId, version: run.version, ...inputsFrom(kept) };
+    // Its parents' results only: where the step is comes from its run's ids (decision 0164).
+    const inputs = storedStepInputs(inputsFrom(kept));
     const attempt = stateOf(run, stepId).attempt;
     const plan = planRun(
       deps.config,
@@ -210,7 +210,7 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
         attempt,
         trigger: attempt === 1 ? 'manual' : 'replay',
         availableAt: now,
-        inputs,
+        ...(inputs ? { inputs } : {}),
         // Every step of the workflow run is in its trace (a new one for runs from before traces).
         ...(run.traceparent ? { traceparent: run.traceparent } : {}),
       },

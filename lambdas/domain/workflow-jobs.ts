@@ -144,3 +144,35 @@ export interface StepContext {
    */
   readonly storedResults?: Readonly<Record<string, PayloadRef>>;
 }
+
+/**
+ * What a step's run keeps of its context (its `inputsJson`): its parents' results alone, and nothing
+ * when it has none (a root step). Where it is (workflow, workflow run, step, version) is in its
+ * job id and time, so the item stays under 1 KB, a write unit a write (decision 0164).
+ */
+export type StepInputs = Pick<StepContext, 'results' | 'storedResults'>;
+
+/** Parents' results as a step's run keeps them; undefined when there are none to keep. */
+export function storedStepInputs(inputs: StepInputs): StepInputs | undefined {
+  const stored = inputs.storedResults && Object.keys(inputs.storedResults).length > 0 ? inputs.storedResults : undefined;
+  if (Object.keys(inputs.results).length === 0 && !stored) return undefined;
+  return stored ? { results: inputs.results, storedResults: stored } : { results: inputs.results };
+}
+
+/**
+ * A step run's context, from its ids and what its item keeps (`inputs`: its parents' results, or the
+ * whole context as runs kept it before decision 0164); undefined for a run that is not a step's.
+ */
+export function stepContextOf(run: { readonly jobId: string; readonly scheduledFor: string }, inputs: unknown): StepContext | undefined {
+  const step = parseStepJobId(run.jobId);
+  if (!step) return undefined;
+  const kept = typeof inputs === 'object' && inputs !== null ? (inputs as Partial<StepInputs>) : {};
+  return {
+    workflowId: step.workflowId,
+    workflowRunId: workflowRunIdOf(step.workflowId, run.scheduledFor),
+    stepId: step.stepId,
+    version: step.version,
+    results: kept.results ?? {},
+    ...(kept.storedResults ? { storedResults: kept.storedResults } : {}),
+  };
+}

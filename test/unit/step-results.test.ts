@@ -6,6 +6,7 @@ import { INLINE_PAYLOAD_MAX_BYTES, MAX_JOB_PAYLOAD_BYTES, STEP_DELIVERY_MAX_BYTE
 import { MAX_PAYLOAD_BYTES } from '../../lambdas/domain/job';
 import { MAX_STEP_RESULT_BYTES, MAX_STORED_STEP_RESULT_BYTES } from '../../lambdas/domain/workflow';
 import type { StepContext } from '../../lambdas/domain/workflow-jobs';
+import { stepContextOf, storedStepInputs, workflowRunIdOf } from '../../lambdas/domain/workflow-jobs';
 import { itemToRun, resultOf } from '../../lambdas/store/keys';
 import { stepResultOf } from '../../lambdas/targets/target';
 import { stepFieldsOf } from '../../lambdas/targets/envelope';
@@ -91,5 +92,34 @@ describe('step results stored apart', () => {
       detail: 'HTTP 200',
       result: valueOf(5000),
     });
+  });
+});
+
+describe("a step run's inputs (decision 0164)", () => {
+  const run = { jobId: 'wf_01m8a0b1c2d3e4f5g6h7j8k9m0.v3.transform', scheduledFor: '2026-11-27T10:00:00.000Z' };
+  const where = {
+    workflowId: 'wf_01m8a0b1c2d3e4f5g6h7j8k9m0',
+    workflowRunId: workflowRunIdOf('wf_01m8a0b1c2d3e4f5g6h7j8k9m0', run.scheduledFor),
+    stepId: 'transform',
+    version: 3,
+  };
+
+  it('keeps only the parents results, and nothing for a root step', () => {
+    expect(storedStepInputs({ results: {} })).toBeUndefined();
+    expect(storedStepInputs({ results: {}, storedResults: {} })).toBeUndefined();
+    expect(storedStepInputs({ results: { a: null } })).toEqual({ results: { a: null } });
+    const ref = { key: 'k', bytes: 9000, sha256: 'ab' };
+    expect(storedStepInputs({ results: {}, storedResults: { b: ref } })).toEqual({ results: {}, storedResults: { b: ref } });
+  });
+
+  it('builds the context from the run ids and what the item keeps, in the compact form and the whole form runs kept before', () => {
+    expect(stepContextOf(run, undefined)).toEqual({ ...where, results: {} });
+    expect(stepContextOf(run, { results: { a: 1 } })).toEqual({ ...where, results: { a: 1 } });
+    const ref = { key: 'k', bytes: 9000, sha256: 'ab' };
+    expect(stepContextOf(run, { results: {}, storedResults: { b: ref } })).toEqual({ ...where, results: {}, storedResults: { b: ref } });
+    // An item written before decision 0164 kept the whole context: its results are read the same way.
+    expect(stepContextOf(run, { ...where, results: { a: 2 } })).toEqual({ ...where, results: { a: 2 } });
+    // Not a step's run: no context.
+    expect(stepContextOf({ jobId: 'job_01m8a0b1c2d3e4f5g6h7j8k9m0', scheduledFor: run.scheduledFor }, { results: {} })).toBeUndefined();
   });
 });

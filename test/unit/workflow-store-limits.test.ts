@@ -10,6 +10,7 @@ import { initialSteps } from '../../lambdas/domain/workflow-run';
 import { MAX_PAYLOAD_BYTES } from '../../lambdas/domain/job';
 import { MAX_EXPRESSION_BYTES } from '../../lambdas/store/conditional';
 import { runToItem, workflowRunKey } from '../../lambdas/store/keys';
+import { stepContextOf, storedStepInputs } from '../../lambdas/domain/workflow-jobs';
 import { WorkflowRunsRepository } from '../../lambdas/store/workflow-runs';
 import type { Run } from '../../lambdas/domain/run';
 
@@ -169,5 +170,43 @@ describe('the workflow store within DynamoDB limits', () => {
     const inputs = { workflowId: run({}).workflowId, workflowRunId: run({}).workflowRunId, stepId: stepIds[99], version: 999, results };
     const runItem = runToItem(stepRun, { inputs, checkpoint: bounded(MAX_PAYLOAD_BYTES), budgetFrom: 20, gate: { at: Date.parse(at), shards: 8 } });
     expect(topLevelBytes({ ...runItem, leaseToken: 'x'.repeat(32), claimTenant: stepRun.tenantId, claimSort: 'x'.repeat(200) })).toBeLessThan(ITEM_LIMIT);
+  });
+
+  it("keeps a typical step run's item under 1 KB, one write unit a write: where the step is comes from its ids, not its inputs (decision 0164)", () => {
+    const at = '2026-11-27T10:00:00.000Z';
+    const jobId = 'wf_01m8a0b1c2d3e4f5g6h7j8k9m0.v3.transform';
+    const typical: Run = {
+      runId: `${jobId}.mwyu93k0.1`,
+      jobId,
+      tenantId: 'tenant-acme-production',
+      jobType: 'etl',
+      priority: 'normal',
+      scheduledFor: at,
+      attempt: 1,
+      status: 'SUCCEEDED',
+      availableAt: at,
+      enqueuedAt: at,
+      startedAt: at,
+      finishedAt: at,
+      leaseOwner: 'worker-1a2b3c4d',
+      leaseExpiresAt: null,
+      version: 1,
+      leaseSeconds: 300,
+      progress: null,
+      error: null,
+      reason: null,
+      idempotencyKey: `${jobId}#${at}`,
+      trigger: 'manual',
+      delivery: 'at-least-once',
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      createdAt: at,
+      updatedAt: at,
+    };
+    const inputs = storedStepInputs({ results: { extract: { rows: 1200, file: 's3://bucket/extract/2026-11-27.csv' } } });
+    const item = { ...runToItem(typical, { inputs, budgetFrom: 1 }), expiresAtEpoch: 1_800_000_000 };
+    expect(topLevelBytes(item)).toBeLessThan(1024);
+    // Before, the item also kept the step's whole context: over 1 KB, two units a write.
+    const before = runToItem(typical, { inputs: { ...stepContextOf(typical, inputs)!, results: inputs!.results }, budgetFrom: 1 });
+    expect(topLevelBytes({ ...before, expiresAtEpoch: 1_800_000_000 })).toBeGreaterThan(1024);
   });
 });
