@@ -1,6 +1,7 @@
 // CDK app entry: `npx cdk synth` / `npx cdk deploy`.
 // Optional context: `-c configFile=<path>` (the stack's config, lib/config.ts, as JSON) and
-// `-c targetCaBundle=<path>` (a PEM of extra CAs the workers trust; docs/operations.md#private-targets).
+// `-c targetCaBundle=<path>` (a PEM of extra CAs the workers trust; docs/operations.md#private-targets),
+// `-c keepReplacedIndexes=true` (the first deploy of an upgrade; docs/operations.md).
 import { readFileSync } from 'node:fs';
 import { App, Aspects } from 'aws-cdk-lib';
 import type { SchedulerStackConfig } from '../lib/config';
@@ -15,7 +16,9 @@ const context = (key: string): string | undefined => {
   throw new Error(`context ${key}: a string`);
 };
 const configFile = context('configFile');
-const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Partial<SchedulerStackConfig>) : undefined;
+const fromFile = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Partial<SchedulerStackConfig>) : undefined;
+// The first deploy of an upgrade that replaces an index (lib/config.ts, keepReplacedIndexes).
+const config = context('keepReplacedIndexes') === 'true' ? { ...fromFile, keepReplacedIndexes: true } : fromFile;
 new SchedulerStack(app, 'JobScheduler', {
   description: 'Serverless distributed job scheduler',
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

@@ -27,6 +27,13 @@ export interface SchedulerStackConfig {
    * Job types no pool lists run in the implicit `default` pool. See docs/operations.md#pools-and-priorities.
    */
   readonly pools: readonly PoolDefinition[];
+  /**
+   * Keeps the table indexes this release replaced, for one deploy of a stack deployed before it
+   * (DynamoDB adds or drops one index per table update): deploy once with true (`-c
+   * keepReplacedIndexes=true`), then without. A new stack needs none. See
+   * docs/operations.md#upgrading-a-stack-to-the-keys-only-jobs-index.
+   */
+  readonly keepReplacedIndexes?: boolean;
   /** Pre-warmed DynamoDB throughput for launch-day bursts; see docs/capacity.md. */
   readonly warmThroughput?: WarmThroughput;
   /** An SNS topic that alarms notify, if any. */

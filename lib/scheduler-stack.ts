@@ -81,7 +81,12 @@ export class SchedulerStack extends Stack {
       ...config.pools,
     ];
     const runRetentionDays = SETTINGS.runRetentionDays.schema.parse(config.runRetentionDays);
-    this.storage = new SchedulerStorage(this, 'Storage', { warmThroughput: config.warmThroughput, pools: poolDefinitions, runRetentionDays });
+    this.storage = new SchedulerStorage(this, 'Storage', {
+      warmThroughput: config.warmThroughput,
+      pools: poolDefinitions,
+      runRetentionDays,
+      keepReplacedIndexes: config.keepReplacedIndexes,
+    });
     const { jobsTable, runsTable, dispatchQueue, dispatchDlq, pools, payloadBucket } = this.storage;
     const definitionOf = (pool: PoolQueues): Pool => poolDefinitions.find((candidate) => candidate.name === pool.name)!;
     /** Where any run may be sent: every lane of every pool. */

@@ -18,6 +18,8 @@ export interface StorageProps {
   readonly pools: readonly Pool[];
   /** How long finished runs are kept (0: forever): a trigger's payload stored apart outlives its run by as long again. */
   readonly runRetentionDays: number;
+  /** Keeps the indexes a release replaced, for the first deploy of an upgrade (TableDefinition.replacedIndexes). */
+  readonly keepReplacedIndexes?: boolean;
 }
 
 /** The queues of one worker pool: every lane redrives into its DLQ. */
@@ -44,7 +46,7 @@ function table(scope: Construct, definition: TableDefinition, props: StorageProp
     billing: dynamodb.Billing.onDemand(),
     encryption: dynamodb.TableEncryptionV2.awsManagedKey(),
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-    globalSecondaryIndexes: definition.indexes.map(index),
+    globalSecondaryIndexes: [...definition.indexes, ...(props.keepReplacedIndexes ? (definition.replacedIndexes ?? []) : [])].map(index),
     timeToLiveAttribute: definition.timeToLiveAttribute,
     warmThroughput: props.warmThroughput,
     deletionProtection: true,

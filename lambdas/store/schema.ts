@@ -17,6 +17,13 @@ export interface TableDefinition {
   readonly partitionKey: { readonly name: string; readonly type: AttributeType };
   readonly sortKey?: { readonly name: string; readonly type: AttributeType };
   readonly indexes: readonly IndexDefinition[];
+  /**
+   * Indexes a release replaced, which nothing reads or needs any more. A stack deployed before the
+   * change keeps them for one deploy (stack config `keepReplacedIndexes`), as DynamoDB adds or drops
+   * one index per table update: the new index is added first, the old one dropped by the next deploy
+   * (docs/operations.md#upgrading-a-stack-to-the-keys-only-jobs-index).
+   */
+  readonly replacedIndexes?: readonly IndexDefinition[];
   readonly timeToLiveAttribute?: string;
 }
 
@@ -29,7 +36,12 @@ export interface QueueDefinition {
   readonly maxReceiveCount?: number;
 }
 
-export const JOBS_BY_TENANT_INDEX = 'byTenant';
+/**
+ * A tenant's jobs, newest first. Keys only (decision 0165): the listing reads the jobs by key, and a
+ * job is rewritten at every occurrence of its schedule, which rewrote a copy of the whole item in the
+ * `byTenant` index (projection ALL) it replaces.
+ */
+export const JOBS_BY_TENANT_INDEX = 'byTenantJobKeys';
 /** Named for its projection: changing a projection means a new index (decision 0029). */
 export const RUNS_BY_JOB_INDEX = 'byJobKeys';
 export const RUNS_TIME_INDEX = 'timeIndex';
@@ -50,12 +62,7 @@ export const jobsTable: TableDefinition = {
   partitionKey: { name: 'pk', type: 'S' },
   sortKey: { name: 'sk', type: 'S' },
   indexes: [
-    {
-      indexName: JOBS_BY_TENANT_INDEX,
-      partitionKey: { name: 'tenantId', type: 'S' },
-      sortKey: { name: 'tenantSort', type: 'S' },
-      projection: 'all',
-    },
+    { indexName: JOBS_BY_TENANT_INDEX, partitionKey: { name: 'tenantId', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'keys' },
     {
       // Sparse: only active jobs with a pending occurrence. The ticker finds jobs whose pending
       // occurrence is long overdue (its run was lost or ended without starting the next one).
@@ -70,6 +77,8 @@ export const jobsTable: TableDefinition = {
     { indexName: JOBS_BY_STATUS_INDEX, partitionKey: { name: 'tenantStatus', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'keys' },
     { indexName: JOBS_BY_TYPE_INDEX, partitionKey: { name: 'tenantType', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'keys' },
   ],
+  // The same keys as byTenantJobKeys, with a copy of every job (decision 0165).
+  replacedIndexes: [{ indexName: 'byTenant', partitionKey: { name: 'tenantId', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'all' }],
   timeToLiveAttribute: 'expiresAtEpoch',
 };
 

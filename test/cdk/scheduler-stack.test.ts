@@ -78,7 +78,7 @@ describe('storage', () => {
     expect(indexNames).toEqual([
       'byJobKeys',
       'byNextRun',
-      'byTenant',
+      'byTenantJobKeys',
       'byTenantKeys',
       'byTenantName',
       'byTenantStatus',
@@ -99,6 +99,28 @@ describe('storage', () => {
         }),
       ]),
     });
+  });
+
+  it('lists a tenant jobs through a keys-only index, and keeps the index it replaced only for the first deploy of an upgrade (decision 0165)', () => {
+    const jobsIndexes = (of: Record<string, Resource>) =>
+      Object.values(of)
+        .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable' && JSON.stringify(r.Properties.KeySchema).includes('"sk"'))
+        .flatMap((r) => r.Properties.GlobalSecondaryIndexes as { IndexName: string; Projection: { ProjectionType: string } }[])
+        .filter(
+          (index) => index.IndexName.startsWith('byTenant') && !['byTenantKeys', 'byTenantName', 'byTenantStatus', 'byTenantType'].includes(index.IndexName),
+        );
+    expect(jobsIndexes(resources)).toEqual([expect.objectContaining({ IndexName: 'byTenantJobKeys', Projection: { ProjectionType: 'KEYS_ONLY' } })]);
+    // Upgrading: one index added by the first deploy, the old one dropped by the next.
+    const upgrading = synthesized('Upgrading', { keepReplacedIndexes: true }).resources;
+    expect(jobsIndexes(upgrading).map((index) => [index.IndexName, index.Projection.ProjectionType])).toEqual([
+      ['byTenantJobKeys', 'KEYS_ONLY'],
+      ['byTenant', 'ALL'],
+    ]);
+    const indexCount = (of: Record<string, Resource>) =>
+      Object.values(of)
+        .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable')
+        .map((r) => (r.Properties.GlobalSecondaryIndexes as unknown[]).length);
+    expect(indexCount(upgrading)).toEqual(indexCount(resources).map((count, i) => count + (i === 0 ? 1 : 0)));
   });
 
   it('parks poison messages in an encrypted DLQ through a redrive policy', () => {
