@@ -149,8 +149,9 @@ export class SchedulerStack extends Stack {
     // (an index). BatchGetItem on jobs: a listing reads the jobs its keys-only index points at.
     // BatchWriteItem on jobs: an audit entry, written under the tenant and under its object (decision 0079).
     this.api.grantTable(jobsTable, ['GetItem', 'BatchGetItem', 'BatchWriteItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
-    // BatchGetItem on runs: the health endpoint checks the runs workers report in flight.
-    this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
+    // BatchGetItem on runs: the health endpoint checks the runs workers report in flight. DeleteItem:
+    // the run a refused create wrote ahead of its job (decision 0167).
+    this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
     // SendMessage: a new run goes to its pool's lane; GetQueueAttributes: the health report's depths.
     for (const lane of lanes) this.api.grantQueue(lane, ['SendMessage', 'GetQueueAttributes']);
     for (const pool of pools) this.api.grantQueue(pool.dlq, ['GetQueueAttributes']);

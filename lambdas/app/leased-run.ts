@@ -27,7 +27,7 @@ import { continueWorkflow } from './workflow-progress';
 import { startScheduledWorkflowRun } from './workflow-runs';
 import { wakeBuffered } from './occurrence-chain';
 import type { StepContext } from '../domain/workflow-jobs';
-import { stepContextOf } from '../domain/workflow-jobs';
+import { parseStepJobId, stepContextOf } from '../domain/workflow-jobs';
 
 /** Seconds a received message stays invisible beyond its run's lease. */
 export const VISIBILITY_SLACK_SECONDS = 1;
@@ -72,10 +72,7 @@ async function executeLeased(
   followLease: Promise<unknown> | undefined,
 ): Promise<ExecuteResult> {
   const job = await deps.jobs.getAnyTenant(run.jobId, true, { coalesce: batchCoalesce(deps.config) });
-  if (!job) {
-    const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} no longer exists`, retryable: false };
-    return endUndeliverable(deps, run, leasedAt, error, 'the job no longer exists');
-  }
+  if (!job) return endWithoutJob(deps, run, leasedAt);
   // Read before admission takes a slot, which a run that cannot be delivered would have to give back.
   const read = await payloadOrEnd(deps, job, run, lease.payloadOverride, leasedAt);
   if (!read.ok) return 'dead';
@@ -151,6 +148,26 @@ export async function stepContextOrEnd(
 }
 
 /** Ends a leased (or claimed) run DEAD that no attempt can deliver (its job or its payload is gone). */
+/** Why a run whose job is not there ends CANCELLED. */
+export const JOB_NEVER_WRITTEN_REASON = 'its job does not exist: the create that wrote this run did not finish';
+
+/**
+ * A run whose job is not there. Job items are never deleted: a run-now job's create writes its run
+ * before the job (decision 0167), so such a run is one whose create failed or was refused after
+ * the run's write, and was never answered as created. It ends CANCELLED, not DEAD: nothing failed
+ * that a replay could retry (a replay needs the job), and no alarm is owed. A workflow step's run
+ * (its "job" is the workflow's version) still ends DEAD, failing its workflow run.
+ */
+async function endWithoutJob(deps: SchedulerDeps, run: Run, leasedAt: number): Promise<ExecuteResult> {
+  const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} does not exist`, retryable: false };
+  if (parseStepJobId(run.jobId)) return endUndeliverable(deps, run, leasedAt, error, 'the workflow version of this step no longer exists');
+  const now = deps.clock();
+  if ((await deps.leases.complete(run.runId, run.version, { status: 'CANCELLED', now, error, reason: JOB_NEVER_WRITTEN_REASON })) === 'fenced') return 'fenced';
+  deps.telemetry.runEnded(run, 'CANCELLED', JOB_NEVER_WRITTEN_REASON);
+  logger.warn('run ended: its job does not exist', { ...runFields(run), status: 'CANCELLED' });
+  return 'cancelled';
+}
+
 export async function endUndeliverable(deps: SchedulerDeps, run: Run, leasedAt: number, error: RunError, reason: string): Promise<ExecuteResult> {
   const now = deps.clock();
   if ((await deps.leases.finishAttempt(run, { status: 'DEAD', now, error, reason }, null)) === 'recorded') {

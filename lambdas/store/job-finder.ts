@@ -88,10 +88,12 @@ export class JobFinder {
         ['pk', 'sk', 'tenantId', 'name'],
       );
     }
+    // COMPLETED jobs are in no status partition (decision 0166): they are most of a tenant's jobs,
+    // and read from the tenant's index with the status kept from the jobs read.
     const [indexName, attribute, value] =
       filter.type !== undefined
         ? [JOBS_BY_TYPE_INDEX, 'tenantType', `${tenantId}#${filter.type}`]
-        : filter.status !== undefined
+        : filter.status !== undefined && filter.status !== 'COMPLETED'
           ? [JOBS_BY_STATUS_INDEX, 'tenantStatus', `${tenantId}#${filter.status}`]
           : [JOBS_BY_TENANT_INDEX, 'tenantId', tenantId];
     return read(

@@ -1,10 +1,12 @@
 // Jobs in DynamoDB: a job, the guard that keeps its name unique within the tenant, the record of an
 // idempotent create, and the job's first run are written in one transaction, so a job never exists
-// without its first occurrence and a name or key is never taken twice.
+// without its first occurrence and a name or key is never taken twice. A run-now job's run is
+// written just before it instead, on its own (decision 0167).
 import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { TransactionResult, TransactItem } from './conditional';
 import { absentOr, conditionExpressions, IF_NEW, ifHeld, lessThan, transact, transactRetryingConflicts, updateExpressions } from './conditional';
 import type { Job, JobStatus } from '../domain/job';
@@ -39,9 +41,23 @@ import {
   jobToItem,
   labelPairsOf,
   resumeShardOf,
+  runKey,
   runToItem,
   tenantUsageKey,
 } from './keys';
+
+/**
+ * Whether a create writes its first run ahead of the job, on its own, rather than in one transaction
+ * with it (decision 0167): a run-now job (COMPLETED from its create, so no active-jobs count) whose
+ * run is queued, and whose target is not an external worker's (whose claims read the runs table
+ * directly). Its message is sent only after the job is written, and its check-back is the
+ * redelivery grace away: no worker or ticker meets the run before its job is decided. A run whose
+ * create then failed is deleted, or, if that fails too, ends CANCELLED when its check-back brings
+ * it to a worker, which finds no job.
+ */
+export function writesRunAhead(job: Pick<Job, 'status' | 'schedule' | 'target'>, run: Pick<Run, 'status'>): boolean {
+  return job.schedule.kind === 'now' && job.status === 'COMPLETED' && job.target.kind !== 'external' && run.status === 'QUEUED';
+}
 
 /** Jobs that count against a tenant's active-jobs limit. */
 export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
@@ -107,6 +123,7 @@ export class JobsRepository {
 
   async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
     const ifNew = conditionExpressions(IF_NEW);
+    const ahead = firstRun && writesRunAhead(job, firstRun.run) ? firstRun : null;
     const items: Record<string, TransactItem> = {
       job: { Put: { TableName: this.jobsTable, Item: jobToItem(job, { checkBackWindowMs: this.checkBackWindowMs }), ...ifNew } },
     };
@@ -121,7 +138,7 @@ export class JobsRepository {
       };
       items.idempotency = { Put: { TableName: this.jobsTable, Item: record, ...ifNew } };
     }
-    if (firstRun) items.firstRun = { Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ...ifNew } };
+    if (firstRun && !ahead) items.firstRun = { Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ...ifNew } };
     // One entry per label, to find the job by it (decision 0095).
     labelPairsOf(job.labels).forEach((label, index) => {
       items[`label:${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } } };
@@ -133,8 +150,11 @@ export class JobsRepository {
     // condition: tried again, the conditions decide (a retry of one create then meets the winner's
     // idempotency record and replays it). A cancelled transaction wrote nothing: after the last try
     // the caller is told to come back (a 429), never answered with a 500 (decision 0043).
-    const result = await transactRetryingConflicts(this.dynamo, items, MAX_INSERT_ATTEMPTS);
+    if (ahead) await this.dynamo.send(new PutCommand({ TableName: this.runsTable, Item: runToItem(ahead.run, ahead.extras), ...ifNew }));
+    const result = await this.writeNewJob(items, ahead?.run ?? null);
     if (result.committed) return { kind: 'created' };
+    // Refused or still conflicting: nothing names the run written ahead.
+    if (ahead) await this.discardRunAhead(ahead.run);
     if (result.conflict) return { kind: 'conflicted', retryAfterMs: CONFLICT_RETRY_AFTER_MS };
     // The idempotency record decides first: a replayed request may also collide on its name.
     if (idempotency && result.failed.has('idempotency')) {
@@ -144,6 +164,43 @@ export class JobsRepository {
     if (result.failed.has('name')) return { kind: 'name-taken' };
     if (result.failed.has('usage')) return { kind: 'too-many-active-jobs' };
     throw result.error;
+  }
+
+  /**
+   * The job with its guards in one transaction; the job alone (a run-now job without a name, an
+   * Idempotency-Key or labels) as one conditional put, at half a transaction's write units.
+   */
+  private async writeNewJob(items: Record<string, TransactItem>, ahead: Run | null): Promise<TransactionResult> {
+    const { job, ...guards } = items;
+    if (Object.keys(guards).length > 0 || !job?.Put) return transactRetryingConflicts(this.dynamo, items, MAX_INSERT_ATTEMPTS);
+    try {
+      await this.dynamo.send(new PutCommand(job.Put));
+      return { committed: true };
+    } catch (error) {
+      // Certainly not written (a job id taken, which a new id never is): the run goes too. Any other
+      // error may have written the job, and leaves the run to its check-back.
+      if (ahead && error instanceof ConditionalCheckFailedException) await this.discardRunAhead(ahead);
+      throw error;
+    }
+  }
+
+  /**
+   * Deletes the run a refused create wrote ahead of its job. Nothing else has seen it: its message
+   * is sent only after the job, and its check-back is the redelivery grace away. If this delete
+   * fails too, the check-back brings the run to a worker, which ends it CANCELLED (no job).
+   */
+  private async discardRunAhead(run: Run): Promise<void> {
+    try {
+      await this.dynamo.send(
+        new DeleteCommand({
+          TableName: this.runsTable,
+          Key: runKey(run.runId),
+          ...conditionExpressions({ status: run.status, version: run.version }),
+        }),
+      );
+    } catch {
+      // Left to its check-back, as above.
+    }
   }
 
   /**
@@ -309,7 +366,13 @@ export class JobsRepository {
     const jobPut = {
       TableName: this.jobsTable,
       Item: jobToItem(next, { checkBackWindowMs: this.checkBackWindowMs }),
-      ...conditionExpressions({ version: expected.version, nextRunId: expected.nextRunId }),
+      // The pending run is `pendingRunId` (decision 0168), `nextRunId` on an item written before it:
+      // an item has exactly one of them, and the one it has must be as read.
+      ...conditionExpressions({
+        version: expected.version,
+        pendingRunId: absentOr(expected.nextRunId),
+        nextRunId: absentOr(expected.nextRunId),
+      }),
     };
     const items: Record<string, TransactItem> = { job: { Put: jobPut } };
     const newRuns = extra.newRuns ?? [];

@@ -129,17 +129,30 @@ export function chainCheckBackAt(nextRunAt: string, windowMs: number): string {
   return new Date(at - (((at % windowMs) + windowMs) % windowMs)).toISOString();
 }
 
+/**
+ * The keys of a job's finding indexes (decision 0095): its type's, and its status's except when
+ * COMPLETED (decision 0166). A run-now job is COMPLETED from its create, and most of a tenant's jobs
+ * end so: the status index keeps the few live and stopped ones, and the COMPLETED jobs are listed
+ * from the tenant's index, where they are most of what is read.
+ */
+export function findingKeysOf(job: Pick<Job, 'tenantId' | 'status' | 'type'>): { tenantType: string; tenantStatus?: string } {
+  return { tenantType: `${job.tenantId}#${job.type}`, ...(job.status === 'COMPLETED' ? {} : { tenantStatus: `${job.tenantId}#${job.status}` }) };
+}
+
 export function jobToItem(job: Job, options: { readonly checkBackWindowMs?: number } = {}): Item {
   // nextRunAt is a key of the byNextRun index, where DynamoDB refuses NULL: absent means none. A job
   // created without a name keeps none (its name is its id): it stays out of the byName index,
   // whose entry a create would otherwise write (decision 0157). An active job's index key is its
   // chain's check-back, at or before its pending occurrence, which `pendingAt` then keeps (0161).
-  const { payload, nextRunAt, name, payloadRef, ...rest } = job;
+  // The pending run's id is `pendingRunId`, not `nextRunId`, which the byNextRun index projects: the
+  // chain changes it at every occurrence, and the index entry would be written each time (0168).
+  const { payload, nextRunAt, name, payloadRef, nextRunId, ...rest } = job;
   const resumesAt = job.status === 'PAUSED' && job.pausedUntil ? job.pausedUntil : null;
   const checkBackAt = nextRunAt !== null && job.status === 'ACTIVE' ? chainCheckBackAt(nextRunAt, options.checkBackWindowMs ?? 0) : nextRunAt;
   return {
     ...jobKey(job.jobId),
     ...rest,
+    pendingRunId: nextRunId,
     ...(isUnnamed(job) ? {} : { name }),
     ...(checkBackAt === null ? {} : { nextRunAt: checkBackAt }),
     ...(checkBackAt !== null && checkBackAt !== nextRunAt ? { pendingAt: nextRunAt } : {}),
@@ -148,16 +161,27 @@ export function jobToItem(job: Job, options: { readonly checkBackWindowMs?: numb
     // stored apart is named instead (decision 0162).
     ...(payloadRef ? { payloadRef: { ...payloadRef } } : { payloadJson: JSON.stringify(payload) }),
     // Keys of the finding indexes (decision 0095); a workflow's schedule job is found through its workflow only.
-    ...(parseScheduleJobId(job.jobId)
-      ? {}
-      : { tenantSort: tenantSortOf(job), tenantStatus: `${job.tenantId}#${job.status}`, tenantType: `${job.tenantId}#${job.type}` }),
+    ...(parseScheduleJobId(job.jobId) ? {} : { tenantSort: tenantSortOf(job), ...findingKeysOf(job) }),
     // In the sparse byNextRun index only while the job is active with an occurrence pending.
     ...(job.status === 'ACTIVE' && job.nextRunAt ? { nextRunShard: String(shardOf(job.jobId, NEXT_RUN_SHARDS)) } : {}),
   };
 }
 
 export function itemToJob(item: Item): Job {
-  const { pk: _pk, sk: _sk, payloadJson, payloadRef, tenantSort: _ts, nextRunShard: _nrs, tenantStatus: _tst, tenantType: _tty, pendingAt, ...rest } = item;
+  const {
+    pk: _pk,
+    sk: _sk,
+    payloadJson,
+    payloadRef,
+    tenantSort: _ts,
+    nextRunShard: _nrs,
+    tenantStatus: _tst,
+    tenantType: _tty,
+    pendingAt,
+    pendingRunId,
+    nextRunId: legacyNextRunId,
+    ...rest
+  } = item;
   const job = rest as unknown as Omit<Job, 'payload' | 'nextRunAt' | 'labels' | 'name' | 'payloadRef'> & {
     nextRunAt?: string;
     labels?: Record<string, string>;
@@ -168,8 +192,11 @@ export function itemToJob(item: Item): Job {
   // 0161); a job created without a name is named by its id.
   const nextRunAt = job.status === 'PAUSED' ? null : typeof pendingAt === 'string' ? pendingAt : (job.nextRunAt ?? null);
   const ref = payloadRefOf(payloadRef);
+  // An item written before decision 0168 names its pending run `nextRunId`.
+  const nextRunId = pendingRunId !== undefined ? pendingRunId : legacyNextRunId;
   return {
     ...job,
+    nextRunId: typeof nextRunId === 'string' ? nextRunId : null,
     name: job.name ?? job.jobId,
     labels: job.labels ?? {},
     nextRunAt,

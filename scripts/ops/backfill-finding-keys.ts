@@ -1,12 +1,12 @@
 // Backfills the keys of the finding indexes (decision 0095) on items written before them: a job's
-// `tenantStatus` and `tenantType` (its label entries, when it has labels), a run's `tenantRunSort`,
+// `tenantType` and `tenantStatus` (none for a COMPLETED job: decision 0166; its label entries, when it has labels), a run's `tenantRunSort`,
 // a workflow's entries in its tenant's list (`WFLIST#`).
 // Each item is updated only where the attribute is missing, so running it twice, or while the
 // scheduler writes, is safe. A one-off after deploying the indexes to a stack with existing data.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { itemToJob, jobLabelKey, labelPairsOf, tenantRunSortOf, workflowListKeys, WORKFLOW_PK_PREFIX } from '../../lambdas/store/keys';
+import { findingKeysOf, itemToJob, jobLabelKey, labelPairsOf, tenantRunSortOf, workflowListKeys, WORKFLOW_PK_PREFIX } from '../../lambdas/store/keys';
 
 export interface BackfillCounts {
   readonly jobs: number;
@@ -57,17 +57,10 @@ async function setIfMissing(dynamo: DynamoDBDocumentClient, table: string, key: 
 
 export async function backfillFindingKeys(dynamo: DynamoDBDocumentClient, jobsTable: string, runsTable: string): Promise<BackfillCounts> {
   let jobs = 0;
-  for await (const item of scan(dynamo, jobsTable, 'JOB#', 'tenantStatus')) {
+  // Every job has a type key; a COMPLETED one has no status key (decision 0166).
+  for await (const item of scan(dynamo, jobsTable, 'JOB#', 'tenantType')) {
     const job = itemToJob(item);
-    if (
-      await setIfMissing(
-        dynamo,
-        jobsTable,
-        { pk: item.pk, sk: item.sk },
-        { tenantStatus: `${job.tenantId}#${job.status}`, tenantType: `${job.tenantId}#${job.type}` },
-      )
-    )
-      jobs += 1;
+    if (await setIfMissing(dynamo, jobsTable, { pk: item.pk, sk: item.sk }, findingKeysOf(job))) jobs += 1;
     for (const label of labelPairsOf(job.labels)) {
       await dynamo.send(new PutCommand({ TableName: jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } }));
     }

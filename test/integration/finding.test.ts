@@ -2,7 +2,7 @@
 // and type, the runs of a job or of the tenant by status and time; each filter read from an index
 // (decision 0095), so a page finds its matches within a read budget smaller than the tenant's jobs.
 // And target header values are write-only (item 5). And the public contract (item 1).
-import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobKey, jobLabelKey, runKey, workflowKey, workflowListKeys } from '../../lambdas/store/keys';
 import { backfillFindingKeys } from '../../scripts/ops/backfill-finding-keys';
@@ -118,6 +118,32 @@ describe('finding jobs', () => {
     expect((await scheduler.api('DELETE', `/v1/jobs/${ids['billing-daily']}`)).status).toBe(200);
     expect(await all('/v1/jobs?label=team=billing&status=ACTIVE')).toEqual(['billing-eu', 'search-reindex']);
     expect(await all('/v1/jobs?status=CANCELLED')).toEqual(['billing-daily']);
+  });
+
+  it('lists COMPLETED jobs from the tenant index: they have no status key, and one made ACTIVE again gets it back (decision 0166)', async () => {
+    const statusKeyOf = async (jobId: string): Promise<unknown> =>
+      (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(jobId), ConsistentRead: true }))).Item
+        ?.tenantStatus;
+    // A run-now job is COMPLETED from its create.
+    for (const name of ['done-1', 'done-2']) {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { name, type: 'oneoff' }));
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      expect(created.body.job.status).toBe('COMPLETED');
+      ids[name] = created.body.job.jobId;
+    }
+    expect(await statusKeyOf(ids['done-1']!)).toBeUndefined();
+    expect(await statusKeyOf(ids['billing-eu']!)).toBe(`${scheduler.tenantId}#ACTIVE`);
+    expect(await all('/v1/jobs?status=COMPLETED')).toEqual(['done-2', 'done-1']);
+    expect(await all('/v1/jobs?status=COMPLETED&limit=1')).toEqual(['done-2', 'done-1']);
+    expect(await all('/v1/jobs?type=oneoff&status=COMPLETED')).toEqual(['done-2', 'done-1']);
+    expect(await all('/v1/jobs?label=team=billing&status=COMPLETED')).toEqual([]);
+    // A new schedule makes a COMPLETED job ACTIVE again: it enters the status index.
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${ids['done-1']}`, { schedule: { kind: 'delay', seconds: 3600 } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.status).toBe('ACTIVE');
+    expect(await statusKeyOf(ids['done-1']!)).toBe(`${scheduler.tenantId}#ACTIVE`);
+    expect(await all('/v1/jobs?status=COMPLETED')).toEqual(['done-2']);
+    expect(await all('/v1/jobs?status=ACTIVE')).toEqual(['done-1', 'plain-4', 'plain-3', 'plain-2', 'plain-1', 'billing-eu', 'search-reindex']);
   });
 });
 
@@ -300,9 +326,14 @@ describe('items written before the finding indexes', () => {
     );
     const jobId: string = created.body.job.jobId;
     const runId: string = created.body.job.nextRunId;
+    // A run-now job, COMPLETED: its type key only (decision 0166), before and after the backfill.
+    const completed = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { name: 'old-completed', type: 'legacy' }));
+    expect(completed.body.job.status).toBe('COMPLETED');
     // As an item written before the indexes: no index keys, no label entry.
     const { dynamo } = scheduler.clients;
-    await dynamo.send(new UpdateCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(jobId), UpdateExpression: 'REMOVE tenantStatus, tenantType' }));
+    for (const id of [jobId, completed.body.job.jobId]) {
+      await dynamo.send(new UpdateCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(id), UpdateExpression: 'REMOVE tenantStatus, tenantType' }));
+    }
     await dynamo.send(new DeleteCommand({ TableName: scheduler.config.jobsTable, Key: jobLabelKey(scheduler.tenantId, 'team=old', created.body.job) }));
     await dynamo.send(new UpdateCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), UpdateExpression: 'REMOVE tenantRunSort' }));
     // A workflow from before the workflows' list: its entries, and the mark that it has them, missing.
@@ -317,12 +348,16 @@ describe('items written before the finding indexes', () => {
       (await scheduler.api('GET', '/v1/jobs?status=ACTIVE')).body.items.length,
       (await scheduler.api('GET', '/v1/jobs?type=legacy')).body.items.length,
       (await scheduler.api('GET', '/v1/jobs?label=team=old')).body.items.length,
-      (await scheduler.api('GET', '/v1/runs')).body.items.length,
+      // The delayed job's run (the run-now job's are running or retried, and were not touched).
+      (await scheduler.api('GET', '/v1/runs?status=SCHEDULED')).body.items.length,
       (await scheduler.api('GET', '/v1/workflows')).body.items.length,
     ];
     expect(await found()).toEqual([0, 0, 0, 0, 0]);
-    expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 1, runs: 1, workflows: 1 });
-    expect(await found()).toEqual([1, 1, 1, 1, 1]);
+    expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 2, runs: 1, workflows: 1 });
+    expect(await found()).toEqual([1, 2, 1, 1, 1]);
+    const completedItem = await dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(completed.body.job.jobId) }));
+    expect(completedItem.Item).toMatchObject({ tenantType: `${scheduler.tenantId}#legacy` });
+    expect(completedItem.Item?.tenantStatus).toBeUndefined();
     expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 0, runs: 0, workflows: 0 });
   });
 });

@@ -29,6 +29,8 @@ import type { LeaseRequest } from '../../lambdas/store/run-leases';
 import { recordAccesses } from '../support/access-log';
 import { recordHeaderValue, recordLogLines } from './support/leak-record';
 import { contractViolations } from '../support/contract';
+import { CapacityModel } from '../../bench/lib/capacity-model';
+import { jobsTable, runsTable } from '../../lambdas/store/schema';
 
 let clients: AwsClients | undefined;
 
@@ -74,6 +76,8 @@ export interface Scheduler {
   readonly metricLines: string[];
   /** A runtime serving the API; its pollers run only when `workerConcurrency` > 0. */
   readonly runtime: LocalRuntime;
+  /** The handlers' DynamoDB units as AWS bills them (bench/lib/capacity-model.ts), with `capacityModel`. */
+  readonly capacity: CapacityModel | null;
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   /** Another process-like worker over the same resources, with its own identity and clock. */
   workerDeps(workerId: string, clock?: () => number): SchedulerDeps;
@@ -98,6 +102,8 @@ export interface SchedulerOptions {
   readonly tenantLimits?: Partial<TenantLimits>;
   /** Counts the requests of the scheduler's handlers (not the runtime's SQS polling). */
   readonly requestCounter?: RequestCounter;
+  /** With `requestCounter`: models the handlers' DynamoDB units as AWS bills them (`Scheduler.capacity`). */
+  readonly capacityModel?: boolean;
   /** Configuration over the local defaults, e.g. `{ localMode: false }` for AWS-mode target rules. */
   readonly config?: Partial<
     Pick<
@@ -127,10 +133,20 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
   const metricLines: string[] = [];
   // Counted requests need clients of their own: the shared ones serve every test.
   let handlerClients = aws;
+  let capacity: CapacityModel | null = null;
   if (options.requestCounter) {
     handlerClients = createAwsClients();
     options.requestCounter.attach(handlerClients);
     recordAccesses(handlerClients);
+    if (options.capacityModel) {
+      capacity = new CapacityModel(
+        new Map([
+          [config.jobsTable, jobsTable],
+          [config.runsTable, runsTable],
+        ]),
+      );
+      capacity.attach(handlerClients.dynamo);
+    }
   }
   if (options.lambdaEndpoint) handlerClients = { ...handlerClients, targets: createTargetClients(options.lambdaEndpoint) };
   const deps = createDeps(config, handlerClients, {
@@ -166,6 +182,7 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
     apiKey,
     metricLines,
     runtime,
+    capacity,
     async api(method, path, body, headers = {}) {
       const response = await fetch(`${runtime.url}${path}`, {
         method,

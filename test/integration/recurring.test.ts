@@ -1,6 +1,6 @@
 // Recurring jobs, control operations and policies, against the emulator. Workers are driven
 // directly with their own clocks, so a chain of minute-by-minute occurrences runs in moments.
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
@@ -56,6 +56,37 @@ describe('recurring jobs and control', () => {
     expect(await executeRun(worker(first.at + MINUTE + 50), after.nextRunId)).toBe('succeeded');
     const runs = (await scheduler.api('GET', `/v1/jobs/${first.jobId}/runs`)).body.items;
     expect(runs.map((r: { status: string }) => r.status)).toEqual(['QUEUED', 'SUCCEEDED', 'SUCCEEDED']);
+  });
+
+  it('chains a job written before decision 0168 (its pending run as nextRunId), fenced by it, and rewrites it as pendingRunId', async () => {
+    const first = await createCron();
+    const { dynamo } = scheduler.clients;
+    const itemOf = async () =>
+      (await dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(first.jobId), ConsistentRead: true }))).Item!;
+    expect((await itemOf()).pendingRunId).toBe(first.runId);
+    // As the item was written before: the pending run under its old name.
+    await dynamo.send(
+      new UpdateCommand({
+        TableName: scheduler.config.jobsTable,
+        Key: jobKey(first.jobId),
+        UpdateExpression: 'SET nextRunId = :run REMOVE pendingRunId',
+        ExpressionAttributeValues: { ':run': first.runId },
+      }),
+    );
+    const legacy = await scheduler.deps.jobs.get(scheduler.tenantId, first.jobId);
+    expect(legacy?.nextRunId).toBe(first.runId);
+    // A write that read another pending run is refused, as before.
+    expect(await scheduler.deps.jobs.replace({ ...legacy!, nextRunId: 'other' }, { ...legacy!, nextRunId: 'stale' })).toBe('conflict');
+    // The chain moves on from it, and the job is written in the new form.
+    expect(await executeRun(worker(first.at + 100), first.runId)).toBe('succeeded');
+    const item = await itemOf();
+    expect(item.nextRunId).toBeUndefined();
+    expect(item.pendingRunId).toBe(`${first.jobId}.${(first.at + MINUTE).toString(36)}.1`);
+    expect((await job(first.jobId)).nextRunId).toBe(item.pendingRunId);
+    // And is fenced by the new attribute.
+    const current = await scheduler.deps.jobs.get(scheduler.tenantId, first.jobId);
+    expect(await scheduler.deps.jobs.replace({ ...current!, nextRunId: 'other' }, { ...current!, nextRunId: first.runId })).toBe('conflict');
+    expect((await job(first.jobId)).nextRunId).toBe(item.pendingRunId);
   });
 
   it('never leases a run before its time', async () => {

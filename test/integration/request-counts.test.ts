@@ -59,8 +59,8 @@ describe('requests per execution', () => {
     const tally = counter.tally();
     expect(tally.calls).toEqual({
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
-      // API: the creates-per-second counter on its own (decision 0155); the job (COMPLETED from the
-      // start), its name and its run in one transaction; the message.
+      // API: the creates-per-second counter on its own (decision 0155); the run on its own, then the
+      // job (COMPLETED from the start) with its name in one transaction (decision 0167); the message.
       'dynamodb.TransactWriteItems': 1,
       'sqs.SendMessageBatch': 1,
       // The counter; worker: lease, read the job (one request per worker batch), message visibility
@@ -69,7 +69,23 @@ describe('requests per execution', () => {
       'dynamodb.UpdateItem': 3,
       'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
-      'dynamodb.PutItem': 1,
+      'dynamodb.PutItem': 2, // the run, ahead of its job; the roll-up
+    });
+  });
+
+  it('a run-now job without a name: its run and then the job, each one conditional put, no transaction (decision 0167)', async () => {
+    await warm();
+    counter.reset();
+    const { name: _name, ...unnamed } = jobBody(target.url);
+    const created = await scheduler.api('POST', '/v1/jobs', unnamed);
+    await finished(created.body.job.nextRunId);
+    expect(counter.tally().calls).toEqual({
+      'dynamodb.BatchWriteItem': 1, // the audit entry
+      'sqs.SendMessageBatch': 1,
+      'dynamodb.UpdateItem': 3, // the create's counter, lease, outcome
+      'dynamodb.BatchGetItem': 1,
+      'sqs.ChangeMessageVisibilityBatch': 1,
+      'dynamodb.PutItem': 3, // the run, the job, the roll-up
     });
   });
 
@@ -163,12 +179,12 @@ describe('requests per execution', () => {
     const tally = counter.tally();
     expect(tally.calls).toEqual({
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
-      'dynamodb.TransactWriteItems': 2, // create; the failed attempt with its retry run
+      'dynamodb.TransactWriteItems': 2, // create (the job and its name); the failed attempt with its retry run
       'sqs.SendMessageBatch': 2, // the first run; the retry
       'dynamodb.UpdateItem': 4, // the create's counter, two leases, one success (the failure is in the transaction)
       'dynamodb.BatchGetItem': 2, // the job, read by each attempt
       'sqs.ChangeMessageVisibilityBatch': 2,
-      'dynamodb.PutItem': 2, // a roll-up per worker batch
+      'dynamodb.PutItem': 3, // the first run, ahead of its job; a roll-up per worker batch
     });
   });
 
@@ -179,12 +195,12 @@ describe('requests per execution', () => {
     await finished(created.body.job.nextRunId);
     expect(counter.tally().calls).toEqual({
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
-      'dynamodb.TransactWriteItems': 1, // create (a run-now job is COMPLETED from it)
+      'dynamodb.TransactWriteItems': 1, // create: the job and its name (a run-now job is COMPLETED from it)
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 4, // the create's counter, lease, consume, outcome
       'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
-      'dynamodb.PutItem': 1,
+      'dynamodb.PutItem': 2, // the run, ahead of its job; the roll-up
     });
   });
 
@@ -201,7 +217,7 @@ describe('requests per execution', () => {
       'dynamodb.BatchGetItem': 1, // the job
       'dynamodb.GetItem': 1, // the ledger
       'sqs.ChangeMessageVisibilityBatch': 1,
-      'dynamodb.PutItem': 1,
+      'dynamodb.PutItem': 2, // the run, ahead of its job; the roll-up
     });
   });
 });
@@ -299,5 +315,120 @@ describe('requests per worker batch of recurring jobs', () => {
     // Each chain moved on to its next occurrence, two minutes on, and sent it: ten messages, one request.
     for (const job of jobs) expect(job.body.nextRunAt).toBe(new Date(anchor + 120_000).toISOString());
     expect(counter.tally().calls['sqs.SendMessageBatch']).toBe(1);
+  });
+});
+
+/**
+ * What an execution costs in DynamoDB write units as AWS bills them (item sizes, index writes,
+ * transactions at twice the units: bench/lib/capacity-model.ts), which `npm run bench:cost` reports
+ * per kind (docs/performance.md). Held here so that a change that adds a write, an index entry or a
+ * transaction to a create or an execution fails a test, not just a figure.
+ */
+describe('write units per execution', () => {
+  const counter = new RequestCounter();
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  let runs: RunRecords;
+
+  beforeAll(async () => {
+    // No pollers in the API's runtime: each measure starts a worker once the create is counted, so
+    // that a lease never lands among the create's writes.
+    scheduler = await startScheduler({ requestCounter: counter, capacityModel: true, workerConcurrency: 0 });
+    runs = new RunRecords(awsClients().dynamo, scheduler.config.runsTable);
+    target = await startTarget();
+    expect((await scheduler.api('GET', '/v1/jobs?limit=1')).status).toBe(200);
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const units = () => {
+    const tally = scheduler.capacity!.tally();
+    return { total: tally.writeUnits + tally.indexWriteUnits, byOperation: tally.writesByOperation };
+  };
+  async function measure(body: Record<string, unknown>): Promise<{ create: ReturnType<typeof units>; execution: ReturnType<typeof units> }> {
+    await clearOfMinuteEnd();
+    await scheduler.deps.tenantLimits.of(scheduler.tenantId);
+    await scheduler.deps.signingCache.of(scheduler.tenantId);
+    scheduler.capacity!.reset();
+    const created = await scheduler.api('POST', '/v1/jobs', body);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const create = units();
+    scheduler.capacity!.reset();
+    const worker = await scheduler.startWorkers(1);
+    try {
+      await eventually(
+        () => runs.get(created.body.job.nextRunId),
+        (run) => run?.status === 'SUCCEEDED',
+      );
+      // The worker writes its roll-up when the batch ends, just after the outcome.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    } finally {
+      await worker.stop();
+    }
+    return { create, execution: units() };
+  }
+
+  it('a run-now job without a name: a create of 8 write units, plus its audit entry (decisions 0165-0167)', async () => {
+    const { name: _name, ...unnamed } = jobBody(target.url);
+    const { create, execution } = await measure(unnamed);
+    expect(create.byOperation).toEqual({
+      // The run on its own (1) and its three index entries: runs by job, by tenant, its check-back.
+      'Runs.PutItem': 4,
+      // The job on its own (1), in the tenant's and the type's indexes (no name, no status: COMPLETED).
+      'Jobs.PutItem': 3,
+      'Jobs.UpdateItem': 1, // the creates-per-second counter
+      'Jobs.BatchWriteItem': 2, // the audit entry, under the tenant and under the job
+    });
+    expect(create.total).toBe(10);
+    expect(execution.byOperation).toEqual({
+      // The lease (1) moving the check-back (2); the outcome (1) removing it (1).
+      'Runs.UpdateItem': 5,
+      'Jobs.PutItem': 1, // the roll-up of this worker batch (of one run)
+    });
+  });
+
+  it('a run-now job with a name: the name guard and its index entry, and the job written with it in one transaction', async () => {
+    const { create } = await measure(jobBody(target.url, { name: 'units-named' }));
+    expect(create.byOperation).toEqual({
+      'Runs.PutItem': 4,
+      // The job (2) and its name guard (2) in one transaction; the job's index entries: the tenant's,
+      // the type's, the name's.
+      'Jobs.TransactWriteItems': 7,
+      'Jobs.UpdateItem': 1,
+      'Jobs.BatchWriteItem': 2,
+    });
+  });
+
+  it('a cron occurrence: its lease and outcome, and the chain writing the job and the next run in one transaction', async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { name: 'units-cron', schedule: { kind: 'cron', expression: '*/5 * * * * *' } }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const jobId: string = created.body.job.jobId;
+    const succeeded = async () => (await scheduler.api('GET', `/v1/jobs/${jobId}/runs?status=SUCCEEDED`)).body.items.length as number;
+    const worker = await scheduler.startWorkers(1);
+    try {
+      await eventually(succeeded, (count) => count >= 1, 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      scheduler.capacity!.reset();
+      // Three more occurrences, each leased, recorded and chained to the next; stopped well before a fourth.
+      await eventually(succeeded, (count) => count >= 4, 45_000);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    } finally {
+      await worker.stop();
+    }
+    const { byOperation } = units();
+    expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
+    expect(byOperation['Runs.UpdateItem']).toBe(3 * 5); // lease (1) moving the check-back (2); outcome (1) removing it (1)
+    expect(byOperation['Runs.TransactWriteItems']).toBe(3 * 5); // the next run (2, in the chain's transaction) and its three index entries
+    // The job (2, in the transaction); its keys-only indexes are not written (decision 0165). Its
+    // byNextRun entry moves (2) only when the occurrence crosses a 150 s window (decision 0161).
+    expect([3 * 2, 3 * 2 + 2]).toContain(byOperation['Jobs.TransactWriteItems']);
+    expect(byOperation['Jobs.PutItem']).toBe(3); // a roll-up per worker batch
+    expect(Object.keys(byOperation).sort()).toEqual(['Jobs.PutItem', 'Jobs.TransactWriteItems', 'Runs.TransactWriteItems', 'Runs.UpdateItem']);
   });
 });

@@ -3,7 +3,8 @@ import { ValidationError } from '../../lambdas/core/errors';
 import { parseOrThrow } from '../../lambdas/core/validation';
 import { MAX_JOB_PAYLOAD_BYTES, payloadRefusal, targetPayloadLimit } from '../../lambdas/domain/payload';
 import { MAX_PAYLOAD_BYTES, attemptTimeoutSeconds, isUnnamed, jobPatchSchema, jobSpecSchema } from '../../lambdas/domain/job';
-import { decodeCursor, encodeCursor, itemToJob, jobToItem } from '../../lambdas/store/keys';
+import { decodeCursor, encodeCursor, findingKeysOf, itemToJob, jobToItem } from '../../lambdas/store/keys';
+import { JOBS_NEXT_RUN_INDEX, jobsTable } from '../../lambdas/store/schema';
 import type { Job } from '../../lambdas/domain/job';
 
 const valid = {
@@ -159,6 +160,43 @@ describe('stored items', () => {
     expect(jobToItem(at('2026-11-27T10:01:00.000Z')).nextRunAt).toBe('2026-11-27T10:01:00.000Z');
     const { pendingAt: _gone, ...before } = jobToItem(at('2026-11-27T10:01:00.000Z'), { checkBackWindowMs: window });
     expect(itemToJob({ ...before, nextRunAt: '2026-11-27T10:01:00.000Z' }).nextRunAt).toBe('2026-11-27T10:01:00.000Z');
+  });
+
+  it("keeps the pending run as pendingRunId, out of byNextRun's projection, and reads an item from before by its nextRunId (decision 0168)", () => {
+    const spec = parseOrThrow(jobSpecSchema, { ...valid, schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } });
+    const job: Job = {
+      ...spec,
+      name: spec.name ?? 'job_1',
+      jobId: 'job_1',
+      tenantId: 't1',
+      status: 'ACTIVE',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+      version: 1,
+      nextRunAt: '2026-11-27T10:01:00.000Z',
+      nextRunId: 'run-a',
+    };
+    const item = jobToItem(job);
+    expect(item.pendingRunId).toBe('run-a');
+    // Nothing the byNextRun index projects changes when only the pending run does.
+    const projected = jobsTable.indexes.find((index) => index.indexName === JOBS_NEXT_RUN_INDEX)!.projection as readonly string[];
+    const other = jobToItem({ ...job, nextRunId: 'run-b' });
+    for (const name of projected) expect(other[name]).toEqual(item[name]);
+    expect('nextRunId' in item).toBe(false);
+    expect(itemToJob(item)).toEqual(job);
+    // None pending: a NULL pendingRunId, so that an item has exactly one of the two attributes.
+    expect(jobToItem({ ...job, status: 'COMPLETED', nextRunAt: null, nextRunId: null }).pendingRunId).toBeNull();
+    // An item written before: its nextRunId.
+    const { pendingRunId: _new, ...before } = item;
+    expect(itemToJob({ ...before, nextRunId: 'run-a' })).toEqual(job);
+    expect(itemToJob({ ...before, nextRunId: null }).nextRunId).toBeNull();
+  });
+
+  it('gives a job a status key except when COMPLETED, and a type key always (decision 0166)', () => {
+    expect(findingKeysOf({ tenantId: 't1', status: 'ACTIVE', type: 'email' })).toEqual({ tenantType: 't1#email', tenantStatus: 't1#ACTIVE' });
+    expect(findingKeysOf({ tenantId: 't1', status: 'PAUSED', type: 'email' })).toEqual({ tenantType: 't1#email', tenantStatus: 't1#PAUSED' });
+    expect(findingKeysOf({ tenantId: 't1', status: 'CANCELLED', type: 'email' })).toEqual({ tenantType: 't1#email', tenantStatus: 't1#CANCELLED' });
+    expect(findingKeysOf({ tenantId: 't1', status: 'COMPLETED', type: 'email' })).toEqual({ tenantType: 't1#email' });
   });
 
   it('refuses a cursor from another partition or a forged one', () => {
