@@ -110,9 +110,10 @@ describe('job spec', () => {
 });
 
 describe('stored items', () => {
-  it('round-trips any JSON payload exactly', () => {
-    const spec = parseOrThrow(jobSpecSchema, { ...valid, payload: [1, null, { a: {} }, ''] });
-    const job: Job = {
+  /** A stored job of `body` (over the valid one), active, with its pending occurrence. */
+  const storedJob = (body: Record<string, unknown>, pending: Pick<Job, 'nextRunAt' | 'nextRunId'>): Job => {
+    const spec = parseOrThrow(jobSpecSchema, { ...valid, ...body });
+    return {
       ...spec,
       name: spec.name ?? 'job_1',
       jobId: 'job_1',
@@ -121,9 +122,12 @@ describe('stored items', () => {
       createdAt: '2026-01-01T00:00:00.000Z',
       updatedAt: '2026-01-01T00:00:00.000Z',
       version: 1,
-      nextRunAt: null,
-      nextRunId: null,
+      ...pending,
     };
+  };
+
+  it('round-trips any JSON payload exactly', () => {
+    const job = storedJob({ payload: [1, null, { a: {} }, ''] }, { nextRunAt: null, nextRunId: null });
     expect(itemToJob(jobToItem(job))).toEqual(job);
   });
 
@@ -163,19 +167,10 @@ describe('stored items', () => {
   });
 
   it("keeps the pending run as pendingRunId, out of byNextRun's projection, and reads an item from before by its nextRunId (decision 0168)", () => {
-    const spec = parseOrThrow(jobSpecSchema, { ...valid, schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } });
-    const job: Job = {
-      ...spec,
-      name: spec.name ?? 'job_1',
-      jobId: 'job_1',
-      tenantId: 't1',
-      status: 'ACTIVE',
-      createdAt: '2026-01-01T00:00:00.000Z',
-      updatedAt: '2026-01-01T00:00:00.000Z',
-      version: 1,
-      nextRunAt: '2026-11-27T10:01:00.000Z',
-      nextRunId: 'run-a',
-    };
+    const job = storedJob(
+      { schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } },
+      { nextRunAt: '2026-11-27T10:01:00.000Z', nextRunId: 'run-a' },
+    );
     const item = jobToItem(job);
     expect(item.pendingRunId).toBe('run-a');
     // Nothing the byNextRun index projects changes when only the pending run does.
