@@ -97,7 +97,9 @@ export interface EmulatorStop {
  * answer says so.
  */
 export async function stopEmulator(endpoint = process.env.AWS_ENDPOINT_URL ?? DEFAULT_ENDPOINT): Promise<EmulatorStop> {
-  const outcome = await stopByPidFileAndWait(emulatorPidFile(endpoint), { expect: 'moto_server.py' });
+  // moto keeps everything in memory: one that has not exited 15 s after SIGTERM (a long-lived one
+  // with a large heap, threads in long polls) is killed rather than left beside a new one.
+  const outcome = await stopByPidFileAndWait(emulatorPidFile(endpoint), { expect: 'moto_server.py', killAfterWait: 5_000 });
   switch (outcome) {
     case 'stopped':
       return { outcome, message: `emulator at ${endpoint} stopped` };

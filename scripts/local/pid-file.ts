@@ -51,7 +51,15 @@ function commandLineOf(pid: number): string | null {
  * written: where the command line can be read, it must contain `expect`. The file is removed
  * unless the process is still running.
  */
-export async function stopByPidFileAndWait(pidFile: string, options: { expect?: string; waitMs?: number } = {}): Promise<StopOutcome> {
+export async function stopByPidFileAndWait(
+  pidFile: string,
+  options: {
+    expect?: string;
+    waitMs?: number;
+    /** Still running after `waitMs`: SIGKILL it and wait this long again (a process that holds nothing worth a clean exit). */
+    killAfterWait?: number;
+  } = {},
+): Promise<StopOutcome> {
   if (!existsSync(pidFile)) return 'no-pid-file';
   const pid = Number(readFileSync(pidFile, 'utf8').trim());
   const commandLine = Number.isInteger(pid) && pid > 0 ? commandLineOf(pid) : null;
@@ -67,15 +75,31 @@ export async function stopByPidFileAndWait(pidFile: string, options: { expect?: 
     rmSync(pidFile, { force: true });
     return 'not-running';
   }
-  const deadline = Date.now() + (options.waitMs ?? 15_000);
-  while (Date.now() < deadline) {
-    if (!isRunning(pid) || isZombie(pid)) {
+  if (await exitedWithin(pid, options.waitMs ?? 15_000)) {
+    rmSync(pidFile, { force: true });
+    return 'stopped';
+  }
+  if (options.killAfterWait !== undefined) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+    if (await exitedWithin(pid, options.killAfterWait)) {
       rmSync(pidFile, { force: true });
       return 'stopped';
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return 'still-running';
+}
+
+async function exitedWithin(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (!isRunning(pid) || isZombie(pid)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** A process that has exited and waits for its parent to reap it (state Z in /proc). */
