@@ -1,23 +1,18 @@
-// Jobs in DynamoDB: a job, the guard that keeps its name unique within the tenant, the record of an
-// idempotent create, and the job's first run are written in one transaction, so a job never exists
-// without its first occurrence and a name or key is never taken twice. A run-now job's run is
-// written just before it instead, on its own (decision 0167).
+// Jobs in DynamoDB: reads, listings (job-finder.ts), a job's changes as a compare-and-swap with the
+// runs they write, and the byNextRun index's views for the ticker. A create is job-inserts.ts's.
 import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactionResult, TransactItem } from './conditional';
-import { absentOr, conditionExpressions, IF_NEW, ifHeld, lessThan, transact, transactRetryingConflicts, updateExpressions } from './conditional';
-import type { Job, JobStatus } from '../domain/job';
+import { absentOr, conditionExpressions, IF_NEW, ifHeld, lessThan, transact, updateExpressions } from './conditional';
+import type { Job } from '../domain/job';
 import { isUnnamed } from '../domain/job';
-import type { Run } from '../domain/run';
-import type { RunItemExtras } from './keys';
+import type { CreateGuards, IdempotencyRecord, InsertResult, NewRun } from './job-inserts';
+import { activeJobsCount, isLive, JobInserts } from './job-inserts';
 
-export interface NewRun {
-  readonly run: Run;
-  readonly extras: RunItemExtras;
-}
+export type { CreateGuards, IdempotencyRecord, InsertResult, NewRun } from './job-inserts';
+export { isLive, writesRunAhead } from './job-inserts';
 import { JOBS_NEXT_RUN_INDEX } from './schema';
 import type { Page } from './page';
 import type { JobFilter } from './job-finder';
@@ -31,67 +26,7 @@ import { isJobItem, workflowVersionKey, WORKFLOW_PK_PREFIX, WORKFLOW_RUN_SK_PREF
 /** What the byNextRun index finds overdue: a job whose chain stopped, or a workflow run whose progress did. */
 export type Overdue =
   { readonly kind: 'job'; readonly jobId: string } | { readonly kind: 'workflow-run'; readonly workflowId: string; readonly workflowRunId: string };
-import {
-  createRateKey,
-  idempotencyKey,
-  itemToJob,
-  jobKey,
-  jobLabelKey,
-  jobNameKey,
-  jobToItem,
-  labelPairsOf,
-  resumeShardOf,
-  runKey,
-  runToItem,
-  tenantUsageKey,
-} from './keys';
-
-/**
- * Whether a create writes its first run ahead of the job, on its own, rather than in one transaction
- * with it (decision 0167): a run-now job (COMPLETED from its create, so no active-jobs count) whose
- * run is queued, and whose target is not an external worker's (whose claims read the runs table
- * directly). Its message is sent only after the job is written, and its check-back is the
- * redelivery grace away: no worker or ticker meets the run before its job is decided. A run whose
- * create then failed is deleted, or, if that fails too, ends CANCELLED when its check-back brings
- * it to a worker, which finds no job.
- */
-export function writesRunAhead(job: Pick<Job, 'status' | 'schedule' | 'target'>, run: Pick<Run, 'status'>): boolean {
-  return job.schedule.kind === 'now' && job.status === 'COMPLETED' && job.target.kind !== 'external' && run.status === 'QUEUED';
-}
-
-/** Jobs that count against a tenant's active-jobs limit. */
-export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
-
-/** The tenant limit a create is checked against, in the same transaction (its create rate is counted before: decision 0155). */
-export interface CreateGuards {
-  readonly maxActiveJobs: number | null;
-}
-
-/**
- * A create that DynamoDB keeps cancelling with TransactionConflict (one tenant's creates of live jobs
- * meet on its usage item; retries of one create meet on its idempotency record) is tried this many
- * times under the store's conflict-retry policy (`transactRetryingConflicts`). Its waits' bounds
- * add up to 810 ms: the caller is answered well within a second.
- */
-const MAX_INSERT_ATTEMPTS = 8;
-/** When a create that still conflicted after every try may come back: its collisions are short-lived. */
-const CONFLICT_RETRY_AFTER_MS = 1000;
-
-export interface IdempotencyRecord {
-  readonly key: string;
-  /** Hash of the request body: the same key with another body is a conflict. */
-  readonly requestHash: string;
-  /** How long the record is kept (epoch seconds, DynamoDB TTL). */
-  readonly expiresAtEpoch: number;
-}
-
-export type InsertResult =
-  | { readonly kind: 'created' }
-  | { readonly kind: 'name-taken' }
-  | { readonly kind: 'too-many-active-jobs' }
-  /** Cancelled with TransactionConflict on every try; nothing was written. */
-  | { readonly kind: 'conflicted'; readonly retryAfterMs: number }
-  | { readonly kind: 'idempotent-replay'; readonly jobId: string; readonly requestHash: string };
+import { createRateKey, itemToJob, jobKey, jobLabelKey, jobNameKey, jobToItem, labelPairsOf, resumeShardOf, runToItem } from './keys';
 
 /** Options of a job read. */
 export interface JobReadOptions {
@@ -107,6 +42,7 @@ interface PendingJobRead {
 
 export class JobsRepository {
   private readonly finder: JobFinder;
+  private readonly inserts: JobInserts;
 
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
@@ -119,88 +55,12 @@ export class JobsRepository {
     private readonly checkBackWindowMs = 0,
   ) {
     this.finder = new JobFinder(dynamo, jobsTable, (jobIds) => this.getManyAnyTenant(jobIds));
+    this.inserts = new JobInserts(dynamo, jobsTable, runsTable, checkBackWindowMs);
   }
 
-  async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
-    const ifNew = conditionExpressions(IF_NEW);
-    const ahead = firstRun && writesRunAhead(job, firstRun.run) ? firstRun : null;
-    const items: Record<string, TransactItem> = {
-      job: { Put: { TableName: this.jobsTable, Item: jobToItem(job, { checkBackWindowMs: this.checkBackWindowMs }), ...ifNew } },
-    };
-    // A name's guard keeps it unique in the tenant; a job named by its id needs none (decision 0154).
-    if (!isUnnamed(job)) items.name = { Put: { TableName: this.jobsTable, Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId }, ...ifNew } };
-    if (idempotency) {
-      const record = {
-        ...idempotencyKey(job.tenantId, idempotency.key),
-        jobId: job.jobId,
-        requestHash: idempotency.requestHash,
-        expiresAtEpoch: idempotency.expiresAtEpoch,
-      };
-      items.idempotency = { Put: { TableName: this.jobsTable, Item: record, ...ifNew } };
-    }
-    if (firstRun && !ahead) items.firstRun = { Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ...ifNew } };
-    // One entry per label, to find the job by it (decision 0095).
-    labelPairsOf(job.labels).forEach((label, index) => {
-      items[`label:${index}`] = { Put: { TableName: this.jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } } };
-    });
-    // The tenant's usage counter, checked and counted with the job. (Its create rate is counted
-    // before, on its own: decision 0155.)
-    if (guards && isLive(job.status)) items.usage = this.countActive(job.tenantId, 1, guards.maxActiveJobs);
-    // Concurrent creates collide inside DynamoDB as TransactionConflict, which evaluates no
-    // condition: tried again, the conditions decide (a retry of one create then meets the winner's
-    // idempotency record and replays it). A cancelled transaction wrote nothing: after the last try
-    // the caller is told to come back (a 429), never answered with a 500 (decision 0043).
-    if (ahead) await this.dynamo.send(new PutCommand({ TableName: this.runsTable, Item: runToItem(ahead.run, ahead.extras), ...ifNew }));
-    const result = await this.writeNewJob(items, ahead?.run ?? null);
-    if (result.committed) return { kind: 'created' };
-    // Refused or still conflicting: nothing names the run written ahead.
-    if (ahead) await this.discardRunAhead(ahead.run);
-    if (result.conflict) return { kind: 'conflicted', retryAfterMs: CONFLICT_RETRY_AFTER_MS };
-    // The idempotency record decides first: a replayed request may also collide on its name.
-    if (idempotency && result.failed.has('idempotency')) {
-      const previous = await this.findIdempotencyRecord(job.tenantId, idempotency.key);
-      if (previous) return { kind: 'idempotent-replay', ...previous };
-    }
-    if (result.failed.has('name')) return { kind: 'name-taken' };
-    if (result.failed.has('usage')) return { kind: 'too-many-active-jobs' };
-    throw result.error;
-  }
-
-  /**
-   * The job with its guards in one transaction; the job alone (a run-now job without a name, an
-   * Idempotency-Key or labels) as one conditional put, at half a transaction's write units.
-   */
-  private async writeNewJob(items: Record<string, TransactItem>, ahead: Run | null): Promise<TransactionResult> {
-    const { job, ...guards } = items;
-    if (Object.keys(guards).length > 0 || !job?.Put) return transactRetryingConflicts(this.dynamo, items, MAX_INSERT_ATTEMPTS);
-    try {
-      await this.dynamo.send(new PutCommand(job.Put));
-      return { committed: true };
-    } catch (error) {
-      // Certainly not written (a job id taken, which a new id never is): the run goes too. Any other
-      // error may have written the job, and leaves the run to its check-back.
-      if (ahead && error instanceof ConditionalCheckFailedException) await this.discardRunAhead(ahead);
-      throw error;
-    }
-  }
-
-  /**
-   * Deletes the run a refused create wrote ahead of its job. Nothing else has seen it: its message
-   * is sent only after the job, and its check-back is the redelivery grace away. If this delete
-   * fails too, the check-back brings the run to a worker, which ends it CANCELLED (no job).
-   */
-  private async discardRunAhead(run: Run): Promise<void> {
-    try {
-      await this.dynamo.send(
-        new DeleteCommand({
-          TableName: this.runsTable,
-          Key: runKey(run.runId),
-          ...conditionExpressions({ status: run.status, version: run.version }),
-        }),
-      );
-    } catch {
-      // Left to its check-back, as above.
-    }
+  /** Writes a new job with its guards and first run (job-inserts.ts). */
+  insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
+    return this.inserts.insert(job, firstRun, idempotency, guards);
   }
 
   /**
@@ -228,22 +88,9 @@ export class JobsRepository {
     };
   }
 
-  /** An update of the tenant's active-jobs counter, refused past `max` when it adds. */
-  private countActive(tenantId: string, delta: 1 | -1, max: number | null): TransactItem {
-    const limited = delta > 0 && max !== null;
-    return {
-      Update: {
-        TableName: this.jobsTable,
-        Key: tenantUsageKey(tenantId),
-        ...updateExpressions({ add: { activeJobs: delta }, ...(limited ? { if: { activeJobs: absentOr(lessThan(max)) } } : {}) }),
-      },
-    };
-  }
-
   /** The job a create under this Idempotency-Key made, and the hash of its body; null when none did. */
-  async findIdempotencyRecord(tenantId: string, key: string): Promise<{ jobId: string; requestHash: string } | null> {
-    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.jobsTable, Key: idempotencyKey(tenantId, key), ConsistentRead: true }));
-    return item ? { jobId: String(item.jobId), requestHash: String(item.requestHash) } : null;
+  findIdempotencyRecord(tenantId: string, key: string): Promise<{ jobId: string; requestHash: string } | null> {
+    return this.inserts.findIdempotencyRecord(tenantId, key);
   }
 
   /**
@@ -385,8 +232,8 @@ export class JobsRepository {
     // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit;
     // one that becomes live again (a COMPLETED job given a new schedule) takes one, within it.
     const becomesLive = !isLive(expected.status) && isLive(next.status);
-    if (isLive(expected.status) && !isLive(next.status)) items.usage = this.countActive(next.tenantId, -1, null);
-    else if (becomesLive) items.usage = this.countActive(next.tenantId, 1, extra.maxActiveJobs ?? null);
+    if (isLive(expected.status) && !isLive(next.status)) items.usage = activeJobsCount(this.jobsTable, next.tenantId, -1, null);
+    else if (becomesLive) items.usage = activeJobsCount(this.jobsTable, next.tenantId, 1, extra.maxActiveJobs ?? null);
     // Label entries follow the job's labels (decision 0095): new ones written, dropped ones deleted.
     const before = new Set(labelPairsOf(expected.labels));
     const after = new Set(labelPairsOf(next.labels));
@@ -413,7 +260,7 @@ export class JobsRepository {
     return {
       job: { Put: { TableName: this.jobsTable, Item: jobToItem(job, { checkBackWindowMs: this.checkBackWindowMs }), ...ifNew } },
       ...(firstRun ? { firstRun: { Put: { TableName: this.runsTable, Item: runToItem(firstRun.run, firstRun.extras), ...ifNew } } } : {}),
-      ...(isLive(job.status) ? { usage: this.countActive(job.tenantId, 1, maxActiveJobs) } : {}),
+      ...(isLive(job.status) ? { usage: activeJobsCount(this.jobsTable, job.tenantId, 1, maxActiveJobs) } : {}),
     };
   }
 
