@@ -147,7 +147,6 @@ export async function stepContextOrEnd(
   }
 }
 
-/** Ends a leased (or claimed) run DEAD that no attempt can deliver (its job or its payload is gone). */
 /** Why a run whose job is not there ends CANCELLED. */
 export const JOB_NEVER_WRITTEN_REASON = 'its job does not exist: the create that wrote this run did not finish';
 
@@ -168,6 +167,7 @@ async function endWithoutJob(deps: SchedulerDeps, run: Run, leasedAt: number): P
   return 'cancelled';
 }
 
+/** Ends a leased (or claimed) run DEAD that no attempt can deliver (its step's version or its payload is gone, its inputs too large). */
 export async function endUndeliverable(deps: SchedulerDeps, run: Run, leasedAt: number, error: RunError, reason: string): Promise<ExecuteResult> {
   const now = deps.clock();
   if ((await deps.leases.finishAttempt(run, { status: 'DEAD', now, error, reason }, null)) === 'recorded') {
