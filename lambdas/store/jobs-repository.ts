@@ -3,9 +3,10 @@
 import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
 import { Coalescer } from './coalescer';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactionResult, TransactItem } from './conditional';
-import { absentOr, conditionExpressions, IF_NEW, ifHeld, lessThan, transact, updateExpressions } from './conditional';
+import { absentOr, atMost, conditionExpressions, IF_NEW, ifHeld, transact, updateReturning } from './conditional';
+import { RateAllowance } from '../domain/rate-allowance';
 import type { Job } from '../domain/job';
 import { isUnnamed } from '../domain/job';
 import type { CreateGuards, IdempotencyRecord, InsertResult, NewRun } from './job-inserts';
@@ -43,6 +44,8 @@ interface PendingJobRead {
 export class JobsRepository {
   private readonly finder: JobFinder;
   private readonly inserts: JobInserts;
+  /** This process's places in its tenants' per-second create windows (decision 0169). */
+  private readonly allowance = new RateAllowance();
 
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
@@ -64,28 +67,32 @@ export class JobsRepository {
   }
 
   /**
-   * Counts a request that creates a run outside a job's create (a manual trigger, a replay) in the
-   * same per-second window as the tenant's creates. Refused (nothing counted) at `perSecond`;
-   * `retryAfterMs` is then the time to the next second.
+   * Counts a create, a manual trigger, a replay or a resend in the tenant's per-second window.
+   * Refused (nothing counted) at `perSecond`; `retryAfterMs` is then the time to the next second.
+   * A place this process reserved earlier in the second is spent without a write (decision 0169).
    */
   async countRunRequest(
     tenantId: string,
     perSecond: number | null,
     now: number,
   ): Promise<{ readonly allowed: true } | { readonly allowed: false; readonly retryAfterMs: number }> {
-    if (perSecond === null) return { allowed: true };
+    if (perSecond === null || this.allowance.spend(tenantId, now)) return { allowed: true };
     const second = Math.floor(now / 1000);
-    const counted = await ifHeld(() => this.dynamo.send(new UpdateCommand(this.countCreate(tenantId, second, perSecond))));
-    return counted.held ? { allowed: true } : { allowed: false, retryAfterMs: (second + 1) * 1000 - now };
-  }
-
-  /** Counts a create in the tenant's window of `second`, refused at `perSecond`. */
-  private countCreate(tenantId: string, second: number, perSecond: number) {
-    return {
-      TableName: this.jobsTable,
-      Key: createRateKey(tenantId, second),
-      ...updateExpressions({ add: { creates: 1 }, set: { expiresAtEpoch: second + 120 }, if: { creates: absentOr(lessThan(perSecond)) } }),
-    };
+    // A block of places in the tenant's window (decision 0169); refused whole, as many as are left.
+    for (let ask = this.allowance.blockSize(tenantId, perSecond, now); ;) {
+      const counted = await updateReturning(this.dynamo, this.jobsTable, createRateKey(tenantId, second), {
+        add: { creates: ask },
+        set: { expiresAtEpoch: second + 120 },
+        if: { creates: absentOr(atMost(perSecond - ask)) },
+      });
+      if (counted.held) {
+        this.allowance.reserved(tenantId, ask, now);
+        return { allowed: true };
+      }
+      const left = perSecond - Number(counted.item?.creates ?? 0);
+      if (ask === 1 || left < 1) return { allowed: false, retryAfterMs: (second + 1) * 1000 - now };
+      ask = Math.min(ask - 1, left);
+    }
   }
 
   /** The job a create under this Idempotency-Key made, and the hash of its body; null when none did. */

@@ -340,6 +340,15 @@ export async function clearOfMinuteEnd(marginMs = 25_000): Promise<void> {
   if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 200));
 }
 
+/**
+ * Waits until the next wall-clock second begins. For counts of a create's requests: a process that
+ * created in the current second may hold places of the tenant's create rate it reserved then, and a
+ * create that spends one writes no counter (decision 0169).
+ */
+export async function inFreshSecond(): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 10));
+}
+
 export async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T = await probe();

@@ -7,7 +7,7 @@ import { RequestCounter } from '../../lambdas/store/request-counter';
 import { RunRecords } from '../../lambdas/store/run-records';
 import { WorkflowRunsRepository } from '../../lambdas/store/workflow-runs';
 import type { Scheduler, TargetServer } from './harness';
-import { awsClients, clearOfMinuteEnd, eventually, jobBody, startScheduler, startTarget } from './harness';
+import { awsClients, clearOfMinuteEnd, eventually, inFreshSecond, jobBody, startScheduler, startTarget } from './harness';
 
 describe('requests per execution', () => {
   const counter = new RequestCounter();
@@ -36,6 +36,7 @@ describe('requests per execution', () => {
     await clearOfMinuteEnd();
     await scheduler.deps.tenantLimits.of(scheduler.tenantId);
     await scheduler.deps.signingCache.of(scheduler.tenantId);
+    await inFreshSecond();
   }
   afterAll(async () => {
     await scheduler.stop();
@@ -351,6 +352,7 @@ describe('write units per execution', () => {
     await clearOfMinuteEnd();
     await scheduler.deps.tenantLimits.of(scheduler.tenantId);
     await scheduler.deps.signingCache.of(scheduler.tenantId);
+    await inFreshSecond();
     scheduler.capacity!.reset();
     const created = await scheduler.api('POST', '/v1/jobs', body);
     expect(created.status, JSON.stringify(created.body)).toBe(201);

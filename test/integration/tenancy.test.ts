@@ -7,13 +7,25 @@ import { promisify } from 'node:util';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
+import { JobsRepository } from '../../lambdas/store/jobs-repository';
+import { createRateKey } from '../../lambdas/store/keys';
+import { RequestCounter } from '../../lambdas/store/request-counter';
 import { emulatorEnvironment } from '../../scripts/local/emulator';
 import { auditAsAdmin, runAdmin } from '../../scripts/ops/admin';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
 const run = promisify(execFile);
+
+/** The places counted in a tenant's create window of the second of `at` (decision 0074). */
+async function createsCounted(scheduler: Scheduler, at: number, tenantId = scheduler.tenantId): Promise<number | undefined> {
+  const { Item } = await scheduler.clients.dynamo.send(
+    new GetCommand({ TableName: scheduler.config.jobsTable, Key: createRateKey(tenantId, Math.floor(at / 1000)), ConsistentRead: true }),
+  );
+  return Item?.creates as number | undefined;
+}
 
 async function apiWith(url: string, key: string, method: string, path: string, body?: unknown) {
   const response = await fetch(`${url}${path}`, {
@@ -159,6 +171,61 @@ describe('create limits', () => {
       });
       expect(raw.status).toBe(429);
       expect(raw.headers.get('retry-after')).toBe('1');
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
+  it('counts a busy tenant’s creates in blocks of places, and stops at the limit exactly (decision 0169)', async () => {
+    const at = Date.parse('2030-01-01T00:00:00.250Z');
+    const counter = new RequestCounter();
+    const scheduler = await startScheduler({ workerConcurrency: 0, clock: () => at, tenantLimits: { createsPerSecond: 100 }, requestCounter: counter });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 30; i++) statuses.push((await scheduler.api('POST', '/v1/jobs', cron(`busy-${i}`))).status);
+      expect(statuses).toEqual(Array.from({ length: 30 }, () => 201));
+      // Blocks of 1, 2, 4, then 5 (a twentieth of the limit): 8 writes of the counter, not 30.
+      expect(counter.tally().calls['dynamodb.UpdateItem']).toBe(8);
+      expect(await createsCounted(scheduler, at)).toBe(32);
+
+      for (let i = 30; i < 105; i++) statuses.push((await scheduler.api('POST', '/v1/jobs', cron(`busy-${i}`))).status);
+      // One process loses no place: the last block is what the window had left.
+      expect(statuses.filter((status) => status === 201)).toHaveLength(100);
+      expect(statuses.slice(100)).toEqual([429, 429, 429, 429, 429]);
+      expect(await createsCounted(scheduler, at)).toBe(100);
+      expect(await scheduler.deps.tenants.usage(scheduler.tenantId)).toEqual({ activeJobs: 100 });
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
+  it('two processes reserving places in the same second never admit more than the limit between them', async () => {
+    const scheduler = await startScheduler({ workerConcurrency: 0 });
+    try {
+      const now = Date.parse('2030-01-01T00:00:07.500Z');
+      const tenantId = `pair-${scheduler.prefix}`;
+      const processes = [0, 1].map(() => new JobsRepository(scheduler.clients.dynamo, scheduler.config.jobsTable, scheduler.config.runsTable));
+      const admitted = [0, 0];
+      const refusedFrom: (number | null)[] = [null, null];
+      // Each asks in turn, concurrently, until both are refused.
+      for (let round = 0; refusedFrom.some((at) => at === null); round++) {
+        await Promise.all(
+          processes.map(async (jobs, i) => {
+            if (refusedFrom[i] !== null) return;
+            const counted = await jobs.countRunRequest(tenantId, 100, now);
+            if (counted.allowed) admitted[i]!++;
+            else refusedFrom[i] = round;
+          }),
+        );
+      }
+      const total = admitted[0]! + admitted[1]!;
+      expect(total).toBeLessThanOrEqual(100);
+      // What one reserved and did not spend is lost to the other: at most its last block, less the place it spent.
+      expect(total).toBeGreaterThanOrEqual(100 - 2 * 4);
+      expect(Math.min(...admitted)).toBeGreaterThan(30);
+      expect(await createsCounted(scheduler, now, tenantId)).toBe(100);
+      // The next second is a new window.
+      expect(await processes[0]!.countRunRequest(tenantId, 100, now + 1000)).toEqual({ allowed: true });
     } finally {
       await scheduler.stop();
     }
