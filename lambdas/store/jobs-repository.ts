@@ -76,23 +76,17 @@ export class JobsRepository {
     perSecond: number | null,
     now: number,
   ): Promise<{ readonly allowed: true } | { readonly allowed: false; readonly retryAfterMs: number }> {
-    if (perSecond === null || this.allowance.spend(tenantId, now)) return { allowed: true };
+    if (perSecond === null) return { allowed: true };
     const second = Math.floor(now / 1000);
-    // A block of places in the tenant's window (decision 0169); refused whole, as many as are left.
-    for (let ask = this.allowance.blockSize(tenantId, perSecond, now); ;) {
+    const taken = await this.allowance.take(tenantId, perSecond, now, async (count) => {
       const counted = await updateReturning(this.dynamo, this.jobsTable, createRateKey(tenantId, second), {
-        add: { creates: ask },
+        add: { creates: count },
         set: { expiresAtEpoch: second + 120 },
-        if: { creates: absentOr(atMost(perSecond - ask)) },
+        if: { creates: absentOr(atMost(perSecond - count)) },
       });
-      if (counted.held) {
-        this.allowance.reserved(tenantId, ask, now);
-        return { allowed: true };
-      }
-      const left = perSecond - Number(counted.item?.creates ?? 0);
-      if (ask === 1 || left < 1) return { allowed: false, retryAfterMs: (second + 1) * 1000 - now };
-      ask = Math.min(ask - 1, left);
-    }
+      return counted.held ? { granted: true } : { granted: false, counted: Number(counted.item?.creates ?? 0) };
+    });
+    return taken ? { allowed: true } : { allowed: false, retryAfterMs: (second + 1) * 1000 - now };
   }
 
   /** The job a create under this Idempotency-Key made, and the hash of its body; null when none did. */

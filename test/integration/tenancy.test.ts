@@ -199,6 +199,22 @@ describe('create limits', () => {
     }
   });
 
+  it('lets concurrent creates of one process share a reservation of places', async () => {
+    const at = Date.parse('2030-01-01T00:00:00.250Z');
+    const counter = new RequestCounter();
+    const scheduler = await startScheduler({ workerConcurrency: 0, clock: () => at, tenantLimits: { createsPerSecond: 100 }, requestCounter: counter });
+    try {
+      const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => scheduler.api('POST', '/v1/jobs', cron(`together-${i}`))));
+      expect(responses.map((response) => response.status)).toEqual(Array.from({ length: 10 }, () => 201));
+      // Those that arrive while a reservation is in flight wait for it, and the next asks for as many
+      // as wait: however they interleave, no more writes than blocks of 1, 2, 4 and 5 would take.
+      expect(counter.tally().calls['dynamodb.UpdateItem']).toBeLessThanOrEqual(4);
+      expect(await createsCounted(scheduler, at)).toBeLessThanOrEqual(14);
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
   it('two processes reserving places in the same second never admit more than the limit between them', async () => {
     const scheduler = await startScheduler({ workerConcurrency: 0 });
     try {
