@@ -9,7 +9,7 @@ import { traceIdOf } from '../domain/trace-context';
 import { runFields } from './run-log';
 import { mapWithConcurrency } from '../core/concurrency';
 import { logger } from '../core/logger';
-import { checkBackAt, checkLease, minuteBuckets } from '../domain/time-gate';
+import { checkLease, firstCheckAt, minuteBuckets, queuedCheck } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
 import { releaseBackfills } from './backfills';
 import { repairChain } from './occurrence-chain';
@@ -90,14 +90,16 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   // makes progress even when a minute holds more than one tick can release.
   const releasePage = async (entries: readonly TimeIndexEntry[]): Promise<void> => {
     const toRelease = entries.filter((entry) => entry.status === 'SCHEDULED');
-    const lost = entries.filter((entry) => entry.status === 'QUEUED' && Date.parse(entry.gateAt) <= now);
-    const lapsed = entries.filter((entry) => entry.status === 'RUNNING' && Date.parse(entry.gateAt) <= now);
+    const checks = entries.filter((entry) => (entry.status === 'QUEUED' || entry.status === 'RUNNING') && Date.parse(entry.gateAt) <= now);
     // The time index carries the job type (the pool) but not the priority (the lane), nor a lease's
-    // end: read them from the runs.
+    // end: read them from the runs. A check-back is handled by the run's status as read now: a
+    // lease may keep the entry a queued run had (decision 0170), and the index may not show it yet.
     const runs = await runsOf(
       deps,
-      [...toRelease, ...lost, ...lapsed].map((entry) => entry.runId),
+      [...toRelease, ...checks].map((entry) => entry.runId),
     );
+    const queued = checks.filter((entry) => runs.get(entry.runId)?.status === 'QUEUED');
+    const lapsed = checks.filter((entry) => runs.get(entry.runId)?.status === 'RUNNING');
     const priorities = new Map([...runs].flatMap(([runId, run]) => (run.priority ? [[runId, run.priority] as const] : [])));
     const dispatchOf = (entry: TimeIndexEntry) => ({
       runId: entry.runId,
@@ -111,7 +113,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     if (toRelease.length > 0) {
       await deps.dispatch.send(toRelease.map(dispatchOf), now);
       await mapWithConcurrency(toRelease, WRITE_CONCURRENCY, async (entry) => {
-        const next = checkBackAt(Date.parse(entry.availableAt), now, config);
+        const next = firstCheckAt(Date.parse(entry.availableAt), now, config);
         if (await deps.timeIndex.markQueued(entry.runId, now, next, config.timeIndexShards)) {
           released++;
           deps.telemetry.runQueued({ ...entry, traceparent: runs.get(entry.runId)?.traceparent });
@@ -119,7 +121,14 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
       });
     }
 
-    await mapWithConcurrency(lost, WRITE_CONCURRENCY, async (entry) => {
+    await mapWithConcurrency(queued, WRITE_CONCURRENCY, async (entry) => {
+      const check = queuedCheck(runs.get(entry.runId)!, now, config);
+      if (check.kind === 'early') {
+        // Its first check-back (decision 0170): queued for less than the grace, its message may still
+        // be on its way. Looked at again when the grace ends; nothing is sent.
+        await deps.timeIndex.moveCheckBack(entry.runId, entry.gateAt, check.checkAt, config.timeIndexShards);
+        return;
+      }
       // Claim the redelivery first so that a second ticker does not send it again.
       const next = now + config.redeliveryGraceSeconds * 1000;
       if (await deps.timeIndex.moveCheckBack(entry.runId, entry.gateAt, next, config.timeIndexShards)) {

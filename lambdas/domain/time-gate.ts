@@ -2,13 +2,16 @@
 // released on the second); runs due later wait in the sharded time index until the ticker's
 // horizon reaches them. Every run that is not yet leased keeps an entry in the time index, at its
 // due time while SCHEDULED and at a check-back time while QUEUED, so that a message lost between
-// a write and its send is found and sent again. Every leased run keeps one too, at its lease's end,
+// a write and its send is found and sent again. Every leased run keeps one too, by its lease's end,
 // so that a worker lost with its message still tied to the queue's timeout is found all the same.
+// A queued run's first check-back is where its lease's would be had it started when due, so that
+// a lease taken in time keeps the entry where it is (decision 0170).
 
 export interface TimeGateSettings {
   readonly nearHorizonSeconds: number;
   readonly redeliveryGraceSeconds: number;
   readonly timeIndexShards: number;
+  readonly leaseMarginSeconds: number;
 }
 
 export type Placement =
@@ -19,14 +22,49 @@ export type Placement =
 
 export function placeRun(availableAt: number, now: number, settings: TimeGateSettings): Placement {
   if (availableAt - now <= settings.nearHorizonSeconds * 1000) {
-    return { status: 'QUEUED', gateAt: checkBackAt(availableAt, now, settings) };
+    return { status: 'QUEUED', gateAt: firstCheckAt(availableAt, now, settings) };
   }
   return { status: 'SCHEDULED', gateAt: availableAt };
 }
 
-/** When to look again at a queued run that should have been leased by then. */
+/** When to look again at a queued run that should have been leased by then (its message lost). */
 export function checkBackAt(availableAt: number, now: number, settings: Pick<TimeGateSettings, 'redeliveryGraceSeconds'>): number {
   return Math.max(availableAt, now) + settings.redeliveryGraceSeconds * 1000;
+}
+
+/**
+ * A newly queued run's check-back (decision 0170): where a lease taken when the run came due would
+ * put its own (`leaseCheckAt`), so that a lease taken by then keeps the entry (`RunLeases.lease`).
+ * A run still queued there is not given up on yet: the ticker moves it to the redelivery grace
+ * (`queuedCheck`).
+ */
+export function firstCheckAt(availableAt: number, now: number, settings: Pick<TimeGateSettings, 'leaseMarginSeconds'>): number {
+  return leaseCheckAt(Math.max(availableAt, now), settings);
+}
+
+/**
+ * A lease keeps the run's queued check-back when it is no later than the lease's own
+ * (`leaseCheckAt`, so never after the lease's end) and still ahead by at least this much: a
+ * check-back that has come (or nearly) may be in a tick's hands, and the tick's move of a queued
+ * run fails once the run is leased, so the lease moves it instead.
+ */
+export const KEPT_CHECK_MIN_AHEAD_MS = 2_000;
+
+export type QueuedCheck =
+  /** Queued for less than the grace: its message may still be on its way. Look again at the grace's end. */
+  | { readonly kind: 'early'; readonly checkAt: number }
+  /** Queued for the whole grace: its message is taken as lost and sent again. */
+  | { readonly kind: 'lost' };
+
+/** What the ticker does with a queued run whose check-back has come, given when it was queued and became due. */
+export function queuedCheck(
+  run: { readonly availableAt: string; readonly enqueuedAt: string | null },
+  now: number,
+  settings: Pick<TimeGateSettings, 'redeliveryGraceSeconds'>,
+): QueuedCheck {
+  const since = Math.max(Date.parse(run.availableAt), run.enqueuedAt === null ? Number.NEGATIVE_INFINITY : Date.parse(run.enqueuedAt));
+  const graceEnd = since + settings.redeliveryGraceSeconds * 1000;
+  return Number.isFinite(graceEnd) && graceEnd > now ? { kind: 'early', checkAt: graceEnd } : { kind: 'lost' };
 }
 
 /** A lease is checked this long after it ends, so that a heartbeat just in time is not raced. */

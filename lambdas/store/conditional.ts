@@ -37,6 +37,12 @@ class OneOf {
 class AbsentOr {
   constructor(readonly test: unknown) {}
 }
+class Between {
+  constructor(
+    readonly low: unknown,
+    readonly high: unknown,
+  ) {}
+}
 
 export const ref = (path: string): Ref => new Ref(path);
 export const plus = (attribute: Ref | string, addend: number): Sum => new Sum(typeof attribute === 'string' ? ref(attribute) : attribute, addend);
@@ -44,6 +50,8 @@ export const lessThan = (operand: unknown): Compare => new Compare('<', operand)
 export const atMost = (operand: unknown): Compare => new Compare('<=', operand);
 export const exists: Presence = new Presence(true);
 export const absent: Presence = new Presence(false);
+/** Within the bounds, both included: `#a BETWEEN :v0 AND :v1` (an absent attribute fails it). */
+export const between = (low: unknown, high: unknown): Between => new Between(low, high);
 /** One of the values: `#a IN (:v0, :v1)`, or `#a = :v0` for one. */
 export const oneOf = (values: readonly unknown[]): OneOf => new OneOf(values);
 /** The attribute is absent or passes the test (a counter not yet written passes); a plain value is compared for equality. */
@@ -127,6 +135,7 @@ class Placeholders {
     if (test instanceof Presence) return `${test.present ? 'attribute_exists' : 'attribute_not_exists'}(${name})`;
     if (test instanceof Compare) return `${name} ${test.operator} ${this.operand(test.operand)}`;
     if (test instanceof AbsentOr) return `(attribute_not_exists(${name}) OR ${this.test(path, test.test)})`;
+    if (test instanceof Between) return `${name} BETWEEN ${this.operand(test.low)} AND ${this.operand(test.high)}`;
     if (test instanceof OneOf) {
       if (test.values.length === 0) throw new Error(`no value is allowed for ${path}`);
       if (test.values.length === 1) return `${name} = ${this.value(test.values[0])}`;

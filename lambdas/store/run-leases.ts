@@ -6,14 +6,15 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { NotifyEvent } from '../domain/notify';
-import type { AttemptOutcome, Run, RunError } from '../domain/run';
+import type { AttemptOutcome, Run, RunError, RunStatus } from '../domain/run';
 import { isTerminal, sourcesOf } from '../domain/run';
-import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
+import { KEPT_CHECK_MIN_AHEAD_MS, LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
 import { effectExpiresAtEpoch, occurrenceOfRunId } from '../domain/retention';
 import type { TransactItem, UpdateSpec } from './conditional';
 import {
   absent,
   atMost,
+  between,
   exists,
   IF_NEW,
   conditionExpressions,
@@ -109,27 +110,36 @@ export class RunLeases {
   /**
    * Takes the lease on a due run: it becomes RUNNING under `owner` until the lease expires, and its
    * fencing version grows by one. Succeeds for a run that is waiting and due; fails for anything
-   * else, saying why (a run under an expired lease: its worker was lost). The run's entry in the
-   * time index moves to the lease's check-back: the ticker finds a lost worker there whatever
-   * became of its message, and every outcome removes it.
+   * else, saying why (a run under an expired lease: its worker was lost). The run keeps an entry in
+   * the time index by the lease's check-back: the ticker finds a lost worker there whatever became
+   * of its message, and every outcome removes it. A queued check-back already there, not yet near,
+   * is kept (decision 0170): the entry's key does not change, which DynamoDB bills as a delete and a
+   * put of the index entry. Otherwise it is moved there, with a second write.
    */
   async lease(runId: string, request: LeaseRequest): Promise<LeaseResult> {
     const now = new Date(request.now).toISOString();
-    const gate = gateAttributes(runId, request.checkBackAt, request.shards);
-    const result = await updateReturning(this.dynamo, this.tableName, runKey(runId), {
+    const lease = {
+      status: 'RUNNING',
+      leaseOwner: request.owner,
       // The lease length lives on the run, so the lease is one write with no read before it.
-      set: {
-        status: 'RUNNING',
-        leaseOwner: request.owner,
-        leaseExpiresAtMs: plus('leaseMs', request.now),
-        startedAt: now,
-        updatedAt: now,
-        version: plus('version', 1),
-        gateKey: gate.gateKey,
-        gateAt: gate.gateAt,
-      },
-      if: { pk: exists, status: oneOf(sourcesOf('RUNNING')), availableAt: atMost(now) },
+      leaseExpiresAtMs: plus('leaseMs', request.now),
+      startedAt: now,
+      updatedAt: now,
+      version: plus('version', 1),
+    };
+    const waitingAndDue = { pk: exists, status: oneOf(sourcesOf('RUNNING')), availableAt: atMost(now) };
+    const keepFrom = new Date(request.now + KEPT_CHECK_MIN_AHEAD_MS).toISOString();
+    let result = await updateReturning(this.dynamo, this.tableName, runKey(runId), {
+      set: lease,
+      if: { ...waitingAndDue, gateAt: between(keepFrom, new Date(request.checkBackAt).toISOString()) },
     });
+    if (!result.held && isWaitingAndDue(result.item, now)) {
+      const gate = gateAttributes(runId, request.checkBackAt, request.shards);
+      result = await updateReturning(this.dynamo, this.tableName, runKey(runId), {
+        set: { ...lease, gateKey: gate.gateKey, gateAt: gate.gateAt },
+        if: waitingAndDue,
+      });
+    }
     if (!result.held) return whyNotLeased(result.item, now, request.now);
     const item = result.value;
     return {
@@ -306,6 +316,11 @@ export class RunLeases {
   private put(item: Item): TransactItem {
     return { Put: { TableName: this.tableName, Item: item, ...conditionExpressions(IF_NEW) } };
   }
+}
+
+/** A lease refused with the run still waiting and due: only its check-back was not where it could stay. */
+function isWaitingAndDue(item: Item | undefined, now: string): boolean {
+  return item !== undefined && sourcesOf('RUNNING').includes(item.status as RunStatus) && typeof item.availableAt === 'string' && item.availableAt <= now;
 }
 
 function whyNotLeased(item: Item | undefined, now: string, nowMs: number): LeaseResult {

@@ -5,7 +5,7 @@ import type { IncomingHttpHeaders, Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { createDeps } from '../../lambdas/app/deps';
@@ -31,6 +31,7 @@ import { recordHeaderValue, recordLogLines } from './support/leak-record';
 import { contractViolations } from '../support/contract';
 import { CapacityModel } from '../../bench/lib/capacity-model';
 import { jobsTable, runsTable } from '../../lambdas/store/schema';
+import { runKey } from '../../lambdas/store/keys';
 
 let clients: AwsClients | undefined;
 
@@ -369,6 +370,14 @@ export function jobBody(targetUrl: string, overrides: Record<string, unknown> = 
     payload: { hello: 'world' },
     ...overrides,
   };
+}
+
+/** A run's entry in the time index as its item holds it (undefined attributes: no entry). */
+export async function timeIndexEntryOf(scheduler: Scheduler, runId: string): Promise<{ gateKey?: string; gateAt?: string }> {
+  const { Item: item } = await scheduler.clients.dynamo.send(
+    new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }),
+  );
+  return { gateKey: item?.gateKey as string | undefined, gateAt: item?.gateAt as string | undefined };
 }
 
 /** A lease as a worker of this scheduler takes it (with its check-back in the time index), for tests that lease runs themselves. */

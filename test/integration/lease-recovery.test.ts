@@ -3,15 +3,13 @@
 // timeout (90 minutes); every lease therefore keeps a check-back in the time index, and the ticker
 // recovers a lease it finds expired there, whatever became of the message. The ticker is driven
 // explicitly: these tests wait for leases of a few seconds, not for a minute's tick.
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { runKey } from '../../lambdas/store/keys';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import type { Run } from '../../lambdas/domain/run';
-import { leaseCheckAt } from '../../lambdas/domain/time-gate';
+import { firstCheckAt, leaseCheckAt } from '../../lambdas/domain/time-gate';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, jobBody, leaseRequest, startScheduler, startTarget, tick } from './harness';
+import { eventually, jobBody, leaseRequest, startScheduler, startTarget, tick, timeIndexEntryOf } from './harness';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -59,12 +57,7 @@ describe('a lost worker is recovered from the time index, whatever became of its
     return ghosts;
   }
 
-  async function indexEntryOf(runId: string): Promise<{ gateKey?: string; gateAt?: string }> {
-    const { Item: item } = await scheduler.clients.dynamo.send(
-      new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }),
-    );
-    return { gateKey: item?.gateKey as string | undefined, gateAt: item?.gateAt as string | undefined };
-  }
+  const indexEntryOf = (runId: string) => timeIndexEntryOf(scheduler, runId);
 
   async function runsOf(jobId: string): Promise<Record<string, any>[]> {
     return (await scheduler.api('GET', `/v1/jobs/${jobId}/runs`)).body.items as Record<string, any>[];
@@ -216,16 +209,14 @@ describe("every way out of RUNNING leaves the lease's check-back behind (or, giv
     expect(created.status).toBe(201);
     const lease = await scheduler.deps.leases.lease(created.body.job.nextRunId, leaseRequest(scheduler.config, 'w'));
     if (lease.kind !== 'leased') throw new Error(`not leased: ${lease.kind}`);
-    expect((await gateOf(lease.run.runId)).gateAt).toBe(new Date(leaseCheckAt(Date.parse(lease.run.startedAt!), scheduler.config)).toISOString());
+    // Leased in time, it keeps the check-back it was queued with (decision 0170), no later than its own.
+    const kept = Date.parse((await gateOf(lease.run.runId)).gateAt!);
+    expect(kept).toBe(firstCheckAt(Date.parse(lease.run.availableAt), Date.parse(lease.run.enqueuedAt!), scheduler.config));
+    expect(kept).toBeLessThanOrEqual(leaseCheckAt(Date.parse(lease.run.startedAt!), scheduler.config));
     return lease.run;
   }
 
-  async function gateOf(runId: string): Promise<{ gateKey?: string; gateAt?: string }> {
-    const { Item: item } = await scheduler.clients.dynamo.send(
-      new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }),
-    );
-    return { gateKey: item?.gateKey as string | undefined, gateAt: item?.gateAt as string | undefined };
-  }
+  const gateOf = (runId: string) => timeIndexEntryOf(scheduler, runId);
   const none = { gateKey: undefined, gateAt: undefined };
   const now = () => Date.now();
 

@@ -249,12 +249,14 @@ describe('requests per worker batch', () => {
 
   it('the runs of one batch share the job read and the visibility change', async () => {
     const runs = new RunRecords(awsClients().dynamo, scheduler.config.runsTable);
+    // One roll-up is one per tenant and minute: the batch must not straddle a minute's end. Waited
+    // for before the creates: a run leased past its first check-back costs its lease a second write
+    // (decision 0170).
+    await clearOfMinuteEnd(40_000);
     const created = await Promise.all(
       Array.from({ length: 10 }, (_, index) => scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: `count-batch-${index}` }))),
     );
     const runIds = created.map((response) => response.body.job.nextRunId as string);
-    // One roll-up is one per tenant and minute: the batch must not straddle a minute's end.
-    await clearOfMinuteEnd(40_000);
     counter.reset();
     await scheduler.startWorkers(1);
     await eventually(
@@ -385,8 +387,9 @@ describe('write units per execution', () => {
     });
     expect(create.total).toBe(10);
     expect(execution.byOperation).toEqual({
-      // The lease (1) moving the check-back (2); the outcome (1) removing it (1).
-      'Runs.UpdateItem': 5,
+      // The lease (1) changing the status its check-back's entry shows (1), the entry kept where the
+      // create put it (decision 0170); the outcome (1) removing it (1).
+      'Runs.UpdateItem': 4,
       'Jobs.PutItem': 1, // the roll-up of this worker batch (of one run)
     });
   });
@@ -425,7 +428,7 @@ describe('write units per execution', () => {
     }
     const { byOperation } = units();
     expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
-    expect(byOperation['Runs.UpdateItem']).toBe(3 * 5); // lease (1) moving the check-back (2); outcome (1) removing it (1)
+    expect(byOperation['Runs.UpdateItem']).toBe(3 * 4); // lease (1) keeping the check-back (1, its status); outcome (1) removing it (1)
     expect(byOperation['Runs.TransactWriteItems']).toBe(3 * 5); // the next run (2, in the chain's transaction) and its three index entries
     // The job (2, in the transaction); its keys-only indexes are not written (decision 0165). Its
     // byNextRun entry moves (2) only when the occurrence crosses a 150 s window (decision 0161).

@@ -3,7 +3,8 @@
 // release each run once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, executeRun, jobBody, startScheduler, startTarget, tick } from './harness';
+import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget, tick, timeIndexEntryOf } from './harness';
+import { firstCheckAt, leaseCheckAt } from '../../lambdas/domain/time-gate';
 
 describe('the ticker', () => {
   let target: TargetServer;
@@ -140,5 +141,72 @@ describe('the ticker', () => {
       expect(health.body.ticker.lastCompletedAt).not.toBeNull();
       expect(health.body.queues.dispatchDlq).toEqual({ visible: 0, inFlight: 0, delayed: 0, oldestMessageAgeSeconds: null });
     });
+  });
+});
+
+describe("a queued run's first check-back (decision 0170)", () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, tuning: { redeliveryGraceSeconds: 60 } });
+    target = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it("looks at a queued run first where its lease's check-back would be, and only moves it to the grace's end (decision 0170)", async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url));
+    const runId: string = created.body.job.nextRunId;
+    // Its message is on its way, late (taken and held out of sight, as a backlog would).
+    const { ReceiveMessageCommand } = await import('@aws-sdk/client-sqs');
+    const receive = (visibility: number) =>
+      scheduler.clients.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: scheduler.config.dispatchQueueUrl,
+          MaxNumberOfMessages: 10,
+          VisibilityTimeout: visibility,
+          WaitTimeSeconds: 1,
+        }),
+      );
+    const ours = (messages: { Body?: string }[] = []) => messages.filter((message) => message.Body?.includes(runId));
+    expect(ours((await receive(3_600)).Messages)).toHaveLength(1);
+    const queued = (await scheduler.deps.runs.get(runId))!;
+    const firstCheck = firstCheckAt(Date.parse(queued.availableAt), Date.parse(queued.enqueuedAt!), scheduler.config);
+    const gateOf = (id: string) => timeIndexEntryOf(scheduler, id);
+    expect((await gateOf(runId)).gateAt).toBe(new Date(firstCheck).toISOString());
+
+    // Past its first check-back, within the grace (60 s here): nothing sent, the check-back moved to the grace's end.
+    const report = await tick(scheduler.workerDeps('ticker-early', () => firstCheck + 1_000));
+    expect(report.redelivered).toBe(0);
+    expect(ours((await receive(0)).Messages)).toHaveLength(0);
+    expect((await gateOf(runId)).gateAt).toBe(new Date(Date.parse(queued.enqueuedAt!) + 60_000).toISOString());
+
+    // A lease taken when that check-back is near cannot keep it (a tick may be acting on it): it moves it to its own.
+    const leasedAt = Date.parse(queued.enqueuedAt!) + 60_000 - 1_000;
+    const lease = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'late-worker', leasedAt));
+    expect(lease.kind).toBe('leased');
+    expect((await gateOf(runId)).gateAt).toBe(new Date(leaseCheckAt(leasedAt, scheduler.config)).toISOString());
+  });
+
+  it("a tick and a lease at a queued run's first check-back together leave its entry ahead of both, by the lease's end", async () => {
+    const runIds = await Promise.all(
+      Array.from({ length: 5 }, async () => (await scheduler.api('POST', '/v1/jobs', jobBody(target.url))).body.job.nextRunId as string),
+    );
+    const runs = await scheduler.deps.runs.getMany(runIds);
+    const at = Math.max(...runs.map((run) => firstCheckAt(Date.parse(run.availableAt), Date.parse(run.enqueuedAt!), scheduler.config))) + 1_000;
+    const [, ...leases] = await Promise.all([
+      tick(scheduler.workerDeps('ticker-race', () => at)),
+      ...runIds.map((runId) => scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'racing-worker', at))),
+    ]);
+    expect(leases.map((lease) => lease.kind)).toEqual(runIds.map(() => 'leased'));
+    for (const runId of runIds) {
+      // Whichever wrote first, the running run's entry is still ahead (a later tick finds it) and
+      // no later than the lease's own check-back (a lost worker is found in time).
+      const gateAt = Date.parse((await timeIndexEntryOf(scheduler, runId)).gateAt!);
+      expect(gateAt).toBeGreaterThanOrEqual(at + 2_000);
+      expect(gateAt).toBeLessThanOrEqual(leaseCheckAt(at, scheduler.config));
+    }
   });
 });

@@ -1,22 +1,49 @@
 import { describe, expect, it } from 'vitest';
-import { checkBackAt, checkLease, LEASE_CHECK_SLACK_MS, leaseCheckAt, minuteBuckets, placeRun, shardOf } from '../../lambdas/domain/time-gate';
+import {
+  checkBackAt,
+  checkLease,
+  firstCheckAt,
+  LEASE_CHECK_SLACK_MS,
+  leaseCheckAt,
+  minuteBuckets,
+  placeRun,
+  queuedCheck,
+  shardOf,
+} from '../../lambdas/domain/time-gate';
 import { delaySecondsUntil } from '../../lambdas/store/dispatch-queue';
 import { gateKeyOf } from '../../lambdas/store/keys';
 
-const settings = { nearHorizonSeconds: 840, redeliveryGraceSeconds: 300, timeIndexShards: 8 };
+const settings = { nearHorizonSeconds: 840, redeliveryGraceSeconds: 300, timeIndexShards: 8, leaseMarginSeconds: 30 };
 const now = Date.parse('2026-01-01T00:00:00Z');
 
 describe('time gate', () => {
-  it('queues a run due within the near horizon, with a check-back after the grace', () => {
-    expect(placeRun(now + 60_000, now, settings)).toEqual({ status: 'QUEUED', gateAt: now + 60_000 + 300_000 });
+  it('queues a run due within the near horizon, its first check-back where a lease taken when it came due would put its own (decision 0170)', () => {
+    expect(placeRun(now + 60_000, now, settings)).toEqual({ status: 'QUEUED', gateAt: leaseCheckAt(now + 60_000, settings) });
+    expect(placeRun(now + 60_000, now, settings)).toEqual({ status: 'QUEUED', gateAt: now + 60_000 + 31_000 + LEASE_CHECK_SLACK_MS });
     expect(placeRun(now + 840_000, now, settings).status).toBe('QUEUED');
+    expect(firstCheckAt(now - 10_000, now, settings)).toBe(leaseCheckAt(now, settings));
+  });
+
+  it("at a queued run's check-back, waits out the grace from when it was queued or came due, then takes its message as lost", () => {
+    const queued = { availableAt: new Date(now).toISOString(), enqueuedAt: new Date(now).toISOString() };
+    expect(queuedCheck(queued, now + 32_000, settings)).toEqual({ kind: 'early', checkAt: now + 300_000 });
+    expect(queuedCheck(queued, now + 300_000, settings)).toEqual({ kind: 'lost' });
+    // Released by the ticker later than it came due: the grace runs from the release.
+    const releasedLate = { availableAt: new Date(now).toISOString(), enqueuedAt: new Date(now + 120_000).toISOString() };
+    expect(queuedCheck(releasedLate, now + 300_000, settings)).toEqual({ kind: 'early', checkAt: now + 420_000 });
+    // Delayed: the grace runs from its time.
+    expect(queuedCheck({ availableAt: new Date(now + 60_000).toISOString(), enqueuedAt: new Date(now).toISOString() }, now + 92_000, settings)).toEqual({
+      kind: 'early',
+      checkAt: now + 360_000,
+    });
+    expect(queuedCheck({ availableAt: new Date(now).toISOString(), enqueuedAt: null }, now + 300_001, settings)).toEqual({ kind: 'lost' });
   });
 
   it('keeps a run due later in the time index at its due time', () => {
     expect(placeRun(now + 841_000, now, settings)).toEqual({ status: 'SCHEDULED', gateAt: now + 841_000 });
   });
 
-  it('checks back from now for a run already overdue', () => {
+  it('checks back after the grace from now for a run already overdue (a run given back, a message sent again)', () => {
     expect(checkBackAt(now - 10_000, now, settings)).toBe(now + 300_000);
   });
 
