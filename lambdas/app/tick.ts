@@ -17,7 +17,7 @@ import { resumeWhenDue } from './pause-resume';
 import { repairWorkflowRun } from './workflow-progress';
 import { NEXT_RUN_SHARDS } from '../store/schema';
 import type { TimeIndexEntry } from '../store/time-index';
-import type { Run } from '../domain/run';
+import type { Run, RunStatus } from '../domain/run';
 
 /** When the ticker has no cursor yet, it starts this far back. */
 const FIRST_LOOKBACK_MS = 15 * 60_000;
@@ -89,17 +89,20 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   // (it accepts a SCHEDULED run once); marked runs have left the page's partition, so every tick
   // makes progress even when a minute holds more than one tick can release.
   const releasePage = async (entries: readonly TimeIndexEntry[]): Promise<void> => {
-    const toRelease = entries.filter((entry) => entry.status === 'SCHEDULED');
-    const checks = entries.filter((entry) => (entry.status === 'QUEUED' || entry.status === 'RUNNING') && Date.parse(entry.gateAt) <= now);
-    // The time index carries the job type (the pool) but not the priority (the lane), nor a lease's
-    // end: read them from the runs. A check-back is handled by the run's status as read now: a
-    // lease may keep the entry a queued run had (decision 0170), and the index may not show it yet.
+    // The index holds no status (decision 0171): an entry at its run's own time is a run waiting
+    // for it, every check-back is later. Those and the check-backs that have come are read, and
+    // handled by the run's status as read now (consistently): a lease may keep the entry a queued
+    // run had (decision 0170). The read also gives the priority (the lane) and a lease's end.
+    const toRead = entries.filter((entry) => entry.gateAt === entry.availableAt || Date.parse(entry.gateAt) <= now);
     const runs = await runsOf(
       deps,
-      [...toRelease, ...checks].map((entry) => entry.runId),
+      toRead.map((entry) => entry.runId),
     );
-    const queued = checks.filter((entry) => runs.get(entry.runId)?.status === 'QUEUED');
-    const lapsed = checks.filter((entry) => runs.get(entry.runId)?.status === 'RUNNING');
+    const inStatus = (status: RunStatus) => (entry: TimeIndexEntry) => runs.get(entry.runId)?.status === status;
+    const toRelease = toRead.filter(inStatus('SCHEDULED'));
+    const checks = toRead.filter((entry) => Date.parse(entry.gateAt) <= now);
+    const queued = checks.filter(inStatus('QUEUED'));
+    const lapsed = checks.filter(inStatus('RUNNING'));
     const priorities = new Map([...runs].flatMap(([runId, run]) => (run.priority ? [[runId, run.priority] as const] : [])));
     const dispatchOf = (entry: TimeIndexEntry) => ({
       runId: entry.runId,

@@ -44,7 +44,11 @@ export interface QueueDefinition {
 export const JOBS_BY_TENANT_INDEX = 'byTenantJobKeys';
 /** Named for its projection: changing a projection means a new index (decision 0029). */
 export const RUNS_BY_JOB_INDEX = 'byJobKeys';
-export const RUNS_TIME_INDEX = 'timeIndex';
+/**
+ * The time index without the run's status (decision 0171): a lease that keeps its run's check-back
+ * (decision 0170) then writes no index entry at all. Replaces `timeIndex`, which projected it.
+ */
+export const RUNS_TIME_INDEX = 'timeIndexStatusless';
 export const JOBS_NEXT_RUN_INDEX = 'byNextRun';
 export const RUNS_DEAD_INDEX = 'deadByTenant';
 export const RUNS_CLAIM_INDEX = 'claimable';
@@ -99,11 +103,11 @@ export const runsTable: TableDefinition = {
     {
       // Sparse: only runs not finished carry `gateKey` (SCHEDULED at their due time, QUEUED and
       // RUNNING at a check-back time, decision 0065). It projects just what the ticker needs, so its
-      // scans stay small.
+      // scans stay small, and nothing a lease or a heartbeat changes (decision 0171).
       indexName: RUNS_TIME_INDEX,
       partitionKey: { name: 'gateKey', type: 'S' },
       sortKey: { name: 'gateAt', type: 'S' },
-      projection: ['runId', 'tenantId', 'jobId', 'jobType', 'status', 'availableAt'],
+      projection: ['runId', 'tenantId', 'jobId', 'jobType', 'availableAt'],
     },
     {
       // Sparse: DEAD runs not yet replayed, per tenant, newest first by when they died.
@@ -127,6 +131,15 @@ export const runsTable: TableDefinition = {
       partitionKey: { name: 'tenantId', type: 'S' },
       sortKey: { name: 'tenantRunSort', type: 'S' },
       projection: 'keys',
+    },
+  ],
+  // The same keys as timeIndexStatusless, with the run's status, which every lease rewrote (decision 0171).
+  replacedIndexes: [
+    {
+      indexName: 'timeIndex',
+      partitionKey: { name: 'gateKey', type: 'S' },
+      sortKey: { name: 'gateAt', type: 'S' },
+      projection: ['runId', 'tenantId', 'jobId', 'jobType', 'status', 'availableAt'],
     },
   ],
   // Finished runs leave RUN_RETENTION_DAYS after they finished (decision 0156).

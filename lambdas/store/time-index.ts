@@ -14,7 +14,7 @@ export interface TimeIndexEntry {
   readonly tenantId: string;
   readonly jobId: string;
   readonly jobType: string;
-  readonly status: RunStatus;
+  /** The run's own time. An entry at it is a run waiting for it (SCHEDULED); every check-back is later. */
   readonly availableAt: string;
   readonly gateAt: string;
 }
@@ -52,7 +52,6 @@ export class TimeIndex {
         tenantId: String(item.tenantId),
         jobId: String(item.jobId),
         jobType: typeof item.jobType === 'string' ? item.jobType : NO_JOB_TYPE,
-        status: item.status as RunStatus,
         availableAt: String(item.availableAt),
         gateAt: String(item.gateAt),
       }));

@@ -85,23 +85,24 @@ describe('storage', () => {
       'byTenantType',
       'claimable',
       'deadByTenant',
-      'timeIndex',
+      'timeIndexStatusless',
     ]);
     template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
       GlobalSecondaryIndexes: Match.arrayWith([
         Match.objectLike({
-          IndexName: 'timeIndex',
+          IndexName: 'timeIndexStatusless',
           KeySchema: [
             { AttributeName: 'gateKey', KeyType: 'HASH' },
             { AttributeName: 'gateAt', KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['runId', 'tenantId', 'jobId', 'jobType', 'status', 'availableAt'] },
+          // Nothing a lease changes (decision 0171).
+          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['runId', 'tenantId', 'jobId', 'jobType', 'availableAt'] },
         }),
       ]),
     });
   });
 
-  it('lists a tenant jobs through a keys-only index, and keeps the index it replaced only for the first deploy of an upgrade (decision 0165)', () => {
+  it('lists a tenant jobs through a keys-only index and keeps no run status in the time index, and keeps the indexes they replaced only for the first deploy of an upgrade (decisions 0165, 0171)', () => {
     const jobsIndexes = (of: Record<string, Resource>) =>
       Object.values(of)
         .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable' && JSON.stringify(r.Properties.KeySchema).includes('"sk"'))
@@ -120,7 +121,19 @@ describe('storage', () => {
       Object.values(of)
         .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable')
         .map((r) => (r.Properties.GlobalSecondaryIndexes as unknown[]).length);
-    expect(indexCount(upgrading)).toEqual(indexCount(resources).map((count, i) => count + (i === 0 ? 1 : 0)));
+    // One more on each of the two tables: the runs' time index with its status too (decision 0171).
+    expect(indexCount(upgrading)).toEqual(indexCount(resources).map((count) => count + 1));
+    const timeIndexes = (of: Record<string, Resource>) =>
+      Object.values(of)
+        .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable')
+        .flatMap((r) => r.Properties.GlobalSecondaryIndexes as { IndexName: string; Projection: { NonKeyAttributes?: string[] } }[])
+        .filter((index) => index.IndexName.startsWith('timeIndex'))
+        .map((index) => [index.IndexName, index.Projection.NonKeyAttributes?.includes('status')]);
+    expect(timeIndexes(resources)).toEqual([['timeIndexStatusless', false]]);
+    expect(timeIndexes(upgrading)).toEqual([
+      ['timeIndexStatusless', false],
+      ['timeIndex', true],
+    ]);
   });
 
   it('parks poison messages in an encrypted DLQ through a redrive policy', () => {

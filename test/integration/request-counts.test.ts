@@ -387,9 +387,9 @@ describe('write units per execution', () => {
     });
     expect(create.total).toBe(10);
     expect(execution.byOperation).toEqual({
-      // The lease (1) changing the status its check-back's entry shows (1), the entry kept where the
-      // create put it (decision 0170); the outcome (1) removing it (1).
-      'Runs.UpdateItem': 4,
+      // The lease (1), its check-back's entry kept where the create put it and showing nothing the
+      // lease changes (decisions 0170, 0171); the outcome (1) removing it (1).
+      'Runs.UpdateItem': 3,
       'Jobs.PutItem': 1, // the roll-up of this worker batch (of one run)
     });
   });
@@ -428,7 +428,7 @@ describe('write units per execution', () => {
     }
     const { byOperation } = units();
     expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
-    expect(byOperation['Runs.UpdateItem']).toBe(3 * 4); // lease (1) keeping the check-back (1, its status); outcome (1) removing it (1)
+    expect(byOperation['Runs.UpdateItem']).toBe(3 * 3); // lease (1) keeping the check-back (decisions 0170, 0171); outcome (1) removing it (1)
     expect(byOperation['Runs.TransactWriteItems']).toBe(3 * 5); // the next run (2, in the chain's transaction) and its three index entries
     // The job (2, in the transaction); its keys-only indexes are not written (decision 0165). Its
     // byNextRun entry moves (2) only when the occurrence crosses a 150 s window (decision 0161).
