@@ -4,7 +4,9 @@
 // (with a client of its own, not counted) and applies DynamoDB's rules:
 //
 // - a write costs ceil(size / 1 KB) units of the larger of the item's before and after images; a
-//   transactional write (TransactWriteItems, ConditionCheck included) costs twice that;
+//   transactional write (TransactWriteItems, ConditionCheck included) costs twice that; a single-item
+//   write whose condition fails costs the units of the item as it is (a cancelled transaction is
+//   not counted);
 // - each global secondary index the item enters, leaves, or whose projected attributes change costs
 //   one write of the projected size; a change of the index's key attributes costs two (delete + put);
 //   index writes are counted once, transactions or not;
@@ -59,7 +61,17 @@ export class CapacityModel {
         const operation = (context.commandName ?? '').replace(/Command$/, '');
         const targets = this.writeTargets(operation, args.input);
         const before = await Promise.all(targets.map((target) => this.image(target)));
-        const result = await next(args);
+        let result: Awaited<ReturnType<Handler>>;
+        try {
+          result = await next(args);
+        } catch (error) {
+          // A single-item write whose condition failed is billed all the same, for the item as it is;
+          // it writes no index.
+          if (error instanceof Error && error.name === 'ConditionalCheckFailedException') {
+            targets.forEach((target, index) => this.addWrite(operation, { ...target, checkOnly: true }, before[index], before[index]));
+          }
+          throw error;
+        }
         const after = await Promise.all(targets.map((target) => (target.checkOnly ? Promise.resolve(undefined) : this.image(target))));
         targets.forEach((target, index) => this.addWrite(operation, target, before[index], target.checkOnly ? before[index] : after[index]));
         this.addRead(operation, args.input, result.output);

@@ -55,6 +55,8 @@ export interface DispatchContext {
   readonly queueUrl?: string;
   /** The run's trace, from the message: for the lines written before the run is read (decision 0117). */
   readonly traceparent?: string;
+  /** When a delayed message was meant to arrive (decision 0172): the lease waits for it. */
+  readonly notBefore?: number;
 }
 
 /** The worker's use case for one dispatch message (lambdas/worker/adapter.ts). */
@@ -64,6 +66,10 @@ export async function executeRun(deps: SchedulerDeps, runId: string, message: Di
 
 async function executeMessage(deps: SchedulerDeps, runId: string, message: DispatchContext): Promise<ExecuteResult> {
   const receivedAt = deps.clock();
+  // A delayed message comes up to a second early (SQS delays are whole seconds): a lease tried now
+  // would fail its condition, a write DynamoDB bills all the same (decision 0172).
+  const early = (message.notBefore ?? 0) - receivedAt;
+  if (early > 0 && early <= MAX_IN_WORKER_WAIT_MS) await sleep(early + 1);
   let lease = await leaseRun(deps, runId);
   // SQS delays are whole seconds (rounded down) and at most 900 s: a message may come a little
   // early. Wait out a short remainder here; send a longer one back to the queue.

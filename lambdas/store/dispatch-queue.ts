@@ -23,6 +23,13 @@ const messageSchema = z.object({
   /** Not the run itself: the notification of this run's event (docs/notifications.md). */
   notify: z.enum(NOTIFY_EVENTS).optional(),
   /**
+   * When the message was meant to arrive (epoch ms), for a delayed one: SQS delays are whole
+   * seconds, rounded down, so it comes up to a second early, and the worker waits out the rest
+   * before its lease rather than try it early (decision 0172). A hint only: the lease's own
+   * condition keeps a run from starting before its time, whatever the message says.
+   */
+  notBefore: z.number().int().min(0).optional().catch(undefined),
+  /**
    * The run's W3C trace context, as the run keeps it (decision 0117), for log lines. A value that
    * is not one is dropped, never a reason to refuse the message: it says nothing about the run.
    */
@@ -66,8 +73,11 @@ export function awsTraceHeaderOf(traceparent: string | undefined): string | unde
 
 export type Priority = 'high' | 'normal' | 'low';
 
-export function encodeDispatchMessage(runId: string, fields: Partial<Pick<Dispatch, 'tenantId' | 'deferrals' | 'notify' | 'traceparent'>> = {}): string {
-  const { tenantId, deferrals, notify, traceparent } = fields;
+export function encodeDispatchMessage(
+  runId: string,
+  fields: Partial<Pick<Dispatch, 'tenantId' | 'deferrals' | 'notify' | 'traceparent'>> & { readonly notBefore?: number } = {},
+): string {
+  const { tenantId, deferrals, notify, traceparent, notBefore } = fields;
   return JSON.stringify({
     v: 1,
     runId,
@@ -75,6 +85,7 @@ export function encodeDispatchMessage(runId: string, fields: Partial<Pick<Dispat
     ...(deferrals ? { deferrals } : {}),
     ...(notify ? { notify } : {}),
     ...(traceparent ? { traceparent } : {}),
+    ...(notBefore !== undefined ? { notBefore: Math.round(notBefore) } : {}),
   } satisfies DispatchMessage);
 }
 
@@ -212,7 +223,8 @@ export class DispatchQueue {
           QueueUrl: this.queueUrl,
           Entries: batch.map(({ dispatch, now }, index) => ({
             Id: String(index),
-            MessageBody: encodeDispatchMessage(dispatch.runId, dispatch),
+            // A delayed message says when it was meant for (decision 0172).
+            MessageBody: encodeDispatchMessage(dispatch.runId, { ...dispatch, ...(dispatch.availableAt > now ? { notBefore: dispatch.availableAt } : {}) }),
             DelaySeconds: delaySecondsUntil(dispatch.availableAt, now),
             // Fair queues: a tenant with a deep backlog yields to quiet tenants.
             MessageGroupId: dispatch.tenantId,

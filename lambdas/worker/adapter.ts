@@ -48,6 +48,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
           // The pool and lane it came from: its receipt handle is that queue's.
           queueUrl: deps.dispatch.queueUrlOfArn(record.eventSourceARN),
           traceparent: message.traceparent,
+          notBefore: message.notBefore,
         });
         // Kept for a recheck: executeRun has set when the message comes back.
         return { itemIdentifier: record.messageId, ok: result !== 'recheck' };

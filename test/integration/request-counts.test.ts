@@ -7,7 +7,8 @@ import { RequestCounter } from '../../lambdas/store/request-counter';
 import { RunRecords } from '../../lambdas/store/run-records';
 import { WorkflowRunsRepository } from '../../lambdas/store/workflow-runs';
 import type { Scheduler, TargetServer } from './harness';
-import { awsClients, clearOfMinuteEnd, eventually, inFreshSecond, jobBody, startScheduler, startTarget } from './harness';
+import { awsClients, clearOfMinuteEnd, eventually, inFreshSecond, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
+import { firstCheckAt } from '../../lambdas/domain/time-gate';
 
 describe('requests per execution', () => {
   const counter = new RequestCounter();
@@ -428,12 +429,38 @@ describe('write units per execution', () => {
     }
     const { byOperation } = units();
     expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
-    expect(byOperation['Runs.UpdateItem']).toBe(3 * 3); // lease (1) keeping the check-back (decisions 0170, 0171); outcome (1) removing it (1)
+    // Lease (1) keeping the check-back (decisions 0170, 0171); outcome (1) removing it (1). A lease
+    // tried before its time, as a delayed message that comes early made one, fails its condition and
+    // is billed all the same (1): none is (decision 0172).
+    expect(byOperation['Runs.UpdateItem']).toBe(3 * 3);
     expect(byOperation['Runs.TransactWriteItems']).toBe(3 * 5); // the next run (2, in the chain's transaction) and its three index entries
     // The job (2, in the transaction); its keys-only indexes are not written (decision 0165). Its
     // byNextRun entry moves (2) only when the occurrence crosses a 150 s window (decision 0161).
     expect([3 * 2, 3 * 2 + 2]).toContain(byOperation['Jobs.TransactWriteItems']);
     expect(byOperation['Jobs.PutItem']).toBe(3); // a roll-up per worker batch
     expect(Object.keys(byOperation).sort()).toEqual(['Jobs.PutItem', 'Jobs.TransactWriteItems', 'Runs.TransactWriteItems', 'Runs.UpdateItem']);
+  });
+
+  it("a lease taken when its run's check-back is near: the refused keep, then the lease moving it (decision 0170)", async () => {
+    const { name: _name, ...unnamed } = jobBody(target.url);
+    const created = await scheduler.api('POST', '/v1/jobs', unnamed);
+    expect(created.status).toBe(201);
+    const run = (await runs.get(created.body.job.nextRunId))!;
+    const firstCheck = firstCheckAt(Date.parse(run.availableAt), Date.parse(run.enqueuedAt!), scheduler.config);
+    scheduler.capacity!.reset();
+    // A worker that takes it a second before its first check-back (a backlog of half a minute).
+    const lease = await scheduler.deps.leases.lease(run.runId, leaseRequest(scheduler.config, 'late-worker', firstCheck - 1_000));
+    expect(lease.kind).toBe('leased');
+    // The keep refused (1: DynamoDB bills a write whose condition failed), then the lease (1) with
+    // its entry's key changed (2). A lease in time is 1.
+    expect(units().byOperation).toEqual({ 'Runs.UpdateItem': 4 });
+    expect(
+      await scheduler.deps.leases.complete(run.runId, lease.kind === 'leased' ? lease.run.version : 0, {
+        status: 'CANCELLED',
+        now: Date.now(),
+        error: null,
+        reason: 'test',
+      }),
+    ).toBe('recorded');
   });
 });

@@ -164,6 +164,30 @@ describe('dispatch messages and traces', () => {
     expect(decodeDispatchMessage(JSON.stringify({ v: 1, runId: 'r3', traceparent: 42 }))).toMatchObject({ v: 1, runId: 'r3' });
     expect(decodeDispatchMessage(JSON.stringify({ v: 1, runId: 'r3', traceparent: 'x'.repeat(500) }))?.traceparent).toBeUndefined();
   });
+
+  it('say when a delayed one was meant to arrive, and nothing for one sent for now (decision 0172)', async () => {
+    const bodies: string[] = [];
+    const capture = {
+      send: (command: { input: { Entries: { MessageBody: string }[] } }) => {
+        bodies.push(...command.input.Entries.map((entry) => entry.MessageBody));
+        return Promise.resolve({ Failed: [] });
+      },
+    } as unknown as SQSClient;
+    const router = new DispatchRouter(capture, [{ name: 'default', jobTypes: [], queueUrl: `${base}/d`, dlqUrl: `${base}/d-dlq` }]);
+    const now = Date.parse('2030-01-01T00:00:00.000Z');
+    await router.send(
+      [
+        { runId: 'later', tenantId: 't', availableAt: now + 4_750 },
+        { runId: 'now', tenantId: 't', availableAt: now },
+        { runId: 'overdue', tenantId: 't', availableAt: now - 10_000 },
+      ],
+      now,
+    );
+    expect(bodies.map((body) => decodeDispatchMessage(body)?.notBefore)).toEqual([now + 4_750, undefined, undefined]);
+    // A hint that is not a time is dropped, the message kept.
+    expect(decodeDispatchMessage(JSON.stringify({ v: 1, runId: 'r', notBefore: 'soon' }))).toEqual({ v: 1, runId: 'r' });
+    expect(decodeDispatchMessage(JSON.stringify({ v: 1, runId: 'r', notBefore: -5 }))).toEqual({ v: 1, runId: 'r' });
+  });
 });
 
 describe('coalesced sends (decision 0160)', () => {
