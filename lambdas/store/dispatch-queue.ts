@@ -1,6 +1,7 @@
 // The dispatch queue and its wire format. Messages carry a run id, its tenant (for the in-flight
-// limit, before the run is read), how often it was deferred and the run's trace context (for the
-// log lines written before the run is read, or when it cannot be; decision 0117). Nothing of the
+// limit, before the run is read), how often it was deferred, the run's trace context (for the
+// log lines written before the run is read, or when it cannot be; decision 0117) and, delayed,
+// when they were meant to arrive (decision 0172). Nothing of the
 // run that can change: the run item is the truth, so a stale or duplicated message can never carry
 // stale data (a run's trace is fixed when it is made).
 import { parseTraceparent, xrayTraceIdOf } from '../domain/trace-context';
