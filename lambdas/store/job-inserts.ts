@@ -1,8 +1,9 @@
-// A job's create in DynamoDB: the job, the guard that keeps its name unique within the tenant, the
-// record of an idempotent create, its label entries, the tenant's active-jobs count and the job's
-// first run, written in one transaction, so that a job never exists without its first occurrence
-// and a name or key is never taken twice. A run-now job's run is written just before it instead, on
-// its own (decision 0167). JobsRepository's `insert` is this module's.
+// A job's create in DynamoDB: the job, the record of an idempotent create, its label entries, the
+// tenant's active-jobs count and the job's first run, written in one transaction, so that a job
+// never exists without its first occurrence and a key is never taken twice. A run-now job's run is
+// written just before it instead, on its own (decision 0167), and so is the guard that keeps its
+// name unique within the tenant, unless the create has an Idempotency-Key (decision 0173).
+// JobsRepository's `insert` is this module's.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
@@ -13,6 +14,7 @@ import { isUnnamed } from '../domain/job';
 import type { Run } from '../domain/run';
 import type { RunItemExtras } from './keys';
 import { idempotencyKey, jobLabelKey, jobNameKey, jobToItem, labelPairsOf, runKey, runToItem, tenantUsageKey } from './keys';
+import { NameGuards } from './name-guards';
 
 /** A run to write with a job (its first) or a job's change (re-planned occurrences). */
 export interface NewRun {
@@ -80,13 +82,17 @@ export function activeJobsCount(jobsTable: string, tenantId: string, delta: 1 | 
 }
 
 export class JobInserts {
+  private readonly names: NameGuards;
+
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly jobsTable: string,
     private readonly runsTable: string,
     /** The byNextRun entry's window (decision 0161), as JobsRepository's. */
     private readonly checkBackWindowMs = 0,
-  ) {}
+  ) {
+    this.names = new NameGuards(dynamo, jobsTable);
+  }
 
   async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
     const ifNew = conditionExpressions(IF_NEW);
@@ -95,7 +101,11 @@ export class JobInserts {
       job: { Put: { TableName: this.jobsTable, Item: jobToItem(job, { checkBackWindowMs: this.checkBackWindowMs }), ...ifNew } },
     };
     // A name's guard keeps it unique in the tenant; a job named by its id needs none (decision 0154).
-    if (!isUnnamed(job)) items.name = { Put: { TableName: this.jobsTable, Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId }, ...ifNew } };
+    // It is taken on its own before the job's write (decision 0173), except under an
+    // Idempotency-Key: a retry of the create must meet its first try's record, not its name.
+    const guardAhead = !isUnnamed(job) && !idempotency;
+    if (!isUnnamed(job) && !guardAhead)
+      items.name = { Put: { TableName: this.jobsTable, Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId }, ...ifNew } };
     if (idempotency) {
       const record = {
         ...idempotencyKey(job.tenantId, idempotency.key),
@@ -118,10 +128,15 @@ export class JobInserts {
     // idempotency record and replays it). A cancelled transaction wrote nothing: after the last try
     // the caller is told to come back (a 429), never answered with a 500 (decision 0043).
     if (ahead) await this.dynamo.send(new PutCommand({ TableName: this.runsTable, Item: runToItem(ahead.run, ahead.extras), ...ifNew }));
-    const result = await this.writeNewJob(items, ahead?.run ?? null);
+    if (guardAhead && (await this.names.take(job, job.createdAt, Date.parse(job.createdAt))) === 'held') {
+      if (ahead) await this.discardRunAhead(ahead.run);
+      return { kind: 'name-taken' };
+    }
+    const result = await this.writeNewJob(items, ahead?.run ?? null, guardAhead ? job : null);
     if (result.committed) return { kind: 'created' };
-    // Refused or still conflicting: nothing names the run written ahead.
+    // Refused or still conflicting: nothing names the run written ahead, or holds the name's guard.
     if (ahead) await this.discardRunAhead(ahead.run);
+    if (guardAhead) await this.names.release(job);
     if (result.conflict) return { kind: 'conflicted', retryAfterMs: CONFLICT_RETRY_AFTER_MS };
     // The idempotency record decides first: a replayed request may also collide on its name.
     if (idempotency && result.failed.has('idempotency')) {
@@ -137,16 +152,20 @@ export class JobInserts {
    * The job with its guards in one transaction; the job alone (a run-now job without a name, an
    * Idempotency-Key or labels) as one conditional put, at half a transaction's write units.
    */
-  private async writeNewJob(items: Record<string, TransactItem>, ahead: Run | null): Promise<TransactionResult> {
+  private async writeNewJob(items: Record<string, TransactItem>, ahead: Run | null, named: Job | null): Promise<TransactionResult> {
     const { job, ...guards } = items;
     if (Object.keys(guards).length > 0 || !job?.Put) return transactRetryingConflicts(this.dynamo, items, MAX_INSERT_ATTEMPTS);
     try {
       await this.dynamo.send(new PutCommand(job.Put));
       return { committed: true };
     } catch (error) {
-      // Certainly not written (a job id taken, which a new id never is): the run goes too. Any other
-      // error may have written the job, and leaves the run to its check-back.
-      if (ahead && error instanceof ConditionalCheckFailedException) await this.discardRunAhead(ahead);
+      // Certainly not written (a job id taken, which a new id never is): the run and the name's
+      // guard go too. Any other error may have written the job, and leaves the run to its
+      // check-back and the guard to a later create's takeover.
+      if (error instanceof ConditionalCheckFailedException) {
+        if (ahead) await this.discardRunAhead(ahead);
+        if (named) await this.names.release(named);
+      }
       throw error;
     }
   }

@@ -61,9 +61,9 @@ describe('requests per execution', () => {
     const tally = counter.tally();
     expect(tally.calls).toEqual({
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
-      // API: the creates-per-second counter on its own (decision 0155); the run on its own, then the
-      // job (COMPLETED from the start) with its name in one transaction (decision 0167); the message.
-      'dynamodb.TransactWriteItems': 1,
+      // API: the creates-per-second counter on its own (decision 0155); the run on its own, then its
+      // name's guard, then the job (COMPLETED from the start), each a conditional put (decisions
+      // 0167, 0173); the message.
       'sqs.SendMessageBatch': 1,
       // The counter; worker: lease, read the job (one request per worker batch), message visibility
       // to the lease (likewise), record the outcome, the minute's roll-up (one per worker batch,
@@ -71,7 +71,7 @@ describe('requests per execution', () => {
       'dynamodb.UpdateItem': 3,
       'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
-      'dynamodb.PutItem': 2, // the run, ahead of its job; the roll-up
+      'dynamodb.PutItem': 4, // the run, its name's guard and the job; the roll-up
     });
   });
 
@@ -154,12 +154,14 @@ describe('requests per execution', () => {
     const tally = counter.tally();
     expect(tally.calls).toEqual({
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
-      'dynamodb.TransactWriteItems': 2, // create; the worker marking the one-shot job COMPLETED as its run starts
+      // Create: the name's guard on its own (decision 0173), then the job and its run; the worker
+      // marking the one-shot job COMPLETED as its run starts.
+      'dynamodb.TransactWriteItems': 2,
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 3, // the create's counter, lease, outcome
       'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
-      'dynamodb.PutItem': 1,
+      'dynamodb.PutItem': 2, // the name's guard; the roll-up
     });
   });
 
@@ -181,12 +183,12 @@ describe('requests per execution', () => {
     const tally = counter.tally();
     expect(tally.calls).toEqual({
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
-      'dynamodb.TransactWriteItems': 2, // create (the job and its name); the failed attempt with its retry run
+      'dynamodb.TransactWriteItems': 1, // the failed attempt with its retry run
       'sqs.SendMessageBatch': 2, // the first run; the retry
       'dynamodb.UpdateItem': 4, // the create's counter, two leases, one success (the failure is in the transaction)
       'dynamodb.BatchGetItem': 2, // the job, read by each attempt
       'sqs.ChangeMessageVisibilityBatch': 2,
-      'dynamodb.PutItem': 3, // the first run, ahead of its job; a roll-up per worker batch
+      'dynamodb.PutItem': 5, // the first run, its name's guard and the job (decisions 0167, 0173); a roll-up per worker batch
     });
   });
 
@@ -197,12 +199,11 @@ describe('requests per execution', () => {
     await finished(created.body.job.nextRunId);
     expect(counter.tally().calls).toEqual({
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
-      'dynamodb.TransactWriteItems': 1, // create: the job and its name (a run-now job is COMPLETED from it)
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 4, // the create's counter, lease, consume, outcome
       'dynamodb.BatchGetItem': 1,
       'sqs.ChangeMessageVisibilityBatch': 1,
-      'dynamodb.PutItem': 2, // the run, ahead of its job; the roll-up
+      'dynamodb.PutItem': 4, // the run, its name's guard and the job (decisions 0167, 0173); the roll-up
     });
   });
 
@@ -213,13 +214,13 @@ describe('requests per execution', () => {
     await finished(created.body.job.nextRunId);
     expect(counter.tally().calls).toEqual({
       'dynamodb.BatchWriteItem': 1, // the create's audit entry, under the tenant and under the job (decision 0079)
-      'dynamodb.TransactWriteItems': 2, // create; the outcome with the occurrence's effect
+      'dynamodb.TransactWriteItems': 1, // the outcome with the occurrence's effect
       'sqs.SendMessageBatch': 1,
       'dynamodb.UpdateItem': 2, // the create's counter, the lease
       'dynamodb.BatchGetItem': 1, // the job
       'dynamodb.GetItem': 1, // the ledger
       'sqs.ChangeMessageVisibilityBatch': 1,
-      'dynamodb.PutItem': 2, // the run, ahead of its job; the roll-up
+      'dynamodb.PutItem': 4, // the run, its name's guard and the job (decisions 0167, 0173); the roll-up
     });
   });
 });
@@ -395,13 +396,13 @@ describe('write units per execution', () => {
     });
   });
 
-  it('a run-now job with a name: the name guard and its index entry, and the job written with it in one transaction', async () => {
+  it('a run-now job with a name: the name guard on its own, then the job with its index entries (decision 0173)', async () => {
     const { create } = await measure(jobBody(target.url, { name: 'units-named' }));
     expect(create.byOperation).toEqual({
       'Runs.PutItem': 4,
-      // The job (2) and its name guard (2) in one transaction; the job's index entries: the tenant's,
-      // the type's, the name's.
-      'Jobs.TransactWriteItems': 7,
+      // The name's guard (1), then the job (1) and its index entries: the tenant's, the type's, the
+      // name's. In one transaction (before decision 0173) the guard and the job were 2 each: 7.
+      'Jobs.PutItem': 5,
       'Jobs.UpdateItem': 1,
       'Jobs.BatchWriteItem': 2,
     });

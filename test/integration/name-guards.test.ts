@@ -1,0 +1,143 @@
+// A named create takes its name's guard on its own, before the job's write (decision 0173): what
+// concurrent creates, refused creates and creates that fail between the two writes leave, against
+// the emulator.
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDeps } from '../../lambdas/app/deps';
+import { createAwsClients } from '../../lambdas/store/aws';
+import { jobKey, jobNameKey } from '../../lambdas/store/keys';
+import { ORPHANED_GUARD_AFTER_MS } from '../../lambdas/store/name-guards';
+import { startLocalRuntime } from '../../scripts/local/runtime';
+import type { Scheduler, TargetServer } from './harness';
+import { jobBody, startScheduler, startTarget } from './harness';
+
+type Handler = (args: { input: Record<string, unknown> }) => Promise<unknown>;
+interface Stack {
+  add(middleware: (next: Handler, context: { commandName?: string }) => Handler, options: { step: 'initialize'; name: string }): void;
+}
+
+describe("a job name's guard, taken before the job", () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    // One live job at most, for the refused create below.
+    scheduler = await startScheduler({ tenantLimits: { maxActiveJobs: 1 } });
+    target = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const guardOf = async (name: string) =>
+    (
+      await scheduler.clients.dynamo.send(
+        new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobNameKey(scheduler.tenantId, name), ConsistentRead: true }),
+      )
+    ).Item;
+  const backdate = (name: string, byMs: number) =>
+    scheduler.clients.dynamo.send(
+      new UpdateCommand({
+        TableName: scheduler.config.jobsTable,
+        Key: jobNameKey(scheduler.tenantId, name),
+        UpdateExpression: 'SET takenAt = :at',
+        ExpressionAttributeValues: { ':at': new Date(Date.now() - byMs).toISOString() },
+      }),
+    );
+
+  it('lets one of six concurrent creates of a name through; the others leave no job, run or guard', async () => {
+    const before = await scheduler.countJobAndRunItems();
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, index) => scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'one-of-six', payload: { index } }))),
+    );
+    const statuses = answers.map((answer) => answer.status).sort();
+    expect(statuses).toEqual([201, 409, 409, 409, 409, 409]);
+    const winner = answers.find((answer) => answer.status === 201)!.body.job;
+    // The job and its guard; one run.
+    expect(await scheduler.countJobAndRunItems()).toEqual({ jobs: before.jobs + 2, runs: before.runs + 1 });
+    expect(await guardOf('one-of-six')).toMatchObject({ jobId: winner.jobId, takenAt: winner.createdAt });
+    // A guard whose job exists is never taken over, however old.
+    await backdate('one-of-six', ORPHANED_GUARD_AFTER_MS * 2);
+    expect((await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'one-of-six' }))).status).toBe(409);
+    expect((await guardOf('one-of-six'))?.jobId).toBe(winner.jobId);
+  });
+
+  it('gives the name back when the create is refused after taking it', async () => {
+    const cron = (name: string) => jobBody(target.url, { name, schedule: { kind: 'cron', expression: '0 0 1 1 *', timezone: 'UTC' } });
+    const first = await scheduler.api('POST', '/v1/jobs', cron('live-first'));
+    expect(first.status).toBe(201);
+    // The tenant's one live job is taken: the second is refused in the job's transaction.
+    expect((await scheduler.api('POST', '/v1/jobs', cron('live-second'))).status).toBe(429);
+    expect(await guardOf('live-second')).toBeUndefined();
+    expect((await scheduler.api('DELETE', `/v1/jobs/${first.body.job.jobId}`)).status).toBe(200);
+    const second = await scheduler.api('POST', '/v1/jobs', cron('live-second'));
+    expect(second.status).toBe(201);
+    expect((await guardOf('live-second'))?.jobId).toBe(second.body.job.jobId);
+  });
+
+  it('is taken over by a later create once its own create, failed before the job, is old enough', async () => {
+    // An API function whose job write fails before it reaches the store, after the guard's write.
+    const clients = createAwsClients();
+    (clients.dynamo.middlewareStack as unknown as Stack).add(
+      (next, context) => async (args) => {
+        const item = args.input.Item as Record<string, unknown> | undefined;
+        if (context.commandName === 'PutItemCommand' && typeof item?.pk === 'string' && item.pk.startsWith('JOB#')) {
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'failJobWrite' },
+    );
+    const apiDeps = createDeps(scheduler.config, clients, { workerId: `${scheduler.prefix}-api`, metricSink: () => undefined });
+    const api = await startLocalRuntime({ deps: apiDeps, clients: scheduler.clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
+    try {
+      const response = await fetch(`${api.url}/v1/jobs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(jobBody(`${target.url}/never`, { name: 'half-created' })),
+      });
+      expect(response.status, await response.text()).toBeGreaterThanOrEqual(500);
+    } finally {
+      await api.stop();
+    }
+    // The guard names a job that was never written.
+    const orphan = await guardOf('half-created');
+    expect(orphan?.jobId).toEqual(expect.any(String));
+    const job = await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(String(orphan?.jobId)) }));
+    expect(job.Item).toBeUndefined();
+
+    // Young, it may be a create still under way: the name is taken.
+    expect((await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'half-created' }))).status).toBe(409);
+    expect((await guardOf('half-created'))?.jobId).toBe(orphan?.jobId);
+    // Old enough, the next create takes it over; two at once, only one of them.
+    await backdate('half-created', ORPHANED_GUARD_AFTER_MS + 1000);
+    const answers = await Promise.all([0, 1].map(() => scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'half-created' }))));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([201, 409]);
+    const created = answers.find((answer) => answer.status === 201)!.body.job;
+    expect((await guardOf('half-created'))?.jobId).toBe(created.jobId);
+  });
+
+  it('is never taken over when written in a transaction with its job (no time), even without its job', async () => {
+    // A guard of the form every create wrote before decision 0173, naming no job.
+    await scheduler.clients.dynamo.send(
+      new UpdateCommand({
+        TableName: scheduler.config.jobsTable,
+        Key: jobNameKey(scheduler.tenantId, 'old-form'),
+        UpdateExpression: 'SET jobId = :jobId',
+        ExpressionAttributeValues: { ':jobId': 'job_00000000000000000000000000' },
+      }),
+    );
+    expect((await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'old-form' }))).status).toBe(409);
+  });
+
+  it('is written in the transaction under an Idempotency-Key, whose retries replay the first create', async () => {
+    const body = jobBody(target.url, { name: 'idempotent-named' });
+    const answers = await Promise.all([0, 1, 2].map(() => scheduler.api('POST', '/v1/jobs', body, { 'idempotency-key': 'named-once' })));
+    expect(answers.map((answer) => answer.status)).toEqual([201, 201, 201]);
+    expect(new Set(answers.map((answer) => answer.body.job.jobId)).size).toBe(1);
+    const guard = await guardOf('idempotent-named');
+    expect(guard?.jobId).toBe(answers[0]!.body.job.jobId);
+    expect(guard?.takenAt).toBeUndefined();
+  });
+});
