@@ -3,18 +3,11 @@
 // the emulator.
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDeps } from '../../lambdas/app/deps';
-import { createAwsClients } from '../../lambdas/store/aws';
 import { jobKey, jobNameKey } from '../../lambdas/store/keys';
 import { ORPHANED_GUARD_AFTER_MS } from '../../lambdas/store/name-guards';
-import { startLocalRuntime } from '../../scripts/local/runtime';
 import type { Scheduler, TargetServer } from './harness';
 import { jobBody, startScheduler, startTarget } from './harness';
-
-type Handler = (args: { input: Record<string, unknown> }) => Promise<unknown>;
-interface Stack {
-  add(middleware: (next: Handler, context: { commandName?: string }) => Handler, options: { step: 'initialize'; name: string }): void;
-}
+import { startApiFailingJobWrites } from './support/failing-api';
 
 describe("a job name's guard, taken before the job", () => {
   let scheduler: Scheduler;
@@ -78,26 +71,11 @@ describe("a job name's guard, taken before the job", () => {
 
   it('is taken over by a later create once its own create, failed before the job, is old enough', async () => {
     // An API function whose job write fails before it reaches the store, after the guard's write.
-    const clients = createAwsClients();
-    (clients.dynamo.middlewareStack as unknown as Stack).add(
-      (next, context) => async (args) => {
-        const item = args.input.Item as Record<string, unknown> | undefined;
-        if (context.commandName === 'PutItemCommand' && typeof item?.pk === 'string' && item.pk.startsWith('JOB#')) {
-          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'failJobWrite' },
-    );
-    const apiDeps = createDeps(scheduler.config, clients, { workerId: `${scheduler.prefix}-api`, metricSink: () => undefined });
-    const api = await startLocalRuntime({ deps: apiDeps, clients: scheduler.clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
+    const api = await startApiFailingJobWrites(scheduler);
     try {
-      const response = await fetch(`${api.url}/v1/jobs`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify(jobBody(`${target.url}/never`, { name: 'half-created' })),
-      });
+      const response = await api.create(jobBody(`${target.url}/never`, { name: 'half-created' }));
       expect(response.status, await response.text()).toBeGreaterThanOrEqual(500);
+      expect(api.failedJobWrites()).toBeGreaterThan(0);
     } finally {
       await api.stop();
     }

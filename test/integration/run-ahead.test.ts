@@ -2,18 +2,11 @@
 // a create that fails or is refused between the two leaves behind, against the emulator.
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDeps } from '../../lambdas/app/deps';
 import { JOB_NEVER_WRITTEN_REASON } from '../../lambdas/app/leased-run';
-import { createAwsClients } from '../../lambdas/store/aws';
 import { jobKey } from '../../lambdas/store/keys';
-import { startLocalRuntime } from '../../scripts/local/runtime';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget, tick } from './harness';
-
-type Handler = (args: { input: Record<string, unknown> }) => Promise<unknown>;
-interface Stack {
-  add(middleware: (next: Handler, context: { commandName?: string }) => Handler, options: { step: 'initialize'; name: string }): void;
-}
+import { startApiFailingJobWrites } from './support/failing-api';
 
 describe('a run written ahead of its job', () => {
   let scheduler: Scheduler;
@@ -61,31 +54,13 @@ describe('a run written ahead of its job', () => {
 
   it('ends CANCELLED when its job was never written: found at its check-back, its target not called, nothing DEAD', async () => {
     // An API function whose job write fails before it reaches the store, after the run's write.
-    const clients = createAwsClients();
-    let failedJobWrites = 0;
-    (clients.dynamo.middlewareStack as unknown as Stack).add(
-      (next, context) => async (args) => {
-        const item = args.input.Item as Record<string, unknown> | undefined;
-        if (context.commandName === 'PutItemCommand' && JSON.stringify(item?.pk ?? '').includes('JOB#')) {
-          failedJobWrites++;
-          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'failJobWrite' },
-    );
-    const apiDeps = createDeps(scheduler.config, clients, { workerId: `${scheduler.prefix}-api`, metricSink: () => undefined });
-    const api = await startLocalRuntime({ deps: apiDeps, clients: scheduler.clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
+    const api = await startApiFailingJobWrites(scheduler);
     try {
       const before = await scheduler.countJobAndRunItems();
       const { name: _name, ...unnamed } = jobBody(`${target.url}/never`);
-      const response = await fetch(`${api.url}/v1/jobs`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify(unnamed),
-      });
+      const response = await api.create(unnamed);
       expect(response.status, await response.text()).toBeGreaterThanOrEqual(500);
-      expect(failedJobWrites).toBeGreaterThan(0);
+      expect(api.failedJobWrites()).toBeGreaterThan(0);
       // The run is there, its job is not, and no message went out.
       expect(await scheduler.countJobAndRunItems()).toEqual({ jobs: before.jobs, runs: before.runs + 1 });
       expect(await scheduler.queueDepth()).toBe(0);
