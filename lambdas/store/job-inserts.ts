@@ -149,8 +149,9 @@ export class JobInserts {
   }
 
   /**
-   * The job with its guards in one transaction; the job alone (a run-now job without a name, an
-   * Idempotency-Key or labels) as one conditional put, at half a transaction's write units.
+   * The job with its guards in one transaction; the job alone (a run-now job without an
+   * Idempotency-Key or labels, its name's guard taken before) as one conditional put, at half a
+   * transaction's write units.
    */
   private async writeNewJob(items: Record<string, TransactItem>, ahead: Run | null, named: Job | null): Promise<TransactionResult> {
     const { job, ...guards } = items;

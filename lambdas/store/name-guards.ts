@@ -39,33 +39,14 @@ export class NameGuards {
    * job id and time, so two creates cannot both take it over) and the put tried once more.
    */
   async take(job: Holder, takenAt: string, now: number): Promise<NameTake> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.dynamo.send(new PutCommand({ TableName: this.jobsTable, Item: this.guardItem(job, takenAt), ...conditionExpressions(IF_NEW) }));
-        return 'taken';
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException) || attempt >= 2) {
-          if (error instanceof ConditionalCheckFailedException) return 'held';
-          throw error;
-        }
-      }
-      const guard = await this.read(job);
-      // Released since (its job deleted): the put decides again.
-      if (guard === null) continue;
+    if (await this.put(job, takenAt)) return 'taken';
+    const guard = await this.read(job);
+    if (guard !== null) {
       if (!(await this.isOrphaned(guard, now))) return 'held';
-      try {
-        await this.dynamo.send(
-          new DeleteCommand({
-            TableName: this.jobsTable,
-            Key: jobNameKey(job.tenantId, job.name),
-            ...conditionExpressions({ jobId: guard.jobId, takenAt: guard.takenAt }),
-          }),
-        );
-      } catch (error) {
-        // Another create took it over first: the put decides.
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      }
+      await this.deleteOrphan(job, guard);
     }
+    // Released since (its job deleted) or taken over: the put decides once more.
+    return (await this.put(job, takenAt)) ? 'taken' : 'held';
   }
 
   /** Gives the name back after a create that was refused: only while the guard is still this job's. Best effort. */
@@ -76,6 +57,32 @@ export class NameGuards {
       );
     } catch {
       // Left in place: the next create of the name takes it over once it is old enough.
+    }
+  }
+
+  /** Whether the guard was put: false when one is there already. */
+  private async put(job: Holder, takenAt: string): Promise<boolean> {
+    try {
+      await this.dynamo.send(new PutCommand({ TableName: this.jobsTable, Item: this.guardItem(job, takenAt), ...conditionExpressions(IF_NEW) }));
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  private async deleteOrphan(job: Holder, guard: { jobId: string; takenAt: string | null }): Promise<void> {
+    try {
+      await this.dynamo.send(
+        new DeleteCommand({
+          TableName: this.jobsTable,
+          Key: jobNameKey(job.tenantId, job.name),
+          ...conditionExpressions({ jobId: guard.jobId, takenAt: guard.takenAt }),
+        }),
+      );
+    } catch (error) {
+      // Another create took it over first: the put decides.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
   }
 
