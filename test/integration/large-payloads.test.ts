@@ -228,7 +228,13 @@ describe('large payloads', () => {
     const jobType = `ext-${Date.now()}`;
     const external = { type: jobType, target: { kind: 'external' } };
     const kept = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { ...external, payload: payloadOf(30_000, 'k') }));
-    const gone = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { ...external, payload: payloadOf(30_000, 'g') }));
+    // Due 8 s on, so that its object is gone before a worker leases it. Leased first (on a loaded CI
+    // machine the worker once beat the delete), it would be offered, claimed below, never end DEAD.
+    const gone = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { ...external, schedule: { kind: 'delay', seconds: 8 }, payload: payloadOf(30_000, 'g') }),
+    );
     await scheduler.clients.s3.send(new DeleteObjectCommand({ Bucket: bucket(), Key: (await jobItem(scheduler, gone.body.job.jobId)).payloadRef.key }));
     // Both are offered once the worker has leased them; the claims take them in either order.
     const claims: { runId: string; payload: unknown }[] = [];
