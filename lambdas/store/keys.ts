@@ -6,7 +6,7 @@ import { isUnnamed } from '../domain/job';
 import type { PayloadRef, RunPayload } from '../domain/payload';
 import type { Run } from '../domain/run';
 import { RUN_FIELDS } from '../domain/run';
-import { parseScheduleJobId } from '../domain/workflow-jobs';
+import { parseScheduleJobId, parseStepJobId } from '../domain/workflow-jobs';
 import { runExpiresAtEpoch } from '../domain/retention';
 import { shardOf } from '../domain/time-gate';
 import { NEXT_RUN_SHARDS } from './schema';
@@ -102,6 +102,13 @@ export const labelPairsOf = (labels: Readonly<Record<string, string>> | undefine
 export const tenantRunSortOf = (run: Pick<Run, 'scheduledFor' | 'runId'>): string => `${run.scheduledFor}#${run.runId}`;
 /** Sort key of a run within its job (byJob index): occurrence, then attempt. */
 export const jobSortOf = (run: Pick<Run, 'scheduledFor' | 'attempt'>): string => `${run.scheduledFor}#${pad(run.attempt, 4)}`;
+/**
+ * A run's byJob index key, which makes it one of its job's listed runs; none for a workflow step's
+ * run (decision 0174): its job is the step of a version, which no route lists (`/v1/jobs/{jobId}`
+ * answers 404 for it), so the entry was written once per step run and never read.
+ */
+export const jobSortAttributes = (run: Pick<Run, 'jobId' | 'scheduledFor' | 'attempt'>): { jobSort?: string } =>
+  parseStepJobId(run.jobId) ? {} : { jobSort: jobSortOf(run) };
 
 /**
  * Partition of the sparse time index: the minute a run becomes due and a shard, so that no
@@ -260,7 +267,7 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
     // Numbers, so that the lease is computed and compared inside DynamoDB's expressions.
     leaseMs: run.leaseSeconds * 1000,
     leaseExpiresAtMs: leaseExpiresAt === null ? null : Date.parse(leaseExpiresAt),
-    jobSort: jobSortOf(run),
+    ...jobSortAttributes(run),
     tenantRunSort: tenantRunSortOf(run),
     ...(extras.payloadOverrideRef
       ? { payloadOverrideRef: { ...extras.payloadOverrideRef } }

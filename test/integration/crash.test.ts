@@ -300,9 +300,10 @@ describe('a worker process killed during a run', () => {
         expect(run.status, JSON.stringify(run.steps)).toBe('SUCCEEDED');
         // Each step succeeded once: its dependants were started once, whatever the kills interrupted.
         for (const stepId of ['a', 'b', 'c', 'd']) {
-          const stepRuns = (await scheduler.deps.runs.listByJob(`${workflowId}.v1.${stepId}`, 100)).items.filter(
-            (stepRun) => stepRun.scheduledFor === run.scheduledFor,
-          );
+          // A step's runs are the tenant's runs of its occurrence (they have no byJob entry, decision 0174).
+          const occurrence = await scheduler.deps.runs.listByTenant(scheduler.tenantId, 100, { from: run.scheduledFor, to: `${run.scheduledFor}~` });
+          expect(occurrence.nextCursor ?? null).toBeNull();
+          const stepRuns = occurrence.items.filter((stepRun) => stepRun.jobId === `${workflowId}.v1.${stepId}`);
           expect(
             stepRuns.filter((stepRun) => stepRun.status === 'SUCCEEDED'),
             `${run.workflowRunId} ${stepId}`,

@@ -442,6 +442,39 @@ describe('write units per execution', () => {
     expect(Object.keys(byOperation).sort()).toEqual(['Jobs.PutItem', 'Jobs.TransactWriteItems', 'Runs.TransactWriteItems', 'Runs.UpdateItem']);
   });
 
+  it("a workflow's step runs: each put with its tenant's and its check-back's index entries, not the byJob index's (decision 0174)", async () => {
+    const created = await scheduler.api('POST', '/v1/workflows', {
+      name: 'units-workflow',
+      steps: [
+        { id: 'first', target: { kind: 'http', url: `${target.url}/first` } },
+        { id: 'second', target: { kind: 'http', url: `${target.url}/second` }, dependsOn: ['first'] },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await clearOfMinuteEnd();
+    scheduler.capacity!.reset();
+    const started = await scheduler.api('POST', `/v1/workflows/${created.body.workflowId}/runs`);
+    expect(started.status).toBe(202);
+    const workflows = new WorkflowRunsRepository(awsClients().dynamo, scheduler.config.jobsTable);
+    const worker = await scheduler.startWorkers(1);
+    try {
+      await eventually(
+        () => workflows.getRun(created.body.workflowId, started.body.workflowRunId),
+        (run) => run?.status === 'SUCCEEDED',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    } finally {
+      await worker.stop();
+    }
+    const { byOperation } = units();
+    // Two step runs, each put once (1) with two index entries: the tenant's runs and its check-back.
+    // Their job is a step of the version, which no route lists: no byJob entry (4 each before).
+    expect(byOperation['Runs.PutItem']).toBe(2 * 3);
+    const listed = await scheduler.api('GET', '/v1/runs?limit=10');
+    const stepRuns = (listed.body.items as { jobId: string }[]).filter((run) => run.jobId.startsWith(`${created.body.workflowId}.v`));
+    expect(stepRuns).toHaveLength(2);
+  });
+
   it("a lease taken when its run's check-back is near: the refused keep, then the lease moving it (decision 0170)", async () => {
     const { name: _name, ...unnamed } = jobBody(target.url);
     const created = await scheduler.api('POST', '/v1/jobs', unnamed);

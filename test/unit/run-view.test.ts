@@ -66,4 +66,16 @@ describe('a run read from its item', () => {
     expect(Object.keys(read)).not.toContain('priority');
     expect(Object.keys(read)).not.toContain('result');
   });
+
+  it("lists a job's run under its job, and keeps a workflow step's run out of the byJob index (decision 0174)", () => {
+    expect(runToItem(run).jobSort).toBe('2026-01-01T00:00:00.000Z#0001');
+    // A step's job (`<workflowId>.v<version>.<stepId>`) is listed by no route: its runs carry no
+    // byJob key, and are still the tenant's runs.
+    const step = runToItem({ ...run, runId: 'wf_1.v2.load.occ.1', jobId: 'wf_1.v2.load' });
+    expect(step).not.toHaveProperty('jobSort');
+    expect(step.jobId).toBe('wf_1.v2.load');
+    expect(step.tenantRunSort).toBe('2026-01-01T00:00:00.000Z#wf_1.v2.load.occ.1');
+    // A scheduled workflow's schedule job is listed (the workflow's recent occurrences): its runs keep it.
+    expect(runToItem({ ...run, jobId: 'wf_1.schedule' }).jobSort).toBe('2026-01-01T00:00:00.000Z#0001');
+  });
 });
