@@ -4,11 +4,11 @@
 import { runFields } from './run-log';
 import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
-import { decideOverlap, decideStart } from '../domain/recurrence';
+import { classifyUnpointed, decideOverlap, decideStart } from '../domain/recurrence';
 import type { Run } from '../domain/run';
 import { checkBackAt } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
-import { advanceChain } from './occurrence-chain';
+import { MAX_CAS_ATTEMPTS, adoptOccurrence, advanceChain } from './occurrence-chain';
 import { jobSubject, notifyEventFor, notifyOutcome } from './notifications';
 import { cancelForOverlap, workflowRunOfOccurrence } from './workflow-runs';
 
@@ -18,19 +18,43 @@ const BUFFER_RECHECK_SECONDS = 30;
 export type Admission =
   { readonly kind: 'execute'; readonly reason: string | null } | { readonly kind: 'stopped'; readonly outcome: 'skipped' | 'cancelled' | 'waiting' | 'fenced' };
 
-export async function admitRun(deps: SchedulerDeps, job: Job, run: Run, backfillRemaining: number | undefined): Promise<Admission> {
+/** What the lease read from the run's item besides the run. */
+export interface PlannedOccurrence {
+  /** Carried on runs created while catching up under `backfill`. */
+  readonly backfillRemaining?: number;
+  /** The run its job pointed at when it was planned (decision 0175). */
+  readonly chainedFrom?: string | null;
+}
+
+export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, planned: PlannedOccurrence): Promise<Admission> {
   if (run.trigger !== 'schedule') return { kind: 'execute', reason: null };
   const now = deps.clock();
+  const { backfillRemaining } = planned;
+  let job = leasedJob;
 
-  if (job.status === 'CANCELLED' || job.status === 'PAUSED') {
-    const status = job.status === 'CANCELLED' ? 'CANCELLED' : 'SKIPPED';
-    const reason = job.status === 'CANCELLED' ? 'job deleted' : 'job paused';
-    return end(deps, run, status, reason, now);
-  }
-  if (job.nextRunId !== run.runId) {
-    // Not the pending occurrence: a run taken over from a lost worker (the chain moved on when it
-    // first started), or one a PATCH replaced while it was being leased. It runs as it is.
-    return { kind: 'execute', reason: null };
+  for (let attempt = 0; ; attempt++) {
+    if (job.status === 'CANCELLED' || job.status === 'PAUSED') {
+      const status = job.status === 'CANCELLED' ? 'CANCELLED' : 'SKIPPED';
+      const reason = job.status === 'CANCELLED' ? 'job deleted' : 'job paused';
+      return end(deps, run, status, reason, now);
+    }
+    if (job.nextRunId === run.runId) break;
+    // Not the pending occurrence (decision 0175).
+    const unpointed = classifyUnpointed(job, run, planned.chainedFrom);
+    // An edit of the job re-planned it: its retire raced this lease or never landed.
+    if (unpointed === 'replaced') return end(deps, run, 'SKIPPED', 'job definition changed', now);
+    // Planned before runs kept what their job pointed at, or by no job's write (a backfill): as it is.
+    if (unpointed === 'other' || attempt >= MAX_CAS_ATTEMPTS) return { kind: 'execute', reason: null };
+    // The chain's successor whose job write never landed: the job is pointed at it, then it
+    // starts as the pending occurrence does (and moves the chain on).
+    const adopted = await adoptOccurrence(deps, job, run, now);
+    if (adopted) {
+      job = adopted;
+      break;
+    }
+    const reread = await deps.jobs.getAnyTenant(job.jobId);
+    if (!reread) return end(deps, run, 'CANCELLED', 'job deleted', now);
+    job = reread;
   }
 
   if (job.overlapPolicy !== 'allow' && job.lastStartedRunId && job.lastStartedRunId !== run.runId) {

@@ -152,7 +152,12 @@ export async function patchJob(
         }
         return { next: { ...updated, status: 'COMPLETED', nextRunAt: null, nextRunId: null }, afterCommit: () => retire(current.nextRunId, current.type) };
       }
-      const plan = planRun(deps.config, updated, { scheduledFor: first, attempt: attemptFor(first, pending), trigger: 'schedule' }, now);
+      const plan = planRun(
+        deps.config,
+        updated,
+        { scheduledFor: first, attempt: attemptFor(first, pending), trigger: 'schedule', chainedFrom: current.nextRunId ?? null },
+        now,
+      );
       return {
         next: { ...updated, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId },
         maxActiveJobs: limits.maxActiveJobs,

@@ -88,7 +88,8 @@ export async function createJob(
     nextRunAt: null,
     nextRunId: null,
   };
-  const plan = first === null ? null : planRun(deps.config, draft, { scheduledFor: first, attempt: 1, trigger: 'schedule', traceparent }, now);
+  const plan =
+    first === null ? null : planRun(deps.config, draft, { scheduledFor: first, attempt: 1, trigger: 'schedule', traceparent, chainedFrom: null }, now);
   const job: Job = plan ? { ...draft, nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId } : draft;
 
   // Counted first and on its own, not in the create's transaction (decision 0155): a create refused

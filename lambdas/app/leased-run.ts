@@ -80,7 +80,7 @@ async function executeLeased(
   // An external step's inputs are read by the claim that hands them over, not here.
   const context = job.target.kind === 'external' ? { ok: true as const } : await stepContextOrEnd(deps, job, run, lease.inputs, payload, leasedAt);
   if (!context.ok) return 'dead';
-  const admission = await admitRun(deps, job, run, lease.backfillRemaining);
+  const admission = await admitRun(deps, job, run, lease);
   if (admission.kind === 'stopped') return admission.outcome;
   const flow = await passKeyedFlow(deps, job, run, payload, message);
   if (flow.kind !== 'start') return flow.kind;

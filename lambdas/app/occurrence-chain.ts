@@ -1,6 +1,6 @@
 // The occurrence chain of a recurring job: it moves on when its pending occurrence starts (or is
-// cancelled), each successor written in the same transaction as the job that points at it, and the
-// ticker repairs a chain whose pending run was lost.
+// cancelled), each successor written just before the job that points at it (decision 0175), and
+// the ticker repairs a chain whose pending run was lost.
 import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
 import type { Successor } from '../domain/recurrence';
@@ -8,6 +8,7 @@ import type { Run } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import { nextFireTimeAfter, skipsFrom } from '../domain/schedule';
 import type { SchedulerDeps } from './deps';
+import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 import { batchCoalesce } from './batch-coalesce';
@@ -27,14 +28,22 @@ export async function pendingRun(deps: SchedulerDeps, job: Job): Promise<Run | n
 }
 
 /**
- * Moves the chain of a recurring job on when its pending occurrence starts: the job points at the
- * successor, which is written in the same transaction. Returns false when the job had already
- * moved on (a PATCH, pause or another worker got there first).
+ * Moves the chain of a recurring job on when its pending occurrence starts: the successor is
+ * written first, on its own (a conditional put), then the job pointing at it (a conditional put),
+ * not both in one transaction, which bills each item twice (decision 0175). Returns false when the
+ * job had already moved on (a PATCH, pause or another worker got there first).
+ *
+ * Between the two writes the successor is a run its job does not point at. If the job's write
+ * loses to an edit, the successor is deleted; if its writer stops first, the worker that leases the
+ * successor tells by the run it follows (`chainedFrom`) whether to point the job at it (the job
+ * still points there) or to end it (an edit replaced it): `admitRun`.
  */
 export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, successor: Successor | null, executes: boolean, now: number): Promise<boolean> {
   let current: Job | null = job;
+  // The successor this call wrote, which no job points at until the job's write lands.
+  let written: RunPlan | undefined;
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS && current; attempt++) {
-    if (current.status !== 'ACTIVE' || current.nextRunId !== started.runId) return false;
+    if (current.status !== 'ACTIVE' || current.nextRunId !== started.runId) break;
     const plan = successor
       ? planRun(
           deps.config,
@@ -44,10 +53,26 @@ export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, 
             attempt: 1,
             trigger: 'schedule',
             ...(successor.backfillRemaining !== undefined ? { backfillRemaining: successor.backfillRemaining } : {}),
+            chainedFrom: started.runId,
           },
           now,
         )
       : undefined;
+    if (plan && plan.run.runId !== written?.run.runId) {
+      if (written) await discard(deps, written);
+      written = undefined;
+      if (await deps.runs.create(plan)) {
+        written = plan;
+      } else {
+        // The successor was already written (a resume or a repair planned the same occurrence):
+        // point the job at it without writing it again, unless it has ended.
+        const existing = await deps.runs.get(plan.run.runId);
+        if (!existing || isTerminal(existing.status)) {
+          current = await deps.jobs.getAnyTenant(job.jobId);
+          continue;
+        }
+      }
+    }
     const next: Job = {
       ...current,
       updatedAt: iso(now),
@@ -55,25 +80,52 @@ export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, 
       lastStartedRunId: executes ? started.runId : (current.lastStartedRunId ?? null),
       ...(plan ? { nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId } : { nextRunAt: null, nextRunId: null, status: 'COMPLETED' as const }),
     };
-    const result = await deps.jobs.replace(next, current, { newRuns: plan ? [plan] : [] });
-    if (result === 'replaced') {
-      if (plan) deps.telemetry.runCreated(plan.run);
-      // The successors of a batch's runs share a SendMessageBatch (decision 0160).
-      await sendPlannedRun(deps, plan, now, { coalesce: batchCoalesce(deps.config) });
-      return true;
-    }
-    if (result === 'run-exists' && plan) {
-      // The successor was already written (a resume or a repair planned the same occurrence):
-      // point the job at it without writing it again.
-      const existing = await deps.runs.get(plan.run.runId);
-      if (existing && !isTerminal(existing.status)) {
-        const pointed = await deps.jobs.replace(next, current);
-        if (pointed === 'replaced') return true;
+    if ((await deps.jobs.replace(next, current)) === 'replaced') {
+      if (written) {
+        deps.telemetry.runCreated(written.run);
+        // The successors of a batch's runs share a SendMessageBatch (decision 0160).
+        await sendPlannedRun(deps, written, now, { coalesce: batchCoalesce(deps.config) });
       }
+      return true;
     }
     current = await deps.jobs.getAnyTenant(job.jobId);
   }
+  if (written) await discard(deps, written);
   return false;
+}
+
+/**
+ * Points the job at an occurrence the chain wrote but never pointed it at (`classifyUnpointed`:
+ * `unadopted`), as the chain's write would have: the occurrence before it is taken as started.
+ * Returns the job as written, or null when the job changed meanwhile.
+ */
+export async function adoptOccurrence(deps: SchedulerDeps, job: Job, run: Run, now: number): Promise<Job | null> {
+  const next: Job = {
+    ...job,
+    updatedAt: iso(now),
+    ...passedSkips(job, now),
+    // The occurrence it follows started or was skipped; the overlap policy reads its status.
+    lastStartedRunId: job.nextRunId ?? job.lastStartedRunId ?? null,
+    nextRunAt: run.scheduledFor,
+    nextRunId: run.runId,
+  };
+  if ((await deps.jobs.replace(next, job)) !== 'replaced') return null;
+  logger.warn('pointed a job at the occurrence its chain wrote last', {
+    jobId: job.jobId,
+    tenantId: job.tenantId,
+    runId: run.runId,
+    previousRunId: job.nextRunId,
+  });
+  return next;
+}
+
+/** Deletes a successor no job will point at (its job's edit won the race); left to `admitRun` if that fails too. */
+async function discard(deps: SchedulerDeps, plan: RunPlan): Promise<void> {
+  try {
+    await deps.runs.discardUnstarted(plan.run);
+  } catch (error) {
+    logger.warn('could not delete a successor its job does not point at; its worker will end it', { runId: plan.run.runId, error: String(error) });
+  }
 }
 
 /**
@@ -95,7 +147,13 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
       : planRun(
           deps.config,
           job,
-          { scheduledFor, attempt: attemptFor(scheduledFor, run), trigger: 'schedule', reason: 'repaired: the pending occurrence was lost' },
+          {
+            scheduledFor,
+            attempt: attemptFor(scheduledFor, run),
+            trigger: 'schedule',
+            reason: 'repaired: the pending occurrence was lost',
+            chainedFrom: job.nextRunId ?? null,
+          },
           now,
         );
   const next: Job = plan

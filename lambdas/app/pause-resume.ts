@@ -141,6 +141,7 @@ async function resume(
           attempt: attemptFor(occurrence.scheduledFor, pausedRun),
           trigger: 'schedule',
           reason: occurrence.reason,
+          chainedFrom: current.nextRunId ?? null,
         },
         now,
       );

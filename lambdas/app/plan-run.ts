@@ -34,6 +34,12 @@ export function planRun(
     traceparent?: string;
     /** A workflow step's context and its parents' results. */
     inputs?: unknown;
+    /**
+     * A run planned as its job's pending occurrence: the run the job pointed at when it was planned
+     * (the occurrence it follows in the chain, or the one an edit replaces; null for none), which it
+     * keeps (decision 0175). None for runs no job points at (backfills, triggers, retries, replays).
+     */
+    chainedFrom?: string | null;
   },
   now: number,
 ): RunPlan {
@@ -83,6 +89,7 @@ export function planRun(
       ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
       ...(occurrence.checkpoint !== undefined ? { checkpoint: occurrence.checkpoint } : {}),
       ...(occurrence.inputs !== undefined ? { inputs: occurrence.inputs } : {}),
+      ...(occurrence.chainedFrom !== undefined ? { chainedFrom: occurrence.chainedFrom } : {}),
     },
     dispatch:
       placement.status === 'QUEUED'

@@ -81,7 +81,12 @@ export async function skipOccurrences(deps: SchedulerDeps, tenantId: string, job
         afterCommit: () => retireThenRecord(retiredId, updated, now),
       };
     }
-    const plan = planRun(deps.config, updated, { scheduledFor: following, attempt: attemptFor(following, pending), trigger: 'schedule' }, now);
+    const plan = planRun(
+      deps.config,
+      updated,
+      { scheduledFor: following, attempt: attemptFor(following, pending), trigger: 'schedule', chainedFrom: updated.nextRunId ?? null },
+      now,
+    );
     return {
       next: { ...updated, nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId },
       plan,

@@ -52,7 +52,12 @@ export function scheduleStateOf(job: Job): WorkflowScheduleState {
 function firstOccurrence(deps: SchedulerDeps, job: Job, now: number, previous: Run | null): { plan: RunPlan | null; status: Job['status'] } {
   const first = firstFireTime(job, now);
   if (first === null) return { plan: null, status: 'COMPLETED' };
-  const plan = planRun(deps.config, job, { scheduledFor: first, attempt: attemptFor(first, previous), trigger: 'schedule' }, now);
+  const plan = planRun(
+    deps.config,
+    job,
+    { scheduledFor: first, attempt: attemptFor(first, previous), trigger: 'schedule', chainedFrom: job.nextRunId ?? null },
+    now,
+  );
   return { plan, status: job.schedule.kind === 'now' ? 'COMPLETED' : 'ACTIVE' };
 }
 

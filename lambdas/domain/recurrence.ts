@@ -140,3 +140,29 @@ export function occurrenceOnResume(job: Policies, pendingAt: number | null, now:
       return { scheduledFor: pendingAt, reason: 'resumed: backfilling missed occurrences (misfirePolicy backfill)' };
   }
 }
+
+/**
+ * What an occurrence is when its job points at another as its pending one, from the run the job
+ * pointed at when the occurrence was planned (`chainedFrom`, decision 0175):
+ * - `unadopted`: the job still points there, and is ACTIVE with its pending occurrence before this
+ *   one: this is the chain's successor of that occurrence, written ahead of the job's write that
+ *   would have pointed at it, which did not land (its writer stopped). The job is pointed at it.
+ * - `replaced`: the job points elsewhere since, so an edit of the job (a PATCH, a resume, a skip)
+ *   re-planned the pending occurrence, and its retire of this one did not land (it raced the lease,
+ *   or its writer stopped first). It must not run on the schedule it replaced.
+ * - `other`: planned before this rule or by no job's write (a backfill's): it runs as it is.
+ */
+export type UnpointedOccurrence = 'replaced' | 'unadopted' | 'other';
+
+export function classifyUnpointed(
+  job: Pick<Job, 'status' | 'nextRunId' | 'nextRunAt'>,
+  occurrence: { readonly scheduledFor: string },
+  chainedFrom: string | null | undefined,
+): UnpointedOccurrence {
+  if (chainedFrom === undefined) return 'other';
+  if (chainedFrom !== null && job.nextRunId === chainedFrom) {
+    const after = job.status === 'ACTIVE' && job.nextRunAt !== null && Date.parse(job.nextRunAt) < Date.parse(occurrence.scheduledFor);
+    return after ? 'unadopted' : 'replaced';
+  }
+  return 'replaced';
+}

@@ -233,6 +233,12 @@ export interface RunItemExtras {
   readonly checkpoint?: unknown;
   /** A workflow step's context and its parents' results, kept with the run so every attempt and replay sees the same. */
   readonly inputs?: unknown;
+  /**
+   * A job's pending occurrence: the run its job pointed at when it was planned (null for none). A
+   * worker that finds the job pointing elsewhere tells by it the chain's successor whose job write
+   * never landed from an occurrence an edit of its job replaced (decision 0175).
+   */
+  readonly chainedFrom?: string | null;
 }
 
 /** Sort key of a run in the claimable index: its job type, when it became due, its id. */
@@ -279,6 +285,7 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
     ...(extras.budgetFrom !== undefined ? { budgetFrom: extras.budgetFrom } : {}),
     ...(extras.checkpoint !== undefined ? { checkpointJson: JSON.stringify(extras.checkpoint) } : {}),
     ...(extras.inputs !== undefined ? { inputsJson: JSON.stringify(extras.inputs) } : {}),
+    ...(extras.chainedFrom !== undefined ? { chainedFrom: extras.chainedFrom } : {}),
   };
 }
 
@@ -328,6 +335,11 @@ export function deadAttributes(tenantId: string, finishedAt: string, runId: stri
 
 export function backfillRemainingOf(item: Item): number | undefined {
   return typeof item.backfillRemaining === 'number' ? item.backfillRemaining : undefined;
+}
+
+/** The run a pending occurrence's job pointed at when it was planned (decision 0175); undefined on runs planned before it or by no job's write. */
+export function chainedFromOf(item: Item): string | null | undefined {
+  return item.chainedFrom === null || typeof item.chainedFrom === 'string' ? item.chainedFrom : undefined;
 }
 
 /** The checkpoint saved on a run (by an external worker's heartbeat, or carried from the attempt before). */

@@ -29,6 +29,7 @@ import {
 import type { Item, RunItemExtras } from './keys';
 import {
   backfillRemainingOf,
+  chainedFromOf,
   budgetFromOf,
   checkpointOf,
   inputsOf,
@@ -57,6 +58,8 @@ export type LeaseResult =
       /** The run's own payload (a trigger's), when it has one. */
       readonly payloadOverride: RunPayload | undefined;
       readonly backfillRemaining?: number;
+      /** A job's pending occurrence: the run its job pointed at when it was planned (decision 0175). */
+      readonly chainedFrom?: string | null;
       /** The attempt from which the retry budget counts (a replay starts a new budget). */
       readonly budgetFrom: number;
       /** A workflow step's inputs, carried to its next attempt. */
@@ -147,6 +150,7 @@ export class RunLeases {
       run: itemToRun(item),
       payloadOverride: payloadOverrideOf(item),
       backfillRemaining: backfillRemainingOf(item),
+      chainedFrom: chainedFromOf(item),
       budgetFrom: budgetFromOf(item),
       inputs: inputsOf(item),
     };

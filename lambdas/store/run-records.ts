@@ -2,7 +2,7 @@
 // and outcomes (run-leases.ts), external workers' claims (run-claims.ts), the time index
 // (time-index.ts) and dead runs (dead-runs.ts) are modules of their own over the same table.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Run, RunStatus } from '../domain/run';
 import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
@@ -64,6 +64,21 @@ export class RunRecords {
     const item = { ...runToItem(run, newRun.extras), ...expiry };
     const written = await ifHeld(() => this.dynamo.send(new PutCommand({ TableName: this.tableName, Item: item, ...conditionExpressions(IF_NEW) })));
     return written.held;
+  }
+
+  /**
+   * Deletes a run written ahead of the write that would have made it the job's (the chain's
+   * successor, decision 0175), if it is still as written: nothing has seen it, as its message is
+   * sent only after that write. False when it was not deleted; a worker that leases it then ends it
+   * (its job's edit replaced it).
+   */
+  async discardUnstarted(run: Run): Promise<boolean> {
+    const deleted = await ifHeld(() =>
+      this.dynamo.send(
+        new DeleteCommand({ TableName: this.tableName, Key: runKey(run.runId), ...conditionExpressions({ status: run.status, version: run.version }) }),
+      ),
+    );
+    return deleted.held;
   }
 
   /** Ends a run that has not started (SCHEDULED or QUEUED): it will never be leased. */

@@ -2,6 +2,8 @@
 // directly with their own clocks, so a chain of minute-by-minute occurrences runs in moments.
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { patchJob } from '../../lambdas/app/job-lifecycle';
+import type { JobPatchRequest } from '../../lambdas/api/schemas';
 import { jobKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
 import { executeRun, jobBody, startScheduler, startTarget, tick } from './harness';
@@ -214,6 +216,84 @@ describe('recurring jobs and control', () => {
     const invalid = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', expression: 'nope', timezone: 'UTC' } });
     expect(invalid.status).toBe(400);
     expect((await job(jobId)).version).toBe(2);
+  });
+
+  // The chain writes the next occurrence and then the job that points at it, each on its own
+  // (decision 0175). What a worker that stopped between the two, or an edit that landed between
+  // them, leaves behind, and what the occurrence's worker makes of it.
+  const successorOf = (jobId: string, at: number): string => `${jobId}.${at.toString(36)}.1`;
+  const callsFor = (runId: string): number => target.calls.filter((call) => call.headers['x-run-id'] === runId).length;
+  /** A worker whose job writes fail: it stops after the chain's first write. */
+  function stoppingWorker(at: number) {
+    const deps = worker(at, 'stopping');
+    deps.jobs.replace = () => Promise.reject(new Error('the worker stopped between the two writes'));
+    return deps;
+  }
+  const laterInParis = () => {
+    const parisHour = Number(new Intl.DateTimeFormat('en-GB', { hour: 'numeric', hourCycle: 'h23', timeZone: 'Europe/Paris' }).format(new Date()));
+    return { kind: 'cron', expression: `0 ${(parisHour + 6) % 24} * * *`, timezone: 'Europe/Paris' };
+  };
+
+  it('a successor whose job write never landed: its worker points the job at it and moves the chain on from it', async () => {
+    const first = await createCron();
+    await expect(executeRun(stoppingWorker(first.at + 100), first.runId)).rejects.toThrow(/stopped between/);
+    const successor = successorOf(first.jobId, first.at + MINUTE);
+    expect((await scheduler.deps.runs.get(successor))?.status).toBe('QUEUED');
+    expect((await job(first.jobId)).nextRunId).toBe(first.runId);
+
+    expect(await executeRun(worker(first.at + MINUTE + 50), successor)).toBe('succeeded');
+    expect(callsFor(successor)).toBe(1);
+    const after = await job(first.jobId);
+    expect(after.nextRunId).toBe(successorOf(first.jobId, first.at + 2 * MINUTE));
+    expect(after.version).toBe(1);
+    expect((await scheduler.deps.runs.get(after.nextRunId))?.status).toBe('QUEUED');
+  });
+
+  it('a successor its job no longer points at (an edit landed after the stopped worker): ends SKIPPED when leased, its target never called', async () => {
+    const first = await createCron();
+    await expect(executeRun(stoppingWorker(first.at + 100), first.runId)).rejects.toThrow(/stopped between/);
+    const successor = successorOf(first.jobId, first.at + MINUTE);
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${first.jobId}`, { schedule: laterInParis() });
+    expect(patched.status).toBe(200);
+    expect(patched.body.nextRunId).not.toBe(successor);
+
+    expect(await executeRun(worker(first.at + MINUTE + 50), successor)).toBe('skipped');
+    expect(await scheduler.deps.runs.get(successor)).toMatchObject({ status: 'SKIPPED', reason: 'job definition changed' });
+    expect(callsFor(successor)).toBe(0);
+    // The edit's occurrence is the job's, untouched.
+    expect((await job(first.jobId)).nextRunId).toBe(patched.body.nextRunId);
+    expect((await scheduler.deps.runs.get(patched.body.nextRunId))?.status).toBe('SCHEDULED');
+  });
+
+  it("an edit landing between the chain's two writes: the job's write loses, and the successor it wrote is deleted", async () => {
+    const first = await createCron();
+    const racing = worker(first.at + 100, 'racing');
+    const replace = racing.jobs.replace.bind(racing.jobs);
+    let patched: string | null = null;
+    racing.jobs.replace = async (...args) => {
+      if (patched === null) {
+        const response = await scheduler.api('PATCH', `/v1/jobs/${first.jobId}`, { schedule: laterInParis() });
+        expect(response.status).toBe(200);
+        patched = response.body.nextRunId as string;
+      }
+      return replace(...args);
+    };
+    // The occurrence was leased before the edit: it runs, as it did before.
+    expect(await executeRun(racing, first.runId)).toBe('succeeded');
+    expect(await scheduler.deps.runs.get(successorOf(first.jobId, first.at + MINUTE))).toBeNull();
+    expect((await job(first.jobId)).nextRunId).toBe(patched);
+  });
+
+  it("a pending occurrence an edit re-planned but never retired (the API stopped after the job's write): ends SKIPPED when leased", async () => {
+    const first = await createCron();
+    const api = scheduler.workerDeps('stopping-api', () => Date.now() + offset);
+    api.runs.retirePending = () => Promise.reject(new Error('the API stopped after the job'));
+    await expect(patchJob(api, scheduler.tenantId, first.jobId, { schedule: laterInParis() } as JobPatchRequest)).rejects.toThrow(/stopped after/);
+    expect((await scheduler.deps.runs.get(first.runId))?.status).toBe('QUEUED');
+    // Before decision 0175 it ran as it was, on the schedule the edit had replaced.
+    expect(await executeRun(worker(first.at + 100), first.runId)).toBe('skipped');
+    expect(await scheduler.deps.runs.get(first.runId)).toMatchObject({ status: 'SKIPPED', reason: 'job definition changed' });
+    expect(callsFor(first.runId)).toBe(0);
   });
 
   it('completes a cron job after the last occurrence before endAt', async () => {

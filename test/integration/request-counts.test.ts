@@ -408,7 +408,7 @@ describe('write units per execution', () => {
     });
   });
 
-  it('a cron occurrence: its lease and outcome, and the chain writing the job and the next run in one transaction', async () => {
+  it('a cron occurrence: its lease and outcome, and the chain writing the next run and then the job, each one conditional put (decision 0175)', async () => {
     const created = await scheduler.api(
       'POST',
       '/v1/jobs',
@@ -434,12 +434,13 @@ describe('write units per execution', () => {
     // tried before its time, as a delayed message that comes early made one, fails its condition and
     // is billed all the same (1): none is (decision 0172).
     expect(byOperation['Runs.UpdateItem']).toBe(3 * 3);
-    expect(byOperation['Runs.TransactWriteItems']).toBe(3 * 5); // the next run (2, in the chain's transaction) and its three index entries
-    // The job (2, in the transaction); its keys-only indexes are not written (decision 0165). Its
-    // byNextRun entry moves (2) only when the occurrence crosses a 150 s window (decision 0161).
-    expect([3 * 2, 3 * 2 + 2]).toContain(byOperation['Jobs.TransactWriteItems']);
-    expect(byOperation['Jobs.PutItem']).toBe(3); // a roll-up per worker batch
-    expect(Object.keys(byOperation).sort()).toEqual(['Jobs.PutItem', 'Jobs.TransactWriteItems', 'Runs.TransactWriteItems', 'Runs.UpdateItem']);
+    // The next run on its own (1, decision 0175; 2 in the chain's transaction before) and its three index entries.
+    expect(byOperation['Runs.PutItem']).toBe(3 * 4);
+    // The job on its own (1; 2 in the transaction before), and a roll-up per worker batch (1); its
+    // keys-only indexes are not written (decision 0165). Its byNextRun entry moves (2) only when the
+    // occurrence crosses a 150 s window (decision 0161).
+    expect([3 * 2, 3 * 2 + 2]).toContain(byOperation['Jobs.PutItem']);
+    expect(Object.keys(byOperation).sort()).toEqual(['Jobs.PutItem', 'Runs.PutItem', 'Runs.UpdateItem']);
   });
 
   it("a workflow's step runs: each put with its tenant's and its check-back's index entries, not the byJob index's (decision 0174)", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JobSpec } from '../../lambdas/domain/job';
-import { MISFIRE_THRESHOLD_MS, decideOverlap, decideStart, occurrenceOnResume } from '../../lambdas/domain/recurrence';
+import { MISFIRE_THRESHOLD_MS, classifyUnpointed, decideOverlap, decideStart, occurrenceOnResume } from '../../lambdas/domain/recurrence';
 
 const MINUTE = 60_000;
 const t0 = Date.parse('2026-01-01T10:00:00Z');
@@ -76,5 +76,29 @@ describe('resuming a paused job', () => {
   });
   it('completes a one-shot job whose instant passed while paused under skip', () => {
     expect(occurrenceOnResume({ schedule: { kind: 'at', at: new Date(t0).toISOString() }, misfirePolicy: 'skip', backfillLimit: 10 }, t0, now)).toBeNull();
+  });
+});
+
+describe('an occurrence its job does not point at (decision 0175)', () => {
+  const job = { status: 'ACTIVE' as const, nextRunId: 'job_1.p.1', nextRunAt: '2026-01-01T00:05:00.000Z' };
+  const after = { scheduledFor: '2026-01-01T00:06:00.000Z' };
+
+  it("is the chain's unadopted successor when the job still points at the occurrence it follows", () => {
+    expect(classifyUnpointed(job, after, 'job_1.p.1')).toBe('unadopted');
+  });
+
+  it('was replaced by an edit when the job points at another occurrence since, or has none', () => {
+    // A PATCH re-planned the pending occurrence: the job points at the run it wrote.
+    expect(classifyUnpointed({ ...job, nextRunId: 'job_1.n.1' }, after, 'job_1.p.1')).toBe('replaced');
+    // A run planned when the job pointed at none (a create's first, a resume's) is not pointed at any more.
+    expect(classifyUnpointed(job, after, null)).toBe('replaced');
+    // The job points there still but is no longer waiting for a later occurrence: it was made
+    // COMPLETED, or the occurrence is not after the pending one.
+    expect(classifyUnpointed({ ...job, status: 'COMPLETED', nextRunAt: null }, after, 'job_1.p.1')).toBe('replaced');
+    expect(classifyUnpointed(job, { scheduledFor: '2026-01-01T00:05:00.000Z' }, 'job_1.p.1')).toBe('replaced');
+  });
+
+  it('runs as it is when planned before the rule, or by no job write (a backfill)', () => {
+    expect(classifyUnpointed(job, after, undefined)).toBe('other');
   });
 });
