@@ -10,6 +10,15 @@ import type { Scheduler, TargetServer } from './harness';
 import { awsClients, clearOfMinuteEnd, eventually, inFreshSecond, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 import { firstCheckAt } from '../../lambdas/domain/time-gate';
 
+/** A workflow of two steps, `first -> second`, calling `targetUrl`. */
+const twoStepWorkflow = (name: string, targetUrl: string) => ({
+  name,
+  steps: [
+    { id: 'first', target: { kind: 'http', url: `${targetUrl}/first` } },
+    { id: 'second', target: { kind: 'http', url: `${targetUrl}/second` }, dependsOn: ['first'] },
+  ],
+});
+
 describe('requests per execution', () => {
   const counter = new RequestCounter();
   let scheduler: Scheduler;
@@ -107,13 +116,7 @@ describe('requests per execution', () => {
   });
 
   it("a workflow of two steps (first -> second): each step a run, plus the workflow run item's writes", async () => {
-    const created = await scheduler.api('POST', '/v1/workflows', {
-      name: 'count-workflow',
-      steps: [
-        { id: 'first', target: { kind: 'http', url: `${target.url}/first` } },
-        { id: 'second', target: { kind: 'http', url: `${target.url}/second` }, dependsOn: ['first'] },
-      ],
-    });
+    const created = await scheduler.api('POST', '/v1/workflows', twoStepWorkflow('count-workflow', target.url));
     expect(created.status).toBe(201);
     await warm();
     counter.reset();
@@ -444,13 +447,7 @@ describe('write units per execution', () => {
   });
 
   it("a workflow's step runs: each put with its tenant's and its check-back's index entries, not the byJob index's (decision 0174)", async () => {
-    const created = await scheduler.api('POST', '/v1/workflows', {
-      name: 'units-workflow',
-      steps: [
-        { id: 'first', target: { kind: 'http', url: `${target.url}/first` } },
-        { id: 'second', target: { kind: 'http', url: `${target.url}/second` }, dependsOn: ['first'] },
-      ],
-    });
+    const created = await scheduler.api('POST', '/v1/workflows', twoStepWorkflow('units-workflow', target.url));
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     await clearOfMinuteEnd();
     scheduler.capacity!.reset();
