@@ -3,6 +3,7 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patchJob } from '../../lambdas/app/job-lifecycle';
+import { repairChain } from '../../lambdas/app/occurrence-chain';
 import type { JobPatchRequest } from '../../lambdas/api/schemas';
 import { jobKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
@@ -282,6 +283,22 @@ describe('recurring jobs and control', () => {
     expect(await executeRun(racing, first.runId)).toBe('succeeded');
     expect(await scheduler.deps.runs.get(successorOf(first.jobId, first.at + MINUTE))).toBeNull();
     expect((await job(first.jobId)).nextRunId).toBe(patched);
+  });
+
+  it("the ticker's repair of the chain a stopped writer left: points the job at the successor it wrote, not yet due", async () => {
+    const first = await createCron({ schedule: { kind: 'cron', expression: '0 * * * *', timezone: 'UTC' } });
+    await expect(executeRun(stoppingWorker(first.at + 100), first.runId)).rejects.toThrow(/stopped between/);
+    const successor = successorOf(first.jobId, first.at + 60 * MINUTE);
+    expect((await scheduler.deps.runs.get(successor))?.status).toBe('SCHEDULED');
+    // The occurrence the stopped worker held ends, and the job's pending occurrence is overdue.
+    const held = (await scheduler.deps.runs.get(first.runId))!;
+    expect(await scheduler.deps.leases.complete(first.runId, held.version, { status: 'FAILED', now: first.at + 1_000, error: null, reason: 'test' })).toBe(
+      'recorded',
+    );
+    const later = first.at + 10 * MINUTE;
+    expect(await repairChain(worker(later), first.jobId, later - 5 * MINUTE)).toBe(true);
+    expect((await job(first.jobId)).nextRunId).toBe(successor);
+    expect((await scheduler.deps.runs.get(successor))?.status).toBe('SCHEDULED');
   });
 
   it("a pending occurrence an edit re-planned but never retired (the API stopped after the job's write): ends SKIPPED when leased", async () => {
