@@ -185,7 +185,8 @@ export class SchedulerStack extends Stack {
       });
       // BatchGetItem on runs and Query/DeleteItem on jobs: in-flight slots (taken, checked, given back);
       // UpdateItem on jobs: a job that completes frees its place under the tenant's limit.
-      worker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem']);
+      // DeleteItem on runs: the successor the chain wrote when the job's write then lost to an edit (decision 0175).
+      worker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem']);
       // BatchGetItem on jobs: the runs of a batch share one read of their jobs (decision 0033).
       worker.grantTable(jobsTable, ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
       // Retries follow the job as it is now: a PATCH may have moved it to another pool or lane.

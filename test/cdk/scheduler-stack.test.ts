@@ -237,7 +237,8 @@ describe('least privilege', () => {
       // Runs: in-flight slots; jobs: the runs of a batch share one read of their jobs.
       'dynamodb:BatchGetItem': [jobs, runs].sort(),
       'dynamodb:Query': [jobs],
-      'dynamodb:DeleteItem': [jobs],
+      // Jobs: in-flight slots given back; runs: the chain's successor when the job's write lost to an edit (decision 0175).
+      'dynamodb:DeleteItem': [jobs, runs].sort(),
       'dynamodb:PutItem': [jobs, runs].sort(),
       'sqs:SendMessage': lanes,
       'sqs:ReceiveMessage': lanes,
