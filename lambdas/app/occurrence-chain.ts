@@ -160,7 +160,7 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
     ? { ...job, updatedAt: iso(now), ...passedSkips(job, now), nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
     : { ...job, updatedAt: iso(now), ...passedSkips(job, now), nextRunAt: null, nextRunId: null, status: 'COMPLETED' };
   const result = await deps.jobs.replace(next, job, { newRuns: plan ? [plan] : [] });
-  if (result === 'run-exists' && plan) return pointAtExisting(deps, job, next, plan.run.runId);
+  if (result === 'run-exists' && plan) return pointAtExisting(deps, job, plan.run.runId);
   if (result !== 'replaced') return false;
   await sendPlannedRun(deps, plan, now);
   logger.warn('repaired a job whose pending occurrence was lost', { jobId, tenantId: job.tenantId, lostRunId: job.nextRunId, nextRunAt: next.nextRunAt });
@@ -172,16 +172,9 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
  * never landed (decision 0175), not yet due. The job is pointed at it, rather than the repair
  * failing at every tick until it comes due.
  */
-async function pointAtExisting(deps: SchedulerDeps, job: Job, next: Job, runId: string): Promise<boolean> {
+async function pointAtExisting(deps: SchedulerDeps, job: Job, runId: string): Promise<boolean> {
   const existing = await deps.runs.get(runId);
-  if (!existing || isTerminal(existing.status) || (await deps.jobs.replace(next, job)) !== 'replaced') return false;
-  logger.warn('repaired a job by pointing it at the occurrence its chain wrote last', {
-    jobId: job.jobId,
-    tenantId: job.tenantId,
-    lostRunId: job.nextRunId,
-    runId,
-  });
-  return true;
+  return existing !== null && !isTerminal(existing.status) && (await adoptOccurrence(deps, job, existing, deps.clock())) !== null;
 }
 
 /**
