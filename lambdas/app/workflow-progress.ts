@@ -4,11 +4,10 @@
 // between the two). Every move is a conditional write of the workflow run item (store/workflows.ts).
 import { logger } from '../core/logger';
 import type { Run, RunStatus } from '../domain/run';
-import { runIdFor } from '../domain/run';
 import type { WorkflowVersion } from '../domain/workflow';
 import type { StepEnd, StepState, WorkflowRun } from '../domain/workflow-run';
 import { planProgress, stepOutcomeOf } from '../domain/workflow-run';
-import { parseStepJobId, scheduleJobIdOf, stepJobIdOf, stepJobOf, storedStepInputs, workflowRunIdOf } from '../domain/workflow-jobs';
+import { parseStepJobId, scheduleJobIdOf, stepJobOf, stepRunIdOf, storedStepInputs, workflowRunIdOf } from '../domain/workflow-jobs';
 import type { NotifyEvent } from '../domain/notify';
 import { wantedWorkflowEvent } from '../domain/notify';
 import type { SchedulerDeps } from './deps';
@@ -165,10 +164,6 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
 
 const stateOf = (run: WorkflowRun, stepId: string): StepState =>
   run.steps[stepId] ?? { status: 'WAITING', attempt: 1, runId: null, startedAt: null, finishedAt: null, reason: null };
-
-function stepRunIdOf(run: Pick<WorkflowRun, 'workflowId' | 'version' | 'scheduledFor'>, stepId: string, attempt: number): string {
-  return runIdFor(stepJobIdOf(run.workflowId, run.version, stepId), run.scheduledFor, attempt);
-}
 
 /**
  * Writes the runs of claimed steps (deterministic ids: a repeat writes nothing), each with its

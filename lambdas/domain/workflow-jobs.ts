@@ -2,6 +2,7 @@
 // step's, and the schedule's job (`wf_….schedule`, decision 0147), whose runs start workflow runs;
 // and the ids that tie a step run to its workflow run.
 import type { Job } from './job';
+import { runIdFor } from './run';
 import type { PayloadRef } from './payload';
 import type { Workflow, WorkflowSpec, WorkflowVersion } from './workflow';
 
@@ -21,6 +22,15 @@ export function parseStepJobId(jobId: string): { workflowId: string; version: nu
   const match = STEP_JOB_ID.exec(jobId);
   if (!match?.[1] || !match[2] || !match[3]) return null;
   return { workflowId: match[1], version: Number(match[2]), stepId: match[3] };
+}
+
+/** The run of a step of a workflow run, at an attempt: deterministic, so that a repeated start writes nothing. */
+export function stepRunIdOf(
+  run: { readonly workflowId: string; readonly version: number; readonly scheduledFor: string },
+  stepId: string,
+  attempt: number,
+): string {
+  return runIdFor(stepJobIdOf(run.workflowId, run.version, stepId), run.scheduledFor, attempt);
 }
 
 /**

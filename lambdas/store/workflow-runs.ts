@@ -10,6 +10,8 @@ import type { NotifyEvent } from '../domain/notify';
 import { workflowRunExpiresAtEpoch } from '../domain/retention';
 import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, updateIf, updateReturning } from './conditional';
 import { readFilteredPage } from './filtered-page';
+import type { StepRunScope } from './step-states';
+import { stepStatesFromItem, stepStatesToItem, stepStateToItem } from './step-states';
 import type { Item } from './keys';
 import { encodeCursor, NOTIFY_EVENT_ATTRIBUTE, notifyEventOf, workflowCheckBackAttributes, workflowKey, workflowRunKey, WORKFLOW_RUN_SK_PREFIX } from './keys';
 import type { Page } from './page';
@@ -25,11 +27,14 @@ function itemToWorkflowRun(item: Item): WorkflowRun {
   return {
     ...(run as unknown as WorkflowRun),
     failedSteps: Array.isArray(item.failedSteps) ? (item.failedSteps as string[]) : [],
-    steps: (item.steps ?? {}) as Record<string, StepState>,
+    steps: stepStatesFromItem(run as unknown as StepRunScope, item.steps),
   };
 }
 
 export type WorkflowRunWrite = { readonly held: true; readonly run: WorkflowRun } | { readonly held: false; readonly run: WorkflowRun | null };
+
+/** The run's identity and what names its steps' runs (written states leave those runs out, decision 0176). */
+type RunScope = Pick<WorkflowRun, 'workflowId' | 'workflowRunId'> & StepRunScope;
 
 /** A step's outcome is recorded once: the step is still STARTED, on an attempt no later than the run that ended. */
 function stepEndCondition(ended: StepEnd | undefined): Record<string, unknown> {
@@ -50,7 +55,12 @@ export class WorkflowRunsRepository {
       this.dynamo.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...workflowRunKey(run.workflowId, run.workflowRunId), ...run, ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt) },
+          Item: {
+            ...workflowRunKey(run.workflowId, run.workflowRunId),
+            ...run,
+            steps: stepStatesToItem(run, run.steps),
+            ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt),
+          },
           ...conditionExpressions(IF_NEW),
         }),
       ),
@@ -69,8 +79,8 @@ export class WorkflowRunsRepository {
    * A started step's outcome, once: the condition is that the step is still STARTED, on an attempt
    * no later than the run that ended (a replay of an older attempt does not end a newer one).
    */
-  async recordStep(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, stepId: string, state: StepState): Promise<WorkflowRunWrite> {
-    return this.write(run, { set: { [`steps.${stepId}`]: state }, if: stepEndCondition({ stepId, state }) });
+  async recordStep(run: RunScope, stepId: string, state: StepState): Promise<WorkflowRunWrite> {
+    return this.write(run, { set: { [`steps.${stepId}`]: stepStateToItem(run, stepId, state) }, if: stepEndCondition({ stepId, state }) });
   }
 
   /**
@@ -81,16 +91,12 @@ export class WorkflowRunsRepository {
    * a grace period after its start or its last look, finds nothing to repair in a healthy one, and
    * moves the check-back on then. Moving it with every step cost two index writes per step.
    */
-  async moveSteps(
-    run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>,
-    moves: Readonly<Record<string, StepState>>,
-    ended?: StepEnd,
-  ): Promise<WorkflowRunWrite> {
+  async moveSteps(run: RunScope, moves: Readonly<Record<string, StepState>>, ended?: StepEnd): Promise<WorkflowRunWrite> {
     const set: Record<string, unknown> = {};
     const condition: Record<string, unknown> = { status: 'RUNNING', ...stepEndCondition(ended) };
-    if (ended) set[`steps.${ended.stepId}`] = ended.state;
+    if (ended) set[`steps.${ended.stepId}`] = stepStateToItem(run, ended.stepId, ended.state);
     for (const [stepId, state] of Object.entries(moves)) {
-      set[`steps.${stepId}`] = state;
+      set[`steps.${stepId}`] = stepStateToItem(run, stepId, state);
       condition[`steps.${stepId}.status`] = 'WAITING';
     }
     return this.write(run, { set, if: condition });
@@ -98,7 +104,7 @@ export class WorkflowRunsRepository {
 
   /** Ends a running workflow run: exactly one writer does (the condition is RUNNING). */
   async finish(
-    run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId' | 'scheduledFor'>,
+    run: RunScope,
     status: WorkflowRunStatus,
     failedSteps: readonly string[],
     now: number,
@@ -116,12 +122,12 @@ export class WorkflowRunsRepository {
       finishedAt: new Date(now).toISOString(),
       failedSteps,
       ...(notify ? { [NOTIFY_EVENT_ATTRIBUTE]: notify.event, ...workflowCheckBackAttributes(run.workflowRunId, notify.checkBackAt) } : {}),
-      ...(ended ? { [`steps.${ended.stepId}`]: ended.state } : {}),
+      ...(ended ? { [`steps.${ended.stepId}`]: stepStateToItem(run, ended.stepId, ended.state) } : {}),
       ...this.expiry(run, now),
     };
     const condition: Record<string, unknown> = { status: 'RUNNING', ...stepEndCondition(ended) };
     for (const [stepId, state] of Object.entries(steps)) {
-      set[`steps.${stepId}`] = state;
+      set[`steps.${stepId}`] = stepStateToItem(run, stepId, state);
       condition[`steps.${stepId}.status`] = 'WAITING';
     }
     const result = await updateReturning(
@@ -167,7 +173,7 @@ export class WorkflowRunsRepository {
           status: 'RUNNING',
           finishedAt: null,
           failedSteps: [],
-          steps,
+          steps: stepStatesToItem(run, steps),
           retries: run.retries + 1,
           traceparent,
           ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt),

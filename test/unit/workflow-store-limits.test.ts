@@ -12,6 +12,7 @@ import { MAX_EXPRESSION_BYTES } from '../../lambdas/store/conditional';
 import { runToItem, workflowRunKey } from '../../lambdas/store/keys';
 import { stepContextOf, storedStepInputs } from '../../lambdas/domain/workflow-jobs';
 import { WorkflowRunsRepository } from '../../lambdas/store/workflow-runs';
+import { stepStatesToItem } from '../../lambdas/store/step-states';
 import type { Run } from '../../lambdas/domain/run';
 
 /** DynamoDB's item size: attribute names and values in UTF-8, numbers by their digits, 3 bytes per map or list and per element. */
@@ -78,7 +79,12 @@ describe('the workflow store within DynamoDB limits', () => {
   const ended = Object.fromEntries(
     stepIds.map((id) => [id, { ...started[id]!, status: 'DEAD' as const, attempt: 20, runId: runId(id, 20), finishedAt: at, reason: longReason }]),
   );
-  const item = (steps: Record<string, StepState>) => ({ ...workflowRunKey(run(steps).workflowId, run(steps).workflowRunId), ...run(steps) });
+  /** The item as the store writes it (its steps' states compact, decision 0176). */
+  const item = (steps: Record<string, StepState>) => ({
+    ...workflowRunKey(run(steps).workflowId, run(steps).workflowRunId),
+    ...run(steps),
+    steps: stepStatesToItem(run(steps), steps),
+  });
 
   it(`keeps every expression of every write of a ${MAX_WORKFLOW_STEPS}-step run with 64-character step ids under ${MAX_EXPRESSION_BYTES} bytes`, async () => {
     const { client, inputs } = recordingClient(() => item(started));
@@ -208,5 +214,44 @@ describe('the workflow store within DynamoDB limits', () => {
     // Before, the item also kept the step's whole context: over 1 KB, two units a write.
     const before = runToItem(typical, { inputs: { ...stepContextOf(typical, inputs)!, results: inputs!.results }, budgetFrom: 1 });
     expect(topLevelBytes({ ...before, expiresAtEpoch: 1_800_000_000 })).toBeGreaterThan(1024);
+  });
+
+  it("keeps a typical 4-step workflow run's item under 1 KB with every step ended, one write unit a write (decision 0176)", async () => {
+    const workflowId = 'wf_01m8a0b1c2d3e4f5g6h7j8k9m0';
+    const at = '2026-11-27T10:00:00.000Z';
+    const ids = ['extract', 'transform_a', 'transform_b', 'load'];
+    const typical: WorkflowRun = {
+      workflowRunId: `${workflowId}.mwyu93k0`,
+      workflowId,
+      tenantId: 'tenant-acme-production',
+      version: 3,
+      status: 'SUCCEEDED',
+      trigger: 'manual',
+      scheduledFor: at,
+      createdAt: at,
+      finishedAt: '2026-11-27T10:00:04.211Z',
+      failedSteps: [],
+      retries: 0,
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      steps: Object.fromEntries(
+        ids.map((id, index): [string, StepState] => [
+          id,
+          {
+            status: 'SUCCEEDED',
+            attempt: 1,
+            runId: `${workflowId}.v3.${id}.mwyu93k0.1`,
+            startedAt: `2026-11-27T10:00:0${index}.113Z`,
+            finishedAt: `2026-11-27T10:00:0${index}.968Z`,
+            reason: null,
+          },
+        ]),
+      ),
+    };
+    const { client, inputs } = recordingClient(() => ({}));
+    await new WorkflowRunsRepository(client, 'jobs').createRun(typical, Date.parse(at));
+    const written = { ...(inputs[0]!.Item as Record<string, unknown>), expiresAtEpoch: 1_800_000_000 };
+    expect(topLevelBytes(written)).toBeLessThan(1024);
+    // Before, each state kept its run id (derived from the ids), its times as ISO text and its nulls.
+    expect(topLevelBytes({ ...written, steps: typical.steps })).toBeGreaterThan(1024);
   });
 });
