@@ -12,6 +12,11 @@ import type { Counters, InFlightEntry, OutcomeCounter, TelemetryStore } from '..
 
 /** A run that is still running this long after its lease is registered as in flight. */
 const REGISTER_AFTER_MS = 1_000;
+/**
+ * Registrations this close together are written as one: the runs of a batch cross their second
+ * together, and each write of the registry is billed on the whole list (decision 0177).
+ */
+const REGISTRY_COALESCE_MS = 250;
 /** Roll-ups of minutes older than this are no longer written. */
 const KEEP_MINUTES = 20;
 
@@ -49,6 +54,9 @@ export class Telemetry {
   private readonly inFlight = new Map<string, InFlightEntry>();
   private readonly registerTimers = new Map<string, NodeJS.Timeout>();
   private registryDirty = false;
+  /** A registry write is queued behind the one in flight: later changes ride on it. */
+  private registryQueued = false;
+  private registryTimer: NodeJS.Timeout | null = null;
   private seq = 0;
   private writing: Promise<void> = Promise.resolve();
 
@@ -114,7 +122,7 @@ export class Telemetry {
     bump(rollup, 'started');
     record(rollup.startLag, startLag);
     rollup.dirty = true;
-    this.registerLater(run, leasedAt);
+    this.registerLater(run);
   }
 
   /**
@@ -127,23 +135,18 @@ export class Telemetry {
     const rollup = this.rollupOf(run.tenantId, claimedAt);
     record(rollup.claimWait, wait);
     rollup.dirty = true;
-    this.registerLater(run, claimedAt);
+    this.registerLater(run);
   }
 
   /** Registers the run as in flight (for GET /v1/health) if it is still held after a second. */
-  private registerLater(run: Run, leasedAt: number): void {
+  private registerLater(run: Run): void {
     if (!this.store) return;
     const timer = setTimeout(() => {
       this.registerTimers.delete(run.runId);
-      this.inFlight.set(run.runId, {
-        runId: run.runId,
-        tenantId: run.tenantId,
-        jobId: run.jobId,
-        attempt: run.attempt,
-        startedAt: new Date(leasedAt).toISOString(),
-      });
+      // What the health report reads (it reads the rest from the run): decision 0177.
+      this.inFlight.set(run.runId, { runId: run.runId, tenantId: run.tenantId });
       this.registryDirty = true;
-      void this.writeRegistry();
+      this.writeRegistrySoon();
     }, REGISTER_AFTER_MS);
     timer.unref();
     this.registerTimers.set(run.runId, timer);
@@ -250,15 +253,29 @@ export class Telemetry {
     }
   }
 
+  private writeRegistrySoon(): void {
+    if (this.registryTimer) return;
+    this.registryTimer = setTimeout(() => {
+      this.registryTimer = null;
+      void this.writeRegistry();
+    }, REGISTRY_COALESCE_MS);
+    this.registryTimer.unref();
+  }
+
+  /** Writes the registry as it is when the write before has ended: changes meanwhile make one write, not one each. */
   private writeRegistry(): Promise<void> {
-    if (!this.store || !this.registryDirty) return this.writing;
-    this.registryDirty = false;
+    if (!this.store || !this.registryDirty || this.registryQueued) return this.writing;
+    this.registryQueued = true;
     const store = this.store;
-    const runs = [...this.inFlight.values()];
-    const now = this.clock();
-    const seq = ++this.seq;
     this.writing = this.writing
-      .then(() => store.putWorker({ workerId: this.workerId, lastSeenAt: new Date(now).toISOString(), runs }, seq, now))
+      .then(async () => {
+        this.registryQueued = false;
+        if (!this.registryDirty) return;
+        this.registryDirty = false;
+        const runs = [...this.inFlight.values()];
+        const now = this.clock();
+        await store.putWorker({ workerId: this.workerId, lastSeenAt: new Date(now).toISOString(), runs }, ++this.seq, now);
+      })
       .catch((error: unknown) => {
         this.registryDirty = true;
         logger.warn('worker registry write failed', { error: error instanceof Error ? error.message : String(error) });

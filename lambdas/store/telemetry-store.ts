@@ -24,12 +24,13 @@ export interface MinuteRollup {
   readonly claimWait: Histogram;
 }
 
+/**
+ * A run a worker holds, as the registry keeps it: what the health report needs to find it (the run
+ * item says the rest). Entries written before also named its job, attempt and start (decision 0177).
+ */
 export interface InFlightEntry {
   readonly runId: string;
   readonly tenantId: string;
-  readonly jobId: string;
-  readonly attempt: number;
-  readonly startedAt: string;
 }
 
 export interface WorkerRecord {

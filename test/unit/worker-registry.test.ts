@@ -1,0 +1,91 @@
+// The worker registry (the runs a worker holds, for GET /v1/health): each write is billed on the
+// whole list, so registrations close together are written as one, and an entry keeps only what the
+// health report reads (decision 0177).
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { MetricsRecorder } from '../../lambdas/core/metrics';
+import { Telemetry } from '../../lambdas/app/telemetry';
+import type { Run } from '../../lambdas/domain/run';
+import type { TelemetryStore, WorkerRecord } from '../../lambdas/store/telemetry-store';
+
+const at = Date.parse('2026-11-27T10:00:00.000Z');
+
+function runOf(index: number): Run {
+  const iso = new Date(at).toISOString();
+  return {
+    runId: `job_${index}.mwyu93k0.1`,
+    jobId: `job_${index}`,
+    tenantId: 'tenant-acme',
+    jobType: 'report',
+    priority: 'normal',
+    scheduledFor: iso,
+    attempt: 1,
+    status: 'RUNNING',
+    availableAt: iso,
+    enqueuedAt: iso,
+    startedAt: iso,
+    finishedAt: null,
+    leaseOwner: 'worker-1',
+    leaseExpiresAt: new Date(at + 300_000).toISOString(),
+    version: 1,
+    leaseSeconds: 300,
+    progress: null,
+    error: null,
+    reason: null,
+    idempotencyKey: `job_${index}#${iso}`,
+    trigger: 'manual',
+    delivery: 'at-least-once',
+    consumedAt: null,
+    result: null,
+    createdAt: iso,
+    updatedAt: iso,
+  };
+}
+
+describe('the worker registry', () => {
+  let written: WorkerRecord[];
+  let telemetry: Telemetry;
+
+  beforeEach(() => {
+    vi.useFakeTimers({ now: at });
+    written = [];
+    const store = {
+      putWorker: (record: WorkerRecord) => {
+        written.push(record);
+        return Promise.resolve();
+      },
+      putRollup: () => Promise.resolve(),
+    } as unknown as TelemetryStore;
+    const silent = new MetricsRecorder(() => undefined);
+    telemetry = new Telemetry(silent, store, 'worker-1', () => Date.now());
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("writes a batch's runs still held after a second as one write, each entry its run and tenant", async () => {
+    for (let index = 0; index < 10; index++) {
+      telemetry.runStarted(runOf(index), at);
+      await vi.advanceTimersByTimeAsync(5);
+    }
+    expect(written).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1_500);
+    expect(written).toHaveLength(1);
+    expect(written[0]!.runs).toEqual(Array.from({ length: 10 }, (_, index) => ({ runId: `job_${index}.mwyu93k0.1`, tenantId: 'tenant-acme' })));
+  });
+
+  it('writes nothing for runs released within their second, and the release of a registered run at the next flush', async () => {
+    telemetry.runStarted(runOf(1), at);
+    telemetry.runStarted(runOf(2), at);
+    await vi.advanceTimersByTimeAsync(500);
+    telemetry.released(runOf(1).runId);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(written.map((record) => record.runs.map((entry) => entry.runId))).toEqual([[runOf(2).runId]]);
+    telemetry.released(runOf(2).runId);
+    await telemetry.flush();
+    expect(written.map((record) => record.runs.length)).toEqual([1, 0]);
+    // Nothing changed since: the next flush writes nothing.
+    await telemetry.flush();
+    expect(written).toHaveLength(2);
+  });
+});
