@@ -16,6 +16,7 @@
 //     [--payload-bytes N] (the jobs' payload, about N bytes of JSON: what a larger payload costs)
 //     [--cron-occurrences N] (each cron job runs N occurrences, a minute apart; 5 average over a check-back's phases)
 //     [--result-bytes N] (the target answers a JSON result of N bytes: a workflow step's result, stored apart over 4 KiB)
+//     [--target-ms N] (the target answers after N ms: runs that take time, held and registered as in flight)
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -59,6 +60,8 @@ const { values } = parseArgs({
     'cron-occurrences': { type: 'string', default: '1' },
     /** What the target answers: a JSON result of this many bytes (a workflow step's result; decision 0163), or no result. */
     'result-bytes': { type: 'string', default: '0' },
+    /** The target answers after this many milliseconds: what a run that takes time costs (0: at once). */
+    'target-ms': { type: 'string', default: '0' },
   },
 });
 const count = Number(values.count);
@@ -78,6 +81,8 @@ const resultBytes = Number(values['result-bytes']);
 if (!Number.isInteger(resultBytes) || resultBytes < 0 || resultBytes > MAX_STORED_STEP_RESULT_BYTES) {
   throw new Error(`--result-bytes must be a whole number from 0 to ${MAX_STORED_STEP_RESULT_BYTES}`);
 }
+const targetMs = Number(values['target-ms']);
+if (!Number.isInteger(targetMs) || targetMs < 0 || targetMs > 60_000) throw new Error('--target-ms must be a whole number from 0 to 60000');
 // `{"pad":"…"}` is 10 bytes around the pad.
 const resultBody = resultBytes > 0 ? JSON.stringify({ pad: 'r'.repeat(Math.max(0, resultBytes - 10)) }) : '{}';
 const kinds = values.kinds.split(',').map((kind) => {
@@ -113,8 +118,12 @@ const target = createServer((request, response) => {
     const path = request.url ?? '/';
     const calls = (targetCalls.get(path) ?? 0) + 1;
     targetCalls.set(path, calls);
-    if (path.startsWith('/flaky/') && calls === 1) response.writeHead(503).end('{}');
-    else response.writeHead(200, resultBytes > 0 ? { 'content-type': 'application/json' } : {}).end(resultBody);
+    const answer = () => {
+      if (path.startsWith('/flaky/') && calls === 1) response.writeHead(503).end('{}');
+      else response.writeHead(200, resultBytes > 0 ? { 'content-type': 'application/json' } : {}).end(resultBody);
+    };
+    if (targetMs > 0) setTimeout(answer, targetMs);
+    else answer();
   });
 });
 await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
