@@ -5,7 +5,7 @@
 import { logger } from '../core/logger';
 import type { Run, RunStatus } from '../domain/run';
 import type { WorkflowVersion } from '../domain/workflow';
-import type { StepEnd, StepState, WorkflowRun } from '../domain/workflow-run';
+import type { ProgressPlan, StepEnd, StepState, WorkflowRun } from '../domain/workflow-run';
 import { planProgress, stepOutcomeOf } from '../domain/workflow-run';
 import { parseStepJobId, scheduleJobIdOf, stepJobOf, stepRunIdOf, storedStepInputs, workflowRunIdOf } from '../domain/workflow-jobs';
 import type { NotifyEvent } from '../domain/notify';
@@ -137,13 +137,7 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
       if (ended.held) await workflowRunEnded(deps, version, ended.run, now);
       return ended.run ?? run;
     }
-    const at = new Date(now).toISOString();
-    const moves: Record<string, StepState> = {};
-    for (const { stepId, reason } of plan.notStarted) moves[stepId] = { ...stateOf(run, stepId), status: 'NOT_STARTED', finishedAt: at, reason };
-    for (const stepId of plan.start) {
-      const state = stateOf(run, stepId);
-      moves[stepId] = { ...state, status: 'STARTED', runId: stepRunIdOf(run, stepId, state.attempt), startedAt: at, finishedAt: null, reason: null };
-    }
+    const moves = movesOf(run, plan, now);
     const ending = pending;
     const written = await deps.workflowRuns.moveSteps(run, moves, ending);
     if (ending) {
@@ -160,6 +154,43 @@ export async function advance(deps: SchedulerDeps, version: WorkflowVersion, fro
   }
   logger.warn('workflow run did not settle; the ticker will look again', workflowRunFields(run));
   return run;
+}
+
+/** The steps a plan rules out (with the reason) and those it starts (claimed, with their runs' ids). */
+function movesOf(run: WorkflowRun, plan: Pick<ProgressPlan, 'start' | 'notStarted'>, now: number): Record<string, StepState> {
+  const at = new Date(now).toISOString();
+  const moves: Record<string, StepState> = {};
+  for (const { stepId, reason } of plan.notStarted) moves[stepId] = { ...stateOf(run, stepId), status: 'NOT_STARTED', finishedAt: at, reason };
+  for (const stepId of plan.start) {
+    const state = stateOf(run, stepId);
+    moves[stepId] = { ...state, status: 'STARTED', runId: stepRunIdOf(run, stepId, state.attempt), startedAt: at, finishedAt: null, reason: null };
+  }
+  return moves;
+}
+
+/**
+ * A new workflow run with its opening moves made (decision 0178): the steps that start at once
+ * (its roots) are written STARTED with the run's put, instead of claimed by a write of their own
+ * right after it. Only the put's writer (the put is conditional on a new run) starts them
+ * (`openWorkflowRun`); should it stop before their runs are written, the ticker's repair writes them,
+ * as it does for a claim whose runs were never written.
+ */
+export function withOpeningMoves(version: WorkflowVersion, run: WorkflowRun, now: number): { readonly run: WorkflowRun; readonly start: readonly string[] } {
+  const plan = planProgress(version.spec, run);
+  if (plan.finished || plan.start.length === 0) return { run, start: [] };
+  return { run: { ...run, steps: { ...run.steps, ...movesOf(run, plan, now) } }, start: plan.start };
+}
+
+/** Starts the steps a new workflow run's put claimed (`withOpeningMoves`), then moves it on as any. */
+export async function openWorkflowRun(
+  deps: SchedulerDeps,
+  version: WorkflowVersion,
+  run: WorkflowRun,
+  start: readonly string[],
+  now: number,
+): Promise<WorkflowRun> {
+  const started = start.length > 0 ? await startStepRuns(deps, version, run, start, now) : run;
+  return advance(deps, version, started);
 }
 
 const stateOf = (run: WorkflowRun, stepId: string): StepState =>

@@ -17,7 +17,18 @@ import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './create-rate';
 import { runFields } from './run-log';
-import { advance, cancelStepRun, currentStepRun, newestStepRuns, notifyMark, recordEndedSteps, recordStepEnd, workflowRunEnded } from './workflow-progress';
+import {
+  advance,
+  cancelStepRun,
+  currentStepRun,
+  newestStepRuns,
+  notifyMark,
+  openWorkflowRun,
+  recordEndedSteps,
+  recordStepEnd,
+  withOpeningMoves,
+  workflowRunEnded,
+} from './workflow-progress';
 import { liveWorkflow, tenantWorkflow, versionOf, workflowRunFields } from './workflow-versions';
 
 /** Starts a run of the workflow's newest version now (a manual trigger); counted as a create. */
@@ -50,10 +61,11 @@ export async function startWorkflowRun(
     steps: initialSteps(version.spec),
     traceparent: traceparent ?? formatTraceparent(newTraceContext(now)),
   };
-  if (!(await deps.workflowRuns.createRun(run, now))) throw new ConflictError('A run of this workflow was started at the same millisecond; try again');
+  const opened = withOpeningMoves(version, run, now);
+  if (!(await deps.workflowRuns.createRun(opened.run, now))) throw new ConflictError('A run of this workflow was started at the same millisecond; try again');
   deps.telemetry.workflowRunStarted(run, version.spec.name);
   logger.info('workflow run started', { ...workflowRunFields(run), version: version.version });
-  return advance(deps, version, run);
+  return openWorkflowRun(deps, version, opened.run, opened.start, now);
 }
 
 export async function getWorkflowRun(deps: SchedulerDeps, tenantId: string, workflowId: string, workflowRunId: string): Promise<WorkflowRun> {
@@ -163,10 +175,11 @@ export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: J
       // One trace per occurrence, as a recurring job's (decision 0111): the occurrence's run's.
       traceparent: occurrence.traceparent ?? formatTraceparent(newTraceContext(now)),
     };
-    if (await deps.workflowRuns.createRun(run, now)) {
+    const opened = withOpeningMoves(version, run, now);
+    if (await deps.workflowRuns.createRun(opened.run, now)) {
       deps.telemetry.workflowRunStarted(run, version.spec.name);
       logger.info('workflow run started', { ...workflowRunFields(run), version: version.version, occurrenceRunId: occurrence.runId });
-      await advance(deps, version, run);
+      await openWorkflowRun(deps, version, opened.run, opened.start, now);
     } else {
       // Started by an earlier attempt of this occurrence (or a manual start at the same millisecond): moved on, not made twice.
       const existing = await deps.workflowRuns.getRun(workflow.workflowId, run.workflowRunId);

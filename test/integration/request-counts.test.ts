@@ -132,7 +132,8 @@ describe('requests per execution', () => {
     const tally = counter.tally();
     expect(tally.calls).toEqual({
       // API: the workflow and its version (read once per process: versions never change), the
-      // creates-per-second counter, the workflow run, the root step's claim, its run, its message,
+      // creates-per-second counter, the workflow run with the root step claimed in it (decision 0178: not
+      // a write of its own after it), the root's run, its message,
       // the workflow run read again (a cancel meanwhile retires the runs just written), the audit entry.
       'dynamodb.BatchWriteItem': 1,
       // Each step run as any run: lease, outcome, its job (the version item; one per worker batch),
@@ -141,7 +142,7 @@ describe('requests per execution', () => {
       // 0158), their parents' results read, their runs written and sent, the workflow run read
       // again; the last step's outcome is written with the workflow run's end.
       'dynamodb.GetItem': 6, // API 3, first step 2, second step 1
-      'dynamodb.UpdateItem': 8, // API 2 (rate counter, claim), each step 3 (lease, outcome, step recorded with the claim or the end)
+      'dynamodb.UpdateItem': 7, // API 1 (rate counter), each step 3 (lease, outcome, step recorded with the claim or the end)
       'dynamodb.PutItem': 5, // API 2 (workflow run, step run), first step 2 (roll-up, second step's run), second step 1 (roll-up)
       'dynamodb.BatchGetItem': 3, // each step's job, the first step's result for the second
       'sqs.SendMessageBatch': 2,

@@ -10,6 +10,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { workflowRunKey } from '../../lambdas/store/keys';
 import { continueWorkflow } from '../../lambdas/app/workflow-progress';
+import { startWorkflowRun } from '../../lambdas/app/workflow-runs';
 
 describe('workflow runs under races', () => {
   let scheduler: Scheduler;
@@ -254,6 +255,39 @@ describe('workflow runs under races', () => {
     await tick(scheduler.workerDeps('ticker'));
     expect(await drainDispatch()).toEqual([claimed.steps.two.runId]);
     expect(await executeRun(scheduler.workerDeps('worker-1'), claimed.steps.two.runId)).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  it('a start that stopped after its put: the roots claimed in the put (decision 0178) have their runs written by the repair', async () => {
+    const created = await scheduler.api('POST', '/v1/workflows', { name: 'opened', steps: [step('root'), step('next', ['root'])] });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const workflowId = created.body.workflowId as string;
+    const api = scheduler.workerDeps('api-dies-after-put');
+    const dying: SchedulerDeps = {
+      ...api,
+      runs: Object.assign(Object.create(api.runs) as typeof api.runs, { create: () => Promise.reject(new Error('api killed')) }),
+    };
+    await expect(startWorkflowRun(dying, scheduler.tenantId, workflowId)).rejects.toThrow('api killed');
+    const listed = (await scheduler.api('GET', `/v1/workflows/${workflowId}/runs`)).body.items as {
+      workflowRunId: string;
+      steps: Record<string, { status: string; runId: string }>;
+    }[];
+    expect(listed).toHaveLength(1);
+    const opened = listed[0]!;
+    // The put claimed the root; its run was never written.
+    expect(opened.steps.root!.status).toBe('STARTED');
+    expect(opened.steps.next!.status).toBe('WAITING');
+    expect((await scheduler.api('GET', `/v1/runs/${opened.steps.root!.runId}`)).status).toBe(404);
+    expect(await drainDispatch()).toEqual([]);
+
+    const path = `/v1/workflows/${workflowId}/runs/${opened.workflowRunId}`;
+    await agePastGrace(path);
+    await tick(scheduler.workerDeps('ticker'));
+    expect(await drainDispatch()).toEqual([opened.steps.root!.runId]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), opened.steps.root!.runId)).toBe('succeeded');
+    const next = await runIdOf(path, 'next');
+    expect(await drainDispatch()).toEqual([next]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), next)).toBe('succeeded');
     expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
   });
 });
