@@ -43,6 +43,7 @@ import { createTargetInvoker } from '../targets/invoker';
 import type { Egress, HostResolver } from '../targets/egress';
 import { egressPolicyOf, systemResolver } from '../targets/egress';
 import { HeaderSecretsCache, secretsManagerRead } from '../targets/header-secrets';
+import { KeyedTurns } from '../core/concurrency';
 
 export interface SchedulerDeps {
   readonly config: SchedulerConfig;
@@ -76,6 +77,11 @@ export interface SchedulerDeps {
   readonly debounce: DebounceWindows;
   /** The tenants this process found at their in-flight limit a moment ago; one per process. */
   readonly tenantsFull: TenantsFullMemo;
+  /**
+   * This process's continuations of one workflow run, one at a time (decision 0179): two steps that
+   * end together here record their outcomes in turn rather than race for the item's write.
+   */
+  readonly workflowTurns: KeyedTurns;
   readonly state: SchedulerStateRepository;
   /** Every pool's dispatch queues; sends route by job type and priority. */
   readonly dispatch: DispatchRouter;
@@ -154,6 +160,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     backfills: new Backfills(clients.dynamo, config.jobsTable),
     debounce: new DebounceWindows(clients.dynamo, config.jobsTable, config.runsTable),
     tenantsFull: new TenantsFullMemo(),
+    workflowTurns: new KeyedTurns(),
     state: new SchedulerStateRepository(clients.dynamo, config.jobsTable),
     dispatch: new DispatchRouter(clients.sqs, poolRoutesOf(config)),
     dispatchDlq: new DispatchQueue(clients.sqs, config.dispatchDlqUrl),

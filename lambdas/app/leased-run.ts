@@ -43,14 +43,16 @@ export async function executeLeasedRun(
   const leasedAt = Date.parse(run.startedAt ?? run.updatedAt);
   // If this worker dies, the message comes back when the lease has expired, not an hour later. The
   // leases of one batch share a ChangeMessageVisibilityBatch request, made while the runs go on;
-  // it is settled before the run's message is acknowledged (deleted) or handed back.
-  const followLease = message.receiptHandle
-    ? deps.dispatch
-        .setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl, { coalesce: batchCoalesce(deps.config) })
-        .catch((error: unknown) =>
-          logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { ...runFields(run), error }),
-        )
-    : undefined;
+  // it is settled before the run's message is acknowledged (deleted) or handed back. A run handed
+  // off by its parent's run has no message of its own (decision 0179).
+  const followLease =
+    message.receiptHandle && !message.handedOff
+      ? deps.dispatch
+          .setVisibility(message.receiptHandle, run.leaseSeconds + VISIBILITY_SLACK_SECONDS, message.queueUrl, { coalesce: batchCoalesce(deps.config) })
+          .catch((error: unknown) =>
+            logger.warn('could not tie the message to the lease; a lost worker is noticed at the queue timeout instead', { ...runFields(run), error }),
+          )
+      : undefined;
   try {
     // In X-Ray, a subsegment per run, found by the run's trace id (decision 0111).
     return await inSubsegment('run', { ...traceAnnotationsOf(run), leaseOwner: run.leaseOwner ?? undefined }, () =>

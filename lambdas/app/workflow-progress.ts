@@ -19,6 +19,7 @@ import { sendPlannedRun } from './send-planned-run';
 import { versionOf, workflowRunFields } from './workflow-versions';
 import { inputsFrom } from './step-results';
 import type { RunPayload } from '../domain/payload';
+import { handoffInScope } from './step-handoff';
 
 /**
  * After a step run's outcome was recorded (or its run cancelled): a final outcome is recorded on
@@ -42,12 +43,22 @@ export async function continueWorkflow(
   try {
     const version = await versionOf(deps, step.workflowId, step.version);
     const workflowRunId = workflowRunIdOf(step.workflowId, run.scheduledFor);
-    const workflowRun = await deps.workflowRuns.getRun(step.workflowId, workflowRunId);
-    const state = workflowRun?.steps[step.stepId];
-    if (!version || !workflowRun || !state) return;
-    const now = deps.clock();
-    // The step's outcome goes with the first move it allows, in one write (decision 0158).
-    await advance(deps, version, workflowRun, state.status === 'STARTED' ? { stepId: step.stepId, state: stepEndState(state, run, outcome, now) } : undefined);
+    // Steps of one workflow run that end together in this process (siblings a worker runs itself,
+    // decision 0179) continue in turn: each reads what the one before wrote, rather than both
+    // writing from the same read and one write refused (billed) and made again.
+    await deps.workflowTurns.inTurn(workflowRunId, async () => {
+      const workflowRun = await deps.workflowRuns.getRun(step.workflowId, workflowRunId);
+      const state = workflowRun?.steps[step.stepId];
+      if (!version || !workflowRun || !state) return;
+      const now = deps.clock();
+      // The step's outcome goes with the first move it allows, in one write (decision 0158).
+      await advance(
+        deps,
+        version,
+        workflowRun,
+        state.status === 'STARTED' ? { stepId: step.stepId, state: stepEndState(state, run, outcome, now) } : undefined,
+      );
+    });
   } catch (error) {
     logger.error('workflow continuation failed; the ticker will repair it', {
       ...runFields(run),
@@ -245,10 +256,13 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
     return [{ ...plan, extras: { ...plan.extras, budgetFrom: attempt } }];
   });
   const created = await Promise.all(plans.map(async (plan) => ((await deps.runs.create(plan)) ? plan : null)));
+  // A worker running a step from its queue takes its dependants' runs to run itself (decision 0179).
+  const handoff = handoffInScope();
   for (const plan of created) {
     if (!plan) continue;
     deps.telemetry.runCreated(plan.run);
-    await sendPlannedRun(deps, plan, now);
+    if (handoff?.take(plan)) deps.telemetry.runQueued(plan.run);
+    else await sendPlannedRun(deps, plan, now);
   }
   for (const [stepId, reason] of gone) {
     const state = stateOf(run, stepId);

@@ -327,6 +327,12 @@ export class DispatchRouter {
     return (jobType !== undefined && this.byJobType.get(jobType)) || this.defaultPool;
   }
 
+  /** The pool whose lane is this queue (the default pool for a queue it does not know). */
+  poolOfQueueUrl(queueUrl: string | undefined): PoolRoute {
+    const name = queueUrl === undefined ? undefined : this.lanes().find((lane) => lane.queueUrl === queueUrl)?.pool;
+    return this.pools.find((pool) => pool.name === name) ?? this.defaultPool;
+  }
+
   /** The queue a run of this job type and priority is sent to. */
   queueUrlFor(jobType: string | undefined, priority: Priority | undefined): string {
     const pool = this.poolOf(jobType);

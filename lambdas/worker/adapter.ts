@@ -30,7 +30,11 @@ async function failLater(deps: SchedulerDeps, record: SQSRecord): Promise<{ item
   return { itemIdentifier: record.messageId, ok: false };
 }
 
-export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent): Promise<SQSBatchResponse> {
+/**
+ * `eagerUntil`: when the invocation ends (from the Lambda context); given, a workflow step's
+ * dependants are run by the worker that ran it (decision 0179).
+ */
+export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent, options: { readonly eagerUntil?: number } = {}): Promise<SQSBatchResponse> {
   const outcomes = await Promise.all(
     event.Records.map(async (record) => {
       const message = decodeDispatchMessage(record.body);
@@ -49,6 +53,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent)
           queueUrl: deps.dispatch.queueUrlOfArn(record.eventSourceARN),
           traceparent: message.traceparent,
           notBefore: message.notBefore,
+          ...(options.eagerUntil !== undefined ? { eagerUntil: options.eagerUntil } : {}),
         });
         // Kept for a recheck: executeRun has set when the message comes back.
         return { itemIdentifier: record.messageId, ok: result !== 'recheck' };
@@ -101,5 +106,5 @@ async function processNotificationMessage(
 export function createWorkerHandler(deps: SchedulerDeps) {
   return middy<SQSEvent, SQSBatchResponse, Error, Context>()
     .use(flushTelemetry(deps))
-    .handler((event) => processDispatchBatch(deps, event));
+    .handler((event, context) => processDispatchBatch(deps, event, { eagerUntil: deps.clock() + context.getRemainingTimeInMillis() }));
 }

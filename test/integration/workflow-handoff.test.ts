@@ -1,0 +1,181 @@
+// A workflow step's dependants run by the worker that ran it (decision 0179), against the emulator:
+// a worker given its invocation's deadline (`eagerUntil`, as the worker function's adapter gives it)
+// runs the steps its run's outcome starts itself, and sends none of them; one whose invocation ends
+// too soon sends them; a handed-off run that fails before its lease is sent; and a worker that dies
+// holding a handed-off run's lease leaves it to the ticker, which recovers it as a lost worker's.
+// The runtime's own pollers are off: each test drives the messages itself.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import type { SchedulerDeps } from '../../lambdas/app/deps';
+import { parseStepJobId } from '../../lambdas/domain/workflow-jobs';
+import type { Run } from '../../lambdas/domain/run';
+import type { Scheduler, TargetServer } from './harness';
+import { executeRun, startScheduler, startTarget, tick } from './harness';
+
+describe('workflow steps handed to the worker that ran their parent', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+    target = await startTarget((call) => Promise.resolve({ status: 200, body: JSON.stringify({ step: call.path.split('/').pop() }) }));
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const step = (name: string, id: string, dependsOn: string[] = [], extra: Record<string, unknown> = {}) => ({
+    id,
+    target: { kind: 'http', url: `${target.url}/${name}/${id}` },
+    retryPolicy: { maxAttempts: 1 },
+    dependsOn,
+    ...extra,
+  });
+
+  async function startRun(name: string, steps: unknown[]): Promise<{ path: string; tenantId: string }> {
+    const created = await scheduler.api('POST', '/v1/workflows', { name, steps });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const started = await scheduler.api('POST', `/v1/workflows/${created.body.workflowId}/runs`);
+    expect(started.status).toBe(202);
+    return { path: `/v1/workflows/${created.body.workflowId}/runs/${started.body.workflowRunId}`, tenantId: created.body.tenantId as string };
+  }
+
+  const runIdOf = async (path: string, stepId: string): Promise<string> => (await scheduler.api('GET', path)).body.steps[stepId].runId as string;
+  const callsOf = (name: string): string[] =>
+    target.calls
+      .filter((call) => call.path.includes(`/${name}/`))
+      .map((call) => call.path.split('/').pop()!)
+      .sort();
+
+  /** Receives every waiting dispatch message, and answers the run ids they carry. */
+  async function drainDispatch(): Promise<string[]> {
+    const ids: string[] = [];
+    for (let empty = 0; empty < 2;) {
+      const received = await scheduler.clients.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: scheduler.config.dispatchQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+      );
+      const messages = received.Messages ?? [];
+      if (messages.length === 0) empty++;
+      for (const message of messages) {
+        ids.push((JSON.parse(message.Body ?? '{}') as { runId: string }).runId);
+        await scheduler.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: scheduler.config.dispatchQueueUrl, ReceiptHandle: message.ReceiptHandle }));
+      }
+    }
+    return ids.sort();
+  }
+
+  /** A worker whose lease or outcome writes fail for the runs `fails` picks (a store fault, or the worker's death). */
+  function failingFor(deps: SchedulerDeps, operation: 'lease' | 'finishAttempt', fails: (runId: string, run: Run | null) => boolean): SchedulerDeps {
+    const leases = new Proxy(deps.leases, {
+      get(store, property) {
+        const value = Reflect.get(store, property) as unknown;
+        if (typeof value !== 'function') return value;
+        const method = (value as (...args: unknown[]) => unknown).bind(store);
+        if (property !== operation) return method;
+        return (...args: unknown[]) => {
+          const run = typeof args[0] === 'string' ? null : (args[0] as Run);
+          const runId = run ? run.runId : (args[0] as string);
+          return fails(runId, run) ? Promise.reject(new Error('worker killed')) : method(...args);
+        };
+      },
+    });
+    return { ...deps, leases };
+  }
+
+  const until = () => Date.now() + 900_000;
+
+  it('a worker with time left runs the dependants itself: the whole workflow in one call, no message sent but the root', async () => {
+    const { path, tenantId } = await startRun('handoff-all', [
+      step('handoff-all', 'fetch'),
+      step('handoff-all', 'left', ['fetch']),
+      step('handoff-all', 'right', ['fetch']),
+      step('handoff-all', 'join', ['left', 'right']),
+    ]);
+    const root = await runIdOf(path, 'fetch');
+    expect(await drainDispatch()).toEqual([root]);
+
+    expect(await executeRun(scheduler.workerDeps('worker-1'), root, { tenantId, eagerUntil: until() })).toBe('succeeded');
+
+    const run = (await scheduler.api('GET', path)).body;
+    expect(run.status).toBe('SUCCEEDED');
+    expect(Object.values(run.steps).map((state) => (state as { status: string }).status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+    expect(callsOf('handoff-all')).toEqual(['fetch', 'join', 'left', 'right']);
+    // The dependants' runs are runs like any: leased by this worker, each recorded once.
+    for (const stepId of ['left', 'right', 'join']) {
+      const stepRun = (await scheduler.api('GET', `/v1/runs/${run.steps[stepId].runId}`)).body;
+      expect(stepRun).toMatchObject({ status: 'SUCCEEDED', attempt: 1, leaseOwner: 'worker-1' });
+    }
+    expect(await drainDispatch()).toEqual([]);
+  });
+
+  it('a worker whose invocation ends before a dependant could finish sends it instead', async () => {
+    const { path, tenantId } = await startRun('handoff-late', [step('handoff-late', 'first'), step('handoff-late', 'second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+
+    // The second step's lease is its timeout (300 s) and the margin: 20 s left is not enough.
+    expect(await executeRun(scheduler.workerDeps('worker-1'), first, { tenantId, eagerUntil: Date.now() + 20_000 })).toBe('succeeded');
+    const second = await runIdOf(path, 'second');
+    expect(await drainDispatch()).toEqual([second]);
+    expect((await scheduler.api('GET', `/v1/runs/${second}`)).body.status).toBe('QUEUED');
+    expect(await executeRun(scheduler.workerDeps('worker-2'), second, { tenantId })).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  it('without a deadline (the API, the ticker, a direct call) nothing is handed off', async () => {
+    const { path } = await startRun('handoff-none', [step('handoff-none', 'first'), step('handoff-none', 'second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), first)).toBe('succeeded');
+    expect(await drainDispatch()).toEqual([await runIdOf(path, 'second')]);
+  });
+
+  it('a handed-off run whose lease fails is sent to the queue, and runs from there', async () => {
+    const { path, tenantId } = await startRun('handoff-fault', [step('handoff-fault', 'first'), step('handoff-fault', 'second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+
+    const worker = failingFor(scheduler.workerDeps('worker-1'), 'lease', (runId) => runId !== first);
+    expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
+    const second = await runIdOf(path, 'second');
+    expect((await scheduler.api('GET', `/v1/runs/${second}`)).body.status).toBe('QUEUED');
+    expect(await drainDispatch()).toEqual([second]);
+    expect(await executeRun(scheduler.workerDeps('worker-2'), second, { tenantId })).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  it('a worker that dies holding a handed-off run: no message, and the ticker recovers it once its lease has ended', async () => {
+    const { path, tenantId } = await startRun('handoff-dies', [
+      step('handoff-dies', 'first'),
+      step('handoff-dies', 'second', ['first'], { timeoutSeconds: 5, retryPolicy: { maxAttempts: 2, initialDelaySeconds: 0 } }),
+    ]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+
+    // The worker dies after the second step's call, before its outcome.
+    const dying = failingFor(scheduler.workerDeps('worker-dies'), 'finishAttempt', (_, run) => parseStepJobId(run?.jobId ?? '')?.stepId === 'second');
+    expect(await executeRun(dying, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
+    const second = await runIdOf(path, 'second');
+    const held = (await scheduler.api('GET', `/v1/runs/${second}`)).body;
+    expect(held).toMatchObject({ status: 'RUNNING', leaseOwner: 'worker-dies' });
+    expect(callsOf('handoff-dies')).toEqual(['first', 'second']);
+    expect(await drainDispatch()).toEqual([]);
+
+    // Past the lease's end, a tick finds it lapsed and sends it; the worker receiving it records the
+    // lost attempt and writes its retry.
+    const later = Date.parse(held.leaseExpiresAt) + 120_000;
+    const report = await tick(scheduler.workerDeps('ticker', () => later));
+    expect(report.lapsedLeases).toBeGreaterThanOrEqual(1);
+    expect(await drainDispatch()).toContain(second);
+    expect(
+      await executeRun(
+        scheduler.workerDeps('worker-2', () => later),
+        second,
+        { tenantId },
+      ),
+    ).toBe('worker-lost');
+    const lost = (await scheduler.api('GET', `/v1/runs/${second}`)).body;
+    expect(lost).toMatchObject({ status: 'FAILED', error: { code: 'WORKER_LOST' } });
+  });
+});
