@@ -14,9 +14,7 @@ import { runFields } from './run-log';
 import { jobSubject, notifyOutcome } from './notifications';
 import type { Run } from '../domain/run';
 import { traceIdOf } from '../domain/trace-context';
-import type { RunPlan } from './plan-run';
-import { sendPlannedRun } from './send-planned-run';
-import { StepHandoff, offeringHandoff } from './step-handoff';
+import { StepHandoff, offeringHandoff, runHandedOff, sendHandedOff } from './step-handoff';
 
 /** A message that arrives this close to its run's time waits in the worker rather than in SQS. */
 const MAX_IN_WORKER_WAIT_MS = 2_000;
@@ -86,44 +84,11 @@ export async function executeRun(deps: SchedulerDeps, runId: string, message: Di
   try {
     result = await withInFlightSlot(deps, runId, message, () => offeringHandoff(handoff, () => executeMessage(deps, runId, message)));
   } catch (error) {
-    // The runs handed off are written and not sent: sent now, so they do not wait for the ticker.
-    await Promise.all(handoff.runs().map((plan) => sendPlannedRun(deps, plan, deps.clock())));
+    await sendHandedOff(deps, handoff);
     throw error;
   }
-  await runHandedOff(deps, handoff.runs(), message);
+  await runHandedOff(deps, handoff.runs(), message, executeRun);
   return result;
-}
-
-/**
- * Runs the steps a run's outcome handed to this worker (decision 0179), each as if its message had
- * just been received: within its tenant's in-flight limit, leased, executed, and free to hand off
- * its own dependants. The message of the run that handed them off is deleted when the invocation
- * ends: the heartbeats of the longest of them keep it hidden until then (a message come back would
- * be a duplicate of a finished run). No message follows their leases: a worker lost while it runs
- * them is found by their leases' check-backs, within a tick of the lease's end. A run that fails
- * here before its lease is sent instead.
- */
-async function runHandedOff(deps: SchedulerDeps, plans: readonly RunPlan[], message: DispatchContext): Promise<void> {
-  if (plans.length === 0) return;
-  const longest = plans.reduce((held, plan) => (plan.run.leaseSeconds > held.run.leaseSeconds ? plan : held));
-  await Promise.all(
-    plans.map(async (plan) => {
-      const { run } = plan;
-      const context: DispatchContext = {
-        tenantId: run.tenantId,
-        traceparent: run.traceparent,
-        eagerUntil: message.eagerUntil,
-        handedOff: true,
-        ...(plan === longest && message.receiptHandle ? { receiptHandle: message.receiptHandle, queueUrl: message.queueUrl } : {}),
-      };
-      try {
-        const result = await executeRun(deps, run.runId, context);
-        logger.debug('handed-off step run executed', { ...runFields(run), result });
-      } catch (error) {
-        await handOffFailed(deps, plan, error);
-      }
-    }),
-  );
 }
 
 async function executeMessage(deps: SchedulerDeps, runId: string, message: DispatchContext): Promise<ExecuteResult> {
@@ -201,28 +166,6 @@ async function ensureNotification(deps: SchedulerDeps, run: Run): Promise<void> 
 function leaseRun(deps: SchedulerDeps, runId: string): Promise<LeaseResult> {
   const now = deps.clock();
   return deps.leases.lease(runId, { owner: deps.workerId, now, checkBackAt: leaseCheckAt(now, deps.config), shards: deps.config.timeIndexShards });
-}
-
-/**
- * A handed-off run whose execution threw: one not leased yet is sent to the queue; a leased one is
- * left to its lease's check-back (the ticker recovers it as a lost worker's, within a tick of the
- * lease's end), as is one whose status cannot be read.
- */
-async function handOffFailed(deps: SchedulerDeps, plan: RunPlan, error: unknown): Promise<void> {
-  const fields = { ...runFields(plan.run), error: error instanceof Error ? error.message : String(error) };
-  try {
-    if ((await deps.runs.get(plan.run.runId))?.status !== 'QUEUED') {
-      logger.warn('a handed-off step run failed in this worker after its lease; its check-back recovers it', fields);
-      return;
-    }
-    logger.warn('a handed-off step run failed in this worker before its lease; sent to the queue', fields);
-    await sendPlannedRun(deps, plan, deps.clock());
-  } catch (readError) {
-    logger.warn('a handed-off step run failed in this worker; its check-back recovers it', {
-      ...fields,
-      readError: readError instanceof Error ? readError.message : String(readError),
-    });
-  }
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

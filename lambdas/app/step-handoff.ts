@@ -10,7 +10,12 @@
 // Every run taken is a run written QUEUED with its check-back in the time index, like any sent
 // run: a worker that dies before its lease leaves it to the ticker, as a lost message does.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { logger } from '../core/logger';
+import type { SchedulerDeps } from './deps';
+import type { DispatchContext, ExecuteResult } from './execute-run';
 import type { RunPlan } from './plan-run';
+import { runFields } from './run-log';
+import { sendPlannedRun } from './send-planned-run';
 
 /** At most this many dependants of one step run are taken; the rest are sent (a wide fan-out spreads over workers). */
 export const MAX_HANDED_OFF = 10;
@@ -60,4 +65,68 @@ export function offeringHandoff<T>(handoff: StepHandoff, work: () => Promise<T>)
 /** The offer in scope: a worker's, while it executes a run from its queue; none elsewhere (the API, the ticker, tests that call the use cases). */
 export function handoffInScope(): StepHandoff | undefined {
   return offers.getStore();
+}
+
+/**
+ * Runs the steps a run's outcome handed to this worker (decision 0179), each as if its message had
+ * just been received: within its tenant's in-flight limit, leased, executed, and free to hand off
+ * its own dependants. The message of the run that handed them off is deleted when the invocation
+ * ends: the heartbeats of the longest of them keep it hidden until then (a message come back would
+ * be a duplicate of a finished run). No message follows their leases: a worker lost while it runs
+ * them is found by their leases' check-backs, within a tick of the lease's end. A run that fails
+ * here before its lease is sent instead.
+ */
+export async function runHandedOff(
+  deps: SchedulerDeps,
+  plans: readonly RunPlan[],
+  message: DispatchContext,
+  execute: (deps: SchedulerDeps, runId: string, message: DispatchContext) => Promise<ExecuteResult>,
+): Promise<void> {
+  if (plans.length === 0) return;
+  const longest = plans.reduce((held, plan) => (plan.run.leaseSeconds > held.run.leaseSeconds ? plan : held));
+  await Promise.all(
+    plans.map(async (plan) => {
+      const { run } = plan;
+      const context: DispatchContext = {
+        tenantId: run.tenantId,
+        traceparent: run.traceparent,
+        eagerUntil: message.eagerUntil,
+        handedOff: true,
+        ...(plan === longest && message.receiptHandle ? { receiptHandle: message.receiptHandle, queueUrl: message.queueUrl } : {}),
+      };
+      try {
+        const result = await execute(deps, run.runId, context);
+        logger.debug('handed-off step run executed', { ...runFields(run), result });
+      } catch (error) {
+        await handOffFailed(deps, plan, error);
+      }
+    }),
+  );
+}
+
+/** The runs handed off by a run whose execution threw: written and not run, sent now so that they do not wait for the ticker. */
+export async function sendHandedOff(deps: SchedulerDeps, handoff: StepHandoff): Promise<void> {
+  await Promise.all(handoff.runs().map((plan) => sendPlannedRun(deps, plan, deps.clock())));
+}
+
+/**
+ * A handed-off run whose execution threw: one not leased yet is sent to the queue; a leased one is
+ * left to its lease's check-back (the ticker recovers it as a lost worker's, within a tick of the
+ * lease's end), as is one whose status cannot be read.
+ */
+async function handOffFailed(deps: SchedulerDeps, plan: RunPlan, error: unknown): Promise<void> {
+  const fields = { ...runFields(plan.run), error: error instanceof Error ? error.message : String(error) };
+  try {
+    if ((await deps.runs.get(plan.run.runId))?.status !== 'QUEUED') {
+      logger.warn('a handed-off step run failed in this worker after its lease; its check-back recovers it', fields);
+      return;
+    }
+    logger.warn('a handed-off step run failed in this worker before its lease; sent to the queue', fields);
+    await sendPlannedRun(deps, plan, deps.clock());
+  } catch (readError) {
+    logger.warn('a handed-off step run failed in this worker; its check-back recovers it', {
+      ...fields,
+      readError: readError instanceof Error ? readError.message : String(readError),
+    });
+  }
 }
