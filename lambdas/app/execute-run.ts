@@ -73,21 +73,36 @@ export interface DispatchContext {
 
 /** The worker's use case for one dispatch message (lambdas/worker/adapter.ts). */
 export async function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
-  if (message.eagerUntil === undefined) return withInFlightSlot(deps, runId, message, () => executeMessage(deps, runId, message));
+  return withHandoff(deps, message, () => withInFlightSlot(deps, runId, message, () => executeMessage(deps, runId, message)));
+}
+
+/** A workflow step's run its worker wrote already leased, handed on by its parent's run (decision 0179). */
+export async function executeLeased(deps: SchedulerDeps, lease: Extract<LeaseResult, { kind: 'leased' }>, message: DispatchContext): Promise<ExecuteResult> {
+  return withHandoff(deps, message, () => executeLeasedRun(deps, lease, deps.clock(), message));
+}
+
+/**
+ * Executes a run with the offer of its dependants (decision 0179), when the message says until when
+ * the invocation lasts: the runs its outcome hands on are run once it is done (its in-flight slot
+ * given back), or sent back should it throw.
+ */
+async function withHandoff(deps: SchedulerDeps, message: DispatchContext, work: () => Promise<ExecuteResult>): Promise<ExecuteResult> {
+  if (message.eagerUntil === undefined) return work();
   const handoff = new StepHandoff({
     until: message.eagerUntil,
     pool: deps.dispatch.poolOfQueueUrl(message.queueUrl).name,
     poolOf: (jobType) => deps.dispatch.poolOf(jobType).name,
     clock: deps.clock,
+    owner: deps.workerId,
   });
   let result: ExecuteResult;
   try {
-    result = await withInFlightSlot(deps, runId, message, () => offeringHandoff(handoff, () => executeMessage(deps, runId, message)));
+    result = await offeringHandoff(handoff, work);
   } catch (error) {
     await sendHandedOff(deps, handoff);
     throw error;
   }
-  await runHandedOff(deps, handoff.runs(), message, executeRun);
+  await runHandedOff(deps, handoff.runs(), message, { executeRun, executeLeased });
   return result;
 }
 

@@ -7,13 +7,16 @@
 // The offer is made by the worker's message path alone (`executeRun` with `eagerUntil`), for the
 // time of its own run's outcome: the store's writers (`startStepRuns`) ask the offer in scope
 // (AsyncLocalStorage, so the outcome's writers keep their signatures) and send what it declines.
-// Every run taken is a run written QUEUED with its check-back in the time index, like any sent
-// run: a worker that dies before its lease leaves it to the ticker, as a lost message does.
+// A run taken is written leased by the worker (no lease write follows) where its tenant has no
+// in-flight limit, QUEUED otherwise, with its check-back in the time index as any run: a worker
+// that dies before running it leaves it to the ticker, as a lost worker or message does.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { logger } from '../core/logger';
 import type { SchedulerDeps } from './deps';
 import type { DispatchContext, ExecuteResult } from './execute-run';
 import type { RunPlan } from './plan-run';
+import type { LeaseResult } from '../store/run-leases';
+import { leaseCheckAt } from '../domain/time-gate';
 import { runFields } from './run-log';
 import { sendPlannedRun } from './send-planned-run';
 
@@ -30,6 +33,8 @@ export interface HandoffTerms {
   /** The pool of a run's job type. */
   readonly poolOf: (jobType: string | undefined) => string;
   readonly clock: () => number;
+  /** The worker: a run it takes may be written leased by it. */
+  readonly owner: string;
 }
 
 /** What one step run's outcome handed to its worker: the runs it takes, in the order offered. */
@@ -38,21 +43,80 @@ export class StepHandoff {
 
   constructor(private readonly terms: HandoffTerms) {}
 
-  /** Whether this worker runs the planned run itself (true: it is not to be sent). */
-  take(plan: RunPlan): boolean {
+  /**
+   * The run as this worker writes it when it runs it itself (`lease` makes it the worker's already);
+   * null when it is to be sent: not due, another pool's, a lease the invocation cannot wait for, or
+   * ten taken already.
+   */
+  take(plan: RunPlan, lease: (plan: RunPlan) => RunPlan = (same) => same): RunPlan | null {
     const { dispatch, run } = plan;
-    if (!dispatch || this.taken.length >= MAX_HANDED_OFF) return false;
-    if (dispatch.availableAt > this.terms.clock()) return false;
-    if (this.terms.poolOf(dispatch.jobType) !== this.terms.pool) return false;
-    if (this.terms.clock() + run.leaseSeconds * 1000 + HANDOFF_MARGIN_MS > this.terms.until) return false;
-    this.taken.push(plan);
-    return true;
+    if (!dispatch || this.taken.length >= MAX_HANDED_OFF) return null;
+    if (dispatch.availableAt > this.terms.clock()) return null;
+    if (this.terms.poolOf(dispatch.jobType) !== this.terms.pool) return null;
+    if (this.terms.clock() + run.leaseSeconds * 1000 + HANDOFF_MARGIN_MS > this.terms.until) return null;
+    const taken = lease(plan);
+    this.taken.push(taken);
+    return taken;
+  }
+
+  /** A run taken that is not to run after all (its write found it written, or its workflow run was cancelled). */
+  withdraw(runId: string): void {
+    const index = this.taken.findIndex((plan) => plan.run.runId === runId);
+    if (index >= 0) this.taken.splice(index, 1);
+  }
+
+  /** The worker that takes the runs. */
+  get owner(): string {
+    return this.terms.owner;
   }
 
   /** The runs taken, to be run by the worker once its own run is done. */
   runs(): readonly RunPlan[] {
     return this.taken;
   }
+}
+
+/**
+ * A taken run written already leased by its worker (decision 0179): RUNNING under the lease a lease
+ * write would give it (version 1, its lease from now, its check-back where a lease's is), so no
+ * lease write follows. Only where no in-flight slot must come first (the tenant has no limit).
+ */
+export function leasedPlan(
+  plan: RunPlan,
+  owner: string,
+  now: number,
+  settings: { readonly leaseMarginSeconds: number; readonly timeIndexShards: number },
+): RunPlan {
+  const at = new Date(now).toISOString();
+  return {
+    ...plan,
+    run: {
+      ...plan.run,
+      status: 'RUNNING',
+      leaseOwner: owner,
+      leaseExpiresAt: new Date(now + plan.run.leaseSeconds * 1000).toISOString(),
+      startedAt: at,
+      updatedAt: at,
+      version: plan.run.version + 1,
+    },
+    extras: { ...plan.extras, gate: { at: leaseCheckAt(now, settings), shards: settings.timeIndexShards } },
+  };
+}
+
+/** The lease of a run written leased (`leasedPlan`), as the lease write would have answered it. */
+export function leaseOfPlan(plan: RunPlan): Extract<LeaseResult, { kind: 'leased' }> {
+  const { extras } = plan;
+  return {
+    kind: 'leased',
+    run: plan.run,
+    payloadOverride: extras.payloadOverrideRef
+      ? { ref: extras.payloadOverrideRef }
+      : extras.payloadOverride !== undefined
+        ? { inline: extras.payloadOverride }
+        : undefined,
+    budgetFrom: extras.budgetFrom ?? 1,
+    ...(extras.inputs !== undefined ? { inputs: extras.inputs } : {}),
+  };
 }
 
 const offers = new AsyncLocalStorage<StepHandoff>();
@@ -67,21 +131,22 @@ export function handoffInScope(): StepHandoff | undefined {
   return offers.getStore();
 }
 
+/** How a worker executes a run: from its id (leasing it), or one it put already leased. */
+export interface HandoffRunners {
+  readonly executeRun: (deps: SchedulerDeps, runId: string, message: DispatchContext) => Promise<ExecuteResult>;
+  readonly executeLeased: (deps: SchedulerDeps, lease: Extract<LeaseResult, { kind: 'leased' }>, message: DispatchContext) => Promise<ExecuteResult>;
+}
+
 /**
  * Runs the steps a run's outcome handed to this worker (decision 0179), each as if its message had
- * just been received: within its tenant's in-flight limit, leased, executed, and free to hand off
- * its own dependants. The message of the run that handed them off is deleted when the invocation
- * ends: the heartbeats of the longest of them keep it hidden until then (a message come back would
- * be a duplicate of a finished run). No message follows their leases: a worker lost while it runs
- * them is found by their leases' check-backs, within a tick of the lease's end. A run that fails
- * here before its lease is sent instead.
+ * just been received: one written leased is executed under that lease, another within its tenant's
+ * in-flight limit and leased first; each is free to hand off its own dependants. The message of
+ * the run that handed them off is deleted when the invocation ends: the heartbeats of the longest
+ * of them keep it hidden until then (a message come back would be a duplicate of a finished run).
+ * No message follows their leases: a worker lost while it runs them is found by their leases'
+ * check-backs, within a tick of the lease's end. A run that fails here before its lease is sent.
  */
-export async function runHandedOff(
-  deps: SchedulerDeps,
-  plans: readonly RunPlan[],
-  message: DispatchContext,
-  execute: (deps: SchedulerDeps, runId: string, message: DispatchContext) => Promise<ExecuteResult>,
-): Promise<void> {
+export async function runHandedOff(deps: SchedulerDeps, plans: readonly RunPlan[], message: DispatchContext, runners: HandoffRunners): Promise<void> {
   if (plans.length === 0) return;
   const longest = plans.reduce((held, plan) => (plan.run.leaseSeconds > held.run.leaseSeconds ? plan : held));
   await Promise.all(
@@ -92,10 +157,13 @@ export async function runHandedOff(
         traceparent: run.traceparent,
         eagerUntil: message.eagerUntil,
         handedOff: true,
-        ...(plan === longest && message.receiptHandle ? { receiptHandle: message.receiptHandle, queueUrl: message.queueUrl } : {}),
+        // Its parent's queue: the same pool (a deferral goes back there); the receipt handle is that queue's.
+        ...(message.queueUrl ? { queueUrl: message.queueUrl } : {}),
+        ...(plan === longest && message.receiptHandle ? { receiptHandle: message.receiptHandle } : {}),
       };
       try {
-        const result = await execute(deps, run.runId, context);
+        const result =
+          run.status === 'RUNNING' ? await runners.executeLeased(deps, leaseOfPlan(plan), context) : await runners.executeRun(deps, run.runId, context);
         logger.debug('handed-off step run executed', { ...runFields(run), result });
       } catch (error) {
         await handOffFailed(deps, plan, error);
@@ -104,9 +172,36 @@ export async function runHandedOff(
   );
 }
 
-/** The runs handed off by a run whose execution threw: written and not run, sent now so that they do not wait for the ticker. */
+/**
+ * The runs handed off by a run whose execution threw: written and not run. Sent now, so that they do
+ * not wait for the ticker; one written leased gives its lease back first (QUEUED again).
+ */
 export async function sendHandedOff(deps: SchedulerDeps, handoff: StepHandoff): Promise<void> {
-  await Promise.all(handoff.runs().map((plan) => sendPlannedRun(deps, plan, deps.clock())));
+  await Promise.all(
+    handoff.runs().map(async (plan) => {
+      const now = deps.clock();
+      const { run } = plan;
+      try {
+        if (run.status === 'RUNNING') {
+          const given = await deps.leases.giveBack(
+            run.runId,
+            run.version,
+            now,
+            now + deps.config.redeliveryGraceSeconds * 1000,
+            deps.config.timeIndexShards,
+            'handed back: the worker that took it failed',
+          );
+          if (!given) return;
+        }
+        await sendPlannedRun(deps, plan, now);
+      } catch (error) {
+        logger.warn('a handed-off step run could not be sent back; its check-back recovers it', {
+          ...runFields(run),
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }),
+  );
 }
 
 /**

@@ -19,7 +19,8 @@ import { sendPlannedRun } from './send-planned-run';
 import { versionOf, workflowRunFields } from './workflow-versions';
 import { inputsFrom } from './step-results';
 import type { RunPayload } from '../domain/payload';
-import { handoffInScope } from './step-handoff';
+import { handoffInScope, leasedPlan } from './step-handoff';
+import type { RunPlan } from './plan-run';
 
 /**
  * After a step run's outcome was recorded (or its run cancelled): a final outcome is recorded on
@@ -255,14 +256,28 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
     );
     return [{ ...plan, extras: { ...plan.extras, budgetFrom: attempt } }];
   });
-  const created = await Promise.all(plans.map(async (plan) => ((await deps.runs.create(plan)) ? plan : null)));
-  // A worker running a step from its queue takes its dependants' runs to run itself (decision 0179).
+  // A worker running a step from its queue takes its dependants' runs to run itself (decision 0179),
+  // and writes them leased by it unless the tenant's in-flight limit wants a slot taken first.
   const handoff = handoffInScope();
-  for (const plan of created) {
-    if (!plan) continue;
-    deps.telemetry.runCreated(plan.run);
-    if (handoff?.take(plan)) deps.telemetry.runQueued(plan.run);
-    else await sendPlannedRun(deps, plan, now);
+  const leaseAhead = handoff !== undefined && (await deps.tenantLimits.of(run.tenantId)).maxInFlightRuns === null;
+  const lease = (plan: RunPlan): RunPlan => (leaseAhead && handoff ? leasedPlan(plan, handoff.owner, now, deps.config) : plan);
+  const toWrite = plans.map((plan) => {
+    const taken = handoff?.take(plan, lease);
+    return { plan: taken ?? plan, taken: taken !== null && taken !== undefined };
+  });
+  const created = await Promise.all(
+    toWrite.map(async ({ plan, taken }) => {
+      if (await deps.runs.create(plan)) return { plan, taken };
+      if (taken) handoff?.withdraw(plan.run.runId);
+      return null;
+    }),
+  );
+  for (const written of created) {
+    if (!written) continue;
+    deps.telemetry.runCreated(written.plan.run);
+    if (written.taken) {
+      if (written.plan.run.status === 'QUEUED') deps.telemetry.runQueued(written.plan.run);
+    } else await sendPlannedRun(deps, written.plan, now);
   }
   for (const [stepId, reason] of gone) {
     const state = stateOf(run, stepId);
@@ -273,8 +288,16 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
   // whose run was written after that read is retired here, so no step starts after a cancel.
   const after = await deps.workflowRuns.getRun(run.workflowId, run.workflowRunId);
   if (after?.status === 'CANCELLED') {
-    for (const plan of created) {
-      if (plan && (await deps.runs.retirePending(plan.run.runId, 'CANCELLED', 'the workflow run was cancelled', now))) {
+    for (const written of created) {
+      if (!written) continue;
+      const { plan } = written;
+      handoff?.withdraw(plan.run.runId);
+      const reason = 'the workflow run was cancelled';
+      const retired =
+        plan.run.status === 'RUNNING'
+          ? await deps.leases.cancelRunning(plan.run.runId, now, reason)
+          : await deps.runs.retirePending(plan.run.runId, 'CANCELLED', reason, now);
+      if (retired) {
         const stepId = parseStepJobId(plan.run.jobId)?.stepId;
         const state = stepId ? after.steps[stepId] : undefined;
         if (stepId && state?.status === 'STARTED') await recordStepEnd(deps, version.spec.name, after, stepId, state, plan.run, 'CANCELLED', now);

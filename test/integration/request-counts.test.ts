@@ -141,11 +141,12 @@ describe('requests per execution', () => {
       // run read, the step's outcome recorded with the dependants' claim in one write (decision
       // 0158), their parents' results read, their runs written, the workflow run read again; the
       // last step's outcome is written with the workflow run's end. The second step is run by the
-      // worker that ran the first (decision 0179): no message of its own, no visibility change, and
-      // one roll-up for the two (one invocation). Before: 2 sends, 2 visibility changes, 5 puts.
+      // worker that ran the first (decision 0179): written leased by it (no lease write), no message
+      // of its own, no visibility change, and one roll-up for the two (one invocation). Before: 2
+      // sends, 2 visibility changes, 5 puts, 7 updates.
       'dynamodb.GetItem': 6, // API 3, first step 2, second step 1
-      'dynamodb.UpdateItem': 7, // API 1 (rate counter), each step 3 (lease, outcome, step recorded with the claim or the end)
-      'dynamodb.PutItem': 4, // API 2 (workflow run, step run), the second step's run, the invocation's roll-up
+      'dynamodb.UpdateItem': 6, // API 1 (rate counter), first step 3 (lease, outcome, step recorded with the claim), second 2 (outcome, step recorded with the end)
+      'dynamodb.PutItem': 4, // API 2 (workflow run, step run), the second step's run (leased), the invocation's roll-up
       'dynamodb.BatchGetItem': 3, // each step's job, the first step's result for the second
       'sqs.SendMessageBatch': 1, // the root's, from the API
       'sqs.ChangeMessageVisibilityBatch': 1, // the root's message following its lease

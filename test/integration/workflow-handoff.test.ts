@@ -83,6 +83,31 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     return { ...deps, leases };
   }
 
+  /** A worker that finds every tenant under an in-flight limit: a run it takes is written QUEUED and leased when run. */
+  function withInFlightLimit(deps: SchedulerDeps): SchedulerDeps {
+    const tenantLimits = {
+      of: async (tenantId: string) => ({ ...(await deps.tenantLimits.of(tenantId)), maxInFlightRuns: 100 }),
+    } as unknown as SchedulerDeps['tenantLimits'];
+    return { ...deps, tenantLimits };
+  }
+
+  /** A worker whose process throws right after it recorded the named step's outcome (its dependants' runs written by then). */
+  function throwingAfterOutcome(deps: SchedulerDeps, stepId: string): SchedulerDeps {
+    const telemetry = new Proxy(deps.telemetry, {
+      get(store, property) {
+        const value = Reflect.get(store, property) as unknown;
+        if (typeof value !== 'function') return value;
+        const method = (value as (...args: unknown[]) => unknown).bind(store);
+        if (property !== 'runFinished') return method;
+        return (run: Run, ...rest: unknown[]) => {
+          if (parseStepJobId(run.jobId)?.stepId === stepId) throw new Error('process fault after the outcome');
+          return method(run, ...rest);
+        };
+      },
+    });
+    return { ...deps, telemetry };
+  }
+
   const until = () => Date.now() + 900_000;
 
   it('a worker with time left runs the dependants itself: the whole workflow in one call, no message sent but the root', async () => {
@@ -131,15 +156,31 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     expect(await drainDispatch()).toEqual([await runIdOf(path, 'second')]);
   });
 
-  it('a handed-off run whose lease fails is sent to the queue, and runs from there', async () => {
+  it('under an in-flight limit a handed-off run is leased when run; one whose lease fails is sent to the queue, and runs from there', async () => {
     const { path, tenantId } = await startRun('handoff-fault', [step('handoff-fault', 'first'), step('handoff-fault', 'second', ['first'])]);
     const first = await runIdOf(path, 'first');
     expect(await drainDispatch()).toEqual([first]);
 
-    const worker = failingFor(scheduler.workerDeps('worker-1'), 'lease', (runId) => runId !== first);
+    const worker = failingFor(withInFlightLimit(scheduler.workerDeps('worker-1')), 'lease', (runId) => runId !== first);
     expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
     const second = await runIdOf(path, 'second');
     expect((await scheduler.api('GET', `/v1/runs/${second}`)).body.status).toBe('QUEUED');
+    expect(await drainDispatch()).toEqual([second]);
+    expect(await executeRun(scheduler.workerDeps('worker-2'), second, { tenantId })).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  it('a worker whose execution throws after the outcome gives the runs it took back, and sends them', async () => {
+    const { path, tenantId } = await startRun('handoff-throws', [step('handoff-throws', 'first'), step('handoff-throws', 'second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+
+    const worker = throwingAfterOutcome(scheduler.workerDeps('worker-1'), 'first');
+    await expect(executeRun(worker, first, { tenantId, eagerUntil: until() })).rejects.toThrow('process fault after the outcome');
+    const second = await runIdOf(path, 'second');
+    // Written leased by worker-1, given back: QUEUED again, its message sent.
+    expect((await scheduler.api('GET', `/v1/runs/${second}`)).body).toMatchObject({ status: 'QUEUED', leaseOwner: 'worker-1' });
+    expect(callsOf('handoff-throws')).toEqual(['first']);
     expect(await drainDispatch()).toEqual([second]);
     expect(await executeRun(scheduler.workerDeps('worker-2'), second, { tenantId })).toBe('succeeded');
     expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');

@@ -3,7 +3,8 @@
 // offer is in scope only inside `offeringHandoff`.
 import { describe, expect, it } from 'vitest';
 import type { RunPlan } from '../../lambdas/app/plan-run';
-import { HANDOFF_MARGIN_MS, MAX_HANDED_OFF, StepHandoff, handoffInScope, offeringHandoff } from '../../lambdas/app/step-handoff';
+import { HANDOFF_MARGIN_MS, MAX_HANDED_OFF, StepHandoff, handoffInScope, leaseOfPlan, leasedPlan, offeringHandoff } from '../../lambdas/app/step-handoff';
+import { leaseCheckAt } from '../../lambdas/domain/time-gate';
 
 const NOW = Date.parse('2026-11-28T00:00:00Z');
 
@@ -14,34 +15,62 @@ function plan(runId: string, options: { leaseSeconds?: number; jobType?: string;
 }
 
 const poolOf = (jobType: string | undefined) => (jobType === 'gpu' ? 'gpu' : 'default');
-const handoff = (until: number, pool = 'default') => new StepHandoff({ until, pool, poolOf, clock: () => NOW });
+const handoff = (until: number, pool = 'default') => new StepHandoff({ until, pool, poolOf, clock: () => NOW, owner: 'worker-1' });
 
 describe('StepHandoff', () => {
   it('takes a due run of its pool whose lease ends before the invocation, with the margin', () => {
     const edge = NOW + 330_000 + HANDOFF_MARGIN_MS;
     const offer = handoff(edge);
-    expect(offer.take(plan('r1'))).toBe(true);
-    expect(handoff(edge - 1).take(plan('r1'))).toBe(false);
+    expect(offer.take(plan('r1'))).not.toBeNull();
+    expect(handoff(edge - 1).take(plan('r1'))).toBeNull();
     expect(offer.runs().map((taken) => taken.run.runId)).toEqual(['r1']);
   });
 
   it('declines a run of another pool, a run not due yet, and a run with no message to send', () => {
     const offer = handoff(NOW + 3_600_000);
-    expect(offer.take(plan('gpu', { jobType: 'gpu' }))).toBe(false);
-    expect(offer.take(plan('later', { availableAt: NOW + 1 }))).toBe(false);
-    expect(offer.take(plan('scheduled', { sent: false }))).toBe(false);
+    expect(offer.take(plan('gpu', { jobType: 'gpu' }))).toBeNull();
+    expect(offer.take(plan('later', { availableAt: NOW + 1 }))).toBeNull();
+    expect(offer.take(plan('scheduled', { sent: false }))).toBeNull();
     expect(offer.runs()).toEqual([]);
     // The gpu pool's worker takes the gpu run and not the default pool's.
     const gpu = handoff(NOW + 3_600_000, 'gpu');
-    expect(gpu.take(plan('gpu', { jobType: 'gpu' }))).toBe(true);
-    expect(gpu.take(plan('etl'))).toBe(false);
+    expect(gpu.take(plan('gpu', { jobType: 'gpu' }))).not.toBeNull();
+    expect(gpu.take(plan('etl'))).toBeNull();
   });
 
   it(`takes ${MAX_HANDED_OFF} at most: a wide fan-out's rest is sent`, () => {
     const offer = handoff(NOW + 3_600_000);
-    const taken = Array.from({ length: MAX_HANDED_OFF + 5 }, (_, index) => offer.take(plan(`r${index}`)));
+    const taken = Array.from({ length: MAX_HANDED_OFF + 5 }, (_, index) => offer.take(plan(`r${index}`)) !== null);
     expect(taken.filter(Boolean)).toHaveLength(MAX_HANDED_OFF);
     expect(taken.slice(MAX_HANDED_OFF)).toEqual([false, false, false, false, false]);
+    // A run withdrawn (its write found it written) frees its place.
+    offer.withdraw('r3');
+    expect(offer.runs()).toHaveLength(MAX_HANDED_OFF - 1);
+    expect(offer.take(plan('r-late'))).not.toBeNull();
+  });
+
+  it('keeps the run as its lease would make it, when it is written leased', () => {
+    const offer = handoff(NOW + 3_600_000);
+    const settings = { leaseMarginSeconds: 30, timeIndexShards: 4 };
+    const written = offer.take(plan('r1'), (taken) => leasedPlan(taken, offer.owner, NOW, settings));
+    expect(written?.run).toMatchObject({
+      status: 'RUNNING',
+      leaseOwner: 'worker-1',
+      leaseExpiresAt: new Date(NOW + 330_000).toISOString(),
+      startedAt: new Date(NOW).toISOString(),
+    });
+    expect(written?.extras.gate?.at).toBe(leaseCheckAt(NOW, settings));
+    expect(offer.runs()).toEqual([written]);
+  });
+
+  it('answers the lease of a run written leased as the lease write would', () => {
+    const base = plan('r1');
+    const leased = leasedPlan({ ...base, run: { ...base.run, version: 0 }, extras: { budgetFrom: 2, inputs: { parents: { a: 1 } } } }, 'worker-1', NOW, {
+      leaseMarginSeconds: 30,
+      timeIndexShards: 4,
+    });
+    expect(leaseOfPlan(leased)).toEqual({ kind: 'leased', run: leased.run, payloadOverride: undefined, budgetFrom: 2, inputs: { parents: { a: 1 } } });
+    expect(leased.run.version).toBe(1);
   });
 
   it('is offered only inside offeringHandoff, through its awaits, and not after', async () => {
