@@ -106,5 +106,11 @@ async function processNotificationMessage(
 export function createWorkerHandler(deps: SchedulerDeps) {
   return middy<SQSEvent, SQSBatchResponse, Error, Context>()
     .use(flushTelemetry(deps))
-    .handler((event, context) => processDispatchBatch(deps, event, { eagerUntil: deps.clock() + context.getRemainingTimeInMillis() }));
+    .handler((event, context) => processDispatchBatch(deps, event, eagerUntilOf(deps, context)));
+}
+
+/** When this invocation ends, from the Lambda context; none (nothing handed on) where a runtime does not say. */
+export function eagerUntilOf(deps: Pick<SchedulerDeps, 'clock'>, context: Pick<Context, 'getRemainingTimeInMillis'> | undefined): { eagerUntil?: number } {
+  const remaining = typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis() : Number.NaN;
+  return Number.isFinite(remaining) && remaining > 0 ? { eagerUntil: deps.clock() + remaining } : {};
 }
