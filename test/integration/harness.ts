@@ -4,7 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
@@ -394,6 +394,25 @@ export function tick(...args: Parameters<typeof tickUseCase>): ReturnType<typeof
 }
 
 /** The worker's use case for one run, run as the default pool's worker function (see `tick`). */
+/**
+ * Receives and deletes every waiting message of the default dispatch queue (for tests whose
+ * runtime's pollers are off), and answers the run ids they carried, in the order received.
+ */
+export async function drainDispatch(scheduler: Pick<Scheduler, 'clients' | 'config'>): Promise<string[]> {
+  const ids: string[] = [];
+  const queueUrl = scheduler.config.dispatchQueueUrl;
+  for (let empty = 0; empty < 2;) {
+    const received = await scheduler.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+    const messages = received.Messages ?? [];
+    if (messages.length === 0) empty++;
+    for (const message of messages) {
+      ids.push((JSON.parse(message.Body ?? '{}') as { runId: string }).runId);
+      await scheduler.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
+    }
+  }
+  return ids;
+}
+
 export function executeRun(...args: Parameters<typeof executeRunUseCase>): ReturnType<typeof executeRunUseCase> {
   return asFunction('worker:default', () => executeRunUseCase(...args));
 }

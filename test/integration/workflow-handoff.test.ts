@@ -5,12 +5,11 @@
 // holding a handed-off run's lease leaves it to the ticker, which recovers it as a lost worker's.
 // The runtime's own pollers are off: each test drives the messages itself.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { parseStepJobId } from '../../lambdas/domain/workflow-jobs';
 import type { Run } from '../../lambdas/domain/run';
 import type { Scheduler, TargetServer } from './harness';
-import { executeRun, startScheduler, startTarget, tick } from './harness';
+import { drainDispatch as drainQueue, executeRun, startScheduler, startTarget, tick } from './harness';
 
 describe('workflow steps handed to the worker that ran their parent', () => {
   let scheduler: Scheduler;
@@ -48,22 +47,8 @@ describe('workflow steps handed to the worker that ran their parent', () => {
       .map((call) => call.path.split('/').pop()!)
       .sort();
 
-  /** Receives every waiting dispatch message, and answers the run ids they carry. */
-  async function drainDispatch(): Promise<string[]> {
-    const ids: string[] = [];
-    for (let empty = 0; empty < 2;) {
-      const received = await scheduler.clients.sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: scheduler.config.dispatchQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
-      );
-      const messages = received.Messages ?? [];
-      if (messages.length === 0) empty++;
-      for (const message of messages) {
-        ids.push((JSON.parse(message.Body ?? '{}') as { runId: string }).runId);
-        await scheduler.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: scheduler.config.dispatchQueueUrl, ReceiptHandle: message.ReceiptHandle }));
-      }
-    }
-    return ids.sort();
-  }
+  /** Receives every waiting dispatch message, and answers the run ids they carry (sorted). */
+  const drainDispatch = async (): Promise<string[]> => (await drainQueue(scheduler)).sort();
 
   /** A worker whose lease or outcome writes fail for the runs `fails` picks (a store fault, or the worker's death). */
   function failingFor(deps: SchedulerDeps, operation: 'lease' | 'finishAttempt', fails: (runId: string, run: Run | null) => boolean): SchedulerDeps {

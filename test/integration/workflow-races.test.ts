@@ -5,9 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import type { Scheduler, TargetServer } from './harness';
-import { executeRun, startScheduler, startTarget, tick } from './harness';
+import { drainDispatch as drainQueue, executeRun, startScheduler, startTarget, tick } from './harness';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { workflowRunKey } from '../../lambdas/store/keys';
 import { continueWorkflow } from '../../lambdas/app/workflow-progress';
 import { startWorkflowRun } from '../../lambdas/app/workflow-runs';
@@ -68,21 +67,7 @@ describe('workflow runs under races', () => {
   const runIdOf = async (path: string, stepId: string): Promise<string> => (await scheduler.api('GET', path)).body.steps[stepId].runId as string;
 
   /** Receives every waiting dispatch message, and answers the run ids they carry. */
-  async function drainDispatch(): Promise<string[]> {
-    const ids: string[] = [];
-    for (let empty = 0; empty < 2;) {
-      const received = await scheduler.clients.sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: scheduler.config.dispatchQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
-      );
-      const messages = received.Messages ?? [];
-      if (messages.length === 0) empty++;
-      for (const message of messages) {
-        ids.push((JSON.parse(message.Body ?? '{}') as { runId: string }).runId);
-        await scheduler.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: scheduler.config.dispatchQueueUrl, ReceiptHandle: message.ReceiptHandle }));
-      }
-    }
-    return ids;
-  }
+  const drainDispatch = async (): Promise<string[]> => drainQueue(scheduler);
 
   it('two steps finishing at once on two workers start their common dependant exactly once', async () => {
     const workers = [scheduler.workerDeps('worker-1'), scheduler.workerDeps('worker-2')];
