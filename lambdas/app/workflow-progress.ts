@@ -2,17 +2,14 @@
 // the workflow run and starts what it unblocked (`advance`); the ticker's repair
 // (`repairWorkflowRun`) does the same for a workflow run whose progress stopped (a worker died
 // between the two). Every move is a conditional write of the workflow run item (store/workflows.ts).
+// A run's end is workflow-run-end.ts's; finding a step's runs, workflow-step-runs.ts's.
 import { logger } from '../core/logger';
 import type { Run, RunStatus } from '../domain/run';
 import type { WorkflowVersion } from '../domain/workflow';
 import type { ProgressPlan, StepEnd, StepState, WorkflowRun } from '../domain/workflow-run';
 import { planProgress, stepOutcomeOf } from '../domain/workflow-run';
-import { parseStepJobId, scheduleJobIdOf, stepJobOf, stepRunIdOf, storedStepInputs, workflowRunIdOf } from '../domain/workflow-jobs';
-import type { NotifyEvent } from '../domain/notify';
-import { wantedWorkflowEvent } from '../domain/notify';
+import { parseStepJobId, stepJobOf, stepRunIdOf, storedStepInputs, workflowRunIdOf } from '../domain/workflow-jobs';
 import type { SchedulerDeps } from './deps';
-import { wakeBuffered } from './occurrence-chain';
-import { notifyWorkflowRunEnd } from './notifications';
 import { runFields } from './run-log';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
@@ -20,6 +17,8 @@ import { versionOf, workflowRunFields } from './workflow-versions';
 import { inputsFrom } from './step-results';
 import type { RunPayload } from '../domain/payload';
 import { handoffInScope, leasedPlan } from './step-handoff';
+import { notifyEnd, notifyMark, workflowRunEnded } from './workflow-run-end';
+import { currentStepRun, newestStepRuns } from './workflow-step-runs';
 import type { RunPlan } from './plan-run';
 
 /**
@@ -307,30 +306,6 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
   return after ?? run;
 }
 
-/** How far past a step's recorded attempt its newest run is looked for (retries and replays add attempts). */
-const ATTEMPTS_LOOKED_AHEAD = 20;
-
-/** The newest run written of each step given (a retry or a replay is a new run of a later attempt), in one batch read. */
-export async function newestStepRuns(deps: SchedulerDeps, run: WorkflowRun, steps: readonly (readonly [string, StepState])[]): Promise<Map<string, Run>> {
-  if (steps.length === 0) return new Map();
-  const ids = steps.flatMap(([stepId, state]) =>
-    Array.from({ length: ATTEMPTS_LOOKED_AHEAD + 1 }, (_, index) => stepRunIdOf(run, stepId, state.attempt + index)),
-  );
-  const newest = new Map<string, Run>();
-  for (const candidate of await deps.runs.getMany(ids)) {
-    const stepId = parseStepJobId(candidate.jobId)?.stepId;
-    if (stepId === undefined) continue;
-    const known = newest.get(stepId);
-    if (!known || candidate.attempt > known.attempt) newest.set(stepId, candidate);
-  }
-  return newest;
-}
-
-/** The step's current run: its newest attempt written. */
-export async function currentStepRun(deps: SchedulerDeps, run: WorkflowRun, stepId: string, state: StepState): Promise<Run | null> {
-  return (await newestStepRuns(deps, run, [[stepId, state]])).get(stepId) ?? null;
-}
-
 /**
  * Records the outcome of each of the given steps still STARTED whose run has ended (its
  * continuation was never made, or found the workflow run not running), then moves the run on.
@@ -353,66 +328,6 @@ export async function recordEndedSteps(deps: SchedulerDeps, version: WorkflowVer
     }
   }
   return moved ? advance(deps, version, run) : run;
-}
-
-export async function cancelStepRun(deps: SchedulerDeps, run: Run, now: number): Promise<boolean> {
-  const reason = 'the workflow run was cancelled';
-  const cancelled =
-    run.status === 'RUNNING' ? await deps.leases.cancelRunning(run.runId, now, reason) : await deps.runs.retirePending(run.runId, 'CANCELLED', reason, now);
-  if (cancelled) deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
-  return cancelled || run.status === 'CANCELLED';
-}
-
-/**
- * The notification a workflow run's end raises, marked by the end's write with a check-back, so that
- * the ticker makes it should its writer stop before it does (decision 0148).
- */
-export function notifyMark(
-  deps: SchedulerDeps,
-  version: WorkflowVersion | null,
-  status: 'SUCCEEDED' | 'FAILED' | 'CANCELLED',
-  now: number,
-): { event: NotifyEvent; checkBackAt: number } | undefined {
-  const event = wantedWorkflowEvent(version?.spec.notify, status);
-  return event ? { event, checkBackAt: now + deps.config.redeliveryGraceSeconds * 1000 } : undefined;
-}
-
-/**
- * Makes the notification of a workflow run's end, then clears its mark. Never throws, and never
- * delays the workflow run (it has ended): a failure is the ticker's to make good.
- */
-async function notifyEnd(deps: SchedulerDeps, version: WorkflowVersion, run: WorkflowRun, options: { resend?: boolean } = {}): Promise<void> {
-  const notify = version.spec.notify;
-  const event = run.status === 'RUNNING' ? null : wantedWorkflowEvent(notify, run.status);
-  if (!notify || !event) return;
-  try {
-    await notifyWorkflowRunEnd(deps, { workflowId: run.workflowId, name: version.spec.name, type: version.spec.type }, notify, run, event, options);
-    await deps.workflowRuns.notified(run, event);
-  } catch (error) {
-    logger.warn("a workflow run's notification was not made; the ticker makes it", {
-      ...workflowRunFields(run),
-      event,
-      error: error instanceof Error ? error.message : String(error),
-    });
-  }
-}
-
-/** After the one write that ended a workflow run: counted, logged, a scheduled one's buffered next occurrence woken, and notified. */
-export async function workflowRunEnded(deps: SchedulerDeps, version: WorkflowVersion | null, run: WorkflowRun, now: number): Promise<void> {
-  deps.telemetry.workflowRunEnded(run, version?.spec.name ?? run.workflowId, now - Date.parse(run.scheduledFor));
-  logger.info('workflow run ended', { ...workflowRunFields(run), status: run.status, failedSteps: run.failedSteps });
-  // Under buffer-one the next occurrence waits for this run to end (overlap policies, decision 0147).
-  if (run.trigger === 'schedule') {
-    try {
-      await wakeBuffered(deps, scheduleJobIdOf(run.workflowId), now);
-    } catch (error) {
-      logger.warn('could not wake the occurrence buffered behind this workflow run; it looks again within 30 s', {
-        ...workflowRunFields(run),
-        error: error instanceof Error ? error.message : String(error),
-      });
-    }
-  }
-  if (version) await notifyEnd(deps, version, run);
 }
 
 /**

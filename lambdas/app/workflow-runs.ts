@@ -17,18 +17,9 @@ import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './create-rate';
 import { runFields } from './run-log';
-import {
-  advance,
-  cancelStepRun,
-  currentStepRun,
-  newestStepRuns,
-  notifyMark,
-  openWorkflowRun,
-  recordEndedSteps,
-  recordStepEnd,
-  withOpeningMoves,
-  workflowRunEnded,
-} from './workflow-progress';
+import { advance, openWorkflowRun, recordEndedSteps, recordStepEnd, withOpeningMoves } from './workflow-progress';
+import { notifyMark, workflowRunEnded } from './workflow-run-end';
+import { cancelStepRun, currentStepRun, newestStepRuns } from './workflow-step-runs';
 import { liveWorkflow, tenantWorkflow, versionOf, workflowRunFields } from './workflow-versions';
 
 /** Starts a run of the workflow's newest version now (a manual trigger); counted as a create. */
