@@ -268,6 +268,32 @@ async function main(): Promise<number> {
         row.startLag = lags(runs.slice(0, 1));
         row.detail = `${call.bodyBytes} bytes delivered`;
       }),
+      scenario('workflow: each step started by the worker that ran its parent (decision 0179)', async (row) => {
+        const step = (id: string, dependsOn: string[] = []) => ({ id, target: { kind: 'http', url: `${target!.url}/wf-${id}` }, dependsOn });
+        const created = await api('POST', '/v1/workflows', {
+          name: 'deploy-chain',
+          type: 'deploy-test',
+          steps: [step('a'), step('b', ['a']), step('c', ['b'])],
+        });
+        check(created.status === 201, `POST /v1/workflows: ${created.status} ${JSON.stringify(created.body)}`);
+        const started = await api('POST', `/v1/workflows/${created.body.workflowId}/runs`);
+        check(started.status === 202, `POST /v1/workflows/{id}/runs: ${started.status} ${JSON.stringify(started.body)}`);
+        const done = await eventually(
+          'the workflow run SUCCEEDED',
+          () => api('GET', `/v1/workflows/${created.body.workflowId}/runs/${started.body.workflowRunId}`),
+          (answer) => answer.body?.status === 'SUCCEEDED' || answer.body?.status === 'FAILED',
+          120_000,
+          2_000,
+        );
+        check(done.body.status === 'SUCCEEDED', `the workflow run ended ${done.body.status}: ${JSON.stringify(done.body.steps)}`);
+        // A step handed on is put already leased: it was never queued apart from its start.
+        const after = await Promise.all(['b', 'c'].map(async (id) => (await api('GET', `/v1/runs/${done.body.steps[id].runId}`)).body as RunBody));
+        check(
+          after.every((run) => run.status === 'SUCCEEDED' && run.startedAt === run.enqueuedAt),
+          `steps b and c were not started by their parent's worker: ${JSON.stringify(after.map((run) => [run.status, run.enqueuedAt, run.startedAt, run.leaseOwner]))}`,
+        );
+        row.detail = `b and c leased at their write by ${String(after[0]?.leaseOwner)}`;
+      }),
       scenario('delay 60 s', async (row) => {
         const createdAt = Date.now();
         const jobId = await create(http('delay-60', { kind: 'delay', seconds: 60 }));
