@@ -18,7 +18,7 @@ import { inputsFrom } from './step-results';
 import type { RunPayload } from '../domain/payload';
 import { handoffInScope, leasedPlan } from './step-handoff';
 import { notifyEnd, notifyMark, workflowRunEnded } from './workflow-run-end';
-import { currentStepRun, newestStepRuns } from './workflow-step-runs';
+import { cancelStepRun, currentStepRun, newestStepRuns } from './workflow-step-runs';
 import type { RunPlan } from './plan-run';
 
 /**
@@ -261,8 +261,8 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
   const leaseAhead = handoff !== undefined && (await deps.tenantLimits.of(run.tenantId)).maxInFlightRuns === null;
   const lease = (plan: RunPlan): RunPlan => (leaseAhead && handoff ? leasedPlan(plan, handoff.owner, now, deps.config) : plan);
   const toWrite = plans.map((plan) => {
-    const taken = handoff?.take(plan, lease);
-    return { plan: taken ?? plan, taken: taken !== null && taken !== undefined };
+    const taken = handoff?.take(plan, lease) ?? null;
+    return taken ? { plan: taken, taken: true } : { plan, taken: false };
   });
   const created = await Promise.all(
     toWrite.map(async ({ plan, taken }) => {
@@ -291,12 +291,8 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
       if (!written) continue;
       const { plan } = written;
       handoff?.withdraw(plan.run.runId);
-      const reason = 'the workflow run was cancelled';
-      const retired =
-        plan.run.status === 'RUNNING'
-          ? await deps.leases.cancelRunning(plan.run.runId, now, reason)
-          : await deps.runs.retirePending(plan.run.runId, 'CANCELLED', reason, now);
-      if (retired) {
+      // Written QUEUED, or RUNNING when written leased for this worker to run (decision 0179).
+      if (await cancelStepRun(deps, plan.run, now)) {
         const stepId = parseStepJobId(plan.run.jobId)?.stepId;
         const state = stepId ? after.steps[stepId] : undefined;
         if (stepId && state?.status === 'STARTED') await recordStepEnd(deps, version.spec.name, after, stepId, state, plan.run, 'CANCELLED', now);
