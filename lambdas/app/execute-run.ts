@@ -140,7 +140,8 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
       return 'duplicate';
     case 'held': {
       const remainingMs = lease.run.leaseExpiresAt ? Date.parse(lease.run.leaseExpiresAt) - deps.clock() : Infinity;
-      if (message.receiptHandle && remainingMs <= HELD_RECHECK_WINDOW_MS) {
+      // A handed-off run's receipt handle is its parent's message, not its own (decision 0179).
+      if (message.receiptHandle && !message.handedOff && remainingMs <= HELD_RECHECK_WINDOW_MS) {
         // Back just after the lease ends: if its worker is gone by then, this message recovers the run.
         await deps.dispatch.setVisibility(message.receiptHandle, Math.max(0, Math.ceil(remainingMs / 1000)) + VISIBILITY_SLACK_SECONDS, message.queueUrl);
         logger.info('run is leased by another worker until shortly; message kept for a recheck', {

@@ -142,13 +142,20 @@ export interface HandoffRunners {
  * just been received: one written leased is executed under that lease, another within its tenant's
  * in-flight limit and leased first; each is free to hand off its own dependants. The message of
  * the run that handed them off is deleted when the invocation ends: the heartbeats of the longest
- * of them keep it hidden until then (a message come back would be a duplicate of a finished run).
- * No message follows their leases: a worker lost while it runs them is found by their leases'
- * check-backs, within a tick of the lease's end. A run that fails here before its lease is sent.
+ * of them of the parent's lane keep it hidden until then (a message come back is a duplicate of a
+ * finished run, dropped). No message follows their leases: a worker lost while it runs them is
+ * found by their leases' check-backs, within a tick of the lease's end. A run written leased is
+ * read again first: one a cancel ended since its write is not run. A run that fails here before
+ * its lease is sent.
  */
 export async function runHandedOff(deps: SchedulerDeps, plans: readonly RunPlan[], message: DispatchContext, runners: HandoffRunners): Promise<void> {
   if (plans.length === 0) return;
-  const longest = plans.reduce((held, plan) => (plan.run.leaseSeconds > held.run.leaseSeconds ? plan : held));
+  // Each run's own lane (its pool is the parent's; its priority may not be): a deferral goes there.
+  const laneOf = (plan: RunPlan): string => deps.dispatch.queueUrlFor(plan.dispatch?.jobType, plan.dispatch?.priority);
+  // The parent's receipt handle goes with the longest lease among those of the parent's lane, whose
+  // heartbeats then keep the parent's message hidden (the handle is that queue's).
+  const sameLane = message.queueUrl === undefined ? [] : plans.filter((plan) => laneOf(plan) === message.queueUrl);
+  const longest = sameLane.reduce<RunPlan | undefined>((held, plan) => (held && held.run.leaseSeconds >= plan.run.leaseSeconds ? held : plan), undefined);
   await Promise.all(
     plans.map(async (plan) => {
       const { run } = plan;
@@ -157,11 +164,11 @@ export async function runHandedOff(deps: SchedulerDeps, plans: readonly RunPlan[
         traceparent: run.traceparent,
         eagerUntil: message.eagerUntil,
         handedOff: true,
-        // Its parent's queue: the same pool (a deferral goes back there); the receipt handle is that queue's.
-        ...(message.queueUrl ? { queueUrl: message.queueUrl } : {}),
+        queueUrl: laneOf(plan),
         ...(plan === longest && message.receiptHandle ? { receiptHandle: message.receiptHandle } : {}),
       };
       try {
+        if (run.status === 'RUNNING' && !(await stillLeased(deps, run))) return;
         const result =
           run.status === 'RUNNING' ? await runners.executeLeased(deps, leaseOfPlan(plan), context) : await runners.executeRun(deps, run.runId, context);
         logger.debug('handed-off step run executed', { ...runFields(run), result });
@@ -170,6 +177,18 @@ export async function runHandedOff(deps: SchedulerDeps, plans: readonly RunPlan[
       }
     }),
   );
+}
+
+/**
+ * Whether a run written leased for this worker is so still, read just before it runs: a cancel (of
+ * the run, or of its workflow run) that ended it since its write is honoured, and its target is not
+ * called, as a cancel before a lease write has that lease refused.
+ */
+async function stillLeased(deps: SchedulerDeps, run: RunPlan['run']): Promise<boolean> {
+  const stored = await deps.runs.get(run.runId);
+  if (stored?.status === 'RUNNING' && stored.version === run.version && stored.leaseOwner === run.leaseOwner) return true;
+  logger.info('a handed-off step run changed before it started; not run', { ...runFields(run), status: stored?.status ?? 'missing' });
+  return false;
 }
 
 /**

@@ -266,9 +266,15 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
   });
   const created = await Promise.all(
     toWrite.map(async ({ plan, taken }) => {
-      if (await deps.runs.create(plan)) return { plan, taken };
-      if (taken) handoff?.withdraw(plan.run.runId);
-      return null;
+      let written = false;
+      try {
+        written = await deps.runs.create(plan);
+      } finally {
+        // A run taken whose write was refused or failed is not this worker's to run: a failed write
+        // may not have landed, and its step is the ticker's to repair (`repairWorkflowRun`).
+        if (taken && !written) handoff?.withdraw(plan.run.runId);
+      }
+      return written ? { plan, taken } : null;
     }),
   );
   for (const written of created) {

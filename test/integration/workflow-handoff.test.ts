@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { parseStepJobId } from '../../lambdas/domain/workflow-jobs';
+import type { RunPlan } from '../../lambdas/app/plan-run';
 import type { Run } from '../../lambdas/domain/run';
 import type { Scheduler, TargetServer } from './harness';
 import { drainDispatch as drainQueue, executeRun, startScheduler, startTarget, tick } from './harness';
@@ -169,6 +170,56 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     expect(await drainDispatch()).toEqual([second]);
     expect(await executeRun(scheduler.workerDeps('worker-2'), second, { tenantId })).toBe('succeeded');
     expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  /** A worker whose writes of new runs go through `around` (which calls `create` itself, or not). */
+  function aroundCreate(deps: SchedulerDeps, around: (create: () => Promise<boolean>, plan: RunPlan) => Promise<boolean>): SchedulerDeps {
+    const runs = new Proxy(deps.runs, {
+      get(store, property) {
+        const value = Reflect.get(store, property) as unknown;
+        if (typeof value !== 'function') return value;
+        const method = (value as (...args: unknown[]) => unknown).bind(store);
+        if (property !== 'create') return method;
+        return (plan: RunPlan) => around(() => method(plan) as Promise<boolean>, plan);
+      },
+    });
+    return { ...deps, runs };
+  }
+
+  it('a dependant whose run a cancel ended between its write and its start is not run', async () => {
+    const { path, tenantId } = await startRun('handoff-cancelled', [step('handoff-cancelled', 'first'), step('handoff-cancelled', 'second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+
+    // The run is cancelled through the API just after its write: after the cancel check that follows
+    // the writes, before the worker runs it.
+    const worker = aroundCreate(scheduler.workerDeps('worker-1'), async (create, plan) => {
+      const written = await create();
+      if (written && parseStepJobId(plan.run.jobId)?.stepId === 'second') {
+        expect((await scheduler.api('POST', `/v1/runs/${plan.run.runId}/cancel`)).status).toBe(200);
+      }
+      return written;
+    });
+    expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
+    const second = await runIdOf(path, 'second');
+    expect((await scheduler.api('GET', `/v1/runs/${second}`)).body).toMatchObject({ status: 'CANCELLED' });
+    expect(callsOf('handoff-cancelled')).toEqual(['first']);
+    expect(await drainDispatch()).toEqual([]);
+  });
+
+  it('a dependant whose write failed is not run: its step is left to the repair', async () => {
+    const { path, tenantId } = await startRun('handoff-unwritten', [step('handoff-unwritten', 'first'), step('handoff-unwritten', 'second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+
+    const worker = aroundCreate(scheduler.workerDeps('worker-1'), (create, plan) =>
+      parseStepJobId(plan.run.jobId)?.stepId === 'second' ? Promise.reject(new Error('store unavailable')) : create(),
+    );
+    expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
+    const second = await runIdOf(path, 'second');
+    expect((await scheduler.api('GET', `/v1/runs/${second}`)).status).toBe(404);
+    expect(callsOf('handoff-unwritten')).toEqual(['first']);
+    expect(await drainDispatch()).toEqual([]);
   });
 
   it('a worker that dies holding a handed-off run: no message, and the ticker recovers it once its lease has ended', async () => {

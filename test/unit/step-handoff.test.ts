@@ -2,8 +2,19 @@
 // lease ends before its invocation does (with the margin for the outcome), ten at most; and the
 // offer is in scope only inside `offeringHandoff`.
 import { describe, expect, it } from 'vitest';
+import type { SchedulerDeps } from '../../lambdas/app/deps';
+import type { DispatchContext } from '../../lambdas/app/execute-run';
 import type { RunPlan } from '../../lambdas/app/plan-run';
-import { HANDOFF_MARGIN_MS, MAX_HANDED_OFF, StepHandoff, handoffInScope, leaseOfPlan, leasedPlan, offeringHandoff } from '../../lambdas/app/step-handoff';
+import {
+  HANDOFF_MARGIN_MS,
+  MAX_HANDED_OFF,
+  StepHandoff,
+  handoffInScope,
+  leaseOfPlan,
+  leasedPlan,
+  offeringHandoff,
+  runHandedOff,
+} from '../../lambdas/app/step-handoff';
 import { leaseCheckAt } from '../../lambdas/domain/time-gate';
 
 const NOW = Date.parse('2026-11-28T00:00:00Z');
@@ -82,5 +93,35 @@ describe('StepHandoff', () => {
     });
     expect(seen).toBe(offer);
     expect(handoffInScope()).toBeUndefined();
+  });
+});
+
+describe('runHandedOff', () => {
+  const lanes: Record<string, string> = { high: 'q-high', normal: 'q-standard' };
+  function queuedPlan(runId: string, priority: 'high' | 'normal', leaseSeconds: number): RunPlan {
+    const run = { runId, tenantId: 't1', leaseSeconds, status: 'QUEUED', priority };
+    return { run, extras: {}, dispatch: { runId, tenantId: 't1', availableAt: NOW, jobType: 'etl', priority } } as unknown as RunPlan;
+  }
+  const deps = {
+    dispatch: { queueUrlFor: (_jobType: string | undefined, priority: string | undefined) => lanes[priority ?? 'normal'] },
+  } as unknown as SchedulerDeps;
+
+  it("runs each in its own lane, and gives the parent's receipt handle only to the longest lease of the parent's lane", async () => {
+    const seen = new Map<string, DispatchContext>();
+    const executeRun = (_deps: SchedulerDeps, runId: string, context: DispatchContext) => {
+      seen.set(runId, context);
+      return Promise.resolve('succeeded' as const);
+    };
+    const executeLeased = () => Promise.reject(new Error('none is leased'));
+    const parent: DispatchContext = { tenantId: 't1', queueUrl: 'q-standard', receiptHandle: 'parent-handle', eagerUntil: NOW + 3_600_000 };
+    // The high-priority run has the longest lease, but the handle is the standard lane's message.
+    await runHandedOff(deps, [queuedPlan('r-high', 'high', 900), queuedPlan('r-short', 'normal', 60), queuedPlan('r-long', 'normal', 330)], parent, {
+      executeRun,
+      executeLeased,
+    });
+    expect(seen.get('r-high')).toMatchObject({ queueUrl: 'q-high', handedOff: true });
+    expect(seen.get('r-high')?.receiptHandle).toBeUndefined();
+    expect(seen.get('r-short')?.receiptHandle).toBeUndefined();
+    expect(seen.get('r-long')).toMatchObject({ queueUrl: 'q-standard', receiptHandle: 'parent-handle' });
   });
 });
