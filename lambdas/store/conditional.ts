@@ -4,8 +4,8 @@
 // of its items rather than by their positions, and a transaction that DynamoDB cancels for a
 // conflict with another one in flight is tried again by one policy.
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient, PutCommandInput, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Item } from './keys';
 
@@ -200,6 +200,28 @@ export async function ifHeld<T>(write: () => Promise<T>): Promise<Conditional<T>
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
     // The document client does not translate the item carried by the exception.
     return { held: false, item: error.Item ? unmarshall(error.Item) : undefined };
+  }
+}
+
+/**
+ * A put of a new item under a fresh key (a new id, which no other writer uses), conditioned on the
+ * key being free. The store client tries a write again when its answer is lost (a connection reset,
+ * a 500), and the first try may have landed: the retry then meets the item it wrote, and its
+ * condition fails. Such a refusal is read back (consistently): when the item there is this put's
+ * (`mine`: the same creation), the put is taken as made. Any other refusal is thrown.
+ */
+export async function putFresh(
+  dynamo: DynamoDBDocumentClient,
+  input: PutCommandInput & { readonly Item: Item },
+  key: Item,
+  mine: (stored: Item, written: Item) => boolean,
+): Promise<void> {
+  try {
+    await dynamo.send(new PutCommand({ ...input, ...conditionExpressions(IF_NEW) }));
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    const { Item: stored } = await dynamo.send(new GetCommand({ TableName: input.TableName, Key: key, ConsistentRead: true }));
+    if (!stored || !mine(stored, input.Item)) throw error;
   }
 }
 

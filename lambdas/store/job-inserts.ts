@@ -5,10 +5,10 @@
 // name unique within the tenant, unless the create has an Idempotency-Key (decision 0173).
 // JobsRepository's `insert` is this module's.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { TransactionResult, TransactItem } from './conditional';
-import { absentOr, conditionExpressions, IF_NEW, lessThan, transactRetryingConflicts, updateExpressions } from './conditional';
+import { absentOr, conditionExpressions, IF_NEW, lessThan, putFresh, transactRetryingConflicts, updateExpressions } from './conditional';
 import type { Job, JobStatus } from '../domain/job';
 import { isUnnamed } from '../domain/job';
 import type { Run } from '../domain/run';
@@ -34,6 +34,9 @@ export interface NewRun {
 export function writesRunAhead(job: Pick<Job, 'status' | 'schedule' | 'target'>, run: Pick<Run, 'status'>): boolean {
   return job.schedule.kind === 'now' && job.status === 'COMPLETED' && job.target.kind !== 'external' && run.status === 'QUEUED';
 }
+
+/** Whether an item found under a fresh key is the one written there (the same creation instant). */
+const sameCreation = (stored: Record<string, unknown>, written: Record<string, unknown>): boolean => stored.createdAt === written.createdAt;
 
 /** Jobs that count against a tenant's active-jobs limit. */
 export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
@@ -127,7 +130,7 @@ export class JobInserts {
     // condition: tried again, the conditions decide (a retry of one create then meets the winner's
     // idempotency record and replays it). A cancelled transaction wrote nothing: after the last try
     // the caller is told to come back (a 429), never answered with a 500 (decision 0043).
-    if (ahead) await this.dynamo.send(new PutCommand({ TableName: this.runsTable, Item: runToItem(ahead.run, ahead.extras), ...ifNew }));
+    if (ahead) await putFresh(this.dynamo, { TableName: this.runsTable, Item: runToItem(ahead.run, ahead.extras) }, runKey(ahead.run.runId), sameCreation);
     if (guardAhead && (await this.names.take(job, job.createdAt, Date.parse(job.createdAt))) === 'held') {
       if (ahead) await this.discardRunAhead(ahead.run);
       return { kind: 'name-taken' };
@@ -155,9 +158,13 @@ export class JobInserts {
    */
   private async writeNewJob(items: Record<string, TransactItem>, ahead: Run | null, named: Job | null): Promise<TransactionResult> {
     const { job, ...guards } = items;
-    if (Object.keys(guards).length > 0 || !job?.Put) return transactRetryingConflicts(this.dynamo, items, MAX_INSERT_ATTEMPTS);
+    const put = job?.Put;
+    if (Object.keys(guards).length > 0 || !put?.Item) return transactRetryingConflicts(this.dynamo, items, MAX_INSERT_ATTEMPTS);
+    const item = put.Item;
     try {
-      await this.dynamo.send(new PutCommand(job.Put));
+      // A retried put that meets its own first try counts as made (`putFresh`): a job with its run
+      // and name must never be left behind with both taken away.
+      await putFresh(this.dynamo, { TableName: put.TableName, Item: item }, { pk: item.pk, sk: item.sk }, sameCreation);
       return { committed: true };
     } catch (error) {
       // Certainly not written (a job id taken, which a new id never is): the run and the name's

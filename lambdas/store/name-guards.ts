@@ -41,6 +41,8 @@ export class NameGuards {
   async take(job: Holder, takenAt: string, now: number): Promise<NameTake> {
     if (await this.put(job, takenAt)) return 'taken';
     const guard = await this.read(job);
+    // This create's own guard: a put tried again after its answer was lost had landed the first time.
+    if (guard?.jobId === job.jobId) return 'taken';
     if (guard !== null) {
       if (!(await this.isOrphaned(guard, now))) return 'held';
       await this.deleteOrphan(job, guard);

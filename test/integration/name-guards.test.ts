@@ -7,7 +7,7 @@ import { jobKey, jobNameKey } from '../../lambdas/store/keys';
 import { ORPHANED_GUARD_AFTER_MS } from '../../lambdas/store/name-guards';
 import type { Scheduler, TargetServer } from './harness';
 import { jobBody, startScheduler, startTarget } from './harness';
-import { startApiFailingJobWrites } from './support/failing-api';
+import { startApiFailingJobWrites, startApiRepeatingPuts } from './support/failing-api';
 
 describe("a job name's guard, taken before the job", () => {
   let scheduler: Scheduler;
@@ -94,6 +94,30 @@ describe("a job name's guard, taken before the job", () => {
     expect(answers.map((answer) => answer.status).sort()).toEqual([201, 409]);
     const created = answers.find((answer) => answer.status === 201)!.body.job;
     expect((await guardOf('half-created'))?.jobId).toBe(created.jobId);
+  });
+
+  it.each([
+    ['the job', ['JOB#'], 'retried-job'],
+    ['the guard', ['JOBNAME#'], 'retried-guard'],
+    ['the guard, the run and the job', ['JOBNAME#', 'RUN#', 'JOB#'], 'retried-all'],
+  ])('a create whose put of %s was tried again after it landed (its answer lost) is created, with its guard and its run', async (_, prefixes, name) => {
+    // The store client's retry meets the item its first try wrote.
+    const api = await startApiRepeatingPuts(scheduler, prefixes);
+    let created: { jobId: string; nextRunId: string };
+    try {
+      const response = await api.create(jobBody(target.url, { name }));
+      const body = (await response.json()) as { job: { jobId: string; nextRunId: string } };
+      expect(response.status, JSON.stringify(body)).toBe(201);
+      expect(api.failedJobWrites()).toBe(prefixes.length);
+      created = body.job;
+    } finally {
+      await api.stop();
+    }
+    expect((await guardOf(name))?.jobId).toBe(created.jobId);
+    expect((await scheduler.api('GET', `/v1/jobs/${created.jobId}`)).status).toBe(200);
+    expect((await scheduler.api('GET', `/v1/runs/${created.nextRunId}`)).status).toBe(200);
+    // The name is held by that job alone.
+    expect((await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name }))).status).toBe(409);
   });
 
   it('is never taken over when written in a transaction with its job (no time), even without its job', async () => {

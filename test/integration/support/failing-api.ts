@@ -14,16 +14,16 @@ interface Stack {
 export interface FailingApi {
   /** POSTs a job create to this API, with the scheduler's key. */
   create(body: unknown): Promise<Response>;
-  /** How many job writes failed so far. */
+  /** How many writes the fault touched so far (failed, or sent twice). */
   failedJobWrites(): number;
   stop(): Promise<void>;
 }
 
 /** Starts an API (no workers, no ticker) whose `PutItem` of a job item (`JOB#…`) fails. */
 export async function startApiFailingJobWrites(scheduler: Scheduler): Promise<FailingApi> {
-  const clients = createAwsClients();
   let failed = 0;
-  (clients.dynamo.middlewareStack as unknown as Stack).add(
+  return startApiWith(
+    scheduler,
     (next, context) => async (args) => {
       const item = args.input.Item as Record<string, unknown> | undefined;
       if (context.commandName === 'PutItemCommand' && typeof item?.pk === 'string' && item.pk.startsWith('JOB#')) {
@@ -32,8 +32,38 @@ export async function startApiFailingJobWrites(scheduler: Scheduler): Promise<Fa
       }
       return next(args);
     },
-    { step: 'initialize', name: 'failJobWrite' },
+    () => failed,
   );
+}
+
+/**
+ * Starts an API whose `PutItem`s of items under the given key prefixes land and are then sent once
+ * more, the second answer being the one the caller sees: as the store client's retry of a write
+ * whose first answer was lost (a connection reset after the write, a 500) meets its own item.
+ */
+export async function startApiRepeatingPuts(scheduler: Scheduler, prefixes: readonly string[]): Promise<FailingApi> {
+  let repeated = 0;
+  return startApiWith(
+    scheduler,
+    (next, context) => async (args) => {
+      const item = args.input.Item as Record<string, unknown> | undefined;
+      if (context.commandName !== 'PutItemCommand' || typeof item?.pk !== 'string' || !prefixes.some((prefix) => String(item.pk).startsWith(prefix)))
+        return next(args);
+      await next(args);
+      repeated++;
+      return next(args);
+    },
+    () => repeated,
+  );
+}
+
+async function startApiWith(
+  scheduler: Scheduler,
+  middleware: (next: Handler, context: { commandName?: string }) => Handler,
+  affected: () => number,
+): Promise<FailingApi> {
+  const clients = createAwsClients();
+  (clients.dynamo.middlewareStack as unknown as Stack).add(middleware, { step: 'initialize', name: 'faultyWrite' });
   const deps = createDeps(scheduler.config, clients, { workerId: `${scheduler.prefix}-api`, metricSink: () => undefined });
   const api = await startLocalRuntime({ deps, clients: scheduler.clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
   return {
@@ -43,7 +73,7 @@ export async function startApiFailingJobWrites(scheduler: Scheduler): Promise<Fa
         headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },
         body: JSON.stringify(body),
       }),
-    failedJobWrites: () => failed,
+    failedJobWrites: affected,
     stop: () => api.stop(),
   };
 }
