@@ -82,7 +82,10 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
 /** Gives the lease back and sends the run's message again for `until`. */
 async function wait(deps: SchedulerDeps, run: Run, message: DispatchContext, until: number, reason: string): Promise<KeyedFlow> {
   const now = deps.clock();
-  if (!(await deps.leases.giveBack(run.runId, run.version, now, checkBackAt(until, now, deps.config), deps.config.timeIndexShards, reason))) {
+  // Admitted already (its chain moved on): leased again, it runs as it is.
+  if (
+    !(await deps.leases.giveBack(run.runId, run.version, now, checkBackAt(until, now, deps.config), deps.config.timeIndexShards, reason, { admitted: true }))
+  ) {
     return { kind: 'fenced' };
   }
   const deferrals = (message.deferrals ?? 0) + 1;

@@ -34,12 +34,13 @@ export class RunClaims {
    * Hands a leased run of an external target to external workers: RUNNING -> QUEUED (fenced by the
    * leased version) with an entry in the claimable index. It waits there, without a check-back (the
    * lease's leaves the time index: a QUEUED entry there would be sent and leased again), until a
-   * worker claims it.
+   * worker claims it. Admitted already, it forgets the run its job pointed at when it was planned
+   * (as `RunLeases.giveBack` with `admitted`): a duplicate message that leases it runs it as it is.
    */
   async offer(run: Run, now: number): Promise<boolean> {
     return updateIf(this.dynamo, this.tableName, runKey(run.runId), {
       set: { status: 'QUEUED', updatedAt: new Date(now).toISOString(), claimTenant: run.tenantId, claimSort: claimSortOf(run) },
-      remove: ['leaseExpiresAtMs', 'gateKey', 'gateAt'],
+      remove: ['leaseExpiresAtMs', 'gateKey', 'gateAt', 'chainedFrom'],
       if: { status: oneOf(sourcesOf('QUEUED', ['RUNNING'])), version: run.version },
     });
   }

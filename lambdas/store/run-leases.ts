@@ -178,14 +178,25 @@ export class RunLeases {
   }
 
   /**
-   * Gives a lease back before anything ran (overlap policy buffer-one): the run waits QUEUED
-   * again, with a check-back in the time index. Fenced like every write after a lease.
+   * Gives a lease back before anything ran (overlap policy buffer-one, a key's slot or rate): the run
+   * waits QUEUED again, with a check-back in the time index. Fenced like every write after a lease.
+   * `admitted`: an occurrence its job's chain has moved on from (it waits for a slot after its
+   * admission) forgets the run its job pointed at when it was planned, so that leased again it runs
+   * as it is rather than being taken for one an edit replaced (decision 0175).
    */
-  async giveBack(runId: string, version: number, now: number, checkBackAt: number, shards: number, reason: string): Promise<boolean> {
+  async giveBack(
+    runId: string,
+    version: number,
+    now: number,
+    checkBackAt: number,
+    shards: number,
+    reason: string,
+    options: { readonly admitted?: boolean } = {},
+  ): Promise<boolean> {
     const gate = gateAttributes(runId, checkBackAt, shards);
     return updateIf(this.dynamo, this.tableName, runKey(runId), {
       set: { status: 'QUEUED', updatedAt: new Date(now).toISOString(), reason, gateKey: gate.gateKey, gateAt: gate.gateAt },
-      remove: ['leaseExpiresAtMs'],
+      remove: options.admitted ? ['leaseExpiresAtMs', 'chainedFrom'] : ['leaseExpiresAtMs'],
       if: { status: oneOf(sourcesOf('QUEUED', LEASED)), version },
     });
   }

@@ -22,7 +22,8 @@ describe('a concurrency key', () => {
       const customer = (JSON.parse(call.body) as { customerId: string }).customerId;
       running.set(customer, (running.get(customer) ?? 0) + 1);
       peak.set(customer, Math.max(peak.get(customer) ?? 0, running.get(customer)!));
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The recurring test's key is held long enough for its occurrence to find it taken.
+      await new Promise((resolve) => setTimeout(resolve, customer === 'recurring' ? 3000 : 300));
       running.set(customer, running.get(customer)! - 1);
       return { status: 200 };
     });
@@ -52,6 +53,43 @@ describe('a concurrency key', () => {
     expect(peak.get('a')).toBe(1);
     expect(peak.get('b')).toBe(1);
     expect(await scheduler.deps.keyedSlots.holders(flowScope(scheduler.tenantId, 'customer:a'))).toEqual([]);
+  });
+
+  it("a recurring job's occurrence that waits for the key runs when the slot frees (its chain moved on meanwhile)", async () => {
+    const concurrency = { key: 'customer:{payload.customerId}', limit: 1 };
+    const payload = { customerId: 'recurring' };
+    const blocker = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'keyed-blocker', payload, concurrency }));
+    expect(blocker.status).toBe(201);
+    await eventually(
+      () => statusOf(scheduler, blocker.body.job.nextRunId as string),
+      (run) => run.status === 'RUNNING',
+      30_000,
+    );
+    // Due a second from now: it is leased while the blocker holds the key, admitted (the chain moves
+    // on to the next occurrence), and waits; leased again once the slot frees, it runs.
+    const anchor = Math.ceil((Date.now() + 1_000) / 1000) * 1000;
+    const recurring = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, {
+        name: 'keyed-recurring',
+        payload,
+        concurrency,
+        retryPolicy: { maxAttempts: 1 },
+        schedule: { kind: 'every', interval: 'PT2M', anchor: new Date(anchor).toISOString() },
+      }),
+    );
+    expect(recurring.status, JSON.stringify(recurring.body)).toBe(201);
+    const occurrence = recurring.body.job.nextRunId as string;
+    const run = await eventually(
+      () => statusOf(scheduler, occurrence),
+      (found) => ['SUCCEEDED', 'SKIPPED', 'CANCELLED', 'DEAD'].includes(found.status),
+      60_000,
+    );
+    expect(run).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+    const job = (await scheduler.api('GET', `/v1/jobs/${recurring.body.job.jobId as string}`)).body;
+    expect(job.nextRunAt).toBe(new Date(anchor + 120_000).toISOString());
+    await scheduler.api('DELETE', `/v1/jobs/${recurring.body.job.jobId as string}`);
   });
 });
 
