@@ -42,7 +42,13 @@ export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, 
   let current: Job | null = job;
   // The successor this call wrote, which no job points at until the job's write lands.
   let written: RunPlan | undefined;
+  // A successor found written already (by a resume, a repair, or a chain writer that stopped before
+  // its send): the job is pointed at it, and its message sent, which may be its second.
+  let found: Run | undefined;
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS && current; attempt++) {
+    // The job's write landed though its answer said otherwise (a retry that met its first try): the
+    // successor is the job's, and is sent, not deleted.
+    if (written && current.nextRunId === written.run.runId) return chained(deps, written, now);
     if (current.status !== 'ACTIVE' || current.nextRunId !== started.runId) break;
     const plan = successor
       ? planRun(
@@ -61,6 +67,7 @@ export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, 
     if (plan && plan.run.runId !== written?.run.runId) {
       if (written) await discard(deps, written);
       written = undefined;
+      found = undefined;
       if (await deps.runs.create(plan)) {
         written = plan;
       } else {
@@ -71,6 +78,7 @@ export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, 
           current = await deps.jobs.getAnyTenant(job.jobId);
           continue;
         }
+        found = existing;
       }
     }
     const next: Job = {
@@ -81,17 +89,45 @@ export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, 
       ...(plan ? { nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId } : { nextRunAt: null, nextRunId: null, status: 'COMPLETED' as const }),
     };
     if ((await deps.jobs.replace(next, current)) === 'replaced') {
-      if (written) {
-        deps.telemetry.runCreated(written.run);
-        // The successors of a batch's runs share a SendMessageBatch (decision 0160).
-        await sendPlannedRun(deps, written, now, { coalesce: batchCoalesce(deps.config) });
-      }
+      if (written) return chained(deps, written, now);
+      if (found && plan) await sendExisting(deps, found, now);
       return true;
     }
     current = await deps.jobs.getAnyTenant(job.jobId);
   }
+  if (written && current?.nextRunId === written.run.runId) return chained(deps, written, now);
   if (written) await discard(deps, written);
   return false;
+}
+
+/** The successor this chain wrote, its job pointing at it: counted and sent. */
+async function chained(deps: SchedulerDeps, written: RunPlan, now: number): Promise<true> {
+  deps.telemetry.runCreated(written.run);
+  // The successors of a batch's runs share a SendMessageBatch (decision 0160).
+  await sendPlannedRun(deps, written, now, { coalesce: batchCoalesce(deps.config) });
+  return true;
+}
+
+/**
+ * Sends a queued occurrence written before, which its job now points at: its writer may have
+ * stopped before its send, and its check-back would send it only past the redelivery grace. A
+ * message it already had makes this one a duplicate, which its lease drops.
+ */
+async function sendExisting(deps: SchedulerDeps, run: Run, now: number): Promise<void> {
+  if (run.status !== 'QUEUED') return;
+  await deps.dispatch.send(
+    [
+      {
+        runId: run.runId,
+        tenantId: run.tenantId,
+        availableAt: Math.max(now, Date.parse(run.availableAt)),
+        jobType: run.jobType,
+        priority: run.priority,
+        traceparent: run.traceparent,
+      },
+    ],
+    now,
+  );
 }
 
 /**
@@ -174,7 +210,10 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
  */
 async function pointAtExisting(deps: SchedulerDeps, job: Job, runId: string): Promise<boolean> {
   const existing = await deps.runs.get(runId);
-  return existing !== null && !isTerminal(existing.status) && (await adoptOccurrence(deps, job, existing, deps.clock())) !== null;
+  if (existing === null || isTerminal(existing.status) || (await adoptOccurrence(deps, job, existing, deps.clock())) === null) return false;
+  // Its writer stopped between its put and the job's, before its send.
+  await sendExisting(deps, existing, deps.clock());
+  return true;
 }
 
 /**

@@ -285,6 +285,34 @@ describe('recurring jobs and control', () => {
     expect((await job(first.jobId)).nextRunId).toBe(patched);
   });
 
+  /** Records the run ids the deps send a message for. */
+  function sendsOf(deps: ReturnType<typeof worker>): string[] {
+    const sent: string[] = [];
+    const send = deps.dispatch.send.bind(deps.dispatch);
+    deps.dispatch.send = (dispatches, ...rest) => {
+      sent.push(...dispatches.map((dispatch) => dispatch.runId));
+      return send(dispatches, ...rest);
+    };
+    return sent;
+  }
+
+  it('a job write that landed though its answer was lost (the retry met it): the successor is kept and sent, not deleted', async () => {
+    const first = await createCron();
+    const retried = worker(first.at + 100, 'retried');
+    const replace = retried.jobs.replace.bind(retried.jobs);
+    // The store client's retry of a put that landed fails its own condition: read as a conflict.
+    retried.jobs.replace = async (...args) => {
+      await replace(...args);
+      return 'conflict';
+    };
+    const sent = sendsOf(retried);
+    expect(await executeRun(retried, first.runId)).toBe('succeeded');
+    const successor = successorOf(first.jobId, first.at + MINUTE);
+    expect((await job(first.jobId)).nextRunId).toBe(successor);
+    expect((await scheduler.deps.runs.get(successor))?.status).toBe('QUEUED');
+    expect(sent).toEqual([successor]);
+  });
+
   it("the ticker's repair of the chain a stopped writer left: points the job at the successor it wrote, not yet due", async () => {
     const first = await createCron({ schedule: { kind: 'cron', expression: '0 * * * *', timezone: 'UTC' } });
     await expect(executeRun(stoppingWorker(first.at + 100), first.runId)).rejects.toThrow(/stopped between/);
@@ -299,6 +327,23 @@ describe('recurring jobs and control', () => {
     expect(await repairChain(worker(later), first.jobId, later - 5 * MINUTE)).toBe(true);
     expect((await job(first.jobId)).nextRunId).toBe(successor);
     expect((await scheduler.deps.runs.get(successor))?.status).toBe('SCHEDULED');
+  });
+
+  it("the ticker's repair adopting a queued successor a stopped writer left sends it, rather than leave it to its check-back", async () => {
+    const first = await createCron({ schedule: { kind: 'cron', expression: '*/5 * * * *', timezone: 'UTC' } });
+    await expect(executeRun(stoppingWorker(first.at + 100), first.runId)).rejects.toThrow(/stopped between/);
+    const successor = successorOf(first.jobId, first.at + 5 * MINUTE);
+    // Near enough to be queued, and never sent: its writer stopped before the job's write.
+    expect((await scheduler.deps.runs.get(successor))?.status).toBe('QUEUED');
+    const held = (await scheduler.deps.runs.get(first.runId))!;
+    expect(await scheduler.deps.leases.complete(first.runId, held.version, { status: 'FAILED', now: first.at + 1_000, error: null, reason: 'test' })).toBe(
+      'recorded',
+    );
+    const repairing = worker(first.at + 2 * MINUTE, 'repairing');
+    const sent = sendsOf(repairing);
+    expect(await repairChain(repairing, first.jobId, first.at + 1)).toBe(true);
+    expect((await job(first.jobId)).nextRunId).toBe(successor);
+    expect(sent).toEqual([successor]);
   });
 
   it("a pending occurrence an edit re-planned but never retired (the API stopped after the job's write): ends SKIPPED when leased", async () => {
