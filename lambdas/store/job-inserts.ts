@@ -26,8 +26,9 @@ export interface NewRun {
  * Whether a create writes its first run ahead of the job, on its own, rather than in one transaction
  * with it (decision 0167): a run-now job (COMPLETED from its create, so no active-jobs count) whose
  * run is queued, and whose target is not an external worker's (whose claims read the runs table
- * directly). Its message is sent only after the job is written, and its check-back is the
- * redelivery grace away: no worker or ticker meets the run before its job is decided. A run whose
+ * directly). Its message is sent only after the job is written, and its first check-back (about
+ * 32 s on, decision 0170) sends nothing within the redelivery grace: no worker meets the run before
+ * its job is decided. A run whose
  * create then failed is deleted, or, if that fails too, ends CANCELLED when its check-back brings
  * it to a worker, which finds no job.
  */
@@ -180,7 +181,7 @@ export class JobInserts {
 
   /**
    * Deletes the run a refused create wrote ahead of its job. Nothing else has seen it: its message
-   * is sent only after the job, and its check-back is the redelivery grace away. If this delete
+   * is sent only after the job, and its check-back sends nothing within the redelivery grace. If this delete
    * fails too, the check-back brings the run to a worker, which ends it CANCELLED (no job).
    */
   private async discardRunAhead(run: Run): Promise<void> {
