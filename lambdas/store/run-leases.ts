@@ -116,8 +116,9 @@ export class RunLeases {
    * else, saying why (a run under an expired lease: its worker was lost). The run keeps an entry in
    * the time index by the lease's check-back: the ticker finds a lost worker there whatever became
    * of its message, and every outcome removes it. A queued check-back already there, not yet near,
-   * is kept (decision 0170): the entry's key does not change, which DynamoDB bills as a delete and a
-   * put of the index entry. Otherwise it is moved there, with a second write.
+   * is kept (decision 0170): the entry's key does not change, so the lease writes no index entry (a
+   * key that changed would be billed as a delete and a put of it). Otherwise it is moved there, with
+   * a second write.
    */
   async lease(runId: string, request: LeaseRequest): Promise<LeaseResult> {
     const now = new Date(request.now).toISOString();
