@@ -102,6 +102,9 @@ export async function cancelRunningWorkflowRuns(deps: SchedulerDeps, workflowId:
   return cancelled;
 }
 
+/** A step run's ends that are its step's outcome (a FAILED attempt is followed by its retry). */
+const ENDED_STEP_OUTCOMES = ['SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED'] as const;
+
 /**
  * Ends a running workflow run CANCELLED (condition: RUNNING, its waiting steps NOT_STARTED in the
  * same write, so no claim can succeed after it), then cancels its started steps' runs.
@@ -123,8 +126,12 @@ async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
   for (const [stepId, state] of Object.entries(ended.run.steps)) {
     if (state.status !== 'STARTED') continue;
     const stepRun = await currentStepRun(deps, ended.run, stepId, state);
-    if (stepRun && (await cancelStepRun(deps, stepRun, now)))
-      current = (await recordStepEnd(deps, name, ended.run, stepId, state, stepRun, 'CANCELLED', now)) ?? current;
+    if (!stepRun) continue;
+    // Ended already, its outcome not recorded (its continuation failed, or is under way): recorded
+    // as it ended, so that the run shows it and a retry does not run it again.
+    const ending = ENDED_STEP_OUTCOMES.find((outcome) => outcome === stepRun.status);
+    if (ending) current = (await recordStepEnd(deps, name, current, stepId, state, stepRun, ending, now)) ?? current;
+    else if (await cancelStepRun(deps, stepRun, now)) current = (await recordStepEnd(deps, name, current, stepId, state, stepRun, 'CANCELLED', now)) ?? current;
   }
   return { held: true, run: current };
 }

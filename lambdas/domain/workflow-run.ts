@@ -146,7 +146,10 @@ export function stepsForRetry(run: Pick<WorkflowRun, 'steps'>, newest: Readonly<
       if (state.status === 'SUCCEEDED') return [stepId, state];
       const seen = newest[stepId];
       const replayed = seen !== undefined && state.runId !== null && seen.runId !== state.runId && seen.attempt > state.attempt;
-      if (replayed && seen.status === 'SUCCEEDED') {
+      // Its own run, ended after the workflow run did without its outcome recorded (a cancel that
+      // found it ended, a continuation that failed): what it did stands.
+      const own = seen !== undefined && state.runId !== null && seen.runId === state.runId;
+      if ((replayed || own) && seen.status === 'SUCCEEDED') {
         return [
           stepId,
           {
@@ -155,7 +158,7 @@ export function stepsForRetry(run: Pick<WorkflowRun, 'steps'>, newest: Readonly<
             runId: seen.runId,
             startedAt: seen.startedAt,
             finishedAt: seen.finishedAt,
-            reason: 'succeeded in a replay of its run',
+            reason: replayed ? 'succeeded in a replay of its run' : 'succeeded; its outcome was not recorded before the workflow run ended',
           },
         ];
       }

@@ -4,11 +4,11 @@
 // up to 64 characters) stays under DynamoDB's 4 KB per expression (test/unit/workflow-store-limits).
 // A running one sits in the jobs' byNextRun index at a check-back time, for the ticker's repair.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { StepEnd, StepState, WorkflowRun, WorkflowRunStatus } from '../domain/workflow-run';
 import type { NotifyEvent } from '../domain/notify';
 import { workflowRunExpiresAtEpoch } from '../domain/retention';
-import { atMost, conditionExpressions, IF_NEW, ifHeld, oneOf, updateIf, updateReturning } from './conditional';
+import { atMost, ifHeld, oneOf, putFresh, updateIf, updateReturning } from './conditional';
 import { readFilteredPage } from './filtered-page';
 import type { StepRunScope } from './step-states';
 import { stepStatesFromItem, stepStatesToItem, stepStateToItem } from './step-states';
@@ -51,20 +51,11 @@ export class WorkflowRunsRepository {
 
   /** Writes a new workflow run once (its id is its workflow and its time): false if it exists. */
   async createRun(run: WorkflowRun, checkBackAt: number): Promise<boolean> {
-    const written = await ifHeld(() =>
-      this.dynamo.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: {
-            ...workflowRunKey(run.workflowId, run.workflowRunId),
-            ...run,
-            steps: stepStatesToItem(run, run.steps),
-            ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt),
-          },
-          ...conditionExpressions(IF_NEW),
-        }),
-      ),
-    );
+    const key = workflowRunKey(run.workflowId, run.workflowRunId);
+    const item = { ...key, ...run, steps: stepStatesToItem(run, run.steps), ...workflowCheckBackAttributes(run.workflowRunId, checkBackAt) };
+    // A retried put that meets its own first try is this create's (decision 0180); a run of the same
+    // id made by another writer (a scheduled occurrence's, started twice) is not.
+    const written = await ifHeld(() => putFresh(this.dynamo, { TableName: this.tableName, Item: item }, key, (stored) => stored.createdAt === run.createdAt));
     return written.held;
   }
 

@@ -163,6 +163,30 @@ describe('workflow runs under races', () => {
     }
   });
 
+  it("a cancel after a step's run succeeded but before its outcome was recorded: the cancel records it, and a retry does not run it again", async () => {
+    const { workflowId, workflowRunId, path } = await startRun('cancel-unrecorded', [step('first'), step('second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+    // The worker dies after the run's outcome, before the workflow run records it.
+    expect(await executeRun(dyingAfterOutcome(scheduler.workerDeps('worker-killed')), first)).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.steps.first.status).toBe('STARTED');
+
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`)).status).toBe(200);
+    const cancelled = (await scheduler.api('GET', path)).body;
+    expect(cancelled.status).toBe('CANCELLED');
+    expect(cancelled.steps.first).toMatchObject({ status: 'SUCCEEDED', runId: first });
+    expect(cancelled.steps.second.status).toBe('NOT_STARTED');
+
+    const retried = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(202);
+    expect(retried.body.steps.first).toMatchObject({ status: 'SUCCEEDED', runId: first });
+    const second = await runIdOf(path, 'second');
+    expect(await drainDispatch()).toEqual([second]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), second)).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+    expect(target.calls.filter((call) => call.headers['x-run-id'] === first)).toHaveLength(1);
+  });
+
   it("a cancel landing between a continuation's read and its write: the step's outcome is still recorded, and nothing starts", async () => {
     // A step's outcome and the claim of its dependant are one write (decision 0158). A cancel that
     // lands first refuses that write; the outcome is then written alone, as the run ended it.

@@ -133,4 +133,11 @@ describe('the progress of a workflow run', () => {
     expect(retried.D).toMatchObject({ status: 'WAITING', attempt: 3, runId: null });
     expect(retried.E).toMatchObject({ status: 'WAITING', attempt: 1 });
   });
+
+  it('a retry takes a started step whose own run succeeded (its outcome never recorded) as succeeded, and runs it again otherwise', () => {
+    const seen = (status: 'SUCCEEDED' | 'DEAD', attempt: number) => ({ runId: `r-${attempt}`, attempt, status, startedAt: 'S', finishedAt: 'F' });
+    const retried = stepsForRetry({ steps: { A: state('STARTED', 1), B: state('STARTED', 1) } }, { A: seen('SUCCEEDED', 1), B: seen('DEAD', 1) });
+    expect(retried.A).toMatchObject({ status: 'SUCCEEDED', attempt: 1, runId: 'r-1', finishedAt: 'F' });
+    expect(retried.B).toMatchObject({ status: 'WAITING', attempt: 2, runId: null });
+  });
 });
