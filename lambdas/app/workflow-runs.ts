@@ -81,7 +81,7 @@ export async function listWorkflowRuns(
  */
 export async function cancelWorkflowRun(deps: SchedulerDeps, tenantId: string, workflowId: string, workflowRunId: string): Promise<WorkflowRun> {
   const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
-  const cancelled = await endCancelled(deps, run);
+  const cancelled = await cancelling(deps, run);
   if (cancelled.held) return cancelled.run;
   if (cancelled.run && cancelled.run.status !== 'RUNNING')
     throw new ConflictError(`The workflow run is ${cancelled.run.status}; only a running one can be cancelled`);
@@ -95,11 +95,30 @@ export async function cancelRunningWorkflowRuns(deps: SchedulerDeps, workflowId:
   do {
     const page = await deps.workflowRuns.listRuns(workflowId, 100, 'RUNNING', cursor);
     for (const run of page.items) {
-      if ((await endCancelled(deps, run)).held) cancelled += 1;
+      if ((await cancelling(deps, run)).held) cancelled += 1;
     }
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
   return cancelled;
+}
+
+/** Tries of a cancel whose write a step's move refused (a claim, a step ruled out) before it gives up. */
+const MAX_CANCEL_ATTEMPTS = 5;
+
+/**
+ * `endCancelled`, made again from a fresh read while the workflow run is still RUNNING: its write is
+ * conditioned on the steps it read as waiting, which a worker moving the run on between the read and
+ * the write changes. A run that ended meanwhile is answered as read.
+ */
+async function cancelling(deps: SchedulerDeps, run: WorkflowRun): Promise<WorkflowRunWrite> {
+  let current = run;
+  for (let attempt = 1; ; attempt++) {
+    const ended = await endCancelled(deps, current);
+    if (ended.held || attempt >= MAX_CANCEL_ATTEMPTS) return ended;
+    const reread = await deps.workflowRuns.getRun(current.workflowId, current.workflowRunId);
+    if (reread?.status !== 'RUNNING') return { held: false, run: reread };
+    current = reread;
+  }
 }
 
 /** A step run's ends that are its step's outcome (a FAILED attempt is followed by its retry). */
@@ -202,7 +221,7 @@ export function workflowRunOfOccurrence(deps: SchedulerDeps, workflowId: string,
 
 /** Overlap policy cancel-running: the previous occurrence's workflow run ends CANCELLED (if it still runs). */
 export async function cancelForOverlap(deps: SchedulerDeps, run: WorkflowRun): Promise<boolean> {
-  const cancelled = await endCancelled(deps, run);
+  const cancelled = await cancelling(deps, run);
   if (cancelled.held) logger.info('workflow run cancelled by the next occurrence (overlapPolicy cancel-running)', workflowRunFields(run));
   return cancelled.held;
 }

@@ -9,7 +9,7 @@ import { drainDispatch as drainQueue, executeRun, startScheduler, startTarget, t
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { workflowRunKey } from '../../lambdas/store/keys';
 import { continueWorkflow } from '../../lambdas/app/workflow-progress';
-import { startWorkflowRun } from '../../lambdas/app/workflow-runs';
+import { cancelWorkflowRun, startWorkflowRun } from '../../lambdas/app/workflow-runs';
 
 describe('workflow runs under races', () => {
   let scheduler: Scheduler;
@@ -185,6 +185,37 @@ describe('workflow runs under races', () => {
     expect(await executeRun(scheduler.workerDeps('worker-1'), second)).toBe('succeeded');
     expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
     expect(target.calls.filter((call) => call.headers['x-run-id'] === first)).toHaveLength(1);
+  });
+
+  it("a cancel whose write a step's claim refused (the run moved on between its read and its write) is made again from a fresh read", async () => {
+    const { workflowId, workflowRunId, path } = await startRun('cancel-again', [step('first'), step('second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+    const api = scheduler.workerDeps('api-cancel');
+    let moved = false;
+    const movedUnder: SchedulerDeps = {
+      ...api,
+      workflowRuns: Object.assign(Object.create(api.workflowRuns) as typeof api.workflowRuns, {
+        finish: async (...args: Parameters<typeof api.workflowRuns.finish>) => {
+          // The first step ends and claims the second after the cancel read the run.
+          if (!moved) {
+            moved = true;
+            expect(await executeRun(scheduler.workerDeps('worker-1'), first)).toBe('succeeded');
+          }
+          return api.workflowRuns.finish(...args);
+        },
+      }),
+    };
+    const cancelled = await cancelWorkflowRun(movedUnder, scheduler.tenantId, workflowId, workflowRunId);
+    expect(moved).toBe(true);
+    expect(cancelled.status).toBe('CANCELLED');
+    const run = (await scheduler.api('GET', path)).body;
+    expect(run.status).toBe('CANCELLED');
+    expect(run.steps.first).toMatchObject({ status: 'SUCCEEDED', runId: first });
+    // Claimed and sent before the cancel's second write, its run is cancelled with the workflow run.
+    expect(run.steps.second.status).toBe('CANCELLED');
+    expect((await scheduler.api('GET', `/v1/runs/${run.steps.second.runId as string}`)).body.status).toBe('CANCELLED');
+    await drainDispatch();
   });
 
   it("a cancel landing between a continuation's read and its write: the step's outcome is still recorded, and nothing starts", async () => {
