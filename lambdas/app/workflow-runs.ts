@@ -144,13 +144,23 @@ async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
   let current = ended.run;
   for (const [stepId, state] of Object.entries(ended.run.steps)) {
     if (state.status !== 'STARTED') continue;
-    const stepRun = await currentStepRun(deps, ended.run, stepId, state);
-    if (!stepRun) continue;
-    // Ended already, its outcome not recorded (its continuation failed, or is under way): recorded
-    // as it ended, so that the run shows it and a retry does not run it again.
-    const ending = ENDED_STEP_OUTCOMES.find((outcome) => outcome === stepRun.status);
-    if (ending) current = (await recordStepEnd(deps, name, current, stepId, state, stepRun, ending, now)) ?? current;
-    else if (await cancelStepRun(deps, stepRun, now)) current = (await recordStepEnd(deps, name, current, stepId, state, stepRun, 'CANCELLED', now)) ?? current;
+    // A cancel refused because the run moved on (its attempt failed and its retry was written) is
+    // made again on the step's newest run.
+    for (let attempt = 0; attempt < MAX_CANCEL_ATTEMPTS; attempt++) {
+      const stepRun = await currentStepRun(deps, ended.run, stepId, state);
+      if (!stepRun) break;
+      // Ended already, its outcome not recorded (its continuation failed, or is under way): recorded
+      // as it ended, so that the run shows it and a retry does not run it again.
+      const ending = ENDED_STEP_OUTCOMES.find((outcome) => outcome === stepRun.status);
+      if (ending) {
+        current = (await recordStepEnd(deps, name, current, stepId, state, stepRun, ending, now)) ?? current;
+        break;
+      }
+      if (await cancelStepRun(deps, stepRun, now)) {
+        current = (await recordStepEnd(deps, name, current, stepId, state, stepRun, 'CANCELLED', now)) ?? current;
+        break;
+      }
+    }
   }
   return { held: true, run: current };
 }

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import type { Scheduler, TargetServer } from './harness';
-import { drainDispatch as drainQueue, executeRun, startScheduler, startTarget, tick } from './harness';
+import { drainDispatch as drainQueue, eventually, executeRun, startScheduler, startTarget, tick } from './harness';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { workflowRunKey } from '../../lambdas/store/keys';
 import { continueWorkflow } from '../../lambdas/app/workflow-progress';
@@ -16,6 +16,9 @@ describe('workflow runs under races', () => {
   let target: TargetServer;
   /** Calls wait here until `expected` of them arrived, then all answer at once. */
   let barrier: { expected: number; waiting: (() => void)[] } = { expected: 0, waiting: [] };
+  /** Calls of a step id wait for its gate, if it has one, and then fail once if it is listed. */
+  const gates = new Map<string, Promise<void>>();
+  const failOnce = new Set<string>();
 
   beforeAll(async () => {
     scheduler = await startScheduler({ workerConcurrency: 0 });
@@ -26,6 +29,9 @@ describe('workflow runs under races', () => {
           if (barrier.waiting.length >= barrier.expected) for (const release of barrier.waiting.splice(0)) release();
         });
       }
+      const id = call.path.split('/').pop()!;
+      await gates.get(id);
+      if (failOnce.delete(id)) return { status: 500 };
       return { status: 200, body: JSON.stringify({ step: call.path.slice(1) }) };
     });
   });
@@ -215,6 +221,50 @@ describe('workflow runs under races', () => {
     // Claimed and sent before the cancel's second write, its run is cancelled with the workflow run.
     expect(run.steps.second.status).toBe('CANCELLED');
     expect((await scheduler.api('GET', `/v1/runs/${run.steps.second.runId as string}`)).body.status).toBe('CANCELLED');
+    await drainDispatch();
+  });
+
+  it("a cancel that finds a step's attempt failed and its retry written since its read cancels the retry", async () => {
+    const { workflowId, workflowRunId, path } = await startRun('cancel-retry', [
+      { ...step('flaky'), retryPolicy: { maxAttempts: 2, initialDelaySeconds: 1 } },
+      step('after', ['flaky']),
+    ]);
+    const flaky = await runIdOf(path, 'flaky');
+    expect(await drainDispatch()).toEqual([flaky]);
+    let open: () => void = () => undefined;
+    gates.set('flaky', new Promise<void>((resolve) => (open = resolve)));
+    failOnce.add('flaky');
+    // The attempt runs, held at its call: the cancel reads it RUNNING.
+    const running = executeRun(scheduler.workerDeps('worker-1'), flaky);
+    await eventually(
+      async () => (await scheduler.api('GET', `/v1/runs/${flaky}`)).body.status as string,
+      (status) => status === 'RUNNING',
+      30_000,
+    );
+    const api = scheduler.workerDeps('api-cancel');
+    let raced = false;
+    const racedUnder: SchedulerDeps = {
+      ...api,
+      leases: Object.assign(Object.create(api.leases) as typeof api.leases, {
+        cancelRunning: async (...args: Parameters<typeof api.leases.cancelRunning>) => {
+          // Before the cancel's write, the attempt fails and its retry is written with its outcome.
+          if (!raced) {
+            raced = true;
+            open();
+            expect(await running).toBe('failed');
+          }
+          return api.leases.cancelRunning(...args);
+        },
+      }),
+    };
+    expect((await cancelWorkflowRun(racedUnder, scheduler.tenantId, workflowId, workflowRunId)).status).toBe('CANCELLED');
+    expect(raced).toBe(true);
+    const run = (await scheduler.api('GET', path)).body;
+    expect(run.steps.flaky).toMatchObject({ status: 'CANCELLED', attempt: 2 });
+    const retry = run.steps.flaky.runId as string;
+    expect(retry).not.toBe(flaky);
+    expect((await scheduler.api('GET', `/v1/runs/${retry}`)).body.status).toBe('CANCELLED');
+    gates.delete('flaky');
     await drainDispatch();
   });
 
