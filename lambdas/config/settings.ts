@@ -188,7 +188,7 @@ export const SETTINGS = {
     wholeSeconds(10, 10_000),
     "The job read and the visibility change of a worker batch's runs wait for each other to share one request until none has joined for this many ms (decisions 0031, 0033).",
   ),
-  batchCoalesceCapMs: setting('BATCH_COALESCE_CAP_MS', integer, wholeSeconds(40, 10_000), '… and at most this many ms after the first.'),
+  batchCoalesceCapMs: setting('BATCH_COALESCE_CAP_MS', integer, wholeSeconds(40, 60_000), '… and at most this many ms after the first.'),
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof SETTINGS;
