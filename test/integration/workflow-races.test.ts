@@ -97,6 +97,27 @@ describe('workflow runs under races', () => {
   });
 
   /** A worker that dies right after it recorded a step's outcome: every later read or write of a workflow or its runs fails. */
+  /** Deps whose `store.method` runs `before` ahead of its first call (something landing between a read and a write). */
+  function beforeFirstCall(deps: SchedulerDeps, store: 'workflowRuns' | 'leases', method: string, before: () => Promise<void>): SchedulerDeps {
+    let done = false;
+    const proxy = new Proxy(deps[store], {
+      get(object, property) {
+        const value = Reflect.get(object, property) as unknown;
+        if (typeof value !== 'function') return value;
+        const bound = (value as (...args: unknown[]) => unknown).bind(object);
+        if (property !== method) return bound;
+        return async (...args: unknown[]) => {
+          if (!done) {
+            done = true;
+            await before();
+          }
+          return bound(...args);
+        };
+      },
+    });
+    return { ...deps, [store]: proxy };
+  }
+
   function dyingAfterOutcome(deps: SchedulerDeps): SchedulerDeps {
     const killed = { get: () => () => Promise.reject(new Error('worker killed')) };
     return { ...deps, workflows: new Proxy(deps.workflows, killed), workflowRuns: new Proxy(deps.workflowRuns, killed) };
@@ -197,21 +218,12 @@ describe('workflow runs under races', () => {
     const { workflowId, workflowRunId, path } = await startRun('cancel-again', [step('first'), step('second', ['first'])]);
     const first = await runIdOf(path, 'first');
     expect(await drainDispatch()).toEqual([first]);
-    const api = scheduler.workerDeps('api-cancel');
     let moved = false;
-    const movedUnder: SchedulerDeps = {
-      ...api,
-      workflowRuns: Object.assign(Object.create(api.workflowRuns) as typeof api.workflowRuns, {
-        finish: async (...args: Parameters<typeof api.workflowRuns.finish>) => {
-          // The first step ends and claims the second after the cancel read the run.
-          if (!moved) {
-            moved = true;
-            expect(await executeRun(scheduler.workerDeps('worker-1'), first)).toBe('succeeded');
-          }
-          return api.workflowRuns.finish(...args);
-        },
-      }),
-    };
+    // The first step ends and claims the second after the cancel read the run.
+    const movedUnder = beforeFirstCall(scheduler.workerDeps('api-cancel'), 'workflowRuns', 'finish', async () => {
+      moved = true;
+      expect(await executeRun(scheduler.workerDeps('worker-1'), first)).toBe('succeeded');
+    });
     const cancelled = await cancelWorkflowRun(movedUnder, scheduler.tenantId, workflowId, workflowRunId);
     expect(moved).toBe(true);
     expect(cancelled.status).toBe('CANCELLED');
@@ -241,22 +253,13 @@ describe('workflow runs under races', () => {
       (status) => status === 'RUNNING',
       30_000,
     );
-    const api = scheduler.workerDeps('api-cancel');
     let raced = false;
-    const racedUnder: SchedulerDeps = {
-      ...api,
-      leases: Object.assign(Object.create(api.leases) as typeof api.leases, {
-        cancelRunning: async (...args: Parameters<typeof api.leases.cancelRunning>) => {
-          // Before the cancel's write, the attempt fails and its retry is written with its outcome.
-          if (!raced) {
-            raced = true;
-            open();
-            expect(await running).toBe('failed');
-          }
-          return api.leases.cancelRunning(...args);
-        },
-      }),
-    };
+    // Before the cancel's write, the attempt fails and its retry is written with its outcome.
+    const racedUnder = beforeFirstCall(scheduler.workerDeps('api-cancel'), 'leases', 'cancelRunning', async () => {
+      raced = true;
+      open();
+      expect(await running).toBe('failed');
+    });
     expect((await cancelWorkflowRun(racedUnder, scheduler.tenantId, workflowId, workflowRunId)).status).toBe('CANCELLED');
     expect(raced).toBe(true);
     const run = (await scheduler.api('GET', path)).body;
@@ -274,20 +277,11 @@ describe('workflow runs under races', () => {
     const { workflowId, workflowRunId, path } = await startRun('cancel-between', [step('first'), step('second', ['first'])]);
     const first = await runIdOf(path, 'first');
     await drainDispatch();
-    const worker = scheduler.workerDeps('worker-cancelled-under');
     let cancelled = false;
-    const cancelFirst: SchedulerDeps = {
-      ...worker,
-      workflowRuns: Object.assign(Object.create(worker.workflowRuns) as typeof worker.workflowRuns, {
-        moveSteps: async (...args: Parameters<typeof worker.workflowRuns.moveSteps>) => {
-          if (!cancelled) {
-            cancelled = true;
-            expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`)).status).toBe(200);
-          }
-          return worker.workflowRuns.moveSteps(...args);
-        },
-      }),
-    };
+    const cancelFirst = beforeFirstCall(scheduler.workerDeps('worker-cancelled-under'), 'workflowRuns', 'moveSteps', async () => {
+      cancelled = true;
+      expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`)).status).toBe(200);
+    });
     expect(await executeRun(cancelFirst, first)).toBe('succeeded');
     expect(cancelled).toBe(true);
     const run = (await scheduler.api('GET', path)).body;
