@@ -6,6 +6,8 @@ import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
 import { classifyUnpointed, decideOverlap, decideStart } from '../domain/recurrence';
 import type { Run } from '../domain/run';
+import type { SkipReason } from '../domain/schedule';
+import { skipReasonOf } from '../domain/schedule';
 import { checkBackAt } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
 import { MAX_CAS_ATTEMPTS, adoptOccurrence, advanceChain } from './occurrence-chain';
@@ -31,6 +33,10 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
   const now = deps.clock();
   const { backfillRemaining } = planned;
   let job = leasedJob;
+  // Skipped since it was planned: a skip that named it while its job pointed at the occurrence
+  // before it (the chain's write of the job had not landed) could neither retire it nor record it.
+  // Read from the job before its adoption, which drops the skips it has passed.
+  let skipped: SkipReason | null;
 
   for (let attempt = 0; ; attempt++) {
     if (job.status === 'CANCELLED' || job.status === 'PAUSED') {
@@ -38,6 +44,7 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
       const reason = job.status === 'CANCELLED' ? 'job deleted' : 'job paused';
       return end(deps, run, status, reason, now);
     }
+    skipped = skipReasonOf(job, Date.parse(run.scheduledFor));
     if (job.nextRunId === run.runId) break;
     // Not the pending occurrence (decision 0175).
     const unpointed = classifyUnpointed(job, run, planned.chainedFrom);
@@ -55,6 +62,12 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
     const reread = await deps.jobs.getAnyTenant(job.jobId);
     if (!reread) return end(deps, run, 'CANCELLED', 'job deleted', now);
     job = reread;
+  }
+
+  if (skipped !== null) {
+    const decision = decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), dueAt: Date.parse(run.availableAt), startedAt: now, backfillRemaining });
+    await advanceChain(deps, job, run, decision.successor, false, now);
+    return end(deps, run, 'SKIPPED', skipped, now);
   }
 
   if (job.overlapPolicy !== 'allow' && job.lastStartedRunId && job.lastStartedRunId !== run.runId) {

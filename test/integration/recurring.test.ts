@@ -250,6 +250,24 @@ describe('recurring jobs and control', () => {
     expect((await scheduler.deps.runs.get(after.nextRunId))?.status).toBe('QUEUED');
   });
 
+  it('a successor whose job write never landed, skipped by name meanwhile: ends SKIPPED when leased, and the chain goes on past it', async () => {
+    const first = await createCron();
+    await expect(executeRun(stoppingWorker(first.at + 100), first.runId)).rejects.toThrow(/stopped between/);
+    const successor = successorOf(first.jobId, first.at + MINUTE);
+    // The job still points at the occurrence before: the skip can neither retire nor record it.
+    const skip = await scheduler.api('POST', `/v1/jobs/${first.jobId}/skip`, { occurrences: [new Date(first.at + MINUTE).toISOString()] });
+    expect(skip.status).toBe(200);
+    expect((await scheduler.deps.runs.get(successor))?.status).toBe('QUEUED');
+
+    // Before, it was adopted and ran.
+    expect(await executeRun(worker(first.at + MINUTE + 50), successor)).toBe('skipped');
+    expect(await scheduler.deps.runs.get(successor)).toMatchObject({ status: 'SKIPPED', reason: 'skipped on request' });
+    expect(callsFor(successor)).toBe(0);
+    const after = await job(first.jobId);
+    expect(after.nextRunId).toBe(successorOf(first.jobId, first.at + 2 * MINUTE));
+    expect((await scheduler.deps.runs.get(after.nextRunId))?.status).toBe('QUEUED');
+  });
+
   it('a successor its job no longer points at (an edit landed after the stopped worker): ends SKIPPED when leased, its target never called', async () => {
     const first = await createCron();
     await expect(executeRun(stoppingWorker(first.at + 100), first.runId)).rejects.toThrow(/stopped between/);
