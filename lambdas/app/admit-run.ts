@@ -13,6 +13,7 @@ import type { SchedulerDeps } from './deps';
 import { MAX_CAS_ATTEMPTS, adoptOccurrence, advanceChain } from './occurrence-chain';
 import { jobSubject, notifyEventFor, notifyOutcome } from './notifications';
 import { cancelForOverlap, workflowRunOfOccurrence } from './workflow-runs';
+import { dispatchOfRun } from '../store/dispatch-queue';
 
 /** How long a buffered occurrence waits before it looks again at the run it is waiting for. */
 const BUFFER_RECHECK_SECONDS = 30;
@@ -95,19 +96,7 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
       ) {
         return { kind: 'stopped', outcome: 'fenced' };
       }
-      await deps.dispatch.send(
-        [
-          {
-            runId: run.runId,
-            tenantId: run.tenantId,
-            availableAt: now + wait * 1000,
-            jobType: run.jobType,
-            priority: run.priority,
-            traceparent: run.traceparent,
-          },
-        ],
-        now,
-      );
+      await deps.dispatch.send([dispatchOfRun(run, now + wait * 1000)], now);
       logger.info('occurrence buffered behind a running one', { ...runFields(run), waitingFor: previousWorkflowRun?.workflowRunId ?? previous.runId });
       return { kind: 'stopped', outcome: 'waiting' };
     }

@@ -13,6 +13,7 @@ import { PENDING_STATUSES } from '../domain/run';
 import type { SchedulerDeps } from './deps';
 import type { DispatchContext } from './execute-run';
 import { slotLiveness } from './in-flight-slot';
+import { dispatchOfRun } from '../store/dispatch-queue';
 
 /** Tries at a rate mark when another worker takes the one read first. */
 const RATE_MARK_TRIES = 3;
@@ -89,10 +90,7 @@ async function wait(deps: SchedulerDeps, run: Run, message: DispatchContext, unt
     return { kind: 'fenced' };
   }
   const deferrals = (message.deferrals ?? 0) + 1;
-  await deps.dispatch.send(
-    [{ runId: run.runId, tenantId: run.tenantId, availableAt: until, jobType: run.jobType, priority: run.priority, deferrals, traceparent: run.traceparent }],
-    now,
-  );
+  await deps.dispatch.send([dispatchOfRun(run, until, deferrals)], now);
   deps.telemetry.runWaitingForKey(run, reason, Math.ceil((until - now) / 1000));
   return { kind: 'waiting' };
 }
@@ -123,8 +121,5 @@ async function wakeFirstWaiter(deps: SchedulerDeps, scope: string, freedBy: stri
   const [first] = (await deps.keyWaiters.first(scope, 2)).filter((waiter) => waiter.runId !== freedBy);
   if (!first) return;
   const now = deps.clock();
-  await deps.dispatch.send(
-    [{ runId: first.runId, tenantId: first.tenantId, availableAt: now, jobType: first.jobType, priority: first.priority, traceparent: first.traceparent }],
-    now,
-  );
+  await deps.dispatch.send([dispatchOfRun(first, now)], now);
 }

@@ -12,6 +12,7 @@ import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 import { batchCoalesce } from './batch-coalesce';
+import { dispatchOfRun } from '../store/dispatch-queue';
 
 /** Tries of a compare-and-swap on a job before a race with other writers is given up. */
 export const MAX_CAS_ATTEMPTS = 5;
@@ -115,19 +116,7 @@ async function chained(deps: SchedulerDeps, written: RunPlan, now: number): Prom
  */
 async function sendExisting(deps: SchedulerDeps, run: Run, now: number): Promise<void> {
   if (run.status !== 'QUEUED') return;
-  await deps.dispatch.send(
-    [
-      {
-        runId: run.runId,
-        tenantId: run.tenantId,
-        availableAt: Math.max(now, Date.parse(run.availableAt)),
-        jobType: run.jobType,
-        priority: run.priority,
-        traceparent: run.traceparent,
-      },
-    ],
-    now,
-  );
+  await deps.dispatch.send([dispatchOfRun(run, Math.max(now, Date.parse(run.availableAt)))], now);
 }
 
 /**
@@ -233,18 +222,6 @@ export async function wakeBuffered(deps: SchedulerDeps, jobId: string, now: numb
   if (job?.overlapPolicy !== 'buffer-one') return;
   const pending = job.nextRunId ? await deps.runs.get(job.nextRunId) : null;
   if (pending?.status === 'QUEUED' && Date.parse(pending.availableAt) <= now) {
-    await deps.dispatch.send(
-      [
-        {
-          runId: pending.runId,
-          tenantId: pending.tenantId,
-          availableAt: now,
-          jobType: pending.jobType,
-          priority: pending.priority,
-          traceparent: pending.traceparent,
-        },
-      ],
-      now,
-    );
+    await deps.dispatch.send([dispatchOfRun(pending, now)], now);
   }
 }

@@ -10,6 +10,7 @@ import { formatTraceparent, newTraceContext } from '../domain/trace-context';
 import type { Dispatch } from '../store/dispatch-queue';
 import type { NewRun } from '../store/jobs-repository';
 import type { RunPayload } from '../domain/payload';
+import { dispatchOfRun } from '../store/dispatch-queue';
 
 export interface RunPlan extends NewRun {
   /** Set when the run goes straight to the dispatch queue. */
@@ -91,9 +92,6 @@ export function planRun(
       ...(occurrence.inputs !== undefined ? { inputs: occurrence.inputs } : {}),
       ...(occurrence.chainedFrom !== undefined ? { chainedFrom: occurrence.chainedFrom } : {}),
     },
-    dispatch:
-      placement.status === 'QUEUED'
-        ? { runId: run.runId, tenantId: run.tenantId, availableAt, jobType: run.jobType, priority: run.priority, traceparent: run.traceparent }
-        : null,
+    dispatch: placement.status === 'QUEUED' ? dispatchOfRun(run, availableAt) : null,
   };
 }

@@ -60,6 +60,23 @@ export interface Dispatch {
   readonly notify?: NotifyEvent;
 }
 
+/** The message that sends a run (its queue from its type and priority), due at `availableAt` (epoch ms). */
+export function dispatchOfRun(
+  run: { readonly runId: string; readonly tenantId: string; readonly jobType?: string; readonly priority?: Priority; readonly traceparent?: string },
+  availableAt: number,
+  deferrals?: number,
+): Dispatch {
+  return {
+    runId: run.runId,
+    tenantId: run.tenantId,
+    availableAt,
+    jobType: run.jobType,
+    priority: run.priority,
+    traceparent: run.traceparent,
+    ...(deferrals !== undefined ? { deferrals } : {}),
+  };
+}
+
 /** X-Ray's trace header for a W3C trace context (`Root=1-<8 hex>-<24 hex>;Parent=…;Sampled=…`), or undefined for an invalid one. */
 function traceAttributeOf(traceparent: string | undefined) {
   const header = awsTraceHeaderOf(traceparent);
