@@ -159,7 +159,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
     }
     case 'expired':
       // Fenced: another worker recorded the lost attempt, or took the run over, first.
-      return (await recordWorkerLost(deps, lease.run, lease.budgetFrom, lease.checkpoint, lease.inputs)) === 'fenced' ? 'held' : 'worker-lost';
+      return (await recordWorkerLost(deps, lease.run, lease.budgetFrom, lease)) === 'fenced' ? 'held' : 'worker-lost';
     case 'leased':
       return executeLeasedRun(deps, lease, receivedAt, message);
   }

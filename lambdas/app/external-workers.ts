@@ -142,12 +142,13 @@ export async function completeRun(deps: SchedulerDeps, tenantId: string, runId: 
 }
 
 export async function failRun(deps: SchedulerDeps, tenantId: string, runId: string, body: FailRequest): Promise<Run> {
-  const { run, job, budgetFrom, checkpoint, inputs } = await leasedRun(deps, tenantId, runId, body.leaseToken);
+  const { run, job, budgetFrom, checkpoint, inputs, payloadOverride } = await leasedRun(deps, tenantId, runId, body.leaseToken);
   const now = deps.clock();
   // The retry carries the checkpoint, and a step's inputs: every attempt sees what the first saw.
   const outcome = await recordOutcome(deps, job, run, budgetFrom, { ok: false, timedOut: false, error: body.error }, now, null, {
     checkpoint,
     ...(inputs !== undefined ? { inputs } : {}),
+    ...(payloadOverride !== undefined ? { payload: payloadOverride } : {}),
   });
   return finished(deps, run, outcome, now);
 }

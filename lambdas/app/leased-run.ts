@@ -228,6 +228,7 @@ async function executeAdmitted(
   const outcome = await recordOutcome(deps, job, run, lease.budgetFrom, result, finishedAt, admissionReason, {
     ...(result.ok && result.result !== undefined ? { result: result.result } : {}),
     ...(lease.inputs !== undefined ? { inputs: lease.inputs } : {}),
+    ...(lease.payloadOverride !== undefined ? { payload: lease.payloadOverride } : {}),
   });
   if (outcome.recorded === 'fenced') {
     logger.warn('lease lost before the outcome was recorded; outcome discarded', { ...runFields(run), fencingToken: run.version });

@@ -16,6 +16,7 @@ import { jobSubject, notifyEventFor, notifyOutcome } from './notifications';
 import { continueWorkflow } from './workflow-progress';
 import { keptResult } from './step-results';
 import { discardPayload } from './payloads';
+import type { RunPayload } from '../domain/payload';
 
 /** An attempt's outcome as recorded, or fenced (the lease was lost first: nothing was written). */
 export interface RecordedOutcome {
@@ -38,7 +39,7 @@ export async function recordOutcome(
   result: TargetResult,
   now: number,
   reason: string | null,
-  carried: { readonly checkpoint?: unknown; readonly result?: unknown; readonly inputs?: unknown } = {},
+  carried: { readonly checkpoint?: unknown; readonly result?: unknown; readonly inputs?: unknown; readonly payload?: RunPayload } = {},
 ): Promise<RecordedOutcome> {
   if (result.ok) {
     const effect =
@@ -93,7 +94,7 @@ export async function recordOutcome(
     return { status: 'DEAD', recorded };
   }
   const status: AttemptOutcome = result.timedOut ? 'TIMED_OUT' : 'FAILED';
-  const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, carried.checkpoint, carried.inputs);
+  const retry = planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, carried);
   const notify = notifyEventFor(jobSubject(job), status);
   const recorded = (await deps.leases.finishAttempt(run, { status, now, error: result.error, reason, notify }, retry)) === 'fenced' ? 'fenced' : 'recorded';
   if (recorded === 'recorded') {
@@ -110,13 +111,7 @@ export async function recordOutcome(
  * ticker's, sent when it found the lease's check-back passed): that attempt failed. Fenced when
  * another worker recorded or took over the run first.
  */
-export async function recordWorkerLost(
-  deps: SchedulerDeps,
-  run: Run,
-  budgetFrom: number,
-  checkpoint?: unknown,
-  inputs?: unknown,
-): Promise<'recorded' | 'fenced'> {
+export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom: number, carried: Carried = {}): Promise<'recorded' | 'fenced'> {
   const now = deps.clock();
   const job = await deps.jobs.getAnyTenant(run.jobId);
   // At-most-once: a consumed attempt may have reached its target; it is never called again.
@@ -133,7 +128,7 @@ export async function recordWorkerLost(
     : job
       ? decideRetry(job.retryPolicy, { retryable: true }, run.attempt - budgetFrom + 1, deps.random)
       : null;
-  const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, checkpoint, inputs) : null;
+  const retry = job && decision?.retry ? planRetry(deps, job, run, budgetFrom, now + decision.delayMs, now, carried) : null;
   const status = retry ? 'FAILED' : 'DEAD';
   const reason = decision?.why ?? 'the job no longer exists';
   const owner = job ? jobSubject(job) : null;
@@ -160,7 +155,14 @@ export async function recordWorkerLost(
   return 'recorded';
 }
 
-function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, availableAt: number, now: number, checkpoint?: unknown, inputs?: unknown) {
+/** What an attempt hands to the next: its checkpoint, a step's inputs, and the run's own payload (a trigger's). */
+interface Carried {
+  readonly checkpoint?: unknown;
+  readonly inputs?: unknown;
+  readonly payload?: RunPayload;
+}
+
+function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, availableAt: number, now: number, { checkpoint, inputs, payload }: Carried) {
   const plan = planRun(
     deps.config,
     job,
@@ -173,6 +175,7 @@ function planRetry(deps: SchedulerDeps, job: Job, run: Run, budgetFrom: number, 
       traceparent: run.traceparent,
       ...(checkpoint !== undefined ? { checkpoint } : {}),
       ...(inputs !== undefined ? { inputs } : {}),
+      ...(payload !== undefined ? { payload } : {}),
     },
     now,
   );

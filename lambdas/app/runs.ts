@@ -13,7 +13,6 @@ import { admitRunRequest } from './create-rate';
 import { advanceChain } from './occurrence-chain';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
-import { parseStepJobId } from '../domain/workflow-jobs';
 import { continueWorkflow } from './workflow-progress';
 
 /** The tenant's run, or a 404 (another tenant's run is not found either). */
@@ -68,12 +67,13 @@ export async function replayRun(
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
   const attempt = original.attempt + 1;
-  // A workflow step's replay sees the inputs its run was given (its parents' results then).
-  const inputs = parseStepJobId(original.jobId) ? await deps.runs.inputsOf(original.runId) : undefined;
+  // A replay is given what the run was: a workflow step's inputs (its parents' results then), a
+  // trigger's own payload.
+  const given = await deps.runs.givenTo(original.runId);
   const plan = planRun(
     deps.config,
     job,
-    { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now, traceparent, ...(inputs !== undefined ? { inputs } : {}) },
+    { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now, traceparent, ...given },
     now,
   );
   const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };

@@ -124,10 +124,24 @@ export class RunClaims {
   }
 
   /** A run with what an external worker's call must match (its lease token) and what a retry carries (checkpoint, a step's inputs). */
-  async getLeased(runId: string): Promise<{ run: Run; leaseToken: string | null; budgetFrom: number; checkpoint: unknown; inputs: unknown } | null> {
+  async getLeased(runId: string): Promise<{
+    run: Run;
+    leaseToken: string | null;
+    budgetFrom: number;
+    checkpoint: unknown;
+    inputs: unknown;
+    payloadOverride: RunPayload | undefined;
+  } | null> {
     const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
     if (!item) return null;
     const leaseToken = typeof item.leaseToken === 'string' ? item.leaseToken : null;
-    return { run: itemToRun(item), leaseToken, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item), inputs: inputsOf(item) };
+    return {
+      run: itemToRun(item),
+      leaseToken,
+      budgetFrom: budgetFromOf(item),
+      checkpoint: checkpointOf(item),
+      inputs: inputsOf(item),
+      payloadOverride: payloadOverrideOf(item),
+    };
   }
 }

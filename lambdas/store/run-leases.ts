@@ -72,7 +72,15 @@ export type LeaseResult =
   /** Another worker holds a live lease. */
   | { readonly kind: 'held'; readonly run: Run }
   /** Running under a lease that expired: its worker was lost. The checkpoint it saved goes to the retry. */
-  | { readonly kind: 'expired'; readonly run: Run; readonly budgetFrom: number; readonly checkpoint?: unknown; readonly inputs?: unknown }
+  | {
+      readonly kind: 'expired';
+      readonly run: Run;
+      readonly budgetFrom: number;
+      readonly checkpoint?: unknown;
+      readonly inputs?: unknown;
+      /** The run's own payload (a trigger's), which its retry is delivered too. */
+      readonly payloadOverride?: RunPayload;
+    }
   /**
    * Already finished (or cancelled, skipped): a duplicate delivery. `notify`: the event its outcome
    * raised for a notification, which the redelivery makes sure exists.
@@ -349,7 +357,14 @@ function whyNotLeased(item: Item | undefined, now: string, nowMs: number): Lease
   if (run.status === 'RUNNING') {
     const expiresAt = typeof item.leaseExpiresAtMs === 'number' ? item.leaseExpiresAtMs : Infinity;
     return expiresAt < nowMs
-      ? { kind: 'expired', run, budgetFrom: budgetFromOf(item), checkpoint: checkpointOf(item), inputs: inputsOf(item) }
+      ? {
+          kind: 'expired',
+          run,
+          budgetFrom: budgetFromOf(item),
+          checkpoint: checkpointOf(item),
+          inputs: inputsOf(item),
+          payloadOverride: payloadOverrideOf(item),
+        }
       : { kind: 'held', run };
   }
   if (run.availableAt > now) return { kind: 'early', run };

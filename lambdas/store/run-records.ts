@@ -8,7 +8,7 @@ import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
 import type { RunItemExtras } from './keys';
-import { encodeCursor, expiryAttributes, inputsOf, itemToRun, resultOf, RUN_PK_PREFIX, runKey, runToItem } from './keys';
+import { encodeCursor, expiryAttributes, inputsOf, itemToRun, payloadOverrideOf, resultOf, RUN_PK_PREFIX, runKey, runToItem } from './keys';
 import type { RunPayload } from '../domain/payload';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
@@ -35,12 +35,23 @@ export class RunRecords {
     return item ? itemToRun(item) : null;
   }
 
-  /** A workflow step run's inputs (its parents' results), as written with it; undefined for other runs. */
-  async inputsOf(runId: string): Promise<unknown> {
+  /**
+   * What a run was given besides its job: a workflow step run's inputs (its parents' results) and a
+   * run's own payload (a trigger's), as written with it; each undefined when it has none.
+   */
+  async givenTo(runId: string): Promise<{ readonly inputs?: unknown; readonly payload?: RunPayload }> {
     const { Item: item } = await this.dynamo.send(
-      new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true, ProjectionExpression: 'inputsJson' }),
+      new GetCommand({
+        TableName: this.tableName,
+        Key: runKey(runId),
+        ConsistentRead: true,
+        ProjectionExpression: 'inputsJson, payloadOverrideJson, payloadOverrideRef',
+      }),
     );
-    return item ? inputsOf(item) : undefined;
+    if (!item) return {};
+    const inputs = inputsOf(item);
+    const payload = payloadOverrideOf(item);
+    return { ...(inputs !== undefined ? { inputs } : {}), ...(payload !== undefined ? { payload } : {}) };
   }
 
   /**

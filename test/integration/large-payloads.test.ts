@@ -184,6 +184,49 @@ describe('large payloads', () => {
     expect((await finished(triggered.body.run.runId)).status).toBe('SUCCEEDED');
   });
 
+  it("a trigger's payload, inline or stored, is its retries' and its replay's too, not the job's", async () => {
+    // Every call fails: the trigger's run is retried once, ends DEAD, and is replayed.
+    const failing = await startTarget(() => ({ status: 500 }));
+    try {
+      for (const [marker, size] of [
+        ['own-inline', 100],
+        ['own-stored', 50_000],
+      ] as const) {
+        const created = await scheduler.api(
+          'POST',
+          '/v1/jobs',
+          jobBody(failing.url, {
+            schedule: { kind: 'delay', seconds: 3600 },
+            payload: { own: 'job' },
+            retryPolicy: { maxAttempts: 2, initialDelaySeconds: 0, maxDelaySeconds: 1 },
+          }),
+        );
+        expect(created.status).toBe(201);
+        const payload = { marker, ...payloadOf(size) };
+        const triggered = await scheduler.api('POST', `/v1/jobs/${created.body.job.jobId}/trigger`, { payload });
+        expect(triggered.status).toBe(202);
+        const dead = await eventually(
+          async () => (await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}/runs`)).body.items as { runId: string; status: string }[],
+          (runs) => runs.some((run) => run.status === 'DEAD'),
+          60_000,
+        );
+        const replay = await scheduler.api('POST', `/v1/runs/${dead.find((run) => run.status === 'DEAD')!.runId}/replay`);
+        expect(replay.status).toBe(202);
+        // The trigger, its retry, the replay and the replay's retry (a fresh budget of two attempts).
+        const bodies = await eventually(
+          () => Promise.resolve(failing.calls.filter((call) => call.body.includes(marker)).map((call) => JSON.parse(call.body) as unknown)),
+          (found) => found.length >= 4,
+          60_000,
+        );
+        // Before, the retries and the replay were delivered the job's payload ({ own: 'job' }).
+        expect(bodies).toEqual([payload, payload, payload, payload]);
+        expect(failing.calls.filter((call) => call.body.includes('"own"'))).toEqual([]);
+      }
+    } finally {
+      await failing.stop();
+    }
+  });
+
   it('an Idempotency-Key replay answers the first create with its payload and stores nothing more', async () => {
     const before = (await keysUnder(`jobs/${scheduler.tenantId}/`)).length;
     const body = jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: payloadOf(25_000, 'i') });
