@@ -114,10 +114,13 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
       traceparent: runs.get(entry.runId)?.traceparent,
     });
     if (toRelease.length > 0) {
-      await deps.dispatch.send(toRelease.map(dispatchOf), now);
+      // Delayed from when they are sent, not from the tick's start: a page worked late in the tick
+      // would arrive that much after its time.
+      const sentAt = deps.clock();
+      await deps.dispatch.send(toRelease.map(dispatchOf), sentAt);
       await mapWithConcurrency(toRelease, WRITE_CONCURRENCY, async (entry) => {
-        const next = firstCheckAt(Date.parse(entry.availableAt), now, config);
-        if (await deps.timeIndex.markQueued(entry.runId, now, next, config.timeIndexShards)) {
+        const next = firstCheckAt(Date.parse(entry.availableAt), sentAt, config);
+        if (await deps.timeIndex.markQueued(entry.runId, sentAt, next, config.timeIndexShards)) {
           released++;
           deps.telemetry.runQueued({ ...entry, traceparent: runs.get(entry.runId)?.traceparent });
         }

@@ -135,7 +135,8 @@ export interface QueueDepth {
 /** A request waiting to share a batch call, with how to settle its caller. */
 type Pending<T> = T & { readonly resolve: () => void; readonly reject: (error: unknown) => void };
 type PendingVisibility = Pending<{ readonly receiptHandle: string; readonly seconds: number }>;
-type PendingSend = Pending<{ readonly dispatch: Dispatch; readonly now: number }>;
+/** `now` is the sender's clock when it sent; `heldSince` the process's, to count the time it waited for its batch. */
+type PendingSend = Pending<{ readonly dispatch: Dispatch; readonly now: number; readonly heldSince: number }>;
 
 /**
  * Makes one batch call for the waiting requests (entry ids are their positions) and settles each
@@ -198,15 +199,16 @@ export class DispatchQueue {
     const { coalesce } = options;
     if (coalesce) this.sendBatches ??= new Coalescer({ maxBatch: 10, ...coalesce }, (batch) => void this.sendBatch(batch));
     const gathered = coalesce ? this.sendBatches : undefined;
+    const heldSince = Date.now();
     const results = await Promise.allSettled(
       dispatches.map(
         (dispatch) =>
           new Promise<void>((resolve, reject) => {
             if (gathered) {
-              gathered.add({ dispatch, now, resolve, reject });
+              gathered.add({ dispatch, now, heldSince, resolve, reject });
               return;
             }
-            this.pending.push({ dispatch, now, resolve, reject });
+            this.pending.push({ dispatch, now, heldSince, resolve, reject });
             this.scheduleFlush();
           }),
       ),
@@ -239,11 +241,12 @@ export class DispatchQueue {
       const result = await this.sqs.send(
         new SendMessageBatchCommand({
           QueueUrl: this.queueUrl,
-          Entries: batch.map(({ dispatch, now }, index) => ({
+          Entries: batch.map(({ dispatch, now, heldSince }, index) => ({
             Id: String(index),
             // A delayed message says when it was meant for (decision 0172).
             MessageBody: encodeDispatchMessage(dispatch.runId, { ...dispatch, ...(dispatch.availableAt > now ? { notBefore: dispatch.availableAt } : {}) }),
-            DelaySeconds: delaySecondsUntil(dispatch.availableAt, now),
+            // Its delay counts from now: the time it waited for its batch (a coalesced send) is not added on.
+            DelaySeconds: delaySecondsUntil(dispatch.availableAt, now + (Date.now() - heldSince)),
             // Fair queues: a tenant with a deep backlog yields to quiet tenants.
             MessageGroupId: dispatch.tenantId,
             ...traceAttributeOf(dispatch.traceparent),

@@ -54,6 +54,29 @@ describe('the ticker', () => {
       expect(startedAt - due).toBeLessThan(2_000);
     });
 
+    it('a release sent late in its tick is delayed from when it is sent, not from when the tick began', async () => {
+      const due = Date.now() + 4_800;
+      const [runId] = await createAtJobs(1, due);
+      // The tick's read of the runs takes 4 s (a busy store, or pages before this one).
+      const runs = scheduler.deps.runs;
+      const slowRuns = Object.assign(Object.create(runs) as typeof runs, {
+        getMany: async (ids: readonly string[]) => {
+          await new Promise((resolve) => setTimeout(resolve, 4_000));
+          return runs.getMany(ids);
+        },
+      });
+      expect((await tick({ ...scheduler.deps, runs: slowRuns })).released).toBe(1);
+      const run = await eventually(
+        () => runs.get(runId!),
+        (r) => r?.status === 'SUCCEEDED',
+        20_000,
+      );
+      // Before, its delay was counted from the tick's start: it came about 4 s late.
+      const startedAt = Date.parse(run?.startedAt ?? '');
+      expect(startedAt).toBeGreaterThanOrEqual(due);
+      expect(startedAt - due).toBeLessThan(2_000);
+    });
+
     it('stops a tick that runs out of budget with its cursor kept, and the next ticks release the rest, each run once', async () => {
       const due = Date.now() + 4_000;
       const runIds = await createAtJobs(12, due);

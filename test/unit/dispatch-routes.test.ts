@@ -2,7 +2,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../lambdas/config/config';
-import { DispatchRouter, awsTraceHeaderOf, decodeDispatchMessage, encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
+import { DispatchQueue, DispatchRouter, awsTraceHeaderOf, decodeDispatchMessage, encodeDispatchMessage } from '../../lambdas/store/dispatch-queue';
 import { lowLaneConcurrency, UNCAPPED_POOL_LOW_LANE_CONCURRENCY, validatePools } from '../../lambdas/store/pools';
 
 const base = 'https://sqs.us-east-1.amazonaws.com/123456789012';
@@ -224,5 +224,26 @@ describe('coalesced sends (decision 0160)', () => {
     const queues = new DispatchRouter(client, [{ name: 'default', jobTypes: [], queueUrl: `${base}/d`, dlqUrl: `${base}/d-dlq` }]);
     const results = await Promise.allSettled([queues.send([dispatch('a')], 0, { coalesce }), queues.send([dispatch('b')], 0, { coalesce })]);
     expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+  });
+});
+
+describe('a delayed send', () => {
+  it('counts its delay from when it leaves, not from when it joined its batch', async () => {
+    const delays: number[] = [];
+    const recording = {
+      send: (command: { input: { Entries: { DelaySeconds: number }[] } }) => {
+        delays.push(...command.input.Entries.map((entry) => entry.DelaySeconds));
+        return Promise.resolve({ Failed: [] });
+      },
+    } as unknown as SQSClient;
+    const queue = new DispatchQueue(recording, `${base}/d`);
+    const now = Date.parse('2026-11-28T12:00:00Z');
+    // Due in 10.5 s, held 1.5 s for its batch (a quiet time longer than the cap: it leaves at the cap).
+    await queue.send([{ runId: 'r', tenantId: 't', availableAt: now + 10_500 }], now, { coalesce: { quietMs: 5_000, capMs: 1_500 } });
+    // Before, 10 s from the sender's clock: it arrived 1.5 s after its time. Now 9 at most (8 once
+    // the rounding down meets the milliseconds the send took), which the worker waits out (notBefore).
+    expect(delays).toHaveLength(1);
+    expect(delays[0]).toBeLessThanOrEqual(9);
+    expect(delays[0]).toBeGreaterThanOrEqual(7);
   });
 });
