@@ -83,6 +83,10 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   let complete = true;
   let unreadable = 0;
   let earliestUnreadable = Infinity;
+  /** Partitions worked through to their end, empty ones included. */
+  let partitionsDone = 0;
+  /** The earliest minute with a partition this tick left unfinished (out of budget). */
+  let earliestUnfinished = Infinity;
 
   // Each page is worked through as it is read: its runs sent, then marked. A page sent and not
   // yet marked when the function dies is sent again by the next tick, which the lease tolerates
@@ -177,18 +181,29 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     });
   };
 
+  const stop = (bucket: number): void => {
+    complete = false;
+    earliestUnfinished = Math.min(earliestUnfinished, bucket);
+  };
   await mapWithConcurrency(partitions, QUERY_CONCURRENCY, async ({ bucket, shard }) => {
-    if (!complete) return; // out of budget: the partitions not yet begun wait for the next tick
+    // Out of budget: the partitions not yet begun wait for the next tick. The budget counts empty
+    // partitions too: a tick after hours of backlog reads thousands of them (at least one partition
+    // per tick, so that a tick always gets somewhere).
+    if (!complete || (partitionsDone > 0 && Date.now() >= deadline)) {
+      stop(bucket);
+      return;
+    }
     try {
       for await (const page of deps.timeIndex.duePages(bucket, shard, horizon, options.pageSize)) {
         await releasePage(page);
         pagesDone++;
         // At least one page per tick, so that a tick always gets somewhere.
         if (Date.now() >= deadline) {
-          complete = false;
+          stop(bucket);
           return;
         }
       }
+      partitionsDone++;
     } catch (error) {
       // One partition the store fails to read (an item it cannot return) must not stop the tick for
       // every tenant: the others are released, and this one is tried again by the next tick. What
@@ -226,9 +241,11 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   const backfilled = await releaseBackfills(deps, now);
 
   // Everything before the current minute has been handled; entries in this minute not yet due
-  // (check-backs) are seen again next tick. A tick that ran out of budget keeps its cursor.
-  // An unreadable partition holds the cursor at its minute.
-  const cursor = Math.min(complete ? Math.floor(now / 60_000) * 60_000 : Math.floor(from / 60_000) * 60_000, earliestUnreadable);
+  // (check-backs) are seen again next tick. A tick that ran out of budget moves its cursor to the
+  // earliest minute it left unfinished, so that ticks after a long backlog each get further (they
+  // began again from the same minute, and one that could not pass it never recorded itself). An
+  // unreadable partition holds the cursor at its minute.
+  const cursor = Math.min(Math.floor(now / 60_000) * 60_000, earliestUnfinished, earliestUnreadable);
   const lagMs = scheduledAt === undefined ? 0 : now - scheduledAt;
   const report: TickReport = {
     buckets: buckets.length,

@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget, tick, timeIndexEntryOf } from './harness';
 import { firstCheckAt, leaseCheckAt } from '../../lambdas/domain/time-gate';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { schedulerStateKey } from '../../lambdas/store/keys';
 
 describe('the ticker', () => {
   let target: TargetServer;
@@ -128,6 +130,43 @@ describe('the ticker', () => {
         (depth) => depth === 0,
       );
       expect(target.calls.length - calls).toBe(5);
+    });
+  });
+
+  describe('after hours without a tick', () => {
+    let scheduler: Scheduler;
+    beforeAll(async () => {
+      scheduler = await startScheduler({ workerConcurrency: 0 });
+    });
+    afterAll(async () => scheduler.stop());
+
+    it('a tick out of budget stops at the empty partitions too, and each tick moves the cursor on from where it stopped', async () => {
+      const minute = (at: number) => Math.floor(at / 60_000) * 60_000;
+      const from = minute(Date.now() - 3 * 3_600_000);
+      await scheduler.clients.dynamo.send(
+        new UpdateCommand({
+          TableName: scheduler.config.jobsTable,
+          Key: schedulerStateKey('ticker'),
+          UpdateExpression: 'SET #cursor = :cursor',
+          ExpressionAttributeNames: { '#cursor': 'cursor' },
+          ExpressionAttributeValues: { ':cursor': from },
+        }),
+      );
+      // 180 minutes of empty partitions, and a budget of 50 ms. Before, the budget was looked at only
+      // after a page, so the tick read them all; and a tick out of budget kept its cursor where it
+      // began, so a backlog longer than one tick could read was never passed.
+      const first = await tick(scheduler.deps, undefined, { budgetMs: 50 });
+      expect(first.complete).toBe(false);
+      const afterFirst = (await scheduler.deps.state.ticker()).cursor!;
+      expect(afterFirst).toBeGreaterThan(from);
+      let cursor = afterFirst;
+      for (let ticks = 0; ticks < 200 && cursor < minute(Date.now()); ticks++) {
+        await tick(scheduler.deps, undefined, { budgetMs: 50 });
+        const next = (await scheduler.deps.state.ticker()).cursor!;
+        expect(next).toBeGreaterThanOrEqual(cursor);
+        cursor = next;
+      }
+      expect(cursor).toBeGreaterThanOrEqual(minute(Date.now()) - 60_000);
     });
   });
 
