@@ -219,7 +219,9 @@ for (const f of figures) {
     ].join('  '),
   );
 }
-console.log('-> a tick that spends its budget moves its cursor only to the earliest minute it left unfinished; runs it marked have left the partition, so the next tick goes on where it stopped.');
+console.log(
+  '-> a tick that spends its budget moves its cursor only to the earliest minute it left unfinished; runs it marked have left the partition, so the next tick goes on where it stopped.',
+);
 console.log('');
 
 console.log(
