@@ -241,6 +241,14 @@ export interface RunItemExtras {
   readonly chainedFrom?: string | null;
 }
 
+/**
+ * What a finished run removes: its entry in the time index (a check-back) and in the claimable
+ * index (an offered run of an external target). Removing an attribute a run does not have costs
+ * nothing; one left behind by a run that ended offered kept its claim entry until the run expired,
+ * ahead of the runs waiting to be claimed.
+ */
+export const OPEN_RUN_ATTRIBUTES: readonly string[] = ['gateKey', 'gateAt', 'claimTenant', 'claimSort'];
+
 /** Sort key of a run in the claimable index: its job type, when it became due, its id. */
 export const claimSortOf = (run: Pick<Run, 'jobType' | 'availableAt' | 'runId'>): string => `${run.jobType}#${run.availableAt}#${run.runId}`;
 export const runIdOfClaimSort = (claimSort: string): string => claimSort.slice(claimSort.lastIndexOf('#') + 1);

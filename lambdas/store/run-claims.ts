@@ -3,8 +3,8 @@
 // worker's heartbeats. Its outcome is recorded as any other (run-leases.ts).
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { Run } from '../domain/run';
-import { sourcesOf } from '../domain/run';
+import type { Run, RunStatus } from '../domain/run';
+import { isTerminal, sourcesOf } from '../domain/run';
 import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
 import { oneOf, plus, updateIf, updateReturning } from './conditional';
 import type { RunPayload } from '../domain/payload';
@@ -88,9 +88,20 @@ export class RunClaims {
       // Only an offered run is in the claimable index: QUEUED, with the tenant's claim entry.
       if: { status: oneOf(sourcesOf('RUNNING', ['QUEUED'])), claimTenant: tenantId },
     });
-    if (!result.held) return null;
+    if (!result.held) {
+      // A run that ended offered before every end removed its claim entry (a cancel, a deleted job):
+      // it is taken out of the index, not met first by every claim until it expires.
+      const found = result.item;
+      if (found && found.claimTenant === tenantId && isTerminal(itemToRun(found).status)) await this.forgetClaim(runId, found.status as RunStatus);
+      return null;
+    }
     const item = result.value;
     return { run: itemToRun(item), payloadOverride: payloadOverrideOf(item), checkpoint: checkpointOf(item), inputs: inputsOf(item) };
+  }
+
+  /** Removes a finished run's claim entry (conditioned on its status as read). */
+  private async forgetClaim(runId: string, status: RunStatus): Promise<void> {
+    await updateIf(this.dynamo, this.tableName, runKey(runId), { set: {}, remove: ['claimTenant', 'claimSort'], if: { status } });
   }
 
   /**

@@ -40,6 +40,7 @@ import {
   itemToRun,
   NOTIFY_EVENT_ATTRIBUTE,
   notifyEventOf,
+  OPEN_RUN_ATTRIBUTES,
   payloadOverrideOf,
   RESULT_ATTRIBUTE,
   RESULT_REF_ATTRIBUTE,
@@ -238,7 +239,7 @@ export class RunLeases {
         [NOTIFY_EVENT_ATTRIBUTE]: outcome.notify ?? undefined,
         ...expiryAttributes(runId, outcome.now, this.retentionDays),
       },
-      remove: ['gateKey', 'gateAt'],
+      remove: [...OPEN_RUN_ATTRIBUTES],
       if: { status: oneOf(sourcesOf(outcome.status, LEASED)), version },
     });
     return recorded ? 'recorded' : 'fenced';
@@ -249,7 +250,7 @@ export class RunLeases {
     const at = new Date(now).toISOString();
     return updateIf(this.dynamo, this.tableName, runKey(runId), {
       set: { status: 'CANCELLED', finishedAt: at, updatedAt: at, reason, ...expiryAttributes(runId, now, this.retentionDays) },
-      remove: ['gateKey', 'gateAt'],
+      remove: [...OPEN_RUN_ATTRIBUTES],
       if: { status: oneOf(sourcesOf('CANCELLED', LEASED)) },
     });
   }
@@ -290,8 +291,9 @@ export class RunLeases {
         ...(dead ?? {}),
         ...expiryAttributes(run.runId, outcome.now, this.retentionDays),
       },
-      // A leased run carries a lease check-back in the time index: a finished run leaves it.
-      remove: ['gateKey', 'gateAt'],
+      // A leased run carries a lease check-back in the time index (and an offered one, a claim
+      // entry): a finished run leaves them.
+      remove: [...OPEN_RUN_ATTRIBUTES],
       if: {
         status: oneOf(sourcesOf(outcome.status, LEASED)),
         version: run.version,

@@ -8,7 +8,18 @@ import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
 import type { RunItemExtras } from './keys';
-import { encodeCursor, expiryAttributes, inputsOf, itemToRun, payloadOverrideOf, resultOf, RUN_PK_PREFIX, runKey, runToItem } from './keys';
+import {
+  encodeCursor,
+  expiryAttributes,
+  inputsOf,
+  itemToRun,
+  OPEN_RUN_ATTRIBUTES,
+  payloadOverrideOf,
+  resultOf,
+  RUN_PK_PREFIX,
+  runKey,
+  runToItem,
+} from './keys';
 import type { RunPayload } from '../domain/payload';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
@@ -97,7 +108,7 @@ export class RunRecords {
     const at = new Date(now).toISOString();
     return updateIf(this.dynamo, this.tableName, runKey(runId), {
       set: { status, finishedAt: at, updatedAt: at, reason, ...expiryAttributes(runId, now, this.retentionDays) },
-      remove: ['gateKey', 'gateAt'],
+      remove: [...OPEN_RUN_ATTRIBUTES],
       if: { status: oneOf(sourcesOf(status, PENDING_STATUSES)) },
     });
   }

@@ -6,6 +6,7 @@
 // lapsed lease ends DEAD; under exactly-once complete records the occurrence's effect and a later
 // attempt is skipped; a complete racing the recovery of its lease, or another complete, loses cleanly.
 import { randomBytes } from 'node:crypto';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Claim, Problem } from '../../clients/worker-client';
 import { LeaseLostError, RunCancelledError, WorkerClient } from '../../clients/worker-client';
@@ -16,6 +17,7 @@ import type { Delivery } from '../../lambdas/domain/delivery';
 import { fencingTokenOf } from '../../lambdas/domain/delivery';
 import type { Run } from '../../lambdas/domain/run';
 import { isTerminal } from '../../lambdas/domain/run';
+import { runKey } from '../../lambdas/store/keys';
 import { LEASE_CHECK_SLACK_MS } from '../../lambdas/store/run-leases';
 import type { Scheduler } from './harness';
 import { eventually, executeRun, startScheduler, tick } from './harness';
@@ -52,6 +54,8 @@ describe('external workers', () => {
   }
 
   const claimOf = (jobType: string) => client.claim<ExportPayload, ExportCheckpoint>({ jobType, waitSeconds: 10 });
+  const runItem = async (runId: string) =>
+    (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }))).Item;
   const getRun = async (runId: string): Promise<RunBody> => (await scheduler.api('GET', `/v1/runs/${runId}`)).body as RunBody;
 
   it('the example worker claims a run, heartbeats checkpoints and completes it', async () => {
@@ -138,6 +142,49 @@ describe('external workers', () => {
     expect(run.status).toBe('CANCELLED');
     expect(run.progress.done).toBeLessThan(50);
     await expect(client.heartbeat(runId, claim.leaseToken)).rejects.toBeInstanceOf(RunCancelledError);
+  });
+
+  it('a run cancelled while offered leaves the claimable index: ten of them do not hide the run waiting behind them', async () => {
+    const offered = async (runId: string) =>
+      eventually(
+        () => getRun(runId),
+        (run) => run.status === 'QUEUED' && run.startedAt !== null,
+      );
+    const cancelled: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const { runId } = await externalJob('stale', { items: 1 }, 10, { name: `external-stale-${i}` });
+      await offered(runId);
+      expect((await scheduler.api('POST', `/v1/runs/${runId}/cancel`)).status).toBe(200);
+      cancelled.push(runId);
+    }
+    const claimEntry = async (runId: string) => (await runItem(runId))?.claimTenant;
+    // Before, a cancel left the claim entry: the claim met these ten first, every time, and found nothing.
+    for (const runId of cancelled) expect(await claimEntry(runId)).toBeUndefined();
+    const { runId: waiting } = await externalJob('stale', { items: 1 }, 10, { name: 'external-stale-waiting' });
+    await offered(waiting);
+    const claim = await client.claim<ExportPayload, ExportCheckpoint>({ jobType: 'stale', waitSeconds: 5 });
+    expect(claim?.run.runId).toBe(waiting);
+    expect(await processExport(client, claim!, { stepMs: 1 })).toBe('completed');
+  });
+
+  it('a claim entry a finished run kept (a stack before every end removed it) is removed by the claim that meets it', async () => {
+    const { runId: ended } = await externalJob('kept-entry', { items: 1 }, 10, { name: 'external-kept-entry-ended' });
+    await eventually(
+      () => getRun(ended),
+      (run) => run.status === 'QUEUED' && run.startedAt !== null,
+    );
+    const entry = await runItem(ended);
+    expect((await scheduler.api('POST', `/v1/runs/${ended}/cancel`)).status).toBe(200);
+    await scheduler.clients.dynamo.send(
+      new UpdateCommand({
+        TableName: scheduler.config.runsTable,
+        Key: runKey(ended),
+        UpdateExpression: 'SET claimTenant = :tenant, claimSort = :sort',
+        ExpressionAttributeValues: { ':tenant': entry!.claimTenant, ':sort': entry!.claimSort },
+      }),
+    );
+    expect(await client.claim({ jobType: 'kept-entry', waitSeconds: 1 })).toBeNull();
+    expect((await runItem(ended))?.claimTenant).toBeUndefined();
   });
 
   it('a failure the worker reports is retried by the job policy with the checkpoint, or ends DEAD when permanent', async () => {
