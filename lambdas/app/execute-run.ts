@@ -6,6 +6,7 @@
 import { logger } from '../core/logger';
 import { leaseCheckAt } from '../domain/time-gate';
 import type { LeaseResult } from '../store/run-leases';
+import { dispatchOfRun } from '../store/dispatch-queue';
 import type { SchedulerDeps } from './deps';
 import { withInFlightSlot } from './in-flight-slot';
 import { VISIBILITY_SLACK_SECONDS, executeLeasedRun } from './leased-run';
@@ -119,10 +120,7 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
     const availableAt = Date.parse(lease.run.availableAt);
     const waitMs = availableAt - deps.clock();
     if (waitMs > MAX_IN_WORKER_WAIT_MS || round >= 3) {
-      await deps.dispatch.send(
-        [{ runId, tenantId: lease.run.tenantId, availableAt, jobType: lease.run.jobType, priority: lease.run.priority, traceparent: lease.run.traceparent }],
-        deps.clock(),
-      );
+      await deps.dispatch.send([dispatchOfRun(lease.run, availableAt)], deps.clock());
       logger.info('run not due yet; sent again for the remaining delay', { ...runFields(lease.run), waitMs });
       return 'requeued';
     }

@@ -52,8 +52,10 @@ export async function withInFlightSlot(
   // process gave back since (one try each): defer without asking DynamoDB, as a deep backlog would
   // otherwise cost a query and a write per message, per round.
   const attempt = deps.tenantsFull.mayTry(tenantId, deps.clock());
-  const slot = attempt.try ? await deps.inFlight.acquire(tenantId, runId, limit, deps.clock(), (runIds) => slotLiveness(deps, runIds), attempt.freed) : null;
-  if (slot === null) {
+  const taken = attempt.try
+    ? await deps.inFlight.acquireSlot(tenantId, runId, limit, deps.clock(), (runIds) => slotLiveness(deps, runIds), attempt.freed)
+    : null;
+  if (taken === null) {
     deps.tenantsFull.markFull(tenantId, deps.clock());
     // Waits, never dropped: the message goes round again after a growing delay, with a fresh
     // receive count (a kept message would count towards the DLQ).
@@ -75,13 +77,15 @@ export async function withInFlightSlot(
     deps.telemetry.runDeferred({ runId, tenantId, traceparent: message.traceparent }, deferrals, delaySeconds);
     return 'deferred';
   }
+  const { slot } = taken;
   let result: ExecuteResult | undefined;
   try {
     result = await execute();
     return result;
   } finally {
-    // Another worker runs this run (a duplicate message): the slot is its run's, and stays.
-    if (result !== 'held' && result !== 'recheck') {
+    // Another worker runs this run (a duplicate message): a slot the run held already is its, and
+    // stays; one this message took is given back (an external worker's claimed run holds none).
+    if (!(taken.own && (result === 'held' || result === 'recheck'))) {
       await deps.inFlight.release(tenantId, slot, runId);
       deps.tenantsFull.freed(tenantId, slot);
     }

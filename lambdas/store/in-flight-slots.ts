@@ -35,19 +35,41 @@ export class InFlightSlots {
 
   /** Takes a slot for the run, or returns null when all `limit` slots are held by live runs. */
   async acquire(scope: string, runId: string, limit: number, now: number, liveness: RunLiveness, freed?: number): Promise<number | null> {
+    return (await this.acquireSlot(scope, runId, limit, now, liveness, freed))?.slot ?? null;
+  }
+
+  /**
+   * As `acquire`, saying whether the slot was the run's already (`own`): a message for a run that
+   * another worker runs (a duplicate) may take a slot of its own, which is not the run's to keep.
+   */
+  async acquireSlot(
+    scope: string,
+    runId: string,
+    limit: number,
+    now: number,
+    liveness: RunLiveness,
+    freed?: number,
+  ): Promise<{ readonly slot: number; readonly own: boolean } | null> {
     // A slot this process has just given back, if any, then the run's own slot: one write in the
     // common case, and a redelivered message finds the slot its run already holds.
-    if (freed !== undefined && freed < limit && (await this.take(scope, freed, runId, now, null))) return freed;
+    if (freed !== undefined && freed < limit) {
+      const taken = await this.take(scope, freed, runId, now, null);
+      if (taken) return { slot: freed, own: taken === 'own' };
+    }
     const home = homeSlot(runId, limit);
-    if (home !== freed && (await this.take(scope, home, runId, now, null))) return home;
+    if (home !== freed) {
+      const taken = await this.take(scope, home, runId, now, null);
+      if (taken) return { slot: home, own: taken === 'own' };
+    }
 
     const holders = await this.holders(scope);
     const mine = holders.find((holder) => holder.runId === runId && holder.slot < limit);
-    if (mine) return mine.slot;
+    if (mine) return { slot: mine.slot, own: true };
     const held = new Set(holders.map((holder) => holder.slot));
     const free = Array.from({ length: limit }, (_, slot) => slot).filter((slot) => !held.has(slot));
     for (const slot of pick(free, FREE_SLOT_TRIES, runId)) {
-      if (await this.take(scope, slot, runId, now, null)) return slot;
+      const taken = await this.take(scope, slot, runId, now, null);
+      if (taken) return { slot, own: taken === 'own' };
     }
 
     // Every slot is held: take over one whose run is not running any more.
@@ -57,7 +79,7 @@ export class InFlightSlots {
     for (const holder of suspects) {
       const state = live.get(holder.runId);
       const stale = !state || !state.running || (state.leaseExpiresAt !== null && state.leaseExpiresAt < now);
-      if (stale && (await this.take(scope, holder.slot, runId, now, holder))) return holder.slot;
+      if (stale && (await this.take(scope, holder.slot, runId, now, holder))) return { slot: holder.slot, own: false };
     }
     return null;
   }
@@ -82,8 +104,11 @@ export class InFlightSlots {
     );
   }
 
-  /** Puts the run in the slot if it is free, already the run's, or still held by `replacing`. */
-  private async take(scope: string, slot: number, runId: string, now: number, replacing: SlotHolder | null): Promise<boolean> {
+  /**
+   * Puts the run in the slot if it is free (`new`), already the run's (`own`), or still held by
+   * `replacing` (`new`); null when another run holds it.
+   */
+  private async take(scope: string, slot: number, runId: string, now: number, replacing: SlotHolder | null): Promise<'new' | 'own' | null> {
     // Every slot item holds a run id: one without is a free slot.
     const condition = replacing ? { runId: replacing.runId, acquiredAt: replacing.acquiredAt } : { runId: absentOr(runId) };
     const taken = await ifHeld(() =>
@@ -92,10 +117,12 @@ export class InFlightSlots {
           TableName: this.tableName,
           Item: { ...this.keys.slot(scope, slot), runId, acquiredAt: now, expiresAtEpoch: Math.floor(now / 1000) + SLOT_TTL_SECONDS },
           ...conditionExpressions(condition),
+          ReturnValues: 'ALL_OLD',
         }),
       ),
     );
-    return taken.held;
+    if (!taken.held) return null;
+    return taken.value.Attributes?.runId === runId ? 'own' : 'new';
   }
 }
 

@@ -15,7 +15,7 @@ import { RequestCounter } from '../../lambdas/store/request-counter';
 import { emulatorEnvironment } from '../../scripts/local/emulator';
 import { auditAsAdmin, runAdmin } from '../../scripts/ops/admin';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, jobBody, startScheduler, startTarget } from './harness';
+import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 
 const run = promisify(execFile);
 
@@ -493,6 +493,41 @@ describe('a slot its run never gave back', () => {
       (status) => status === 'SUCCEEDED',
     );
     expect(await scheduler.deps.inFlight.holders(scheduler.tenantId)).toEqual([]);
+  });
+});
+
+describe('a duplicate message for a run another worker runs', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, tenantLimits: { maxInFlightRuns: 1 } });
+  });
+  afterAll(() => scheduler.stop());
+
+  const runOf = async (name: string) => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/hook', { name, schedule: { kind: 'delay', seconds: 1 } }));
+    expect(created.status).toBe(201);
+    const runId = created.body.job.nextRunId as string;
+    await eventually(
+      () => scheduler.deps.runs.get(runId),
+      (run) => run !== null && Date.parse(run.availableAt) <= Date.now(),
+    );
+    return runId;
+  };
+
+  it('gives back the slot it took, and keeps the one the run held already', async () => {
+    // Leased elsewhere without a slot of its own (as an external worker's claimed run is, decision 0062).
+    const claimed = await runOf('claimed-elsewhere');
+    expect((await scheduler.deps.leases.lease(claimed, leaseRequest(scheduler.config, 'elsewhere'))).kind).toBe('leased');
+    expect(await executeRun(scheduler.deps, claimed, { tenantId: scheduler.tenantId })).toBe('held');
+    // Before, the slot it took stayed, held for the run as long as it ran: the tenant's only one.
+    expect(await scheduler.deps.inFlight.holders(scheduler.tenantId)).toEqual([]);
+
+    // A run that holds its slot (its first message's) keeps it when a second copy comes.
+    const running = await runOf('running-with-its-slot');
+    expect(await scheduler.deps.inFlight.acquire(scheduler.tenantId, running, 1, Date.now(), () => Promise.resolve(new Map()))).toBe(0);
+    expect((await scheduler.deps.leases.lease(running, leaseRequest(scheduler.config, 'its-worker'))).kind).toBe('leased');
+    expect(await executeRun(scheduler.deps, running, { tenantId: scheduler.tenantId })).toBe('held');
+    expect((await scheduler.deps.inFlight.holders(scheduler.tenantId)).map((holder) => holder.runId)).toEqual([running]);
   });
 });
 
