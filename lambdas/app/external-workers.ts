@@ -56,15 +56,6 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
       // Claimed by another worker since the index was read: try the next one.
       if (!claimed) continue;
       let { run } = claimed;
-      // At-most-once: the claim consumes the attempt; a worker that vanishes is not replaced. An
-      // attempt that could not be consumed (cancelled, or recovered as lost while this call stalled)
-      // is not handed out: the worker would call a target that a retry may call too.
-      if (run.delivery === 'at-most-once') {
-        const consumedAt = deps.clock();
-        if (!(await deps.leases.consume(run.runId, run.version, consumedAt))) continue;
-        const at = new Date(consumedAt).toISOString();
-        run = { ...run, consumedAt: at, updatedAt: at };
-      }
       const job = await deps.jobs.getAnyTenant(run.jobId);
       // A run whose stored payload is gone (decision 0162) ends DEAD: offer the next one.
       const read = job ? await payloadOrEnd(deps, job, run, claimed.payloadOverride, deps.clock()) : { ok: true as const, payload: null };
@@ -73,6 +64,18 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
       // A step's inputs travel with its claim (its parents' stored results read), as in the envelope of the other targets.
       const context = job ? await stepContextOrEnd(deps, job, run, claimed.inputs, payload, deps.clock()) : { ok: true as const };
       if (!context.ok) continue;
+      // At-most-once: the claim consumes the attempt; a worker that vanishes is not replaced. An
+      // attempt that could not be consumed (cancelled, or recovered as lost while this call stalled)
+      // is not handed out: the worker would call a target that a retry may call too. Consumed only
+      // once what the claim hands out is read: a read that fails (the bucket, the store) leaves an
+      // attempt that was never handed out, which its lease's end retries, not one ended DEAD as
+      // perhaps called.
+      if (run.delivery === 'at-most-once') {
+        const consumedAt = deps.clock();
+        if (!(await deps.leases.consume(run.runId, run.version, consumedAt))) continue;
+        const at = new Date(consumedAt).toISOString();
+        run = { ...run, consumedAt: at, updatedAt: at };
+      }
       deps.telemetry.runClaimed(run, deps.clock());
       logger.info('run claimed by an external worker', {
         ...runFields(run),

@@ -19,6 +19,7 @@ import type { Run } from '../../lambdas/domain/run';
 import { isTerminal } from '../../lambdas/domain/run';
 import { runKey } from '../../lambdas/store/keys';
 import { LEASE_CHECK_SLACK_MS } from '../../lambdas/store/run-leases';
+import { claimRun } from '../../lambdas/app/external-workers';
 import type { Scheduler } from './harness';
 import { eventually, executeRun, startScheduler, tick } from './harness';
 
@@ -352,6 +353,33 @@ describe('external workers under delivery semantics', () => {
     }
     expect(await getRun(runId)).toMatchObject({ status: 'DEAD', error: { code: 'OUTCOME_UNKNOWN' } });
     expect(((await scheduler.api('GET', `/v1/dead-runs?jobId=${jobId}`)).body.items as Run[]).map((run) => run.runId)).toEqual([runId]);
+  });
+
+  it('at-most-once: a claim whose reads fail consumes nothing, and the lapsed lease is retried rather than ended DEAD', async () => {
+    const { jobId, runId } = await externalJob('amo-read-fails', 'at-most-once');
+    await eventually(
+      () => getRun(runId),
+      (run) => run.status === 'QUEUED' && run.startedAt !== null,
+    );
+    // The claim's read of the job (or of a stored payload) fails: the API answers 500.
+    const failing = {
+      ...scheduler.deps,
+      jobs: Object.assign(Object.create(scheduler.deps.jobs) as SchedulerDeps['jobs'], { getAnyTenant: () => Promise.reject(new Error('the store failed')) }),
+    };
+    await expect(claimRun(failing, scheduler.tenantId, { jobType: 'amo-read-fails', waitSeconds: 0 })).rejects.toThrow(/the store failed/);
+    // Before, the attempt was consumed first: at the lease's end it ended DEAD, OUTCOME_UNKNOWN, never handed out.
+    const claimed = await getRun(runId);
+    expect(claimed.status).toBe('RUNNING');
+    expect(claimed.consumedAt ?? null).toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, Date.parse(claimed.leaseExpiresAt!) + LEASE_CHECK_SLACK_MS + 100 - Date.now()));
+    expect(await recovered(runId)).toMatchObject({ status: 'FAILED', error: { code: 'WORKER_LOST' } });
+    await drained();
+    expect(await runsOf(jobId)).toEqual([
+      [1, 'FAILED'],
+      [2, 'QUEUED'],
+    ]);
+    const retry = await claimOf('amo-read-fails');
+    expect(retry.attempt).toBe(2);
   });
 
   it('at-most-once: a failure the worker reports ends the run DEAD, even a retryable one', async () => {
