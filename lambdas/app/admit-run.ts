@@ -74,15 +74,18 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
   if (job.overlapPolicy !== 'allow' && job.lastStartedRunId && job.lastStartedRunId !== run.runId) {
     const previous = await deps.runs.get(job.lastStartedRunId);
     const leaseLive = previous?.status === 'RUNNING' && Date.parse(previous.leaseExpiresAt ?? '') > now;
+    // An external job's occurrence admitted and offered waits QUEUED for a worker to claim it
+    // (decision 0062): it is the external workers' to run, as a leased one is.
+    const offered = job.target.kind === 'external' && previous?.status === 'QUEUED';
     // A workflow's occurrence overlaps while the workflow run the previous one started runs (decision 0147).
     const previousWorkflowRun = job.target.kind === 'workflow' && previous ? await workflowRunOfOccurrence(deps, job.target.workflowId, previous) : null;
-    const running = leaseLive || previousWorkflowRun?.status === 'RUNNING';
+    const running = leaseLive || offered || previousWorkflowRun?.status === 'RUNNING';
     const overlap = previousWorkflowRun
       ? decideOverlap(job.overlapPolicy, previousWorkflowRun.workflowRunId, running, 'workflow run')
       : decideOverlap(job.overlapPolicy, job.lastStartedRunId, running);
     if (overlap.action === 'wait' && previous) {
       // Give the lease back and look again later; the finishing run (or workflow run) also wakes it.
-      const remainingMs = previousWorkflowRun ? BUFFER_RECHECK_SECONDS * 1000 : Date.parse(previous.leaseExpiresAt ?? '') - now;
+      const remainingMs = previousWorkflowRun || !leaseLive ? BUFFER_RECHECK_SECONDS * 1000 : Date.parse(previous.leaseExpiresAt ?? '') - now;
       const wait = Math.max(1, Math.min(BUFFER_RECHECK_SECONDS, Math.ceil(remainingMs / 1000)));
       if (
         !(await deps.leases.giveBack(
@@ -108,8 +111,10 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
     if (overlap.action === 'cancel-previous' && previousWorkflowRun) {
       await cancelForOverlap(deps, previousWorkflowRun);
     } else if (overlap.action === 'cancel-previous' && previous) {
-      const cancelled = await deps.leases.complete(previous.runId, previous.version, { status: 'CANCELLED', now, error: null, reason: overlap.reason });
-      if (cancelled === 'recorded') deps.telemetry.runEnded(previous, 'CANCELLED', overlap.reason, { supersededBy: run.runId });
+      const cancelled = offered
+        ? await deps.runs.retirePending(previous.runId, 'CANCELLED', overlap.reason, now)
+        : (await deps.leases.complete(previous.runId, previous.version, { status: 'CANCELLED', now, error: null, reason: overlap.reason })) === 'recorded';
+      if (cancelled) deps.telemetry.runEnded(previous, 'CANCELLED', overlap.reason, { supersededBy: run.runId });
     }
   }
 

@@ -19,6 +19,8 @@ import { parseStepJobId } from '../domain/workflow-jobs';
 import { stepFieldsOf } from '../targets/envelope';
 import type { RecordedOutcome } from './record-outcome';
 import { recordOutcome } from './record-outcome';
+import { wakeBuffered } from './occurrence-chain';
+import type { Job } from '../domain/job';
 
 const CLAIM_POLL_MS = 500;
 const CLAIM_CANDIDATES = 10;
@@ -141,7 +143,7 @@ export async function completeRun(deps: SchedulerDeps, tenantId: string, runId: 
   }
   const now = deps.clock();
   const outcome = await recordOutcome(deps, job, run, budgetFrom, { ok: true, detail: 'completed by an external worker' }, now, null, { result: body.result });
-  return finished(deps, run, outcome, now);
+  return finished(deps, job, run, outcome, now);
 }
 
 export async function failRun(deps: SchedulerDeps, tenantId: string, runId: string, body: FailRequest): Promise<Run> {
@@ -153,10 +155,10 @@ export async function failRun(deps: SchedulerDeps, tenantId: string, runId: stri
     ...(inputs !== undefined ? { inputs } : {}),
     ...(payloadOverride !== undefined ? { payload: payloadOverride } : {}),
   });
-  return finished(deps, run, outcome, now);
+  return finished(deps, job, run, outcome, now);
 }
 
-async function finished(deps: SchedulerDeps, run: Run, outcome: RecordedOutcome, now: number): Promise<Run> {
+async function finished(deps: SchedulerDeps, job: Job, run: Run, outcome: RecordedOutcome, now: number): Promise<Run> {
   if (outcome.recorded === 'fenced') {
     const current = await deps.runs.get(run.runId);
     throw new StaleLeaseError(current?.status ?? 'DEAD');
@@ -167,6 +169,8 @@ async function finished(deps: SchedulerDeps, run: Run, outcome: RecordedOutcome,
     status: outcome.status,
     retryRunId: outcome.retry?.runId,
   });
+  // An occurrence buffered behind this one starts now, not at its next look (as a worker's run wakes it).
+  if (job.overlapPolicy === 'buffer-one' && run.trigger === 'schedule') await wakeBuffered(deps, job.jobId, now);
   const current = await deps.runs.get(run.runId);
   return current ? withResult(deps, current) : run;
 }

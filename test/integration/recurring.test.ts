@@ -4,6 +4,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patchJob } from '../../lambdas/app/job-lifecycle';
 import { repairChain } from '../../lambdas/app/occurrence-chain';
+import { claimRun, completeRun } from '../../lambdas/app/external-workers';
 import type { JobPatchRequest } from '../../lambdas/api/schemas';
 import { jobKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
@@ -456,6 +457,69 @@ describe('overlap policies', () => {
       ).toBe('succeeded');
     }
   });
+});
+
+describe('overlap policies of an external job (decision 0062)', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(() => scheduler.stop());
+
+  it.each(['skip', 'buffer-one', 'cancel-running'] as const)(
+    'applies %s while the previous occurrence waits offered, unclaimed, and a buffered one is woken by the complete',
+    async (policy) => {
+      const type = `overlap-${policy}`;
+      const created = await scheduler.api('POST', '/v1/jobs', {
+        name: type,
+        type,
+        overlapPolicy: policy,
+        schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' },
+        target: { kind: 'external', leaseSeconds: 30 },
+        payload: { policy },
+      });
+      expect(created.status).toBe(201);
+      const first: string = created.body.job.nextRunId;
+      const at = Date.parse(created.body.job.nextRunAt);
+      expect(
+        await executeRun(
+          scheduler.workerDeps('w1', () => at + 100),
+          first,
+        ),
+      ).toBe('offered');
+      // No external worker has claimed it when the next occurrence comes: before, the next one was
+      // offered beside it, and both ran at once once workers came.
+      const second: string = (await scheduler.api('GET', `/v1/jobs/${created.body.job.jobId}`)).body.nextRunId;
+      const secondResult = await executeRun(
+        scheduler.workerDeps('w2', () => at + MINUTE + 100),
+        second,
+      );
+      if (policy === 'skip') {
+        expect(secondResult).toBe('skipped');
+        expect(await scheduler.deps.runs.get(second)).toMatchObject({ status: 'SKIPPED', reason: expect.stringMatching(/overlapPolicy skip/) });
+      } else if (policy === 'cancel-running') {
+        expect(secondResult).toBe('offered');
+        expect(await scheduler.deps.runs.get(first)).toMatchObject({ status: 'CANCELLED', reason: expect.stringMatching(/cancel-running/) });
+        // Cancelled while offered, it is no worker's to claim.
+        const claim = await claimRun(scheduler.deps, scheduler.tenantId, { jobType: type, waitSeconds: 0 });
+        expect(claim?.run.runId).toBe(second);
+      } else {
+        expect(secondResult).toBe('waiting');
+        const claim = (await claimRun(scheduler.deps, scheduler.tenantId, { jobType: type, waitSeconds: 0 }))!;
+        expect(claim.run.runId).toBe(first);
+        const completing = scheduler.workerDeps('api', () => at + MINUTE + 5_000);
+        const sent: string[] = [];
+        const send = completing.dispatch.send.bind(completing.dispatch);
+        completing.dispatch.send = (dispatches, ...rest) => {
+          sent.push(...dispatches.map((dispatch) => dispatch.runId));
+          return send(dispatches, ...rest);
+        };
+        await completeRun(completing, scheduler.tenantId, first, { leaseToken: claim.leaseToken });
+        // Before, the buffered occurrence waited for its next look (30 s).
+        expect(sent).toEqual([second]);
+      }
+    },
+  );
 });
 
 describe('repairs by the ticker', () => {
