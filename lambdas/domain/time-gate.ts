@@ -46,9 +46,12 @@ export function firstCheckAt(availableAt: number, now: number, settings: Pick<Ti
  * A lease keeps the run's queued check-back when it is no later than the lease's own
  * (`leaseCheckAt`, so never after the lease's end) and still ahead by at least this much: a
  * check-back that has come (or nearly) may be in a tick's hands, and the tick's move of a queued
- * run fails once the run is leased, so the lease moves it instead.
+ * run fails once the run is leased, so the lease moves it instead. Measured from the worker's clock
+ * when it asked: more than the longest a store write can take to land after that (a 1 s connect, a
+ * retry's pause, a 3 s request: store/aws.ts), or a lease landing after a tick's read could keep an
+ * entry in a minute the tick's cursor then passes.
  */
-export const KEPT_CHECK_MIN_AHEAD_MS = 2_000;
+export const KEPT_CHECK_MIN_AHEAD_MS = 6_000;
 
 export type QueuedCheck =
   /** Queued for less than the grace: its message may still be on its way. Look again at the grace's end. */

@@ -220,6 +220,18 @@ describe("every way out of RUNNING leaves the lease's check-back behind (or, giv
   const none = { gateKey: undefined, gateAt: undefined };
   const now = () => Date.now();
 
+  it('a lease asked for less than the margin before the queued check-back moves it rather than keep it (decision 0170)', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/hook'));
+    const runId = created.body.job.nextRunId as string;
+    const queuedCheck = Date.parse((await gateOf(runId)).gateAt!);
+    // Asked 4 s before the check-back: a write that takes its connect, retry and request time lands
+    // after a tick may have read the entry. Before (a 2 s margin), the entry was kept there.
+    const askedAt = queuedCheck - 4_000;
+    const lease = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'w', askedAt));
+    expect(lease.kind).toBe('leased');
+    expect(Date.parse((await gateOf(runId)).gateAt!)).toBe(leaseCheckAt(askedAt, scheduler.config));
+  });
+
   it('succeeded, failed, dead', async () => {
     for (const status of ['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'DEAD'] as const) {
       const run = await leased();
