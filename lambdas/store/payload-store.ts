@@ -76,6 +76,19 @@ export class PayloadStore {
       this.texts.set(ref.key, kept);
       return JSON.parse(kept) as unknown;
     }
+    // Reads of one object at once (a parent's result read by its dependants, a batch of one job's
+    // runs) share one GET.
+    let reading = this.reading.get(ref.key);
+    if (reading === undefined) {
+      reading = this.read(ref).finally(() => this.reading.delete(ref.key));
+      this.reading.set(ref.key, reading);
+    }
+    return JSON.parse(await reading) as unknown;
+  }
+
+  private readonly reading = new Map<string, Promise<string>>();
+
+  private async read(ref: PayloadRef): Promise<string> {
     let text: string;
     try {
       const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: ref.key }));
@@ -86,14 +99,15 @@ export class PayloadStore {
     }
     // Keys are content-addressed: anything else under the key is not the payload the item names.
     if (sha256Of(text) !== ref.sha256) throw new Error(`the payload ${ref.key} does not match its checksum`);
-    const value = JSON.parse(text) as unknown;
+    JSON.parse(text);
     this.keep(ref.key, text);
-    return value;
+    return text;
   }
 
   private keep(key: string, text: string): void {
     const bytes = Buffer.byteLength(text, 'utf8');
-    if (bytes > this.cacheBytes) return;
+    // Kept once: a key counted twice would fill the bound with text the cache does not hold.
+    if (bytes > this.cacheBytes || this.texts.has(key)) return;
     this.texts.set(key, text);
     this.textBytes += bytes;
     for (const [oldest, oldText] of this.texts) {

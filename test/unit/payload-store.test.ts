@@ -38,6 +38,23 @@ describe('the payload store', () => {
     expect(s3.sent).toEqual(['put', 'get']);
   });
 
+  it('reads of one object at once share one GET, and the object is kept (counted) once', async () => {
+    const s3 = fakeS3();
+    const store = new PayloadStore(s3.client, 'bucket', 250);
+    const a = await store.putForJob('t', 'a', { text: 'a'.repeat(100) }); // 113 bytes of JSON
+    const b = await store.putForJob('t', 'b', { text: 'b'.repeat(100) });
+    s3.sent.length = 0;
+    const values = await Promise.all(Array.from({ length: 12 }, () => store.get(a)));
+    expect(values.every((value) => JSON.stringify(value) === JSON.stringify({ text: 'a'.repeat(100) }))).toBe(true);
+    expect(s3.sent).toEqual(['get']);
+    // Both fit the bound: before, twelve counts of a (1,356 bytes) emptied the cache, and each later
+    // read went to S3 again.
+    await store.get(b);
+    await store.get(a);
+    await store.get(b);
+    expect(s3.sent).toEqual(['get', 'get']);
+  });
+
   it('keeps at most its bound of text, the least recently read out first, and nothing larger than the bound', async () => {
     const s3 = fakeS3();
     const store = new PayloadStore(s3.client, 'bucket', 250);
