@@ -58,11 +58,15 @@ export function targetPayloadLimit(kind: Target['kind'] | 'workflow'): number {
 
 /**
  * The most a workflow step's run may deliver: its payload and its parents' results together
- * (decision 0163). A message target's room for a payload; 4 MiB for the others, whose request
- * (Lambda's RequestResponse invoke) or answer (an external worker's claim) stays under Lambda's 6 MB.
+ * (decision 0163). A message target's room for a payload; 4 MiB for HTTP and Lambda targets, whose
+ * request (Lambda's RequestResponse invoke) stays under Lambda's 6 MB; 2.5 MiB for an external
+ * worker's claim, whose answer leaves the API function as a string inside its JSON response: encoded
+ * twice, each quote and backslash of the inputs takes twice its bytes again (at most 5 MiB).
  */
 export const STEP_DELIVERY_MAX_BYTES = 4 * 1024 * 1024;
+export const EXTERNAL_STEP_DELIVERY_MAX_BYTES = 2.5 * 1024 * 1024;
 export function stepDeliveryLimit(kind: Target['kind'] | 'workflow'): number {
+  if (kind === 'external') return EXTERNAL_STEP_DELIVERY_MAX_BYTES;
   return kind === 'sqs' || kind === 'eventbridge' ? targetPayloadLimit(kind) : STEP_DELIVERY_MAX_BYTES;
 }
 

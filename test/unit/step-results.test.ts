@@ -2,7 +2,13 @@
 // run keeps, what its target receives, what a step's delivery may weigh, and how items carry it.
 import { describe, expect, it } from 'vitest';
 import { deliveredStepContext, inputsFrom, keptResult, resultLimitOf, stepDeliveryRefusal } from '../../lambdas/app/step-results';
-import { INLINE_PAYLOAD_MAX_BYTES, MAX_JOB_PAYLOAD_BYTES, STEP_DELIVERY_MAX_BYTES, targetPayloadLimit } from '../../lambdas/domain/payload';
+import {
+  EXTERNAL_STEP_DELIVERY_MAX_BYTES,
+  INLINE_PAYLOAD_MAX_BYTES,
+  MAX_JOB_PAYLOAD_BYTES,
+  STEP_DELIVERY_MAX_BYTES,
+  targetPayloadLimit,
+} from '../../lambdas/domain/payload';
 import { MAX_PAYLOAD_BYTES } from '../../lambdas/domain/job';
 import { MAX_STEP_RESULT_BYTES, MAX_STORED_STEP_RESULT_BYTES } from '../../lambdas/domain/workflow';
 import type { StepContext } from '../../lambdas/domain/workflow-jobs';
@@ -72,6 +78,12 @@ describe('step results stored apart', () => {
     const exactly = targetPayloadLimit('sqs') - JSON.stringify({ a: valueOf(1000) }).length - 2;
     expect(stepDeliveryRefusal(null, { ...where, results: { a: valueOf(1000) }, storedResults: { b: ref(exactly - 4) } }, 'sqs')).toBeNull();
     expect(stepDeliveryRefusal(null, { ...where, results: {}, storedResults: { b: ref(STEP_DELIVERY_MAX_BYTES) } }, 'lambda')).toMatch(/lambda target takes/);
+    // An external claim's answer is encoded twice on its way out of the API function (under 6 MB).
+    const quoted = { ...where, results: {}, storedResults: { b: ref(3 * 1024 * 1024) } };
+    expect(stepDeliveryRefusal(null, quoted, 'http')).toBeNull();
+    expect(stepDeliveryRefusal(null, quoted, 'external')).toMatch(/more than a external target takes \(2621440\)/);
+    const worst = JSON.stringify(JSON.stringify({ results: { b: '"'.repeat((EXTERNAL_STEP_DELIVERY_MAX_BYTES - 20) / 2) } }));
+    expect(Buffer.byteLength(worst)).toBeLessThan(6_000_000 - 64 * 1024);
   });
 
   it('reads a run item: a stored result shows its size and no key; resultOf gives the reference', () => {
