@@ -109,6 +109,14 @@ export async function payloadOrEnd(
     return { ok: true, payload: await deliveredPayload(deps, job, own) };
   } catch (error) {
     if (!(error instanceof PayloadMissingError)) throw error;
+    // The job's object, replaced by a PATCH since the job was read: the lifecycle rule counts its day
+    // from when the object was stored, not tagged, so an old one can go at once. The job as it is now
+    // names the payload to deliver.
+    const now = own ? null : await deps.jobs.getAnyTenant(job.jobId);
+    if (now?.payloadRef?.key !== undefined && now.payloadRef.key !== job.payloadRef?.key) {
+      return payloadOrEnd(deps, now, run, own, leasedAt);
+    }
+    if (now && !now.payloadRef && job.payloadRef) return { ok: true, payload: now.payload };
     await endUndeliverable(deps, run, leasedAt, { code: 'PAYLOAD_MISSING', message: error.message, retryable: false }, 'its payload is no longer stored');
     return { ok: false };
   }

@@ -7,6 +7,7 @@ import { DeleteObjectCommand, GetObjectTaggingCommand, HeadObjectCommand, ListOb
 import { jobKey, runKey } from '../../lambdas/store/keys';
 import { INLINE_PAYLOAD_MAX_BYTES, MAX_JOB_PAYLOAD_BYTES, MAX_INLINE_ONLY_PAYLOAD_BYTES } from '../../lambdas/domain/payload';
 import { sweepJobPayloads } from '../../lambdas/app/payload-sweep';
+import { payloadOrEnd } from '../../lambdas/app/leased-run';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -252,6 +253,19 @@ describe('large payloads', () => {
     expect(JSON.parse(call!.body).marker).toBe('debounce-last');
     expect(target.calls.some((other) => other.body.includes('debounce-first'))).toBe(false);
     // A small payload joining after would go back inline (the carry replaces one form with the other): unit-tested.
+  });
+
+  it("a worker that read the job before a PATCH replaced its payload, whose old object is gone, delivers the job's new payload", async () => {
+    const { jobId, key } = await createLater({ marker: 'before-patch', ...payloadOf(9_000) });
+    const read = (await scheduler.deps.jobs.getAnyTenant(jobId))!;
+    const run = (await scheduler.deps.runs.get(read.nextRunId!))!;
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { payload: { marker: 'after-patch', ...payloadOf(9_000) } });
+    expect(patched.status).toBe(200);
+    // The lifecycle rule counts its day from when the object was stored: an old one goes at once.
+    await scheduler.clients.s3.send(new DeleteObjectCommand({ Bucket: bucket(), Key: key }));
+    // Before, the run ended DEAD with PAYLOAD_MISSING.
+    expect(await payloadOrEnd(scheduler.deps, read, run, undefined, Date.now())).toEqual({ ok: true, payload: { marker: 'after-patch', ...payloadOf(9_000) } });
+    expect((await scheduler.deps.runs.get(run.runId))?.status).not.toBe('DEAD');
   });
 
   it("ends a run DEAD, saying why, when its payload's object is gone", async () => {
