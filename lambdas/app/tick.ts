@@ -73,7 +73,10 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   const from = state.cursor ?? now - FIRST_LOOKBACK_MS;
 
   const buckets = minuteBuckets(from, horizon);
-  const partitions = buckets.flatMap((bucket) => Array.from({ length: config.timeIndexShards }, (_, shard) => ({ bucket, shard })));
+  // Every shard the index was ever written with: a lowered TIME_INDEX_SHARDS leaves entries in the
+  // shards above it, which must still be read.
+  const shards = Math.max(config.timeIndexShards, state.shards ?? 0);
+  const partitions = buckets.flatMap((bucket) => Array.from({ length: shards }, (_, shard) => ({ bucket, shard })));
 
   let released = 0;
   let redelivered = 0;
@@ -271,7 +274,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     lagMs,
     complete: complete ? 1 : 0,
     unreadable,
-  });
+  }, shards);
   logger.info('tick completed', { ...report });
   return report;
 }

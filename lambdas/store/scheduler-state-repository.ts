@@ -10,6 +10,11 @@ export interface TickerState {
   readonly cursor: number | null;
   readonly lastCompletedAt: string | null;
   readonly lastReport: Record<string, number> | null;
+  /**
+   * The most shards per minute the time index has been written with (TIME_INDEX_SHARDS may be
+   * lowered, and entries written before keep their shard): the ticker reads that many.
+   */
+  readonly shards: number | null;
 }
 
 export class SchedulerStateRepository {
@@ -24,14 +29,15 @@ export class SchedulerStateRepository {
       cursor: typeof item?.cursor === 'number' ? item.cursor : null,
       lastCompletedAt: typeof item?.lastCompletedAt === 'string' ? item.lastCompletedAt : null,
       lastReport: (item?.lastReport as Record<string, number> | undefined) ?? null,
+      shards: typeof item?.shards === 'number' ? item.shards : null,
     };
   }
 
   /** Records a completed tick. The cursor only moves forward, so racing tickers cannot rewind it. */
-  async recordTick(cursor: number, completedAt: number, report: Record<string, number>): Promise<void> {
+  async recordTick(cursor: number, completedAt: number, report: Record<string, number>, shards?: number): Promise<void> {
     const at = new Date(completedAt).toISOString();
     const moved = await updateIf(this.dynamo, this.tableName, schedulerStateKey('ticker'), {
-      set: { cursor, lastCompletedAt: at, lastReport: report },
+      set: { cursor, lastCompletedAt: at, lastReport: report, ...(shards !== undefined ? { shards } : {}) },
       if: { cursor: absentOr(atMost(cursor)) },
     });
     if (moved) return;

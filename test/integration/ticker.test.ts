@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget, tick, timeIndexEntryOf } from './harness';
-import { firstCheckAt, leaseCheckAt } from '../../lambdas/domain/time-gate';
+import { firstCheckAt, leaseCheckAt, shardOf } from '../../lambdas/domain/time-gate';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { schedulerStateKey } from '../../lambdas/store/keys';
 
@@ -130,6 +130,34 @@ describe('the ticker', () => {
         (depth) => depth === 0,
       );
       expect(target.calls.length - calls).toBe(5);
+    });
+  });
+
+  describe('a lowered TIME_INDEX_SHARDS', () => {
+    let scheduler: Scheduler;
+    beforeAll(async () => {
+      scheduler = await startScheduler({ workerConcurrency: 0, tuning: { nearHorizonSeconds: 2, tickerHorizonSeconds: 5 } });
+    });
+    afterAll(async () => scheduler.stop());
+
+    it('the ticker still reads the shards a higher count wrote entries in', async () => {
+      expect(scheduler.config.timeIndexShards).toBe(8);
+      await tick(scheduler.deps); // the ticker has seen 8 shards
+      // A run whose entry sits in a shard above the lowered count (2).
+      let runId: string | undefined;
+      for (let tries = 0; tries < 20 && (runId === undefined || shardOf(runId, 8) < 2); tries++) {
+        const created = await scheduler.api(
+          'POST',
+          '/v1/jobs',
+          jobBody(target.url, { schedule: { kind: 'at', at: new Date(Date.now() + 4_000).toISOString() } }),
+        );
+        runId = created.body.job.nextRunId as string;
+      }
+      expect(shardOf(runId!, 8)).toBeGreaterThanOrEqual(2);
+      const lowered = { ...scheduler.deps, config: { ...scheduler.config, timeIndexShards: 2 } };
+      // Before, the ticker read shards 0 and 1 only: the run waited SCHEDULED for good.
+      await tick(lowered);
+      expect((await scheduler.deps.runs.get(runId!))?.status).toBe('QUEUED');
     });
   });
 
