@@ -263,18 +263,23 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     complete,
     unreadable,
   };
-  await deps.state.recordTick(cursor, deps.clock(), {
-    buckets: report.buckets,
-    released,
-    redelivered,
-    lapsedLeases,
-    leaseChecksMoved,
-    repairedJobs,
-    resumed,
-    lagMs,
-    complete: complete ? 1 : 0,
-    unreadable,
-  }, shards);
+  await deps.state.recordTick(
+    cursor,
+    deps.clock(),
+    {
+      buckets: report.buckets,
+      released,
+      redelivered,
+      lapsedLeases,
+      leaseChecksMoved,
+      repairedJobs,
+      resumed,
+      lagMs,
+      complete: complete ? 1 : 0,
+      unreadable,
+    },
+    shards,
+  );
   logger.info('tick completed', { ...report });
   return report;
 }
