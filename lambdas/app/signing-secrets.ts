@@ -26,9 +26,9 @@ export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: str
   const secret = newSigningSecret();
   const now = deps.clock();
   try {
+    // Nothing is read after the commit: the answer is the only place the value is shown.
     const issued = await deps.signingSecrets.rotate(tenantId, secretId, secret, now, input.graceSeconds);
-    const previous = (await deps.signingSecrets.list(tenantId, now)).filter((record) => record.secretId !== secretId);
-    return { ...issued, secret, previous };
+    return { ...issued, secret };
   } catch (error) {
     if (error instanceof SigningSecretConflict)
       throw new ConflictError('Another rotation of the signing secrets committed first; list them and rotate again if needed');

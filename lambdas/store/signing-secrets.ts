@@ -43,7 +43,13 @@ export class SigningSecretsRepository {
    * until `now + graceSeconds`; one already in its grace period stops now. All of it commits
    * together, only if no other rotation changed the tenant's secrets since they were read.
    */
-  async rotate(tenantId: string, secretId: string, secret: string, now: number, graceSeconds: number): Promise<SigningSecretRecord> {
+  async rotate(
+    tenantId: string,
+    secretId: string,
+    secret: string,
+    now: number,
+    graceSeconds: number,
+  ): Promise<SigningSecretRecord & { readonly previous: readonly SigningSecretRecord[] }> {
     if (this.keyId === undefined) throw new Error('no KMS key is configured for signing secrets (SIGNING_KEY_ID)');
     const { live, head } = await this.read(tenantId, now);
     const createdAt = new Date(now).toISOString();
@@ -92,7 +98,13 @@ export class SigningSecretsRepository {
       throw new SigningSecretConflict(`the signing secrets changed while rotating (${[...result.failed].join(', ') || 'a concurrent transaction'})`, {
         cause: result.error,
       });
-    return { secretId, createdAt, expiresAt: null };
+    // The secrets that sign beside it, as the transaction left them: known without another read, so
+    // nothing can fail between the commit and the answer that shows the new value (a caller whose
+    // answer was lost would rotate again, ending the grace of the secret its receivers know).
+    const previous = live.flatMap(({ secretId: kept, createdAt: made, expiresAt }) =>
+      expiresAt === null && graceSeconds > 0 ? [{ secretId: kept, createdAt: made, expiresAt: graceEnd }] : [],
+    );
+    return { secretId, createdAt, expiresAt: null, previous };
   }
 
   /** The tenant's live secrets, newest first, without their values. */

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SigningSecretConflict, SigningSecretsRepository } from '../../lambdas/store/signing-secrets';
 import { signingSecretKey } from '../../lambdas/store/keys';
 import { newSigningSecret } from '../../lambdas/targets/webhook-signature';
+import { issueSigningSecret } from '../../lambdas/app/signing-secrets';
 import type { Scheduler } from './harness';
 import { awsClients, startScheduler } from './harness';
 
@@ -53,6 +54,21 @@ describe('signing secrets store', () => {
     // No grace: the replaced secret stops now.
     await secrets.rotate(tenantId, 'sec_d', first, t0 + 5000, 0);
     expect(await secrets.values(tenantId, t0 + 6000)).toEqual([first]);
+  });
+
+  it('an issue answers the new value and the secrets beside it with no read after its commit', async () => {
+    const tenantId = tenant();
+    const t0 = Date.now();
+    await secrets.rotate(tenantId, 'sec_known', newSigningSecret(), t0, 3600);
+    // A store that fails any read after the rotation: before, the issue's list after its commit threw,
+    // the value was never shown, and the caller's retry ended the grace of the secret its receivers knew.
+    const failingReads = Object.assign(Object.create(secrets) as SigningSecretsRepository, {
+      list: () => Promise.reject(new Error('the store failed')),
+    });
+    const issued = await issueSigningSecret({ signingSecrets: failingReads, clock: () => t0 + 1000 }, tenantId, { graceSeconds: 3600 });
+    expect(issued.secret).toMatch(/^whsec_/);
+    expect(issued.previous).toEqual([{ secretId: 'sec_known', createdAt: new Date(t0).toISOString(), expiresAt: new Date(t0 + 1000 + HOUR).toISOString() }]);
+    expect(await secrets.list(tenantId, t0 + 2000)).toEqual([{ secretId: issued.secretId, createdAt: issued.createdAt, expiresAt: null }, ...issued.previous]);
   });
 
   it('lets one of two rotations at the same moment win, and the other conflict', async () => {
