@@ -9,7 +9,7 @@ import { traceIdOf } from '../domain/trace-context';
 import type { NotificationRecord } from '../store/notifications';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './create-rate';
-import { workflowRunNotificationKey } from './notifications';
+import { jobSubject, notifyOutcome, workflowRunNotificationKey } from './notifications';
 import { tenantRun } from './runs';
 import { getWorkflowRun } from './workflow-runs';
 
@@ -40,6 +40,17 @@ export async function resendNotification(
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<NotificationView> {
   const run = await tenantRun(deps, tenantId, runId);
+  // An outcome that raised the event, whose notification was never made (the external worker's
+  // complete or fail that recorded it stopped before it): made now, and sent.
+  if ((await deps.notifications.get(runId, event)) === null && (await deps.runs.notifyEventOf(runId)) === event) {
+    const job = await deps.jobs.getAnyTenant(run.jobId);
+    if (job) {
+      await admitRunRequest(deps, tenantId, limits, deps.clock());
+      await notifyOutcome(deps, jobSubject(job), run);
+      const made = await deps.notifications.get(runId, event);
+      if (made) return viewOf(made);
+    }
+  }
   return resend(deps, { tenantId, key: runId, event, traceparent: run.traceparent, what: `run ${runId}`, fields: { runId } }, limits);
 }
 
@@ -101,10 +112,21 @@ async function resend(
   const record = await deps.notifications.get(key, event);
   if (!record || record.tenantId !== tenantId) throw new NotFoundError(`No ${event} notification of ${notification.what}`);
   const now = deps.clock();
-  const stalled = record.status === 'PENDING' && record.tries === 0 && record.resentAt !== null && Date.parse(record.resentAt) < now - STALLED_RESEND_MS;
-  if (record.status !== 'DEAD' && !stalled) throw new ConflictError(`The notification is ${record.status}; only a DEAD one is sent again`);
+  const untried = record.status === 'PENDING' && record.tries === 0;
+  const stalled = untried && record.resentAt !== null && Date.parse(record.resentAt) < now - STALLED_RESEND_MS;
+  const unsent = untried && record.resentAt === null && Date.parse(record.createdAt) < now - STALLED_RESEND_MS;
+  if (record.status !== 'DEAD' && !stalled && !unsent) throw new ConflictError(`The notification is ${record.status}; only a DEAD one is sent again`);
   await admitRunRequest(deps, tenantId, limits, now);
-  const revived = await deps.notifications.revive(key, event, now, stalled ? { kind: 'stalled', resentBefore: now - STALLED_RESEND_MS } : { kind: 'dead' });
+  const revived = await deps.notifications.revive(
+    key,
+    event,
+    now,
+    stalled
+      ? { kind: 'stalled', resentBefore: now - STALLED_RESEND_MS }
+      : unsent
+        ? { kind: 'unsent', createdBefore: now - STALLED_RESEND_MS }
+        : { kind: 'dead' },
+  );
   if (!revived) throw new ConflictError('The notification was sent again or changed meanwhile; read it again');
   try {
     await deps.dispatch.send([{ runId: key, tenantId, availableAt: now, notify: event, traceparent }], now);

@@ -5,7 +5,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { NotificationBody, NotifyDestination, NotifyEvent } from '../domain/notify';
-import { IF_NEW, absentOr, conditionExpressions, ifHeld, lessThan, plus, updateIf, updateReturning } from './conditional';
+import { IF_NEW, absent, absentOr, conditionExpressions, ifHeld, lessThan, plus, updateIf, updateReturning } from './conditional';
 import type { Item } from './keys';
 import { NOTIFICATION_PREFIX, notificationKey } from './keys';
 
@@ -132,7 +132,7 @@ export class Notifications {
     runId: string,
     event: NotifyEvent,
     now: number,
-    from: { readonly kind: 'dead' } | { readonly kind: 'stalled'; readonly resentBefore: number },
+    from: { readonly kind: 'dead' } | { readonly kind: 'stalled'; readonly resentBefore: number } | { readonly kind: 'unsent'; readonly createdBefore: number },
   ): Promise<boolean> {
     const at = new Date(now).toISOString();
     return updateIf(this.dynamo, this.tableName, notificationKey(runId, event), {
@@ -140,7 +140,14 @@ export class Notifications {
       remove: ['deadAt', 'claimedUntilMs'],
       // A resend whose message was never sent (its process stopped between the two) is PENDING with no
       // try since: it may be sent again once it has waited long enough for any message to have come.
-      if: from.kind === 'dead' ? { status: 'DEAD' } : { status: 'PENDING', tries: 0, resentAt: lessThan(new Date(from.resentBefore).toISOString()) },
+      // A first try whose message was never sent (the API stopped, or its send failed, after the
+      // outcome that made it) likewise, by when it was made.
+      if:
+        from.kind === 'dead'
+          ? { status: 'DEAD' }
+          : from.kind === 'stalled'
+            ? { status: 'PENDING', tries: 0, resentAt: lessThan(new Date(from.resentBefore).toISOString()) }
+            : { status: 'PENDING', tries: 0, resentAt: absent, createdAt: lessThan(new Date(from.createdBefore).toISOString()) },
     });
   }
 

@@ -13,6 +13,8 @@ import {
   expiryAttributes,
   inputsOf,
   itemToRun,
+  NOTIFY_EVENT_ATTRIBUTE,
+  notifyEventOf,
   OPEN_RUN_ATTRIBUTES,
   payloadOverrideOf,
   resultOf,
@@ -21,6 +23,7 @@ import {
   runToItem,
 } from './keys';
 import type { RunPayload } from '../domain/payload';
+import type { NotifyEvent } from '../domain/notify';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
 import { RUNS_BY_JOB_INDEX, RUNS_BY_TENANT_INDEX } from './schema';
@@ -44,6 +47,20 @@ export class RunRecords {
   async get(runId: string): Promise<Run | null> {
     const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
     return item ? itemToRun(item) : null;
+  }
+
+  /** The notification event a run's outcome raised (its mark), if any. */
+  async notifyEventOf(runId: string): Promise<NotifyEvent | undefined> {
+    const { Item: item } = await this.dynamo.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: runKey(runId),
+        ConsistentRead: true,
+        ProjectionExpression: '#event',
+        ExpressionAttributeNames: { '#event': NOTIFY_EVENT_ATTRIBUTE },
+      }),
+    );
+    return item ? notifyEventOf(item) : undefined;
   }
 
   /**

@@ -16,6 +16,8 @@ import { CreateTopicCommand, DeleteTopicCommand, SNSClient, SubscribeCommand } f
 import type { Message } from '@aws-sdk/client-sqs';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimRun, completeRun } from '../../lambdas/app/external-workers';
+import { resendNotification, STALLED_RESEND_MS } from '../../lambdas/app/run-notifications';
 import { verifyDelivery } from '../../clients/index';
 import { jobSubject, notifyOutcome, tryNotification } from '../../lambdas/app/notifications';
 import type { RunNotificationBody } from '../../lambdas/domain/notify';
@@ -106,6 +108,53 @@ describe('outcome notifications', () => {
   async function runsOf(jobId: string): Promise<RunBody[]> {
     return (await scheduler.api('GET', `/v1/jobs/${jobId}/runs`)).body.items as RunBody[];
   }
+
+  it("an external worker's complete that stopped after its outcome: the notification is made, or sent, by a resend", async () => {
+    const notify = { events: ['succeeded'], destination: { kind: 'http', url: hooks.url } };
+    const offered = async (name: string) => {
+      const { jobId, runId } = await create({ name, type: name, target: { kind: 'external', leaseSeconds: 30 }, notify });
+      await eventually(
+        async () => (await scheduler.api('GET', `/v1/runs/${runId}`)).body as RunBody,
+        (run) => run.status === 'QUEUED' && run.startedAt !== null,
+        WAIT_MS,
+      );
+      const claim = (await claimRun(scheduler.deps, scheduler.tenantId, { jobType: name, waitSeconds: 0 }))!;
+      return { jobId, runId, claim };
+    };
+
+    // The API stopped between the outcome and the notification's record: none was made.
+    const unmade = await offered('ext-notify-unmade');
+    const stopping = {
+      ...scheduler.deps,
+      notifications: Object.assign(Object.create(scheduler.deps.notifications) as typeof scheduler.deps.notifications, {
+        create: () => Promise.reject(new Error('the API stopped')),
+      }),
+    };
+    await expect(completeRun(stopping, scheduler.tenantId, unmade.runId, { leaseToken: unmade.claim.leaseToken })).rejects.toThrow(/the API stopped/);
+    expect((await scheduler.api('POST', `/v1/runs/${unmade.runId}/complete`, { leaseToken: unmade.claim.leaseToken })).status).toBe(409);
+    // Before, the resend answered 404 (no record) and the notification was lost for good.
+    const made = await scheduler.api('POST', `/v1/runs/${unmade.runId}/notifications/succeeded/resend`);
+    expect(made.status, JSON.stringify(made.body)).toBe(202);
+    expect((await settled(unmade.runId, 'succeeded'))?.status).toBe('SENT');
+    expect(callsFor(hooks, unmade.jobId)).toHaveLength(1);
+
+    // Its record made, its first message never sent: a resend sends it once it has waited 15 minutes.
+    const unsent = await offered('ext-notify-unsent');
+    const sendless = {
+      ...scheduler.deps,
+      dispatch: Object.assign(Object.create(scheduler.deps.dispatch) as typeof scheduler.deps.dispatch, {
+        send: () => Promise.reject(new Error('the API stopped')),
+      }),
+    };
+    await expect(completeRun(sendless, scheduler.tenantId, unsent.runId, { leaseToken: unsent.claim.leaseToken })).rejects.toThrow(/the API stopped/);
+    expect(await scheduler.deps.notifications.get(unsent.runId, 'succeeded')).toMatchObject({ status: 'PENDING', tries: 0 });
+    expect((await scheduler.api('POST', `/v1/runs/${unsent.runId}/notifications/succeeded/resend`)).status).toBe(409);
+    const later = { ...scheduler.deps, clock: () => Date.now() + STALLED_RESEND_MS + 60_000 };
+    // Before, it stayed PENDING with no try until it expired, and a resend answered 409.
+    expect((await resendNotification(later, scheduler.tenantId, unsent.runId, 'succeeded')).status).toBe('PENDING');
+    expect((await settled(unsent.runId, 'succeeded'))?.status).toBe('SENT');
+    expect(callsFor(hooks, unsent.jobId)).toHaveLength(1);
+  });
 
   it('a dead run sends exactly one notification, signed, with the outcome and none of the payload', async () => {
     const { jobId } = await create({
