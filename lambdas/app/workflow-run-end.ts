@@ -30,7 +30,12 @@ export function notifyMark(
  * Makes the notification of a workflow run's end, then clears its mark. Never throws, and never
  * delays the workflow run (it has ended): a failure is the ticker's to make good.
  */
-export async function notifyEnd(deps: SchedulerDeps, version: WorkflowVersion, run: WorkflowRun, options: { resend?: boolean } = {}): Promise<void> {
+export async function notifyEnd(
+  deps: SchedulerDeps,
+  version: WorkflowVersion,
+  run: WorkflowRun,
+  options: { resend?: boolean; /** Throw when it is not made, rather than leave it to the ticker. */ rethrow?: boolean } = {},
+): Promise<void> {
   const notify = version.spec.notify;
   const event = run.status === 'RUNNING' ? null : wantedWorkflowEvent(notify, run.status);
   if (!notify || !event) return;
@@ -38,6 +43,7 @@ export async function notifyEnd(deps: SchedulerDeps, version: WorkflowVersion, r
     await notifyWorkflowRunEnd(deps, { workflowId: run.workflowId, name: version.spec.name, type: version.spec.type }, notify, run, event, options);
     await deps.workflowRuns.notified(run, event);
   } catch (error) {
+    if (options.rethrow) throw error;
     logger.warn("a workflow run's notification was not made; the ticker makes it", {
       ...workflowRunFields(run),
       event,

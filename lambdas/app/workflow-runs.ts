@@ -18,7 +18,7 @@ import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './create-rate';
 import { runFields } from './run-log';
 import { advance, openWorkflowRun, recordEndedSteps, recordStepEnd, withOpeningMoves } from './workflow-progress';
-import { notifyMark, workflowRunEnded } from './workflow-run-end';
+import { notifyEnd, notifyMark, workflowRunEnded } from './workflow-run-end';
 import { cancelStepRun, currentStepRun, newestStepRuns } from './workflow-step-runs';
 import { liveWorkflow, tenantWorkflow, versionOf, workflowRunFields } from './workflow-versions';
 
@@ -252,6 +252,10 @@ export async function retryWorkflowRun(
     throw new ConflictError(`The workflow run is ${run.status}; only a FAILED or CANCELLED one can be retried`);
   const version = await versionOf(deps, workflowId, run.version);
   if (!version) throw new NotFoundError(`No version ${run.version} of workflow ${workflowId}`);
+  // Its end's notification not made yet (its worker stopped before it, and the ticker's repair of
+  // it waits for the grace): made now, before the retry makes the run RUNNING, which the repair passes by.
+  const marked = await deps.workflowRuns.getRunWithNotification(workflowId, workflowRunId);
+  if (marked?.notify !== undefined && marked.run.retries === run.retries) await notifyEnd(deps, version, marked.run, { rethrow: true });
   const now = deps.clock();
   // Its steps' runs leave RUN_RETENTION_DAYS after they end (decision 0159): a retry needs them.
   const latest = latestWorkflowRetry(Date.parse(run.scheduledFor), deps.config.runRetentionDays);

@@ -132,14 +132,15 @@ export class WorkflowRunsRepository {
   }
 
   /** The end's notification is made: its mark and check-back go (unless the run was retried and runs again). */
-  async notified(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId'>, event: NotifyEvent): Promise<boolean> {
+  async notified(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId' | 'retries'>, event: NotifyEvent): Promise<boolean> {
     return updateIf(
       this.dynamo,
       this.tableName,
       workflowRunKey(run.workflowId, run.workflowRunId),
       {
         remove: [NOTIFY_EVENT_ATTRIBUTE, 'nextRunShard', 'nextRunAt'],
-        if: { [NOTIFY_EVENT_ATTRIBUTE]: event, status: oneOf(['SUCCEEDED', 'FAILED', 'CANCELLED']) },
+        // The end it was made for: a writer of an earlier end's clears no later end's mark.
+        if: { [NOTIFY_EVENT_ATTRIBUTE]: event, status: oneOf(['SUCCEEDED', 'FAILED', 'CANCELLED']), retries: run.retries },
       },
       'compact',
     );

@@ -260,7 +260,7 @@ describe('workflow notifications, driven one message at a time', () => {
   beforeAll(async () => {
     scheduler = await startScheduler({ workerConcurrency: 0 });
     hooks = await startTarget();
-    steps = await startTarget();
+    steps = await startTarget((call) => ({ status: call.path.endsWith('/fails') ? 500 : 200, headers: { 'x-retryable': 'false' } }));
   });
   afterAll(async () => {
     await scheduler.stop();
@@ -320,6 +320,27 @@ describe('workflow notifications, driven one message at a time', () => {
     expect((await tryNotification(scheduler.workerDeps('notifier'), key, 'succeeded')).result).toBe('sent');
     expect(hooks.calls.filter((call) => bodyOf(call).notificationId === notificationIdOf(key, 'succeeded'))).toHaveLength(1);
     expect((await tick(scheduler.workerDeps('ticker'))).repairedJobs).toBe(0);
+  });
+
+  it("a retry of a workflow run whose end's notification was not made yet makes it first, rather than lose it", async () => {
+    const created = await scheduler.api('POST', '/v1/workflows', {
+      name: 'notify-before-retry',
+      steps: [{ id: 'only', target: { kind: 'http', url: `${steps.url}/fails` } }],
+      notify: { events: ['failed'], destination: { kind: 'http', url: hooks.url } },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const workflowId = created.body.workflowId as string;
+    const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+    expect(await executeRun(dyingBeforeNotifying(scheduler.workerDeps('dies')), started.body.steps.only.runId as string)).toBe('dead');
+    const ended = (await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${started.body.workflowRunId}`)).body;
+    expect(ended.status).toBe('FAILED');
+    const firstEnd = workflowRunNotificationKey(ended);
+    expect(await scheduler.deps.notifications.get(firstEnd, 'failed')).toBeNull();
+    // Retried within the ticker's grace: before, the retried run was RUNNING, the repair passed it by,
+    // and the first end's notification was never made.
+    const retried = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${started.body.workflowRunId}/retry`);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(202);
+    expect(await scheduler.deps.notifications.get(firstEnd, 'failed')).toMatchObject({ event: 'failed' });
   });
 
   it('an occurrence its overlap policy skips sends one skipped notification, from the workflow', async () => {
