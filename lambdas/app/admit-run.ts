@@ -30,8 +30,12 @@ export interface PlannedOccurrence {
 }
 
 export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, planned: PlannedOccurrence): Promise<Admission> {
-  if (run.trigger !== 'schedule') return { kind: 'execute', reason: null };
   const now = deps.clock();
+  // A deleted job's runs never call its target, whatever made them (a trigger, a retry, a replay):
+  // the delete's retire of its pending runs may have missed one (stopped after its commit, raced a
+  // trigger, or past the runs it reads).
+  if (leasedJob.status === 'CANCELLED') return end(deps, run, 'CANCELLED', 'job deleted', now);
+  if (run.trigger !== 'schedule') return { kind: 'execute', reason: null };
   const { backfillRemaining } = planned;
   let job = leasedJob;
   // Skipped since it was planned: a skip that named it while its job pointed at the occurrence

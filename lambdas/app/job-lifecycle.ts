@@ -35,8 +35,8 @@ export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: st
     next: touch(current, now, { status: 'CANCELLED', nextRunAt: null, nextRunId: null, pausedPending: null, pausedUntil: null }),
     releaseName: true,
     afterCommit: async () => {
-      // Every run of the job that has not started ends CANCELLED. A run leased meanwhile sees the
-      // job CANCELLED and ends the same way.
+      // Every run of the job that has not started ends CANCELLED. A run leased meanwhile (or one
+      // this misses) sees the job CANCELLED when leased and ends the same way (admitRun).
       for (const run of await deps.runs.pendingOfJob(jobId)) {
         if (await deps.runs.retirePending(run.runId, 'CANCELLED', 'job deleted', now)) deps.telemetry.runEnded(run, 'CANCELLED', 'job deleted');
       }

@@ -2,7 +2,7 @@
 // directly with their own clocks, so a chain of minute-by-minute occurrences runs in moments.
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { patchJob } from '../../lambdas/app/job-lifecycle';
+import { deleteJob, patchJob } from '../../lambdas/app/job-lifecycle';
 import { repairChain } from '../../lambdas/app/occurrence-chain';
 import { claimRun, completeRun } from '../../lambdas/app/external-workers';
 import type { JobPatchRequest } from '../../lambdas/api/schemas';
@@ -193,6 +193,22 @@ describe('recurring jobs and control', () => {
     expect(await executeRun(worker(Date.now() + 1_000), triggered.body.run.runId)).toBe('succeeded');
     expect(JSON.parse(target.calls[calls]!.body)).toEqual({ manual: true });
     expect((await job(jobId)).nextRunId).toBe(runId);
+  });
+
+  it("a manual run its job's delete did not retire (the delete stopped after its commit) ends CANCELLED when leased, its target never called", async () => {
+    const { jobId } = await createCron();
+    const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`, { payload: { manual: true } });
+    expect(triggered.status).toBe(202);
+    const runId = triggered.body.run.runId as string;
+    const stopping = scheduler.workerDeps('stopping-api', () => Date.now() + offset);
+    stopping.runs.pendingOfJob = () => Promise.reject(new Error('the API stopped after the delete'));
+    await expect(deleteJob(stopping, scheduler.tenantId, jobId)).rejects.toThrow(/stopped after/);
+    expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
+    expect((await scheduler.deps.runs.get(runId))?.status).toBe('QUEUED');
+    // Before, a manual run executed as it was: the target was called after the job was deleted.
+    expect(await executeRun(worker(Date.now() + 1_000), runId)).toBe('cancelled');
+    expect(await scheduler.deps.runs.get(runId)).toMatchObject({ status: 'CANCELLED', reason: 'job deleted' });
+    expect(callsFor(runId)).toBe(0);
   });
 
   it('re-plans the pending occurrence when PATCH changes the schedule, and refuses a stale If-Match', async () => {
