@@ -105,21 +105,34 @@ export async function replayDeadRuns(
   limits: TenantLimits = deps.config.tenantDefaults,
   traceparent?: string,
 ): Promise<{ replayed: Run[]; replayedFrom: string[]; remaining: boolean }> {
-  const page = await deps.deadRuns.list(tenantId, request.limit, { jobId: request.jobId, from: request.from, to: request.to });
+  const filter = { jobId: request.jobId, from: request.from, to: request.to };
   const replayed: Run[] = [];
   const replayedFrom: string[] = [];
-  for (const dead of page.items) {
-    try {
-      replayed.push(await replayRun(deps, tenantId, dead.runId, limits, traceparent));
-      replayedFrom.push(dead.runId);
-    } catch (error) {
-      if (error instanceof TooManyRequestsError) {
-        if (replayed.length === 0) throw error;
-        return { replayed, replayedFrom, remaining: true };
+  // Dead runs that cannot be replayed (their job deleted) stay in the index: the call reads on past
+  // them, a bounded number of pages, rather than stop at the first page with nothing replayed.
+  let cursor: string | undefined;
+  for (let pages = 0; pages < BULK_REPLAY_MAX_PAGES; pages++) {
+    const page = await deps.deadRuns.list(tenantId, BULK_REPLAY_PAGE_SIZE, filter, cursor);
+    for (const dead of page.items) {
+      if (replayed.length >= request.limit) return { replayed, replayedFrom, remaining: true };
+      try {
+        replayed.push(await replayRun(deps, tenantId, dead.runId, limits, traceparent));
+        replayedFrom.push(dead.runId);
+      } catch (error) {
+        if (error instanceof TooManyRequestsError) {
+          if (replayed.length === 0) throw error;
+          return { replayed, replayedFrom, remaining: true };
+        }
+        // Replayed meanwhile, or its job deleted: leave it.
+        if (!(error instanceof ConflictError || error instanceof NotFoundError)) throw error;
       }
-      // Replayed meanwhile, or its job deleted: leave it.
-      if (!(error instanceof ConflictError || error instanceof NotFoundError)) throw error;
     }
+    if (page.nextCursor === null) return { replayed, replayedFrom, remaining: false };
+    cursor = page.nextCursor;
   }
-  return { replayed, replayedFrom, remaining: page.nextCursor !== null };
+  return { replayed, replayedFrom, remaining: true };
 }
+
+/** Dead runs a bulk replay reads per page, and pages per call (1,000 runs at most). */
+const BULK_REPLAY_PAGE_SIZE = 100;
+const BULK_REPLAY_MAX_PAGES = 10;

@@ -248,6 +248,41 @@ describe('retries and dead runs', () => {
   });
 });
 
+describe('a bulk replay past runs it cannot replay', () => {
+  let own: Scheduler;
+  beforeAll(async () => {
+    own = await startScheduler();
+  });
+  afterAll(() => own.stop());
+
+  it('a bulk replay reads on past the dead runs of a deleted job, newer than the ones it can replay', async () => {
+    const target = await startTarget(() => ({ status: 422 }));
+    try {
+      const policy = { retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 1 } };
+      const deadOf = async (jobId: string) => (await own.api('GET', `/v1/dead-runs?jobId=${jobId}`)).body.items as RunBody[];
+      const b = await createJob(own, jobBody(target.url, policy));
+      await eventually(
+        () => deadOf(b.jobId),
+        (items) => items.length === 1,
+      );
+      const a = await createJob(own, jobBody(target.url, policy));
+      for (let i = 0; i < 2; i++) expect((await own.api('POST', `/v1/jobs/${a.jobId}/trigger`)).status).toBe(202);
+      await eventually(
+        () => deadOf(a.jobId),
+        (items) => items.length === 3,
+      );
+      expect((await own.api('DELETE', `/v1/jobs/${a.jobId}`)).status).toBe(200);
+      // Before, every call read the three newest (the deleted job's), replayed none, and said more remained.
+      const bulk = await own.api('POST', '/v1/dead-runs/replay', { limit: 3 });
+      expect(bulk.status, JSON.stringify(bulk.body)).toBe(202);
+      expect(bulk.body.replayed.map((run: RunBody) => run.jobId)).toEqual([b.jobId]);
+      expect(bulk.body.remaining).toBe(false);
+    } finally {
+      await target.stop();
+    }
+  });
+});
+
 describe('a replay whose message cannot be sent', () => {
   let scheduler: Scheduler;
   beforeAll(async () => {
