@@ -17,6 +17,7 @@ import type { Message } from '@aws-sdk/client-sqs';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimRun, completeRun } from '../../lambdas/app/external-workers';
+import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { resendNotification, STALLED_RESEND_MS } from '../../lambdas/app/run-notifications';
 import { verifyDelivery } from '../../clients/index';
 import { jobSubject, notifyOutcome, tryNotification } from '../../lambdas/app/notifications';
@@ -122,15 +123,17 @@ describe('outcome notifications', () => {
       return { jobId, runId, claim };
     };
 
+    /** The scheduler's deps with one store call failing: the API stopped there. */
+    const stoppingAt = <K extends 'notifications' | 'dispatch'>(key: K, method: string): SchedulerDeps => ({
+      ...scheduler.deps,
+      [key]: Object.assign(Object.create(scheduler.deps[key]) as object, { [method]: () => Promise.reject(new Error('the API stopped')) }),
+    });
+
     // The API stopped between the outcome and the notification's record: none was made.
     const unmade = await offered('ext-notify-unmade');
-    const stopping = {
-      ...scheduler.deps,
-      notifications: Object.assign(Object.create(scheduler.deps.notifications) as typeof scheduler.deps.notifications, {
-        create: () => Promise.reject(new Error('the API stopped')),
-      }),
-    };
-    await expect(completeRun(stopping, scheduler.tenantId, unmade.runId, { leaseToken: unmade.claim.leaseToken })).rejects.toThrow(/the API stopped/);
+    await expect(completeRun(stoppingAt('notifications', 'create'), scheduler.tenantId, unmade.runId, { leaseToken: unmade.claim.leaseToken })).rejects.toThrow(
+      /the API stopped/,
+    );
     expect((await scheduler.api('POST', `/v1/runs/${unmade.runId}/complete`, { leaseToken: unmade.claim.leaseToken })).status).toBe(409);
     // Before, the resend answered 404 (no record) and the notification was lost for good.
     const made = await scheduler.api('POST', `/v1/runs/${unmade.runId}/notifications/succeeded/resend`);
@@ -140,13 +143,9 @@ describe('outcome notifications', () => {
 
     // Its record made, its first message never sent: a resend sends it once it has waited 15 minutes.
     const unsent = await offered('ext-notify-unsent');
-    const sendless = {
-      ...scheduler.deps,
-      dispatch: Object.assign(Object.create(scheduler.deps.dispatch) as typeof scheduler.deps.dispatch, {
-        send: () => Promise.reject(new Error('the API stopped')),
-      }),
-    };
-    await expect(completeRun(sendless, scheduler.tenantId, unsent.runId, { leaseToken: unsent.claim.leaseToken })).rejects.toThrow(/the API stopped/);
+    await expect(completeRun(stoppingAt('dispatch', 'send'), scheduler.tenantId, unsent.runId, { leaseToken: unsent.claim.leaseToken })).rejects.toThrow(
+      /the API stopped/,
+    );
     expect(await scheduler.deps.notifications.get(unsent.runId, 'succeeded')).toMatchObject({ status: 'PENDING', tries: 0 });
     expect((await scheduler.api('POST', `/v1/runs/${unsent.runId}/notifications/succeeded/resend`)).status).toBe(409);
     const later = { ...scheduler.deps, clock: () => Date.now() + STALLED_RESEND_MS + 60_000 };
