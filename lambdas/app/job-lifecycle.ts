@@ -12,7 +12,7 @@ import { MASKED_HEADER_VALUE, isUnnamed, jobSpecSchema } from '../domain/job';
 import type { JobPatchRequest, TriggerRequest } from '../api/schemas';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
-import { firstFireTime, sameSchedule, settleLike, settleSchedule, validateSchedule } from '../domain/schedule';
+import { firstFireTime, sameSchedule, settleLike, settleSchedule, skipsKept, validateSchedule } from '../domain/schedule';
 import { planRun } from './plan-run';
 import { triggerDebounced } from './debounce';
 import { sendPlannedRun } from './send-planned-run';
@@ -71,7 +71,7 @@ export async function patchJob(
     deps,
     tenantId,
     jobId,
-    (current, now) => {
+    (current, now, ended) => {
       if (current.status === 'CANCELLED') throw new ConflictError('The job is CANCELLED');
       const changes = withStoredHeaders(patch, current);
       if (changes.name !== undefined && changes.name !== current.name) {
@@ -106,14 +106,15 @@ export async function patchJob(
       const schedulingChanged =
         scheduleChanged || merged.timeoutSeconds !== current.timeoutSeconds || JSON.stringify(merged.target) !== JSON.stringify(current.target);
       if (scheduleChanged) validateSchedule(requested, now);
-      // A new schedule counts from now (an interval's anchor, a counted cron's start), and the
-      // occurrences skipped on request were the old schedule's.
+      // A new schedule counts from now (an interval's anchor, a counted cron's start). The
+      // occurrences skipped on request stay skipped where it still fires: the chain plans over
+      // them, as their SKIPPED runs hold their ids.
       const schedule = scheduleChanged ? settleSchedule(requested, now) : current.schedule;
       const { payloadRef: storedPayload, ...withoutPayload } = touch(current, now, {
         ...merged,
         name: current.name,
         schedule,
-        ...(scheduleChanged ? { skippedOccurrences: [] } : {}),
+        ...(scheduleChanged ? { skippedOccurrences: skipsKept(current.skippedOccurrences, schedule, now) } : {}),
       });
       // The payload a PATCH sets, inline or stored apart; otherwise the one the job has, which a new
       // target must be able to carry too.
@@ -155,7 +156,12 @@ export async function patchJob(
       const plan = planRun(
         deps.config,
         updated,
-        { scheduledFor: first, attempt: attemptFor(first, pending), trigger: 'schedule', chainedFrom: current.nextRunId ?? null },
+        {
+          scheduledFor: first,
+          attempt: ended.attemptPast(jobId, first, attemptFor(first, pending)),
+          trigger: 'schedule',
+          chainedFrom: current.nextRunId ?? null,
+        },
         now,
       );
       return {

@@ -3,6 +3,7 @@
 // creates in the same transaction. Retried on a race with the scheduler's own writes.
 import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError } from '../core/errors';
 import type { Job } from '../domain/job';
+import { isTerminal, runIdFor } from '../domain/run';
 import type { SchedulerDeps } from './deps';
 import { MAX_CAS_ATTEMPTS } from './occurrence-chain';
 import type { RunPlan } from './plan-run';
@@ -17,6 +18,15 @@ export interface Mutation {
   readonly afterCommit?: () => Promise<void>;
 }
 
+/**
+ * The runs a change met ended under the id its plan wanted (a skip's or a retire's record of the
+ * same occurrence): `attemptPast` gives the first attempt number at or after `attempt` whose id
+ * holds none, so that the change plans the occurrence anew rather than failing on the record.
+ */
+export interface EndedRuns {
+  attemptPast(jobId: string, scheduledFor: number, attempt: number): number;
+}
+
 /** Reads the job a change applies to: the tenant's job by default, or a workflow's schedule job. */
 export type JobReader = () => Promise<Job | null>;
 
@@ -29,10 +39,18 @@ export async function mutateJob(
   deps: SchedulerDeps,
   tenantId: string,
   jobId: string,
-  mutate: (job: Job, now: number) => Mutation,
+  mutate: (job: Job, now: number, ended: EndedRuns) => Mutation,
   ifMatch?: number,
   read: JobReader = () => deps.jobs.get(tenantId, jobId),
 ): Promise<Job> {
+  const endedIds = new Set<string>();
+  const ended: EndedRuns = {
+    attemptPast(id, scheduledFor, attempt) {
+      let free = attempt;
+      while (endedIds.has(runIdFor(id, new Date(scheduledFor).toISOString(), free))) free++;
+      return free;
+    },
+  };
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const job = await read();
     if (!job) throw new NotFoundError(`No job ${jobId}`);
@@ -40,7 +58,7 @@ export async function mutateJob(
       throw new PreconditionFailedError(`The job is at version ${job.version}, not ${ifMatch}`);
     }
     const now = deps.clock();
-    const mutation = mutate(job, now);
+    const mutation = mutate(job, now, ended);
     const result = await deps.jobs.replace(mutation.next, job, {
       newRuns: mutation.plan ? [mutation.plan] : [],
       releaseName: mutation.releaseName,
@@ -53,6 +71,12 @@ export async function mutateJob(
       if (mutation.plan) deps.telemetry.runCreated(mutation.plan.run);
       await mutation.afterCommit?.();
       return mutation.next;
+    }
+    if (result === 'run-exists' && mutation.plan) {
+      // The planned run's id holds a run: one ended is passed over by the next try's attempt number;
+      // one live is the chain's successor, written ahead of the job's write (read again).
+      const existing = await deps.runs.get(mutation.plan.run.runId);
+      if (existing !== null && isTerminal(existing.status)) endedIds.add(existing.runId);
     }
     // A conflicting write (the worker moved the chain on, or another API call): read again.
   }

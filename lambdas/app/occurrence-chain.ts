@@ -41,6 +41,8 @@ export async function pendingRun(deps: SchedulerDeps, job: Job): Promise<Run | n
  */
 export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, successor: Successor | null, executes: boolean, now: number): Promise<boolean> {
   let current: Job | null = job;
+  // The occurrence to plan: moved past one found ended already (below).
+  let next: Successor | null = successor;
   // The successor this call wrote, which no job points at until the job's write lands.
   let written: RunPlan | undefined;
   // A successor found written already (by a resume, a repair, or a chain writer that stopped before
@@ -51,15 +53,15 @@ export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, 
     // successor is the job's, and is sent, not deleted.
     if (written && current.nextRunId === written.run.runId) return chained(deps, written, now);
     if (current.status !== 'ACTIVE' || current.nextRunId !== started.runId) break;
-    const plan = successor
+    const plan = next
       ? planRun(
           deps.config,
           current,
           {
-            scheduledFor: successor.scheduledFor,
+            scheduledFor: next.scheduledFor,
             attempt: 1,
             trigger: 'schedule',
-            ...(successor.backfillRemaining !== undefined ? { backfillRemaining: successor.backfillRemaining } : {}),
+            ...(next.backfillRemaining !== undefined ? { backfillRemaining: next.backfillRemaining } : {}),
             chainedFrom: started.runId,
           },
           now,
@@ -73,23 +75,25 @@ export async function advanceChain(deps: SchedulerDeps, job: Job, started: Run, 
         written = plan;
       } else {
         // The successor was already written (a resume or a repair planned the same occurrence):
-        // point the job at it without writing it again, unless it has ended.
+        // point the job at it without writing it again. One that has ended was a skip recorded
+        // after this job was read (or ran already): the chain moves past it, never runs it again.
         const existing = await deps.runs.get(plan.run.runId);
         if (!existing || isTerminal(existing.status)) {
           current = await deps.jobs.getAnyTenant(job.jobId);
+          if (existing && current) next = pastEnded(current, next!, existing);
           continue;
         }
         found = existing;
       }
     }
-    const next: Job = {
+    const moved: Job = {
       ...current,
       updatedAt: iso(now),
-      ...passedSkips(current, now),
+      ...passedSkips(current, now, plan?.run.scheduledFor),
       lastStartedRunId: executes ? started.runId : (current.lastStartedRunId ?? null),
       ...(plan ? { nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId } : { nextRunAt: null, nextRunId: null, status: 'COMPLETED' as const }),
     };
-    if ((await deps.jobs.replace(next, current)) === 'replaced') {
+    if ((await deps.jobs.replace(moved, current)) === 'replaced') {
       if (written) return chained(deps, written, now);
       if (found && plan) await sendExisting(deps, found, now);
       return true;
@@ -128,7 +132,7 @@ export async function adoptOccurrence(deps: SchedulerDeps, job: Job, run: Run, n
   const next: Job = {
     ...job,
     updatedAt: iso(now),
-    ...passedSkips(job, now),
+    ...passedSkips(job, now, run.scheduledFor),
     // The occurrence it follows started or was skipped; the overlap policy reads its status.
     lastStartedRunId: job.nextRunId ?? job.lastStartedRunId ?? null,
     nextRunAt: run.scheduledFor,
@@ -165,31 +169,42 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
   const now = deps.clock();
   const pendingAt = Date.parse(job.nextRunAt);
   // A missing run is planned again for its occurrence; an ended one hands over to the next.
-  const scheduledFor = run ? nextFireTimeAfter(job, now) : pendingAt;
-  const plan =
-    scheduledFor === null
-      ? undefined
-      : planRun(
-          deps.config,
-          job,
-          {
-            scheduledFor,
-            attempt: attemptFor(scheduledFor, run),
-            trigger: 'schedule',
-            reason: 'repaired: the pending occurrence was lost',
-            chainedFrom: job.nextRunId ?? null,
-          },
-          now,
-        );
-  const next: Job = plan
-    ? { ...job, updatedAt: iso(now), ...passedSkips(job, now), nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
-    : { ...job, updatedAt: iso(now), ...passedSkips(job, now), nextRunAt: null, nextRunId: null, status: 'COMPLETED' };
-  const result = await deps.jobs.replace(next, job, { newRuns: plan ? [plan] : [] });
-  if (result === 'run-exists' && plan) return pointAtExisting(deps, job, plan.run.runId);
-  if (result !== 'replaced') return false;
-  await sendPlannedRun(deps, plan, now);
-  logger.warn('repaired a job whose pending occurrence was lost', { jobId, tenantId: job.tenantId, lostRunId: job.nextRunId, nextRunAt: next.nextRunAt });
-  return true;
+  let scheduledFor = run ? nextFireTimeAfter(job, now) : pendingAt;
+  for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+    const plan =
+      scheduledFor === null
+        ? undefined
+        : planRun(
+            deps.config,
+            job,
+            {
+              scheduledFor,
+              attempt: attemptFor(scheduledFor, run),
+              trigger: 'schedule',
+              reason: 'repaired: the pending occurrence was lost',
+              chainedFrom: job.nextRunId ?? null,
+            },
+            now,
+          );
+    const next: Job = plan
+      ? { ...job, updatedAt: iso(now), ...passedSkips(job, now, plan.run.scheduledFor), nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId }
+      : { ...job, updatedAt: iso(now), ...passedSkips(job, now), nextRunAt: null, nextRunId: null, status: 'COMPLETED' };
+    const result = await deps.jobs.replace(next, job, { newRuns: plan ? [plan] : [] });
+    if (result === 'run-exists' && plan) {
+      // Its id holds a run already: one not ended is the chain's, written ahead of a job write
+      // that never landed; one ended (a skip the job no longer lists, or a run of it made) is
+      // passed over, or the repair would fail at every tick.
+      const existing = await deps.runs.get(plan.run.runId);
+      if (existing === null || !isTerminal(existing.status)) return pointAtExisting(deps, job, plan.run.runId);
+      scheduledFor = nextFireTimeAfter(job, Date.parse(existing.scheduledFor));
+      continue;
+    }
+    if (result !== 'replaced') return false;
+    await sendPlannedRun(deps, plan, now);
+    logger.warn('repaired a job whose pending occurrence was lost', { jobId, tenantId: job.tenantId, lostRunId: job.nextRunId, nextRunAt: next.nextRunAt });
+    return true;
+  }
+  return false;
 }
 
 /**
@@ -206,11 +221,25 @@ async function pointAtExisting(deps: SchedulerDeps, job: Job, runId: string): Pr
 }
 
 /**
- * The job's skipped fire times less those in the past (the chain is past them, and previews start
- * from now); nothing when it has none.
+ * The job's skipped fire times less those both in the past and before the occurrence the chain
+ * moves to (`planned`): the chain is past them, and previews start from now. A chain catching up
+ * (backfilling) keeps the past skips it has not reached, or it would plan them. Nothing when the
+ * job has none.
  */
-function passedSkips(job: Job, now: number): Pick<Job, 'skippedOccurrences'> {
-  return job.skippedOccurrences?.length ? { skippedOccurrences: skipsFrom(job.skippedOccurrences, now) } : {};
+function passedSkips(job: Job, now: number, planned?: string): Pick<Job, 'skippedOccurrences'> {
+  const from = planned === undefined ? now : Math.min(now, Date.parse(planned));
+  return job.skippedOccurrences?.length ? { skippedOccurrences: skipsFrom(job.skippedOccurrences, from) } : {};
+}
+
+/**
+ * The occurrence after one the chain planned and found ended under its id (a skip recorded after
+ * the job was read, or a run of it already made): the job's next fire time after it, with the
+ * backfill budget it had; null when the schedule has none.
+ */
+function pastEnded(job: Job, planned: Successor, ended: Run): Successor | null {
+  const following = nextFireTimeAfter(job, Date.parse(ended.scheduledFor));
+  if (following === null) return null;
+  return { scheduledFor: following, ...(planned.backfillRemaining !== undefined ? { backfillRemaining: planned.backfillRemaining } : {}) };
 }
 
 /**

@@ -4,6 +4,8 @@
 import { ConflictError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
+import type { Run } from '../domain/run';
+import { nextFireTimeAfter } from '../domain/schedule';
 import { occurrenceOnResume } from '../domain/recurrence';
 import type { PauseRequest } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
@@ -107,6 +109,18 @@ export async function resumeWhenDue(deps: SchedulerDeps, jobId: string, now: num
   }
 }
 
+/**
+ * The occurrence a paused job resumes from: the one its pause retired. One a worker leased before
+ * the pause's retire landed has started (it ran, or runs): the job resumes from the fire time after
+ * it, or the misfire policy would plan it again and it would run twice. Null when it has none.
+ */
+function resumesFrom(job: Job, pausedRun: Run | null): number | null {
+  if (!job.pausedPending) return null;
+  const pendingAt = Date.parse(job.pausedPending.scheduledFor);
+  const started = pausedRun !== null && pausedRun.runId === job.pausedPending.runId && pausedRun.startedAt !== null;
+  return started ? nextFireTimeAfter(job, pendingAt) : pendingAt;
+}
+
 const isDue = (job: Job | null, now: number): boolean => job?.status === 'PAUSED' && !!job.pausedUntil && Date.parse(job.pausedUntil) <= now;
 
 async function resume(
@@ -124,11 +138,10 @@ async function resume(
     deps,
     tenantId,
     jobId,
-    (current, now): Mutation => {
+    (current, now, ended): Mutation => {
       if (current.status !== 'PAUSED') throw new ConflictError(`The ${what} is ${current.status}; only a PAUSED ${what} can be resumed`);
       if (!stillWanted(current)) throw new ConflictError('The job was paused again meanwhile');
-      const pendingAt = current.pausedPending ? Date.parse(current.pausedPending.scheduledFor) : null;
-      const occurrence = occurrenceOnResume(current, pendingAt, now);
+      const occurrence = occurrenceOnResume(current, resumesFrom(current, pausedRun), now);
       const cleared = { pausedAt: null, pausedPending: null, pauseNote: null, pausedUntil: null };
       if (!occurrence) {
         return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };
@@ -138,7 +151,7 @@ async function resume(
         current,
         {
           scheduledFor: occurrence.scheduledFor,
-          attempt: attemptFor(occurrence.scheduledFor, pausedRun),
+          attempt: ended.attemptPast(jobId, occurrence.scheduledFor, attemptFor(occurrence.scheduledFor, pausedRun)),
           trigger: 'schedule',
           reason: occurrence.reason,
           chainedFrom: current.nextRunId ?? null,

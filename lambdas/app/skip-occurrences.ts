@@ -43,7 +43,7 @@ export async function skipOccurrences(deps: SchedulerDeps, tenantId: string, job
   const before = await deps.jobs.get(tenantId, jobId);
   const pending = before ? await pendingRun(deps, before) : null;
   let newlySkipped: number[] = [];
-  const job = await mutateJob(deps, tenantId, jobId, (current, now): Mutation => {
+  const job = await mutateJob(deps, tenantId, jobId, (current, now, ended): Mutation => {
     if (!isRecurring(current.schedule)) {
       throw new ConflictError(`The job's schedule (${current.schedule.kind}) has one occurrence; delete the job instead of skipping it`);
     }
@@ -84,7 +84,12 @@ export async function skipOccurrences(deps: SchedulerDeps, tenantId: string, job
     const plan = planRun(
       deps.config,
       updated,
-      { scheduledFor: following, attempt: attemptFor(following, pending), trigger: 'schedule', chainedFrom: updated.nextRunId ?? null },
+      {
+        scheduledFor: following,
+        attempt: ended.attemptPast(jobId, following, attemptFor(following, pending)),
+        trigger: 'schedule',
+        chainedFrom: updated.nextRunId ?? null,
+      },
       now,
     );
     return {

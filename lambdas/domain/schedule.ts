@@ -135,6 +135,19 @@ export function skipsFrom(skipped: readonly string[] | undefined, from: number):
   return (skipped ?? []).filter((at) => Date.parse(at) >= from);
 }
 
+/**
+ * The skips a job keeps when its schedule changes (to `schedule`): those not passed (at or after
+ * `from`) at which the new schedule still fires. A skip is of an instant: a PATCH of the schedule's
+ * end or jitter keeps it, a new zone or expression drops the instants it no longer fires at.
+ */
+export function skipsKept(skipped: readonly string[] | undefined, schedule: Schedule, from: number): string[] {
+  if (!isRecurring(schedule)) return [];
+  return skipsFrom(skipped, from).filter((text) => {
+    const at = Date.parse(text);
+    return seriesFireTimes(schedule, at - 1, 1)[0] === at && skipReasonOf({ schedule }, at) === null;
+  });
+}
+
 /** Why an occurrence of the series does not fire, or null when it does. */
 export function skipReasonOf(timetable: Timetable, at: number): SkipReason | null {
   const { schedule } = timetable;

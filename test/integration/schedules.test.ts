@@ -4,7 +4,8 @@
 // driven by workers with their own clocks.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, executeRun, jobBody, startScheduler, startTarget, tick } from './harness';
+import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget, tick } from './harness';
+import { advanceChain, repairChain } from '../../lambdas/app/occurrence-chain';
 
 interface RunView {
   runId: string;
@@ -257,5 +258,93 @@ describe('schedules driven by the clock', () => {
     const resumed = await scheduler.api('POST', `/v1/jobs/${jobId}/resume`);
     const again = await scheduler.deps.runs.get(resumed.body.nextRunId);
     expect(again).toMatchObject({ scheduledFor: first?.scheduledFor, availableAt: first?.availableAt, attempt: 2 });
+  });
+
+  it('keeps the skips a new schedule still fires at, and the chain runs past them', async () => {
+    const { jobId, at } = await createCron();
+    const skips = [iso(at + MINUTE), iso(at + 2 * MINUTE)];
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/skip`, { occurrences: skips })).status).toBe(200);
+    // A new end keeps them. Before, any schedule PATCH cleared them: the chain then planned a skipped
+    // occurrence under the id its SKIPPED record holds, and stalled there for good.
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, {
+      schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC', endAt: iso(at + 60 * MINUTE) },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({ nextRunAt: iso(at), skippedOccurrences: skips });
+    expect(await executeRun(worker(at + 100), patched.body.nextRunId)).toBe('succeeded');
+    expect((await job(jobId)).nextRunAt).toBe(iso(at + 3 * MINUTE));
+    // A new expression keeps the skip it still fires at and drops the other.
+    const even = [at + MINUTE, at + 2 * MINUTE].find((t) => (t / MINUTE) % 2 === 0)!;
+    const repatched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', expression: '*/2 * * * *', timezone: 'UTC' } });
+    expect(repatched.status, JSON.stringify(repatched.body)).toBe(200);
+    expect(repatched.body.skippedOccurrences).toEqual([iso(even)]);
+  });
+
+  it('a schedule PATCH back to an occurrence an earlier edit retired plans it anew', async () => {
+    const { jobId, runId, at } = await createCron();
+    const hourly = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', expression: '0 * * * *', timezone: 'UTC' } });
+    expect(hourly.status, JSON.stringify(hourly.body)).toBe(200);
+    expect((await scheduler.deps.runs.get(runId))?.status).toBe('SKIPPED');
+    // Back: its first occurrence is the retired one again (unless the minute turned meanwhile).
+    // Before, the plan met the retired run's id and the PATCH answered 409 until that minute passed.
+    const back = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } });
+    expect(back.status, JSON.stringify(back.body)).toBe(200);
+    expect(Date.parse(back.body.nextRunAt)).toBeGreaterThanOrEqual(at);
+    expect((await scheduler.deps.runs.get(back.body.nextRunId))?.status).toBe('QUEUED');
+  });
+
+  it('moves the chain past a skip recorded between its read of the job and its successor write', async () => {
+    const { jobId, runId, at } = await createCron();
+    const read = await scheduler.deps.jobs.getAnyTenant(jobId);
+    // The skip lands (its SKIPPED record under the successor's id) while the worker holds the job it read.
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/skip`, { occurrences: [iso(at + MINUTE)] })).status).toBe(200);
+    const started = await scheduler.deps.runs.get(runId);
+    // Before, it met the record, planned the same occurrence again, and gave up: the chain stalled.
+    expect(await advanceChain(scheduler.deps, read!, started!, { scheduledFor: at + MINUTE }, true, at + 100)).toBe(true);
+    expect((await job(jobId)).nextRunAt).toBe(iso(at + 2 * MINUTE));
+  });
+
+  it('a backfilling chain keeps the past skips it has not reached, and runs around them', async () => {
+    const { jobId, runId, at } = await createCron({}, { misfirePolicy: 'backfill', backfillLimit: 5 });
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/skip`, { occurrences: [iso(at + 2 * MINUTE)] })).status).toBe(200);
+    // Started 4 minutes late: the chain backfills from the next occurrence, before the skip.
+    const late = at + 4 * MINUTE + 100;
+    expect(await executeRun(worker(late), runId)).toBe('succeeded');
+    const behind = await job(jobId);
+    // Before, the skip (in the past) was dropped here, and the chain then planned it.
+    expect(behind).toMatchObject({ nextRunAt: iso(at + MINUTE), skippedOccurrences: [iso(at + 2 * MINUTE)] });
+    expect(await executeRun(worker(late + 100), behind.nextRunId)).toBe('succeeded');
+    expect((await job(jobId)).nextRunAt).toBe(iso(at + 3 * MINUTE));
+  });
+
+  it('repairs a chain whose next fire time holds an ended run the job no longer lists as skipped', async () => {
+    const { jobId, runId, at } = await createCron();
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/skip`, { occurrences: [iso(at + MINUTE)] })).status).toBe(200);
+    // A job the earlier PATCH left so: the skip's record stands, the job lists no skips, and its
+    // pending occurrence has ended without moving the chain on.
+    const stalled = (await scheduler.deps.jobs.getAnyTenant(jobId))!;
+    expect(await scheduler.deps.jobs.replace({ ...stalled, skippedOccurrences: [], version: stalled.version + 1 }, stalled)).toBe('replaced');
+    expect(await scheduler.deps.runs.retirePending(runId, 'SKIPPED', 'lost', at)).toBe(true);
+    // Before, the repair planned the recorded occurrence, met its run, and failed at every tick.
+    const ticker = scheduler.workerDeps('ticker', () => at + 30_000);
+    expect(await repairChain(ticker, jobId, at + 10 * MINUTE)).toBe(true);
+    expect((await job(jobId)).nextRunAt).toBe(iso(at + 2 * MINUTE));
+  });
+
+  it('resumes after the occurrence a worker leased as the pause landed, not again from it', async () => {
+    const { jobId, runId, at } = await createCron({}, { misfirePolicy: 'backfill' });
+    // The worker leases the pending occurrence; the pause commits, and its retire of the run fails.
+    expect((await scheduler.workerDeps('w').leases.lease(runId, leaseRequest(scheduler.config, 'w', at + 100))).kind).toBe('leased');
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`)).body).toMatchObject({ status: 'PAUSED', pausedPending: { runId } });
+    expect((await scheduler.deps.runs.get(runId))?.status).toBe('RUNNING');
+    // Resumed once it was due: before, backfill planned it again (attempt 2), and it ran twice.
+    offset = at + 30_000 - Date.now();
+    try {
+      const resumed = await scheduler.api('POST', `/v1/jobs/${jobId}/resume`);
+      expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+      expect(resumed.body).toMatchObject({ status: 'ACTIVE', nextRunAt: iso(at + MINUTE) });
+    } finally {
+      offset = 0;
+    }
   });
 });
