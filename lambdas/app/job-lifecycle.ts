@@ -32,7 +32,12 @@ export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: st
   const existing = await deps.jobs.get(tenantId, jobId);
   if (existing?.status === 'CANCELLED') return presentJob(deps, existing);
   const job = await mutateJob(deps, tenantId, jobId, (current, now) => ({
-    next: touch(current, now, { status: 'CANCELLED', nextRunAt: null, nextRunId: null, pausedPending: null, pausedUntil: null }),
+    // A delete that lost a race with another finds the job deleted: done, nothing written (writing
+    // it again would release its name a second time, and fail).
+    next:
+      current.status === 'CANCELLED'
+        ? current
+        : touch(current, now, { status: 'CANCELLED', nextRunAt: null, nextRunId: null, pausedPending: null, pausedUntil: null }),
     releaseName: true,
     afterCommit: async () => {
       // Every run of the job that has not started ends CANCELLED. A run leased meanwhile (or one

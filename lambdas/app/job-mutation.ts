@@ -9,6 +9,7 @@ import { MAX_CAS_ATTEMPTS } from './occurrence-chain';
 import type { RunPlan } from './plan-run';
 
 export interface Mutation {
+  /** The job as changed; the job as read (the same object) when there is nothing to write. */
   readonly next: Job;
   readonly plan?: RunPlan;
   readonly releaseName?: boolean;
@@ -59,6 +60,8 @@ export async function mutateJob(
     }
     const now = deps.clock();
     const mutation = mutate(job, now, ended);
+    // Nothing to change (a delete that finds the job deleted already): nothing is written.
+    if (mutation.next === job) return job;
     const result = await deps.jobs.replace(mutation.next, job, {
       newRuns: mutation.plan ? [mutation.plan] : [],
       releaseName: mutation.releaseName,

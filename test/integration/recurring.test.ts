@@ -184,6 +184,25 @@ describe('recurring jobs and control', () => {
     expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
   });
 
+  it('answers a delete that lost a race with another delete as done, the job CANCELLED once', async () => {
+    const { jobId } = await createCron({ name: 'deleted-twice' });
+    const before = (await scheduler.deps.jobs.getAnyTenant(jobId))!;
+    expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
+    // This delete read the job before the other's commit: its write loses, and it reads again.
+    let staleReads = 2;
+    const jobs = scheduler.deps.jobs;
+    const racing = {
+      ...scheduler.deps,
+      jobs: Object.assign(Object.create(jobs) as typeof jobs, {
+        get: (tenantId: string, id: string) => (staleReads-- > 0 ? Promise.resolve(before) : jobs.get(tenantId, id)),
+      }),
+    };
+    // Before, its second try wrote the CANCELLED job again, releasing the released name: a 500.
+    const view = await deleteJob(racing, scheduler.tenantId, jobId);
+    expect(view).toMatchObject({ status: 'CANCELLED' });
+    expect((await scheduler.deps.jobs.getAnyTenant(jobId))?.version).toBe(before.version + 1);
+  });
+
   it('triggers a manual run now with its own payload, outside the chain', async () => {
     const { jobId, runId } = await createCron();
     const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`, { payload: { manual: true } });
