@@ -20,7 +20,7 @@ import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './create-rate';
 import { checkNotify, checkPoolTimeout, checkTarget, presentJob } from './jobs';
 import type { JobView } from './jobs';
-import { attemptFor, pendingRun } from './occurrence-chain';
+import { attemptFor } from './occurrence-chain';
 import { mutateJob, touch } from './job-mutation';
 import { checkPayload, discardAfterFailure, discardPayload, releasePayload, runPayloadOf, withStoredPayload } from './payloads';
 import type { PayloadRef } from '../domain/payload';
@@ -66,7 +66,8 @@ export async function patchJob(
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<JobView> {
   const before = await deps.jobs.get(tenantId, jobId);
-  const pending = before ? await pendingRun(deps, before) : null;
+  const pendingRead = before?.nextRunId ? await deps.runs.withBackfill(before.nextRunId) : null;
+  const pending = pendingRead?.run ?? null;
   // A new payload is stored before the job that names it (decision 0162); the one it replaces is
   // released once the job no longer names it.
   if (before && patch.payload !== undefined) checkPayload(deps, patch.payload, (patch.target ?? before.target).kind);
@@ -150,8 +151,11 @@ export async function patchJob(
 
       // The pending occurrence is retired and planned again from the new definition (its lease
       // length follows the timeout, and its time the schedule). A COMPLETED job given a new
-      // schedule is ACTIVE again from its first occurrence.
-      const first = firstFireTime(updated, now);
+      // schedule is ACTIVE again from its first occurrence. With the schedule as it was, the same
+      // occurrence is planned again, with what it carried: one due and not yet started (waiting
+      // for its jitter, behind a running one, or a backfill's) is not dropped for the next.
+      const same = !scheduleChanged ? samePending(current, pendingRead) : null;
+      const first = same ? Date.parse(same.run.scheduledFor) : firstFireTime(updated, now);
       if (first === null) {
         if (reactivates) {
           throw new ValidationError('Invalid job', [{ path: 'schedule', message: 'has no occurrence after now; the job stays COMPLETED' }]);
@@ -166,6 +170,7 @@ export async function patchJob(
           attempt: ended.attemptPast(jobId, first, attemptFor(first, pending)),
           trigger: 'schedule',
           chainedFrom: current.nextRunId ?? null,
+          ...(same ? { reason: same.run.reason, ...(same.backfillRemaining !== undefined ? { backfillRemaining: same.backfillRemaining } : {}) } : {}),
         },
         now,
       );
@@ -192,6 +197,15 @@ export async function patchJob(
   }
   logger.info('job updated', { jobId, tenantId, version: job.version });
   return presentJob(deps, job);
+}
+
+/** The job's pending occurrence as read before a PATCH, when it is still the job's and has not started. */
+function samePending(
+  job: Job,
+  read: { readonly run: Run; readonly backfillRemaining?: number } | null,
+): { readonly run: Run; readonly backfillRemaining?: number } | null {
+  if (!read || read.run.runId !== job.nextRunId) return null;
+  return read.run.status === 'SCHEDULED' || read.run.status === 'QUEUED' ? read : null;
 }
 
 /**

@@ -9,6 +9,7 @@ import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
 import type { RunItemExtras } from './keys';
 import {
+  backfillRemainingOf,
   encodeCursor,
   expiryAttributes,
   inputsOf,
@@ -47,6 +48,14 @@ export class RunRecords {
   async get(runId: string): Promise<Run | null> {
     const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
     return item ? itemToRun(item) : null;
+  }
+
+  /** A run with the backfill budget its occurrence carries (a chain's catching up), if it has one. */
+  async withBackfill(runId: string): Promise<{ readonly run: Run; readonly backfillRemaining?: number } | null> {
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
+    if (!item) return null;
+    const backfillRemaining = backfillRemainingOf(item);
+    return { run: itemToRun(item), ...(backfillRemaining !== undefined ? { backfillRemaining } : {}) };
   }
 
   /** The notification event a run's outcome raised (its mark), if any. */

@@ -255,6 +255,26 @@ describe('recurring jobs and control', () => {
     expect((await job(jobId)).version).toBe(2);
   });
 
+  it('a PATCH of the timeout or target plans the same pending occurrence again, one due and not started included', async () => {
+    const { jobId, runId, at } = await createCron();
+    // The occurrence is due and waits for a worker (none runs here); the PATCH lands 30 s after it.
+    offset = at + 30_000 - Date.now();
+    try {
+      const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { timeoutSeconds: 120 });
+      expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+      // Before, it was dropped for the next fire time after now.
+      expect(patched.body.nextRunAt).toBe(new Date(at).toISOString());
+      expect(await scheduler.deps.runs.get(runId)).toMatchObject({ status: 'SKIPPED', reason: 'job definition changed' });
+      expect(await scheduler.deps.runs.get(patched.body.nextRunId)).toMatchObject({
+        attempt: 2,
+        status: 'QUEUED',
+        leaseSeconds: 120 + scheduler.config.leaseMarginSeconds,
+      });
+    } finally {
+      offset = 0;
+    }
+  });
+
   // The chain writes the next occurrence and then the job that points at it, each on its own
   // (decision 0175). What a worker that stopped between the two, or an edit that landed between
   // them, leaves behind, and what the occurrence's worker makes of it.
