@@ -28,6 +28,22 @@ export interface EndedRuns {
   attemptPast(jobId: string, scheduledFor: number, attempt: number): number;
 }
 
+/** An `EndedRuns` that learns the ended runs a change's plans met, one by one. */
+export function endedRuns(): EndedRuns & { noteIfEnded(deps: Pick<SchedulerDeps, 'runs'>, runId: string): Promise<void> } {
+  const endedIds = new Set<string>();
+  return {
+    attemptPast(id, scheduledFor, attempt) {
+      let free = attempt;
+      while (endedIds.has(runIdFor(id, new Date(scheduledFor).toISOString(), free))) free++;
+      return free;
+    },
+    async noteIfEnded(deps, runId) {
+      const existing = await deps.runs.get(runId);
+      if (existing !== null && isTerminal(existing.status)) endedIds.add(existing.runId);
+    },
+  };
+}
+
 /** Reads the job a change applies to: the tenant's job by default, or a workflow's schedule job. */
 export type JobReader = () => Promise<Job | null>;
 
@@ -44,14 +60,7 @@ export async function mutateJob(
   ifMatch?: number,
   read: JobReader = () => deps.jobs.get(tenantId, jobId),
 ): Promise<Job> {
-  const endedIds = new Set<string>();
-  const ended: EndedRuns = {
-    attemptPast(id, scheduledFor, attempt) {
-      let free = attempt;
-      while (endedIds.has(runIdFor(id, new Date(scheduledFor).toISOString(), free))) free++;
-      return free;
-    },
-  };
+  const ended = endedRuns();
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const job = await read();
     if (!job) throw new NotFoundError(`No job ${jobId}`);
@@ -75,12 +84,9 @@ export async function mutateJob(
       await mutation.afterCommit?.();
       return mutation.next;
     }
-    if (result === 'run-exists' && mutation.plan) {
-      // The planned run's id holds a run: one ended is passed over by the next try's attempt number;
-      // one live is the chain's successor, written ahead of the job's write (read again).
-      const existing = await deps.runs.get(mutation.plan.run.runId);
-      if (existing !== null && isTerminal(existing.status)) endedIds.add(existing.runId);
-    }
+    // The planned run's id holds a run: one ended is passed over by the next try's attempt number;
+    // one live is the chain's successor, written ahead of the job's write (read again).
+    if (result === 'run-exists' && mutation.plan) await ended.noteIfEnded(deps, mutation.plan.run.runId);
     // A conflicting write (the worker moved the chain on, or another API call): read again.
   }
   throw new ConflictError('The job is changing too quickly; try again');

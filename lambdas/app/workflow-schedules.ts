@@ -16,6 +16,7 @@ import type { NewSchedule, ScheduleChange } from '../store/workflows';
 import type { SchedulerDeps } from './deps';
 import { pauseJobOf, resumeJobOf } from './pause-resume';
 import { attemptFor } from './occurrence-chain';
+import type { EndedRuns } from './job-mutation';
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
@@ -49,13 +50,15 @@ export function scheduleStateOf(job: Job): WorkflowScheduleState {
 }
 
 /** A schedule job's first occurrence from now: its plan, and the status the job starts in (a `now` schedule's one run is queued at once: COMPLETED). */
-function firstOccurrence(deps: SchedulerDeps, job: Job, now: number, previous: Run | null): { plan: RunPlan | null; status: Job['status'] } {
+function firstOccurrence(deps: SchedulerDeps, job: Job, now: number, previous: Run | null, ended?: EndedRuns): { plan: RunPlan | null; status: Job['status'] } {
   const first = firstFireTime(job, now);
   if (first === null) return { plan: null, status: 'COMPLETED' };
+  // An occurrence an earlier version retired (its schedule changed, or was removed) takes its next attempt.
+  const attempt = attemptFor(first, previous);
   const plan = planRun(
     deps.config,
     job,
-    { scheduledFor: first, attempt: attemptFor(first, previous), trigger: 'schedule', chainedFrom: job.nextRunId ?? null },
+    { scheduledFor: first, attempt: ended ? ended.attemptPast(job.jobId, first, attempt) : attempt, trigger: 'schedule', chainedFrom: job.nextRunId ?? null },
     now,
   );
   return { plan, status: job.schedule.kind === 'now' ? 'COMPLETED' : 'ACTIVE' };
@@ -102,6 +105,7 @@ export function scheduleChangeFor(
   pending: Run | null,
   now: number,
   limits: TenantLimits,
+  ended?: EndedRuns,
 ): PlannedScheduleChange | null {
   const requested = scheduleFieldsOf(spec);
   // A schedule repeated without its anchor (or a counted cron's start) keeps the stored one.
@@ -134,7 +138,9 @@ export function scheduleChangeFor(
   const otherChanged = (Object.keys(fields) as (keyof typeof fields)[]).some((field) => JSON.stringify(fields[field]) !== JSON.stringify(current[field]));
   if (!scheduleChanged && !reactivates && !otherChanged) return null;
   if (scheduleChanged || reactivates) validateSchedule(fields.schedule, now, 'schedule');
-  const updated: Job = { ...touch(current, now), ...fields, schedule: scheduleChanged ? settleSchedule(fields.schedule, now) : fields.schedule };
+  // A schedule brought back starts afresh: a pause it had when it was removed is over.
+  const unpaused = reactivates ? { pausedAt: null, pausedPending: null, pauseNote: null, pausedUntil: null } : {};
+  const updated: Job = { ...touch(current, now), ...unpaused, ...fields, schedule: scheduleChanged ? settleSchedule(fields.schedule, now) : fields.schedule };
   const replace = (next: Job, plan: RunPlan | null, afterCommit: () => Promise<void> = async () => {}): PlannedScheduleChange => ({
     change: { kind: 'replace', next, expected: current, newRuns: plan ? [plan] : [], maxActiveJobs: limits.maxActiveJobs },
     afterCommit: async () => {
@@ -157,7 +163,7 @@ export function scheduleChangeFor(
     );
   }
   if (!scheduleChanged && !reactivates) return replace(updated, null);
-  const { plan, status } = firstOccurrence(deps, updated, now, pending);
+  const { plan, status } = firstOccurrence(deps, updated, now, pending, ended);
   if (!plan && reactivates) throw new ValidationError('Invalid workflow', [{ path: 'schedule', message: 'has no occurrence after now' }]);
   return replace(
     { ...updated, status, nextRunAt: plan?.run.scheduledFor ?? null, nextRunId: plan?.run.runId ?? null },

@@ -13,6 +13,7 @@ import type { Page } from '../store/page';
 import type { SchedulerDeps } from './deps';
 import type { Job } from '../domain/job';
 import { MAX_CAS_ATTEMPTS } from './occurrence-chain';
+import { endedRuns } from './job-mutation';
 import type { WorkflowScheduleState } from './workflow-schedules';
 import { newSchedule, pauseWorkflowSchedule, readSchedule, resumeWorkflowSchedule, scheduleChangeFor, scheduleStateOf } from './workflow-schedules';
 import { sendPlannedRun } from './send-planned-run';
@@ -100,6 +101,7 @@ export async function updateWorkflow(
 ): Promise<WorkflowView> {
   checkSteps(deps, spec);
   checkNotify(deps, spec.notify, 'Invalid workflow');
+  const ended = endedRuns();
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const workflow = await liveWorkflow(deps, tenantId, workflowId);
     if (spec.name !== workflow.name) throw new ConflictError(`The workflow is named ${workflow.name}; a new version keeps the name`);
@@ -109,7 +111,7 @@ export async function updateWorkflow(
     const now = deps.clock();
     const at = new Date(now).toISOString();
     const version: WorkflowVersion = { workflowId, tenantId, version: workflow.version + 1, spec, createdAt: at };
-    const planned = scheduleChangeFor(deps, workflow, spec, current, pending, now, limits);
+    const planned = scheduleChangeFor(deps, workflow, spec, current, pending, now, limits, ended);
     const written = await deps.workflows.addVersion(version, workflow.version, planned?.change);
     if (written.kind === 'too-many-active-jobs') throw tooManyActiveJobs(limits);
     if (written.kind === 'written') {
@@ -121,7 +123,10 @@ export async function updateWorkflow(
       logger.info('workflow updated', { workflowId, tenantId, version: version.version, nextRunAt: schedule?.nextRunAt ?? null });
       return viewOf({ ...workflow, version: version.version, updatedAt: at }, version, schedule);
     }
-    // Another version came first (the caller must read it), or the schedule's chain moved on (read again).
+    // Another version came first (the caller must read it), or the schedule's chain moved on (read
+    // again), or the occurrence planned holds a run an earlier version retired (its next attempt).
+    const plans = planned?.change.kind === 'new' ? [planned.change.firstRun] : (planned?.change.newRuns ?? []);
+    for (const plan of plans) if (plan) await ended.noteIfEnded(deps, plan.run.runId);
     const now2 = await tenantWorkflow(deps, tenantId, workflowId);
     if (now2.version !== workflow.version) throw new ConflictError('The workflow was changed meanwhile; read it again');
   }

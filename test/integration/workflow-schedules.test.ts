@@ -278,6 +278,33 @@ describe('scheduled workflows', () => {
     expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`)).status).toBe(202);
   });
 
+  it('a version that puts back a schedule an earlier version changed or removed plans its occurrence anew', async () => {
+    const yearly = { schedule: { kind: 'cron', expression: '0 0 1 1 *', timezone: 'UTC' } };
+    const created = await create('put-back', yearly, [step('a')]);
+    const workflowId = created.workflowId as string;
+    const first = created.scheduleState.nextRunAt as string;
+    const version = (extra: Record<string, unknown>) =>
+      scheduler.api('POST', `/v1/workflows/${workflowId}/versions`, { name: 'put-back', steps: [step('a')], ...extra });
+    expect((await version({ schedule: { kind: 'cron', expression: '0 0 1 2 *', timezone: 'UTC' } })).status).toBe(201);
+    // Back: the occurrence's first attempt is the run the change retired. Before, the plan met its id
+    // and the version answered 409 until that fire time passed (a year here).
+    const back = await version(yearly);
+    expect(back.status, JSON.stringify(back.body)).toBe(201);
+    expect(back.body.scheduleState).toMatchObject({ status: 'ACTIVE', nextRunAt: first });
+    const occurrences = (await workflow(workflowId)).recentOccurrences as { scheduledFor: string; attempt: number; status: string }[];
+    expect(occurrences.filter((occurrence) => occurrence.scheduledFor === first)).toEqual([
+      expect.objectContaining({ attempt: 2, status: 'SCHEDULED' }),
+      expect.objectContaining({ attempt: 1, status: 'SKIPPED' }),
+    ]);
+
+    // Paused, then removed, then brought back: the same, and the pause is over.
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/pause`)).status).toBe(200);
+    expect((await version({})).body.scheduleState).toMatchObject({ status: 'CANCELLED' });
+    const again = await version(yearly);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(again.body.scheduleState).toMatchObject({ status: 'ACTIVE', nextRunAt: first, pausedAt: null });
+  });
+
   it('refuses schedule policies without a schedule, a schedule that never fires, and a pause of an unscheduled workflow; and writes nothing', async () => {
     const before = await scheduler.countJobAndRunItems();
     const refused = async (body: Record<string, unknown>) => {
