@@ -30,6 +30,13 @@ export { MASKED_HEADER_VALUE, jobPatchSchema, jobSpecSchema };
 const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
 /** A time filter in a query string, normalised to UTC (`Z`) so that it compares with stored keys. */
 const isoInstantParam = isoInstant.transform((value) => new Date(value).toISOString());
+/**
+ * A listing's `from` may not be after its `to`: DynamoDB refuses a key condition `BETWEEN a AND b`
+ * with a > b (a 500, where the caller's error is a 400). Compared as instants (both are normalised).
+ */
+const fromNotAfterTo = <T extends { readonly from?: string; readonly to?: string }>(range: T): boolean =>
+  range.from === undefined || range.to === undefined || Date.parse(range.from) <= Date.parse(range.to);
+const FROM_AFTER_TO = { message: 'must not be after `to`', path: ['from'] };
 const boundedJson = (what: string, max = MAX_PAYLOAD_BYTES) =>
   jsonValue.refine((value) => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8') <= max, `${what} must be at most ${max} bytes of JSON`);
 
@@ -77,16 +84,18 @@ const runFilterShape = {
   cursor: cursorParam.optional(),
 };
 /** Runs of one job or of the tenant: newest occurrence first. */
-export const listRunsQuery = z.strictObject(runFilterShape);
+export const listRunsQuery = z.strictObject(runFilterShape).refine(fromNotAfterTo, FROM_AFTER_TO);
 export type ListRunsQuery = z.output<typeof listRunsQuery>;
 
-export const deadQuery = z.strictObject({
-  limit: limitParam(20, 100),
-  cursor: cursorParam.optional(),
-  jobId: resourceId.optional(),
-  from: isoInstantParam.optional(),
-  to: isoInstantParam.optional(),
-});
+export const deadQuery = z
+  .strictObject({
+    limit: limitParam(20, 100),
+    cursor: cursorParam.optional(),
+    jobId: resourceId.optional(),
+    from: isoInstantParam.optional(),
+    to: isoInstantParam.optional(),
+  })
+  .refine(fromNotAfterTo, FROM_AFTER_TO);
 export type DeadQuery = z.output<typeof deadQuery>;
 
 export const healthQuery = z.strictObject({ minutes: limitParam(15, 60) });
@@ -146,12 +155,14 @@ export const backfillSchema = z.strictObject({
 });
 export type BackfillRequestBody = z.output<typeof backfillSchema>;
 
-export const bulkReplaySchema = z.strictObject({
-  jobId: resourceId.optional(),
-  from: isoInstantParam.optional(),
-  to: isoInstantParam.optional(),
-  limit: z.number().int().min(1).max(100).default(100),
-});
+export const bulkReplaySchema = z
+  .strictObject({
+    jobId: resourceId.optional(),
+    from: isoInstantParam.optional(),
+    to: isoInstantParam.optional(),
+    limit: z.number().int().min(1).max(100).default(100),
+  })
+  .refine(fromNotAfterTo, FROM_AFTER_TO);
 export type BulkReplayRequest = z.output<typeof bulkReplaySchema>;
 
 export const previewSchema = z
@@ -227,6 +238,7 @@ export const auditQuery = z
     from: isoInstantParam.optional().describe('Entries at or after this instant'),
     to: isoInstantParam.optional().describe('Entries at or before this instant'),
   })
+  .refine(fromNotAfterTo, FROM_AFTER_TO)
   .meta({ id: 'AuditQuery' });
 export type AuditQuery = z.output<typeof auditQuery>;
 

@@ -6,6 +6,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { BatchWriteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuditEntry } from '../domain/audit';
 import { auditObjectPartition, auditSortOf, auditTenantPartition, decodeCursor, encodeCursor } from './keys';
+import { cursorOfOtherFilters, sortKeyWithin } from './page';
 
 export interface AuditQuery {
   readonly objectId?: string;
@@ -60,14 +61,16 @@ export class AuditLog {
   /** The tenant's entries, or one object's, newest first. */
   async list(tenantId: string, query: AuditQuery): Promise<AuditPage> {
     const pk = query.objectId === undefined ? auditTenantPartition(tenantId) : auditObjectPartition(tenantId, query.objectId);
+    // Sort keys are `<at>#<auditId>`: `to` includes every entry of its instant.
+    const lower = query.from ?? '0000';
+    const upper = `${query.to ?? '9999'}#~`;
     let start: Record<string, unknown> | undefined;
     if (query.cursor !== undefined) {
       start = decodeCursor(query.cursor, { pk }) ?? undefined;
       if (!start) throw new InvalidAuditCursor('not a cursor of this listing');
+      // Returned under another from/to: DynamoDB refuses a start key outside the key condition (a 500).
+      if (!sortKeyWithin(String(start.sk), { between: [lower, upper] })) throw cursorOfOtherFilters('from/to');
     }
-    // Sort keys are `<at>#<auditId>`: `to` includes every entry of its instant.
-    const lower = query.from ?? '0000';
-    const upper = `${query.to ?? '9999'}#~`;
     const result = await this.dynamo.send(
       new QueryCommand({
         TableName: this.tableName,

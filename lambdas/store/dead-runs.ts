@@ -8,7 +8,7 @@ import { MAX_ITEMS_READ_PER_PAGE, readFilteredPage } from './filtered-page';
 import type { RunItemExtras } from './keys';
 import { encodeCursor, itemToRun, runKey, runToItem } from './keys';
 import type { Page } from './page';
-import { decodeCursorOrThrow } from './page';
+import { decodeCursorWithin } from './page';
 import { RUNS_DEAD_INDEX } from './schema';
 
 export interface DeadFilter {
@@ -53,6 +53,7 @@ export class DeadRuns {
    * (`readFilteredPage`, with its read budget); `nextCursor` is null when no further run matches.
    */
   async list(tenantId: string, limit: number, filter: DeadFilter = {}, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Run>> {
+    const between = [filter.from ?? '0000', `${filter.to ?? '9999'}~`] as const;
     const page = await readFilteredPage(
       this.dynamo,
       {
@@ -63,15 +64,15 @@ export class DeadRuns {
         ExpressionAttributeNames: { '#tenant': 'deadTenantId', '#sort': 'deadSort', ...(filter.jobId ? { '#jobId': 'jobId' } : {}) },
         ExpressionAttributeValues: {
           ':tenant': tenantId,
-          ':from': filter.from ?? '0000',
-          ':to': `${filter.to ?? '9999'}~`,
+          ':from': between[0],
+          ':to': between[1],
           ...(filter.jobId ? { ':jobId': filter.jobId } : {}),
         },
         ScanIndexForward: false,
       },
       limit,
       (item) => ({ pk: item.pk, sk: item.sk, deadTenantId: item.deadTenantId, deadSort: item.deadSort }),
-      cursor ? decodeCursorOrThrow(cursor, { deadTenantId: tenantId }) : undefined,
+      cursor ? decodeCursorWithin(cursor, { deadTenantId: tenantId }, 'deadSort', { between }, 'from/to') : undefined,
       maxItemsRead,
     );
     return { items: page.items.map(itemToRun), nextCursor: encodeCursor(page.next) };

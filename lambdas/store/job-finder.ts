@@ -8,8 +8,8 @@ import { JOB_ID_PATTERN } from '../domain/job';
 import { MAX_ITEMS_READ_PER_PAGE } from './filtered-page';
 import { readIndexedPage } from './indexed-page';
 import { encodeCursor, jobLabelPartition, labelPairsOf } from './keys';
-import type { Page } from './page';
-import { decodeCursorOrThrow } from './page';
+import type { Page, SortKeyCondition } from './page';
+import { decodeCursorOrThrow, decodeCursorWithin } from './page';
 import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX, JOBS_BY_TYPE_INDEX } from './schema';
 
 export interface JobFilter {
@@ -51,7 +51,8 @@ export class JobFinder {
       expect: Record<string, string>,
       sortKey: string,
       keyNames: readonly string[],
-    ) => this.listThrough(query, expect, sortKey, keyNames, limit, keep, cursor, maxItemsRead);
+      condition?: SortKeyCondition,
+    ) => this.listThrough(query, expect, sortKey, keyNames, condition, limit, keep, cursor, maxItemsRead);
     const [firstLabel] = labels;
     if (firstLabel !== undefined) {
       const partition = jobLabelPartition(tenantId, firstLabel);
@@ -76,16 +77,18 @@ export class JobFinder {
     }
     if (filter.name !== undefined || filter.namePrefix !== undefined) {
       const exact = filter.name !== undefined;
+      const name = filter.name ?? filter.namePrefix ?? '';
       return read(
         {
           IndexName: JOBS_BY_NAME_INDEX,
           KeyConditionExpression: exact ? '#tenantId = :tenantId AND #name = :name' : '#tenantId = :tenantId AND begins_with(#name, :name)',
           ExpressionAttributeNames: { '#tenantId': 'tenantId', '#name': 'name' },
-          ExpressionAttributeValues: { ':tenantId': tenantId, ':name': filter.name ?? filter.namePrefix },
+          ExpressionAttributeValues: { ':tenantId': tenantId, ':name': name },
         },
         { tenantId },
         'name',
         ['pk', 'sk', 'tenantId', 'name'],
+        exact ? { equals: name } : { beginsWith: name },
       );
     }
     // COMPLETED jobs are in no status partition (decision 0166): they are most of a tenant's jobs,
@@ -115,6 +118,8 @@ export class JobFinder {
     expect: Record<string, string>,
     sortKey: string,
     keyNames: readonly string[],
+    /** The key condition on the sort key, if any: a cursor outside it was returned under another name filter. */
+    condition: SortKeyCondition | undefined,
     limit: number,
     keep: (job: Job) => boolean,
     cursor: string | undefined,
@@ -125,7 +130,11 @@ export class JobFinder {
       { TableName: this.jobsTable, ...query },
       {
         limit,
-        start: cursor ? decodeCursorOrThrow(cursor, expect, sortKey) : undefined,
+        start: cursor
+          ? condition
+            ? decodeCursorWithin(cursor, expect, sortKey, condition, 'name or namePrefix')
+            : decodeCursorOrThrow(cursor, expect, sortKey)
+          : undefined,
         keyOf: (entry) => Object.fromEntries(keyNames.map((name) => [name, entry[name]])),
         load: async (entries) => {
           // Label entries name their job; index entries are the job's own keys.

@@ -26,7 +26,7 @@ import {
 import type { RunPayload } from '../domain/payload';
 import type { NotifyEvent } from '../domain/notify';
 import type { Page } from './page';
-import { decodeCursorOrThrow } from './page';
+import { decodeCursorWithin } from './page';
 import { RUNS_BY_JOB_INDEX, RUNS_BY_TENANT_INDEX } from './schema';
 import { readIndexedPage } from './indexed-page';
 
@@ -180,6 +180,8 @@ export class RunRecords {
     filter: RunFilter,
     cursor?: string,
   ): Promise<Page<Run>> {
+    // Sort keys start with the occurrence time: `to` is exclusive, so the bound stops before it.
+    const between = [filter.from ?? '0000', filter.to ?? '9999~'] as const;
     const page = await readIndexedPage(
       this.dynamo,
       {
@@ -187,13 +189,12 @@ export class RunRecords {
         IndexName: indexName,
         KeyConditionExpression: '#partition = :partition AND #sort BETWEEN :from AND :to',
         ExpressionAttributeNames: { '#partition': partitionKey, '#sort': sortKey },
-        // Sort keys start with the occurrence time: `to` is exclusive, so the bound stops before it.
-        ExpressionAttributeValues: { ':partition': partition, ':from': filter.from ?? '0000', ':to': filter.to ?? '9999~' },
+        ExpressionAttributeValues: { ':partition': partition, ':from': between[0], ':to': between[1] },
         ScanIndexForward: false,
       },
       {
         limit,
-        start: cursor ? decodeCursorOrThrow(cursor, { [partitionKey]: partition }, sortKey) : undefined,
+        start: cursor ? decodeCursorWithin(cursor, { [partitionKey]: partition }, sortKey, { between }, 'from/to') : undefined,
         keyOf: (entry) => ({ pk: entry.pk, sk: entry.sk, [partitionKey]: entry[partitionKey], [sortKey]: entry[sortKey] }),
         load: async (entries) => {
           const runs = await this.inKeyOrder(entries);

@@ -5,6 +5,7 @@
 // A running one sits in the jobs' byNextRun index at a check-back time, for the ticker's repair.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { ValidationError } from '../core/errors';
 import type { StepEnd, StepState, WorkflowRun, WorkflowRunStatus } from '../domain/workflow-run';
 import type { NotifyEvent } from '../domain/notify';
 import { workflowRunExpiresAtEpoch } from '../domain/retention';
@@ -194,6 +195,9 @@ export class WorkflowRunsRepository {
   async listRuns(workflowId: string, limit: number, status?: WorkflowRunStatus, cursor?: string): Promise<Page<WorkflowRun>> {
     const { pk } = workflowKey(workflowId);
     const start = cursor ? decodeCursorOrThrow(cursor, { pk }, 'sk') : undefined;
+    // Only a run's key is inside the query's key condition: DynamoDB refuses any other start key (a 500).
+    if (start && !String(start.sk).startsWith(WORKFLOW_RUN_SK_PREFIX))
+      throw new ValidationError('Invalid cursor', [{ path: 'cursor', message: 'is not a cursor this listing returned' }]);
     // A page holds up to `limit` matches, read on within a budget (filtered-page.ts): DynamoDB
     // applies Limit before the status filter.
     const page = await readFilteredPage(

@@ -414,3 +414,111 @@ describe('filtered listings', () => {
     expect(await pages('/v1/dead-runs?limit=6')).toHaveLength(1);
   });
 });
+
+describe('cursors reused under other filters', () => {
+  // A cursor is the key a listing stopped at. DynamoDB refuses a start key outside the query's key
+  // condition (a 500 there; the emulator accepts it): a cursor used with a range or name filter
+  // that excludes it is the caller's error, a 400 naming `cursor`. Filters that only drop items
+  // (status, jobId) leave the key condition alone: the cursor goes on from where it stopped.
+  let scheduler: Scheduler;
+  let jobId: string;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 }, retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 0 } }),
+    );
+    expect(created.status).toBe(201);
+    jobId = created.body.job.jobId;
+    const worker = scheduler.workerDeps('cursor-worker', () => Date.now() + 1_000);
+    for (let i = 0; i < 2; i++) {
+      const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`);
+      expect(triggered.status).toBe(202);
+      await executeRun(worker, triggered.body.run.runId);
+      await eventually(
+        () => scheduler.deps.runs.get(triggered.body.run.runId),
+        (run) => run?.status === 'DEAD',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 5)); // distinct times
+    }
+  });
+  afterAll(() => scheduler.stop());
+
+  const PAST = '2020-01-01T00:00:00Z';
+  const FUTURE = '2099-01-01T00:00:00Z';
+
+  /** The cursor after the first item of a listing. */
+  async function firstCursor(path: string): Promise<string> {
+    const page = await scheduler.api('GET', `${path}${path.includes('?') ? '&' : '?'}limit=1`);
+    expect(page.status, JSON.stringify(page.body)).toBe(200);
+    expect(page.body.nextCursor).toEqual(expect.any(String));
+    return page.body.nextCursor as string;
+  }
+
+  async function expectRefused(path: string, message = /^was returned under another (from\/to|name or namePrefix): /): Promise<void> {
+    const response = await scheduler.api('GET', path);
+    expect(response.status, `${path}: ${JSON.stringify(response.body)}`).toBe(400);
+    expect(response.body).toMatchObject({ status: 400, title: 'Invalid request', detail: 'Invalid cursor' });
+    expect(response.body.errors).toEqual([{ path: 'cursor', message: expect.stringMatching(message) }]);
+  }
+
+  async function expectListed(path: string): Promise<void> {
+    const response = await scheduler.api('GET', path);
+    expect(response.status, `${path}: ${JSON.stringify(response.body)}`).toBe(200);
+  }
+
+  it.each([
+    ['a job', () => `/v1/jobs/${jobId}/runs`],
+    ['the tenant', () => '/v1/runs'],
+  ])("refuses a cursor of %s's runs under a from/to that excludes it, and takes it under one that includes it", async (_name, base) => {
+    const cursor = await firstCursor(base());
+    await expectRefused(`${base()}?limit=1&to=${PAST}&cursor=${cursor}`);
+    await expectRefused(`${base()}?limit=1&from=${FUTURE}&cursor=${cursor}`);
+    await expectListed(`${base()}?limit=1&cursor=${cursor}`);
+    await expectListed(`${base()}?limit=1&from=${PAST}&to=${FUTURE}&cursor=${cursor}`);
+    await expectListed(`${base()}?limit=1&status=DEAD&cursor=${cursor}`);
+    // A cursor returned under a range goes on under it.
+    const ranged = await firstCursor(`${base()}?from=${PAST}&to=${FUTURE}`);
+    await expectListed(`${base()}?limit=1&from=${PAST}&to=${FUTURE}&cursor=${ranged}`);
+    await expectRefused(`${base()}?limit=1&to=${PAST}&cursor=${ranged}`);
+    // `from` equal to `to`, or before it as an instant though later as text, is a range (empty here).
+    await expectListed(`${base()}?from=${PAST}&to=${PAST}`);
+    await expectListed(`${base()}?from=2026-01-01T00:30:00%2B01:00&to=2025-12-31T23:45:00Z`);
+  });
+
+  it('refuses a cursor of dead runs under a from/to that excludes it', async () => {
+    const cursor = await firstCursor('/v1/dead-runs');
+    await expectRefused(`/v1/dead-runs?limit=1&to=${PAST}&cursor=${cursor}`);
+    await expectRefused(`/v1/dead-runs?limit=1&from=${FUTURE}&cursor=${cursor}`);
+    await expectListed(`/v1/dead-runs?limit=1&cursor=${cursor}`);
+    await expectListed(`/v1/dead-runs?limit=1&jobId=${jobId}&from=${PAST}&to=${FUTURE}&cursor=${cursor}`);
+  });
+
+  it('refuses a cursor of the audit trail under a from/to that excludes it', async () => {
+    const cursor = await firstCursor('/v1/audit');
+    await expectRefused(`/v1/audit?limit=1&to=${PAST}&cursor=${cursor}`);
+    await expectRefused(`/v1/audit?limit=1&from=${FUTURE}&cursor=${cursor}`);
+    await expectListed(`/v1/audit?limit=1&cursor=${cursor}`);
+    await expectListed(`/v1/audit?limit=1&from=${PAST}&to=${FUTURE}&cursor=${cursor}`);
+  });
+
+  it('refuses a cursor of jobs by name prefix under a name or prefix that excludes it', async () => {
+    for (const name of ['cursor-a-1', 'cursor-a-2', 'cursor-b-1']) {
+      expect((await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { name, schedule: { kind: 'delay', seconds: 3600 } }))).status).toBe(201);
+    }
+    const cursor = await firstCursor('/v1/jobs?namePrefix=cursor-a');
+    await expectRefused(`/v1/jobs?limit=1&namePrefix=cursor-b&cursor=${cursor}`);
+    await expectRefused(`/v1/jobs?limit=1&name=cursor-b-1&cursor=${cursor}`);
+    await expectListed(`/v1/jobs?limit=1&namePrefix=cursor-a&cursor=${cursor}`);
+    await expectListed(`/v1/jobs?limit=1&namePrefix=cursor&cursor=${cursor}`);
+  });
+
+  it("refuses a cursor of a workflow's runs whose key is not a run's", async () => {
+    const workflow = await scheduler.api('POST', '/v1/workflows', { name: 'cursor-workflow', steps: [{ id: 'a', target: { kind: 'http', url: TARGET } }] });
+    expect(workflow.status).toBe(201);
+    const workflowId = workflow.body.workflowId as string;
+    const forged = Buffer.from(JSON.stringify({ pk: `WF#${workflowId}`, sk: 'WORKFLOW' })).toString('base64url');
+    await expectRefused(`/v1/workflows/${workflowId}/runs?cursor=${forged}`, /^is not a cursor this listing returned$/);
+  });
+});

@@ -4,6 +4,9 @@ import type { Scheduler } from './harness';
 import { jobBody, startScheduler } from './harness';
 import { MAX_BODY_BYTES } from '../../lambdas/api/http';
 
+/** A `from` a month after its `to`. */
+const LATER_FROM = 'from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z';
+
 describe('bad input', () => {
   let scheduler: Scheduler;
   beforeAll(async () => {
@@ -69,6 +72,14 @@ describe('bad input', () => {
     ['a limit in exponent form', 'GET', '/v1/dead-runs?limit=1e2', undefined, {}, ['limit']],
     ['a cursor that is not base64url', 'GET', '/v1/jobs?cursor=%7B%22pk%22%3A1%7D', undefined, {}, ['cursor']],
     ['a health window of 0 minutes', 'GET', '/v1/health?minutes=0', undefined, {}, ['minutes']],
+    // DynamoDB refuses a key condition `BETWEEN a AND b` with a > b (a 500); the emulator accepts it.
+    ["a tenant's runs from after to", 'GET', `/v1/runs?${LATER_FROM}`, undefined, {}, ['from']],
+    ["a job's runs from after to", 'GET', `/v1/jobs/job_x/runs?${LATER_FROM}`, undefined, {}, ['from']],
+    ['dead runs from after to', 'GET', `/v1/dead-runs?${LATER_FROM}`, undefined, {}, ['from']],
+    ['a bulk replay from after to', 'POST', '/v1/dead-runs/replay', { from: '2026-02-01T00:00:00Z', to: '2026-01-01T00:00:00Z' }, {}, ['from']],
+    ['audit entries from after to', 'GET', `/v1/audit?${LATER_FROM}`, undefined, {}, ['from']],
+    // Compared as instants, not as text: 23:45-02:00 on 31 December is 01:45Z on 1 January.
+    ['runs from after to in another offset', 'GET', '/v1/runs?from=2025-12-31T23:45:00-02:00&to=2026-01-01T00:00:00Z', undefined, {}, ['from']],
     ['a body on a route that takes none', 'POST', '/v1/jobs/job_x/resume', { force: true }, {}, ['(body)']],
     ['an unknown field of a pause', 'POST', '/v1/jobs/job_x/pause', { force: true }, {}, ['force']],
     [
