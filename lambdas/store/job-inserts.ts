@@ -39,6 +39,9 @@ export function writesRunAhead(job: Pick<Job, 'status' | 'schedule' | 'target'>,
 /** Whether an item found under a fresh key is the one written there (the same creation instant). */
 const sameCreation = (stored: Record<string, unknown>, written: Record<string, unknown>): boolean => stored.createdAt === written.createdAt;
 
+/** A keyed create's transaction refused on its name's guard and not on its key's record. */
+const refusedOnNameNotKey = (result: TransactionResult): boolean => !result.committed && result.failed.has('name') && !result.failed.has('idempotency');
+
 /** Jobs that count against a tenant's active-jobs limit. */
 export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
 
@@ -136,7 +139,14 @@ export class JobInserts {
       if (ahead) await this.discardRunAhead(ahead.run);
       return { kind: 'name-taken' };
     }
-    const result = await this.writeNewJob(items, ahead?.run ?? null, guardAhead ? job : null);
+    let result = await this.writeNewJob(items, ahead?.run ?? null, guardAhead ? job : null);
+    // Under an Idempotency-Key the guard is in the transaction. Refused on it (and not on the key's
+    // record, which decides first), the guard in the way may be orphaned: NameGuards decides as for
+    // a create without a key, deletes it if so, and the transaction is tried once more.
+    if (items.name && refusedOnNameNotKey(result)) {
+      const way = await this.names.clearOrphan(job, Date.parse(job.createdAt));
+      if (way === 'free') result = await this.writeNewJob(items, ahead?.run ?? null, null);
+    }
     if (result.committed) return { kind: 'created' };
     // Refused or still conflicting: nothing names the run written ahead, or holds the name's guard.
     if (ahead) await this.discardRunAhead(ahead.run);
@@ -147,7 +157,12 @@ export class JobInserts {
       const previous = await this.findIdempotencyRecord(job.tenantId, idempotency.key);
       if (previous) return { kind: 'idempotent-replay', ...previous };
     }
-    if (result.failed.has('name')) return { kind: 'name-taken' };
+    if (result.failed.has('name')) {
+      // The guard was read outside the transaction: a concurrent request under the same key may
+      // have taken the name over from the orphan and written its record since. Its job is the answer.
+      const previous = idempotency && refusedOnNameNotKey(result) ? await this.findIdempotencyRecord(job.tenantId, idempotency.key) : null;
+      return previous ? { kind: 'idempotent-replay', ...previous } : { kind: 'name-taken' };
+    }
     if (result.failed.has('usage')) return { kind: 'too-many-active-jobs' };
     throw result.error;
   }

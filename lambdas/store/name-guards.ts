@@ -3,7 +3,8 @@
 // the job's write, rather than in one transaction with it (decision 0173): a transaction bills each
 // item twice. A create that fails between the two leaves a guard naming a job that was never
 // written; the next create of that name takes it over once it is old enough that no create can
-// still be writing its job.
+// still be writing its job, with or without an Idempotency-Key (whose transaction, refused on the
+// guard, has `clearOrphan` decide and is tried once more).
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
@@ -20,6 +21,12 @@ export const ORPHANED_GUARD_AFTER_MS = 5 * 60_000;
 
 /** The name's guard was taken for the job, or another job holds it. */
 export type NameTake = 'taken' | 'held';
+
+/**
+ * What stands in the way of a job's name: nothing (no guard, or an orphaned one, deleted), the
+ * job's own guard, or another job's live guard.
+ */
+export type NameWay = 'free' | 'own' | 'held';
 
 type Holder = Pick<Job, 'tenantId' | 'name' | 'jobId'>;
 
@@ -40,15 +47,28 @@ export class NameGuards {
    */
   async take(job: Holder, takenAt: string, now: number): Promise<NameTake> {
     if (await this.put(job, takenAt)) return 'taken';
-    const guard = await this.read(job);
+    const way = await this.clearOrphan(job, now);
     // This create's own guard: a put tried again after its answer was lost had landed the first time.
-    if (guard?.jobId === job.jobId) return 'taken';
-    if (guard !== null) {
-      if (!(await this.isOrphaned(guard, now))) return 'held';
-      await this.deleteOrphan(job, guard);
-    }
+    if (way === 'own') return 'taken';
+    if (way === 'held') return 'held';
     // Released since (its job deleted) or taken over: the put decides once more.
     return (await this.put(job, takenAt)) ? 'taken' : 'held';
+  }
+
+  /**
+   * After a write of the job's name's guard was refused, reads the guard in the way: one that is
+   * orphaned (ORPHANED_GUARD_AFTER_MS at `now`, epoch ms, and no job) is deleted, on its job id and
+   * time, so two creates cannot both take it over. `free` means the caller's write decides once
+   * more. `take` uses it, and so does a create under an Idempotency-Key, whose guard is written in
+   * its transaction.
+   */
+  async clearOrphan(job: Holder, now: number): Promise<NameWay> {
+    const guard = await this.read(job);
+    if (guard === null) return 'free';
+    if (guard.jobId === job.jobId) return 'own';
+    if (!(await this.isOrphaned(guard, now))) return 'held';
+    await this.deleteOrphan(job, guard);
+    return 'free';
   }
 
   /** Gives the name back after a create that was refused: only while the guard is still this job's. Best effort. */

@@ -7,7 +7,7 @@ import { jobKey, jobNameKey } from '../../lambdas/store/keys';
 import { ORPHANED_GUARD_AFTER_MS } from '../../lambdas/store/name-guards';
 import type { Scheduler, TargetServer } from './harness';
 import { jobBody, startScheduler, startTarget } from './harness';
-import { startApiFailingJobWrites, startApiRepeatingPuts } from './support/failing-api';
+import { startApiFailingJobWrites, startApiHoldingGuardReads, startApiRepeatingPuts } from './support/failing-api';
 
 describe("a job name's guard, taken before the job", () => {
   let scheduler: Scheduler;
@@ -36,6 +36,17 @@ describe("a job name's guard, taken before the job", () => {
         Key: jobNameKey(scheduler.tenantId, name),
         UpdateExpression: 'SET takenAt = :at',
         ExpressionAttributeValues: { ':at': new Date(Date.now() - byMs).toISOString() },
+      }),
+    );
+
+  // A guard as a create that stopped after it leaves it: naming a job that was never written.
+  const orphanGuard = (name: string, jobId: string, ageMs: number) =>
+    scheduler.clients.dynamo.send(
+      new UpdateCommand({
+        TableName: scheduler.config.jobsTable,
+        Key: jobNameKey(scheduler.tenantId, name),
+        UpdateExpression: 'SET jobId = :jobId, takenAt = :at',
+        ExpressionAttributeValues: { ':jobId': jobId, ':at': new Date(Date.now() - ageMs).toISOString() },
       }),
     );
 
@@ -131,6 +142,82 @@ describe("a job name's guard, taken before the job", () => {
       }),
     );
     expect((await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'old-form' }))).status).toBe(409);
+    expect((await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'old-form' }), { 'idempotency-key': 'old-form' })).status).toBe(409);
+  });
+
+  it('is taken over, once orphaned, by a create under an Idempotency-Key, whose retries replay that create', async () => {
+    const orphanId = 'job_00000000000000000000000001';
+    await orphanGuard('keyed-takeover', orphanId, 0);
+    const body = jobBody(target.url, { name: 'keyed-takeover' });
+    // Young, it may be a create still under way: the name is taken, and the key left unused.
+    expect((await scheduler.api('POST', '/v1/jobs', body, { 'idempotency-key': 'takeover-young' })).status).toBe(409);
+    expect((await guardOf('keyed-takeover'))?.jobId).toBe(orphanId);
+
+    // Old enough, the create takes it over; three tries of it at once make one job.
+    await backdate('keyed-takeover', ORPHANED_GUARD_AFTER_MS + 1000);
+    const before = await scheduler.countJobAndRunItems();
+    const answers = await Promise.all([0, 1, 2].map(() => scheduler.api('POST', '/v1/jobs', body, { 'idempotency-key': 'takeover-old' })));
+    expect(answers.map((answer) => answer.status)).toEqual([201, 201, 201]);
+    const jobIds = new Set(answers.map((answer) => answer.body.job.jobId));
+    expect(jobIds.size).toBe(1);
+    const created = answers[0]!.body.job;
+    expect(created.name).toBe('keyed-takeover');
+    // Its guard (in the transaction: no time) names the new job; the job, its key's record and one run were written.
+    const guard = await guardOf('keyed-takeover');
+    expect(guard?.jobId).toBe(created.jobId);
+    expect(guard?.takenAt).toBeUndefined();
+    expect(await scheduler.countJobAndRunItems()).toEqual({ jobs: before.jobs + 2, runs: before.runs + 1 });
+    expect((await scheduler.api('GET', `/v1/jobs/${created.jobId}`)).status).toBe(200);
+    expect((await scheduler.api('GET', `/v1/runs/${created.nextRunId}`)).status).toBe(200);
+
+    // The same key and body later: the first answer. Another key, or none: the name is the new job's.
+    const replay = await scheduler.api('POST', '/v1/jobs', body, { 'idempotency-key': 'takeover-old' });
+    expect(replay.status).toBe(201);
+    expect(replay.body.job.jobId).toBe(created.jobId);
+    expect((await scheduler.api('POST', '/v1/jobs', body, { 'idempotency-key': 'takeover-other' })).status).toBe(409);
+    expect((await scheduler.api('POST', '/v1/jobs', body)).status).toBe(409);
+    expect((await guardOf('keyed-takeover'))?.jobId).toBe(created.jobId);
+  });
+
+  it("answers a create under an Idempotency-Key that finds its key's own takeover of an orphaned guard with that create", async () => {
+    await orphanGuard('keyed-race', 'job_00000000000000000000000002', ORPHANED_GUARD_AFTER_MS + 1000);
+    const body = jobBody(target.url, { name: 'keyed-race' });
+    // One try's transaction is refused on the orphan; its read of the guard waits while another
+    // try of the same create takes the name over and writes the job and the key's record.
+    const slow = await startApiHoldingGuardReads(scheduler);
+    let jobId: string;
+    try {
+      const later = slow.create(body, { 'idempotency-key': 'keyed-race' });
+      expect(await Promise.race([slow.guardReadHeld.then(() => 'guard read'), later.then((response) => `answered ${response.status}`)])).toBe('guard read');
+      const first = await scheduler.api('POST', '/v1/jobs', body, { 'idempotency-key': 'keyed-race' });
+      expect(first.status).toBe(201);
+      jobId = first.body.job.jobId;
+      slow.release();
+      // It finds the guard live, and the key's record: the first answer.
+      const response = await later;
+      const answer = (await response.json()) as { job: { jobId: string } };
+      expect(response.status, JSON.stringify(answer)).toBe(201);
+      expect(answer.job.jobId).toBe(jobId);
+    } finally {
+      slow.release();
+      await slow.stop();
+    }
+    expect((await guardOf('keyed-race'))?.jobId).toBe(jobId);
+  });
+
+  it('answers a create under an Idempotency-Key 409 on a live guard, however old', async () => {
+    const unkeyed = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'keyed-live' }));
+    expect(unkeyed.status).toBe(201);
+    await backdate('keyed-live', ORPHANED_GUARD_AFTER_MS * 2);
+    const keyed = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'keyed-live' }), { 'idempotency-key': 'keyed-live-1' });
+    expect(keyed.status).toBe(409);
+    expect((await guardOf('keyed-live'))?.jobId).toBe(unkeyed.body.job.jobId);
+    // A guard written under a key (no time) whose job exists, given an old time: still its job's.
+    const first = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'keyed-live-2' }), { 'idempotency-key': 'keyed-live-2a' });
+    expect(first.status).toBe(201);
+    await backdate('keyed-live-2', ORPHANED_GUARD_AFTER_MS * 2);
+    expect((await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'keyed-live-2' }), { 'idempotency-key': 'keyed-live-2b' })).status).toBe(409);
+    expect((await guardOf('keyed-live-2'))?.jobId).toBe(first.body.job.jobId);
   });
 
   it('is written in the transaction under an Idempotency-Key, whose retries replay the first create', async () => {

@@ -1,6 +1,7 @@
 // An API runtime over a test scheduler's tables and queues whose job item writes fail before they
 // reach the store, as a lost connection would: for creates that die between their own writes
-// (a run or a name's guard written ahead of the job; decisions 0167, 0173).
+// (a run or a name's guard written ahead of the job; decisions 0167, 0173). Or whose writes land
+// twice, or whose reads of a name's guard wait: for creates that meet their own or another's writes.
 import { createDeps } from '../../../lambdas/app/deps';
 import { createAwsClients } from '../../../lambdas/store/aws';
 import { startLocalRuntime } from '../../../scripts/local/runtime';
@@ -12,8 +13,8 @@ interface Stack {
 }
 
 export interface FailingApi {
-  /** POSTs a job create to this API, with the scheduler's key. */
-  create(body: unknown): Promise<Response>;
+  /** POSTs a job create to this API, with the scheduler's key (and the headers given). */
+  create(body: unknown, headers?: Record<string, string>): Promise<Response>;
   /** How many writes the fault touched so far (failed, or sent twice). */
   failedJobWrites(): number;
   stop(): Promise<void>;
@@ -57,6 +58,40 @@ export async function startApiRepeatingPuts(scheduler: Scheduler, prefixes: read
   );
 }
 
+/** An API whose reads of a name's guard wait until released. */
+export interface GuardReadHoldingApi extends FailingApi {
+  /** Resolves when a read of a name's guard (`JOBNAME#…`) first waits. */
+  readonly guardReadHeld: Promise<void>;
+  /** Lets the reads waiting, and any later, through. */
+  release(): void;
+}
+
+/**
+ * Starts an API whose `GetItem`s of a name's guard wait until `release`: a create that read the
+ * guard in its way only after another request's write.
+ */
+export async function startApiHoldingGuardReads(scheduler: Scheduler): Promise<GuardReadHoldingApi> {
+  let held = 0;
+  let reached!: () => void;
+  const guardReadHeld = new Promise<void>((resolve) => (reached = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const api = await startApiWith(
+    scheduler,
+    (next, context) => async (args) => {
+      const key = args.input.Key as Record<string, unknown> | undefined;
+      if (context.commandName === 'GetItemCommand' && typeof key?.pk === 'string' && key.pk.startsWith('JOBNAME#')) {
+        held++;
+        reached();
+        await released;
+      }
+      return next(args);
+    },
+    () => held,
+  );
+  return { ...api, guardReadHeld, release };
+}
+
 async function startApiWith(
   scheduler: Scheduler,
   middleware: (next: Handler, context: { commandName?: string }) => Handler,
@@ -67,10 +102,10 @@ async function startApiWith(
   const deps = createDeps(scheduler.config, clients, { workerId: `${scheduler.prefix}-api`, metricSink: () => undefined });
   const api = await startLocalRuntime({ deps, clients: scheduler.clients, port: 0, workerConcurrency: 0, tickIntervalMs: 0 });
   return {
-    create: (body) =>
+    create: (body, headers = {}) =>
       fetch(`${api.url}/v1/jobs`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${scheduler.apiKey}`, 'content-type': 'application/json', ...headers },
         body: JSON.stringify(body),
       }),
     failedJobWrites: affected,
