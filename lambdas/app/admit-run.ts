@@ -5,9 +5,10 @@ import { runFields } from './run-log';
 import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
 import { classifyUnpointed, decideOverlap, decideStart } from '../domain/recurrence';
+import type { StartDecision } from '../domain/recurrence';
 import type { Run } from '../domain/run';
 import type { SkipReason } from '../domain/schedule';
-import { skipReasonOf } from '../domain/schedule';
+import { nextFireTimeAfter, skipReasonOf } from '../domain/schedule';
 import { checkBackAt } from '../domain/time-gate';
 import type { SchedulerDeps } from './deps';
 import { MAX_CAS_ATTEMPTS, adoptOccurrence, advanceChain } from './occurrence-chain';
@@ -27,6 +28,8 @@ export interface PlannedOccurrence {
   readonly backfillRemaining?: number;
   /** The run its job pointed at when it was planned (decision 0175). */
   readonly chainedFrom?: string | null;
+  /** When it was first given back to wait for the occurrence before it (overlap buffer-one), in ms. */
+  readonly bufferedSince?: number;
 }
 
 export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, planned: PlannedOccurrence): Promise<Admission> {
@@ -88,6 +91,20 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
       ? decideOverlap(job.overlapPolicy, previousWorkflowRun.workflowRunId, running, 'workflow run')
       : decideOverlap(job.overlapPolicy, job.lastStartedRunId, running);
     if (overlap.action === 'wait' && previous) {
+      // Its misfire policy is applied as it arrives, not after its wait: an occurrence that arrives
+      // late (the scheduler was down) under misfire skip is skipped now, one on time waits and then runs.
+      if (planned.bufferedSince === undefined) {
+        const onArrival = decideStart(job, {
+          scheduledFor: Date.parse(run.scheduledFor),
+          dueAt: Date.parse(run.availableAt),
+          startedAt: now,
+          backfillRemaining,
+        });
+        if (!onArrival.execute) {
+          await advanceChain(deps, job, run, onArrival.successor, false, now);
+          return end(deps, run, 'SKIPPED', onArrival.reason ?? 'skipped', now, job);
+        }
+      }
       // Give the lease back and look again later; the finishing run (or workflow run) also wakes it.
       const remainingMs = previousWorkflowRun || !leaseLive ? BUFFER_RECHECK_SECONDS * 1000 : Date.parse(previous.leaseExpiresAt ?? '') - now;
       const wait = Math.max(1, Math.min(BUFFER_RECHECK_SECONDS, Math.ceil(remainingMs / 1000)));
@@ -99,6 +116,7 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
           checkBackAt(now + wait * 1000, now, deps.config),
           deps.config.timeIndexShards,
           overlap.reason,
+          { bufferedSince: planned.bufferedSince ?? now },
         ))
       ) {
         return { kind: 'stopped', outcome: 'fenced' };
@@ -122,10 +140,28 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
     }
   }
 
-  const decision = decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), dueAt: Date.parse(run.availableAt), startedAt: now, backfillRemaining });
+  const decision =
+    planned.bufferedSince !== undefined
+      ? afterBuffering(job, planned.bufferedSince, now)
+      : decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), dueAt: Date.parse(run.availableAt), startedAt: now, backfillRemaining });
   await advanceChain(deps, job, run, decision.successor, decision.execute, now);
   if (!decision.execute) return end(deps, run, 'SKIPPED', decision.reason ?? 'skipped', now, job);
   return { kind: 'execute', reason: decision.reason };
+}
+
+/**
+ * An occurrence that waited for the one before it (overlap buffer-one) starts however long it
+ * waited: its wait is not a misfire (its policy was applied when it arrived). The fire times that
+ * passed while it waited are dropped, as buffer-one holds one occurrence: the chain goes on from
+ * the first fire time after now.
+ */
+function afterBuffering(job: Job, bufferedSince: number, now: number): StartDecision {
+  const next = nextFireTimeAfter(job, now);
+  return {
+    execute: true,
+    reason: `overlap: waited ${Math.round((now - bufferedSince) / 1000)} s for the occurrence before it (overlapPolicy buffer-one)`,
+    successor: next === null ? null : { scheduledFor: next },
+  };
 }
 
 /**

@@ -346,6 +346,11 @@ export function backfillRemainingOf(item: Item): number | undefined {
 }
 
 /** The run a pending occurrence's job pointed at when it was planned (decision 0175); undefined on runs planned before it or by no job's write. */
+/** When an occurrence was first given back to wait for the one before it (overlap buffer-one), in ms. */
+export function bufferedSinceOf(item: Item): number | undefined {
+  return typeof item.bufferedSince === 'number' ? item.bufferedSince : undefined;
+}
+
 export function chainedFromOf(item: Item): string | null | undefined {
   return item.chainedFrom === null || typeof item.chainedFrom === 'string' ? item.chainedFrom : undefined;
 }

@@ -29,6 +29,7 @@ import {
 import type { Item, RunItemExtras } from './keys';
 import {
   backfillRemainingOf,
+  bufferedSinceOf,
   chainedFromOf,
   budgetFromOf,
   checkpointOf,
@@ -61,6 +62,8 @@ export type LeaseResult =
       readonly backfillRemaining?: number;
       /** A job's pending occurrence: the run its job pointed at when it was planned (decision 0175). */
       readonly chainedFrom?: string | null;
+      /** When the occurrence was first given back to wait for the one before it (overlap buffer-one). */
+      readonly bufferedSince?: number;
       /** The attempt from which the retry budget counts (a replay starts a new budget). */
       readonly budgetFrom: number;
       /** A workflow step's inputs, carried to its next attempt. */
@@ -161,6 +164,7 @@ export class RunLeases {
       payloadOverride: payloadOverrideOf(item),
       backfillRemaining: backfillRemainingOf(item),
       chainedFrom: chainedFromOf(item),
+      ...(bufferedSinceOf(item) !== undefined ? { bufferedSince: bufferedSinceOf(item) } : {}),
       budgetFrom: budgetFromOf(item),
       inputs: inputsOf(item),
     };
@@ -201,11 +205,18 @@ export class RunLeases {
     checkBackAt: number,
     shards: number,
     reason: string,
-    options: { readonly admitted?: boolean } = {},
+    options: { readonly admitted?: boolean; readonly bufferedSince?: number } = {},
   ): Promise<boolean> {
     const gate = gateAttributes(runId, checkBackAt, shards);
     return updateIf(this.dynamo, this.tableName, runKey(runId), {
-      set: { status: 'QUEUED', updatedAt: new Date(now).toISOString(), reason, gateKey: gate.gateKey, gateAt: gate.gateAt },
+      set: {
+        status: 'QUEUED',
+        updatedAt: new Date(now).toISOString(),
+        reason,
+        gateKey: gate.gateKey,
+        gateAt: gate.gateAt,
+        ...(options.bufferedSince !== undefined ? { bufferedSince: options.bufferedSince } : {}),
+      },
       remove: options.admitted ? ['leaseExpiresAtMs', 'chainedFrom'] : ['leaseExpiresAtMs'],
       if: { status: oneOf(sourcesOf('QUEUED', LEASED)), version },
     });

@@ -197,6 +197,25 @@ describe('scheduled workflows', () => {
     await runQueued(at + MINUTE + 400);
   });
 
+  it('overlap buffer-one: an occurrence that waited longer than the misfire threshold still starts, and the chain goes on from now', async () => {
+    const created = await create('overlap-buffer-long', { ...every(), overlapPolicy: 'buffer-one', misfirePolicy: 'skip' });
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    expect(await executeRun(worker(at + 100), (await workflow(workflowId)).recentOccurrences[0].runId)).toBe('succeeded');
+    const next = (await workflow(workflowId)).recentOccurrences[0];
+    expect(await executeRun(worker(at + MINUTE + 100), next.runId)).toBe('waiting');
+    // The running workflow run's steps finish two minutes after the next occurrence's fire time.
+    expect(await runQueued(at + 3 * MINUTE)).toHaveLength(2);
+    expect((await workflowRun(workflowId, at)).status).toBe('SUCCEEDED');
+    // Before, it was then skipped as misfired ("due 120 s ago"): buffer-one behaved as skip.
+    expect(await executeRun(worker(at + 3 * MINUTE + 100), next.runId)).toBe('succeeded');
+    expect((await workflowRun(workflowId, at + MINUTE)).status).toBe('RUNNING');
+    expect((await scheduler.api('GET', `/v1/runs/${next.runId}`)).body.reason).toMatch(/waited 1\d\d s .*buffer-one/);
+    // The fire times it waited through are dropped: the chain goes on from now.
+    expect((await workflow(workflowId)).scheduleState.nextRunAt).toBe(new Date(at + 4 * MINUTE).toISOString());
+    await runQueued(at + 3 * MINUTE + 200);
+  });
+
   it('pause retires the pending occurrence; resume after a gap fires once under misfire fire-once, then goes on from now', async () => {
     const created = await create('paused', { ...every(), misfirePolicy: 'fire-once' });
     const workflowId = created.workflowId as string;
