@@ -54,6 +54,7 @@ export async function startWorkflowRun(
   };
   const opened = withOpeningMoves(version, run, now);
   if (!(await deps.workflowRuns.createRun(opened.run, now))) throw new ConflictError('A run of this workflow was started at the same millisecond; try again');
+  if (await cancelIfDeleted(deps, opened.run)) throw new NotFoundError(`No workflow ${workflowId}: it was deleted`);
   deps.telemetry.workflowRunStarted(run, version.spec.name);
   logger.info('workflow run started', { ...workflowRunFields(run), version: version.version });
   return openWorkflowRun(deps, version, opened.run, opened.start, now);
@@ -204,6 +205,9 @@ export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: J
     };
     const opened = withOpeningMoves(version, run, now);
     if (await deps.workflowRuns.createRun(opened.run, now)) {
+      if (await cancelIfDeleted(deps, opened.run)) {
+        return { ok: false, timedOut: false, error: { code: 'WORKFLOW_NOT_FOUND', message: `workflow ${workflow.workflowId} was deleted`, retryable: false } };
+      }
       deps.telemetry.workflowRunStarted(run, version.spec.name);
       logger.info('workflow run started', { ...workflowRunFields(run), version: version.version, occurrenceRunId: occurrence.runId });
       await openWorkflowRun(deps, version, opened.run, opened.start, now);
@@ -222,6 +226,20 @@ export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: J
       error: { code: 'WORKFLOW_START_FAILED', message: error instanceof Error ? error.message : String(error), retryable: true },
     };
   }
+}
+
+/**
+ * A run written while a delete of its workflow landed ends CANCELLED before any step starts: the
+ * delete cancels the running runs it lists after its commit, and misses one written after that
+ * list. Each side writes, then reads (the delete its list, this the head), so one of them sees the
+ * other. True when the workflow was deleted.
+ */
+async function cancelIfDeleted(deps: SchedulerDeps, run: WorkflowRun): Promise<boolean> {
+  const head = await deps.workflows.get(run.tenantId, run.workflowId);
+  if (head && !head.deletedAt) return false;
+  await cancelling(deps, run);
+  logger.info('workflow run cancelled as it started: its workflow was deleted', workflowRunFields(run));
+  return true;
 }
 
 /** The workflow run an occurrence of a workflow's schedule started (or will start): the overlap policies look at it. */

@@ -145,7 +145,7 @@ describe('requests per execution', () => {
       // of its own, no visibility change, and one roll-up for the two (one invocation); its run is
       // read once before it starts (a cancel since its write is honoured). Before: 2 sends, 2
       // visibility changes, 5 puts, 7 updates.
-      'dynamodb.GetItem': 7, // API 3, first step 2, second step 2 (its run read before it starts, the workflow run)
+      'dynamodb.GetItem': 8, // API 4 (the workflow read again after its run's write: a delete between), first step 2, second step 2 (its run read before it starts, the workflow run)
       'dynamodb.UpdateItem': 6, // API 1 (rate counter), first step 3 (lease, outcome, step recorded with the claim), second 2 (outcome, step recorded with the end)
       'dynamodb.PutItem': 4, // API 2 (workflow run, step run), the second step's run (leased), the invocation's roll-up
       'dynamodb.BatchGetItem': 3, // each step's job, the first step's result for the second

@@ -391,6 +391,33 @@ describe('scheduled workflows', () => {
     expect((await create('to-delete', {})).workflowId).not.toBe(workflowId);
   });
 
+  it('an occurrence whose worker read the workflow just before a delete starts nothing: its workflow run ends CANCELLED', async () => {
+    const created = await create('delete-mid-start', every(), [step('a')]);
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    const occurrence = (await workflow(workflowId)).recentOccurrences[0];
+    // The delete commits, and lists the running workflow runs, between the worker's read of the
+    // workflow and its write of the workflow run.
+    const deps = worker(at + 100);
+    const runs = deps.workflowRuns;
+    const racing = {
+      ...deps,
+      workflowRuns: Object.assign(Object.create(runs) as typeof runs, {
+        createRun: async (...args: Parameters<typeof runs.createRun>) => {
+          expect((await scheduler.api('DELETE', `/v1/workflows/${workflowId}`)).status).toBe(200);
+          return runs.createRun(...args);
+        },
+      }),
+    };
+    const calls = target.calls.length;
+    await executeRun(racing, occurrence.runId);
+    // Before, the run went on RUNNING and its step called its target after the delete.
+    const started = await workflowRun(workflowId, at);
+    expect(started).toMatchObject({ status: 'CANCELLED' });
+    expect(await runQueued(at + 200)).toHaveLength(0);
+    expect(target.calls.length).toBe(calls);
+  });
+
   it('two deletes and a new version at once: the workflow ends deleted once, its schedule CANCELLED, whichever lands first', async () => {
     const created = await create('delete-race', every());
     const workflowId = created.workflowId as string;
