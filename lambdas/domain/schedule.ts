@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { ValidationError } from '../core/errors';
 import type { FieldError } from '../core/errors';
 import type { Schedule } from './job';
-import { isValidTimeZone, toWallTime, ZoneOffsets } from './time-zone';
+import { isValidTimeZone, offsetAt, toWallTime, ZoneOffsets } from './time-zone';
 import type { RecurringSchedule } from './schedule-series';
 import { DAY, intervalMs, isRecurring, parseCron, SECOND, seriesFireTimes } from './schedule-series';
 
@@ -111,13 +111,36 @@ export function validateSchedule(schedule: Schedule, now: number, path = 'schedu
   if (errors.length > 0) throw new ValidationError('Invalid schedule', errors);
 }
 
-/** The shortest time between consecutive fire times of the series (sampled for cron), or null with fewer than two. */
+/** How far ahead the offset changes of a cron's zone are looked for (a year: every rule repeats within it). */
+const GAP_YEAR = 366 * DAY;
+
+/**
+ * The shortest time between consecutive fire times of the series, or null with fewer than two. A
+ * cron's is sampled: its next fire times, and those on each side of every change of its zone's
+ * offset in the coming year, where a daylight-saving change shortens a gap (23:00 to 01:00 is an
+ * hour on a night that skips midnight) that the next 1,000 fire times may not reach.
+ */
 function shortestGap(schedule: RecurringSchedule, now: number): number | null {
   if (schedule.kind === 'every') return intervalMs(schedule.interval);
-  const times = seriesFireTimes(schedule, now, GAP_SAMPLE);
+  const starts = [now, ...offsetChanges(schedule.timezone, now, now + GAP_YEAR).map((change) => Math.max(now, change - 2 * DAY))];
   let gap: number | null = null;
-  for (let i = 1; i < times.length; i++) gap = Math.min(gap ?? Infinity, (times[i] ?? 0) - (times[i - 1] ?? 0));
+  for (const start of starts) {
+    const times = seriesFireTimes(schedule, start, GAP_SAMPLE);
+    for (let i = 1; i < times.length; i++) gap = Math.min(gap ?? Infinity, (times[i] ?? 0) - (times[i - 1] ?? 0));
+  }
   return gap;
+}
+
+/** The days in [from, to) at whose end the zone's offset has changed (read once a day), as instants. */
+function offsetChanges(timeZone: string, from: number, to: number): number[] {
+  const changes: number[] = [];
+  let previous = offsetAt(from, timeZone);
+  for (let at = from + DAY; at < to; at += DAY) {
+    const offset = offsetAt(at, timeZone);
+    if (offset !== previous) changes.push(at);
+    previous = offset;
+  }
+  return changes;
 }
 
 // ---- What fires: the series less excluded dates and skips ------------------------------------

@@ -334,6 +334,14 @@ describe('jitter', () => {
     // 0 9,10 * * *: the shortest gap is one hour, not a day.
     expect(refusal(cron('0 9,10 * * *', 'UTC', { jitterSeconds: 3600 }))).toEqual([expect.stringMatching(/\(3600 s\)/)]);
   });
+
+  it('is checked against the gaps a daylight-saving change shortens, however far in the coming year', () => {
+    // Santiago skips midnight in September: 23:00 to 01:00 is an hour that night, two otherwise.
+    // Seven fire times a day: the next 1,000 end before it. Before, this was accepted in April.
+    const santiago = cron('0 1,5,9,13,17,21,23 * * *', 'America/Santiago', { jitterSeconds: 5400 });
+    expect(refusal(santiago, at('2026-04-10T00:00:00Z'))).toEqual([expect.stringMatching(/^schedule\.jitterSeconds: .*\(3600 s\)/)]);
+    expect(refusal({ ...santiago, jitterSeconds: 3000 }, at('2026-04-10T00:00:00Z'))).toEqual([]);
+  });
 });
 
 describe('the first occurrence of a new schedule', () => {
