@@ -208,12 +208,12 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       responses: {
         ...problemResponses,
         Unauthorized: {
-          description: `No Authorization header: API Gateway answers \`{ "message": "Unauthorized" }\`. A request that reaches the API without the authorizer's answer and with no valid key is a problem \`${problemTypeOf('Unauthorized')}\`.`,
+          description: `No Authorization header: API Gateway answers \`{ "message": "Unauthorized" }\`. An unknown or revoked key (the authorizer lets it through marked, decision 0023) is a problem \`${problemTypeOf('Unauthorized')}\`.`,
           headers: { 'WWW-Authenticate': { description: '`Bearer`', schema: { type: 'string' } } },
           content: { 'application/json': { schema: gatewayError, example: { message: 'Unauthorized' } }, 'application/problem+json': { schema: problem } },
         },
         Forbidden: {
-          description: 'An API key that is unknown or revoked (answered by API Gateway).',
+          description: "API Gateway's own refusal, if its authorizer ever denied a request: it denies none (an unknown or revoked key is a 401).",
           content: { 'application/json': { schema: gatewayError, example: { message: 'Forbidden' } } },
         },
       },
