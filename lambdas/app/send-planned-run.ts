@@ -8,7 +8,7 @@ import type { RunPlan } from './plan-run';
 import type { SendOptions } from '../store/dispatch-queue';
 
 /**
- * A failed send does not fail the writer: the run is stored, QUEUED, with a check-back entry in the
+ * `now`: when the run was planned. A failed send does not fail the writer: the run is stored, QUEUED, with a check-back entry in the
  * time index, and the ticker sends it once the redelivery grace has passed (decision 0005). The
  * write the caller made succeeded, so the caller answers success; a client that retried it would
  * find it done (a 409) rather than a second run.
@@ -21,7 +21,9 @@ export async function sendPlannedRun(
 ): Promise<void> {
   if (!plan?.dispatch) return;
   try {
-    await deps.dispatch.send([plan.dispatch], now, options);
+    // Its delay counts from now, not from when it was planned: the writes between (a create's, a
+    // chain's) would make it that much late.
+    await deps.dispatch.send([plan.dispatch], Math.max(now, deps.clock()), options);
     deps.telemetry.runQueued(plan.run);
   } catch (error) {
     const { run } = plan;

@@ -318,7 +318,8 @@ describe('requests per worker batch of recurring jobs', () => {
     );
     for (const response of created) expect(response.status, JSON.stringify(response.body)).toBe(201);
     const runIds = created.map((response) => response.body.job.nextRunId as string);
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, anchor + 1_000 - Date.now())));
+    // Every message visible (a delay is whole seconds, rounded up) before the worker's first receive.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, anchor + 2_500 - Date.now())));
     counter.reset();
     await scheduler.startWorkers(1);
     await eventually(
