@@ -125,7 +125,10 @@ function handlers(deps: SchedulerDeps): Handlers {
   const jobChange = async (caller: Caller, action: AuditAction, jobId: string, change: (jobId: string) => Promise<JobView>, requested?: readonly string[]) => {
     const before = await deps.jobs.get(caller.tenantId, jobId);
     const after = await change(jobId);
-    await audit(caller, action, jobId, { changes: changesBetween(before ? viewOf(before) : undefined, after), ...(requested ? { requested } : {}) });
+    const changes = changesBetween(before ? viewOf(before) : undefined, after);
+    // A call that changed nothing (a second delete, a pause of a paused job with the same note) is
+    // not an entry: the trail says what changed.
+    if (Object.keys(changes).length > 0) await audit(caller, action, jobId, { changes, ...(requested ? { requested } : {}) });
     return after;
   };
   return {
