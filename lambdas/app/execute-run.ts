@@ -157,7 +157,14 @@ async function executeMessage(deps: SchedulerDeps, runId: string, message: Dispa
     }
     case 'expired':
       // Fenced: another worker recorded the lost attempt, or took the run over, first.
-      return (await recordWorkerLost(deps, lease.run, lease.budgetFrom, lease)) === 'fenced' ? 'held' : 'worker-lost';
+      // The retry is given what the attempt was: its checkpoint, a step's inputs, a trigger's own payload.
+      return (await recordWorkerLost(deps, lease.run, lease.budgetFrom, {
+        checkpoint: lease.checkpoint,
+        inputs: lease.inputs,
+        ...(lease.payloadOverride !== undefined ? { payload: lease.payloadOverride } : {}),
+      })) === 'fenced'
+        ? 'held'
+        : 'worker-lost';
     case 'leased':
       return executeLeasedRun(deps, lease, receivedAt, message);
   }

@@ -88,6 +88,10 @@ export function planRun(
           : { payloadOverride: occurrence.payload.inline }
         : {}),
       ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
+      // An occurrence planned again under its next attempt number (a resume, an edit, a repair)
+      // starts its retry budget afresh (decision 0016): the attempts before it never called its
+      // target. A retry counts on from its attempt's budget (set by its writer).
+      ...(occurrence.trigger !== 'retry' && occurrence.attempt > 1 ? { budgetFrom: occurrence.attempt } : {}),
       ...(occurrence.checkpoint !== undefined ? { checkpoint: occurrence.checkpoint } : {}),
       ...(occurrence.inputs !== undefined ? { inputs: occurrence.inputs } : {}),
       ...(occurrence.chainedFrom !== undefined ? { chainedFrom: occurrence.chainedFrom } : {}),

@@ -8,7 +8,7 @@ import { claimRun, completeRun } from '../../lambdas/app/external-workers';
 import type { JobPatchRequest } from '../../lambdas/api/schemas';
 import { jobKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
-import { executeRun, jobBody, startScheduler, startTarget, tick } from './harness';
+import { executeRun, jobBody, leaseRequest, startScheduler, startTarget, tick } from './harness';
 
 const MINUTE = 60_000;
 
@@ -212,6 +212,45 @@ describe('recurring jobs and control', () => {
     expect(await executeRun(worker(Date.now() + 1_000), triggered.body.run.runId)).toBe('succeeded');
     expect(JSON.parse(target.calls[calls]!.body)).toEqual({ manual: true });
     expect((await job(jobId)).nextRunId).toBe(runId);
+  });
+
+  it("the retry after a lost worker delivers the trigger's own payload, not the job's", async () => {
+    const { jobId } = await createCron({ payload: { which: 'job-default' }, retryPolicy: { maxAttempts: 3, initialDelaySeconds: 0, maxDelaySeconds: 1 } });
+    const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`, { payload: { which: 'trigger-own' } });
+    expect(triggered.status).toBe(202);
+    const runId = triggered.body.run.runId as string;
+    // A worker leases it and is lost; a message finds its lease expired, long after.
+    expect((await scheduler.workerDeps('ghost').leases.lease(runId, leaseRequest(scheduler.config, 'ghost'))).kind).toBe('leased');
+    const later = Date.now() + 30 * MINUTE;
+    expect(await executeRun(worker(later, 'later'), runId)).toBe('worker-lost');
+    const retry = await scheduler.deps.runs.get(`${runId.slice(0, runId.lastIndexOf('.'))}.2`);
+    expect(retry).toMatchObject({ trigger: 'retry', attempt: 2 });
+    expect(await executeRun(worker(later + MINUTE, 'later'), retry!.runId)).toBe('succeeded');
+    // Before, the retry was planned without it: the target got { which: 'job-default' }.
+    expect(JSON.parse(target.calls.find((call) => call.headers['x-run-id'] === retry!.runId)!.body)).toEqual({ which: 'trigger-own' });
+  });
+
+  it('an occurrence planned again (a resume, its next attempt number) has its whole retry budget', async () => {
+    const failing = await startTarget(() => ({ status: 503 }));
+    try {
+      const created = await scheduler.api(
+        'POST',
+        '/v1/jobs',
+        jobBody(failing.url, {
+          schedule: { kind: 'cron', expression: '0 0 1 1 *', timezone: 'UTC' },
+          retryPolicy: { maxAttempts: 2, initialDelaySeconds: 0, maxDelaySeconds: 1 },
+        }),
+      );
+      expect(created.status).toBe(201);
+      const jobId = created.body.job.jobId as string;
+      expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`)).status).toBe(200);
+      const resumed = await scheduler.api('POST', `/v1/jobs/${jobId}/resume`);
+      expect(await scheduler.deps.runs.get(resumed.body.nextRunId)).toMatchObject({ attempt: 2, trigger: 'schedule' });
+      // Its first call fails: a retry follows. Before, the skipped attempt 1 counted, and it ended DEAD.
+      expect(await executeRun(worker(Date.parse(resumed.body.nextRunAt) + 100), resumed.body.nextRunId)).toBe('failed');
+    } finally {
+      await failing.stop();
+    }
   });
 
   it("a manual run its job's delete did not retire (the delete stopped after its commit) ends CANCELLED when leased, its target never called", async () => {
