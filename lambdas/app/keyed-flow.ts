@@ -11,6 +11,7 @@ import type { KeyWaiter } from '../store/key-waiters';
 import { waiterSortOf } from '../store/key-waiters';
 import { PENDING_STATUSES } from '../domain/run';
 import type { SchedulerDeps } from './deps';
+import { logger } from '../core/logger';
 import type { DispatchContext } from './execute-run';
 import { slotLiveness } from './in-flight-slot';
 import { dispatchOfRun } from '../store/dispatch-queue';
@@ -32,6 +33,7 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
   if (!job.concurrency && !job.rateLimit) return { kind: 'start', release: nothingToRelease };
   const source = { type: job.type, labels: job.labels, payload };
   let release = nothingToRelease;
+  let leaveQueue: (() => Promise<unknown>) | undefined;
 
   if (job.concurrency) {
     const { limit } = job.concurrency;
@@ -55,13 +57,35 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
       const waits = (message.deferrals ?? 0) + 1;
       return wait(deps, run, message, deps.clock() + keyedWaitSeconds(waits, deps.random()) * 1000, `waiting for a slot of concurrency key ${key}`);
     }
-    if (queue.some((waiter) => waiter.runId === run.runId)) await deps.keyWaiters.leave(scope, me.sort);
     release = async () => {
       await deps.keyedSlots.release(scope, slot, run.runId);
       await wakeFirstWaiter(deps, scope, run.runId);
     };
+    if (queue.some((waiter) => waiter.runId === run.runId)) leaveQueue = () => deps.keyWaiters.leave(scope, me.sort);
   }
 
+  try {
+    await leaveQueue?.();
+    return await rateKeyOf(deps, job, run, message, source, release);
+  } catch (error) {
+    // The caller gives the slot back only once the run starts: a store error from here on would
+    // keep it for as long as the lease lasts, every other run of the key waiting behind it.
+    await release().catch((releaseError: unknown) =>
+      logger.warn('could not give back a concurrency key slot after an error', { runId: run.runId, error: String(releaseError) }),
+    );
+    throw error;
+  }
+}
+
+/** With its concurrency key's slot (if it has one): its rate key, then it starts. */
+async function rateKeyOf(
+  deps: SchedulerDeps,
+  job: Job,
+  run: Run,
+  message: DispatchContext,
+  source: Parameters<typeof renderKey>[1],
+  release: () => Promise<void>,
+): Promise<KeyedFlow> {
   if (job.rateLimit) {
     const key = renderKey(job.rateLimit.key, source);
     const scope = flowScope(run.tenantId, key);

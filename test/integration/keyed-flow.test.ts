@@ -246,3 +246,42 @@ describe('a rate key', () => {
     expect(times[2]! - times[0]!).toBeGreaterThanOrEqual(3_000 - 500);
   });
 });
+
+describe('a store error after a concurrency key slot is taken', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+    target = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it("gives the slot back: the next run of the key does not wait for the failed one's lease to end", async () => {
+    const body = (i: number) =>
+      jobBody(target.url, {
+        name: `slot-error-${i}`,
+        timeoutSeconds: 600,
+        concurrency: { key: 'acct', limit: 1 },
+        rateLimit: { key: 'partner', limit: 100, periodSeconds: 60 },
+      });
+    const first = (await scheduler.api('POST', '/v1/jobs', body(1))).body.job.nextRunId as string;
+    const second = (await scheduler.api('POST', '/v1/jobs', body(2))).body.job.nextRunId as string;
+    // The first run's rate read is throttled after it took the key's slot.
+    const deps = scheduler.workerDeps('throttled');
+    const throttled = {
+      ...deps,
+      rateMarks: Object.assign(Object.create(deps.rateMarks) as typeof deps.rateMarks, {
+        marks: () =>
+          Promise.reject(Object.assign(new Error('Rate of requests exceeds the allowed throughput'), { name: 'ProvisionedThroughputExceededException' })),
+      }),
+    };
+    await expect(executeRun(throttled, first)).rejects.toThrow(/allowed throughput/);
+    expect(await scheduler.deps.keyedSlots.holders(flowScope(scheduler.tenantId, 'acct'))).toEqual([]);
+    // Before, the slot stayed the first run's for its 10-minute lease: this one waited.
+    expect(await executeRun(scheduler.workerDeps('next'), second)).toBe('succeeded');
+  });
+});
