@@ -64,6 +64,9 @@ export async function replayRun(
   const job = await deps.jobs.getForRun(tenantId, original.jobId);
   if (!job) throw new NotFoundError(`The job ${original.jobId} of this run no longer exists`);
   if (job.status === 'CANCELLED') throw new ConflictError('The job of this run is CANCELLED');
+  // Replayed already: answered before the create rate is spent on it (a bulk replay meets such runs
+  // in the dead-run index, which is read eventually).
+  if (original.replayedAs) throw new ConflictError('The run was replayed already');
   const now = deps.clock();
   await admitRunRequest(deps, tenantId, limits, now);
   const attempt = original.attempt + 1;

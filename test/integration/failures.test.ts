@@ -8,6 +8,7 @@ import { createAwsClients } from '../../lambdas/store/aws';
 import { runKey } from '../../lambdas/store/keys';
 import { redriveMessages } from '../../scripts/ops/redrive';
 import { startLocalRuntime } from '../../scripts/local/runtime';
+import { replayRun } from '../../lambdas/app/runs';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, peekQueue, startScheduler, startTarget, tick } from './harness';
 import { startFaultProxy } from './support/own-emulator';
@@ -131,6 +132,20 @@ describe('retries and dead runs', () => {
       const again = await scheduler.api('POST', `/v1/runs/${runId}/replay`);
       expect(again.status).toBe(409);
       expect(again.body).toMatchObject({ status: 409, detail: 'The run was replayed already' });
+      // Answered before the tenant's create rate is spent on it (before, each such call took a place).
+      let counted = 0;
+      const jobs = scheduler.deps.jobs;
+      const counting = {
+        ...scheduler.deps,
+        jobs: Object.assign(Object.create(jobs) as typeof jobs, {
+          countRunRequest: (...args: Parameters<typeof jobs.countRunRequest>) => {
+            counted++;
+            return jobs.countRunRequest(...args);
+          },
+        }),
+      };
+      await expect(replayRun(counting, scheduler.tenantId, runId)).rejects.toThrow(/replayed already/);
+      expect(counted).toBe(0);
     } finally {
       await target.stop();
     }
