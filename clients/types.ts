@@ -164,8 +164,10 @@ export interface BulkReplayRequest {
 
 export interface BulkReplayResult {
   replayed: Run[];
-  /** More dead runs match: call again. */
+  /** More dead runs match: call again, with `to` set to `until`. */
   remaining: boolean;
+  /** The end of the range of deaths the call took: pass it as `to` to the next call, so that a replay that died again since is not taken again. */
+  until: string;
 }
 
 /** `POST /v1/jobs/{jobId}/trigger`: a manual run now, with the job's payload or this one. */

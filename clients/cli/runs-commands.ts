@@ -96,7 +96,7 @@ export function addRunCommands(program: Command, ctx: CliContext): void {
       }
       const result = await client.deadRuns.replayAll({ jobId: options.job, from: options.from, to: options.to, limit: options.limit });
       if (ctx.json) return ctx.printJson(result);
-      ctx.print(`replayed ${result.replayed.length} dead run(s)${result.remaining ? '; more remain (run again)' : ''}`);
+      ctx.print(`replayed ${result.replayed.length} dead run(s)${result.remaining ? `; more remain (run again with --to ${result.until})` : ''}`);
       if (result.replayed.length > 0) ctx.print(table(result.replayed, RUN_COLUMNS));
     });
 }

@@ -122,7 +122,16 @@ export const runPageSchema = pageOf(runSchema, 'RunPage');
 export const createJobResponseSchema = z.strictObject({ job: jobViewSchema, nextRunAt: nullableTimestamp }).meta({ id: 'CreatedJob' });
 export const runResponseSchema = z.strictObject({ run: runSchema }).meta({ id: 'RunAccepted' });
 export const heartbeatResponseSchema = z.strictObject({ run: runSchema, leaseExpiresAt: nullableTimestamp }).meta({ id: 'Heartbeat' });
-export const bulkReplayResponseSchema = z.strictObject({ replayed: z.array(runSchema), remaining: z.boolean() }).meta({ id: 'BulkReplay' });
+export const bulkReplayResponseSchema = z
+  .strictObject({
+    replayed: z.array(runSchema),
+    remaining: z.boolean(),
+    until: z.string().meta({
+      description:
+        'The end of the range of deaths this call took (its `to`, or when it began). Pass it as `to` to the next call while `remaining` is true: a replay that died again since is not taken again.',
+    }),
+  })
+  .meta({ id: 'BulkReplay' });
 export const backfillSchema = z
   .strictObject({
     backfillId: z.string(),

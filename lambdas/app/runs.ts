@@ -107,8 +107,12 @@ export async function replayDeadRuns(
   request: BulkReplayRequest,
   limits: TenantLimits = deps.config.tenantDefaults,
   traceparent?: string,
-): Promise<{ replayed: Run[]; replayedFrom: string[]; remaining: boolean }> {
-  const filter = { jobId: request.jobId, from: request.from, to: request.to };
+): Promise<{ replayed: Run[]; replayedFrom: string[]; remaining: boolean; until: string }> {
+  // Only runs that died before the call (or before the first call of a loop, passed back as `to`):
+  // a replay that died again since would be taken again, newest first, and the older dead runs
+  // never reached.
+  const until = new Date(Math.min(deps.clock(), request.to ? Date.parse(request.to) : Infinity)).toISOString();
+  const filter = { jobId: request.jobId, from: request.from, to: until };
   const replayed: Run[] = [];
   const replayedFrom: string[] = [];
   // Dead runs that cannot be replayed (their job deleted) stay in the index: the call reads on past
@@ -117,23 +121,23 @@ export async function replayDeadRuns(
   for (let pages = 0; pages < BULK_REPLAY_MAX_PAGES; pages++) {
     const page = await deps.deadRuns.list(tenantId, BULK_REPLAY_PAGE_SIZE, filter, cursor);
     for (const dead of page.items) {
-      if (replayed.length >= request.limit) return { replayed, replayedFrom, remaining: true };
+      if (replayed.length >= request.limit) return { replayed, replayedFrom, remaining: true, until };
       try {
         replayed.push(await replayRun(deps, tenantId, dead.runId, limits, traceparent));
         replayedFrom.push(dead.runId);
       } catch (error) {
         if (error instanceof TooManyRequestsError) {
           if (replayed.length === 0) throw error;
-          return { replayed, replayedFrom, remaining: true };
+          return { replayed, replayedFrom, remaining: true, until };
         }
         // Replayed meanwhile, or its job deleted: leave it.
         if (!(error instanceof ConflictError || error instanceof NotFoundError)) throw error;
       }
     }
-    if (page.nextCursor === null) return { replayed, replayedFrom, remaining: false };
+    if (page.nextCursor === null) return { replayed, replayedFrom, remaining: false, until };
     cursor = page.nextCursor;
   }
-  return { replayed, replayedFrom, remaining: true };
+  return { replayed, replayedFrom, remaining: true, until };
 }
 
 /** Dead runs a bulk replay reads per page, and pages per call (1,000 runs at most). */

@@ -296,6 +296,39 @@ describe('a bulk replay past runs it cannot replay', () => {
       await target.stop();
     }
   });
+
+  it("a loop of bulk replays, each given the last one's until, reaches the oldest dead run while the replays die again, and ends", async () => {
+    const target = await startTarget(() => ({ status: 422 }));
+    try {
+      const policy = { retryPolicy: { maxAttempts: 1, initialDelaySeconds: 0, maxDelaySeconds: 1 } };
+      const jobIds: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const { jobId } = await createJob(own, jobBody(target.url, policy));
+        jobIds.push(jobId);
+        await eventually(
+          async () => (await own.api('GET', `/v1/dead-runs?jobId=${jobId}`)).body.items as RunBody[],
+          (items) => items.length === 1,
+        );
+      }
+      const deadNow = async () => ((await own.api('GET', '/v1/dead-runs?limit=100')).body.items as RunBody[]).filter((run) => jobIds.includes(run.jobId));
+      const replayed: string[] = [];
+      let to: string | undefined;
+      // (The earlier test's replay, dead again, is older than these: it comes last.)
+      for (let call = 0; call < 5; call++) {
+        const bulk = await own.api('POST', '/v1/dead-runs/replay', { limit: 2, ...(to ? { to } : {}) });
+        expect(bulk.status, JSON.stringify(bulk.body)).toBe(202);
+        replayed.push(...bulk.body.replayed.map((run: RunBody) => run.jobId));
+        if (!bulk.body.remaining) break;
+        to = bulk.body.until as string;
+        // The replays die again before the next call.
+        await eventually(deadNow, (items) => items.length === 3, 30_000);
+      }
+      // Before (no until to pass on), every call took the two newest again: the oldest was never replayed.
+      expect(replayed.filter((jobId) => jobIds.includes(jobId)).sort()).toEqual([...jobIds].sort());
+    } finally {
+      await target.stop();
+    }
+  });
 });
 
 describe('a replay whose message cannot be sent', () => {
