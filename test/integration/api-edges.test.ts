@@ -397,15 +397,8 @@ describe('filtered listings', () => {
     const ours: string[] = [];
     // Newest first: ours, other, other, ours, other, ours.
     for (const jobId of [dead, other, dead, other, other, dead]) {
-      const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`);
-      expect(triggered.status).toBe(202);
-      await executeRun(worker, triggered.body.run.runId);
-      await eventually(
-        () => scheduler.deps.runs.get(triggered.body.run.runId),
-        (run) => run?.status === 'DEAD',
-      );
-      if (jobId === dead) ours.unshift(triggered.body.run.runId);
-      await new Promise((resolve) => setTimeout(resolve, 5)); // distinct finishedAt
+      const runId = await triggerToDeath(scheduler, worker, jobId);
+      if (jobId === dead) ours.unshift(runId);
     }
     expect(await pages(`/v1/dead-runs?jobId=${dead}&limit=3`)).toEqual([ours]);
     expect(await pages(`/v1/dead-runs?jobId=${dead}&limit=2`)).toEqual([ours.slice(0, 2), ours.slice(2)]);
@@ -414,6 +407,20 @@ describe('filtered listings', () => {
     expect(await pages('/v1/dead-runs?limit=6')).toHaveLength(1);
   });
 });
+
+/** Triggers the job and runs the trigger's run with `worker` until it is DEAD (its target refuses); its run id. */
+async function triggerToDeath(scheduler: Scheduler, worker: ReturnType<Scheduler['workerDeps']>, jobId: string): Promise<string> {
+  const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`);
+  expect(triggered.status).toBe(202);
+  const runId = triggered.body.run.runId as string;
+  await executeRun(worker, runId);
+  await eventually(
+    () => scheduler.deps.runs.get(runId),
+    (run) => run?.status === 'DEAD',
+  );
+  await new Promise((resolve) => setTimeout(resolve, 5)); // distinct times of death
+  return runId;
+}
 
 describe('cursors reused under other filters', () => {
   // A cursor is the key a listing stopped at. DynamoDB refuses a start key outside the query's key
@@ -432,16 +439,7 @@ describe('cursors reused under other filters', () => {
     expect(created.status).toBe(201);
     jobId = created.body.job.jobId;
     const worker = scheduler.workerDeps('cursor-worker', () => Date.now() + 1_000);
-    for (let i = 0; i < 2; i++) {
-      const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`);
-      expect(triggered.status).toBe(202);
-      await executeRun(worker, triggered.body.run.runId);
-      await eventually(
-        () => scheduler.deps.runs.get(triggered.body.run.runId),
-        (run) => run?.status === 'DEAD',
-      );
-      await new Promise((resolve) => setTimeout(resolve, 5)); // distinct times
-    }
+    for (let i = 0; i < 2; i++) await triggerToDeath(scheduler, worker, jobId);
   });
   afterAll(() => scheduler.stop());
 

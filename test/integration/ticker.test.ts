@@ -8,6 +8,19 @@ import { firstCheckAt, leaseCheckAt, shardOf } from '../../lambdas/domain/time-g
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { schedulerStateKey } from '../../lambdas/store/keys';
 
+/** Sets where the scheduler's next tick begins (the minute it reads from). */
+async function setTickerCursor(scheduler: Scheduler, cursor: number): Promise<void> {
+  await scheduler.clients.dynamo.send(
+    new UpdateCommand({
+      TableName: scheduler.config.jobsTable,
+      Key: schedulerStateKey('ticker'),
+      UpdateExpression: 'SET #cursor = :cursor',
+      ExpressionAttributeNames: { '#cursor': 'cursor' },
+      ExpressionAttributeValues: { ':cursor': cursor },
+    }),
+  );
+}
+
 describe('the ticker', () => {
   let target: TargetServer;
   beforeAll(async () => {
@@ -87,15 +100,7 @@ describe('the ticker', () => {
       // once, and a cursor a minute behind (the last tick ran before a minute turned, on a slow
       // machine) would have it begin with an earlier, empty minute.
       const dueMinute = Math.floor(due / 60_000) * 60_000;
-      await scheduler.clients.dynamo.send(
-        new UpdateCommand({
-          TableName: scheduler.config.jobsTable,
-          Key: schedulerStateKey('ticker'),
-          UpdateExpression: 'SET #cursor = :cursor',
-          ExpressionAttributeNames: { '#cursor': 'cursor' },
-          ExpressionAttributeValues: { ':cursor': dueMinute },
-        }),
-      );
+      await setTickerCursor(scheduler, dueMinute);
 
       // No budget and one entry a page: a tick works one page per partition it has begun, then stops.
       const first = await tick(scheduler.deps, undefined, { budgetMs: 0, pageSize: 1 });
@@ -185,15 +190,7 @@ describe('the ticker', () => {
     it('a tick out of budget stops at the empty partitions too, and each tick moves the cursor on from where it stopped', async () => {
       const minute = (at: number) => Math.floor(at / 60_000) * 60_000;
       const from = minute(Date.now() - 3 * 3_600_000);
-      await scheduler.clients.dynamo.send(
-        new UpdateCommand({
-          TableName: scheduler.config.jobsTable,
-          Key: schedulerStateKey('ticker'),
-          UpdateExpression: 'SET #cursor = :cursor',
-          ExpressionAttributeNames: { '#cursor': 'cursor' },
-          ExpressionAttributeValues: { ':cursor': from },
-        }),
-      );
+      await setTickerCursor(scheduler, from);
       // 180 minutes of empty partitions, and a budget of 50 ms. Before, the budget was looked at only
       // after a page, so the tick read them all; and a tick out of budget kept its cursor where it
       // began, so a backlog longer than one tick could read was never passed.
