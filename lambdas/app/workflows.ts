@@ -17,6 +17,7 @@ import { endedRuns } from './job-mutation';
 import type { WorkflowScheduleState } from './workflow-schedules';
 import { newSchedule, pauseWorkflowSchedule, readSchedule, resumeWorkflowSchedule, scheduleChangeFor, scheduleStateOf } from './workflow-schedules';
 import { sendPlannedRun } from './send-planned-run';
+import { admitRunRequest } from './create-rate';
 import { liveWorkflow, tenantWorkflow, versionOf } from './workflow-versions';
 import { cancelRunningWorkflowRuns } from './workflow-runs';
 
@@ -70,6 +71,9 @@ export async function createWorkflow(
   checkSteps(deps, spec);
   checkNotify(deps, spec.notify, 'Invalid workflow');
   const now = deps.clock();
+  // A create, as a job's is: counted against the tenant's creates per second (a scheduled one plans
+  // its first run now), before anything is written.
+  await admitRunRequest(deps, tenantId, limits, now);
   const at = new Date(now).toISOString();
   const workflowId = newJobId(now).replace(/^job_/, 'wf_');
   const workflow: Workflow = { workflowId, tenantId, name: spec.name, version: 1, createdAt: at, updatedAt: at };
@@ -143,13 +147,22 @@ export async function getWorkflow(deps: SchedulerDeps, tenantId: string, workflo
   return { ...viewOf(workflow, version, schedule), recentOccurrences: recent };
 }
 
-/** Pauses a scheduled workflow: its pending occurrence is retired; runs already started go on. */
-export async function pauseWorkflow(deps: SchedulerDeps, tenantId: string, workflowId: string): Promise<WorkflowView> {
+/**
+ * Pauses a scheduled workflow: its pending occurrence is retired; runs already started go on.
+ * `pausedNow`: this call paused it (a pause of a paused workflow changes nothing).
+ */
+export async function pauseWorkflow(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+): Promise<{ readonly workflow: WorkflowView; readonly pausedNow: boolean }> {
   const workflow = await liveWorkflow(deps, tenantId, workflowId);
   const schedule = await pauseWorkflowSchedule(deps, tenantId, workflowId);
   const version = await versionOf(deps, workflowId, workflow.version);
   if (!version) throw new NotFoundError(`No version ${workflow.version} of workflow ${workflowId}`);
-  return viewOf(workflow, version, schedule);
+  // The write that pauses sets pausedAt to its own time; one that found the schedule paused keeps
+  // the earlier pausedAt.
+  return { workflow: viewOf(workflow, version, schedule), pausedNow: schedule.pausedAt === schedule.updatedAt };
 }
 
 /** Resumes a paused scheduled workflow from the occurrence its misfire policy picks. */

@@ -176,6 +176,23 @@ describe('create limits', () => {
     }
   });
 
+  it('counts a workflow create as a create: past the limit it answers 429 and writes nothing', async () => {
+    const at = Date.parse('2030-01-01T00:00:00.250Z');
+    const scheduler = await startScheduler({ workerConcurrency: 0, clock: () => at, tenantLimits: { createsPerSecond: 2 } });
+    try {
+      const step = { id: 'a', target: { kind: 'http', url: 'https://example.com/hook' } };
+      expect((await scheduler.api('POST', '/v1/jobs', cron('rate-job'))).status).toBe(201);
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        statuses.push((await scheduler.api('POST', '/v1/workflows', { name: `rate-wf-${i}`, steps: [step], schedule: { kind: 'now' } })).status);
+      }
+      expect(statuses).toEqual([201, 429, 429]);
+      expect((await scheduler.api('GET', '/v1/workflows')).body.items.map((w: { name: string }) => w.name)).toEqual(['rate-wf-0']);
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
   it('counts a busy tenant’s creates in blocks of places, and stops at the limit exactly (decision 0169)', async () => {
     const at = Date.parse('2030-01-01T00:00:00.250Z');
     const counter = new RequestCounter();
