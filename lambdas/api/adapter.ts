@@ -9,13 +9,13 @@ import { resourceId, toFieldErrors } from '../core/validation';
 import type { SchedulerDeps } from '../app/deps';
 import { flushTelemetry } from '../app/flush-telemetry';
 import { checkHealth } from '../app/health';
-import { createJob, getJob, getRun, listJobRuns, listJobs, listRuns, previewSchedule, viewOf } from '../app/jobs';
-import type { JobView } from '../app/jobs';
-import { deleteJob, patchJob, triggerJob } from '../app/job-lifecycle';
-import { pauseJob, resumeJob } from '../app/pause-resume';
-import { skipOccurrences } from '../app/skip-occurrences';
+import { auditedJob, createJob, getJob, getRun, listJobRuns, listJobs, listRuns, presentJob, previewSchedule } from '../app/jobs';
+import type { Job } from '../domain/job';
+import { deleteJobOf, patchJobOf, triggerJob } from '../app/job-lifecycle';
+import { pauseJobOf, resumeJobOf } from '../app/pause-resume';
+import { skipOccurrencesOf } from '../app/skip-occurrences';
 import { backfillView, getBackfill, requestBackfill } from '../app/backfills';
-import { cancelRun, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
+import { cancelRunOf, listDeadRuns, replayDeadRuns, replayRun } from '../app/runs';
 import { claimRun, completeRun, failRun, heartbeatRun } from '../app/external-workers';
 import { createWorkflow, deleteWorkflow, getWorkflow, listWorkflows, pauseWorkflow, resumeWorkflow, updateWorkflow } from '../app/workflows';
 import { cancelWorkflowRun, getWorkflowRun, listWorkflowRuns, retryWorkflowRun, startWorkflowRun } from '../app/workflow-runs';
@@ -121,15 +121,15 @@ function handlers(deps: SchedulerDeps): Handlers {
   /** Appends what the caller changed to the tenant's audit trail (after the change succeeded). */
   const audit = (caller: Caller, action: AuditAction, objectId: string, details: Pick<AuditRecord, 'changes' | 'requested'> = {}) =>
     recordAudit(deps, { tenantId: caller.tenantId, actor: caller.keyId, action, objectId, ...details });
-  /** A change of a job, audited with the fields it changed (the job as shown before and after). */
-  const jobChange = async (caller: Caller, action: AuditAction, jobId: string, change: (jobId: string) => Promise<JobView>, requested?: readonly string[]) => {
+  /** A change of a job, audited with the fields it changed (the job as stored before and after). */
+  const jobChange = async (caller: Caller, action: AuditAction, jobId: string, change: (jobId: string) => Promise<Job>, requested?: readonly string[]) => {
     const before = await deps.jobs.get(caller.tenantId, jobId);
     const after = await change(jobId);
-    const changes = changesBetween(before ? viewOf(before) : undefined, after);
+    const changes = changesBetween(before ? auditedJob(before) : undefined, auditedJob(after));
     // A call that changed nothing (a second delete, a pause of a paused job with the same note) is
     // not an entry: the trail says what changed.
     if (Object.keys(changes).length > 0) await audit(caller, action, jobId, { changes, ...(requested ? { requested } : {}) });
-    return after;
+    return presentJob(deps, after);
   };
   return {
     createJob: async ({ event, tenantId, caller, body }) => {
@@ -154,18 +154,18 @@ function handlers(deps: SchedulerDeps): Handlers {
           caller,
           'job.update',
           param(params, 'jobId'),
-          (jobId) => patchJob(deps, caller.tenantId, jobId, body, ifMatchVersion(event), caller.limits),
+          (jobId) => patchJobOf(deps, caller.tenantId, jobId, body, ifMatchVersion(event), caller.limits),
           Object.keys(body).sort(),
         ),
       ),
     deleteJob: async ({ caller, params }) =>
-      json(200, await jobChange(caller, 'job.delete', param(params, 'jobId'), (jobId) => deleteJob(deps, caller.tenantId, jobId))),
+      json(200, await jobChange(caller, 'job.delete', param(params, 'jobId'), (jobId) => deleteJobOf(deps, caller.tenantId, jobId))),
     pauseJob: async ({ caller, params, body }) =>
-      json(200, await jobChange(caller, 'job.pause', param(params, 'jobId'), (jobId) => pauseJob(deps, caller.tenantId, jobId, body ?? {}))),
+      json(200, await jobChange(caller, 'job.pause', param(params, 'jobId'), (jobId) => pauseJobOf(deps, caller.tenantId, jobId, body ?? {}))),
     skipJob: async ({ caller, params, body }) =>
-      json(200, await jobChange(caller, 'job.skip', param(params, 'jobId'), (jobId) => skipOccurrences(deps, caller.tenantId, jobId, body, caller.keyId))),
+      json(200, await jobChange(caller, 'job.skip', param(params, 'jobId'), (jobId) => skipOccurrencesOf(deps, caller.tenantId, jobId, body, caller.keyId))),
     resumeJob: async ({ caller, params }) =>
-      json(200, await jobChange(caller, 'job.resume', param(params, 'jobId'), (jobId) => resumeJob(deps, caller.tenantId, jobId))),
+      json(200, await jobChange(caller, 'job.resume', param(params, 'jobId'), (jobId) => resumeJobOf(deps, caller.tenantId, jobId))),
     triggerJob: async ({ event, tenantId, caller, params, body }) => {
       const run = await triggerJob(deps, tenantId, param(params, 'jobId'), body, caller.limits, traceparentOf(event));
       await audit(caller, 'job.trigger', run.jobId, { changes: { run: { after: run.runId } } });
@@ -185,10 +185,10 @@ function handlers(deps: SchedulerDeps): Handlers {
     listRuns: async ({ tenantId, query }) => json(200, await listRuns(deps, tenantId, query)),
     getRun: async ({ tenantId, params }) => json(200, await getRun(deps, tenantId, param(params, 'runId'))),
     cancelRun: async ({ tenantId, caller, params }) => {
-      const before = await deps.runs.get(param(params, 'runId'));
-      const run = await cancelRun(deps, tenantId, param(params, 'runId'));
-      // cancelRun answered, so the run is the tenant's: its status before is theirs to see.
-      await audit(caller, 'run.cancel', run.runId, { changes: { status: { ...(before ? { before: before.status } : {}), after: run.status } } });
+      const { run, cancelled, previousStatus } = await cancelRunOf(deps, tenantId, param(params, 'runId'));
+      // A cancel of a run that had ended CANCELLED already (a second one, or one that lost a race)
+      // changed nothing: no entry.
+      if (cancelled) await audit(caller, 'run.cancel', run.runId, { changes: { status: { before: previousStatus, after: 'CANCELLED' } } });
       return json(200, run);
     },
     replayRun: async ({ event, tenantId, caller, params }) => {
@@ -224,8 +224,8 @@ function handlers(deps: SchedulerDeps): Handlers {
       return json(200, workflow);
     },
     pauseWorkflow: async ({ caller, params }) => {
-      const workflow = await pauseWorkflow(deps, caller.tenantId, param(params, 'workflowId'));
-      await audit(caller, 'workflow.pause', workflow.workflowId, { changes: { status: { before: 'ACTIVE', after: 'PAUSED' } } });
+      const { workflow, pausedNow } = await pauseWorkflow(deps, caller.tenantId, param(params, 'workflowId'));
+      if (pausedNow) await audit(caller, 'workflow.pause', workflow.workflowId, { changes: { status: { before: 'ACTIVE', after: 'PAUSED' } } });
       return json(200, workflow);
     },
     resumeWorkflow: async ({ caller, params }) => {

@@ -29,8 +29,13 @@ import { payloadRefusal } from '../domain/payload';
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView> {
+  return presentJob(deps, await deleteJobOf(deps, tenantId, jobId));
+}
+
+/** Deletes a job; answers the job as stored after (the API shows it with `presentJob`). */
+export async function deleteJobOf(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<Job> {
   const existing = await deps.jobs.get(tenantId, jobId);
-  if (existing?.status === 'CANCELLED') return presentJob(deps, existing);
+  if (existing?.status === 'CANCELLED') return existing;
   const job = await mutateJob(deps, tenantId, jobId, (current, now) => ({
     // A delete that lost a race with another finds the job deleted: done, nothing written (writing
     // it again would release its name a second time, and fail).
@@ -48,7 +53,7 @@ export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: st
     },
   }));
   logger.info('job deleted', { jobId, tenantId });
-  return presentJob(deps, job);
+  return job;
 }
 
 /**
@@ -65,6 +70,18 @@ export async function patchJob(
   ifMatch?: number,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<JobView> {
+  return presentJob(deps, await patchJobOf(deps, tenantId, jobId, patch, ifMatch, limits));
+}
+
+/** The PATCH; answers the job as stored after (the API shows it with `presentJob`). */
+export async function patchJobOf(
+  deps: SchedulerDeps,
+  tenantId: string,
+  jobId: string,
+  patch: JobPatchRequest,
+  ifMatch?: number,
+  limits: TenantLimits = deps.config.tenantDefaults,
+): Promise<Job> {
   const before = await deps.jobs.get(tenantId, jobId);
   const pendingRead = before?.nextRunId ? await deps.runs.withBackfill(before.nextRunId) : null;
   const pending = pendingRead?.run ?? null;
@@ -196,7 +213,7 @@ export async function patchJob(
     }
   }
   logger.info('job updated', { jobId, tenantId, version: job.version });
-  return presentJob(deps, job);
+  return job;
 }
 
 /** The job's pending occurrence as read before a PATCH, when it is still the job's and has not started. */

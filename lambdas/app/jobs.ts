@@ -272,6 +272,15 @@ export function viewOf(job: Job): JobView {
   };
 }
 
+/**
+ * A stored job as its audit entries compare it (`changesBetween`): as shown, but with its target's
+ * header values (the audit shows which changed, never what to) and its payload as stored, so that
+ * a payload kept apart is compared by its object, not loaded.
+ */
+export function auditedJob(job: Job): JobView {
+  return { ...viewOf(job), target: job.target, payload: job.payloadRef ? { stored: job.payloadRef.key } : job.payload };
+}
+
 /** A job as the API's single-job answers show it: with its payload, wherever it is stored. */
 export async function presentJob(deps: SchedulerDeps, job: Job): Promise<JobView> {
   return viewOf(await withPayload(deps, job));

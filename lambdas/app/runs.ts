@@ -2,7 +2,7 @@
 import { traceIdOf } from '../domain/trace-context';
 import { ConflictError, NotFoundError, TooManyRequestsError } from '../core/errors';
 import { logger } from '../core/logger';
-import type { Run } from '../domain/run';
+import type { Run, RunStatus } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
 import { nextFireTimeAfter } from '../domain/schedule';
@@ -27,6 +27,15 @@ export async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: st
  * target call at its next heartbeat (its outcome is fenced off). A finished run is a 409.
  */
 export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
+  return (await cancelRunOf(deps, tenantId, runId)).run;
+}
+
+/** A cancel that says whether it ended the run (`cancelled`) and the status it ended it from. */
+export async function cancelRunOf(
+  deps: SchedulerDeps,
+  tenantId: string,
+  runId: string,
+): Promise<{ readonly run: Run; readonly cancelled: boolean; readonly previousStatus: RunStatus }> {
   const run = await tenantRun(deps, tenantId, runId);
   const now = deps.clock();
   const reason = 'cancelled by request';
@@ -48,7 +57,7 @@ export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: st
       await advanceChain(deps, job, run, next === null ? null : { scheduledFor: next }, false, now);
     }
   }
-  return after;
+  return { run: after, cancelled, previousStatus: run.status };
 }
 
 /** A new run of the same occurrence, with a fresh retry budget; counted against the tenant's create rate. */

@@ -39,6 +39,11 @@ function frontierOf(job: Job): number | null {
  * of reach (409 when named).
  */
 export async function skipOccurrences(deps: SchedulerDeps, tenantId: string, jobId: string, request: SkipRequest, actor: string): Promise<JobView> {
+  return presentJob(deps, await skipOccurrencesOf(deps, tenantId, jobId, request, actor));
+}
+
+/** The skip; answers the job as stored after (the API shows it with `presentJob`). */
+export async function skipOccurrencesOf(deps: SchedulerDeps, tenantId: string, jobId: string, request: SkipRequest, actor: string): Promise<Job> {
   const reason = skippedOnRequest(actor);
   const before = await deps.jobs.get(tenantId, jobId);
   const pending = before ? await pendingRun(deps, before) : null;
@@ -119,7 +124,7 @@ export async function skipOccurrences(deps: SchedulerDeps, tenantId: string, job
   }
 
   logger.info('occurrences skipped', { jobId, tenantId, skipped: newlySkipped.map(iso), actor });
-  return presentJob(deps, job);
+  return job;
 }
 
 /** A run planned for an occurrence, recorded as ended SKIPPED: in no queue and no time index. */

@@ -69,6 +69,19 @@ function auditedTarget(target: unknown): unknown {
   return headers && typeof headers === 'object' ? { ...rest, headerNames: Object.keys(headers).sort() } : rest;
 }
 
+const headersOf = (target: unknown): Readonly<Record<string, unknown>> => {
+  const headers = typeof target === 'object' && target !== null ? (target as Record<string, unknown>).headers : undefined;
+  return typeof headers === 'object' && headers !== null ? (headers as Record<string, unknown>) : {};
+};
+
+/** The names of the headers both targets have whose values differ (added and removed ones show by name). */
+function changedHeaderNames(before: unknown, after: unknown): string[] {
+  const [was, is] = [headersOf(before), headersOf(after)];
+  return Object.keys(is)
+    .filter((name) => name in was && !same(was[name], is[name]))
+    .sort();
+}
+
 function audited(field: string, value: unknown): unknown {
   if (MASKED_FIELDS.has(field)) return '(set)';
   if (field === 'target') return auditedTarget(value);
@@ -92,11 +105,15 @@ export function changesBetween(
   const fields = new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})]);
   for (const field of [...fields].sort()) {
     if (ignored.has(field)) continue;
-    const [was, is] = [before?.[field], after?.[field]];
+    // A field null on one side and absent on the other (a pause's empty note) did not change.
+    const [was, is] = [before?.[field] ?? undefined, after?.[field] ?? undefined];
     if (same(was, is)) continue;
+    const shown = audited(field, is);
+    // A header's new value is never shown, but that it changed is (a credential swapped).
+    const headersChanged = field === 'target' ? changedHeaderNames(was, is) : [];
     changes[field] = {
       ...(was !== undefined ? { before: audited(field, was) } : {}),
-      ...(is !== undefined ? { after: audited(field, is) } : {}),
+      ...(is !== undefined ? { after: headersChanged.length > 0 && typeof shown === 'object' ? { ...shown, headersChanged } : shown } : {}),
     };
   }
   return changes;

@@ -61,6 +61,36 @@ describe('audit trail', () => {
     expect(JSON.stringify(trail.body)).not.toMatch(/audit-s3cret|payload-marker|sk_|key_[A-Za-z0-9]{20,}/);
   });
 
+  it('records a header value swapped by name only, and no change for a payload kept apart or a repeated delete', async () => {
+    const body = jobBody(target.url, {
+      schedule: { kind: 'cron', expression: '0 9 * * *', timezone: 'UTC' },
+      target: { kind: 'http', url: target.url, headers: { authorization: 'Bearer old-s3cret', 'x-team': 'a' } },
+      // Over 4 KiB: kept in the payload bucket (decision 0162), the job item names it.
+      payload: { blob: 'p'.repeat(6_000) },
+    });
+    const created = await scheduler.api('POST', '/v1/jobs', body);
+    expect(created.status).toBe(201);
+    const jobId = created.body.job.jobId as string;
+    const headers = { authorization: 'Bearer new-s3cret', 'x-team': '<redacted>' };
+    expect((await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { target: { kind: 'http', url: target.url, headers } })).status).toBe(200);
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`)).status).toBe(200);
+    expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
+    expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
+
+    const trail = (await scheduler.api('GET', `/v1/audit?objectId=${jobId}`)).body.items as Entry[];
+    expect(trail.map((entry) => entry.action)).toEqual(['job.delete', 'job.pause', 'job.update', 'job.create']);
+    const change = (action: string) => trail.find((entry) => entry.action === action)?.changes;
+    expect(change('job.update')).toEqual({
+      target: {
+        before: { kind: 'http', method: 'POST', url: target.url, headerNames: ['authorization', 'x-team'] },
+        after: { kind: 'http', method: 'POST', url: target.url, headerNames: ['authorization', 'x-team'], headersChanged: ['authorization'] },
+      },
+    });
+    expect(Object.keys(change('job.pause') ?? {})).toEqual(['status']);
+    expect(Object.keys(change('job.delete') ?? {})).toEqual(['status']);
+    expect(JSON.stringify(trail)).not.toMatch(/s3cret|pppp/);
+  });
+
   it('lists newest first within a range, and shows a tenant only its own', async () => {
     const before = new Date().toISOString();
     const created = await scheduler.api(
@@ -137,6 +167,8 @@ describe('audit entries of runs, secrets and tenants', () => {
     const later = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 } }));
     const pending = later.body.job.nextRunId as string;
     expect((await scheduler.api('POST', `/v1/runs/${pending}/cancel`)).status).toBe(200);
+    // A second cancel answers the cancelled run and changed nothing: no second entry.
+    expect((await scheduler.api('POST', `/v1/runs/${pending}/cancel`)).status).toBe(200);
     expect(await trailOf(pending)).toEqual([
       expect.objectContaining({ action: 'run.cancel', objectId: pending, actor, changes: { status: { before: 'SCHEDULED', after: 'CANCELLED' } } }),
     ]);
@@ -180,6 +212,8 @@ describe('audit entries of runs, secrets and tenants', () => {
     const created = await scheduler.api('POST', '/v1/workflows', { name: 'audited-workflow', steps: [step], schedule: { kind: 'delay', seconds: 3600 } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const workflowId = created.body.workflowId as string;
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/pause`)).status).toBe(200);
+    // A pause of the paused workflow changes nothing: one entry.
     expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/pause`)).status).toBe(200);
     expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/resume`)).status).toBe(200);
     const version = { name: 'audited-workflow', steps: [step], schedule: { kind: 'delay', seconds: 7200 } };

@@ -30,10 +30,20 @@ describe('audit change summaries', () => {
       payload: { before: '(set)', after: '(set)' },
       target: {
         before: { kind: 'http', url: 'https://example.com/hook', method: 'POST', headerNames: ['authorization'] },
-        after: { kind: 'http', url: 'https://example.com/hook', method: 'POST', headerNames: ['authorization', 'x-team'] },
+        after: { kind: 'http', url: 'https://example.com/hook', method: 'POST', headerNames: ['authorization', 'x-team'], headersChanged: ['authorization'] },
       },
     });
     expect(JSON.stringify(changes)).not.toMatch(/s3cret|n3w|4111|5500/);
+  });
+
+  it('names a header whose value alone changed, and treats null and absent alike', () => {
+    const swapped = { ...job, target: { ...job.target, headers: { authorization: 'Bearer n3w' } }, pauseNote: null };
+    expect(changesBetween(job, swapped)).toEqual({
+      target: {
+        before: { kind: 'http', url: 'https://example.com/hook', method: 'POST', headerNames: ['authorization'] },
+        after: { kind: 'http', url: 'https://example.com/hook', method: 'POST', headerNames: ['authorization'], headersChanged: ['authorization'] },
+      },
+    });
   });
 
   it('shows a created object as its fields after, and a deleted one as its fields before', () => {
