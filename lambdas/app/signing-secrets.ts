@@ -41,7 +41,7 @@ export async function listSigningSecrets(deps: SigningSecretsDeps, tenantId: str
 }
 
 export async function revokeSigningSecret(deps: SigningSecretsDeps, tenantId: string, secretId: string): Promise<void> {
-  if (!(await deps.signingSecrets.revoke(tenantId, secretId))) throw new NotFoundError(`No signing secret ${secretId}`);
+  if (!(await deps.signingSecrets.revoke(tenantId, secretId, deps.clock()))) throw new NotFoundError(`No signing secret ${secretId}`);
 }
 
 const CACHE_TTL_MS = 60_000;

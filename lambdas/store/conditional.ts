@@ -24,7 +24,7 @@ export class Sum {
 }
 class Compare {
   constructor(
-    readonly operator: '<' | '<=',
+    readonly operator: '<' | '<=' | '>',
     readonly operand: unknown,
   ) {}
 }
@@ -48,6 +48,7 @@ export const ref = (path: string): Ref => new Ref(path);
 export const plus = (attribute: Ref | string, addend: number): Sum => new Sum(typeof attribute === 'string' ? ref(attribute) : attribute, addend);
 export const lessThan = (operand: unknown): Compare => new Compare('<', operand);
 export const atMost = (operand: unknown): Compare => new Compare('<=', operand);
+export const greaterThan = (operand: unknown): Compare => new Compare('>', operand);
 export const exists: Presence = new Presence(true);
 export const absent: Presence = new Presence(false);
 /** Within the bounds, both included: `#a BETWEEN :v0 AND :v1` (an absent attribute fails it). */

@@ -8,7 +8,7 @@ import type { KMSClient } from '@aws-sdk/client-kms';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactItem } from './conditional';
-import { absent, conditionExpressions, exists, IF_NEW, ifHeld, transact, updateExpressions } from './conditional';
+import { absent, absentOr, conditionExpressions, exists, greaterThan, IF_NEW, ifHeld, transact, updateExpressions } from './conditional';
 import { signingHeadKey, signingSecretKey, SIGNING_SECRET_PREFIX, tenantPartition } from './keys';
 
 export interface SigningSecretRecord {
@@ -112,10 +112,14 @@ export class SigningSecretsRepository {
     return (await this.stored(tenantId, now)).map(({ secretId, createdAt, expiresAt }) => ({ secretId, createdAt, expiresAt }));
   }
 
-  /** Stops a secret signing at once; false when the tenant has no such live secret. */
-  async revoke(tenantId: string, secretId: string): Promise<boolean> {
+  /**
+   * Stops a secret signing at once; false when the tenant has no such live secret (one whose grace
+   * has ended stays stored until its expiry removes it, and is no longer the tenant's to revoke).
+   */
+  async revoke(tenantId: string, secretId: string, now: number): Promise<boolean> {
+    const live = { pk: exists, expiresAt: absentOr(greaterThan(new Date(now).toISOString())) };
     const result = await ifHeld(() =>
-      this.dynamo.send(new DeleteCommand({ TableName: this.tableName, Key: signingSecretKey(tenantId, secretId), ...conditionExpressions({ pk: exists }) })),
+      this.dynamo.send(new DeleteCommand({ TableName: this.tableName, Key: signingSecretKey(tenantId, secretId), ...conditionExpressions(live) })),
     );
     return result.held;
   }

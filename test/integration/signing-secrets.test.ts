@@ -101,11 +101,22 @@ describe('signing secrets store', () => {
     const now = Date.now();
     const next = newSigningSecret();
     await secrets.rotate(tenantId, 'sec_r', newSigningSecret(), now, 3600);
-    expect(await secrets.revoke(tenantId, 'sec_r')).toBe(true);
-    expect(await secrets.revoke(tenantId, 'sec_r')).toBe(false);
+    expect(await secrets.revoke(tenantId, 'sec_r', now)).toBe(true);
+    expect(await secrets.revoke(tenantId, 'sec_r', now)).toBe(false);
     expect(await secrets.values(tenantId, now)).toEqual([]);
     await secrets.rotate(tenantId, 'sec_s', next, now + 1, 3600);
     expect(await secrets.values(tenantId, now + 2)).toEqual([next]);
+  });
+
+  it('does not revoke a secret whose grace has ended: it is no longer live (404, no audit entry)', async () => {
+    const tenantId = tenant();
+    const now = Date.now();
+    await secrets.rotate(tenantId, 'sec_g', newSigningSecret(), now, 0);
+    await secrets.rotate(tenantId, 'sec_h', newSigningSecret(), now + 1, 1);
+    // sec_g signs until now + 1 s, then is stored until its expiry removes it.
+    expect(await secrets.revoke(tenantId, 'sec_g', now + 2_000)).toBe(false);
+    expect(await secrets.revoke(tenantId, 'sec_g', now + 500)).toBe(true);
+    expect(await secrets.revoke(tenantId, 'sec_h', now + 2_000)).toBe(true);
   });
 
   it("does not decrypt a tenant's ciphertext under another tenant", async () => {
