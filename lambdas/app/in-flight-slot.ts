@@ -20,6 +20,7 @@ export class TenantsFullMemo {
   /** Whether to try for a slot: yes, unless the tenant was found full a moment ago. The slot to try first. */
   mayTry(tenantId: string, now: number): { readonly try: boolean; readonly freed?: number } {
     const full = this.tenants.get(tenantId);
+    if (full && full.until <= now) this.tenants.delete(tenantId);
     if (!full || full.until <= now) return { try: true };
     const freed = full.freed.shift();
     return freed === undefined ? { try: false } : { try: true, freed };
@@ -31,9 +32,20 @@ export class TenantsFullMemo {
     this.tenants.set(tenantId, { until: now + FULL_MEMO_MS, freed: [] });
   }
 
-  /** A slot this process gave back: the next run of a tenant found full tries it. */
-  freed(tenantId: string, slot: number): void {
-    this.tenants.get(tenantId)?.freed.push(slot);
+  /**
+   * A slot this process gave back: the next run of a tenant found full tries it. Kept only while
+   * the tenant counts as full: after that every run tries anyway, and the list would only grow.
+   */
+  freed(tenantId: string, slot: number, now: number): void {
+    const full = this.tenants.get(tenantId);
+    if (!full) return;
+    if (full.until <= now) this.tenants.delete(tenantId);
+    else full.freed.push(slot);
+  }
+
+  /** Slots kept for a tenant (tests). */
+  keptFor(tenantId: string): number {
+    return this.tenants.get(tenantId)?.freed.length ?? 0;
   }
 }
 
@@ -87,7 +99,7 @@ export async function withInFlightSlot(
     // stays; one this message took is given back (an external worker's claimed run holds none).
     if (!(taken.own && (result === 'held' || result === 'recheck'))) {
       await deps.inFlight.release(tenantId, slot, runId);
-      deps.tenantsFull.freed(tenantId, slot);
+      deps.tenantsFull.freed(tenantId, slot, deps.clock());
     }
   }
 }

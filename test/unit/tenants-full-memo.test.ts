@@ -17,8 +17,8 @@ describe('the memo of tenants found at their in-flight limit', () => {
   it('tries each slot given back since the tenant was found full once, first', () => {
     const memo = new TenantsFullMemo();
     memo.markFull('t1', 1_000);
-    memo.freed('t1', 3);
-    memo.freed('t1', 7);
+    memo.freed('t1', 3, 1_050);
+    memo.freed('t1', 7, 1_060);
     expect(memo.mayTry('t1', 1_100)).toEqual({ try: true, freed: 3 });
     expect(memo.mayTry('t1', 1_100)).toEqual({ try: true, freed: 7 });
     expect(memo.mayTry('t1', 1_100)).toEqual({ try: false });
@@ -27,10 +27,19 @@ describe('the memo of tenants found at their in-flight limit', () => {
   it('keeps the moment of the first finding when the tenant is found full again within it', () => {
     const memo = new TenantsFullMemo();
     memo.markFull('t1', 1_000);
-    memo.freed('t1', 2);
+    memo.freed('t1', 2, 1_050);
     memo.markFull('t1', 1_400);
     expect(memo.mayTry('t1', 1_450)).toEqual({ try: true, freed: 2 });
     expect(memo.mayTry('t1', 1_500)).toEqual({ try: true });
+  });
+
+  it('keeps no slot given back once the moment has passed: a tenant full once does not grow a list per run', () => {
+    const memo = new TenantsFullMemo();
+    memo.markFull('t1', 1_000);
+    memo.freed('t1', 1, 1_100);
+    for (let slot = 2; slot < 100; slot++) memo.freed('t1', slot, 1_500 + slot);
+    expect(memo.keptFor('t1')).toBe(0);
+    expect(memo.mayTry('t1', 1_600)).toEqual({ try: true });
   });
 
   it('is one per memo: a fresh one (a new process, or a test) has found no tenant full', () => {
