@@ -65,8 +65,13 @@ export function parseAdminArgs(argv: readonly string[]) {
   for (const [option, value] of Object.entries(parsed.values)) {
     if (value === '') throw new AdminUsageError(`Option '--${option} <value>' needs a value\n${ADMIN_USAGE}`);
   }
+  // An unknown command is refused here, before the entry script starts an emulator for it.
+  const [noun, verb] = parsed.positionals;
+  if (!ADMIN_COMMANDS.has(`${noun ?? ''} ${verb ?? ''}`)) throw new AdminUsageError(ADMIN_USAGE);
   return parsed;
 }
+
+const ADMIN_COMMANDS: ReadonlySet<string> = new Set(['tenant create', 'tenant show', 'tenant limits', 'key issue', 'key list', 'key revoke']);
 
 /** Runs one admin command; returns what to print. Bad input throws AdminUsageError and changes nothing. */
 export async function runAdmin(argv: readonly string[], ctx: AdminContext): Promise<Record<string, unknown>> {
@@ -138,12 +143,9 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
       const changes = limits();
       if (Object.keys(changes).length === 0) throw new AdminUsageError('give at least one limit to change');
       const tenant = await ctx.tenants.setLimits(tenantId(), changes, ctx.now());
-      await ctx.audit({
-        tenantId: before.tenantId,
-        action: 'tenant.limits',
-        objectId: before.tenantId,
-        changes: changesBetween(before.limits ?? {}, tenant?.limits ?? {}, new Set()),
-      });
+      const changed = changesBetween(before.limits ?? {}, tenant?.limits ?? {}, new Set());
+      // Limits set to the values they had changed nothing: no entry.
+      if (Object.keys(changed).length > 0) await ctx.audit({ tenantId: before.tenantId, action: 'tenant.limits', objectId: before.tenantId, changes: changed });
       return { tenant, ...(tenant ? limitsOf(tenant) : {}), note: 'Running functions pick the new limits up within 2 minutes.' };
     }
     case 'key issue': {

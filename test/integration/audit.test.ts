@@ -326,6 +326,8 @@ describe('audit entries of runs, secrets and tenants', () => {
       AUDIT_RETENTION_DAYS: '7',
     });
     await admin(['tenant', 'limits', tenantId, '--max-in-flight-runs', '9']);
+    // The same values again changed nothing: no entry.
+    await admin(['tenant', 'limits', tenantId, '--max-in-flight-runs', '9']);
 
     const trail = (await scheduler.deps.audit.list(tenantId, { objectId: tenantId, limit: 10 })).items;
     expect(trail).toEqual([
