@@ -7,7 +7,7 @@ import type { Run, RunStatus } from '../domain/run';
 import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
-import type { RunItemExtras } from './keys';
+import type { Item, RunItemExtras } from './keys';
 import {
   backfillRemainingOf,
   encodeCursor,
@@ -105,13 +105,23 @@ export class RunRecords {
     return (await batchGetConsistent(this.dynamo, this.tableName, [...new Set(runIds)].map(runKey))).map(itemToRun);
   }
 
-  /** Writes a new run once: false if a run with its id exists already. A run written finished (a skipped occurrence's record) gets its expiry. */
+  /**
+   * Writes a new run once: false if a run with its id exists already. A run written finished (a
+   * skipped occurrence's record) gets its expiry. A refusal carries the item there (no read more):
+   * the store client's retry of this put after its first try landed (its answer lost) meets this
+   * put's own item, from the same creation and, for a run put leased, the same owner, and the put
+   * is taken as made (decision 0180).
+   */
   async create(newRun: { run: Run; extras: RunItemExtras }): Promise<boolean> {
     const { run } = newRun;
     const expiry = run.finishedAt ? expiryAttributes(run.runId, Date.parse(run.finishedAt), this.retentionDays) : {};
     const item = { ...runToItem(run, newRun.extras), ...expiry };
-    const written = await ifHeld(() => this.dynamo.send(new PutCommand({ TableName: this.tableName, Item: item, ...conditionExpressions(IF_NEW) })));
-    return written.held;
+    const written = await ifHeld(() =>
+      this.dynamo.send(new PutCommand({ TableName: this.tableName, Item: item, ...conditionExpressions(IF_NEW), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })),
+    );
+    if (written.held) return true;
+    const [stored, mine]: [Item | undefined, Item] = [written.item, item];
+    return stored !== undefined && stored.createdAt === mine.createdAt && stored.leaseOwner === mine.leaseOwner;
   }
 
   /**
