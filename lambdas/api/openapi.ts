@@ -44,6 +44,18 @@ class SchemaCollector {
       ? { $ref: `#/components/schemas/${names.get(id) ?? id}` }
       : (rewriteRefs(stripId(converted), names) as JsonSchema);
   }
+
+  /**
+   * `schema` itself where it is a reference to a component: a named schema (`.meta({ id })`)
+   * converts to a bare `$ref`, with no `properties` to read its fields from.
+   */
+  resolve(schema: JsonSchema): JsonSchema {
+    const ref = schema.$ref;
+    const prefix = '#/components/schemas/';
+    if (typeof ref !== 'string' || !ref.startsWith(prefix)) return schema;
+    const target = this.components[ref.slice(prefix.length)];
+    return target === undefined ? schema : this.resolve(target);
+  }
 }
 
 function rewriteRefs(value: unknown, names: ReadonlyMap<string, string>): unknown {
@@ -75,7 +87,8 @@ function operation(collector: SchemaCollector, operationId: string, route: Route
     parameters.push({ name, in: 'path', required: true, schema: collector.convert((PATH_PARAMS as Record<string, z.ZodType>)[name] ?? z.string(), 'input') });
   }
   if (route.query) {
-    const query = collector.convert(route.query, 'input');
+    // A named query schema converts to a `$ref`: its fields are the component's.
+    const query = collector.resolve(collector.convert(route.query, 'input'));
     const required = new Set((query.required as string[] | undefined) ?? []);
     for (const [name, schema] of Object.entries((query.properties ?? {}) as Record<string, JsonSchema>)) {
       const { description, ...rest } = schema;

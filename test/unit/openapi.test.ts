@@ -4,9 +4,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { routerRoutes } from '../../lambdas/api/adapter';
 import { buildOpenApiDocument, openApiFileText } from '../../lambdas/api/openapi';
 import { PROBLEM_TYPES, problemTypeOf } from '../../lambdas/api/responses';
+import type { RouteSpec } from '../../lambdas/api/route-spec';
+import { ROUTES } from '../../lambdas/api/routes';
 
 const root = path.join(__dirname, '..', '..');
 
@@ -22,6 +25,21 @@ describe('the OpenAPI document', () => {
       expect(missing).toEqual([]);
     }
     expect(routerRoutes().length).toBeGreaterThan(20);
+  });
+
+  it("lists every field of each route's query schema as a query parameter (named schemas too)", () => {
+    const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { parameters?: { name: string; in: string }[] }>> };
+    const routes = Object.values(ROUTES as Record<string, RouteSpec>).filter((route) => route.query !== undefined);
+    expect(routes.length).toBeGreaterThan(5);
+    for (const route of routes) {
+      const where = `${route.method} ${route.path}`;
+      expect(route.query, where).toBeInstanceOf(z.ZodObject);
+      const fields = Object.keys((route.query as z.ZodObject).shape).sort();
+      expect(fields.length, where).toBeGreaterThan(0);
+      const parameters = document.paths[route.path]?.[route.method.toLowerCase()]?.parameters ?? [];
+      const listed = parameters.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name);
+      expect(listed.sort(), where).toEqual(fields);
+    }
   });
 
   it('is OpenAPI 3.1 whose schemas compile as JSON Schema 2020-12', () => {
