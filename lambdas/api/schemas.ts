@@ -14,6 +14,7 @@ import {
   MAX_SKIPPED_OCCURRENCES,
   jobPatchSchema,
   jobSpecSchema,
+  isoInstant,
   jobTypeSchema,
   jsonValue,
   labelKeySchema,
@@ -27,7 +28,6 @@ import { MAX_STORED_STEP_RESULT_BYTES } from '../domain/workflow';
 
 export { MASKED_HEADER_VALUE, jobPatchSchema, jobSpecSchema };
 
-const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
 /** A time filter in a query string, normalised to UTC (`Z`) so that it compares with stored keys. */
 const isoInstantParam = isoInstant.transform((value) => new Date(value).toISOString());
 /**

@@ -6,6 +6,7 @@ import { MAX_PAYLOAD_BYTES, attemptTimeoutSeconds, isUnnamed, jobPatchSchema, jo
 import { decodeCursor, encodeCursor, findingKeysOf, itemToJob, jobToItem } from '../../lambdas/store/keys';
 import { JOBS_NEXT_RUN_INDEX, jobsTable } from '../../lambdas/store/schema';
 import type { Job } from '../../lambdas/domain/job';
+import { listRunsQuery } from '../../lambdas/api/schemas';
 
 const valid = {
   name: 'daily-invoices',
@@ -25,6 +26,15 @@ function failingPaths(body: unknown): string[] {
 }
 
 describe('job spec', () => {
+  it('refuses an instant past 9999-12-31T23:59:59.999Z once in UTC, in a schedule and in a listing filter', () => {
+    const at = (value: string) => failingPaths({ ...valid, schedule: { kind: 'at', at: value } });
+    expect(at('9999-12-31T23:59:59.999-12:00')).toEqual(['schedule.at']);
+    expect(at('9999-12-31T11:59:59.999-12:00')).toEqual([]);
+    expect(listRunsQuery.safeParse({ from: '9999-12-31T23:59:59-12:00' }).success).toBe(false);
+    expect(listRunsQuery.safeParse({ to: '0000-01-01T00:00:00+01:00' }).success).toBe(false);
+    expect(listRunsQuery.safeParse({ from: '2026-01-01T00:00:00+01:00' }).data).toMatchObject({ from: '2025-12-31T23:00:00.000Z' });
+  });
+
   it("takes a job without a name, and refuses a name of a job id's form (an unnamed job's name) on create but not in a PATCH (decision 0154)", () => {
     const { name: _name, ...unnamed } = valid;
     expect(parseOrThrow(jobSpecSchema, unnamed).name).toBeUndefined();
