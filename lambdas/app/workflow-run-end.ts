@@ -41,7 +41,9 @@ export async function notifyEnd(
   if (!notify || !event) return;
   try {
     await notifyWorkflowRunEnd(deps, { workflowId: run.workflowId, name: version.spec.name, type: version.spec.type }, notify, run, event, options);
-    await deps.workflowRuns.notified(run, event);
+    // A cancelled run whose started steps are not all settled keeps its check-back: the ticker's
+    // repair finishes their cancel (`repairWorkflowRun`).
+    await deps.workflowRuns.notified(run, event, hasStartedSteps(run));
   } catch (error) {
     if (options.rethrow) throw error;
     logger.warn("a workflow run's notification was not made; the ticker makes it", {
@@ -68,4 +70,9 @@ export async function workflowRunEnded(deps: SchedulerDeps, version: WorkflowVer
     }
   }
   if (version) await notifyEnd(deps, version, run);
+}
+
+/** A step of the run is STARTED: its run may still be waiting or running (an ended run's, a cancel not finished). */
+export function hasStartedSteps(run: WorkflowRun): boolean {
+  return Object.values(run.steps).some((state) => state.status === 'STARTED');
 }

@@ -17,9 +17,9 @@ import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './create-rate';
 import { runFields } from './run-log';
-import { advance, openWorkflowRun, recordEndedSteps, recordStepEnd, withOpeningMoves } from './workflow-progress';
-import { notifyEnd, notifyMark, workflowRunEnded } from './workflow-run-end';
-import { cancelStepRun, currentStepRun, newestStepRuns } from './workflow-step-runs';
+import { advance, cancelledRunSettled, openWorkflowRun, recordEndedSteps, settleCancelledSteps, withOpeningMoves } from './workflow-progress';
+import { hasStartedSteps, notifyEnd, notifyMark, workflowRunEnded } from './workflow-run-end';
+import { newestStepRuns } from './workflow-step-runs';
 import { liveWorkflow, tenantWorkflow, versionOf, workflowRunFields } from './workflow-versions';
 
 /** Starts a run of the workflow's newest version now (a manual trigger); counted as a create. */
@@ -82,8 +82,12 @@ export async function listWorkflowRuns(
  */
 export async function cancelWorkflowRun(deps: SchedulerDeps, tenantId: string, workflowId: string, workflowRunId: string): Promise<WorkflowRun> {
   const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
+  // A cancel that stopped after its end's write (a store error, the API's process gone) left steps
+  // STARTED whose runs may still run: a repeated cancel finishes it (answered as a cancel, 200).
+  if (run.status === 'CANCELLED' && hasStartedSteps(run)) return finishCancel(deps, run);
   const cancelled = await cancelling(deps, run);
   if (cancelled.held) return cancelled.run;
+  if (cancelled.run?.status === 'CANCELLED' && hasStartedSteps(cancelled.run)) return finishCancel(deps, cancelled.run);
   if (cancelled.run && cancelled.run.status !== 'RUNNING')
     throw new ConflictError(`The workflow run is ${cancelled.run.status}; only a running one can be cancelled`);
   throw new ConflictError('The workflow run changed meanwhile; try again');
@@ -122,12 +126,21 @@ async function cancelling(deps: SchedulerDeps, run: WorkflowRun): Promise<Workfl
   }
 }
 
-/** A step run's ends that are its step's outcome (a FAILED attempt is followed by its retry). */
-const ENDED_STEP_OUTCOMES = ['SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED'] as const;
+/** The steps a cancel left STARTED settled (`settleCancelledSteps`), and its check-back cleared once none is. */
+async function finishCancel(deps: SchedulerDeps, run: WorkflowRun): Promise<WorkflowRun> {
+  const now = deps.clock();
+  const version = await versionOf(deps, run.workflowId, run.version);
+  const settled = await settleCancelledSteps(deps, version?.spec.name ?? run.workflowId, run, now, 'leave');
+  await cancelledRunSettled(deps, version, settled, now);
+  logger.info('a cancelled workflow run had started steps left; their runs are cancelled', workflowRunFields(settled));
+  return settled;
+}
 
 /**
  * Ends a running workflow run CANCELLED (condition: RUNNING, its waiting steps NOT_STARTED in the
- * same write, so no claim can succeed after it), then cancels its started steps' runs.
+ * same write, so no claim can succeed after it), then cancels its started steps' runs. The end's
+ * write keeps the run's check-back, due at once, while a step is STARTED: should the cancel stop
+ * before its steps' runs are cancelled, the ticker's next repair cancels them (`repairWorkflowRun`).
  */
 async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<WorkflowRunWrite> {
   const now = deps.clock();
@@ -138,31 +151,13 @@ async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
       .map(([stepId, state]) => [stepId, { ...state, status: 'NOT_STARTED' as const, finishedAt: at, reason: 'the workflow run was cancelled' }]),
   );
   const version = await versionOf(deps, run.workflowId, run.version);
-  const ended = await deps.workflowRuns.finish(run, 'CANCELLED', [], now, waiting, notifyMark(deps, version, 'CANCELLED', now));
+  const checkBackAt = hasStartedSteps(run) ? now - deps.config.redeliveryGraceSeconds * 1000 : undefined;
+  const ended = await deps.workflowRuns.finish(run, 'CANCELLED', [], now, waiting, notifyMark(deps, version, 'CANCELLED', now), undefined, checkBackAt);
   if (!ended.held) return ended;
-  const name = version?.spec.name ?? run.workflowId;
-  await workflowRunEnded(deps, version, ended.run, now);
-  let current = ended.run;
-  for (const [stepId, state] of Object.entries(ended.run.steps)) {
-    if (state.status !== 'STARTED') continue;
-    // A cancel refused because the run moved on (its attempt failed and its retry was written) is
-    // made again on the step's newest run.
-    for (let attempt = 0; attempt < MAX_CANCEL_ATTEMPTS; attempt++) {
-      const stepRun = await currentStepRun(deps, ended.run, stepId, state);
-      if (!stepRun) break;
-      // Ended already, its outcome not recorded (its continuation failed, or is under way): recorded
-      // as it ended, so that the run shows it and a retry does not run it again.
-      const ending = ENDED_STEP_OUTCOMES.find((outcome) => outcome === stepRun.status);
-      if (ending) {
-        current = (await recordStepEnd(deps, name, current, stepId, state, stepRun, ending, now)) ?? current;
-        break;
-      }
-      if (await cancelStepRun(deps, stepRun, now)) {
-        current = (await recordStepEnd(deps, name, current, stepId, state, stepRun, 'CANCELLED', now)) ?? current;
-        break;
-      }
-    }
-  }
+  const current = await settleCancelledSteps(deps, version?.spec.name ?? run.workflowId, ended.run, now, 'leave');
+  // After its steps: a notification made clears the check-back (kept while a step is STARTED).
+  await workflowRunEnded(deps, version, current, now);
+  if (checkBackAt !== undefined) await cancelledRunSettled(deps, version, current, now);
   return { held: true, run: current };
 }
 

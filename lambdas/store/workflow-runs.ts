@@ -9,7 +9,7 @@ import { ValidationError } from '../core/errors';
 import type { StepEnd, StepState, WorkflowRun, WorkflowRunStatus } from '../domain/workflow-run';
 import type { NotifyEvent } from '../domain/notify';
 import { workflowRunExpiresAtEpoch } from '../domain/retention';
-import { atMost, ifHeld, oneOf, putFresh, updateIf, updateReturning } from './conditional';
+import { absent, atMost, ifHeld, oneOf, putFresh, updateIf, updateReturning } from './conditional';
 import { readFilteredPage } from './filtered-page';
 import type { StepRunScope } from './step-states';
 import { stepStatesFromItem, stepStatesToItem, stepStateToItem } from './step-states';
@@ -108,12 +108,19 @@ export class WorkflowRunsRepository {
      */
     notify?: { readonly event: NotifyEvent; readonly checkBackAt: number },
     ended?: StepEnd,
+    /**
+     * A check-back kept past the end: a cancel's, while its started steps' runs are still to be
+     * cancelled (the ticker's repair finishes that should its writer stop), cleared by `settled`.
+     */
+    checkBackAt?: number,
   ): Promise<WorkflowRunWrite> {
+    const checkBacks = [notify?.checkBackAt, checkBackAt].filter((at): at is number => at !== undefined);
     const set: Record<string, unknown> = {
       status,
       finishedAt: new Date(now).toISOString(),
       failedSteps,
-      ...(notify ? { [NOTIFY_EVENT_ATTRIBUTE]: notify.event, ...workflowCheckBackAttributes(run.workflowRunId, notify.checkBackAt) } : {}),
+      ...(notify ? { [NOTIFY_EVENT_ATTRIBUTE]: notify.event } : {}),
+      ...(checkBacks.length > 0 ? workflowCheckBackAttributes(run.workflowRunId, Math.min(...checkBacks)) : {}),
       ...(ended ? { [`steps.${ended.stepId}`]: stepStateToItem(run, ended.stepId, ended.state) } : {}),
       ...this.expiry(run, now),
     };
@@ -126,23 +133,41 @@ export class WorkflowRunsRepository {
       this.dynamo,
       this.tableName,
       workflowRunKey(run.workflowId, run.workflowRunId),
-      { set, remove: notify ? [] : ['nextRunShard', 'nextRunAt'], if: condition },
+      { set, remove: checkBacks.length > 0 ? [] : ['nextRunShard', 'nextRunAt'], if: condition },
       'compact',
     );
     return result.held ? { held: true, run: itemToWorkflowRun(result.value) } : { held: false, run: result.item ? itemToWorkflowRun(result.item) : null };
   }
 
-  /** The end's notification is made: its mark and check-back go (unless the run was retried and runs again). */
-  async notified(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId' | 'retries'>, event: NotifyEvent): Promise<boolean> {
+  /**
+   * The end's notification is made: its mark and check-back go (unless the run was retried and runs
+   * again). `keepCheckBack`: a cancelled run's steps still to be settled keep the ticker coming back.
+   */
+  async notified(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId' | 'retries'>, event: NotifyEvent, keepCheckBack = false): Promise<boolean> {
     return updateIf(
       this.dynamo,
       this.tableName,
       workflowRunKey(run.workflowId, run.workflowRunId),
       {
-        remove: [NOTIFY_EVENT_ATTRIBUTE, 'nextRunShard', 'nextRunAt'],
+        remove: keepCheckBack ? [NOTIFY_EVENT_ATTRIBUTE] : [NOTIFY_EVENT_ATTRIBUTE, 'nextRunShard', 'nextRunAt'],
         // The end it was made for: a writer of an earlier end's clears no later end's mark.
         if: { [NOTIFY_EVENT_ATTRIBUTE]: event, status: oneOf(['SUCCEEDED', 'FAILED', 'CANCELLED']), retries: run.retries },
       },
+      'compact',
+    );
+  }
+
+  /**
+   * A cancelled run's started steps are settled (their runs cancelled and recorded): the check-back
+   * its cancel kept goes, unless its end's notification is still to be made (which clears it) or the
+   * run was retried since.
+   */
+  async settled(run: Pick<WorkflowRun, 'workflowId' | 'workflowRunId' | 'retries'>): Promise<boolean> {
+    return updateIf(
+      this.dynamo,
+      this.tableName,
+      workflowRunKey(run.workflowId, run.workflowRunId),
+      { remove: ['nextRunShard', 'nextRunAt'], if: { status: 'CANCELLED', retries: run.retries, [NOTIFY_EVENT_ATTRIBUTE]: absent } },
       'compact',
     );
   }

@@ -271,6 +271,65 @@ describe('workflow runs under races', () => {
     await drainDispatch();
   });
 
+  /** Deps whose `runs.retirePending` fails (a store error while a cancel retires the steps' queued runs). */
+  function retireFails(deps: SchedulerDeps): SchedulerDeps {
+    return {
+      ...deps,
+      runs: Object.assign(Object.create(deps.runs) as typeof deps.runs, { retirePending: () => Promise.reject(new Error('store unavailable')) }),
+    };
+  }
+
+  it("a cancel that failed after its end's write is finished by a repeated cancel: no step runs after it", async () => {
+    const { workflowId, workflowRunId, path } = await startRun('cancel-unfinished', [step('uf-a'), step('uf-b')]);
+    const [a, b] = [await runIdOf(path, 'uf-a'), await runIdOf(path, 'uf-b')];
+    expect((await drainDispatch()).sort()).toEqual([a, b].sort());
+    await expect(cancelWorkflowRun(retireFails(scheduler.workerDeps('api-fails')), scheduler.tenantId, workflowId, workflowRunId)).rejects.toThrow(
+      'store unavailable',
+    );
+    expect((await scheduler.api('GET', path)).body.status).toBe('CANCELLED');
+
+    const again = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`);
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.steps['uf-a']).toMatchObject({ status: 'CANCELLED', runId: a });
+    expect(again.body.steps['uf-b']).toMatchObject({ status: 'CANCELLED', runId: b });
+    for (const runId of [a, b]) {
+      expect((await scheduler.api('GET', `/v1/runs/${runId}`)).body.status).toBe('CANCELLED');
+      await executeRun(scheduler.workerDeps('worker-1'), runId);
+    }
+    expect(target.calls.filter((call) => call.path.endsWith('/uf-a') || call.path.endsWith('/uf-b'))).toHaveLength(0);
+    // Settled: its check-back is gone, and a third cancel is a conflict as before.
+    expect(
+      (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: workflowRunKey(workflowId, workflowRunId) }))).Item
+        ?.nextRunAt,
+    ).toBeUndefined();
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`)).status).toBe(409);
+  });
+
+  it("a cancel that stopped after its end's write keeps the run's check-back: the next tick cancels the started steps' runs", async () => {
+    const { workflowId, workflowRunId, path } = await startRun('cancel-stopped', [step('st-a'), step('st-b')]);
+    const [a, b] = [await runIdOf(path, 'st-a'), await runIdOf(path, 'st-b')];
+    expect((await drainDispatch()).sort()).toEqual([a, b].sort());
+    await expect(cancelWorkflowRun(retireFails(scheduler.workerDeps('api-dies')), scheduler.tenantId, workflowId, workflowRunId)).rejects.toThrow(
+      'store unavailable',
+    );
+
+    const report = await tick(scheduler.workerDeps('ticker'));
+    expect(report.repairedJobs).toBeGreaterThanOrEqual(1);
+    const run = (await scheduler.api('GET', path)).body;
+    expect(run.status).toBe('CANCELLED');
+    expect(run.steps['st-a']).toMatchObject({ status: 'CANCELLED', runId: a });
+    expect(run.steps['st-b']).toMatchObject({ status: 'CANCELLED', runId: b });
+    for (const runId of [a, b]) {
+      expect((await scheduler.api('GET', `/v1/runs/${runId}`)).body.status).toBe('CANCELLED');
+      await executeRun(scheduler.workerDeps('worker-1'), runId);
+    }
+    expect(target.calls.filter((call) => call.path.endsWith('/st-a') || call.path.endsWith('/st-b'))).toHaveLength(0);
+    expect(
+      (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: workflowRunKey(workflowId, workflowRunId) }))).Item
+        ?.nextRunAt,
+    ).toBeUndefined();
+  });
+
   it("a cancel landing between a continuation's read and its write: the step's outcome is still recorded, and nothing starts", async () => {
     // A step's outcome and the claim of its dependant are one write (decision 0158). A cancel that
     // lands first refuses that write; the outcome is then written alone, as the run ended it.
