@@ -72,6 +72,29 @@ export class WorkFailure extends Error {
   }
 }
 
+/** The longest error message POST /v1/runs/{runId}/fail takes (failSchema); a longer one is cut to it. */
+export const MAX_RUN_ERROR_MESSAGE_LENGTH = 1024;
+/** The error codes POST /v1/runs/{runId}/fail takes (failSchema). */
+export const RUN_ERROR_CODE_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/**
+ * A work error as the fail route takes it: the message cut to its bound (ending in `…`), the code
+ * with each character the route refuses replaced by `_` and cut to 64 (WORKER_ERROR if empty). Sent
+ * as thrown, an error the route refused (a 400) left its run RUNNING until its lease ended.
+ */
+export function runErrorOf(code: string, message: string, retryable: boolean): RunError {
+  let shortMessage = message;
+  if (message.length > MAX_RUN_ERROR_MESSAGE_LENGTH) {
+    let end = MAX_RUN_ERROR_MESSAGE_LENGTH - 1;
+    // Not between the two halves of a surrogate pair.
+    const last = message.charCodeAt(end - 1);
+    if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+    shortMessage = `${message.slice(0, end)}…`;
+  }
+  const fitCode = RUN_ERROR_CODE_PATTERN.test(code) ? code : code.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 64);
+  return { code: fitCode === '' ? 'WORKER_ERROR' : fitCode, message: shortMessage, retryable };
+}
+
 export class WorkerClient {
   private readonly transport: Transport;
   private readonly workerId: string | undefined;
@@ -148,8 +171,8 @@ export class WorkerClient {
       }
       const failure =
         error instanceof WorkFailure
-          ? { code: error.code, message: error.message, retryable: error.retryable }
-          : { code: 'WORKER_ERROR', message: error instanceof Error ? error.message : String(error), retryable: true };
+          ? runErrorOf(error.code, error.message, error.retryable)
+          : runErrorOf('WORKER_ERROR', error instanceof Error ? error.message : String(error), true);
       try {
         await this.fail(claim.run.runId, claim.leaseToken, failure);
       } catch (failError) {

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Claim, Problem } from '../../clients/worker-client';
-import { LeaseLostError, RunCancelledError, WorkerClient } from '../../clients/worker-client';
+import { LeaseLostError, RunCancelledError, WorkerClient, WorkFailure } from '../../clients/worker-client';
 import type { ExportCheckpoint, ExportPayload } from '../../examples/external-worker';
 import { processExport } from '../../examples/external-worker';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
@@ -201,6 +201,21 @@ describe('external workers', () => {
       status: 'DEAD',
       error: { code: 'BAD_EXPORT', retryable: false },
     });
+  });
+
+  it('process fails the run with a work error the fail route would refuse as thrown: a long message is cut, an odd code fitted', async () => {
+    const { runId } = await externalJob('export-long-error', { items: 1 }, 10);
+    const claim = (await claimOf('export-long-error'))!;
+    expect(await client.process(claim, () => Promise.reject(new Error(`upstream said: ${'x'.repeat(5000)}`)))).toBe('failed');
+    const failed = await getRun(runId);
+    expect(failed).toMatchObject({ status: 'FAILED', error: { code: 'WORKER_ERROR', retryable: true } });
+    expect(failed.error.message).toHaveLength(1024);
+    expect(failed.error.message.startsWith('upstream said: xxx')).toBe(true);
+
+    const retry = (await claimOf('export-long-error'))!;
+    expect(await client.process(retry, () => Promise.reject(new WorkFailure('no such export!', 'e'.repeat(2000), false)))).toBe('failed');
+    expect(retry.attempt).toBe(2);
+    expect(await getRun(retry.run.runId)).toMatchObject({ status: 'DEAD', error: { code: 'no_such_export_', retryable: false } });
   });
 
   it('one run, eight workers claiming at once: exactly one gets it', async () => {
