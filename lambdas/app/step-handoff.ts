@@ -19,6 +19,8 @@ import type { LeaseResult } from '../store/run-leases';
 import { leaseCheckAt } from '../domain/time-gate';
 import { runFields } from './run-log';
 import { sendPlannedRun } from './send-planned-run';
+import { parseStepJobId, workflowRunIdOf } from '../domain/workflow-jobs';
+import { cancelStepRun } from './workflow-step-runs';
 
 /** At most this many dependants of one step run are taken; the rest are sent (a wide fan-out spreads over workers). */
 export const MAX_HANDED_OFF = 10;
@@ -182,12 +184,24 @@ export async function runHandedOff(deps: SchedulerDeps, plans: readonly RunPlan[
 /**
  * Whether a run written leased for this worker is so still, read just before it runs: a cancel (of
  * the run, or of its workflow run) that ended it since its write is honoured, and its target is not
- * called, as a cancel before a lease write has that lease refused.
+ * called, as a cancel before a lease write has that lease refused. Its workflow run is read with it
+ * (in parallel): a cancel of the workflow run that ended it and stopped before it cancelled its
+ * steps' runs (a store error, its process gone) is honoured too, and the run cancelled here.
  */
 async function stillLeased(deps: SchedulerDeps, run: RunPlan['run']): Promise<boolean> {
-  const stored = await deps.runs.get(run.runId);
-  if (stored?.status === 'RUNNING' && stored.version === run.version && stored.leaseOwner === run.leaseOwner) return true;
-  logger.info('a handed-off step run changed before it started; not run', { ...runFields(run), status: stored?.status ?? 'missing' });
+  const step = parseStepJobId(run.jobId);
+  const [stored, workflowRun] = await Promise.all([
+    deps.runs.get(run.runId),
+    step ? deps.workflowRuns.getRun(step.workflowId, workflowRunIdOf(step.workflowId, run.scheduledFor)) : Promise.resolve(null),
+  ]);
+  const leased = stored?.status === 'RUNNING' && stored.version === run.version && stored.leaseOwner === run.leaseOwner;
+  if (leased && workflowRun?.status !== 'CANCELLED') return true;
+  if (leased && stored) await cancelStepRun(deps, stored, deps.clock());
+  logger.info('a handed-off step run or its workflow run changed before it started; not run', {
+    ...runFields(run),
+    status: stored?.status ?? 'missing',
+    workflowRunStatus: workflowRun?.status ?? 'missing',
+  });
   return false;
 }
 

@@ -280,9 +280,7 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
   for (const written of created) {
     if (!written) continue;
     deps.telemetry.runCreated(written.plan.run);
-    if (written.taken) {
-      if (written.plan.run.status === 'QUEUED') deps.telemetry.runQueued(written.plan.run);
-    } else await sendPlannedRun(deps, written.plan, now);
+    if (written.taken && written.plan.run.status === 'QUEUED') deps.telemetry.runQueued(written.plan.run);
   }
   for (const [stepId, reason] of gone) {
     const state = stateOf(run, stepId);
@@ -290,9 +288,19 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
     logger.warn("a step was not started: a dependency's run has left", { ...workflowRunFields(run), stepId, reason });
   }
   // A cancel reads the started steps after it ends the workflow run; a step claimed before the cancel
-  // whose run was written after that read is retired here, so no step starts after a cancel.
-  const after = await deps.workflowRuns.getRun(run.workflowId, run.workflowRunId);
-  if (after?.status === 'CANCELLED') {
+  // whose run was written after that read is retired here, so no step starts after a cancel. Nothing
+  // is sent or run before this read: should it fail, a cancel may have landed unseen, and the runs
+  // written are left to the ticker (sent a grace later, or retired by the cancelled run's repair).
+  let after: WorkflowRun | null;
+  try {
+    after = await deps.workflowRuns.getRun(run.workflowId, run.workflowRunId);
+  } catch (error) {
+    await leaveToTicker(deps, created, now);
+    throw error;
+  }
+  if (after?.status !== 'CANCELLED') {
+    for (const written of created) if (written && !written.taken) await sendPlannedRun(deps, written.plan, now);
+  } else {
     for (const written of created) {
       if (!written) continue;
       const { plan } = written;
@@ -306,6 +314,34 @@ async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run:
     }
   }
   return after ?? run;
+}
+
+/**
+ * The runs just written whose workflow run could not be read again: none is sent or run here. One
+ * taken to run by this worker is withdrawn from its handoff, and one written leased by it gives its
+ * lease back (QUEUED, its check-back a grace from now), as a lost message leaves a run; should that
+ * fail too, its lease's check-back recovers it.
+ */
+async function leaveToTicker(deps: SchedulerDeps, created: readonly ({ plan: RunPlan; taken: boolean } | null)[], now: number): Promise<void> {
+  const handoff = handoffInScope();
+  for (const written of created) {
+    if (!written?.taken) continue;
+    const { run } = written.plan;
+    handoff?.withdraw(run.runId);
+    if (run.status !== 'RUNNING') continue;
+    try {
+      const reason = 'handed back: its workflow run could not be read after its write';
+      await deps.leases.giveBack(run.runId, run.version, now, now + deps.config.redeliveryGraceSeconds * 1000, deps.config.timeIndexShards, reason);
+    } catch (error) {
+      logger.warn('a step run written leased could not be given back; its lease check-back recovers it', {
+        ...runFields(run),
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+  logger.warn('a workflow run could not be read after its step runs were written; the ticker sends them or retires them', {
+    runIds: created.flatMap((written) => (written ? [written.plan.run.runId] : [])),
+  });
 }
 
 /**

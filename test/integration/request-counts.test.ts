@@ -143,9 +143,10 @@ describe('requests per execution', () => {
       // last step's outcome is written with the workflow run's end. The second step is run by the
       // worker that ran the first (decision 0179): written leased by it (no lease write), no message
       // of its own, no visibility change, and one roll-up for the two (one invocation); its run is
-      // read once before it starts (a cancel since its write is honoured). Before: 2 sends, 2
+      // read once before it starts, with its workflow run (a cancel since its write is honoured, one
+      // of the workflow run that stopped before it cancelled the run too). Before: 2 sends, 2
       // visibility changes, 5 puts, 7 updates.
-      'dynamodb.GetItem': 8, // API 4 (the workflow read again after its run's write: a delete between), first step 2, second step 2 (its run read before it starts, the workflow run)
+      'dynamodb.GetItem': 9, // API 4 (the workflow read again after its run's write: a delete between), first step 2, second step 3 (its run and its workflow run read before it starts, the workflow run)
       'dynamodb.UpdateItem': 6, // API 1 (rate counter), first step 3 (lease, outcome, step recorded with the claim), second 2 (outcome, step recorded with the end)
       'dynamodb.PutItem': 4, // API 2 (workflow run, step run), the second step's run (leased), the invocation's roll-up
       'dynamodb.BatchGetItem': 3, // each step's job, the first step's result for the second

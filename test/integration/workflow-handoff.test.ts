@@ -9,6 +9,8 @@ import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { parseStepJobId } from '../../lambdas/domain/workflow-jobs';
 import type { RunPlan } from '../../lambdas/app/plan-run';
 import type { Run } from '../../lambdas/domain/run';
+import type { WorkflowRun } from '../../lambdas/domain/workflow-run';
+import { cancelWorkflowRun } from '../../lambdas/app/workflow-runs';
 import type { Scheduler, TargetServer } from './harness';
 import { drainDispatch as drainQueue, executeRun, startScheduler, startTarget, tick } from './harness';
 
@@ -219,6 +221,108 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     const second = await runIdOf(path, 'second');
     expect((await scheduler.api('GET', `/v1/runs/${second}`)).status).toBe(404);
     expect(callsOf('handoff-unwritten')).toEqual(['first']);
+    expect(await drainDispatch()).toEqual([]);
+  });
+
+  /** A worker whose reads of workflow runs go through `around` once `armed()` says so (which calls `read` itself, or not). */
+  function aroundGetRun(
+    deps: SchedulerDeps,
+    armed: () => boolean,
+    around: (read: () => Promise<WorkflowRun | null>) => Promise<WorkflowRun | null>,
+  ): SchedulerDeps {
+    const workflowRuns = new Proxy(deps.workflowRuns, {
+      get(store, property) {
+        const value = Reflect.get(store, property) as unknown;
+        if (typeof value !== 'function') return value;
+        const method = (value as (...args: unknown[]) => unknown).bind(store);
+        if (property !== 'getRun') return method;
+        return (...args: unknown[]) => {
+          const read = () => method(...args) as Promise<WorkflowRun | null>;
+          return armed() ? around(read) : read();
+        };
+      },
+    });
+    return { ...deps, workflowRuns };
+  }
+
+  /** A dependant claimed, then its workflow run cancelled (finding no run for it), then its run written; the claimer's read of the workflow run after it fails. */
+  function cancelledBeforeWriteUnread(deps: SchedulerDeps, path: string, stepId: string): SchedulerDeps {
+    let written = false;
+    const cancelling = aroundCreate(deps, async (create, plan) => {
+      if (parseStepJobId(plan.run.jobId)?.stepId !== stepId) return create();
+      expect((await scheduler.api('POST', `${path}/cancel`)).status).toBe(200);
+      written = await create();
+      return written;
+    });
+    return aroundGetRun(
+      cancelling,
+      () => written,
+      () => Promise.reject(new Error('store unavailable')),
+    );
+  }
+
+  for (const handedOff of [false, true]) {
+    it(`a dependant written after a cancel whose claimer cannot read its workflow run again is not ${handedOff ? 'run' : 'sent'}; the next tick retires it`, async () => {
+      const name = handedOff ? 'unread-taken' : 'unread-sent';
+      const { path, tenantId } = await startRun(name, [step(name, 'first'), step(name, 'second', ['first'])]);
+      const first = await runIdOf(path, 'first');
+      expect(await drainDispatch()).toEqual([first]);
+
+      const worker = cancelledBeforeWriteUnread(scheduler.workerDeps('worker-1'), path, 'second');
+      expect(await executeRun(worker, first, { tenantId, ...(handedOff ? { eagerUntil: until() } : {}) })).toBe('succeeded');
+      const second = await runIdOf(path, 'second');
+      expect((await scheduler.api('GET', path)).body).toMatchObject({ status: 'CANCELLED', steps: { second: { status: 'STARTED' } } });
+      expect((await scheduler.api('GET', `/v1/runs/${second}`)).body.status).toBe('QUEUED');
+      expect(await drainDispatch()).toEqual([]);
+      expect(callsOf(name)).toEqual(['first']);
+
+      // The cancel kept the workflow run's check-back (a step still STARTED): the next tick retires the run.
+      await tick(scheduler.workerDeps('ticker'));
+      expect((await scheduler.api('GET', `/v1/runs/${second}`)).body.status).toBe('CANCELLED');
+      expect((await scheduler.api('GET', path)).body.steps.second).toMatchObject({ status: 'CANCELLED', runId: second });
+      await executeRun(scheduler.workerDeps('worker-2'), second, { tenantId });
+      expect(callsOf(name)).toEqual(['first']);
+    });
+  }
+
+  it('a handed-off dependant whose workflow run a cancel ended after the claimer read it, and which stopped before cancelling the steps, is not run', async () => {
+    const { path, tenantId } = await startRun('handoff-cancel-stopped', [
+      step('handoff-cancel-stopped', 'first'),
+      step('handoff-cancel-stopped', 'second', ['first']),
+    ]);
+    const [, , , workflowId, , workflowRunId] = path.split('/');
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+
+    // The cancel lands just after the claimer's read that follows the writes; its cancel of the
+    // step's run (RUNNING, leased by the worker) fails.
+    const api = scheduler.workerDeps('api');
+    const failingCancel: SchedulerDeps = {
+      ...api,
+      leases: Object.assign(Object.create(api.leases) as typeof api.leases, { cancelRunning: () => Promise.reject(new Error('store unavailable')) }),
+    };
+    let written = false;
+    let cancelled = false;
+    const writing = aroundCreate(scheduler.workerDeps('worker-1'), async (create, plan) => {
+      const made = await create();
+      if (parseStepJobId(plan.run.jobId)?.stepId === 'second') written = made;
+      return made;
+    });
+    const worker = aroundGetRun(
+      writing,
+      () => written && !cancelled,
+      async (read) => {
+        const before = await read();
+        cancelled = true;
+        await expect(cancelWorkflowRun(failingCancel, tenantId, workflowId!, workflowRunId!)).rejects.toThrow('store unavailable');
+        return before;
+      },
+    );
+    expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
+    expect(cancelled).toBe(true);
+    const second = await runIdOf(path, 'second');
+    expect((await scheduler.api('GET', `/v1/runs/${second}`)).body.status).toBe('CANCELLED');
+    expect(callsOf('handoff-cancel-stopped')).toEqual(['first']);
     expect(await drainDispatch()).toEqual([]);
   });
 
