@@ -149,7 +149,7 @@ export interface PageQuery {
 
 export interface DeadRunsQuery extends PageQuery {
   readonly jobId?: string;
-  /** ISO 8601 instants bounding the runs' scheduled times. */
+  /** ISO 8601 instants bounding when the runs ended (died), both included. */
   readonly from?: string;
   readonly to?: string;
 }

@@ -92,8 +92,8 @@ export const deadQuery = z
     limit: limitParam(20, 100),
     cursor: cursorParam.optional(),
     jobId: resourceId.optional(),
-    from: isoInstantParam.optional(),
-    to: isoInstantParam.optional(),
+    from: isoInstantParam.optional().meta({ description: 'Dead runs that ended at or after this instant.' }),
+    to: isoInstantParam.optional().meta({ description: 'Dead runs that ended at or before this instant.' }),
   })
   .refine(fromNotAfterTo, FROM_AFTER_TO);
 export type DeadQuery = z.output<typeof deadQuery>;

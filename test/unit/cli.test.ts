@@ -64,3 +64,28 @@ describe('the CLI watch', () => {
     expect([...FINISHED_RUN_STATUSES].sort()).toEqual(RUN_STATUSES.filter(isTerminal).sort());
   });
 });
+
+describe('the CLI help', () => {
+  async function help(...args: string[]): Promise<string> {
+    let stdout = '';
+    await runCli([...args, '--help'], {
+      stdout: (text) => (stdout += text),
+      stderr: (text) => (stdout += text),
+      env: { SCHEDULER_URL: 'http://127.0.0.1:9', SCHEDULER_API_KEY: 'key' },
+      readStdin: () => Promise.resolve(''),
+    });
+    return stdout;
+  }
+
+  it('says dead runs are chosen by when they ended, as the API filters them', async () => {
+    for (const command of [
+      ['dead', 'list'],
+      ['dead', 'replay'],
+    ]) {
+      const text = await help(...command);
+      expect(text, command.join(' ')).toMatch(/--from <time>\s+.*ended at or after/);
+      expect(text, command.join(' ')).toMatch(/--to <time>\s+.*ended at or before/);
+      expect(text, command.join(' ')).not.toContain('scheduled');
+    }
+  });
+});
