@@ -117,6 +117,9 @@ function idempotencyKeyOf(event: ApiEvent): string | undefined {
   return key;
 }
 
+/** A resent notification's change: from what it was (a stalled resend was PENDING; one never made, nothing). */
+const resentChange = (before: string | null, after: string) => ({ ...(before !== null ? { before } : {}), after });
+
 function handlers(deps: SchedulerDeps): Handlers {
   /** Appends what the caller changed to the tenant's audit trail (after the change succeeded). */
   const audit = (caller: Caller, action: AuditAction, objectId: string, details: Pick<AuditRecord, 'changes' | 'requested'> = {}) =>
@@ -199,8 +202,8 @@ function handlers(deps: SchedulerDeps): Handlers {
     listRunNotifications: async ({ tenantId, params }) => json(200, { items: await listRunNotifications(deps, tenantId, param(params, 'runId')) }),
     resendNotification: async ({ caller, params }) => {
       const event = param(params, 'event') as JobNotifyEvent;
-      const notification = await resendNotification(deps, caller.tenantId, param(params, 'runId'), event, caller.limits);
-      await audit(caller, 'notification.resend', param(params, 'runId'), { changes: { [`notification.${event}`]: { before: 'DEAD', after: 'PENDING' } } });
+      const { notification, before } = await resendNotification(deps, caller.tenantId, param(params, 'runId'), event, caller.limits);
+      await audit(caller, 'notification.resend', param(params, 'runId'), { changes: { [`notification.${event}`]: resentChange(before, notification.status) } });
       return json(202, notification);
     },
     claimRun: async ({ tenantId, body }) => {
@@ -256,9 +259,16 @@ function handlers(deps: SchedulerDeps): Handlers {
     resendWorkflowRunNotification: async ({ caller, params }) => {
       const event = param(params, 'workflowEvent') as Exclude<WorkflowNotifyEvent, 'skipped'>;
       const workflowRunId = param(params, 'workflowRunId');
-      const notification = await resendWorkflowRunNotification(deps, caller.tenantId, param(params, 'workflowId'), workflowRunId, event, caller.limits);
+      const { notification, before } = await resendWorkflowRunNotification(
+        deps,
+        caller.tenantId,
+        param(params, 'workflowId'),
+        workflowRunId,
+        event,
+        caller.limits,
+      );
       await audit(caller, 'notification.resend', workflowRunId, {
-        changes: { [`notification.${event}`]: { before: 'DEAD', after: 'PENDING' }, retry: { after: notification.retry } },
+        changes: { [`notification.${event}`]: resentChange(before, notification.status), retry: { after: notification.retry } },
       });
       return json(202, notification);
     },

@@ -19,6 +19,12 @@ export type NotificationView = Omit<NotificationRecord, 'body' | 'tenantId' | 'r
 /** How long a resend may stay PENDING with no try before it may be sent again (its message was never sent). */
 export const STALLED_RESEND_MS = 15 * 60_000;
 
+/** A resend's answer, and what the notification was before it (null: never made, made now). */
+export interface Resent<V extends NotificationView = NotificationView> {
+  readonly notification: V;
+  readonly before: NotificationRecord['status'] | null;
+}
+
 const viewOf = ({ body: _body, tenantId: _tenant, runId: _run, ...view }: NotificationRecord): NotificationView => view;
 
 /** The run's notifications, one per event it raised (none when its job asks for none). */
@@ -38,7 +44,7 @@ export async function resendNotification(
   runId: string,
   event: NotifyEvent,
   limits: TenantLimits = deps.config.tenantDefaults,
-): Promise<NotificationView> {
+): Promise<Resent> {
   const run = await tenantRun(deps, tenantId, runId);
   // An outcome that raised the event, whose notification was never made (the external worker's
   // complete or fail that recorded it stopped before it): made now, and sent.
@@ -48,7 +54,7 @@ export async function resendNotification(
       await admitRunRequest(deps, tenantId, limits, deps.clock());
       await notifyOutcome(deps, jobSubject(job), run);
       const made = await deps.notifications.get(runId, event);
-      if (made) return viewOf(made);
+      if (made) return { notification: viewOf(made), before: null };
     }
   }
   return resend(deps, { tenantId, key: runId, event, traceparent: run.traceparent, what: `run ${runId}`, fields: { runId } }, limits);
@@ -83,15 +89,15 @@ export async function resendWorkflowRunNotification(
   workflowRunId: string,
   event: Exclude<WorkflowNotifyEvent, 'skipped'>,
   limits: TenantLimits = deps.config.tenantDefaults,
-): Promise<WorkflowRunNotificationView> {
+): Promise<Resent<WorkflowRunNotificationView>> {
   const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
   const key = workflowRunNotificationKey(run);
-  const view = await resend(
+  const { notification, before } = await resend(
     deps,
     { tenantId, key, event, traceparent: run.traceparent, what: `the latest end of workflow run ${workflowRunId}`, fields: { workflowId, workflowRunId } },
     limits,
   );
-  return { ...view, retry: run.retries };
+  return { notification: { ...notification, retry: run.retries }, before };
 }
 
 async function resend(
@@ -107,7 +113,7 @@ async function resend(
     fields: Record<string, string>;
   },
   limits: TenantLimits,
-): Promise<NotificationView> {
+): Promise<Resent> {
   const { tenantId, key, event, traceparent } = notification;
   const record = await deps.notifications.get(key, event);
   if (!record || record.tenantId !== tenantId) throw new NotFoundError(`No ${event} notification of ${notification.what}`);
@@ -148,5 +154,5 @@ async function resend(
     event,
     notificationId: record.notificationId,
   });
-  return viewOf({ ...record, status: 'PENDING', tries: 0, deadAt: null, resentAt: new Date(now).toISOString() });
+  return { notification: viewOf({ ...record, status: 'PENDING', tries: 0, deadAt: null, resentAt: new Date(now).toISOString() }), before: record.status };
 }

@@ -138,6 +138,10 @@ describe('outcome notifications', () => {
     // Before, the resend answered 404 (no record) and the notification was lost for good.
     const made = await scheduler.api('POST', `/v1/runs/${unmade.runId}/notifications/succeeded/resend`);
     expect(made.status, JSON.stringify(made.body)).toBe(202);
+    // Its audit entry says it was made now: nothing before (not DEAD).
+    const madeAudit = await scheduler.api('GET', `/v1/audit?objectId=${unmade.runId}`);
+    expect(madeAudit.body.items[0]).toMatchObject({ action: 'notification.resend', changes: { 'notification.succeeded': { after: 'PENDING' } } });
+    expect(madeAudit.body.items[0].changes['notification.succeeded']).not.toHaveProperty('before');
     expect((await settled(unmade.runId, 'succeeded'))?.status).toBe('SENT');
     expect(callsFor(hooks, unmade.jobId)).toHaveLength(1);
 
@@ -150,7 +154,10 @@ describe('outcome notifications', () => {
     expect((await scheduler.api('POST', `/v1/runs/${unsent.runId}/notifications/succeeded/resend`)).status).toBe(409);
     const later = { ...scheduler.deps, clock: () => Date.now() + STALLED_RESEND_MS + 60_000 };
     // Before, it stayed PENDING with no try until it expired, and a resend answered 409.
-    expect((await resendNotification(later, scheduler.tenantId, unsent.runId, 'succeeded')).status).toBe('PENDING');
+    expect(await resendNotification(later, scheduler.tenantId, unsent.runId, 'succeeded')).toMatchObject({
+      notification: { status: 'PENDING' },
+      before: 'PENDING',
+    });
     expect((await settled(unsent.runId, 'succeeded'))?.status).toBe('SENT');
     expect(callsFor(hooks, unsent.jobId)).toHaveLength(1);
   });
@@ -344,7 +351,9 @@ describe('outcome notifications', () => {
     // Only a dead notification is sent again; the resend is in the audit under the run.
     expect((await scheduler.api('POST', `/v1/runs/${runId}/notifications/succeeded/resend`)).status).toBe(409);
     const audit = await scheduler.api('GET', `/v1/audit?objectId=${runId}`);
-    expect(audit.body.items.map((entry: { action: string }) => entry.action)).toContain('notification.resend');
+    expect(audit.body.items).toContainEqual(
+      expect.objectContaining({ action: 'notification.resend', changes: { 'notification.succeeded': { before: 'DEAD', after: 'PENDING' } } }),
+    );
   });
 
   it('a redelivered outcome and racing tries still send one notification', async () => {
