@@ -54,10 +54,34 @@ export async function startWorkflowRun(
   };
   const opened = withOpeningMoves(version, run, now);
   if (!(await deps.workflowRuns.createRun(opened.run, now))) throw new ConflictError('A run of this workflow was started at the same millisecond; try again');
-  if (await cancelIfDeleted(deps, opened.run)) throw new NotFoundError(`No workflow ${workflowId}: it was deleted`);
+  // Committed: the run is started, whatever fails after (the ticker's repair writes the runs of its
+  // claimed steps, a grace later). Answering an error would have a caller retry it into a second run.
+  try {
+    if (await cancelIfDeleted(deps, opened.run)) throw new NotFoundError(`No workflow ${workflowId}: it was deleted`);
+  } catch (error) {
+    if (error instanceof NotFoundError) throw error;
+    return startedAnyway(opened.run, 'its workflow could not be read again', error);
+  }
   deps.telemetry.workflowRunStarted(run, version.spec.name);
   logger.info('workflow run started', { ...workflowRunFields(run), version: version.version });
-  return openWorkflowRun(deps, version, opened.run, opened.start, now);
+  try {
+    return await openWorkflowRun(deps, version, opened.run, opened.start, now);
+  } catch (error) {
+    return startedAnyway(opened.run, 'its steps could not all be started', error);
+  }
+}
+
+/**
+ * A workflow run whose write (its start, or its retry) committed and whose steps' start then failed:
+ * answered as written, the failure logged. The write kept its check-back, and the ticker's repair
+ * writes the runs of the steps it claimed and moves it on (decision 0142).
+ */
+function startedAnyway(run: WorkflowRun, what: string, error: unknown): WorkflowRun {
+  logger.error(`workflow run written, but ${what}; the ticker's repair completes it`, {
+    ...workflowRunFields(run),
+    error: error instanceof Error ? error.message : String(error),
+  });
+  return run;
 }
 
 export async function getWorkflowRun(deps: SchedulerDeps, tenantId: string, workflowId: string, workflowRunId: string): Promise<WorkflowRun> {
@@ -289,9 +313,13 @@ export async function retryWorkflowRun(
   if (!retried.held) throw new ConflictError('The workflow run was retried or changed meanwhile; read it again');
   deps.telemetry.workflowRunStarted(retried.run, version.spec.name);
   logger.info('workflow run retried', { ...workflowRunFields(retried.run), retries: retried.run.retries });
-  const advanced = await advance(deps, version, retried.run);
-  // A replay taken over as the step's run may have ended between the read and the retry's write,
-  // its continuation finding the workflow run not running: its outcome is recorded here.
-  const adopted = Object.keys(steps).filter((stepId) => steps[stepId]?.status === 'STARTED');
-  return adopted.length > 0 ? recordEndedSteps(deps, version, advanced, adopted) : advanced;
+  try {
+    const advanced = await advance(deps, version, retried.run);
+    // A replay taken over as the step's run may have ended between the read and the retry's write,
+    // its continuation finding the workflow run not running: its outcome is recorded here.
+    const adopted = Object.keys(steps).filter((stepId) => steps[stepId]?.status === 'STARTED');
+    return adopted.length > 0 ? await recordEndedSteps(deps, version, advanced, adopted) : advanced;
+  } catch (error) {
+    return startedAnyway(retried.run, 'its steps could not all be started', error);
+  }
 }

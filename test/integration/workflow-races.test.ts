@@ -9,7 +9,7 @@ import { drainDispatch as drainQueue, eventually, executeRun, startScheduler, st
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { workflowRunKey } from '../../lambdas/store/keys';
 import { continueWorkflow } from '../../lambdas/app/workflow-progress';
-import { cancelWorkflowRun, startWorkflowRun } from '../../lambdas/app/workflow-runs';
+import { cancelWorkflowRun, retryWorkflowRun, startWorkflowRun } from '../../lambdas/app/workflow-runs';
 
 describe('workflow runs under races', () => {
   let scheduler: Scheduler;
@@ -410,13 +410,16 @@ describe('workflow runs under races', () => {
       ...api,
       runs: Object.assign(Object.create(api.runs) as typeof api.runs, { create: () => Promise.reject(new Error('api killed')) }),
     };
-    await expect(startWorkflowRun(dying, scheduler.tenantId, workflowId)).rejects.toThrow('api killed');
+    // Committed, the start answers the run (202): a caller retrying an error would start a second one.
+    const answered = await startWorkflowRun(dying, scheduler.tenantId, workflowId);
+    expect(answered.status).toBe('RUNNING');
     const listed = (await scheduler.api('GET', `/v1/workflows/${workflowId}/runs`)).body.items as {
       workflowRunId: string;
       steps: Record<string, { status: string; runId: string }>;
     }[];
     expect(listed).toHaveLength(1);
     const opened = listed[0]!;
+    expect(opened.workflowRunId).toBe(answered.workflowRunId);
     // The put claimed the root; its run was never written.
     expect(opened.steps.root!.status).toBe('STARTED');
     expect(opened.steps.next!.status).toBe('WAITING');
@@ -431,6 +434,34 @@ describe('workflow runs under races', () => {
     const next = await runIdOf(path, 'next');
     expect(await drainDispatch()).toEqual([next]);
     expect(await executeRun(scheduler.workerDeps('worker-1'), next)).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  it('a retry whose steps could not be started after its write answers the run, and the repair starts them', async () => {
+    const { workflowId, workflowRunId, path } = await startRun('retried-unstarted', [step('rs-once')]);
+    const once = await runIdOf(path, 'rs-once');
+    expect(await drainDispatch()).toEqual([once]);
+    failOnce.add('rs-once');
+    expect(await executeRun(scheduler.workerDeps('worker-1'), once)).toBe('dead');
+    expect((await scheduler.api('GET', path)).body.status).toBe('FAILED');
+
+    const api = scheduler.workerDeps('api-dies-after-retry');
+    const dying: SchedulerDeps = {
+      ...api,
+      runs: Object.assign(Object.create(api.runs) as typeof api.runs, { create: () => Promise.reject(new Error('api killed')) }),
+    };
+    const retried = await retryWorkflowRun(dying, scheduler.tenantId, workflowId, workflowRunId);
+    expect(retried).toMatchObject({ status: 'RUNNING', retries: 1 });
+    const claimed = (await scheduler.api('GET', path)).body;
+    expect(claimed.steps['rs-once'].status).toBe('STARTED');
+    const again = claimed.steps['rs-once'].runId as string;
+    expect((await scheduler.api('GET', `/v1/runs/${again}`)).status).toBe(404);
+    expect(await drainDispatch()).toEqual([]);
+
+    await agePastGrace(path);
+    await tick(scheduler.workerDeps('ticker'));
+    expect(await drainDispatch()).toEqual([again]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), again)).toBe('succeeded');
     expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
   });
 });
