@@ -1,5 +1,5 @@
 // The scheduler's client package: `import { SchedulerClient } from '@job-scheduler/client'`.
-export { SchedulerClient, JobsApi, RunsApi, DeadRunsApi, WorkflowsApi } from './scheduler-client.js';
+export { SchedulerClient, JobsApi, RunsApi, DeadRunsApi, WorkflowsApi, SigningSecretsApi, AuditApi } from './scheduler-client.js';
 export type { SchedulerClientOptions, CallOptions, CreateOptions, TracedOptions, UpdateOptions } from './scheduler-client.js';
 export { SchedulerApiError, SchedulerConnectionError } from './errors.js';
 export type { Problem, FieldError } from './errors.js';

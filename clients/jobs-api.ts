@@ -37,8 +37,11 @@ export class JobsApi {
     return { ...created, replayed: answer.headers.get('idempotent-replayed') === 'true' };
   }
 
+  /** The tenant's jobs, filtered by status, type, name (or its prefix) and labels: one page. */
   async list(query: ListJobsQuery = {}, options: CallOptions = {}): Promise<Page<JobView>> {
-    return (await this.transport.send({ method: 'GET', path: '/v1/jobs', query: { ...query }, repeat: 'repeatable', signal: options.signal }))
+    // Several labels go comma-separated, as API Gateway joins a repeated parameter.
+    const label = query.label === undefined || typeof query.label === 'string' ? query.label : query.label.join(',');
+    return (await this.transport.send({ method: 'GET', path: '/v1/jobs', query: { ...query, label }, repeat: 'repeatable', signal: options.signal }))
       .body as Page<JobView>;
   }
 

@@ -1,22 +1,32 @@
-// `client.runs` and `client.deadRuns`: a job's runs, their notifications, and dead runs' replay.
+// `client.runs` and `client.deadRuns`: a job's runs and the tenant's, their notifications, and dead runs' replay.
 import type { Transport } from './transport.js';
 import { segment } from './transport.js';
-import type { BulkReplayRequest, BulkReplayResult, DeadRunsQuery, Page, PageQuery, Run, RunNotification } from './types.js';
+import type { BulkReplayRequest, BulkReplayResult, DeadRunsQuery, ListRunsQuery, Page, Run, RunNotification } from './types.js';
 import type { CallOptions, TracedOptions } from './api-calls.js';
 import { everyItem, traceHeaders } from './api-calls.js';
 
 export class RunsApi {
   constructor(private readonly transport: Transport) {}
 
-  /** A job's runs, newest first. */
-  async list(jobId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<Run>> {
+  /** A job's runs, newest occurrence first, filtered by status and occurrence time. */
+  async list(jobId: string, query: ListRunsQuery = {}, options: CallOptions = {}): Promise<Page<Run>> {
     return (
       await this.transport.send({ method: 'GET', path: `/v1/jobs/${segment(jobId)}/runs`, query: { ...query }, repeat: 'repeatable', signal: options.signal })
     ).body as Page<Run>;
   }
 
-  iterate(jobId: string, query: PageQuery = {}, options: CallOptions = {}): AsyncGenerator<Run, void, undefined> {
+  iterate(jobId: string, query: ListRunsQuery = {}, options: CallOptions = {}): AsyncGenerator<Run, void, undefined> {
     return everyItem((cursor) => this.list(jobId, { ...query, cursor }, options), query.cursor);
+  }
+
+  /** The runs of every job of the tenant (`GET /v1/runs`), newest occurrence first, filtered by status and occurrence time. */
+  async listAll(query: ListRunsQuery = {}, options: CallOptions = {}): Promise<Page<Run>> {
+    return (await this.transport.send({ method: 'GET', path: '/v1/runs', query: { ...query }, repeat: 'repeatable', signal: options.signal }))
+      .body as Page<Run>;
+  }
+
+  iterateAll(query: ListRunsQuery = {}, options: CallOptions = {}): AsyncGenerator<Run, void, undefined> {
+    return everyItem((cursor) => this.listAll({ ...query, cursor }, options), query.cursor);
   }
 
   async get(runId: string, options: CallOptions = {}): Promise<Run> {

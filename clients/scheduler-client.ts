@@ -1,5 +1,5 @@
 // The typed client of the scheduler's API: one method per route, grouped as the routes are (jobs,
-// runs, dead runs, external workers), on one transport. Creates carry an Idempotency-Key of their
+// runs, dead runs, workflows, external workers, signing secrets, the audit trail), on one transport. Creates carry an Idempotency-Key of their
 // own, reused by the transport's retries of the same call; lists come as pages and as async
 // iterators over every item.
 import type { RetryOptions } from './transport.js';
@@ -8,11 +8,12 @@ import type { HealthQuery, HealthReport, PreviewRequest, PreviewResult } from '.
 import type { CallOptions } from './api-calls.js';
 import { JobsApi } from './jobs-api.js';
 import { DeadRunsApi, RunsApi } from './runs-api.js';
+import { AuditApi, SigningSecretsApi } from './operations-api.js';
 import { WorkflowsApi } from './workflows-api.js';
 import { WorkerClient } from './worker-client.js';
 
 export type { CallOptions, CreateOptions, TracedOptions, UpdateOptions } from './api-calls.js';
-export { DeadRunsApi, JobsApi, RunsApi, WorkflowsApi };
+export { AuditApi, DeadRunsApi, JobsApi, RunsApi, SigningSecretsApi, WorkflowsApi };
 
 export interface SchedulerClientOptions {
   /** The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com or http://127.0.0.1:3000. */
@@ -38,6 +39,10 @@ export class SchedulerClient {
   readonly runs: RunsApi;
   readonly deadRuns: DeadRunsApi;
   readonly workflows: WorkflowsApi;
+  /** The webhook signing secrets: issue (rotate), list, revoke. */
+  readonly signingSecrets: SigningSecretsApi;
+  /** The audit trail: who changed what, and when. */
+  readonly audit: AuditApi;
   /** External workers: claim, heartbeat, complete, fail, and `process` around a work function. */
   readonly workers: WorkerClient;
   private readonly transport: Transport;
@@ -48,6 +53,8 @@ export class SchedulerClient {
     this.runs = new RunsApi(this.transport);
     this.deadRuns = new DeadRunsApi(this.transport, this.runs);
     this.workflows = new WorkflowsApi(this.transport);
+    this.signingSecrets = new SigningSecretsApi(this.transport);
+    this.audit = new AuditApi(this.transport);
     this.workers = new WorkerClient({ transport: this.transport, ...(options.workerId ? { workerId: options.workerId } : {}) });
   }
 
@@ -59,6 +66,14 @@ export class SchedulerClient {
   async preview(request: PreviewRequest, options: CallOptions = {}): Promise<PreviewResult> {
     return (await this.transport.send({ method: 'POST', path: '/v1/schedules/preview', body: request, repeat: 'repeatable', signal: options.signal }))
       .body as PreviewResult;
+  }
+
+  /** The API's OpenAPI 3.1 document (`GET /v1/openapi.json`). */
+  async openApi(options: CallOptions = {}): Promise<Record<string, unknown>> {
+    return (await this.transport.send({ method: 'GET', path: '/v1/openapi.json', repeat: 'repeatable', signal: options.signal })).body as Record<
+      string,
+      unknown
+    >;
   }
 
   /** Whether the scheduler keeps up: queues, the ticker, the tenant's runs and in-flight work. */

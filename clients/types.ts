@@ -22,6 +22,7 @@ import type {
   targetSchema,
 } from '../lambdas/domain/job';
 import type { Run, RunError, RunStatus, RunTrigger } from '../lambdas/domain/run';
+import type { AuditAction, AuditEntry } from '../lambdas/domain/audit';
 import type {
   NotificationBody,
   NotifyDestination,
@@ -38,6 +39,8 @@ import type {
  */
 export type { HeaderValue, SecretReference };
 export type { Delivery, Job, JobStatus, RetryPolicy, Run, RunError, RunStatus, RunTrigger, Schedule, Target };
+/** An entry of the audit trail (`GET /v1/audit`): who changed what, when, with the fields before and after. */
+export type { AuditAction, AuditEntry };
 /** A job's `notify`, its events and destinations, and the body each notification carries (docs/notifications.md). */
 export type { NotificationBody, NotifyDestination, NotifyEvent, NotifySpec, RunNotificationBody, WorkflowNotifySpec, WorkflowRunNotificationBody };
 
@@ -134,9 +137,16 @@ export interface CreatedJob {
   readonly replayed: boolean;
 }
 
+/** `GET /v1/jobs`: the tenant's jobs, filtered. */
 export interface ListJobsQuery {
   readonly status?: JobStatus;
   readonly type?: string;
+  /** Jobs with exactly this name (at most one); not with `namePrefix`. */
+  readonly name?: string;
+  /** Jobs whose name starts with this, in name order. */
+  readonly namePrefix?: string;
+  /** Jobs carrying this label, `key=value`; several (all must match) as an array or comma-separated. */
+  readonly label?: string | readonly string[];
   /** Page size, 1 to 100 (default 20). */
   readonly limit?: number;
   readonly cursor?: string;
@@ -145,6 +155,23 @@ export interface ListJobsQuery {
 export interface PageQuery {
   readonly limit?: number;
   readonly cursor?: string;
+}
+
+/** `GET /v1/jobs/{jobId}/runs` and `GET /v1/runs`: newest occurrence first. */
+export interface ListRunsQuery extends PageQuery {
+  readonly status?: RunStatus;
+  /** ISO 8601 instants: runs of occurrences scheduled at or after `from`, and before `to`. */
+  readonly from?: string;
+  readonly to?: string;
+}
+
+/** `GET /v1/audit`: newest first. */
+export interface AuditQuery extends PageQuery {
+  /** Only the entries of this job, run, workflow, secret or key. */
+  readonly objectId?: string;
+  /** ISO 8601 instants: entries at or after `from`, at or before `to`. */
+  readonly from?: string;
+  readonly to?: string;
 }
 
 export interface DeadRunsQuery extends PageQuery {
@@ -232,6 +259,27 @@ export interface PauseRequest {
 export interface SkipRequest {
   next?: number | undefined;
   occurrences?: string[] | undefined;
+}
+
+/** A webhook signing secret as the API lists it: never its value. */
+export interface SigningSecret {
+  readonly secretId: string;
+  readonly createdAt: string;
+  /** When a replaced secret stops signing; null for the current one. */
+  readonly expiresAt: string | null;
+}
+
+/** `POST /v1/signing-secrets`: the new secret, with its value (in this answer only, never again). */
+export interface IssuedSigningSecret extends SigningSecret {
+  /** The value, `whsec_` + base64. */
+  readonly secret: string;
+  /** The secrets that sign beside it, until their `expiresAt`. */
+  readonly previous: readonly SigningSecret[];
+}
+
+/** `POST /v1/signing-secrets`: how long the secret it replaces keeps signing (default 86400 s, at most 7 days). */
+export interface IssueSigningSecretRequest {
+  graceSeconds?: number | undefined;
 }
 
 export interface HealthQuery {

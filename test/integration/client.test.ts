@@ -156,6 +156,51 @@ describe('the typed client', () => {
     expect(Object.keys(health.queues.pools)).toContain('default');
   });
 
+  it('filters jobs by name, name prefix and labels, and lists the runs of the whole tenant by status and time', async () => {
+    const red = (await client.jobs.create(later('client-filter-red', { labels: { colour: 'red', size: 'big' } }))).job;
+    const blue = (await client.jobs.create(later('client-filter-blue', { labels: { colour: 'blue', size: 'big' } }))).job;
+    const ids = (page: { items: { jobId: string }[] }) => page.items.map((job) => job.jobId);
+    expect(ids(await client.jobs.list({ name: 'client-filter-red' }))).toEqual([red.jobId]);
+    expect(ids(await client.jobs.list({ namePrefix: 'client-filter-' }))).toEqual([blue.jobId, red.jobId]);
+    expect(ids(await client.jobs.list({ label: 'size=big' })).sort()).toEqual([blue.jobId, red.jobId].sort());
+    expect(ids(await client.jobs.list({ label: ['size=big', 'colour=blue'] }))).toEqual([blue.jobId]);
+    expect(ids(await client.jobs.list({ label: 'size=big,colour=red' }))).toEqual([red.jobId]);
+
+    const cancelled = await client.runs.cancel(red.nextRunId!);
+    const tenantCancelled: string[] = [];
+    for await (const run of client.runs.iterateAll({ status: 'CANCELLED', limit: 1 })) tenantCancelled.push(run.runId);
+    expect(tenantCancelled).toContain(cancelled.runId);
+    expect(tenantCancelled).not.toContain(blue.nextRunId);
+    const pending = await client.runs.listAll({ status: 'SCHEDULED', from: blue.nextRunAt!, to: new Date(Date.parse(blue.nextRunAt!) + 1).toISOString() });
+    expect(pending.items.map((run) => run.runId)).toContain(blue.nextRunId);
+    expect((await client.runs.list(red.jobId, { status: 'SCHEDULED' })).items).toEqual([]);
+    expect((await client.runs.list(red.jobId, { status: 'CANCELLED' })).items.map((run) => run.runId)).toEqual([cancelled.runId]);
+  });
+
+  it('issues, lists and revokes signing secrets, reads the audit trail, and fetches the OpenAPI document', async () => {
+    const first = await client.signingSecrets.issue();
+    expect(first.secret).toMatch(/^whsec_/);
+    const second = await client.signingSecrets.issue({ graceSeconds: 600 });
+    expect(second.previous.map((secret) => secret.secretId)).toContain(first.secretId);
+    const live = await client.signingSecrets.list();
+    expect(live.map((secret) => secret.secretId)).toEqual(expect.arrayContaining([first.secretId, second.secretId]));
+    expect(JSON.stringify(live)).not.toContain('whsec_');
+    await client.signingSecrets.revoke(first.secretId);
+    expect((await client.signingSecrets.list()).map((secret) => secret.secretId)).not.toContain(first.secretId);
+    const again = await client.signingSecrets.revoke(first.secretId).catch((error: unknown) => error);
+    expect(again).toMatchObject({ status: 404 });
+
+    const trail = await client.audit.list({ objectId: first.secretId });
+    expect(trail.items.map((entry) => entry.action).sort()).toEqual(['signing-secret.issue', 'signing-secret.revoke']);
+    const since = trail.items.at(-1)!.at;
+    const every: string[] = [];
+    for await (const entry of client.audit.iterate({ from: since, limit: 1 })) every.push(entry.objectId);
+    expect(every).toEqual(expect.arrayContaining([first.secretId, second.secretId]));
+
+    const document = await client.openApi();
+    expect(document).toMatchObject({ openapi: '3.1.0', paths: { '/v1/audit': { get: { operationId: 'listAudit' } } } });
+  });
+
   it('serves external workers on the same transport, with the same error class', async () => {
     const { job } = await client.jobs.create({
       ...later('client-external', { type: 'client-external' }),

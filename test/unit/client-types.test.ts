@@ -6,7 +6,27 @@ import { describe, expectTypeOf, it } from 'vitest';
 import type * as client from '../../clients/types';
 import type { Claim } from '../../clients/worker-client';
 import type { ClaimedRun, heartbeatRun } from '../../lambdas/app/external-workers';
-import type { backfillSchema, bulkReplaySchema, claimSchema, previewSchema, pauseSchema, skipSchema, triggerSchema } from '../../lambdas/api/schemas';
+import type {
+  auditQuery,
+  backfillSchema,
+  bulkReplaySchema,
+  claimSchema,
+  deadQuery,
+  healthQuery,
+  issueSigningSecretSchema,
+  listJobsQuery,
+  listRunsQuery,
+  listWorkflowRunsQuery,
+  listWorkflowsQuery,
+  previewSchema,
+  pauseSchema,
+  skipSchema,
+  triggerSchema,
+  workflowQuery,
+} from '../../lambdas/api/schemas';
+import type { IssuedSigningSecret } from '../../lambdas/app/signing-secrets';
+import type { SigningSecretRecord } from '../../lambdas/store/signing-secrets';
+import type { AuditPage } from '../../lambdas/store/audit-log';
 import type { backfillView } from '../../lambdas/app/backfills';
 import type { HealthReport } from '../../lambdas/app/health';
 import type { CreateJobResult, getJob, JobView, previewSchedule } from '../../lambdas/app/jobs';
@@ -31,6 +51,9 @@ describe('the client types are the backend types', () => {
     expectTypeOf<client.Page<client.WorkflowSummary>>().toEqualTypeOf<Awaited<ReturnType<typeof listWorkflows>>>();
     expectTypeOf<client.HeartbeatResult>().toEqualTypeOf<Awaited<ReturnType<typeof heartbeatRun>>>();
     expectTypeOf<client.RunNotification>().toEqualTypeOf<NotificationView>();
+    expectTypeOf<client.SigningSecret>().toEqualTypeOf<SigningSecretRecord>();
+    expectTypeOf<client.IssuedSigningSecret>().toEqualTypeOf<IssuedSigningSecret>();
+    expectTypeOf<client.Page<client.AuditEntry>>().toEqualTypeOf<AuditPage>();
     expectTypeOf<client.WorkflowRunNotification>().toEqualTypeOf<WorkflowRunNotificationView>();
     // Payload and checkpoint are the worker's own types in the client (unknown in the backend).
     expectTypeOf<Omit<Claim, 'payload' | 'checkpoint'>>().toEqualTypeOf<Omit<ClaimedRun, 'payload' | 'checkpoint'>>();
@@ -47,5 +70,41 @@ describe('the client types are the backend types', () => {
     expectTypeOf<client.BulkReplayRequest>().toEqualTypeOf<z.input<typeof bulkReplaySchema>>();
     expectTypeOf<client.WorkflowSpecInput>().toEqualTypeOf<z.input<typeof workflowSpecSchema>>();
     expectTypeOf<client.ClaimRequest>().toEqualTypeOf<z.input<typeof claimSchema>>();
+    expectTypeOf<client.IssueSigningSecretRequest>().toEqualTypeOf<z.input<typeof issueSigningSecretSchema>>();
+  });
+
+  // A query string is text: the route's schema reads `limit` (and a workflow's `version`, health's
+  // `minutes`) from a string, where the client takes a number, and the client takes several labels
+  // as an array. The names are the same, and every other field takes the same values.
+  it('queries', () => {
+    type Textual = 'limit' | 'minutes' | 'version' | 'label';
+    expectTypeOf<keyof client.ListJobsQuery>().toEqualTypeOf<keyof z.input<typeof listJobsQuery>>();
+    expectTypeOf<Omit<client.ListJobsQuery, Textual>>().toExtend<Omit<z.input<typeof listJobsQuery>, Textual>>();
+    expectTypeOf<Omit<z.input<typeof listJobsQuery>, Textual>>().toExtend<Omit<client.ListJobsQuery, Textual>>();
+    expectTypeOf<client.ListJobsQuery['label']>().toExtend<z.input<typeof listJobsQuery>['label'] | readonly string[]>();
+
+    expectTypeOf<keyof client.ListRunsQuery>().toEqualTypeOf<keyof z.input<typeof listRunsQuery>>();
+    expectTypeOf<Omit<client.ListRunsQuery, Textual>>().toExtend<Omit<z.input<typeof listRunsQuery>, Textual>>();
+    expectTypeOf<Omit<z.input<typeof listRunsQuery>, Textual>>().toExtend<Omit<client.ListRunsQuery, Textual>>();
+
+    expectTypeOf<keyof client.DeadRunsQuery>().toEqualTypeOf<keyof z.input<typeof deadQuery>>();
+    expectTypeOf<Omit<client.DeadRunsQuery, Textual>>().toExtend<Omit<z.input<typeof deadQuery>, Textual>>();
+    expectTypeOf<Omit<z.input<typeof deadQuery>, Textual>>().toExtend<Omit<client.DeadRunsQuery, Textual>>();
+
+    expectTypeOf<keyof client.AuditQuery>().toEqualTypeOf<keyof z.input<typeof auditQuery>>();
+    expectTypeOf<Omit<client.AuditQuery, Textual>>().toExtend<Omit<z.input<typeof auditQuery>, Textual>>();
+    expectTypeOf<Omit<z.input<typeof auditQuery>, Textual>>().toExtend<Omit<client.AuditQuery, Textual>>();
+
+    expectTypeOf<keyof client.ListWorkflowsQuery>().toEqualTypeOf<keyof z.input<typeof listWorkflowsQuery>>();
+    expectTypeOf<Omit<client.ListWorkflowsQuery, Textual>>().toExtend<Omit<z.input<typeof listWorkflowsQuery>, Textual>>();
+    expectTypeOf<Omit<z.input<typeof listWorkflowsQuery>, Textual>>().toExtend<Omit<client.ListWorkflowsQuery, Textual>>();
+
+    expectTypeOf<keyof client.ListWorkflowRunsQuery>().toEqualTypeOf<keyof z.input<typeof listWorkflowRunsQuery>>();
+    expectTypeOf<Omit<client.ListWorkflowRunsQuery, Textual>>().toExtend<Omit<z.input<typeof listWorkflowRunsQuery>, Textual>>();
+    expectTypeOf<Omit<z.input<typeof listWorkflowRunsQuery>, Textual>>().toExtend<Omit<client.ListWorkflowRunsQuery, Textual>>();
+
+    expectTypeOf<keyof client.HealthQuery>().toEqualTypeOf<keyof z.input<typeof healthQuery>>();
+    // `workflows.get(workflowId, version)`: the route's one query field.
+    expectTypeOf<keyof z.input<typeof workflowQuery>>().toEqualTypeOf<'version'>();
   });
 });
