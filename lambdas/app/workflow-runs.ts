@@ -131,6 +131,9 @@ export async function cancelRunningWorkflowRuns(deps: SchedulerDeps, workflowId:
   return cancelled;
 }
 
+/** How long a cancel has to settle its started steps before the ticker's repair looks at them. */
+const CANCEL_SETTLE_MS = 60_000;
+
 /** Tries of a cancel whose write a step's move refused (a claim, a step ruled out) before it gives up. */
 const MAX_CANCEL_ATTEMPTS = 5;
 
@@ -163,7 +166,7 @@ async function finishCancel(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
 /**
  * Ends a running workflow run CANCELLED (condition: RUNNING, its waiting steps NOT_STARTED in the
  * same write, so no claim can succeed after it), then cancels its started steps' runs. The end's
- * write keeps the run's check-back, due at once, while a step is STARTED: should the cancel stop
+ * write keeps the run's check-back, due a minute later, while a step is STARTED: should the cancel stop
  * before its steps' runs are cancelled, the ticker's next repair cancels them (`repairWorkflowRun`).
  */
 async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<WorkflowRunWrite> {
@@ -175,7 +178,9 @@ async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
       .map(([stepId, state]) => [stepId, { ...state, status: 'NOT_STARTED' as const, finishedAt: at, reason: 'the workflow run was cancelled' }]),
   );
   const version = await versionOf(deps, run.workflowId, run.version);
-  const checkBackAt = hasStartedSteps(run) ? now - deps.config.redeliveryGraceSeconds * 1000 : undefined;
+  // Looked at by the ticker a minute from now (its check-backs are found a grace after their time):
+  // soon, and not while this cancel is still under way.
+  const checkBackAt = hasStartedSteps(run) ? now - deps.config.redeliveryGraceSeconds * 1000 + CANCEL_SETTLE_MS : undefined;
   const ended = await deps.workflowRuns.finish(run, 'CANCELLED', [], now, waiting, notifyMark(deps, version, 'CANCELLED', now), undefined, checkBackAt);
   if (!ended.held) return ended;
   const current = await settleCancelledSteps(deps, version?.spec.name ?? run.workflowId, ended.run, now, 'leave');
