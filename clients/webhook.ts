@@ -29,8 +29,10 @@ export function verifyDelivery(
   body: string,
   options: VerifyOptions = {},
 ): VerifyFailure | null {
+  // Header names are case-insensitive: Node lower-cases them, other servers and frameworks keep `Webhook-Id`.
   const header = (name: string): string | undefined => {
-    const value = headers[name] ?? headers[name.toLowerCase()];
+    const key = Object.keys(headers).find((given) => given.toLowerCase() === name);
+    const value = key === undefined ? undefined : headers[key];
     return Array.isArray(value) ? (value as readonly string[])[0] : (value as string | undefined);
   };
   const id = header('webhook-id');

@@ -79,6 +79,18 @@ describe('verifying a delivery', () => {
     expect(verifyDelivery(SPEC.secret, { 'webhook-id': SPEC.id }, SPEC.body, AT_SPEC_TIME)).toBe('missing-headers');
   });
 
+  it('finds the headers whatever the case of their names', () => {
+    const capitalised = {
+      'Webhook-Id': signed['webhook-id'],
+      'Webhook-Timestamp': signed['webhook-timestamp'],
+      'Webhook-Signature': signed['webhook-signature'],
+    };
+    expect(verifyDelivery(SPEC.secret, capitalised, SPEC.body, AT_SPEC_TIME)).toBeNull();
+    const upper = { 'WEBHOOK-ID': signed['webhook-id'], 'webhook-timestamp': signed['webhook-timestamp'], 'WebHook-Signature': [signed['webhook-signature']] };
+    expect(verifyDelivery(SPEC.secret, upper, SPEC.body, AT_SPEC_TIME)).toBeNull();
+    expect(verifyDelivery(SPEC.secret, { ...capitalised, 'Webhook-Id': 'msg_other' }, SPEC.body, AT_SPEC_TIME)).toBe('no-matching-signature');
+  });
+
   it('accepts a header list where any one signature matches, and skips other versions', () => {
     const list = `v1a,${Buffer.alloc(32).toString('base64')} v1,${Buffer.alloc(32).toString('base64')} ${SPEC.signature}`;
     expect(verifyDelivery(SPEC.secret, { ...signed, 'webhook-signature': list }, SPEC.body, AT_SPEC_TIME)).toBeNull();
