@@ -115,8 +115,10 @@ export function addOtherCommands(program: Command, ctx: CliContext): void {
         }
         const settled = (job.status === 'COMPLETED' || job.status === 'CANCELLED') && job.recentRuns.every((run) => FINISHED_RUN_STATUSES.has(run.status));
         if (options.untilDone && settled) return;
-        if (Date.now() + options.interval * 1000 > deadline) throw new WatchTimeout();
-        await new Promise((resolve) => setTimeout(resolve, options.interval * 1000));
+        // The last poll is at the deadline itself: a job done by then is reported done.
+        const left = deadline - Date.now();
+        if (left <= 0) throw new WatchTimeout();
+        await new Promise((resolve) => setTimeout(resolve, Math.min(options.interval * 1000, left)));
       }
     });
 }

@@ -63,6 +63,25 @@ describe('the CLI watch', () => {
   it('counts as finished exactly the statuses the domain calls terminal', () => {
     expect([...FINISHED_RUN_STATUSES].sort()).toEqual(RUN_STATUSES.filter(isTerminal).sort());
   });
+
+  it('polls until the deadline itself: a job done at --timeout is reported done, not timed out', async () => {
+    const polls: number[] = [];
+    server = createServer((request, response) => {
+      request.resume();
+      polls.push(Date.now());
+      // ACTIVE at the first two polls (0 s and 1 s), COMPLETED from the third (2 s, the deadline).
+      const status = polls.length >= 3 ? 'COMPLETED' : 'ACTIVE';
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ jobId: 'job_1', status, recentRuns: [] }));
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const started = Date.now();
+    const { code, stderr } = await cli(url, 'watch', 'job_1', '--interval', '1', '--until-done', '--timeout', '2');
+    expect(code, stderr).toBe(EXIT.ok);
+    expect(polls).toHaveLength(3);
+    expect(polls[2]! - started).toBeLessThan(3_500);
+  });
 });
 
 describe('the CLI help', () => {
