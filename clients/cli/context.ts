@@ -41,6 +41,8 @@ export interface CliContext {
   pageOptions(command: Command): Command;
   /** The document in a JSON or YAML file (`-` for standard input), which must be an object. */
   readDocument(path: string): Promise<Record<string, unknown>>;
+  /** Any JSON or YAML value in a file (`-` for standard input): a payload. */
+  readValue(path: string): Promise<unknown>;
 }
 
 export function createContext(io: CliIo): CliContext {
@@ -80,6 +82,7 @@ export function createContext(io: CliIo): CliContext {
         .option('--cursor <cursor>', 'the page after this cursor (printed under a page that has more)')
         .option('--all', 'every page'),
     readDocument: (path) => readDocument(io, path),
+    readValue: (path) => readValue(io, path),
   };
   return ctx;
 }
@@ -106,6 +109,13 @@ export function jobStatus(raw: string): JobStatus {
 
 /** The document in a JSON or YAML file (`-` for standard input), which must be an object. */
 async function readDocument(io: CliIo, path: string): Promise<Record<string, unknown>> {
+  const value = await readValue(io, path);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError(`${path} must hold an object (a job's fields)`);
+  return value as Record<string, unknown>;
+}
+
+/** The value in a JSON or YAML file (`-` for standard input), whatever it is. */
+async function readValue(io: CliIo, path: string): Promise<unknown> {
   let text: string;
   try {
     text = path === '-' ? await io.readStdin() : await readFile(path, 'utf8');
@@ -119,8 +129,7 @@ async function readDocument(io: CliIo, path: string): Promise<Record<string, unk
   } catch (error) {
     throw new UsageError(`${path} is neither JSON nor YAML: ${error instanceof Error ? error.message : String(error)}`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError(`${path} must hold an object (a job's fields)`);
-  return value as Record<string, unknown>;
+  return value;
 }
 
 /** A value given on the command line, as JSON or YAML. */

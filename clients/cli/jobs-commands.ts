@@ -105,7 +105,7 @@ export function addJobCommands(program: Command, ctx: CliContext): void {
       if (options.payload !== undefined && options.payloadFile !== undefined) throw new UsageError('give --payload or --payload-file, not both');
       const payload =
         options.payloadFile !== undefined
-          ? await ctx.readDocument(options.payloadFile)
+          ? await ctx.readValue(options.payloadFile)
           : options.payload !== undefined
             ? parseValue(options.payload, '--payload')
             : undefined;

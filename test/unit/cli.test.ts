@@ -1,8 +1,11 @@
 // The CLI's answers to what the local runtime rarely says (a 429 past the retry budget, a 500, a
 // 403), from a small local HTTP server; and its list of finished run statuses against the domain's.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EXIT } from '../../clients/cli/exit-codes';
 import { FINISHED_RUN_STATUSES } from '../../clients/cli/output';
@@ -81,6 +84,44 @@ describe('the CLI watch', () => {
     expect(code, stderr).toBe(EXIT.ok);
     expect(polls).toHaveLength(3);
     expect(polls[2]! - started).toBeLessThan(3_500);
+  });
+});
+
+describe('the CLI trigger', () => {
+  it('sends any JSON or YAML value of --payload-file as the payload, as --payload does', async () => {
+    const bodies: unknown[] = [];
+    server = createServer((request, response) => {
+      let text = '';
+      request.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      request.on('end', () => {
+        bodies.push(JSON.parse(text));
+        response.writeHead(202, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ run: { runId: 'job_1.r.1', status: 'QUEUED' } }));
+      });
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const directory = await mkdtemp(path.join(tmpdir(), 'cli-payload-'));
+    try {
+      const values: [string, unknown][] = [
+        ['[1, 2, 3]', [1, 2, 3]],
+        ['- a\n- b\n', ['a', 'b']],
+        ['"text"', 'text'],
+        ['42', 42],
+        ['{"kept": true}', { kept: true }],
+      ];
+      for (const [index, [text, value]] of values.entries()) {
+        const file = path.join(directory, `payload-${index}.yaml`);
+        await writeFile(file, text);
+        const { code, stderr } = await cli(url, 'jobs', 'trigger', 'job_1', '--payload-file', file);
+        expect(code, stderr).toBe(EXIT.ok);
+        expect(bodies.at(-1)).toEqual({ payload: value });
+      }
+      expect((await cli(url, 'jobs', 'trigger', 'job_1', '--payload', '[1,2,3]')).code).toBe(EXIT.ok);
+      expect(bodies.at(-1)).toEqual({ payload: [1, 2, 3] });
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 });
 
