@@ -215,7 +215,8 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         apiKey: {
           type: 'http',
           scheme: 'bearer',
-          description: 'An API key of the tenant (`npm run admin -- create-key`), sent as `Authorization: Bearer <key>`.',
+          description:
+            'An API key of the tenant (the operator issues it: `npm run admin -- tenant create <tenant>` with the first, `npm run admin -- key issue <tenant>` for more), sent as `Authorization: Bearer <key>`.',
         },
       },
       responses: {
