@@ -117,7 +117,9 @@ export class RunRecords {
     const expiry = run.finishedAt ? expiryAttributes(run.runId, Date.parse(run.finishedAt), this.retentionDays) : {};
     const item = { ...runToItem(run, newRun.extras), ...expiry };
     const written = await ifHeld(() =>
-      this.dynamo.send(new PutCommand({ TableName: this.tableName, Item: item, ...conditionExpressions(IF_NEW), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })),
+      this.dynamo.send(
+        new PutCommand({ TableName: this.tableName, Item: item, ...conditionExpressions(IF_NEW), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+      ),
     );
     if (written.held) return true;
     const [stored, mine]: [Item | undefined, Item] = [written.item, item];
