@@ -228,18 +228,25 @@ export class Telemetry {
       rollup.dirty = false;
       const store = this.store;
       writes.push(
-        store.putRollup(
-          this.workerId,
-          {
-            tenantId: rollup.tenantId,
-            minute: rollup.minute,
-            counts: { ...rollup.counts },
-            startLag: { ...rollup.startLag },
-            claimWait: { ...rollup.claimWait },
-          },
-          ++this.seq,
-          now,
-        ),
+        store
+          .putRollup(
+            this.workerId,
+            {
+              tenantId: rollup.tenantId,
+              minute: rollup.minute,
+              counts: { ...rollup.counts },
+              startLag: { ...rollup.startLag },
+              claimWait: { ...rollup.claimWait },
+            },
+            ++this.seq,
+            now,
+          )
+          .catch((error: unknown) => {
+            // Not written: the next flush writes it again (a minute that has ended changes no more,
+            // and would otherwise never be written).
+            rollup.dirty = true;
+            throw error;
+          }),
       );
     }
     writes.push(this.writeRegistry());

@@ -4,6 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MetricsRecorder } from '../../lambdas/core/metrics';
 import { Telemetry } from '../../lambdas/app/telemetry';
+import { processWorkerId } from '../../lambdas/app/deps';
 import type { Run } from '../../lambdas/domain/run';
 import type { TelemetryStore, WorkerRecord } from '../../lambdas/store/telemetry-store';
 
@@ -87,5 +88,45 @@ describe('the worker registry', () => {
     // Nothing changed since: the next flush writes nothing.
     await telemetry.flush();
     expect(written).toHaveLength(2);
+  });
+});
+
+describe('the roll-up of runs per minute', () => {
+  it('writes a minute again at the next flush when its write failed, though the minute has ended', async () => {
+    vi.useFakeTimers({ now: at });
+    try {
+      const minutes: string[] = [];
+      let fail = true;
+      const store = {
+        putWorker: () => Promise.resolve(),
+        putRollup: (_worker: string, rollup: { minute: string; counts: Record<string, number> }) => {
+          if (fail) {
+            fail = false;
+            return Promise.reject(new Error('throttled'));
+          }
+          minutes.push(`${rollup.minute} ${JSON.stringify(rollup.counts)}`);
+          return Promise.resolve();
+        },
+      } as unknown as TelemetryStore;
+      const telemetry = new Telemetry(new MetricsRecorder(() => undefined), store, 'worker-1', () => Date.now());
+      telemetry.runFinished(runOf(1), 'SUCCEEDED', 10, false);
+      await telemetry.flush();
+      expect(minutes).toEqual([]);
+      vi.setSystemTime(at + 60_000);
+      telemetry.runFinished(runOf(2), 'SUCCEEDED', 10, false);
+      await telemetry.flush();
+      expect(minutes.map((line) => line.slice(0, 16)).sort()).toEqual(['2026-11-27T10:00', '2026-11-27T10:01']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe("a process's worker id", () => {
+  it('is its log stream and a part of its own: a sandbox started again under the same stream is another worker', () => {
+    const [first, second] = [processWorkerId('2026/11/28/[$LATEST]abc'), processWorkerId('2026/11/28/[$LATEST]abc')];
+    expect(first.startsWith('worker-2026/11/28/[$LATEST]abc-')).toBe(true);
+    expect(first).not.toBe(second);
+    expect(processWorkerId(undefined)).toMatch(/^worker-[0-9a-f]{8}$/);
   });
 });
