@@ -130,9 +130,20 @@ export interface DepsOverrides extends Partial<Pick<SchedulerDeps, 'clock' | 'wo
   readonly resolveHost?: HostResolver;
 }
 
+/**
+ * This process's worker id: its log stream's name, to find its lines, and a part of its own. Lambda
+ * starts a sandbox again under the same log stream after a crash or a timeout: with the stream's
+ * name alone, the new process took the old one's leases and slots for its own, and its registry and
+ * roll-up writes (numbered from 0 again) were refused until it passed the old one's count.
+ */
+export function processWorkerId(logStream: string | undefined): string {
+  const own = randomUUID().slice(0, 8);
+  return logStream ? `worker-${logStream}-${own}` : `worker-${own}`;
+}
+
 export function createDeps(config: SchedulerConfig, clients: AwsClients, overrides: DepsOverrides = {}): SchedulerDeps {
   const clock = overrides.clock ?? Date.now;
-  const workerId = overrides.workerId ?? `worker-${process.env.AWS_LAMBDA_LOG_STREAM_NAME ?? randomUUID().slice(0, 8)}`;
+  const workerId = overrides.workerId ?? processWorkerId(process.env.AWS_LAMBDA_LOG_STREAM_NAME);
   const telemetryStore = new TelemetryStore(clients.dynamo, config.jobsTable);
   const apiKeys = new ApiKeysRepository(clients.dynamo, config.jobsTable);
   // An active job's byNextRun entry sits up to half the redelivery grace before its pending
