@@ -214,7 +214,10 @@ function refusedFilters(error: unknown): ('name' | 'label')[] {
 
 export const api = {
   job: (jobId: string) => request<JobDetail>('GET', `/jobs/${encodeURIComponent(jobId)}`),
-  jobRuns: (jobId: string, limit = 20, cursor?: string) => request<Page<Run>>('GET', `/jobs/${encodeURIComponent(jobId)}/runs${query({ limit, cursor })}`),
+  jobRuns: (jobId: string, limit = 20, cursor?: string, range: { from?: string; to?: string } = {}) =>
+    request<Page<Run>>('GET', `/jobs/${encodeURIComponent(jobId)}/runs${query({ limit, cursor, ...range })}`),
+  /** The tenant's runs of occurrences scheduled in [from, to). */
+  runs: (range: { from: string; to: string }, limit = 100) => request<Page<Run>>('GET', `/runs${query({ limit, ...range })}`),
   createJob: (spec: unknown) => request<{ job: Job; nextRunAt: string | null }>('POST', '/jobs', spec),
   pause: (jobId: string, pause: { note?: string; until?: string } = {}) => request<Job>('POST', `/jobs/${encodeURIComponent(jobId)}/pause`, pause),
   skip: (jobId: string, occurrences: string[]) => request<Job>('POST', `/jobs/${encodeURIComponent(jobId)}/skip`, { occurrences }),

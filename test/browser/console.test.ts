@@ -391,6 +391,14 @@ describe('the web console', () => {
       await expect.poll(() => page.locator('#workflow-run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('succeeded');
       expect(await stepClass('load')).toContain('badge-succeeded');
       expect(await graph.locator('[data-step="transform"]').textContent()).toContain('attempt 2');
+
+      // A step's run page: its status, its workflow, and both attempts of its occurrence (its job
+      // is the step's, which no job route serves: the page stopped at a 404 before).
+      await graph.locator('[data-step="transform"]').getByRole('link', { name: 'transform' }).click();
+      await expect.poll(() => page.locator('#run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('succeeded');
+      const attempts = page.getByRole('region', { name: 'Attempts of this occurrence' }).locator('li');
+      expect(await attempts.allTextContents()).toEqual(['Attempt 1 dead (manual)', 'Attempt 2 (this run) succeeded (replay)']);
+      expect(await page.getByRole('link', { name: /\.transform$/ }).getAttribute('href')).toBe(`#/workflows/${workflowId}`);
     } finally {
       await flaky.stop();
       await hooks?.stop();

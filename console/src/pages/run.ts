@@ -30,6 +30,19 @@ function timeline(run: Run): HTMLElement {
   );
 }
 
+/** The workflow of a workflow step's run (its job is `<workflowId>.v<version>.<step>`, which no job route serves). */
+const workflowOf = (run: Run): string | null => /^(wf_[0-9a-z]+)\.v\d+\.[A-Za-z0-9][A-Za-z0-9_-]*$/.exec(run.jobId)?.[1] ?? null;
+
+/**
+ * The runs of the run's occurrence, its attempts: read by the occurrence's instant, so that an old
+ * run of a busy job finds them (not among the job's newest runs); a step's from the tenant's runs.
+ */
+async function attemptsOf(run: Run): Promise<Run[]> {
+  const range = { from: run.scheduledFor, to: new Date(Date.parse(run.scheduledFor) + 1).toISOString() };
+  const page = workflowOf(run) ? await api.runs(range) : await api.jobRuns(run.jobId, 100, undefined, range);
+  return page.items.filter((other) => other.jobId === run.jobId && other.scheduledFor === run.scheduledFor);
+}
+
 export const runPage: Page = async (context) => {
   const [runId = ''] = context.params;
   const title = heading(context, 'Run');
@@ -44,7 +57,7 @@ export const runPage: Page = async (context) => {
     const signature = JSON.stringify([run.status, run.version, run.finishedAt, notifications.map((n) => [n.event, n.status, n.tries])]);
     if (signature === seen) return;
     seen = signature;
-    const attempts = (await api.jobRuns(run.jobId, 50)).items.filter((other) => other.scheduledFor === run.scheduledFor).sort((a, b) => a.attempt - b.attempt);
+    const attempts = (await attemptsOf(run)).sort((a, b) => a.attempt - b.attempt);
     const cancel = h('button', { type: 'button', hidden: !CANCELLABLE.has(run.status) }, 'Cancel');
     cancel.addEventListener('click', () => void act(cancel, alert, context, async () => (await api.cancel(run.runId), 'Run cancelled')).then(load));
     const replay = h('button', { type: 'button', hidden: run.status !== 'DEAD' }, 'Replay');
@@ -57,7 +70,9 @@ export const runPage: Page = async (context) => {
     });
     const facts: [string, string | Node][] = [
       ['Status', h('span', { class: STATUS_CLASS(run.status), id: 'run-status' }, run.status.toLowerCase())],
-      ['Job', h('a', { href: `#/jobs/${encodeURIComponent(run.jobId)}` }, run.jobId)],
+      workflowOf(run)
+        ? ['Workflow step', h('a', { href: `#/workflows/${encodeURIComponent(workflowOf(run) ?? '')}` }, run.jobId)]
+        : ['Job', h('a', { href: `#/jobs/${encodeURIComponent(run.jobId)}` }, run.jobId)],
       ['Scheduled for', time(run.scheduledFor)],
       ['Attempt', String(run.attempt)],
       ['Error', run.error ? `${run.error.code}: ${run.error.message} (${run.error.retryable ? 'retryable' : 'permanent'})` : '—'],
