@@ -13,6 +13,12 @@ import type { Counters, InFlightEntry, OutcomeCounter, TelemetryStore } from '..
 /** A run that is still running this long after its lease is registered as in flight. */
 const REGISTER_AFTER_MS = 1_000;
 /**
+ * How long past its lease an external claim stays in this process's registry: long enough for the
+ * health report to show a lapsed lease until the ticker recovers it, then it leaves (its complete or
+ * fail may have landed on another process).
+ */
+const CLAIM_KEPT_PAST_LEASE_MS = 10 * 60_000;
+/**
  * Registrations this close together are written as one: the runs of a batch cross their second
  * together, and each write of the registry is billed on the whole list (decision 0177).
  */
@@ -53,6 +59,11 @@ export class Telemetry {
   private readonly rollups = new Map<string, PendingRollup>();
   private readonly inFlight = new Map<string, InFlightEntry>();
   private readonly registerTimers = new Map<string, NodeJS.Timeout>();
+  /**
+   * Runs claimed by external workers through this (API) process, and until when their entries are
+   * kept: their complete or fail often lands on another process, which cannot release them here.
+   */
+  private readonly claimedUntil = new Map<string, number>();
   private registryDirty = false;
   /** A registry write is queued behind the one in flight: later changes ride on it. */
   private registryQueued = false;
@@ -136,6 +147,8 @@ export class Telemetry {
     record(rollup.claimWait, wait);
     rollup.dirty = true;
     this.registerLater(run);
+    const leaseEnd = run.leaseExpiresAt ? Date.parse(run.leaseExpiresAt) : claimedAt + run.leaseSeconds * 1000;
+    this.claimedUntil.set(run.runId, leaseEnd + CLAIM_KEPT_PAST_LEASE_MS);
   }
 
   /** Registers the run as in flight (for GET /v1/health) if it is still held after a second. */
@@ -209,6 +222,7 @@ export class Telemetry {
       clearTimeout(timer);
       this.registerTimers.delete(runId);
     }
+    this.claimedUntil.delete(runId);
     if (this.inFlight.delete(runId)) this.registryDirty = true;
   }
 
@@ -217,6 +231,8 @@ export class Telemetry {
     this.metrics.flush();
     if (!this.store) return;
     const now = this.clock();
+    // Claims whose leases ended a while ago leave the registry, wherever they were completed.
+    for (const [runId, until] of this.claimedUntil) if (until <= now) this.released(runId);
     const oldest = minuteOf(now - KEEP_MINUTES * 60_000);
     const writes: Promise<void>[] = [];
     for (const [key, rollup] of this.rollups) {

@@ -130,3 +130,33 @@ describe("a process's worker id", () => {
     expect(processWorkerId(undefined)).toMatch(/^worker-[0-9a-f]{8}$/);
   });
 });
+
+describe("an API process's external claims in the registry", () => {
+  it('leave it ten minutes after their leases end, though their complete landed on another process', async () => {
+    vi.useFakeTimers({ now: at });
+    try {
+      const written: WorkerRecord[] = [];
+      const store = {
+        putWorker: (record: WorkerRecord) => {
+          written.push(record);
+          return Promise.resolve();
+        },
+        putRollup: () => Promise.resolve(),
+      } as unknown as TelemetryStore;
+      const telemetry = new Telemetry(new MetricsRecorder(() => undefined), store, 'worker-api', () => Date.now());
+      for (let index = 0; index < 3; index++) telemetry.runClaimed(runOf(index), at);
+      await vi.advanceTimersByTimeAsync(1_500);
+      await telemetry.flush();
+      expect(written.at(-1)!.runs).toHaveLength(3);
+      // The leases end at +5 min; nine minutes past them, still shown (a lapsed lease health reports).
+      vi.setSystemTime(at + 300_000 + 540_000);
+      await telemetry.flush();
+      expect(written.at(-1)!.runs).toHaveLength(3);
+      vi.setSystemTime(at + 300_000 + 600_000);
+      await telemetry.flush();
+      expect(written.at(-1)!.runs).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
