@@ -78,9 +78,11 @@ export const jobTypeSchema = identifier(JOB_TYPE_MAX_LENGTH);
  * 9999-12-31T23:59:59-12:00 past the last, which JavaScript writes `+010000-…` (no longer an ISO
  * 8601 timestamp of the contract, and sorting below every year 0000–9999 in the stores' keys).
  */
-export const isoInstant = z.iso
-  .datetime({ offset: true, message: 'must be an ISO 8601 timestamp' })
-  .refine((value) => /^\d{4}-/.test(new Date(value).toISOString()), 'must be from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z');
+export const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }).refine((value) => {
+  // A value that is no timestamp fails the check before (zod runs this one too): not twice.
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) || /^\d{4}-/.test(new Date(ms).toISOString());
+}, 'must be from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z');
 
 /** Limits of recurring schedules (docs/api.md, "Schedules"). */
 export const MAX_JITTER_SECONDS = 86_400;

@@ -30,6 +30,9 @@ describe('job spec', () => {
     const at = (value: string) => failingPaths({ ...valid, schedule: { kind: 'at', at: value } });
     expect(at('9999-12-31T23:59:59.999-12:00')).toEqual(['schedule.at']);
     expect(at('9999-12-31T11:59:59.999-12:00')).toEqual([]);
+    // Not a timestamp: refused once, never thrown (the range check runs after the format's).
+    expect(at('2026-13-45T99:99:99Z')).toEqual(['schedule.at']);
+    expect(listRunsQuery.safeParse({ from: 'yesterday' }).success).toBe(false);
     expect(listRunsQuery.safeParse({ from: '9999-12-31T23:59:59-12:00' }).success).toBe(false);
     expect(listRunsQuery.safeParse({ to: '0000-01-01T00:00:00+01:00' }).success).toBe(false);
     expect(listRunsQuery.safeParse({ from: '2026-01-01T00:00:00+01:00' }).data).toMatchObject({ from: '2025-12-31T23:00:00.000Z' });
