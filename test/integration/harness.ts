@@ -5,7 +5,8 @@ import type { IncomingHttpHeaders, Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { schedulerStateKey } from '../../lambdas/store/keys';
 import { inject } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { createDeps } from '../../lambdas/app/deps';
@@ -391,6 +392,23 @@ export function leaseRequest(config: SchedulerConfig, owner: string, now = Date.
  */
 export function tick(...args: Parameters<typeof tickUseCase>): ReturnType<typeof tickUseCase> {
   return asFunction('ticker', () => tickUseCase(...args));
+}
+
+/**
+ * Sets where the scheduler's next tick begins (the minute it reads from). A test that ticks at a
+ * clock ahead of the real one moves the cursor past entries written after it, which a deployment's
+ * ticker, whose clock only moves on, never does: a later test sets it back to its own time.
+ */
+export async function setTickerCursor(scheduler: Scheduler, cursor: number): Promise<void> {
+  await scheduler.clients.dynamo.send(
+    new UpdateCommand({
+      TableName: scheduler.config.jobsTable,
+      Key: schedulerStateKey('ticker'),
+      UpdateExpression: 'SET #cursor = :cursor',
+      ExpressionAttributeNames: { '#cursor': 'cursor' },
+      ExpressionAttributeValues: { ':cursor': cursor },
+    }),
+  );
 }
 
 /** The worker's use case for one run, run as the default pool's worker function (see `tick`). */

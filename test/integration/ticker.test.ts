@@ -3,23 +3,8 @@
 // release each run once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget, tick, timeIndexEntryOf } from './harness';
+import { eventually, executeRun, jobBody, leaseRequest, setTickerCursor, startScheduler, startTarget, tick, timeIndexEntryOf } from './harness';
 import { firstCheckAt, leaseCheckAt, shardOf } from '../../lambdas/domain/time-gate';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { schedulerStateKey } from '../../lambdas/store/keys';
-
-/** Sets where the scheduler's next tick begins (the minute it reads from). */
-async function setTickerCursor(scheduler: Scheduler, cursor: number): Promise<void> {
-  await scheduler.clients.dynamo.send(
-    new UpdateCommand({
-      TableName: scheduler.config.jobsTable,
-      Key: schedulerStateKey('ticker'),
-      UpdateExpression: 'SET #cursor = :cursor',
-      ExpressionAttributeNames: { '#cursor': 'cursor' },
-      ExpressionAttributeValues: { ':cursor': cursor },
-    }),
-  );
-}
 
 describe('the ticker', () => {
   let target: TargetServer;

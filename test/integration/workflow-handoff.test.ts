@@ -12,7 +12,7 @@ import type { Run } from '../../lambdas/domain/run';
 import type { WorkflowRun } from '../../lambdas/domain/workflow-run';
 import { cancelWorkflowRun } from '../../lambdas/app/workflow-runs';
 import type { Scheduler, TargetServer } from './harness';
-import { drainDispatch as drainQueue, executeRun, startScheduler, startTarget, tick } from './harness';
+import { drainDispatch as drainQueue, executeRun, setTickerCursor, startScheduler, startTarget, tick } from './harness';
 
 describe('workflow steps handed to the worker that ran their parent', () => {
   let scheduler: Scheduler;
@@ -346,6 +346,8 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     // Past the lease's end, a tick finds it lapsed and sends it; the worker receiving it records the
     // lost attempt and writes its retry.
     const later = Date.parse(held.leaseExpiresAt) + 120_000;
+    // The tests before ticked a minute ahead, past where this run's check-back was then written.
+    await setTickerCursor(scheduler, Date.now());
     const report = await tick(scheduler.workerDeps('ticker', () => later));
     expect(report.lapsedLeases).toBeGreaterThanOrEqual(1);
     expect(await drainDispatch()).toContain(second);
