@@ -64,7 +64,7 @@ describe('audit trail', () => {
   it('records a header value swapped by name only, and no change for a payload kept apart or a repeated delete', async () => {
     const body = jobBody(target.url, {
       schedule: { kind: 'cron', expression: '0 9 * * *', timezone: 'UTC' },
-      target: { kind: 'http', url: target.url, headers: { authorization: 'Bearer old-s3cret', 'x-team': 'a' } },
+      target: { kind: 'http', url: target.url, headers: { authorization: 'Bearer old-s3cret', 'x-team': 'team-blue-7731' } },
       // Over 4 KiB: kept in the payload bucket (decision 0162), the job item names it.
       payload: { blob: 'p'.repeat(6_000) },
     });
