@@ -45,6 +45,8 @@ export interface TickReport {
   readonly backfilled: number;
   /** Jobs paused until a time that had come, resumed by this tick (issue 19 item 7). */
   readonly resumed: number;
+  /** Chain and workflow run repairs and resumes that threw: logged, skipped, tried again next tick. */
+  readonly failedRepairs: number;
   readonly lagMs: number;
   /** False when the release budget ran out: the cursor stays, and the next tick goes on from it. */
   readonly complete: boolean;
@@ -228,17 +230,34 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   // without starting the next one: resume the chain.
   const overdueBefore = now - config.redeliveryGraceSeconds * 1000;
   const overdue = await everyNextRunShard((shard) => deps.jobs.overdue(shard, overdueBefore));
+  // One job or workflow run the store fails on (or whose item cannot be read) must not stop the
+  // repairs, resumes and backfills after it, nor the tick's record, for every tenant: it is logged
+  // and counted, and the next tick tries it again.
+  let failedRepairs = 0;
+  const isolated = async (what: string, ids: Record<string, string>, work: () => Promise<boolean>): Promise<boolean> => {
+    try {
+      return await work();
+    } catch (error) {
+      failedRepairs++;
+      logger.error(`${what} failed; tried again next tick`, { ...ids, error: error instanceof Error ? error.message : String(error) });
+      return false;
+    }
+  };
   let repairedJobs = 0;
   for (const entry of overdue) {
-    if (entry.kind === 'job') {
-      if (await repairChain(deps, entry.jobId, overdueBefore)) repairedJobs++;
-    } else if (await repairWorkflowRun(deps, entry.workflowId, entry.workflowRunId)) repairedJobs++;
+    const repaired =
+      entry.kind === 'job'
+        ? await isolated('a chain repair', { jobId: entry.jobId }, () => repairChain(deps, entry.jobId, overdueBefore))
+        : await isolated('a workflow run repair', { workflowId: entry.workflowId, workflowRunId: entry.workflowRunId }, () =>
+            repairWorkflowRun(deps, entry.workflowId, entry.workflowRunId),
+          );
+    if (repaired) repairedJobs++;
   }
 
   // Jobs paused until a time that has come resume by themselves, by their misfire policy.
   const dueResumes = await everyNextRunShard((shard) => deps.jobs.dueResumes(shard, now));
   let resumed = 0;
-  for (const jobId of dueResumes) if (await resumeWhenDue(deps, jobId, now)) resumed++;
+  for (const jobId of dueResumes) if (await isolated('a resume', { jobId }, () => resumeWhenDue(deps, jobId, now))) resumed++;
 
   // Backfills: each active one releases its share of the tick's budget, oldest fire times first.
   const backfilled = await releaseBackfills(deps, now);
@@ -259,6 +278,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     repairedJobs,
     backfilled,
     resumed,
+    failedRepairs,
     lagMs,
     complete,
     unreadable,
@@ -274,6 +294,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
       leaseChecksMoved,
       repairedJobs,
       resumed,
+      failedRepairs,
       lagMs,
       complete: complete ? 1 : 0,
       unreadable,

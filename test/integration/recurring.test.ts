@@ -664,6 +664,39 @@ describe('repairs by the ticker', () => {
     expect((await tick(scheduler.workerDeps('t2', () => due + 61_000))).repairedJobs).toBe(1);
     expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.nextRunId).not.toBe(nextRunId);
   });
+
+  it('goes on past a job it cannot repair: the others are repaired and resumed, and the tick is recorded', async () => {
+    const everyMinute = { kind: 'cron', expression: '* * * * *', timezone: 'UTC' };
+    const lostChain = async (): Promise<{ jobId: string; nextRunId: string }> => {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: everyMinute }));
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      await scheduler.deps.runs.retirePending(created.body.job.nextRunId, 'CANCELLED', 'lost in a test', Date.now());
+      return created.body.job;
+    };
+    const broken = await lostChain();
+    const other = await lostChain();
+    const paused = (await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: everyMinute }))).body.job.jobId as string;
+    const pause = await scheduler.api('POST', `/v1/jobs/${paused}/pause`, { until: new Date(Date.now() + 2 * MINUTE).toISOString() });
+    expect(pause.status, JSON.stringify(pause.body)).toBe(200);
+
+    const later = Date.now() + 5 * MINUTE;
+    const deps = scheduler.workerDeps('t-broken', () => later);
+    const read = deps.jobs.getAnyTenant.bind(deps.jobs);
+    // The store fails on the one job's item (as on an item it cannot return), at every read.
+    deps.jobs.getAnyTenant = async (jobId, ...rest) => {
+      if (jobId === broken.jobId) throw new Error('the store could not return the item');
+      return read(jobId, ...rest);
+    };
+    const report = await tick(deps);
+    expect(report.failedRepairs).toBe(1);
+    expect((await scheduler.api('GET', `/v1/jobs/${other.jobId}`)).body.nextRunId).not.toBe(other.nextRunId);
+    expect(report.resumed).toBe(1);
+    expect((await scheduler.api('GET', `/v1/jobs/${paused}`)).body.status).toBe('ACTIVE');
+    expect((await scheduler.deps.state.ticker()).lastReport).toMatchObject({ failedRepairs: 1 });
+    // The next tick, with the store answering again, repairs it.
+    expect((await tick(scheduler.workerDeps('t-after', () => later + 1_000))).failedRepairs).toBe(0);
+    expect((await scheduler.api('GET', `/v1/jobs/${broken.jobId}`)).body.nextRunId).not.toBe(broken.nextRunId);
+  });
 });
 
 describe('schedule preview', () => {
