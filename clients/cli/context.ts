@@ -6,7 +6,7 @@ import { InvalidArgumentError } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { SchedulerClient } from '../scheduler-client.js';
 import type { RetryOptions } from '../transport.js';
-import type { JobStatus, Page } from '../types.js';
+import type { JobStatus, Page, RunStatus } from '../types.js';
 import { UsageError } from './exit-codes.js';
 
 export interface CliIo {
@@ -88,6 +88,7 @@ export function createContext(io: CliIo): CliContext {
 }
 
 export const JOB_STATUSES: readonly JobStatus[] = ['ACTIVE', 'PAUSED', 'COMPLETED', 'CANCELLED'];
+export const RUN_STATUSES: readonly RunStatus[] = ['SCHEDULED', 'QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'SKIPPED', 'DEAD'];
 
 export function integer(name: string, min: number, max: number) {
   return (raw: string): number => {
@@ -105,6 +106,20 @@ export function jobStatus(raw: string): JobStatus {
   const status = raw.toUpperCase() as JobStatus;
   if (!JOB_STATUSES.includes(status)) throw new InvalidArgumentError(`must be one of ${JOB_STATUSES.join(', ')}`);
   return status;
+}
+
+export function runStatus(raw: string): RunStatus {
+  const status = raw.toUpperCase() as RunStatus;
+  if (!RUN_STATUSES.includes(status)) throw new InvalidArgumentError(`must be one of ${RUN_STATUSES.join(', ')}`);
+  return status;
+}
+
+/** An ISO 8601 instant with its offset, as the API takes it (checked here for a clear usage error). */
+export function instant(raw: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(raw) || Number.isNaN(Date.parse(raw))) {
+    throw new InvalidArgumentError('must be an ISO 8601 instant with its offset, such as 2026-01-31T09:00:00Z');
+  }
+  return raw;
 }
 
 /** The document in a JSON or YAML file (`-` for standard input), which must be an object. */

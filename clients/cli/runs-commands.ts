@@ -1,21 +1,37 @@
 // The `scheduler runs` and `scheduler dead` commands: a job's runs, their notifications, and dead runs' replay.
 import type { Command } from 'commander';
-import type { RunNotification } from '../types.js';
+import type { RunNotification, RunStatus } from '../types.js';
 import type { CliContext } from './context.js';
-import { integer } from './context.js';
+import { RUN_STATUSES, instant, integer, runStatus } from './context.js';
 import { UsageError } from './exit-codes.js';
 import { RUN_COLUMNS, deadRunsTable, runText, table } from './output.js';
 
 export function addRunCommands(program: Command, ctx: CliContext): void {
   // runs
-  const runs = program.command('runs').description("a job's runs: list, read, cancel, replay; their notifications");
+  const runs = program.command('runs').description("runs: list (a job's or the tenant's), read, cancel, replay; their notifications");
   ctx
-    .pageOptions(runs.command('list <jobId>').description("a job's runs, newest first"))
-    .action(async (jobId: string, options: { limit?: number; cursor?: string; all?: boolean }, command: Command) => {
-      const client = ctx.clientOf(command);
-      const page = await ctx.listed(options, (cursor) => client.runs.list(jobId, { limit: options.limit, cursor }));
-      ctx.showPage(page, (items) => table(items, RUN_COLUMNS, '(no runs)'));
-    });
+    .pageOptions(
+      runs
+        .command('list [jobId]')
+        .description("a job's runs, or (without a job id) all the tenant's, newest occurrence first")
+        .option('--status <status>', `only runs in this status (${RUN_STATUSES.join(', ')})`, runStatus)
+        .option('--from <instant>', 'runs of occurrences scheduled at or after this ISO 8601 instant', instant)
+        .option('--to <instant>', 'runs of occurrences scheduled before this ISO 8601 instant', instant),
+    )
+    .action(
+      async (
+        jobId: string | undefined,
+        options: { status?: RunStatus; from?: string; to?: string; limit?: number; cursor?: string; all?: boolean },
+        command: Command,
+      ) => {
+        const client = ctx.clientOf(command);
+        const query = { status: options.status, from: options.from, to: options.to, limit: options.limit };
+        const page = await ctx.listed(options, (cursor) =>
+          jobId === undefined ? client.runs.listAll({ ...query, cursor }) : client.runs.list(jobId, { ...query, cursor }),
+        );
+        ctx.showPage(page, (items) => table(items, RUN_COLUMNS, '(no runs)'));
+      },
+    );
   runs
     .command('get <runId>')
     .description('a run')
