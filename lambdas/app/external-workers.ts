@@ -111,6 +111,7 @@ export async function heartbeatRun(
   const beat = await deps.claims.beat(runId, tenantId, { ...body, now: deps.clock(), shards: deps.config.timeIndexShards });
   if (beat.kind === 'missing') throw new NotFoundError(`No run ${runId}`);
   if (beat.kind === 'stale') throw new StaleLeaseError(beat.status);
+  deps.telemetry.runHeartbeat(beat.run);
   return { run: beat.run, leaseExpiresAt: beat.run.leaseExpiresAt };
 }
 

@@ -151,6 +151,20 @@ export class Telemetry {
     this.claimedUntil.set(run.runId, leaseEnd + CLAIM_KEPT_PAST_LEASE_MS);
   }
 
+  /**
+   * An external worker's heartbeat extended its lease. The claim's entry stays until well past the
+   * new lease's end; a heartbeat landing on a process that did not take the claim registers the run
+   * there (the health report reads each run once, whichever registries name it), so a run
+   * heartbeated for longer than its first lease plus the margin stays in the report.
+   */
+  runHeartbeat(run: Pick<Run, 'runId' | 'tenantId' | 'leaseExpiresAt'>): void {
+    if (!this.store || !run.leaseExpiresAt) return;
+    this.claimedUntil.set(run.runId, Date.parse(run.leaseExpiresAt) + CLAIM_KEPT_PAST_LEASE_MS);
+    if (this.inFlight.has(run.runId) || this.registerTimers.has(run.runId)) return;
+    this.inFlight.set(run.runId, { runId: run.runId, tenantId: run.tenantId });
+    this.registryDirty = true;
+  }
+
   /** Registers the run as in flight (for GET /v1/health) if it is still held after a second. */
   private registerLater(run: Run): void {
     if (!this.store) return;

@@ -159,4 +159,46 @@ describe("an API process's external claims in the registry", () => {
       vi.useRealTimers();
     }
   });
+
+  it('stay while heartbeats extend their leases, on the claiming process or another', async () => {
+    vi.useFakeTimers({ now: at });
+    try {
+      const writtenBy = new Map<string, WorkerRecord[]>();
+      const store = {
+        putWorker: (record: WorkerRecord) => {
+          writtenBy.set(record.workerId, [...(writtenBy.get(record.workerId) ?? []), record]);
+          return Promise.resolve();
+        },
+        putRollup: () => Promise.resolve(),
+      } as unknown as TelemetryStore;
+      const claiming = new Telemetry(new MetricsRecorder(() => undefined), store, 'worker-api-1', () => Date.now());
+      const other = new Telemetry(new MetricsRecorder(() => undefined), store, 'worker-api-2', () => Date.now());
+      const [first, second] = [runOf(0), runOf(1)];
+      claiming.runClaimed(first, at);
+      claiming.runClaimed(second, at);
+      await vi.advanceTimersByTimeAsync(1_500);
+      await claiming.flush();
+      // An hour of heartbeats, each extending the lease 5 minutes: the first run's on the claiming
+      // process, the second run's on another.
+      for (let minute = 4; minute <= 60; minute += 4) {
+        vi.setSystemTime(at + minute * 60_000);
+        const leaseExpiresAt = new Date(at + minute * 60_000 + 300_000).toISOString();
+        claiming.runHeartbeat({ ...first, leaseExpiresAt });
+        other.runHeartbeat({ ...second, leaseExpiresAt });
+        await claiming.flush();
+        await other.flush();
+      }
+      const named = (workerId: string): string[] => (writtenBy.get(workerId)?.at(-1)?.runs ?? []).map((entry) => entry.runId);
+      expect(named('worker-api-1')).toEqual([first.runId]);
+      expect(named('worker-api-2')).toEqual([second.runId]);
+      // Ten minutes past the last lease's end, both leave.
+      vi.setSystemTime(at + 65 * 60_000 + 600_000);
+      await claiming.flush();
+      await other.flush();
+      expect(named('worker-api-1')).toEqual([]);
+      expect(named('worker-api-2')).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
