@@ -94,7 +94,8 @@ export interface SchedulerAlarms {
 
 export function createAlarms(scope: Construct, resources: ObservedResources, thresholds: AlarmThresholds, alarmTopicArn?: string): SchedulerAlarms {
   const fallback = defaultPoolOf(resources);
-  const functionList = functionsOf(resources);
+  /** The API, the default pool's worker, the ticker and the authorizer. */
+  const coreFunctions = functionsOf({ ...resources, pools: [fallback] });
   const maxReceives = dispatchQueueDefinition.maxReceiveCount;
   const alarms: Record<SchedulerAlarmName, cw.Alarm> = {
     DispatchDlqNotEmpty: dlqAlarm(
@@ -169,14 +170,15 @@ export function createAlarms(scope: Construct, resources: ObservedResources, thr
     }),
     // One alarm over the sum: a throttle of any function means the same thing (concurrency is
     // exhausted), and the dashboard's Lambda row says which function. Lambda writes no Throttles
-    // data while nothing is throttled.
+    // data while nothing is throttled. The other pools' workers have one each (below): a metric
+    // math alarm takes at most 10 metrics, which 7 pools passed.
     LambdaThrottles: alarm(scope, 'LambdaThrottles', {
       description:
         `A scheduler function (api, worker or ticker) was throttled in the last 5 minutes: account or reserved ` +
         `concurrency is exhausted. The dashboard's "Lambda throttles" names the function. ${RUNBOOK}.`,
       metric: new cw.MathExpression({
-        expression: functionList.map(([name]) => `FILL(${name}, 0)`).join(' + '),
-        usingMetrics: Object.fromEntries(functionList.map(([name, fn]) => [name, fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum' })])),
+        expression: coreFunctions.map(([name]) => `FILL(${name}, 0)`).join(' + '),
+        usingMetrics: Object.fromEntries(coreFunctions.map(([name, fn]) => [name, fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum' })])),
         label: 'throttles (api + workers + ticker)',
         period: FIVE_MINUTES,
       }),
@@ -210,6 +212,13 @@ export function createAlarms(scope: Construct, resources: ObservedResources, thr
           `any outcome could be recorded. ${RUNBOOK} and "Messages in the dispatch DLQ" there.`,
       );
       laneAlarm(`${id}OldestMessageTooOld`, pool.standard, `${what} standard lane`, thresholds.oldestMessageAgeSeconds);
+      poolAlarms[`${id}WorkerThrottled`] = alarm(scope, `${id}WorkerThrottled`, {
+        description:
+          `The worker of pool ${pool.name} was throttled in the last 5 minutes: account or reserved concurrency is ` +
+          `exhausted. ${RUNBOOK}, "LambdaThrottles".`,
+        metric: pool.worker.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum' }),
+        threshold: 0,
+      });
     }
     laneAlarm(`${id}OldestHighMessageTooOld`, pool.high, `${what} high lane`, thresholds.oldestMessageAgeSeconds);
     laneAlarm(`${id}OldestLowMessageTooOld`, pool.low, `${what} low lane`, thresholds.oldestLowMessageAgeSeconds);

@@ -1,6 +1,8 @@
 // Typed settings of a deployment, given to the stack by bin/ (or a test).
 import type { WarmThroughput } from 'aws-cdk-lib/aws-dynamodb';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Tuning } from '../lambdas/config/config';
+import { SETTINGS, TUNING_SETTINGS } from '../lambdas/config/settings';
 import type { TenantLimits } from '../lambdas/domain/tenant';
 import { DEFAULT_TENANT_LIMITS } from '../lambdas/domain/tenant';
 import { DEFAULT_TUNING } from '../lambdas/config/config';
@@ -101,3 +103,50 @@ export const defaultConfig: SchedulerStackConfig = {
   tenantDefaults: { ...DEFAULT_TENANT_LIMITS },
   pools: [],
 };
+
+/**
+ * The deployed ticker runs once a minute: a horizon under two ticks would release a far run only
+ * once it is due, or after (the functions take less, for tests that tick by hand).
+ */
+export const MIN_DEPLOYED_TICKER_HORIZON_SECONDS = 120;
+
+/**
+ * Refuses, at synth, a config the functions would refuse when they start (every function of a
+ * deployed stack failing at once) or the stack cannot honour, naming each field.
+ */
+export function checkStackConfig(config: SchedulerStackConfig): void {
+  const problems: string[] = [];
+  const issuesOf = (error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string =>
+    error.issues.map((issue) => `${issue.path.length > 0 ? `${issue.path.map(String).join('.')} ` : ''}${issue.message}`).join(', ');
+  for (const [key, value] of Object.entries(config.tuning ?? {}) as [string, unknown][]) {
+    const name = TUNING_SETTINGS.find((candidate) => candidate === key);
+    if (name === undefined) {
+      problems.push(`tuning.${key}: not a tunable (${TUNING_SETTINGS.join(', ')})`);
+      continue;
+    }
+    const parsed = SETTINGS[name].schema.safeParse(value);
+    if (!parsed.success) problems.push(`tuning.${key}: ${issuesOf(parsed.error)}`);
+  }
+  const horizon = config.tuning?.tickerHorizonSeconds;
+  if (typeof horizon === 'number' && horizon < MIN_DEPLOYED_TICKER_HORIZON_SECONDS) {
+    problems.push(`tuning.tickerHorizonSeconds: at least ${MIN_DEPLOYED_TICKER_HORIZON_SECONDS} in a deployment (the ticker runs once a minute)`);
+  }
+  const limits = SETTINGS.tenantDefaults.schema.safeParse(config.tenantDefaults);
+  if (!limits.success) problems.push(`tenantDefaults: ${issuesOf(limits.error)}`);
+  if (
+    config.workerMaxConcurrency !== undefined &&
+    config.workerLowMaxConcurrency !== undefined &&
+    config.workerLowMaxConcurrency > config.workerMaxConcurrency
+  ) {
+    problems.push('workerLowMaxConcurrency: at most workerMaxConcurrency (the low lane is the smaller one, decision 0051)');
+  }
+  const retentions = Object.values(RetentionDays).filter((value): value is number => typeof value === 'number');
+  if (!retentions.includes(config.logRetentionDays)) {
+    problems.push(`logRetentionDays: one of CloudWatch Logs' periods (${retentions.filter((days) => days !== Number(RetentionDays.INFINITE)).join(', ')})`);
+  }
+  for (const [key, value] of Object.entries(config.alarms ?? {}) as [string, unknown][]) {
+    if (!(key in defaultAlarmThresholds)) problems.push(`alarms.${key}: not a threshold (${Object.keys(defaultAlarmThresholds).join(', ')})`);
+    else if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) problems.push(`alarms.${key}: a number, 0 or more`);
+  }
+  if (problems.length > 0) throw new Error(`Invalid stack config: ${problems.join('; ')}`);
+}

@@ -25,7 +25,7 @@ import { routingSettings, toEnvironment } from '../lambdas/config/config';
 import { SETTINGS } from '../lambdas/config/settings';
 import type { PoolQueues } from './storage';
 import type { SchedulerStackConfig } from './config';
-import { defaultConfig } from './config';
+import { checkStackConfig, defaultConfig } from './config';
 import { SchedulerConsole } from './console';
 import { SchedulerFunction } from './scheduler-function';
 import type { WorkerNetwork } from './scheduler-function';
@@ -67,6 +67,7 @@ export class SchedulerStack extends Stack {
   constructor(scope: Construct, id: string, props: SchedulerStackProps = {}) {
     super(scope, id, props);
     const config: SchedulerStackConfig = { ...defaultConfig, ...props.config };
+    checkStackConfig(config);
     // The event source mapping's maxConcurrency is 2 at least.
     validatePools(config.pools, { minConcurrency: 2 });
     for (const [name, value] of [
@@ -232,6 +233,10 @@ export class SchedulerStack extends Stack {
     this.ticker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
     this.ticker.grantTable(jobsTable, ['GetItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem']);
     for (const lane of lanes) this.ticker.grantQueue(lane, ['SendMessage']);
+    // The Scheduler invokes the ticker asynchronously: Lambda's own retries of a failed or throttled
+    // tick (two, and up to 6 hours) would come late with the old scheduledTime, when the next tick
+    // has done the work.
+    this.ticker.fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
     new Schedule(this, 'TickerSchedule', {
       description: 'Drives the job scheduler ticker once a minute',
       schedule: ScheduleExpression.rate(Duration.minutes(1)),

@@ -161,14 +161,19 @@ export const SETTINGS = {
     wholeSeconds(840, 900),
     'Runs due within this many seconds go straight to SQS with a delay; later ones wait in the time index.',
   ),
-  tickerHorizonSeconds: setting('TICKER_HORIZON_SECONDS', integer, wholeSeconds(180), 'How far ahead of now the ticker releases runs from the time index.'),
+  tickerHorizonSeconds: setting(
+    'TICKER_HORIZON_SECONDS',
+    integer,
+    wholeSeconds(180, 900),
+    "How far ahead of now the ticker releases runs from the time index (at most SQS's longest delay, 900 s; a deployment takes 120 at least: the ticker runs once a minute).",
+  ),
   redeliveryGraceSeconds: setting(
     'REDELIVERY_GRACE_SECONDS',
     integer,
-    wholeSeconds(300),
+    wholeSeconds(300, 3600),
     'How long past its due time a queued run may stay unleased before the ticker sends it again.',
   ),
-  leaseMarginSeconds: setting('LEASE_MARGIN_SECONDS', integer, wholeSeconds(30), "Added to a run's timeout to make its lease."),
+  leaseMarginSeconds: setting('LEASE_MARGIN_SECONDS', integer, wholeSeconds(30, 900), "Added to a run's timeout to make its lease."),
   backfillReleasePerTick: setting(
     'BACKFILL_RELEASE_PER_TICK',
     integer,
@@ -179,7 +184,8 @@ export const SETTINGS = {
   failedMessageRetrySeconds: setting(
     'FAILED_MESSAGE_RETRY_SECONDS',
     integer,
-    wholeSeconds(10),
+    // SQS's longest visibility timeout: 12 hours.
+    wholeSeconds(10, 43_200),
     'A dispatch message whose processing failed comes back after this many seconds.',
   ),
   batchCoalesceQuietMs: setting(

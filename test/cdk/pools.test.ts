@@ -213,6 +213,17 @@ describe('worker pools', () => {
     for (const [id, r] of Object.entries(resources)) if (r.Type === 'AWS::CloudWatch::Alarm') expect(body).toContain(id);
   });
 
+  it("synthesizes many pools: each other pool's worker has a throttle alarm of its own (a metric math alarm takes 10 metrics at most)", () => {
+    const many = synth('ManyPools', {
+      pools: Array.from({ length: 8 }, (_, index) => ({ name: `pool-${index}`, jobTypes: [`type-${index}`], maxConcurrency: 2, timeoutSeconds: 60 })),
+    });
+    const alarms = Object.entries(many).filter(([, r]) => r.Type === 'AWS::CloudWatch::Alarm');
+    const throttles = alarms.filter(([id]) => /WorkerThrottled/.test(id));
+    expect(throttles).toHaveLength(8);
+    for (const [, r] of throttles) expect(r.Properties).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: 'Throttles', Statistic: 'Sum', Threshold: 0 });
+    for (const [, r] of alarms) expect((r.Properties.Metrics ?? []).length, JSON.stringify(r.Properties.AlarmName)).toBeLessThanOrEqual(11);
+  });
+
   it('refuses pools the event source mapping or the routing cannot honour', () => {
     const refuse = (pools: SchedulerStackConfig['pools'], message: RegExp) => expect(() => synth('Bad', { pools })).toThrow(message);
     refuse([{ name: 'a', jobTypes: ['x'], maxConcurrency: 1, timeoutSeconds: 60 }], /maxConcurrency must be a whole number from 2/);

@@ -5,6 +5,9 @@ import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { synthesized } from './support/stacks';
 import { dispatchQueue, workerConsumer } from '../../lambdas/store/schema';
+import { DEFAULT_TUNING } from '../../lambdas/config/config';
+import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
+import { defaultAlarmThresholds } from '../../lib/config';
 
 type Resource = { Type: string; Properties: Record<string, any> };
 
@@ -442,5 +445,36 @@ describe('the payload bucket (decision 0162)', () => {
     for (const description of ['Job scheduler HTTP API', 'Job scheduler worker']) {
       expect(resources[functionId(description)]!.Properties.Environment.Variables.PAYLOAD_BUCKET, description).toEqual({ Ref: bucketId });
     }
+  });
+});
+
+describe('a stack config the functions or the stack cannot honour', () => {
+  const refused = (name: string, config: Parameters<typeof synthesized>[1], message: RegExp): void => {
+    expect(() => synthesized(name, config), name).toThrow(message);
+  };
+
+  it('fails the synth, naming the field, where every function would fail at start', () => {
+    refused('NearHorizon', { tuning: { ...DEFAULT_TUNING, nearHorizonSeconds: 1200 } }, /tuning\.nearHorizonSeconds: Too big/);
+    refused('TickerHorizonZero', { tuning: { ...DEFAULT_TUNING, tickerHorizonSeconds: 0 } }, /tuning\.tickerHorizonSeconds: at least 120/);
+    refused('TickerHorizonHuge', { tuning: { ...DEFAULT_TUNING, tickerHorizonSeconds: 100_000_000 } }, /tuning\.tickerHorizonSeconds: Too big/);
+    refused('RetryPastVisibility', { tuning: { ...DEFAULT_TUNING, failedMessageRetrySeconds: 100_000 } }, /tuning\.failedMessageRetrySeconds/);
+    refused('UnknownTunable', { tuning: { ...DEFAULT_TUNING, ...({ nearHorizon: 5 } as object) } }, /tuning\.nearHorizon: not a tunable/);
+    refused('TenantDefaults', { tenantDefaults: { ...DEFAULT_TENANT_LIMITS, maxActiveJobs: -1 } }, /tenantDefaults: maxActiveJobs/);
+  });
+
+  it('fails the synth where the stack would not do what its config says', () => {
+    refused('LowAboveMax', { workerMaxConcurrency: 4, workerLowMaxConcurrency: 100 }, /workerLowMaxConcurrency: at most workerMaxConcurrency/);
+    refused('LogRetention', { logRetentionDays: 45 }, /logRetentionDays: one of CloudWatch Logs' periods \(1, 3, 5, 7, 14, 30/);
+    refused('NegativeThreshold', { alarms: { ...defaultAlarmThresholds, startLagP99Ms: -5 } }, /alarms\.startLagP99Ms: a number, 0 or more/);
+    // What it takes is left as it was.
+    expect(() => synthesized('Fine', { tuning: { ...DEFAULT_TUNING, tickerHorizonSeconds: 120 }, logRetentionDays: 14 })).not.toThrow();
+  });
+
+  it("leaves the ticker's missed or failed ticks to the next tick: no asynchronous retries", () => {
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: functionId('Job scheduler ticker') },
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 60,
+    });
   });
 });
