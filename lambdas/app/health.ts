@@ -17,6 +17,12 @@ import { minuteOf } from './telemetry';
 const TICKER_STALE_MS = 3 * 60_000;
 /** The start-lag promise: p99 under 2 s. */
 const START_LAG_TARGET_MS = 2_000;
+/**
+ * A lane whose oldest message is older than this is not consumed fast enough, or at all (its event
+ * source mapping disabled, its worker failing at start): the stack's oldest-message alarms' default
+ * thresholds. A delayed message waits 15 minutes at most, so an age past 20 is no delay.
+ */
+const OLDEST_MESSAGE_LIMIT_SECONDS = { high: 1_200, standard: 1_200, low: 3_600 } as const;
 /** Workers whose registry entry is older than this are not consulted. */
 const WORKER_HORIZON_MS = 60 * 60_000;
 const DEAD_COUNT_CAP = 1_000;
@@ -169,6 +175,16 @@ export async function checkHealth(deps: SchedulerDeps, tenantId: string, query: 
   for (const [name, pool] of Object.entries(pools)) {
     if (pool.dlq.visible + pool.dlq.inFlight > 0)
       problems.push(name === DEFAULT_POOL_NAME ? 'the dispatch dead-letter queue holds messages' : `the dead-letter queue of pool ${name} holds messages`);
+    for (const lane of ['high', 'standard', 'low'] as const) {
+      const age = pool[lane]?.oldestMessageAgeSeconds ?? null;
+      const limit = OLDEST_MESSAGE_LIMIT_SECONDS[lane];
+      if (age !== null && age > limit) {
+        problems.push(
+          `the ${lane} lane of ${name === DEFAULT_POOL_NAME ? 'the default pool' : `pool ${name}`} has a message ${Math.round(age)} s old ` +
+            `(over ${limit} s): its workers do not keep up, or do not consume it`,
+        );
+      }
+    }
   }
   if (since === null || since > TICKER_STALE_MS) problems.push('the ticker has not completed a tick in the last 3 minutes');
   if (p99 !== null && p99 > START_LAG_TARGET_MS)

@@ -2,6 +2,7 @@
 // GET /v1/health reports after a scripted mix of successes, a retried failure, a dead run and a run
 // still in flight, for its tenant only.
 import { randomBytes } from 'node:crypto';
+import { PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/core/metrics';
 import type { Scheduler, TargetServer } from './harness';
@@ -265,6 +266,37 @@ describe('GET /v1/health', () => {
       (response) => response.body.inFlight.length === 0 && response.body.runs.byStatus.SUCCEEDED === 5,
     );
     expect(after.body.runs.byStatus.RUNNING).toBe(0);
+  });
+
+  it("names a lane whose oldest message is past the alarms' default age: its workers do not keep up or do not consume", async () => {
+    // What CloudWatch holds for SQS queues in AWS (moto publishes no SQS metrics itself).
+    const age = async (queueUrl: string, seconds: number): Promise<void> => {
+      await scheduler.clients.cloudwatch.send(
+        new PutMetricDataCommand({
+          Namespace: 'AWS/SQS',
+          MetricData: [
+            {
+              MetricName: 'ApproximateAgeOfOldestMessage',
+              Dimensions: [{ Name: 'QueueName', Value: queueUrl.split('/').pop()! }],
+              // A minute and a half ago: SQS's points come in late, and a point of the current minute is in no whole period yet.
+              Timestamp: new Date(Date.now() - 90_000),
+              Value: seconds,
+              Unit: 'Seconds',
+            },
+          ],
+        }),
+      );
+    };
+    const { dispatchQueueUrl, dispatchLowQueueUrl } = scheduler.config;
+    // Under its limit (a delayed message waits 15 minutes at most) on the standard lane; past the low lane's hour.
+    await age(dispatchQueueUrl, 1_000);
+    await age(dispatchLowQueueUrl!, 4_000);
+    const health = await scheduler.api('GET', '/v1/health?minutes=1');
+    expect(health.status).toBe(200);
+    expect(health.body.queues.dispatch.oldestMessageAgeSeconds).toBe(1_000);
+    expect(health.body.status).toBe('degraded');
+    const lanes = health.body.problems.filter((problem: string) => problem.includes(' lane '));
+    expect(lanes).toEqual(['the low lane of the default pool has a message 4000 s old (over 3600 s): its workers do not keep up, or do not consume it']);
   });
 
   it('refuses a window outside 1 to 60 minutes', async () => {
