@@ -42,6 +42,17 @@ function runOf(index: number): Run {
   };
 }
 
+/** A telemetry store that hands each registry write to `onWrite` and takes roll-ups silently. */
+function registryStore(onWrite: (record: WorkerRecord) => unknown): TelemetryStore {
+  return {
+    putWorker: (record: WorkerRecord) => {
+      onWrite(record);
+      return Promise.resolve();
+    },
+    putRollup: () => Promise.resolve(),
+  } as unknown as TelemetryStore;
+}
+
 describe('the worker registry', () => {
   let written: WorkerRecord[];
   let telemetry: Telemetry;
@@ -49,13 +60,7 @@ describe('the worker registry', () => {
   beforeEach(() => {
     vi.useFakeTimers({ now: at });
     written = [];
-    const store = {
-      putWorker: (record: WorkerRecord) => {
-        written.push(record);
-        return Promise.resolve();
-      },
-      putRollup: () => Promise.resolve(),
-    } as unknown as TelemetryStore;
+    const store = registryStore((record) => written.push(record));
     const silent = new MetricsRecorder(() => undefined);
     telemetry = new Telemetry(silent, store, 'worker-1', () => Date.now());
   });
@@ -136,13 +141,7 @@ describe("an API process's external claims in the registry", () => {
     vi.useFakeTimers({ now: at });
     try {
       const written: WorkerRecord[] = [];
-      const store = {
-        putWorker: (record: WorkerRecord) => {
-          written.push(record);
-          return Promise.resolve();
-        },
-        putRollup: () => Promise.resolve(),
-      } as unknown as TelemetryStore;
+      const store = registryStore((record) => written.push(record));
       const telemetry = new Telemetry(new MetricsRecorder(() => undefined), store, 'worker-api', () => Date.now());
       for (let index = 0; index < 3; index++) telemetry.runClaimed(runOf(index), at);
       await vi.advanceTimersByTimeAsync(1_500);
@@ -164,13 +163,7 @@ describe("an API process's external claims in the registry", () => {
     vi.useFakeTimers({ now: at });
     try {
       const writtenBy = new Map<string, WorkerRecord[]>();
-      const store = {
-        putWorker: (record: WorkerRecord) => {
-          writtenBy.set(record.workerId, [...(writtenBy.get(record.workerId) ?? []), record]);
-          return Promise.resolve();
-        },
-        putRollup: () => Promise.resolve(),
-      } as unknown as TelemetryStore;
+      const store = registryStore((record) => writtenBy.set(record.workerId, [...(writtenBy.get(record.workerId) ?? []), record]));
       const claiming = new Telemetry(new MetricsRecorder(() => undefined), store, 'worker-api-1', () => Date.now());
       const other = new Telemetry(new MetricsRecorder(() => undefined), store, 'worker-api-2', () => Date.now());
       const [first, second] = [runOf(0), runOf(1)];
