@@ -3,6 +3,7 @@
 // was sent, and counts as moved only once SQS confirmed its delete.
 // Like StartMessageMoveTask, it moves the messages that were there when it started: a message that
 // fails again and comes back meanwhile is not moved round and round.
+import { parseArgs } from 'node:util';
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import {
   DeleteMessageBatchCommand,
@@ -176,4 +177,56 @@ export async function sourceQueuesOf(sqs: SQSClient, dlqUrl: string): Promise<st
     token = page.NextToken;
   } while (token);
   return urls;
+}
+
+export class RedriveUsageError extends Error {}
+
+export const REDRIVE_USAGE = `Usage: npm run dlq:redrive -- [--pool <name>] [--max <n>]
+       npm run dlq:redrive -- --from <DLQ url> --to <standard lane url> [--max <n>]
+  --pool <name>   a local pool of the emulator (LOCAL_POOLS); the default pool without it
+  --from, --to    a deployment's pool DLQ and its standard lane (AWS credentials); both or neither
+  --max <n>       move at most n messages (a positive whole number); all of them without it
+Each message goes back to the lane it came from; one whose lane the DLQ does not name goes to
+the standard lane. Exit codes: 0 moved, 1 stopped part way (the count moved is printed), 2 usage.`;
+
+export type RedriveArgs =
+  | { readonly kind: 'queues'; readonly from: string; readonly to: string; readonly max: number }
+  | { readonly kind: 'pool'; readonly pool: string | undefined; readonly max: number }
+  | { readonly kind: 'help' };
+
+/**
+ * Parses dlq:redrive's arguments strictly. An unknown option, a stray argument, an option without
+ * its value, a --max that is not a positive whole number, --from without --to (or the reverse) and
+ * --pool with them are a RedriveUsageError, before anything is touched.
+ */
+export function parseRedriveArgs(argv: readonly string[]): RedriveArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: { from: { type: 'string' }, to: { type: 'string' }, max: { type: 'string' }, pool: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    }));
+  } catch (error) {
+    throw new RedriveUsageError(`${error instanceof Error ? error.message : String(error)}\n${REDRIVE_USAGE}`);
+  }
+  if (values.help) return { kind: 'help' };
+  for (const option of ['from', 'to', 'max', 'pool'] as const) {
+    if (values[option] !== undefined && values[option].trim() === '') throw new RedriveUsageError(`--${option} needs a value\n${REDRIVE_USAGE}`);
+  }
+  let max = Infinity;
+  if (values.max !== undefined) {
+    max = /^[0-9]+$/.test(values.max) ? Number(values.max) : NaN;
+    if (!Number.isSafeInteger(max) || max < 1) throw new RedriveUsageError(`--max must be a positive whole number, not ${values.max}\n${REDRIVE_USAGE}`);
+  }
+  const { from, to, pool } = values;
+  if (from !== undefined || to !== undefined) {
+    if (pool !== undefined)
+      throw new RedriveUsageError(`--pool names a local pool; --from and --to name a deployment's queues: give one or the other\n${REDRIVE_USAGE}`);
+    if (from === undefined || to === undefined)
+      throw new RedriveUsageError(`--from and --to go together (the DLQ and its pool's standard lane)\n${REDRIVE_USAGE}`);
+    return { kind: 'queues', from, to, max };
+  }
+  return { kind: 'pool', pool, max };
 }

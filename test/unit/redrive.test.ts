@@ -7,7 +7,7 @@ import {
   SendMessageBatchCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { lanesByArn, redrive, RedriveError, redriveMessages, sourceQueuesOf } from '../../scripts/ops/redrive';
+import { lanesByArn, parseRedriveArgs, redrive, RedriveError, redriveMessages, RedriveUsageError, sourceQueuesOf } from '../../scripts/ops/redrive';
 
 const DLQ = 'https://sqs.test/1/pool-dlq';
 const STANDARD = 'https://sqs.test/1/pool';
@@ -162,5 +162,35 @@ describe('the DLQ redrive', () => {
     const urls = await sourceQueuesOf(fake.sqs, DLQ);
     expect(urls).toEqual([STANDARD, HIGH, LOW]);
     expect(await lanesByArn(fake.sqs, [STANDARD, ...urls])).toStrictEqual(LANES);
+  });
+});
+
+describe("dlq:redrive's arguments", () => {
+  it('takes a local pool, or a deployment DLQ and its lane, with an optional limit', () => {
+    expect(parseRedriveArgs([])).toStrictEqual({ kind: 'pool', pool: undefined, max: Infinity });
+    expect(parseRedriveArgs(['--pool', 'exports', '--max', '25'])).toStrictEqual({ kind: 'pool', pool: 'exports', max: 25 });
+    expect(parseRedriveArgs(['--from', DLQ, '--to', STANDARD])).toStrictEqual({ kind: 'queues', from: DLQ, to: STANDARD, max: Infinity });
+    expect(parseRedriveArgs([`--from=${DLQ}`, `--to=${STANDARD}`, '--max=1'])).toStrictEqual({ kind: 'queues', from: DLQ, to: STANDARD, max: 1 });
+    expect(parseRedriveArgs(['--help'])).toStrictEqual({ kind: 'help' });
+  });
+
+  it('refuses a --max that is not a positive whole number', () => {
+    for (const max of ['abc', '2.5', '0', '-1', '1e3', ' 7', '0x10', '', '99999999999999999999']) {
+      expect(() => parseRedriveArgs(['--max', max]), max).toThrow(RedriveUsageError);
+    }
+    expect(() => parseRedriveArgs(['--max', 'abc'])).toThrow(/--max must be a positive whole number, not abc/);
+  });
+
+  it('refuses --from without --to (or the reverse), and --pool with them, rather than redriving the local queues', () => {
+    expect(() => parseRedriveArgs(['--from', DLQ])).toThrow(/--from and --to go together/);
+    expect(() => parseRedriveArgs(['--to', STANDARD])).toThrow(/--from and --to go together/);
+    expect(() => parseRedriveArgs(['--from', DLQ, '--to', STANDARD, '--pool', 'exports'])).toThrow(/one or the other/);
+    expect(() => parseRedriveArgs(['--from', '', '--to', STANDARD])).toThrow(/--from needs a value/);
+  });
+
+  it('refuses an unknown option, an option without its value and a stray argument', () => {
+    for (const argv of [['--form', DLQ], ['--max'], ['--pool'], ['exports'], ['--max', '5', 'extra']]) {
+      expect(() => parseRedriveArgs(argv), argv.join(' ')).toThrow(RedriveUsageError);
+    }
   });
 });
