@@ -9,7 +9,7 @@ import type { Job, JobSpec, JobTarget, Target } from '../domain/job';
 import { MASKED_HEADER_VALUE, attemptTimeoutSeconds, isSecretReference } from '../domain/job';
 import type { Run } from '../domain/run';
 import type { Occurrence } from '../domain/schedule';
-import { firstFireTime, settleSchedule, upcomingFireTimes, upcomingOccurrences, validateSchedule } from '../domain/schedule';
+import { firstFireTime, settleLike, settleSchedule, upcomingFireTimes, upcomingOccurrences, validateSchedule } from '../domain/schedule';
 import { isRecurring } from '../domain/schedule-series';
 import type { ListJobsQuery, ListRunsQuery, PreviewRequest } from '../api/schemas';
 import type { Page } from '../store/page';
@@ -341,7 +341,10 @@ export interface SchedulePreview {
 export async function previewSchedule(deps: SchedulerDeps, tenantId: string, request: PreviewRequest): Promise<SchedulePreview> {
   const job = request.jobId === undefined ? null : await deps.jobs.get(tenantId, request.jobId);
   if (request.jobId !== undefined && !job) throw new NotFoundError(`No job ${request.jobId}`);
-  const requested = request.schedule ?? job?.schedule;
+  // A schedule given with a job is taken as a PATCH would take it: without an anchor (or a counted
+  // cron's start) it keeps the job's, so the preview shows the fire times the change would have.
+  const given = request.schedule && job ? settleLike(request.schedule, job.schedule) : request.schedule;
+  const requested = given ?? job?.schedule;
   if (!requested) throw new ValidationError('Invalid preview', [{ path: 'schedule', message: 'is required without jobId' }]);
   const from = request.from ? Date.parse(request.from) : deps.clock();
   // Preview is about the future from `from`; the past-instant rule for `at` does not apply. A

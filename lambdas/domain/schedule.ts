@@ -14,16 +14,19 @@ import { DAY, intervalMs, isRecurring, parseCron, SECOND, seriesFireTimes } from
 
 /**
  * Fills in what a schedule is counted from, as of `now`: an interval's `anchor`, and a cron's
- * `startAt` when it has `maxOccurrences` (the count starts when the schedule is set). Excluded
- * dates are sorted and each kept once. The stored schedule then evaluates the same forever.
+ * `startAt` when it has `maxOccurrences`. Each is the first instant that can still fire: an
+ * interval's first fire time is one interval from now, a cron's the first whole second after now
+ * (fire times after now are what fires, so a count starting at now itself counted a fire time that
+ * never came, and `maxOccurrences: N` fired N - 1 times). Excluded dates are sorted and each kept
+ * once. The stored schedule then evaluates the same forever.
  */
 export function settleSchedule<S extends Schedule>(schedule: S, now: number): S {
-  const iso = new Date(now).toISOString();
   if (schedule.kind === 'every') {
-    return { ...schedule, anchor: schedule.anchor ?? iso, ...settledDates(schedule) };
+    return { ...schedule, anchor: schedule.anchor ?? new Date(now + intervalMs(schedule.interval)).toISOString(), ...settledDates(schedule) };
   }
   if (schedule.kind === 'cron') {
-    return { ...schedule, ...(schedule.maxOccurrences !== undefined && schedule.startAt === undefined ? { startAt: iso } : {}), ...settledDates(schedule) };
+    const startAt = new Date(Math.floor(now / SECOND) * SECOND + SECOND).toISOString();
+    return { ...schedule, ...(schedule.maxOccurrences !== undefined && schedule.startAt === undefined ? { startAt } : {}), ...settledDates(schedule) };
   }
   return schedule;
 }

@@ -78,6 +78,25 @@ describe('schedules in real time', () => {
     expect(job.schedule.anchor).toBe(iso(anchor));
   });
 
+  it("previews a schedule given with a job as a PATCH would take it: without an anchor, the job's anchor", async () => {
+    const jobId = await create({ kind: 'every', interval: 'PT15M', anchor: '2030-01-01T09:07:00.000Z' });
+    const preview = await scheduler.api('POST', '/v1/schedules/preview', {
+      jobId,
+      schedule: { kind: 'every', interval: 'PT15M', jitterSeconds: 5 },
+      from: '2030-01-01T10:00:00.000Z',
+      count: 3,
+    });
+    expect(preview.status, JSON.stringify(preview.body)).toBe(200);
+    expect(preview.body.fireTimes).toEqual(['2030-01-01T10:07:00.000Z', '2030-01-01T10:22:00.000Z', '2030-01-01T10:37:00.000Z']);
+    // Without a job, the interval is anchored as a create at `from` would anchor it: its first fire time one interval on.
+    const alone = await scheduler.api('POST', '/v1/schedules/preview', {
+      schedule: { kind: 'every', interval: 'PT15M' },
+      from: '2030-01-01T10:00:00.000Z',
+      count: 2,
+    });
+    expect(alone.body.fireTimes).toEqual(['2030-01-01T10:15:00.000Z', '2030-01-01T10:30:00.000Z']);
+  });
+
   it('starts a jittered occurrence at its fire time plus the delay the preview shows, never before', async () => {
     const anchor = Math.ceil((Date.now() + 1000) / 1000) * 1000;
     const jobId = await create({ kind: 'every', interval: 'PT10S', anchor: iso(anchor), jitterSeconds: 4, maxOccurrences: 1 });

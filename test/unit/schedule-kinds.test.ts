@@ -171,11 +171,25 @@ describe('intervals', () => {
 
 describe('settling a schedule when it is set', () => {
   const now = at('2026-05-05T10:11:12.345Z');
-  it("anchors an interval at now, and starts a counted cron's count at now; leaves given ones alone", () => {
-    expect(settleSchedule({ kind: 'every', interval: 'PT1H', timezone: 'UTC' }, now)).toMatchObject({ anchor: '2026-05-05T10:11:12.345Z' });
+  it("anchors an interval at its first fire time (one interval on), and starts a counted cron's count at the next whole second; leaves given ones alone", () => {
+    expect(settleSchedule({ kind: 'every', interval: 'PT1H', timezone: 'UTC' }, now)).toMatchObject({ anchor: '2026-05-05T11:11:12.345Z' });
     expect(settleSchedule(every('PT1H', '2026-01-01T00:00:00Z'), now).anchor).toBe('2026-01-01T00:00:00Z');
-    expect(settleSchedule(cron('0 9 * * *', 'UTC', { maxOccurrences: 3 }), now).startAt).toBe('2026-05-05T10:11:12.345Z');
+    expect(settleSchedule(cron('0 9 * * *', 'UTC', { maxOccurrences: 3 }), now).startAt).toBe('2026-05-05T10:11:13.000Z');
     expect(settleSchedule(cron('0 9 * * *'), now).startAt).toBeUndefined();
+  });
+
+  it('fires maxOccurrences times when the count starts as the schedule is set, and takes maxOccurrences: 1', () => {
+    const at = Date.parse('2026-05-05T10:00:00.000Z');
+    const all = (schedule: Schedule): string[] => fireTimes({ schedule: settleSchedule(schedule, at) }, at, 10).map((t) => new Date(t).toISOString());
+    expect(all({ kind: 'every', interval: 'PT1H', timezone: 'UTC', maxOccurrences: 3 })).toEqual([
+      '2026-05-05T11:00:00.000Z',
+      '2026-05-05T12:00:00.000Z',
+      '2026-05-05T13:00:00.000Z',
+    ]);
+    // Set on a fire instant: the count starts at the first one that can still fire.
+    expect(all(cron('0 * * * *', 'UTC', { maxOccurrences: 2 }))).toEqual(['2026-05-05T11:00:00.000Z', '2026-05-05T12:00:00.000Z']);
+    expect(() => validateSchedule({ kind: 'every', interval: 'PT1H', timezone: 'UTC', maxOccurrences: 1 }, at)).not.toThrow();
+    expect(all({ kind: 'every', interval: 'PT1H', timezone: 'UTC', maxOccurrences: 1 })).toEqual(['2026-05-05T11:00:00.000Z']);
   });
 
   it('sorts excluded dates and keeps each once; the same schedule in any field order is the same', () => {
