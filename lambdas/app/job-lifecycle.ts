@@ -153,7 +153,8 @@ export async function patchJobOf(
         // The occurrence remembered at pause belongs to the old schedule (or zone): resume must
         // start from the new one's first occurrence after now. The paused run is kept only when it
         // stands for that same occurrence, so that its replacement takes the next attempt number.
-        const first = firstFireTime({ schedule }, now);
+        // The skips carried over count: resume must not start from an occurrence skipped on request.
+        const first = firstFireTime(updated, now);
         const paused = current.pausedPending ?? null;
         return {
           next: {

@@ -210,6 +210,21 @@ describe('schedules driven by the clock', () => {
     expect((await scheduler.api('POST', `/v1/jobs/${jobId}/resume`)).body).toMatchObject({ status: 'ACTIVE', nextRunAt: iso(at + MINUTE) });
   });
 
+  it('resumes a paused job whose schedule a PATCH changed from its first occurrence not skipped on request', async () => {
+    const hourly = { expression: '0 * * * *' };
+    const { jobId, at } = await createCron(hourly);
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`)).status).toBe(200);
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/skip`, { next: 1 })).body.pausedPending).toEqual({
+      runId: null,
+      scheduledFor: iso(at + 60 * MINUTE),
+    });
+    // The same fire times with a jitter: a new schedule, under which the skip still stands.
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', timezone: 'UTC', ...hourly, jitterSeconds: 1 } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({ skippedOccurrences: [iso(at)], pausedPending: { scheduledFor: iso(at + 60 * MINUTE) } });
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/resume`)).body).toMatchObject({ status: 'ACTIVE', nextRunAt: iso(at + 60 * MINUTE) });
+  });
+
   it('leaves out excluded dates in the job zone, in upcoming runs and in the preview', async () => {
     const now = Date.now();
     const tomorrow = new Date(now + 86_400_000).toISOString().slice(0, 10);
