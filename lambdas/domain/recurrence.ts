@@ -131,11 +131,9 @@ export function occurrenceOnResume(job: Policies, pendingAt: number | null, now:
   switch (job.misfirePolicy) {
     case 'skip':
       return firstAfterNow === null ? null : { scheduledFor: firstAfterNow, reason: null };
-    case 'fire-once': {
+    case 'fire-once':
       // One run now stands for everything missed: the latest missed occurrence.
-      const missed = isRecurring(job.schedule) ? fireTimes(job, pendingAt, MISSED_COUNT_LIMIT).filter((t) => t <= now) : [];
-      return { scheduledFor: missed.at(-1) ?? pendingAt, reason: 'resumed: missed occurrences fire once (misfirePolicy fire-once)' };
-    }
+      return { scheduledFor: latestMissed(job, pendingAt, now), reason: 'resumed: missed occurrences fire once (misfirePolicy fire-once)' };
     case 'backfill':
       return { scheduledFor: pendingAt, reason: 'resumed: backfilling missed occurrences (misfirePolicy backfill)' };
   }
@@ -165,4 +163,29 @@ export function classifyUnpointed(
     return after ? 'unadopted' : 'replaced';
   }
   return 'replaced';
+}
+
+/** Windows looked back over for the latest missed fire time, shortest first. */
+const LOOKBACK_WINDOWS_MS = [60_000, 3_600_000, 86_400_000, 31 * 86_400_000, 366 * 86_400_000, Number.POSITIVE_INFINITY];
+
+/**
+ * The latest fire time at or before `now` from `pendingAt` on (`pendingAt` itself when none
+ * follows it). The fire times are listed a bounded number at a time, so they are looked for in the
+ * last minute, hour, day, month, year, then since `pendingAt`: a pause longer than that many fire
+ * times found the one that many after `pendingAt`, not the latest.
+ */
+function latestMissed(job: Policies, pendingAt: number, now: number): number {
+  if (!isRecurring(job.schedule)) return pendingAt;
+  let truncated: number | undefined;
+  for (const window of LOOKBACK_WINDOWS_MS) {
+    const from = Math.max(pendingAt, now - window);
+    const times = fireTimes(job, from, MISSED_COUNT_LIMIT);
+    const missed = times.filter((t) => t <= now);
+    // The list passed now, or the series ended: its last missed one is the latest.
+    if (missed.length > 0 && missed.length < times.length) return missed.at(-1)!;
+    if (missed.length > 0 && times.length < MISSED_COUNT_LIMIT) return missed.at(-1)!;
+    if (missed.length > 0) truncated ??= missed.at(-1);
+    if (from === pendingAt) break;
+  }
+  return truncated ?? pendingAt;
 }

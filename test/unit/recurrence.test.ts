@@ -74,6 +74,17 @@ describe('resuming a paused job', () => {
     expect(occurrenceOnResume(everyMinute('fire-once'), t0, now)?.scheduledFor).toBe(t0 + 10 * MINUTE);
     expect(occurrenceOnResume(everyMinute('backfill'), t0, now)?.scheduledFor).toBe(t0);
   });
+  it('fires once at the latest missed occurrence however many were missed (more than a listing of 1,000)', () => {
+    const twoDays = 2 * 24 * 60 * MINUTE;
+    expect(occurrenceOnResume(everyMinute('fire-once'), t0, t0 + twoDays + 30_000)?.scheduledFor).toBe(t0 + twoDays);
+    // Skipped on request: the one before it.
+    const skipping = { ...everyMinute('fire-once'), skippedOccurrences: [new Date(t0 + twoDays).toISOString()] };
+    expect(occurrenceOnResume(skipping, t0, t0 + twoDays + 30_000)?.scheduledFor).toBe(t0 + twoDays - MINUTE);
+    // A daily job paused for three years: its last day's.
+    const daily = { ...everyMinute('fire-once'), schedule: { kind: 'cron' as const, expression: '0 9 * * *', timezone: 'UTC' } };
+    expect(occurrenceOnResume(daily, t0, Date.parse('2029-03-04T12:00:00Z'))?.scheduledFor).toBe(Date.parse('2029-03-04T09:00:00Z'));
+  });
+
   it('completes a one-shot job whose instant passed while paused under skip', () => {
     expect(occurrenceOnResume({ schedule: { kind: 'at', at: new Date(t0).toISOString() }, misfirePolicy: 'skip', backfillLimit: 10 }, t0, now)).toBeNull();
   });
