@@ -12,7 +12,8 @@ import { MASKED_HEADER_VALUE, isUnnamed, jobSpecSchema } from '../domain/job';
 import type { JobPatchRequest, TriggerRequest } from '../api/schemas';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
-import { firstFireTime, sameSchedule, settleLike, settleSchedule, skipsKept, validateSchedule } from '../domain/schedule';
+import { fireTimes, firstFireTime, sameSchedule, settleLike, settleSchedule, skipsKept, validateSchedule } from '../domain/schedule';
+import { isRecurring } from '../domain/schedule-series';
 import { planRun } from './plan-run';
 import { triggerDebounced } from './debounce';
 import { sendPlannedRun } from './send-planned-run';
@@ -172,7 +173,11 @@ export async function patchJobOf(
       // schedule is ACTIVE again from its first occurrence. With the schedule as it was, the same
       // occurrence is planned again, with what it carried: one due and not yet started (waiting
       // for its jitter, behind a running one, or a backfill's) is not dropped for the next.
-      const same = !scheduleChanged ? samePending(current, pendingRead) : null;
+      // A new schedule keeps a due occurrence that has not started (waiting for its jitter, or not
+      // yet leased) when it still fires at it: a jitter or an end changed at 09:10 must not drop
+      // 09:00's run for tomorrow's. Its start is planned again under the new schedule.
+      const pendingSame = samePending(current, pendingRead);
+      const same = !scheduleChanged || (pendingSame && stillFiresAt(updated, pendingSame.run, now)) ? pendingSame : null;
       const first = same ? Date.parse(same.run.scheduledFor) : firstFireTime(updated, now);
       if (first === null) {
         if (reactivates) {
@@ -215,6 +220,12 @@ export async function patchJobOf(
   }
   logger.info('job updated', { jobId, tenantId, version: job.version });
   return job;
+}
+
+/** Whether a new recurring schedule fires at this due occurrence (skips and exclusions counted). */
+function stillFiresAt(job: Job, run: Run, now: number): boolean {
+  const at = Date.parse(run.scheduledFor);
+  return isRecurring(job.schedule) && at <= now && fireTimes(job, at - 1, 1)[0] === at;
 }
 
 /** The job's pending occurrence as read before a PATCH, when it is still the job's and has not started. */

@@ -225,6 +225,28 @@ describe('schedules driven by the clock', () => {
     expect((await scheduler.api('POST', `/v1/jobs/${jobId}/resume`)).body).toMatchObject({ status: 'ACTIVE', nextRunAt: iso(at + 60 * MINUTE) });
   });
 
+  it('keeps a due occurrence not yet started when a PATCH changes the schedule to one that still fires at it', async () => {
+    offset = 0;
+    const { jobId, runId, at } = await createCron({ expression: '0 * * * *' });
+    try {
+      // Ten minutes past the occurrence, which no worker has leased (none runs here).
+      offset = at + 10 * MINUTE - Date.now();
+      const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, {
+        schedule: { kind: 'cron', expression: '0 * * * *', timezone: 'UTC', jitterSeconds: 1800 },
+      });
+      expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+      expect(patched.body.nextRunAt).toBe(iso(at));
+      const replanned = await scheduler.deps.runs.get(patched.body.nextRunId);
+      expect(replanned).toMatchObject({ scheduledFor: iso(at), attempt: 2 });
+      expect((await scheduler.deps.runs.get(runId))?.status).toBe('SKIPPED');
+      // A schedule that no longer fires then moves on to its own next fire time.
+      const moved = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'cron', expression: '30 * * * *', timezone: 'UTC' } });
+      expect(moved.body.nextRunAt).toBe(iso(at + 30 * MINUTE));
+    } finally {
+      offset = 0;
+    }
+  });
+
   it('leaves out excluded dates in the job zone, in upcoming runs and in the preview', async () => {
     const now = Date.now();
     const tomorrow = new Date(now + 86_400_000).toISOString().slice(0, 10);
