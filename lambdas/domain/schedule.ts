@@ -125,22 +125,47 @@ const GAP_YEAR = 366 * DAY;
  */
 function shortestGap(schedule: RecurringSchedule, now: number): number | null {
   if (schedule.kind === 'every') return intervalMs(schedule.interval);
-  const starts = [now, ...offsetChanges(schedule.timezone, now, now + GAP_YEAR).map((change) => Math.max(now, change - 2 * DAY))];
+  // Around each change, from far enough back for a sparse expression's fire time before it (two
+  // days) and near enough for a dense one's (3 hours, 2 minutes): 1,000 fire times every two
+  // minutes from two days back stop before the change.
+  // The near starts need a few fire times only: those on each side of the change.
+  const starts: [number, number][] = [
+    [now, GAP_SAMPLE],
+    ...offsetChanges(schedule.timezone, now, now + GAP_YEAR).flatMap((change): [number, number][] => [
+      [Math.max(now, change - 2 * DAY), GAP_SAMPLE],
+      [Math.max(now, change - 3 * HOUR_MS), NEAR_CHANGE_SAMPLE],
+      [Math.max(now, change - 2 * MINUTE_MS), NEAR_CHANGE_SAMPLE],
+    ]),
+  ];
   let gap: number | null = null;
-  for (const start of starts) {
-    const times = seriesFireTimes(schedule, start, GAP_SAMPLE);
+  for (const [start, count] of starts) {
+    const times = seriesFireTimes(schedule, start, count);
     for (let i = 1; i < times.length; i++) gap = Math.min(gap ?? Infinity, (times[i] ?? 0) - (times[i - 1] ?? 0));
   }
   return gap;
 }
 
-/** The days in [from, to) at whose end the zone's offset has changed (read once a day), as instants. */
+const MINUTE_MS = 60 * SECOND;
+/** Fire times sampled from just before an offset change. */
+const NEAR_CHANGE_SAMPLE = 200;
+const HOUR_MS = 60 * MINUTE_MS;
+
+/** The instants in [from, to) at which the zone's offset changes (found day by day, then to the minute). */
 function offsetChanges(timeZone: string, from: number, to: number): number[] {
   const changes: number[] = [];
   let previous = offsetAt(from, timeZone);
   for (let at = from + DAY; at < to; at += DAY) {
     const offset = offsetAt(at, timeZone);
-    if (offset !== previous) changes.push(at);
+    if (offset !== previous) {
+      // The day held one change (no zone has had two within a day since 1970): bisect to it.
+      let [before, after] = [at - DAY, at];
+      while (after - before > MINUTE_MS) {
+        const mid = before + Math.floor((after - before) / 2);
+        if (offsetAt(mid, timeZone) === previous) before = mid;
+        else after = mid;
+      }
+      changes.push(after);
+    }
     previous = offset;
   }
   return changes;

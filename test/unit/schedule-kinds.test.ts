@@ -356,6 +356,16 @@ describe('jitter', () => {
     expect(refusal(santiago, at('2026-04-10T00:00:00Z'))).toEqual([expect.stringMatching(/^schedule\.jitterSeconds: .*\(3600 s\)/)]);
     expect(refusal({ ...santiago, jitterSeconds: 3000 }, at('2026-04-10T00:00:00Z'))).toEqual([]);
   });
+
+  it('is refused or taken the same whatever the time of day it is set: a dense expression is sampled at the change itself', () => {
+    // Every two minutes: New York's spring change makes 01:59 to 03:01 one minute. 1,000 fire times
+    // from two days before the change stop before it.
+    const dense = cron('1-59/2 0-23 * * *', 'America/New_York', { jitterSeconds: 90 });
+    for (const when of ['2026-01-10T20:00:00Z', '2026-01-10T03:00:00Z', '2026-03-07T20:00:00Z']) {
+      expect(refusal(dense, at(when)), when).toEqual([expect.stringMatching(/^schedule\.jitterSeconds: .*\(60 s\)/)]);
+    }
+    expect(refusal({ ...dense, jitterSeconds: 59 }, at('2026-01-10T20:00:00Z'))).toEqual([]);
+  });
 });
 
 describe('the first occurrence of a new schedule', () => {
