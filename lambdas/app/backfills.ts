@@ -94,14 +94,21 @@ export function backfillView(backfill: Backfill): BackfillView {
 }
 
 /** The ticker's part: each active backfill releases its share of the tick's budget. Returns how many fire times were released. */
-export async function releaseBackfills(deps: SchedulerDeps, now: number): Promise<number> {
+export async function releaseBackfills(deps: SchedulerDeps, now: number, deadline = Number.POSITIVE_INFINITY): Promise<number> {
   const active = await deps.backfills.active();
   if (active.length === 0) return 0;
-  const share = releaseShare(deps.config.backfillReleasePerTick, active.length);
+  const budget = deps.config.backfillReleasePerTick;
+  const share = releaseShare(budget, active.length);
+  // The tick's budget holds however many backfills are active: past it, a rotating set of them
+  // releases this minute (each gets its turn in later minutes), and none past the deadline, which
+  // leaves the tick time to record itself. One tenant's thousand backfills cannot stall the tick.
+  const first = Math.floor(now / 60_000) % active.length;
+  const turn = [...active.slice(first), ...active.slice(0, first)];
   let released = 0;
-  for (const backfill of active) {
+  for (const backfill of turn) {
+    if (released >= budget || Date.now() >= deadline) break;
     try {
-      released += await releasePage(deps, backfill, share, now);
+      released += await releasePage(deps, backfill, Math.min(share, budget - released), now);
     } catch (error) {
       // One backfill the store fails on must not hold up the others; its cursor stays.
       logger.error('a backfill page could not be released; tried again next tick', {

@@ -29,6 +29,8 @@ const WRITE_CONCURRENCY = 16;
  * timeout is 50 s; the rest is for the page in hand, the chain repairs and recording the tick.
  */
 const RELEASE_BUDGET_MS = 30_000;
+/** Backfills release until this long into the tick, leaving time to record it within the timeout. */
+const BACKFILL_DEADLINE_MS = 40_000;
 
 export interface TickReport {
   readonly buckets: number;
@@ -260,7 +262,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
   for (const jobId of dueResumes) if (await isolated('a resume', { jobId }, () => resumeWhenDue(deps, jobId, now))) resumed++;
 
   // Backfills: each active one releases its share of the tick's budget, oldest fire times first.
-  const backfilled = await releaseBackfills(deps, now);
+  const backfilled = await releaseBackfills(deps, now, startedAt + BACKFILL_DEADLINE_MS);
 
   // Everything before the current minute has been handled; entries in this minute not yet due
   // (check-backs) are seen again next tick. A tick that ran out of budget moves its cursor to the

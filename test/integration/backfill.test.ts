@@ -113,4 +113,24 @@ describe('a backfill', () => {
     // Nineteen backfilled runs (nine and ten), the chained one and the job's pending run: nothing twice.
     expect(runs).toBe(19 + 1 + 1);
   });
+
+  it("holds the tick's budget however many backfills are active, each getting its turn in later ticks", async () => {
+    // Six backfills of three fire times each, with a budget of 4 a tick: before, each took at least one (6).
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const start = from - (60 - 5 * i) * MINUTE;
+      const requested = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(start), to: iso(start + 3 * MINUTE) });
+      expect(requested.status, JSON.stringify(requested.body)).toBe(202);
+      ids.push(requested.body.backfill.backfillId as string);
+    }
+    const now = Date.now();
+    const first = await tick(scheduler.workerDeps('budget-0', () => now));
+    expect(first.backfilled).toBe(4);
+    // Minute by minute, the rotating set reaches every backfill.
+    for (let minute = 1; minute <= 8; minute++) {
+      const report = await tick(scheduler.workerDeps(`budget-${minute}`, () => now + minute * MINUTE));
+      expect(report.backfilled).toBeLessThanOrEqual(4);
+    }
+    for (const backfillId of ids) expect(await progress(backfillId)).toMatchObject({ released: 3, status: 'DONE' });
+  });
 });
