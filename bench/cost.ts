@@ -106,7 +106,7 @@ const ASSUMED_BATCH_SECONDS = 0.2; // a batch's wall time in AWS with a fast tar
 
 logger.setLogLevel('ERROR');
 /** The bench's tenant is not limited: its creates and starts come faster than a tenant's default rate. */
-const unlimited: TenantLimits = { maxActiveJobs: null, maxInFlightRuns: null, createsPerSecond: null };
+const unlimited: TenantLimits = { maxActiveJobs: null, maxInFlightRuns: null, createsPerSecond: null, maxActiveBackfills: null };
 const emulator = await ensureEmulator();
 Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
 

@@ -149,7 +149,18 @@ export class SchedulerStack extends Stack {
     // Query on jobs: API keys, roll-ups, the worker registry and label entries (the table); listings
     // (an index). BatchGetItem on jobs: a listing reads the jobs its keys-only index points at.
     // BatchWriteItem on jobs: an audit entry, written under the tenant and under its object (decision 0079).
-    this.api.grantTable(jobsTable, ['GetItem', 'BatchGetItem', 'BatchWriteItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
+    // ConditionCheckItem on jobs: a new backfill is not an ended one (decision 0182).
+    this.api.grantTable(jobsTable, [
+      'GetItem',
+      'BatchGetItem',
+      'BatchWriteItem',
+      'Query',
+      'QueryIndexes',
+      'PutItem',
+      'UpdateItem',
+      'DeleteItem',
+      'ConditionCheckItem',
+    ]);
     // BatchGetItem on runs: the health endpoint checks the runs workers report in flight. DeleteItem:
     // the run a refused create wrote ahead of its job (decision 0167).
     this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
@@ -229,9 +240,10 @@ export class SchedulerStack extends Stack {
       timeout: Duration.seconds(50),
     });
     // BatchGetItem on runs: the priority (the lane) of the runs it releases or redelivers.
-    // QueryIndexes: the time index (runs) and overdue recurring jobs (jobs). Query: the active backfills (jobs).
+    // QueryIndexes: the time index (runs) and overdue recurring jobs (jobs). Query: the active backfills (jobs);
+    // DeleteItem on jobs: an ended backfill leaves their partition (decision 0182).
     this.ticker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
-    this.ticker.grantTable(jobsTable, ['GetItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem']);
+    this.ticker.grantTable(jobsTable, ['GetItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
     for (const lane of lanes) this.ticker.grantQueue(lane, ['SendMessage']);
     // The Scheduler invokes the ticker asynchronously: Lambda's own retries of a failed or throttled
     // tick (two, and up to 6 hours) would come late with the old scheduledTime, when the next tick

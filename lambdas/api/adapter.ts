@@ -175,7 +175,7 @@ function handlers(deps: SchedulerDeps): Handlers {
       return json(202, { run });
     },
     backfillJob: async ({ event, caller, params, body }) => {
-      const { created, backfill } = await requestBackfill(deps, caller.tenantId, param(params, 'jobId'), body, traceparentOf(event));
+      const { created, backfill } = await requestBackfill(deps, caller.tenantId, param(params, 'jobId'), body, caller.limits, traceparentOf(event));
       if (created)
         await audit(caller, 'job.backfill', backfill.jobId, {
           changes: { backfill: { after: { backfillId: backfill.backfillId, from: backfill.from, to: backfill.to, total: backfill.total } } },

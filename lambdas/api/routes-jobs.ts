@@ -113,7 +113,7 @@ export const JOB_ROUTES = {
     tag: 'Jobs',
     summary: 'Backfill a range of fire times',
     description:
-      "One run per fire time of the job's cron schedule in [from, to) that has no run yet, released oldest first at a bounded rate. The same range answers the same backfill. At most 527,040 fire times (a leap year of minutes) per backfill, and `from` no more than RUN_RETENTION_DAYS − 1 days ago (older occurrences may have lost their runs).",
+      "One run per fire time of the job's cron schedule in [from, to) that has no run yet, released oldest first at a bounded rate. The same range answers the same backfill. At most 527,040 fire times (a leap year of minutes) per backfill, and `from` no more than RUN_RETENTION_DAYS − 1 days ago (older occurrences may have lost their runs). 429 when the tenant has its `maxActiveBackfills` (100 by default) releasing already.",
     body: { schema: backfillSchema, required: true },
     headers: ['traceparent'],
     responses: { 202: { description: 'The backfill and its progress', schema: backfillResponseSchema } },

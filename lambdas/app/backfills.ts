@@ -5,12 +5,13 @@
 // compare-and-swap. A ticker that dies between the two writes the same page again next tick, and
 // the puts find their runs written. Every run a backfill releases joins the trace of the request
 // that asked for it (decision 0118).
-import { NotFoundError, ConflictError } from '../core/errors';
+import { NotFoundError, ConflictError, TooManyRequestsError } from '../core/errors';
 import { mapWithConcurrency } from '../core/concurrency';
 import { logger } from '../core/logger';
 import type { Backfill, BackfillView } from '../domain/backfill';
 import { backfillIdOf, checkBackfillRange, nextFireTimes, releaseShare } from '../domain/backfill';
 import type { Job } from '../domain/job';
+import type { TenantLimits } from '../domain/tenant';
 import type { RecurringSchedule } from '../domain/schedule-series';
 import { earliestBackfillFrom } from '../domain/retention';
 import { traceIdOf } from '../domain/trace-context';
@@ -34,6 +35,7 @@ export async function requestBackfill(
   tenantId: string,
   jobId: string,
   request: BackfillRequest,
+  limits: TenantLimits = deps.config.tenantDefaults,
   traceparent?: string,
 ): Promise<{ created: boolean; backfill: Backfill }> {
   const job = await deps.jobs.get(tenantId, jobId);
@@ -46,6 +48,10 @@ export async function requestBackfill(
   if (job.status === 'CANCELLED' || job.status === 'PAUSED') throw new ConflictError(`The job is ${job.status}; its backfilled runs would not run`);
 
   const now = deps.clock();
+  const { maxActiveBackfills } = limits;
+  if (maxActiveBackfills !== null && (await deps.backfills.activeCount(tenantId)) >= maxActiveBackfills) {
+    throw new TooManyRequestsError(`This tenant has ${maxActiveBackfills} active backfills, its limit; wait for one to end`, 60);
+  }
   const { total } = checkBackfillRange(job.schedule, from, to, frontierOf(job, now), earliestBackfillFrom(now, deps.config.runRetentionDays));
   const at = new Date(now).toISOString();
   const backfill: Backfill = {
@@ -64,7 +70,7 @@ export async function requestBackfill(
     version: 0,
     ...(traceparent ? { traceparent } : {}),
   };
-  const result = await deps.backfills.create(backfill);
+  const result = await deps.backfills.create(backfill, now);
   if (result.created) {
     logger.info('backfill requested', { jobId, tenantId, backfillId, traceId: traceIdOf(traceparent), from: backfill.from, to: backfill.to, total });
   }

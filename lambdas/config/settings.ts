@@ -126,7 +126,7 @@ export const SETTINGS = {
       .partial()
       .transform((limits) => ({ ...DEFAULT_TENANT_LIMITS, ...limits }))
       .default(DEFAULT_TENANT_LIMITS),
-    'Limits of tenants that have none of their own: {"maxActiveJobs":…,"maxInFlightRuns":…,"createsPerSecond":…}; each absent one keeps its default.',
+    'Limits of tenants that have none of their own: {"maxActiveJobs":…,"maxInFlightRuns":…,"createsPerSecond":…,"maxActiveBackfills":…}; each absent one keeps its default.',
     'a JSON object of tenant limits',
   ),
   allowPrivateTargets: setting(

@@ -14,12 +14,15 @@ export interface TenantLimits {
   readonly maxInFlightRuns: number | null;
   /** Job creates per second (a one-second window). */
   readonly createsPerSecond: number | null;
+  /** Backfills releasing at once (`POST /v1/jobs/{jobId}/backfill`); each holds up to a year of fire times. */
+  readonly maxActiveBackfills: number | null;
 }
 
 export const DEFAULT_TENANT_LIMITS: TenantLimits = {
   maxActiveJobs: 10_000,
   maxInFlightRuns: null,
   createsPerSecond: 100,
+  maxActiveBackfills: 100,
 };
 
 const limit = (max: number) => z.number().int().min(1).max(max).nullable();
@@ -28,6 +31,7 @@ export const tenantLimitsSchema = z.strictObject({
   maxActiveJobs: limit(10_000_000),
   maxInFlightRuns: limit(100_000),
   createsPerSecond: limit(100_000),
+  maxActiveBackfills: limit(100_000),
 });
 
 export const tenantIdSchema = z

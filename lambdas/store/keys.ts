@@ -65,9 +65,14 @@ export const keyWaitKey = (scope: string, sort: string): Key => ({ pk: keyWaitPa
 export const rateMarkPartition = (scope: string): string => `KEYRATE#${scope}`;
 export const rateMarkKey = (scope: string, mark: number): Key => ({ pk: rateMarkPartition(scope), sk: `MARK#${String(mark).padStart(6, '0')}` });
 export const rateMarkOf = (sk: string): number => Number(sk.slice('MARK#'.length));
-/** Every backfill in one partition, read by the ticker for the active ones (domain/backfill.ts). */
+/**
+ * The active backfills, in one partition that the ticker reads every tick (domain/backfill.ts). An
+ * ended backfill moves to its job's partition of ended ones, out of the ticker's read (decision 0182);
+ * ones that ended before stay here, DONE, until they expire.
+ */
 export const BACKFILLS_PARTITION = 'BACKFILLS';
 export const backfillKey = (jobId: string, backfillId: string): Key => ({ pk: BACKFILLS_PARTITION, sk: `${jobId}#${backfillId}` });
+export const endedBackfillKey = (jobId: string, backfillId: string): Key => ({ pk: `BACKFILLS_ENDED#${jobId}`, sk: backfillId });
 /** A job's debounce window: the run its manual triggers coalesce into (store/debounce-windows.ts). */
 export const debounceKey = (jobId: string): Key => ({ pk: `DEBOUNCE#${jobId}`, sk: 'WINDOW' });
 export const schedulerStateKey = (name: string): Key => ({ pk: `SCHEDULER#${name}`, sk: 'STATE' });

@@ -33,13 +33,14 @@ export const ADMIN_USAGE = `Usage: npm run admin -- <command> [options]
   key issue <tenant-id>                                issue another API key (printed once)
   key list <tenant-id>                                 its keys (ids, created, revoked)
   key revoke <tenant-id> <key-id>                      revoke a key (takes effect within 2 minutes)
-limits: --max-active-jobs <n|none> --max-in-flight-runs <n|none> --creates-per-second <n|none>
+limits: --max-active-jobs <n|none> --max-in-flight-runs <n|none> --creates-per-second <n|none> --max-active-backfills <n|none>
 target: local emulator by default; --jobs-table <JobsTableName output> for a deployment (AWS credentials)`;
 
 const LIMIT_OPTIONS = {
   'max-active-jobs': 'maxActiveJobs',
   'max-in-flight-runs': 'maxInFlightRuns',
   'creates-per-second': 'createsPerSecond',
+  'max-active-backfills': 'maxActiveBackfills',
 } as const;
 
 /** The audit of an operator's change: the actor is `admin`, as the CLI holds no API key. */
@@ -53,6 +54,7 @@ const ADMIN_OPTIONS = {
   'max-active-jobs': { type: 'string' },
   'max-in-flight-runs': { type: 'string' },
   'creates-per-second': { type: 'string' },
+  'max-active-backfills': { type: 'string' },
   'jobs-table': { type: 'string' },
 } as const;
 

@@ -204,6 +204,8 @@ describe('least privilege', () => {
       // On runs: the run a refused create wrote ahead of its job (decision 0167).
       'dynamodb:DeleteItem': [jobs, runs].sort(),
       'dynamodb:UpdateItem': [jobs, runs].sort(),
+      // A new backfill is not an ended one (decision 0182).
+      'dynamodb:ConditionCheckItem': [jobs],
       'sqs:SendMessage': lanes,
       'sqs:GetQueueAttributes': [dlq, ...lanes].sort(),
     });
@@ -262,6 +264,8 @@ describe('least privilege', () => {
       // The priorities (lanes) of the runs it sends.
       'dynamodb:BatchGetItem': [runs],
       'dynamodb:PutItem': [jobs, runs].sort(),
+      // An ended backfill leaves the partition of active ones (decision 0182).
+      'dynamodb:DeleteItem': [jobs],
       'sqs:SendMessage': [dispatchId(), highId(), lowId()].sort(),
     });
   });

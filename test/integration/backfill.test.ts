@@ -2,6 +2,7 @@
 // that has none, the chain's own run ids, oldest first at the tick's budget, idempotent on the same
 // range, refused past the maximum; a ticker that dies between writing a page and moving the cursor,
 // or two tickers at once, write each run once.
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planRun } from '../../lambdas/app/plan-run';
 import { runIdFor } from '../../lambdas/domain/run';
@@ -87,6 +88,17 @@ describe('a backfill', () => {
     expect(runs.every((run) => run.attempt === 1 && run.trigger === 'schedule' && run.status === 'QUEUED')).toBe(true);
     expect(runs.filter((run) => run.reason === `backfill ${backfillId}`)).toHaveLength(9);
     expect(runs[3]!.reason).toBeNull();
+    // Ended, it is out of what the ticker reads every tick; the same range again still finds it,
+    // ended, and releases nothing again.
+    const read = await scheduler.clients.dynamo.send(
+      new QueryCommand({ TableName: scheduler.config.jobsTable, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'BACKFILLS' } }),
+    );
+    expect((read.Items ?? []).map((item) => item.backfillId)).not.toContain(backfillId);
+    const afterEnd = await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(from), to: iso(to) });
+    expect(afterEnd.status).toBe(202);
+    expect(afterEnd.body.backfill).toMatchObject({ backfillId, released: 10, status: 'DONE' });
+    await tick(scheduler.deps);
+    expect(await progress(backfillId)).toMatchObject({ released: 10, status: 'DONE' });
 
     // Audited once, for the request that wrote it.
     const audit = await scheduler.api('GET', `/v1/audit?objectId=${jobId}`);
@@ -132,5 +144,39 @@ describe('a backfill', () => {
       expect(report.backfilled).toBeLessThanOrEqual(4);
     }
     for (const backfillId of ids) expect(await progress(backfillId)).toMatchObject({ released: 3, status: 'DONE' });
+    expect(await scheduler.deps.backfills.active()).toEqual([]);
+  });
+
+  it("answers 429 past the tenant's active backfills, and takes one again once one has ended", async () => {
+    const limited = await startScheduler({ workerConcurrency: 0, tuning: { backfillReleasePerTick: 10 }, tenantLimits: { maxActiveBackfills: 2 } });
+    try {
+      const job = await limited.api('POST', '/v1/jobs', {
+        type: 'report',
+        schedule: { kind: 'cron', expression: '* * * * *' },
+        target: { kind: 'http', url: 'http://127.0.0.1:9/hook' },
+      });
+      const limitedJobId = job.body.job.jobId as string;
+      const ask = (minutesBack: number) =>
+        limited.api('POST', `/v1/jobs/${limitedJobId}/backfill`, {
+          from: iso(lastMinute - minutesBack * MINUTE),
+          to: iso(lastMinute - (minutesBack - 3) * MINUTE),
+        });
+      expect((await ask(10)).status).toBe(202);
+      expect((await ask(20)).status).toBe(202);
+      const third = await ask(30);
+      expect(third.status).toBe(429);
+      expect(third.body.detail).toMatch(/2 active backfills/);
+      // A repeated request of an active one still finds it.
+      expect((await ask(20)).status).toBe(202);
+      // Nothing was written for the refused one.
+      expect((await limited.deps.backfills.active()).map((active) => active.from)).toEqual(
+        expect.arrayContaining([iso(lastMinute - 10 * MINUTE), iso(lastMinute - 20 * MINUTE)]),
+      );
+      expect(await limited.deps.backfills.active()).toHaveLength(2);
+      await tick(limited.deps);
+      expect((await ask(30)).status).toBe(202);
+    } finally {
+      await limited.stop();
+    }
   });
 });

@@ -246,7 +246,7 @@ export async function startScheduler(options: SchedulerOptions = {}): Promise<Sc
           const page = await aws.dynamo.send(new ScanCommand({ TableName: tableName, ProjectionExpression: 'pk', ExclusiveStartKey: start }));
           total += (page.Items ?? []).filter(
             (item) =>
-              !/^(APIKEY#|TENANT#|RATE#|INFLIGHT#|KEYSLOT#|KEYWAIT#|KEYRATE#|BACKFILLS$|DEBOUNCE#|STATS#|SCHEDULER#|AUDIT#|NOTIFY#|WORKERS$)/.test(
+              !/^(APIKEY#|TENANT#|RATE#|INFLIGHT#|KEYSLOT#|KEYWAIT#|KEYRATE#|BACKFILLS$|BACKFILLS_ENDED#|DEBOUNCE#|STATS#|SCHEDULER#|AUDIT#|NOTIFY#|WORKERS$)/.test(
                 String(item.pk),
               ),
           ).length;

@@ -349,10 +349,13 @@ describe('tenant limits over the deployment defaults', () => {
       tenant: { limits: { maxInFlightRuns: 5 } },
       effectiveLimits: null,
     });
-    const changed = await runAdmin(['tenant', 'limits', tenantId, '--creates-per-second', '4'], { ...ctx, defaults: deploymentDefaults });
+    const changed = await runAdmin(['tenant', 'limits', tenantId, '--creates-per-second', '4', '--max-active-backfills', 'none'], {
+      ...ctx,
+      defaults: deploymentDefaults,
+    });
     expect(changed).toMatchObject({
-      tenant: { limits: { maxInFlightRuns: 5, createsPerSecond: 4 } },
-      effectiveLimits: { ...deploymentDefaults, maxInFlightRuns: 5, createsPerSecond: 4 },
+      tenant: { limits: { maxInFlightRuns: 5, createsPerSecond: 4, maxActiveBackfills: null } },
+      effectiveLimits: { ...deploymentDefaults, maxInFlightRuns: 5, createsPerSecond: 4, maxActiveBackfills: null },
     });
     // This scheduler's clock is pinned: the tenant's create and its limits change share an instant.
     const limitsChange = (await scheduler.deps.audit.list(tenantId, { objectId: tenantId, limit: 10 })).items.find((entry) => entry.action === 'tenant.limits');

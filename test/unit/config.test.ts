@@ -23,7 +23,7 @@ const full: SchedulerConfig = {
     { name: 'fast', jobTypes: ['billing'], queueUrl: 'f', dlqUrl: 'fd', maxConcurrency: 8, lowMaxConcurrency: 2, batchSize: 5 },
   ],
   localMode: true,
-  tenantDefaults: { maxActiveJobs: 12, maxInFlightRuns: 3, createsPerSecond: null },
+  tenantDefaults: { maxActiveJobs: 12, maxInFlightRuns: 3, createsPerSecond: null, maxActiveBackfills: 100 },
   allowPrivateTargets: true,
   allowedTargets: {
     lambdaFunctionArns: ['arn:aws:lambda:us-east-1:123456789012:function:f'],
