@@ -183,25 +183,27 @@ export async function tryNotification(
   };
 
   let signingSecrets: readonly string[] | undefined;
-  let outcome;
-  try {
-    if (record.destination.kind === 'http') signingSecrets = await deps.signingCache.of(record.tenantId);
-    outcome = await deps.notifier.deliver({
-      destination: record.destination,
-      body: record.body,
-      egress: deps.egress,
-      timeoutMs: NOTIFICATION_TIMEOUT_MS,
-      nowSeconds: Math.floor(deps.clock() / 1000),
-      ...(signingSecrets?.length ? { signingSecrets } : {}),
-    });
-  } catch (error) {
-    // An unsigned notification is never the fallback of a tenant that signs: the try failed.
-    outcome = {
-      ok: false as const,
-      timedOut: false,
-      error: { code: 'SIGNING_UNAVAILABLE', message: error instanceof Error ? error.message : String(error), retryable: true },
-    };
+  let signingUnavailable = false;
+  if (record.destination.kind === 'http') {
+    try {
+      signingSecrets = await deps.signingCache.of(record.tenantId);
+    } catch (error) {
+      // An unsigned notification is never the fallback of a tenant that signs: the try failed. The
+      // store's error (it may name roles, keys and accounts) is logged, not shown to the tenant.
+      signingUnavailable = true;
+      logger.error('the signing secrets could not be read', { ...fields, error: error instanceof Error ? error.message : String(error) });
+    }
   }
+  const outcome = signingUnavailable
+    ? { ok: false as const, timedOut: false, error: { code: 'SIGNING_UNAVAILABLE', message: 'the signing secrets could not be read', retryable: true } }
+    : await deps.notifier.deliver({
+        destination: record.destination,
+        body: record.body,
+        egress: deps.egress,
+        timeoutMs: NOTIFICATION_TIMEOUT_MS,
+        nowSeconds: Math.floor(deps.clock() / 1000),
+        ...(signingSecrets?.length ? { signingSecrets } : {}),
+      });
   const at = deps.clock();
   if (outcome.ok) {
     if (await deps.notifications.finish(runId, event, record.tries, { status: 'SENT', now: at, error: null })) {

@@ -497,6 +497,30 @@ describe('skipped runs', () => {
     expect(await scheduler.deps.notifications.get(next, 'skipped')).toBeNull();
   });
 
+  it("a try whose signing secrets cannot be read fails retryable, and shows the tenant no store's error", async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(hooks.url, { notify: { events: ['dead'], destination: { kind: 'http', url: hooks.url } } }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const runId = created.body.job.nextRunId as string;
+    const lease = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'kms-worker'));
+    if (lease.kind !== 'leased') throw new Error(lease.kind);
+    const error = { code: 'HTTP_400', message: 'target answered 400', retryable: false };
+    await scheduler.deps.leases.finishAttempt(lease.run, { status: 'DEAD', now: Date.now(), error, reason: 'permanent', notify: 'dead' }, null);
+    await executeRun(scheduler.deps, runId);
+    const calls = hooks.calls.length;
+    const denied = scheduler.workerDeps('kms-denied');
+    Object.assign(denied.signingCache, {
+      of: () => Promise.reject(new Error('User: arn:aws:sts::123456789012:assumed-role/worker is not authorized to perform: kms:Decrypt')),
+    });
+    expect(await tryNotification(denied, runId, 'dead')).toMatchObject({ result: 'retrying' });
+    const record = await scheduler.deps.notifications.get(runId, 'dead');
+    expect(record).toMatchObject({ status: 'PENDING', tries: 1, lastError: 'SIGNING_UNAVAILABLE: the signing secrets could not be read' });
+    expect(hooks.calls.length).toBe(calls);
+  });
+
   it('a redelivered message for a finished run makes the notification its worker died before making', async () => {
     const created = await scheduler.api(
       'POST',

@@ -1,6 +1,6 @@
 // The signing secrets store against the emulator: encrypted at rest with KMS and bound to their
 // tenant, at most two live through a rotation, and two rotations at once never both winning.
-import { CreateKeyCommand } from '@aws-sdk/client-kms';
+import { CreateKeyCommand, DecryptCommand } from '@aws-sdk/client-kms';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,7 +31,18 @@ describe('signing secrets store', () => {
     const now = Date.now();
     await secrets.rotate(tenantId, 'sec_1', value, now, 3600);
     const { Item: item } = await awsClients().dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: signingSecretKey(tenantId, 'sec_1') }));
-    expect(JSON.stringify(item)).not.toContain(value.slice('whsec_'.length, 20));
+    // The item's bytes, decoded every way the value could be kept: none holds it.
+    const key = value.slice('whsec_'.length);
+    const stored = Buffer.from(item!.ciphertext as Uint8Array);
+    expect(stored.length).toBeGreaterThan(0);
+    for (const text of [stored.toString('utf8'), stored.toString('base64'), stored.toString('latin1'), JSON.stringify({ ...item, ciphertext: null })]) {
+      expect(text).not.toContain(key.slice(0, 16));
+    }
+    expect(stored.includes(Buffer.from(key, 'base64').subarray(0, 16))).toBe(false);
+    // Bound to its tenant and id: decrypted as another tenant's, it fails.
+    await expect(
+      awsClients().kms.send(new DecryptCommand({ CiphertextBlob: stored, EncryptionContext: { tenantId: 'another-tenant', secretId: 'sec_1' } })),
+    ).rejects.toThrow();
     expect(await secrets.list(tenantId, now)).toEqual([{ secretId: 'sec_1', createdAt: new Date(now).toISOString(), expiresAt: null }]);
     expect(await secrets.values(tenantId, now)).toEqual([value]);
   });
