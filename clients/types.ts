@@ -275,6 +275,12 @@ export interface IssuedSigningSecret extends SigningSecret {
   readonly secret: string;
   /** The secrets that sign beside it, until their `expiresAt`. */
   readonly previous: readonly SigningSecret[];
+  /**
+   * From when every delivery carries its signature (about a minute after the issue: workers hold the
+   * secrets they read that long). Until then a delivery may be signed only with the previous
+   * secrets, or not at all for a tenant's first: a receiver accepts both until then.
+   */
+  readonly signsFrom: string;
 }
 
 /** `POST /v1/signing-secrets`: how long the secret it replaces keeps signing (default 86400 s, at most 7 days). */

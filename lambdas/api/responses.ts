@@ -297,6 +297,9 @@ export const issuedSigningSecretSchema = signingSecretSchema
       .regex(/^whsec_[A-Za-z0-9+/]+=*$/)
       .describe('The value, `whsec_` + base64: in this answer only, never again'),
     previous: z.array(signingSecretSchema).describe('The secrets that sign beside it until their expiresAt'),
+    signsFrom: isoInstant.describe(
+      'From when every delivery carries its signature (about a minute: workers hold the secrets they read that long). Until then a delivery may be signed only with the previous secrets, or not at all when this is the first: a receiver accepts both until then',
+    ),
   })
   .meta({ id: 'IssuedSigningSecret' });
 

@@ -17,7 +17,18 @@ export interface IssuedSigningSecret extends SigningSecretRecord {
   readonly secret: string;
   /** The secrets that sign beside it, until their `expiresAt`. */
   readonly previous: readonly SigningSecretRecord[];
+  /**
+   * From when every delivery is signed with it: workers hold a tenant's secrets for up to a minute
+   * (`SigningSecretsCache`), so until then a delivery may carry only the secrets before it, or no
+   * signature when it is the tenant's first.
+   */
+  readonly signsFrom: string;
 }
+
+/** How long a worker signs with the secrets it read (SigningSecretsCache). */
+const CACHE_TTL_MS = 60_000;
+/** Added to the cache's hold in `signsFrom`: the read a worker started as the issue committed, clocks apart. */
+const SIGNS_FROM_MARGIN_MS = 5_000;
 
 export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: string, input: IssueSigningSecretRequest): Promise<IssuedSigningSecret> {
   if (!deps.signingSecrets.configured)
@@ -28,7 +39,7 @@ export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: str
   try {
     // Nothing is read after the commit: the answer is the only place the value is shown.
     const issued = await deps.signingSecrets.rotate(tenantId, secretId, secret, now, input.graceSeconds);
-    return { ...issued, secret };
+    return { ...issued, secret, signsFrom: new Date(deps.clock() + CACHE_TTL_MS + SIGNS_FROM_MARGIN_MS).toISOString() };
   } catch (error) {
     if (error instanceof SigningSecretConflict)
       throw new ConflictError('Another rotation of the signing secrets committed first; list them and rotate again if needed');
@@ -44,7 +55,6 @@ export async function revokeSigningSecret(deps: SigningSecretsDeps, tenantId: st
   if (!(await deps.signingSecrets.revoke(tenantId, secretId, deps.clock()))) throw new NotFoundError(`No signing secret ${secretId}`);
 }
 
-const CACHE_TTL_MS = 60_000;
 const CACHE_MAX_ENTRIES = 10_000;
 
 /**
