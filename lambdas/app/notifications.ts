@@ -150,6 +150,9 @@ export async function notifyWorkflowRunEnd(
   return makeNotification(deps, { key, tenantId: run.tenantId, event, destination: notify.destination, body, traceparent: run.traceparent }, now, options);
 }
 
+/** A try's next message may claim this long before its time: SQS's delay and the clocks of two workers are not exact. */
+const NEXT_TRY_EARLY_MS = 1_000;
+
 export type NotificationTryResult = 'sent' | 'retrying' | 'dead' | 'done' | 'busy' | 'missing';
 
 /**
@@ -161,16 +164,17 @@ export async function tryNotification(
   runId: string,
   event: NotifyEvent,
   traceparent?: string,
+  messageTry?: number,
 ): Promise<{ result: NotificationTryResult; retryInSeconds?: number }> {
   const now = deps.clock();
   const traceId = traceIdOf(traceparent);
-  const claim = await deps.notifications.claim(runId, event, now, NOTIFICATION_CLAIM_MS);
+  const claim = await deps.notifications.claim(runId, event, now, NOTIFICATION_CLAIM_MS, messageTry);
   if (claim.kind === 'missing') {
     logger.warn('notification message for a notification that does not exist; dropped', { runId, traceId, event });
     return { result: 'missing' };
   }
   if (claim.kind === 'done') return { result: 'done' };
-  if (claim.kind === 'busy') return { result: 'busy' };
+  if (claim.kind === 'busy') return { result: 'busy', retryInSeconds: Math.max(1, Math.ceil((claim.until - now) / 1000)) };
   const { record } = claim;
   const fields = {
     runId,
@@ -223,8 +227,12 @@ export async function tryNotification(
     return { result: 'dead' };
   }
   // The claim ends before the next message is sent: should the send fail, this message comes back and tries again.
-  if (!(await deps.notifications.release(runId, event, record.tries, error, at))) return { result: 'done' };
-  await deps.dispatch.send([{ runId, tenantId: record.tenantId, availableAt: at + delay * 1000, notify: event, traceparent }], at);
+  const nextTryAt = at + delay * 1000;
+  // The next try's message first: should its send fail, this message comes back when the claim has
+  // ended and tries again. Then the claim is held until that try is due (a second early: SQS's delay
+  // and two workers' clocks are not exact), and copies of this message are done.
+  await deps.dispatch.send([{ runId, tenantId: record.tenantId, availableAt: nextTryAt, notify: event, notifyTry: record.tries + 1, traceparent }], at);
+  if (!(await deps.notifications.release(runId, event, record.tries, error, at, nextTryAt - NEXT_TRY_EARLY_MS))) return { result: 'done' };
   logger.warn('notification try failed; tried again later', { ...fields, error, retryInSeconds: delay });
   return { result: 'retrying', retryInSeconds: delay };
 }

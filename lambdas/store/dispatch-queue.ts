@@ -23,6 +23,8 @@ const messageSchema = z.object({
   deferrals: z.number().int().min(0).max(1000).optional(),
   /** Not the run itself: the notification of this run's event (docs/notifications.md). */
   notify: z.enum(NOTIFY_EVENTS).optional(),
+  /** Of a notification's message: the try it is sent for (1 when absent). A copy older than the try scheduled since is dropped. */
+  notifyTry: z.number().int().min(1).max(1000).optional().catch(undefined),
   /**
    * When the message was meant to arrive (epoch ms), for a delayed one: SQS delays are whole
    * seconds, rounded down, so it comes up to a second early, and the worker waits out the rest
@@ -58,6 +60,8 @@ export interface Dispatch {
   readonly traceparent?: string;
   /** A notification of the run's event rather than the run (sent to the default pool's standard lane). */
   readonly notify?: NotifyEvent;
+  /** The notification's try this message is for (a retry's); 1 when absent. */
+  readonly notifyTry?: number;
 }
 
 /** The message that sends a run (its queue from its type and priority), due at `availableAt` (epoch ms). */
@@ -93,15 +97,16 @@ export type Priority = 'high' | 'normal' | 'low';
 
 export function encodeDispatchMessage(
   runId: string,
-  fields: Partial<Pick<Dispatch, 'tenantId' | 'deferrals' | 'notify' | 'traceparent'>> & { readonly notBefore?: number } = {},
+  fields: Partial<Pick<Dispatch, 'tenantId' | 'deferrals' | 'notify' | 'notifyTry' | 'traceparent'>> & { readonly notBefore?: number } = {},
 ): string {
-  const { tenantId, deferrals, notify, traceparent, notBefore } = fields;
+  const { tenantId, deferrals, notify, notifyTry, traceparent, notBefore } = fields;
   return JSON.stringify({
     v: 1,
     runId,
     ...(tenantId ? { tenantId } : {}),
     ...(deferrals ? { deferrals } : {}),
     ...(notify ? { notify } : {}),
+    ...(notify && notifyTry !== undefined && notifyTry > 1 ? { notifyTry } : {}),
     ...(traceparent ? { traceparent } : {}),
     ...(notBefore !== undefined ? { notBefore: Math.round(notBefore) } : {}),
   } satisfies DispatchMessage);

@@ -5,7 +5,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { NotificationBody, NotifyDestination, NotifyEvent } from '../domain/notify';
-import { IF_NEW, absent, absentOr, conditionExpressions, ifHeld, lessThan, plus, updateIf, updateReturning } from './conditional';
+import { IF_NEW, absent, absentOr, atMost, conditionExpressions, ifHeld, lessThan, plus, updateIf, updateReturning } from './conditional';
 import type { Item } from './keys';
 import { NOTIFICATION_PREFIX, notificationKey } from './keys';
 
@@ -34,8 +34,10 @@ export interface NotificationRecord {
 
 export type ClaimResult =
   | { readonly kind: 'claimed'; readonly record: NotificationRecord }
-  /** Sent or dead already, or claimed by a try still under way: this message has nothing to do. */
-  | { readonly kind: 'done' | 'busy'; readonly record: NotificationRecord }
+  /** Sent or dead already, or a later try has been scheduled since this message's: it has nothing to do. */
+  | { readonly kind: 'done'; readonly record: NotificationRecord }
+  /** Claimed by a try still under way, or waiting for its next try's time (epoch ms `until`). */
+  | { readonly kind: 'busy'; readonly record: NotificationRecord; readonly until: number }
   | { readonly kind: 'missing' };
 
 function recordOf(item: Item): NotificationRecord {
@@ -93,16 +95,21 @@ export class Notifications {
     return result.held ? 'created' : 'exists';
   }
 
-  /** Starts a try: a pending notification not claimed by a live try is claimed until `now + claimMs`. */
-  async claim(runId: string, event: NotifyEvent, now: number, claimMs: number): Promise<ClaimResult> {
+  /**
+   * Starts a try: a pending notification not claimed by a live try, nor waiting for its next try's
+   * time, is claimed until `now + claimMs`. `messageTry`: the try the message was sent for; a copy
+   * of an earlier one than the try scheduled since (a redelivery, a duplicate) is done.
+   */
+  async claim(runId: string, event: NotifyEvent, now: number, claimMs: number, messageTry = 1): Promise<ClaimResult> {
     const result = await updateReturning(this.dynamo, this.tableName, notificationKey(runId, event), {
       set: { claimedUntilMs: now + claimMs, tries: plus('tries', 1), updatedAt: new Date(now).toISOString() },
-      if: { status: 'PENDING', claimedUntilMs: absentOr(lessThan(now)) },
+      if: { status: 'PENDING', claimedUntilMs: absentOr(lessThan(now)), scheduledTry: absentOr(atMost(messageTry)) },
     });
     if (result.held) return { kind: 'claimed', record: recordOf(result.value) };
     if (!result.item) return { kind: 'missing' };
     const record = recordOf(result.item);
-    return { kind: record.status === 'PENDING' ? 'busy' : 'done', record };
+    if (typeof result.item.scheduledTry === 'number' && result.item.scheduledTry > messageTry) return { kind: 'done', record };
+    return record.status === 'PENDING' ? { kind: 'busy', record, until: Number(result.item.claimedUntilMs ?? now) } : { kind: 'done', record };
   }
 
   /** Ends the notification: sent (by try `tries`), or dead when its budget is spent. False when another try ended it. */
@@ -115,11 +122,14 @@ export class Notifications {
     });
   }
 
-  /** A failed try with budget left: the claim ends, so the next message may try again. */
-  async release(runId: string, event: NotifyEvent, tries: number, error: string, now: number): Promise<boolean> {
+  /**
+   * A failed try with budget left, whose next try's message has been sent: the claim is held until
+   * that try is due (`nextTryAtMs`), and copies of earlier messages are done from now on
+   * (`scheduledTry`), so no copy arriving sooner (a redelivery, a duplicate) shortens the backoff.
+   */
+  async release(runId: string, event: NotifyEvent, tries: number, error: string, now: number, nextTryAtMs: number): Promise<boolean> {
     return updateIf(this.dynamo, this.tableName, notificationKey(runId, event), {
-      set: { lastError: error, updatedAt: new Date(now).toISOString() },
-      remove: ['claimedUntilMs'],
+      set: { lastError: error, updatedAt: new Date(now).toISOString(), claimedUntilMs: nextTryAtMs, scheduledTry: tries + 1 },
       if: { status: 'PENDING', tries },
     });
   }
@@ -137,7 +147,7 @@ export class Notifications {
     const at = new Date(now).toISOString();
     return updateIf(this.dynamo, this.tableName, notificationKey(runId, event), {
       set: { status: 'PENDING', tries: 0, resentAt: at, updatedAt: at, expiresAtEpoch: Math.floor(now / 1000) + NOTIFICATION_RETENTION_SECONDS },
-      remove: ['deadAt', 'claimedUntilMs'],
+      remove: ['deadAt', 'claimedUntilMs', 'scheduledTry'],
       // A resend whose message was never sent (its process stopped between the two) is PENDING with no
       // try since: it may be sent again once it has waited long enough for any message to have come.
       // A first try whose message was never sent (the API stopped, or its send failed, after the

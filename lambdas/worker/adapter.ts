@@ -43,7 +43,7 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent,
         logger.error('unreadable dispatch message', { messageId: record.messageId });
         return failLater(deps, record);
       }
-      if (message.notify) return processNotificationMessage(deps, record, message.runId, message.notify, message.traceparent);
+      if (message.notify) return processNotificationMessage(deps, record, message.runId, message.notify, message.traceparent, message.notifyTry);
       try {
         const result = await executeRun(deps, message.runId, {
           receiptHandle: record.receiptHandle,
@@ -74,10 +74,14 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent,
   };
 }
 
+/** The longest a notification's message is held back: past the longest backoff (80 s). */
+const MAX_NOTIFICATION_HOLD_SECONDS = 900;
+
 /**
  * A notification's message (docs/notifications.md): one try of it. A notification claimed by a try
  * still under way keeps its message, back once that claim has ended, so a worker lost mid-try
- * delays it by a claim's length at most.
+ * delays it by a claim's length at most; one waiting for its next try's time (a copy that came
+ * early) is back when that try is due.
  */
 async function processNotificationMessage(
   deps: SchedulerDeps,
@@ -85,11 +89,14 @@ async function processNotificationMessage(
   runId: string,
   event: NotifyEvent,
   traceparent: string | undefined,
+  messageTry: number | undefined,
 ): Promise<{ itemIdentifier: string; ok: boolean }> {
   try {
-    const { result } = await tryNotification(deps, runId, event, traceparent);
+    const { result, retryInSeconds } = await tryNotification(deps, runId, event, traceparent, messageTry);
     if (result !== 'busy') return { itemIdentifier: record.messageId, ok: true };
-    await deps.dispatch.setVisibility(record.receiptHandle, Math.ceil(NOTIFICATION_CLAIM_MS / 1000) + 1, deps.dispatch.queueUrlOfArn(record.eventSourceARN));
+    // Back when the try under way has ended, or when the next try is due (a copy that came early).
+    const holdSeconds = Math.min(MAX_NOTIFICATION_HOLD_SECONDS, Math.max(1, retryInSeconds ?? Math.ceil(NOTIFICATION_CLAIM_MS / 1000)) + 1);
+    await deps.dispatch.setVisibility(record.receiptHandle, holdSeconds, deps.dispatch.queueUrlOfArn(record.eventSourceARN));
     return { itemIdentifier: record.messageId, ok: false };
   } catch (error) {
     logger.error('notification message failed; it will be delivered again', {

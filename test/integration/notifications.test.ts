@@ -521,6 +521,39 @@ describe('skipped runs', () => {
     expect(hooks.calls.length).toBe(calls);
   });
 
+  it("a copy of a failed try's message neither tries early nor shortens the backoff; the next try's message waits for its time", async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(hooks.url, { notify: { events: ['dead'], destination: { kind: 'http', url: hooks.url } } }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const runId = created.body.job.nextRunId as string;
+    const lease = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'copies-worker'));
+    if (lease.kind !== 'leased') throw new Error(lease.kind);
+    const error = { code: 'HTTP_400', message: 'target answered 400', retryable: false };
+    await scheduler.deps.leases.finishAttempt(lease.run, { status: 'DEAD', now: Date.now(), error, reason: 'permanent', notify: 'dead' }, null);
+    await executeRun(scheduler.deps, runId);
+
+    const start = Date.now();
+    const at = (offsetMs: number) => {
+      const deps = scheduler.workerDeps(`copies-${offsetMs}`, () => start + offsetMs);
+      return Object.assign(deps, {
+        notifier: { deliver: () => Promise.resolve({ ok: false as const, timedOut: false, error: { code: 'HTTP_503', message: 'busy', retryable: true } }) },
+      });
+    };
+    expect(await tryNotification(at(0), runId, 'dead')).toEqual({ result: 'retrying', retryInSeconds: 5 });
+    // A second copy of the first message (a duplicate, a redelivery): a try was scheduled since.
+    expect(await tryNotification(at(1_000), runId, 'dead')).toEqual({ result: 'done' });
+    // The second try's message, come early: held until its time.
+    expect(await tryNotification(at(1_000), runId, 'dead', undefined, 2)).toEqual({ result: 'busy', retryInSeconds: 3 });
+    expect(await scheduler.deps.notifications.get(runId, 'dead')).toMatchObject({ status: 'PENDING', tries: 1 });
+    // At its time it tries, and schedules the third (10 s).
+    expect(await tryNotification(at(5_000), runId, 'dead', undefined, 2)).toEqual({ result: 'retrying', retryInSeconds: 10 });
+    expect(await tryNotification(at(6_000), runId, 'dead', undefined, 2)).toEqual({ result: 'done' });
+    expect(await scheduler.deps.notifications.get(runId, 'dead')).toMatchObject({ status: 'PENDING', tries: 2 });
+  });
+
   it('a redelivered message for a finished run makes the notification its worker died before making', async () => {
     const created = await scheduler.api(
       'POST',
