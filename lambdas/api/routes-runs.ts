@@ -53,7 +53,7 @@ export const RUN_ROUTES = {
     tag: 'Runs',
     summary: 'Send a dead notification again',
     description:
-      "A DEAD notification (its budget spent, or its destination refused it) is tried again with a fresh budget, the same body and notificationId. Counted against the tenant's create rate, as a replay is. A 409 unless it is DEAD (or PENDING with no try for 15 minutes: its message was never sent); an outcome whose notification was never made has it made and sent.",
+      "A DEAD notification (its budget spent, or its destination refused it) is tried again with a fresh budget, the same body and notificationId, to the destination the job's notify names now (the one it was made for when the job has none). Counted against the tenant's create rate, as a replay is. A 409 unless it is DEAD (or PENDING with no try for 15 minutes: its message was never sent); an outcome whose notification was never made has it made and sent.",
     responses: { 202: { description: 'The notification, PENDING again', schema: notificationSchema } },
     problems: [409, 429, 503],
   },

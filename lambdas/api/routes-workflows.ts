@@ -151,7 +151,7 @@ export const WORKFLOW_ROUTES = {
     tag: 'Workflows',
     summary: "Send a workflow run's dead notification again",
     description:
-      "The latest end's DEAD notification of that event is tried again with a fresh budget, the same body and notificationId, as a run's is. Counted against the tenant's create rate. A 409 unless it is DEAD.",
+      "The latest end's DEAD notification of that event is tried again with a fresh budget, the same body and notificationId, as a run's is, to the destination of the workflow's newest version. Counted against the tenant's create rate. A 409 unless it is DEAD.",
     responses: { 202: { description: 'The notification, PENDING again', schema: workflowRunNotificationSchema } },
     problems: [409, 429, 503],
   },

@@ -3,7 +3,7 @@
 // workflow run's, one per end (its first and each retry's), likewise (decision 0153).
 import { ConflictError, NotFoundError, ServiceUnavailableError } from '../core/errors';
 import { logger } from '../core/logger';
-import type { NotifyEvent, WorkflowNotifyEvent } from '../domain/notify';
+import type { NotifyDestination, NotifyEvent, WorkflowNotifyEvent } from '../domain/notify';
 import type { TenantLimits } from '../domain/tenant';
 import { traceIdOf } from '../domain/trace-context';
 import type { NotificationRecord } from '../store/notifications';
@@ -57,7 +57,10 @@ export async function resendNotification(
       if (made) return { notification: viewOf(made), before: null };
     }
   }
-  return resend(deps, { tenantId, key: runId, event, traceparent: run.traceparent, what: `run ${runId}`, fields: { runId } }, limits);
+  // To where the job sends notifications now: a destination fixed since (a PATCH of `notify`) gets it.
+  const job = await deps.jobs.getAnyTenant(run.jobId);
+  const destination = job?.tenantId === tenantId ? job.notify?.destination : undefined;
+  return resend(deps, { tenantId, key: runId, event, traceparent: run.traceparent, what: `run ${runId}`, fields: { runId }, destination }, limits);
 }
 
 /** A workflow run's notification and the end that raised it: 0 its first, n the nth retry's. */
@@ -92,9 +95,21 @@ export async function resendWorkflowRunNotification(
 ): Promise<Resent<WorkflowRunNotificationView>> {
   const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
   const key = workflowRunNotificationKey(run);
+  // To where the workflow's newest version sends notifications: a destination fixed by a new version gets it.
+  const workflow = await deps.workflows.get(tenantId, workflowId);
+  const newest = workflow ? await deps.workflows.getVersion(workflowId, workflow.version) : null;
+  const destination = newest?.spec.notify?.destination;
   const { notification, before } = await resend(
     deps,
-    { tenantId, key, event, traceparent: run.traceparent, what: `the latest end of workflow run ${workflowRunId}`, fields: { workflowId, workflowRunId } },
+    {
+      tenantId,
+      key,
+      event,
+      traceparent: run.traceparent,
+      what: `the latest end of workflow run ${workflowRunId}`,
+      fields: { workflowId, workflowRunId },
+      destination,
+    },
     limits,
   );
   return { notification: { ...notification, retry: run.retries }, before };
@@ -111,6 +126,8 @@ async function resend(
     what: string;
     /** Its log lines' identity. */
     fields: Record<string, string>;
+    /** Where its job or workflow sends notifications now; the one it was made for when undefined. */
+    destination: NotifyDestination | undefined;
   },
   limits: TenantLimits,
 ): Promise<Resent> {
@@ -132,6 +149,7 @@ async function resend(
       : unsent
         ? { kind: 'unsent', createdBefore: now - STALLED_RESEND_MS }
         : { kind: 'dead' },
+    notification.destination,
   );
   if (!revived) throw new ConflictError('The notification was sent again or changed meanwhile; read it again');
   try {
@@ -154,5 +172,15 @@ async function resend(
     event,
     notificationId: record.notificationId,
   });
-  return { notification: viewOf({ ...record, status: 'PENDING', tries: 0, deadAt: null, resentAt: new Date(now).toISOString() }), before: record.status };
+  return {
+    notification: viewOf({
+      ...record,
+      status: 'PENDING',
+      tries: 0,
+      deadAt: null,
+      resentAt: new Date(now).toISOString(),
+      destination: notification.destination ?? record.destination,
+    }),
+    before: record.status,
+  };
 }

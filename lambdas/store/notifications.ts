@@ -136,17 +136,26 @@ export class Notifications {
 
   /**
    * A DEAD notification made PENDING again with a fresh budget (its try count from zero), its last
-   * error kept for the record: one of two resends at once wins. False when it is not as `from` says.
+   * error kept for the record, to `destination` when given (where its job or workflow sends
+   * notifications now): one of two resends at once wins. False when it is not as `from` says.
    */
   async revive(
     runId: string,
     event: NotifyEvent,
     now: number,
     from: { readonly kind: 'dead' } | { readonly kind: 'stalled'; readonly resentBefore: number } | { readonly kind: 'unsent'; readonly createdBefore: number },
+    destination?: NotifyDestination,
   ): Promise<boolean> {
     const at = new Date(now).toISOString();
     return updateIf(this.dynamo, this.tableName, notificationKey(runId, event), {
-      set: { status: 'PENDING', tries: 0, resentAt: at, updatedAt: at, expiresAtEpoch: Math.floor(now / 1000) + NOTIFICATION_RETENTION_SECONDS },
+      set: {
+        status: 'PENDING',
+        tries: 0,
+        resentAt: at,
+        updatedAt: at,
+        expiresAtEpoch: Math.floor(now / 1000) + NOTIFICATION_RETENTION_SECONDS,
+        ...(destination ? { destination } : {}),
+      },
       remove: ['deadAt', 'claimedUntilMs', 'scheduledTry'],
       // A resend whose message was never sent (its process stopped between the two) is PENDING with no
       // try since: it may be sent again once it has waited long enough for any message to have come.

@@ -356,6 +356,27 @@ describe('outcome notifications', () => {
     );
   });
 
+  it("a resend goes where the job's notify sends now: a destination fixed since gets it", async () => {
+    const wrong = await startTarget(() => ({ status: 404 }));
+    cleanups.push(() => wrong.stop());
+    const { jobId, runId } = await create({ notify: { events: ['succeeded'], destination: { kind: 'http', url: `${wrong.url}/typo` } } });
+    expect(await settled(runId, 'succeeded')).toMatchObject({ status: 'DEAD', destination: { kind: 'http', url: `${wrong.url}/typo` } });
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { notify: { events: ['succeeded'], destination: { kind: 'http', url: hooks.url } } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    const resent = await scheduler.api('POST', `/v1/runs/${runId}/notifications/succeeded/resend`);
+    expect(resent.status, JSON.stringify(resent.body)).toBe(202);
+    expect(resent.body.destination).toEqual({ kind: 'http', url: hooks.url });
+    expect(
+      await eventually(
+        () => scheduler.deps.notifications.get(runId, 'succeeded'),
+        (record) => record?.status === 'SENT',
+        WAIT_MS,
+      ),
+    ).toMatchObject({ destination: { kind: 'http', url: hooks.url } });
+    expect(callsFor(hooks, jobId)).toHaveLength(1);
+    expect(callsFor(wrong, jobId)).toHaveLength(1);
+  });
+
   it('a redelivered outcome and racing tries still send one notification', async () => {
     const { jobId, runId } = await create({ notify: { events: ['succeeded'], destination: { kind: 'http', url: hooks.url } } });
     await settled(runId, 'succeeded');

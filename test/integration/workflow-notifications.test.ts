@@ -146,8 +146,8 @@ describe('workflow notifications', () => {
 
   it("a workflow run's dead notifications show per end, the latest first, and the latest end's is sent again on request; only a dead one", async () => {
     failing.add('breaks');
-    let refuse = true;
-    const gate = await startTarget(() => ({ status: refuse ? 400 : 200 }));
+    const gate = await startTarget(() => ({ status: 400 }));
+    const fixed = await startTarget();
     try {
       const workflowId = await create('notify-dead', [step('breaks')], { events: ['failed'], destination: { kind: 'http', url: gate.url } });
       const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
@@ -193,28 +193,44 @@ describe('workflow notifications', () => {
       expect((await foreign('POST', `${path}/notifications/failed/resend`)).status).toBe(404);
       expect((await scheduler.api('GET', `${path}/notifications`)).body).toEqual(listed.body);
 
-      refuse = false;
+      // The destination is fixed by a new version (the gate stays refusing): the resend goes there.
+      const newVersion = await scheduler.api(
+        'POST',
+        `/v1/workflows/${workflowId}/versions`,
+        { name: 'notify-dead', steps: [step('breaks')], notify: { events: ['failed'], destination: { kind: 'http', url: fixed.url } } },
+        { 'If-Match': '1' },
+      );
+      expect(newVersion.status, JSON.stringify(newVersion.body)).toBe(201);
       const resent = await scheduler.api('POST', `${path}/notifications/failed/resend`);
       expect(resent.status, JSON.stringify(resent.body)).toBe(202);
-      expect(resent.body).toMatchObject({ retry: 1, status: 'PENDING', tries: 0, deadAt: null, resentAt: expect.any(String) });
+      expect(resent.body).toMatchObject({
+        retry: 1,
+        status: 'PENDING',
+        tries: 0,
+        deadAt: null,
+        resentAt: expect.any(String),
+        destination: { kind: 'http', url: fixed.url },
+      });
       const sent = await eventually(
         () => scheduler.deps.notifications.get(workflowRunNotificationKey({ workflowRunId, retries: 1 }), 'failed'),
         (record) => record?.status === 'SENT',
         WAIT_MS,
       );
       expect(sent).toMatchObject({ tries: 1, resentAt: resent.body.resentAt });
-      // The same notification again (its id and body), the latest end's; the first end's stays DEAD.
+      // The same notification again (its id and body), the latest end's, to the fixed destination; the first end's stays DEAD.
       const calls = callsOf(gate, workflowId);
-      expect(calls).toHaveLength(3);
-      expect(calls[2]!.body).toBe(calls[1]!.body);
-      expect((bodyOf(calls[2]!) as WorkflowRunNotificationBody).retries).toBe(1);
+      expect(calls).toHaveLength(2);
+      const resentCalls = callsOf(fixed, workflowId);
+      expect(resentCalls).toHaveLength(1);
+      expect(resentCalls[0]!.body).toBe(calls[1]!.body);
+      expect((bodyOf(resentCalls[0]!) as WorkflowRunNotificationBody).retries).toBe(1);
       expect(await scheduler.deps.notifications.get(workflowRunNotificationKey({ workflowRunId, retries: 0 }), 'failed')).toMatchObject({ status: 'DEAD' });
       expect((await scheduler.api('POST', `${path}/notifications/failed/resend`)).status).toBe(409);
       const audit = await scheduler.api('GET', `/v1/audit?objectId=${workflowRunId}`);
       expect(audit.body.items.map((entry: { action: string }) => entry.action)).toContain('notification.resend');
     } finally {
       failing.delete('breaks');
-      await gate.stop();
+      await Promise.all([gate.stop(), fixed.stop()]);
     }
   });
 
