@@ -120,9 +120,28 @@ export function installLeakRecorder(): void {
     }
     const response = await originalFetch(input, init);
     const body = await response.clone().text();
-    state().recorder.responses.push(body);
+    const issued = issuedSigningSecretOf(url, init?.method ?? (input instanceof Request ? input.method : 'GET'), response.status, body);
+    if (issued) {
+      // A signing secret's value is answered once, by its issue, and never logged nor answered again.
+      recordHeaderValue(issued);
+      recordHeaderValue(issued.slice('whsec_'.length));
+      state().recorder.responses.push(body.split(issued).join('<issued>'));
+    } else {
+      state().recorder.responses.push(body);
+    }
     return response;
   };
+}
+
+/** The value of a signing secret an issue answered (POST /v1/signing-secrets, 201), if this is one. */
+function issuedSigningSecretOf(url: URL, method: string, status: number, body: string): string | null {
+  if (url.pathname !== '/v1/signing-secrets' || method.toUpperCase() !== 'POST' || status !== 201) return null;
+  try {
+    const { secret } = JSON.parse(body) as { secret?: unknown };
+    return typeof secret === 'string' && secret.startsWith('whsec_') ? secret : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Logs the line by which the check knows this file's capture of the logger worked. */
