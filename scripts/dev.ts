@@ -1,6 +1,6 @@
 // `npm run dev`: the whole scheduler on this machine against a local AWS emulator.
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createDeps } from '../lambdas/app/deps';
 import { createAwsClients } from '../lambdas/store/aws';
@@ -13,6 +13,23 @@ import { ECHO_PATH, startLocalRuntime } from './local/runtime';
 
 const DEV_TENANT = 'dev';
 const METRICS_FILE = path.resolve(import.meta.dirname, '..', '.local', 'metrics.jsonl');
+/** The key `npm run dev` made when DEV_API_KEY was not set: used again by the next run, so the key you exported keeps working. */
+const DEV_KEY_FILE = path.resolve(import.meta.dirname, '..', '.local', 'dev-api-key');
+
+/** DEV_API_KEY, else the key an earlier run made, else a new one (kept for the next run). */
+function devApiKey(): { readonly apiKey: string; readonly origin: 'env' | 'kept' | 'new' } {
+  const chosen = process.env.DEV_API_KEY;
+  if (chosen !== undefined) {
+    if (chosen.length < 16) throw new Error('DEV_API_KEY must be at least 16 characters');
+    return { apiKey: chosen, origin: 'env' };
+  }
+  const kept = existsSync(DEV_KEY_FILE) ? readFileSync(DEV_KEY_FILE, 'utf8').trim() : '';
+  if (kept.length >= 16) return { apiKey: kept, origin: 'kept' };
+  const apiKey = `dev_${randomBytes(18).toString('base64url')}`;
+  mkdirSync(path.dirname(DEV_KEY_FILE), { recursive: true });
+  writeFileSync(DEV_KEY_FILE, `${apiKey}\n`, { mode: 0o600 });
+  return { apiKey, origin: 'new' };
+}
 
 function intFromEnv(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -27,6 +44,8 @@ async function main(): Promise<void> {
   // keeps serving: in AWS it would end one invocation and Lambda would carry on with a fresh one.
   process.on('unhandledRejection', (reason) => console.error('local runtime: unhandled rejection (the runtime keeps serving):', reason));
   const port = intFromEnv('PORT', 3000);
+  // Checked before anything is installed or started.
+  const { apiKey, origin: keyOrigin } = devApiKey();
   const emulator = await ensureEmulator();
   Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
 
@@ -43,10 +62,13 @@ async function main(): Promise<void> {
   const deps = createDeps(config, clients, { workerId: `local-${process.pid}-api`, metricSink });
   const workerDeps = createDeps(config, clients, { workerId: `local-${process.pid}`, metricSink });
 
-  const generated = !process.env.DEV_API_KEY;
-  const apiKey = process.env.DEV_API_KEY ?? `dev_${randomBytes(18).toString('base64url')}`;
-  if (apiKey.length < 16) throw new Error('DEV_API_KEY must be at least 16 characters');
+  // Stored again whenever it is missing (a fresh emulator); a key stored before is kept as it is.
   await deps.apiKeys.issue(apiKey, DEV_TENANT, Date.now());
+  const keyNote = {
+    env: 'from DEV_API_KEY',
+    kept: `the one made before, kept in ${path.relative(process.cwd(), DEV_KEY_FILE)}; set DEV_API_KEY to choose another`,
+    new: `made now and kept in ${path.relative(process.cwd(), DEV_KEY_FILE)} for the next run; set DEV_API_KEY to choose it`,
+  }[keyOrigin];
 
   const runtime = await startLocalRuntime({
     deps,
@@ -63,14 +85,14 @@ async function main(): Promise<void> {
 Job scheduler running locally
   API        http://localhost:${runtime.port}/v1
   Console    http://localhost:${runtime.port}/console/   (sign in with the API key below)
-  API key    ${apiKey}   (tenant "${DEV_TENANT}"${generated ? '; set DEV_API_KEY to choose it' : ''})
+  API key    ${apiKey}   (tenant "${DEV_TENANT}"; ${keyNote})
   Metrics    ${path.relative(process.cwd(), METRICS_FILE)} (Embedded Metric Format lines, as Lambda would log them)
-  Emulator   ${emulator.endpoint} (${emulator.origin === 'started' ? 'moto, started now; it keeps running after Ctrl-C, stop it with npm run emulator:stop' : 'already running, reused'})
+  Emulator   ${emulator.endpoint} (${emulator.origin === 'started' ? 'moto, started now' : 'already running, reused'}; it keeps running after Ctrl-C and keeps the jobs; npm run emulator:stop stops it and discards them, so stop this runtime first)
 
 Try it:
   curl -s -X POST http://localhost:${runtime.port}/v1/jobs \\
     -H "Authorization: Bearer ${apiKey}" -H 'content-type: application/json' \\
-    -d '{"name":"hello","type":"demo","schedule":{"kind":"now"},"target":{"kind":"http","url":"http://localhost:${runtime.port}${ECHO_PATH}"}}'
+    -d '{"type":"demo","schedule":{"kind":"now"},"target":{"kind":"http","url":"http://localhost:${runtime.port}${ECHO_PATH}"}}'
 
 Ctrl-C stops the runtime; jobs and runs stay in the emulator.
 `);

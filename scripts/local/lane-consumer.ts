@@ -51,6 +51,12 @@ const RETRY_BACKOFF_MS = { first: 1_000, max: 15_000 } as const;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A short description of an error for a log line (the SDK's errors carry their whole request). */
+/** SQS's answer for a queue that does not exist (the emulator lost it). */
+function queueGone(error: unknown): boolean {
+  const name = error instanceof Error ? error.name : '';
+  return name === 'QueueDoesNotExist' || name === 'AWS.SimpleQueueService.NonExistentQueue' || /NonExistentQueue|QueueDoesNotExist/.test(errorText(error));
+}
+
 function errorText(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
@@ -181,6 +187,7 @@ export function startLaneConsumer(options: LaneConsumerOptions): LaneConsumer {
   let refreshing: Promise<void> | null = null;
   const fetch = async (): Promise<void> => {
     let backoff = 0;
+    let goneReported = false;
     while (!stopping) {
       if (delivery.full) {
         await delivery.waitForRoom();
@@ -208,6 +215,12 @@ export function startLaneConsumer(options: LaneConsumerOptions): LaneConsumer {
         if (stopping) return;
         backoff = Math.min(backoff === 0 ? RETRY_BACKOFF_MS.first : backoff * 2, RETRY_BACKOFF_MS.max);
         console.error(`local poller: ReceiveMessage failed; retrying in ${backoff / 1000} s:`, errorText(error));
+        if (queueGone(error) && !goneReported) {
+          goneReported = true;
+          console.error(
+            'local poller: the queue is gone: the emulator was stopped or restarted, and its tables and queues with it. Restart `npm run dev` (it makes them at start).',
+          );
+        }
         await sleep(backoff);
         continue;
       }

@@ -20,6 +20,11 @@ describe('the examples of the docs', () => {
     expect(parsed.error?.issues ?? []).toEqual([]);
   });
 
+  it('examples/job.yaml, which the README creates with the CLI, is a valid job', () => {
+    const parsed = jobSpecSchema.safeParse(parseYaml(read('examples/job.yaml')));
+    expect(parsed.error?.issues ?? []).toEqual([]);
+  });
+
   it('the OpenAPI document names only admin commands that exist', () => {
     const text = JSON.stringify(buildOpenApiDocument());
     const commands = [...text.matchAll(/npm run admin -- ([^`]+)`/g)].map((match) => (match[1] ?? '').replace(/<[^>]+>/g, 'acme').split(' '));
