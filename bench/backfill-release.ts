@@ -19,7 +19,7 @@ import { jobSpecSchema } from '../lambdas/domain/job';
 import { runIdFor } from '../lambdas/domain/run';
 import { createAwsClients } from '../lambdas/store/aws';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
-import { createLocalResources } from '../scripts/local/resources';
+import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
 import { percentile } from './support';
 
 const { values } = parseArgs({ options: { hours: { type: 'string', default: '24' }, 'per-tick': { type: 'string', default: '1200' } } });
@@ -82,3 +82,4 @@ console.log(
   `release rate   ${perTick} per tick = ${(perTick / 60).toFixed(1)}/s with AWS's one tick a minute; a year of minutely fires (525,600) in ${(525_600 / perTick / 60).toFixed(1)} h`,
 );
 console.log(`spread         at most ${spread} runs of a tick due in any one second`);
+await deleteLocalResources(clients, config);

@@ -98,10 +98,10 @@ function shardFigures(shards: number): ShardFigures {
     pagesPerShard: Math.max(1, Math.ceil(bytes / PAGE_BYTES)),
     readUnitsPerShard: Math.ceil(bytes / EVENTUAL_READ_BYTES),
     sendBatches: Math.ceil(burst / 10),
-    // Every run enters the time index when it is created (QUEUED, its check-back 5 minutes on) and
-    // leaves it when it is leased: the puts land in the partitions of the minute 5 minutes ahead,
-    // the deletes in those of the minute written 5 minutes ago. Each partition takes one stream.
-    steadyIndexWritesPerPartition: steadyRate / shards,
+    // Every run enters the time index when it is created, its check-back where its lease's would be
+    // (about 31 s on, decision 0170), kept by a lease taken in time, and leaves it with its outcome:
+    // a put and a delete per run, both in the partitions of the current minute.
+    steadyIndexWritesPerPartition: (2 * steadyRate) / shards,
   };
 }
 
@@ -251,5 +251,5 @@ const drainS = burst / workerRate;
 console.log(
   `Workers: ${fmt(burst)} messages due at the same second drain in ${fmt(drainS, 1)} s at ${fmt(workerRate)} executions/s; ` +
     `start lag then runs from 0 to ${fmt(drainS, 1)} s (p50 ~${fmt(drainS / 2, 1)} s, p99 ~${fmt(drainS * 0.99, 1)} s). ` +
-    `A p99 under 2 s for such a burst needs ${fmt(burst / 2 / 0.99)} executions/s, or the fires spread over the minute.`,
+    `A p99 under 2 s for such a burst needs ${fmt((burst * 0.99) / 2)} executions/s, or the fires spread over the minute.`,
 );

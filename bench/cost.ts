@@ -277,8 +277,11 @@ for (const kind of kinds) {
   // One create and one execution: the create's cost per job, the execution's per execution.
   const executions = executionsOf(kind);
   const perExecution = (value: number): string => (value / executions).toFixed(2);
+  // A cron job's create is shared by all its occurrences: each carries its share, not a whole create.
+  const createShare = kind === 'cron' ? executions : count;
   const dollars =
-    ((createWrites * PRICE.writeUnit + create.capacity.readUnits * PRICE.readUnit + createSqs * PRICE.sqsRequest + s3Dollars(create.calls.calls)) / count +
+    ((createWrites * PRICE.writeUnit + create.capacity.readUnits * PRICE.readUnit + createSqs * PRICE.sqsRequest + s3Dollars(create.calls.calls)) /
+      createShare +
       (executeWrites * PRICE.writeUnit +
         s3Dollars(execute.calls.calls) +
         execute.capacity.readUnits * PRICE.readUnit +

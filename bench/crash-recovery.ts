@@ -26,7 +26,7 @@ import { logger } from '../lambdas/core/logger';
 import type { Run } from '../lambdas/domain/run';
 import { createAwsClients } from '../lambdas/store/aws';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
-import { createLocalResources } from '../scripts/local/resources';
+import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
 import { startLocalRuntime } from '../scripts/local/runtime';
 import { percentile, waitFor } from './support';
 
@@ -167,14 +167,18 @@ try {
       killedAt = Date.now();
     } else {
       const child = startChild();
-      await waitFor(
-        () => Promise.resolve(calls),
-        (n) => n > callsBefore,
-        30_000,
-        'the first call',
-        50,
-      );
-      await killChild(child);
+      try {
+        await waitFor(
+          () => Promise.resolve(calls),
+          (n) => n > callsBefore,
+          30_000,
+          'the first call',
+          50,
+        );
+      } finally {
+        // Killed whether or not it called: a child left running would go on polling the emulator.
+        await killChild(child);
+      }
       killedAt = Date.now();
     }
 
@@ -221,4 +225,5 @@ try {
   await api.stop();
   target.closeAllConnections();
   target.close();
+  await deleteLocalResources(clients, config);
 }

@@ -13,7 +13,7 @@ import { logger } from '../lambdas/core/logger';
 import type { Run } from '../lambdas/domain/run';
 import { createAwsClients } from '../lambdas/store/aws';
 import { emulatorEnvironment, ensureEmulator } from '../scripts/local/emulator';
-import { createLocalResources } from '../scripts/local/resources';
+import { createLocalResources, deleteLocalResources } from '../scripts/local/resources';
 import { startLocalRuntime } from '../scripts/local/runtime';
 import { percentile, startTarget } from './support';
 
@@ -101,4 +101,5 @@ try {
 } finally {
   await runtime.stop();
   await target.close();
+  await deleteLocalResources(clients, config);
 }

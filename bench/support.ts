@@ -178,6 +178,8 @@ export function phaseFigures(
     if (lags.length > 0) lagByKind[kind] = lagFigures(lags);
   }
   const failed = executions.filter((execution) => !execution.succeeded).length;
+  // A run that never started has no lag: the percentiles are of the runs that did, a lower bound when any did not.
+  const unstarted = executions.filter((execution) => execution.startedAt === null).length;
   const early = executions.flatMap(lagOf).filter((lag) => lag < 0).length;
   return {
     system,
@@ -192,6 +194,7 @@ export function phaseFigures(
       ...notes,
       ...(drive.firstError ? [`first submit error: ${drive.firstError}`] : []),
       ...(failed > 0 ? [`${failed} runs did not succeed`] : []),
+      ...(unstarted > 0 ? [`${unstarted} runs never started: the start lag percentiles leave them out, so they are a lower bound`] : []),
       ...(early > 0 ? [`${early} runs started before they were due`] : []),
       ...(drive.behindMs > 1000 ? [`driver fell ${(drive.behindMs / 1000).toFixed(1)} s behind the offered rate`] : []),
     ],

@@ -1,7 +1,14 @@
 // Creates the local tables and queues from the definitions the CDK stack uses, and returns the
 // scheduler configuration that points at them. Safe to call again: existing resources are kept.
 import type { KMSClient } from '@aws-sdk/client-kms';
-import { CreateAliasCommand, CreateKeyCommand, DescribeKeyCommand } from '@aws-sdk/client-kms';
+import {
+  CreateAliasCommand,
+  CreateKeyCommand,
+  DeleteAliasCommand,
+  DescribeKeyCommand,
+  ListAliasesCommand,
+  ScheduleKeyDeletionCommand,
+} from '@aws-sdk/client-kms';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { BucketAlreadyOwnedByYou, CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { TenantLimits } from '../../lambdas/domain/tenant';
@@ -205,9 +212,17 @@ export async function createLocalResources(
   });
 }
 
-/** Deletes a prefix's tables and queues: the emulator keeps everything in memory. */
+/** Deletes a prefix's signing key's aliases and schedules the key's deletion (KMS's shortest wait, 7 days). */
+async function deleteSigningKey(kms: KMSClient, keyId: string): Promise<void> {
+  const { Aliases: aliases = [] } = await kms.send(new ListAliasesCommand({ KeyId: keyId }));
+  await Promise.allSettled(aliases.flatMap((alias) => (alias.AliasName ? [kms.send(new DeleteAliasCommand({ AliasName: alias.AliasName }))] : [])));
+  await kms.send(new ScheduleKeyDeletionCommand({ KeyId: keyId, PendingWindowInDays: 7 }));
+}
+
+/** Deletes a prefix's tables, queues, bucket and signing key: the emulator keeps everything in memory. */
 export async function deleteLocalResources(clients: AwsClients, config: SchedulerConfig): Promise<void> {
   await Promise.allSettled([
+    ...(config.signingKeyId ? [deleteSigningKey(clients.kms, config.signingKeyId)] : []),
     ...(config.payloadBucket ? [emptyAndDeleteBucket(clients.s3, config.payloadBucket)] : []),
     clients.dynamo.send(new DeleteTableCommand({ TableName: config.jobsTable })),
     clients.dynamo.send(new DeleteTableCommand({ TableName: config.runsTable })),
