@@ -4,12 +4,12 @@
 // 0182). A backfill is written once (a repeated request finds it, active or ended) and moved on
 // only by compare-and-swap on its version, so two tickers never both count a page.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Backfill } from '../domain/backfill';
 import { IF_NEW, absent, conditionExpressions, ifHeld, transactRetryingConflicts, updateIf } from './conditional';
 import { BACKFILLS_PARTITION, backfillKey, endedBackfillKey } from './keys';
 import type { Key } from './keys';
-import { queryAll } from './query-all';
+import { countAll, queryAll } from './query-all';
 
 /** A finished backfill's item is kept this long for its progress to be read, then expires. */
 const DONE_RETENTION_SECONDS = 30 * 24 * 3600;
@@ -83,24 +83,14 @@ export class Backfills {
 
   /** How many of a tenant's backfills are active (read from the active ones, which the limit keeps few). */
   async activeCount(tenantId: string): Promise<number> {
-    let count = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.dynamo.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          FilterExpression: '#status = :active AND #tenantId = :tenantId',
-          ExpressionAttributeNames: { '#status': 'status', '#tenantId': 'tenantId' },
-          ExpressionAttributeValues: { ':pk': BACKFILLS_PARTITION, ':active': 'ACTIVE', ':tenantId': tenantId },
-          Select: 'COUNT',
-          ConsistentRead: true,
-          ExclusiveStartKey: start,
-        }),
-      );
-      count += page.Count ?? 0;
-      start = page.LastEvaluatedKey;
-    } while (start);
+    const { count } = await countAll(this.dynamo, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      FilterExpression: '#status = :active AND #tenantId = :tenantId',
+      ExpressionAttributeNames: { '#status': 'status', '#tenantId': 'tenantId' },
+      ExpressionAttributeValues: { ':pk': BACKFILLS_PARTITION, ':active': 'ACTIVE', ':tenantId': tenantId },
+      ConsistentRead: true,
+    });
     return count;
   }
 

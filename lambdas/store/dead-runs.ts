@@ -1,7 +1,6 @@
 // Dead runs: a run that ended DEAD enters its tenant's sparse dead-run index (written with its
 // outcome, run-leases.ts) and leaves it when it is replayed.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Run } from '../domain/run';
 import { absent, conditionExpressions, IF_NEW, transact, updateExpressions } from './conditional';
 import { MAX_ITEMS_READ_PER_PAGE, readFilteredPage } from './filtered-page';
@@ -9,6 +8,7 @@ import type { RunItemExtras } from './keys';
 import { encodeCursor, itemToRun, runKey, runToItem } from './keys';
 import type { Page } from './page';
 import { decodeCursorWithin } from './page';
+import { countAll } from './query-all';
 import { RUNS_DEAD_INDEX } from './schema';
 
 export interface DeadFilter {
@@ -26,25 +26,17 @@ export class DeadRuns {
 
   /** How many DEAD runs of the tenant await a replay, counted up to `cap`. */
   async count(tenantId: string, cap: number): Promise<{ count: number; capped: boolean }> {
-    let count = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.dynamo.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: RUNS_DEAD_INDEX,
-          KeyConditionExpression: '#tenant = :tenant',
-          ExpressionAttributeNames: { '#tenant': 'deadTenantId' },
-          ExpressionAttributeValues: { ':tenant': tenantId },
-          Select: 'COUNT',
-          Limit: cap - count,
-          ExclusiveStartKey: start,
-        }),
-      );
-      count += page.Count ?? 0;
-      start = page.LastEvaluatedKey;
-    } while (start && count < cap);
-    return { count, capped: start !== undefined };
+    return countAll(
+      this.dynamo,
+      {
+        TableName: this.tableName,
+        IndexName: RUNS_DEAD_INDEX,
+        KeyConditionExpression: '#tenant = :tenant',
+        ExpressionAttributeNames: { '#tenant': 'deadTenantId' },
+        ExpressionAttributeValues: { ':tenant': tenantId },
+      },
+      cap,
+    );
   }
 
   /**
