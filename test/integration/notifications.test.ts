@@ -494,6 +494,30 @@ describe('skipped runs', () => {
     await hooks.stop();
   });
 
+  /**
+   * A job that notifies `dead`, whose first run a worker leased and recorded DEAD (marking the
+   * event, as the outcome path does) and then left: its dispatch message was never deleted.
+   */
+  async function runRecordedDead(workerId: string): Promise<string> {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(hooks.url, { notify: { events: ['dead'], destination: { kind: 'http', url: hooks.url } } }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const runId = created.body.job.nextRunId as string;
+    const lease = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, workerId));
+    if (lease.kind !== 'leased') throw new Error(`the run was not leased: ${lease.kind}`);
+    const error = { code: 'HTTP_400', message: 'target answered 400', retryable: false };
+    const recorded = await scheduler.deps.leases.finishAttempt(
+      lease.run,
+      { status: 'DEAD', now: Date.now(), error, reason: 'permanent', notify: 'dead' },
+      null,
+    );
+    expect(recorded).toBe('recorded');
+    return runId;
+  }
+
   it('a run the misfire policy skips sends `skipped`; one a pause retires sends nothing', async () => {
     const notify = { events: ['skipped'], destination: { kind: 'http', url: hooks.url } };
     const created = await scheduler.api(
@@ -519,17 +543,7 @@ describe('skipped runs', () => {
   });
 
   it("a try whose signing secrets cannot be read fails retryable, and shows the tenant no store's error", async () => {
-    const created = await scheduler.api(
-      'POST',
-      '/v1/jobs',
-      jobBody(hooks.url, { notify: { events: ['dead'], destination: { kind: 'http', url: hooks.url } } }),
-    );
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const runId = created.body.job.nextRunId as string;
-    const lease = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'kms-worker'));
-    if (lease.kind !== 'leased') throw new Error(lease.kind);
-    const error = { code: 'HTTP_400', message: 'target answered 400', retryable: false };
-    await scheduler.deps.leases.finishAttempt(lease.run, { status: 'DEAD', now: Date.now(), error, reason: 'permanent', notify: 'dead' }, null);
+    const runId = await runRecordedDead('kms-worker');
     await executeRun(scheduler.deps, runId);
     const calls = hooks.calls.length;
     const denied = scheduler.workerDeps('kms-denied');
@@ -543,17 +557,7 @@ describe('skipped runs', () => {
   });
 
   it("a copy of a failed try's message neither tries early nor shortens the backoff; the next try's message waits for its time", async () => {
-    const created = await scheduler.api(
-      'POST',
-      '/v1/jobs',
-      jobBody(hooks.url, { notify: { events: ['dead'], destination: { kind: 'http', url: hooks.url } } }),
-    );
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const runId = created.body.job.nextRunId as string;
-    const lease = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'copies-worker'));
-    if (lease.kind !== 'leased') throw new Error(lease.kind);
-    const error = { code: 'HTTP_400', message: 'target answered 400', retryable: false };
-    await scheduler.deps.leases.finishAttempt(lease.run, { status: 'DEAD', now: Date.now(), error, reason: 'permanent', notify: 'dead' }, null);
+    const runId = await runRecordedDead('copies-worker');
     await executeRun(scheduler.deps, runId);
 
     const start = Date.now();
@@ -576,22 +580,7 @@ describe('skipped runs', () => {
   });
 
   it('a redelivered message for a finished run makes the notification its worker died before making', async () => {
-    const created = await scheduler.api(
-      'POST',
-      '/v1/jobs',
-      jobBody(hooks.url, { notify: { events: ['dead'], destination: { kind: 'http', url: hooks.url } } }),
-    );
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const runId = created.body.job.nextRunId as string;
-    // A worker leases the run and records it DEAD (marking the event, as the outcome path does),
-    // then dies before making the notification: its dispatch message was never deleted.
-    const lease = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'dying-worker'));
-    expect(lease.kind).toBe('leased');
-    if (lease.kind !== 'leased') return;
-    const error = { code: 'HTTP_400', message: 'target answered 400', retryable: false };
-    expect(await scheduler.deps.leases.finishAttempt(lease.run, { status: 'DEAD', now: Date.now(), error, reason: 'permanent', notify: 'dead' }, null)).toBe(
-      'recorded',
-    );
+    const runId = await runRecordedDead('dying-worker');
     expect(await scheduler.deps.notifications.get(runId, 'dead')).toBeNull();
 
     expect(await executeRun(scheduler.deps, runId)).toBe('duplicate');
