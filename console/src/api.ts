@@ -148,68 +148,16 @@ export const JOB_FILTER_PARAMS = { name: 'namePrefix', label: 'label', status: '
 /** A job id's form (the API refuses it as a given name): the search box looks such a text up as an unnamed job's name. */
 const JOB_ID_FORM = /^job_[0-9a-z]{26}$/;
 
-/** Filters this API refused as unknown parameters, so the console applies them to the page itself. */
-const clientSideFilters = new Set<'name' | 'label'>();
-
-export function filtersAppliedInBrowser(): ReadonlySet<'name' | 'label'> {
-  return clientSideFilters;
-}
-
-function matches(job: Job, filter: JobFilter): boolean {
-  if (clientSideFilters.has('name') && filter.name && !job.name.startsWith(filter.name)) return false;
-  if (clientSideFilters.has('label')) {
-    for (const pair of filter.labels ?? []) {
-      const [key = '', value = ''] = pair.split(/=(.*)/s);
-      if (job.labels?.[key] !== value) return false;
-    }
-  }
-  return true;
-}
-
-/** The first stored jobs read when filtering in the browser: a few pages, not the whole tenant. */
-const CLIENT_FILTER_PAGES = 10;
-
-/**
- * A page of jobs matching the filter. The API filters by status (and, once it has them, by name
- * prefix and labels). FALLBACK: an API that refuses `name` or `label` as unknown (400 naming the
- * parameter) gets them no more; the console then reads up to CLIENT_FILTER_PAGES pages of 100 and
- * filters those in the browser (the page says so).
- */
+/** A page of jobs matching the filter: the API serves each filter (status, name prefix, labels) from its indexes. */
 export async function listJobs(filter: JobFilter, cursor?: string): Promise<Page<Job>> {
   // A job created without a name is named by its id and found by that name exactly, not by a prefix.
   const byId = filter.name !== undefined && JOB_ID_FORM.test(filter.name);
-  const serverParams = (): Record<string, string | readonly string[] | undefined> => ({
+  const params = {
     [JOB_FILTER_PARAMS.status]: filter.status,
-    [byId ? 'name' : JOB_FILTER_PARAMS.name]: clientSideFilters.has('name') ? undefined : filter.name,
-    [JOB_FILTER_PARAMS.label]: clientSideFilters.has('label') ? undefined : filter.labels,
-  });
-  const filtering = (filter.name && clientSideFilters.has('name')) || ((filter.labels?.length ?? 0) > 0 && clientSideFilters.has('label'));
-  try {
-    if (!filtering) return await request<Page<Job>>('GET', `/jobs${query({ ...serverParams(), limit: 20, cursor })}`);
-    const items: Job[] = [];
-    let next: string | null | undefined = cursor;
-    for (let pages = 0; pages < CLIENT_FILTER_PAGES; pages++) {
-      const page: Page<Job> = await request<Page<Job>>('GET', `/jobs${query({ ...serverParams(), limit: 100, cursor: next ?? undefined })}`);
-      items.push(...page.items.filter((job) => matches(job, filter)));
-      next = page.nextCursor;
-      if (!next || items.length >= 20) break;
-    }
-    return { items, nextCursor: next ?? null };
-  } catch (error) {
-    const refused = refusedFilters(error).filter((name) => !clientSideFilters.has(name));
-    if (refused.length === 0) throw error;
-    for (const name of refused) clientSideFilters.add(name);
-    return listJobs(filter, cursor);
-  }
-}
-
-function refusedFilters(error: unknown): ('name' | 'label')[] {
-  if (!(error instanceof ApiError) || error.status !== 400) return [];
-  const text = JSON.stringify(error.problem.errors ?? []);
-  const refused: ('name' | 'label')[] = [];
-  if (new RegExp(`"${JOB_FILTER_PARAMS.name}"|\\b${JOB_FILTER_PARAMS.name}\\b`).test(text)) refused.push('name');
-  if (new RegExp(`"${JOB_FILTER_PARAMS.label}"|\\b${JOB_FILTER_PARAMS.label}\\b`).test(text)) refused.push('label');
-  return refused;
+    [byId ? 'name' : JOB_FILTER_PARAMS.name]: filter.name,
+    [JOB_FILTER_PARAMS.label]: filter.labels,
+  };
+  return request<Page<Job>>('GET', `/jobs${query({ ...params, limit: 20, cursor })}`);
 }
 
 export const api = {

@@ -25,8 +25,12 @@ export function heading(context: PageContext, text: string): HTMLHeadingElement 
   return element;
 }
 
+/** An error in words; the API's field errors (a 400's `errors`) name what to change. */
 export function errorText(error: unknown): string {
-  if (error instanceof ApiError) return `${error.problem.title ?? 'Error'} (${error.status}): ${error.message}`;
+  if (error instanceof ApiError) {
+    const fields = (error.problem.errors ?? []).map((field) => `${field.path}: ${field.message}`);
+    return `${error.problem.title ?? 'Error'} (${error.status}): ${error.message}${fields.length > 0 ? `. ${fields.join('; ')}` : ''}`;
+  }
   return error instanceof Error ? error.message : String(error);
 }
 

@@ -95,13 +95,37 @@ describe('the web console', () => {
     expect(await table.textContent()).toContain('Europe/Paris');
     await page.getByLabel('Search jobs').fill('invoices');
     await expect.poll(() => table.getByRole('link', { name: /^invoices/ }).count(), { timeout: UI_TIMEOUT }).toBe(2);
-    // Labels: the API finds them by its label index; the console filters nothing itself.
-    await page.getByLabel('Label').fill('team=billing');
+    // Labels, typed key by key: the API finds them by its label index. A half-typed one (no "=" yet)
+    // is not sent; the field says why, and the list stays as it was.
+    const label = page.getByLabel('Label');
+    // The page's alert (hidden while empty).
+    const alert = page.locator('main [role="alert"]');
+    await label.pressSequentially('team', { delay: 30 });
+    await expect.poll(() => page.locator('#label-filter-error').textContent(), { timeout: UI_TIMEOUT }).toMatch(/key=value/);
+    expect(await label.getAttribute('aria-invalid')).toBe('true');
+    expect(await alert.textContent()).toBe('');
+    await label.pressSequentially('=billing', { delay: 30 });
     await expect.poll(() => table.getByRole('link').allTextContents(), { timeout: UI_TIMEOUT }).toEqual(['invoices-nightly']);
-    expect((await page.locator('#filter-note').textContent()) ?? '').toBe('');
-    await page.getByLabel('Label').fill('team=nobody');
+    expect(await page.locator('#label-filter-error').textContent()).toBe('');
+    await label.press('ControlOrMeta+a');
+    await label.pressSequentially('team=nobody', { delay: 30 });
     await page.getByText('No jobs match.').waitFor();
-    await page.getByLabel('Label').fill('');
+    // A label the API refuses: its 400 is shown with the field's own message.
+    await label.press('ControlOrMeta+a');
+    await label.pressSequentially('my team=billing', { delay: 30 });
+    await expect.poll(() => alert.textContent(), { timeout: UI_TIMEOUT }).toMatch(/^Invalid request \(400\): .*label: must be key=value/);
+    await label.press('ControlOrMeta+a');
+    await label.press('Backspace');
+    await expect.poll(() => table.getByRole('link', { name: /^invoices/ }).count(), { timeout: UI_TIMEOUT }).toBe(2);
+    // So is a name prefix over the API's 128 characters; the filters stay the API's afterwards.
+    await page.getByLabel('Search jobs').fill('i'.repeat(129));
+    await expect.poll(() => alert.textContent(), { timeout: UI_TIMEOUT }).toMatch(/namePrefix: /);
+    await page.getByLabel('Search jobs').fill('invoices');
+    await label.pressSequentially('team=billing', { delay: 30 });
+    await expect.poll(() => table.getByRole('link').allTextContents(), { timeout: UI_TIMEOUT }).toEqual(['invoices-nightly']);
+    expect(await alert.textContent()).toBe('');
+    await label.press('ControlOrMeta+a');
+    await label.press('Backspace');
     await expect.poll(() => table.getByRole('link', { name: /^invoices/ }).count(), { timeout: UI_TIMEOUT }).toBe(2);
     await page.getByLabel('Status').selectOption('PAUSED');
     await page.getByText('No jobs match.').waitFor();
