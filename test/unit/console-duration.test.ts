@@ -1,6 +1,6 @@
 // The console's durations: rounded once, so no unit ever shows its own limit (60 s, 1000 ms).
 import { describe, expect, it } from 'vitest';
-import { duration } from '../../console/src/format';
+import { duration } from '../../console/src/duration';
 
 describe('durations in the console', () => {
   it('carry a rounded-up second into the minute: 1 min 59.6 s is 2 min 0 s, not 1 min 60 s', () => {
