@@ -2,6 +2,7 @@
 // otherwise installs moto into a project-local virtual environment (so it works where the system
 // Python refuses pip) and starts it detached, so that it outlives the runtime and keeps every
 // job and run across restarts.
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -49,6 +50,28 @@ export async function answers(endpoint: string): Promise<boolean> {
   }
 }
 
+/**
+ * Whether the endpoint is an AWS emulator: it answers a signed DynamoDB request (with the test
+ * credentials every emulator accepts). A web server that merely answers HTTP is not one.
+ */
+export async function speaksAws(endpoint: string): Promise<boolean> {
+  const client = new DynamoDBClient({
+    endpoint,
+    region: process.env.AWS_REGION ?? 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    maxAttempts: 1,
+    requestHandler: { connectionTimeout: 1500, requestTimeout: 3000 },
+  });
+  try {
+    await client.send(new ListTablesCommand({ Limit: 1 }));
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.destroy();
+  }
+}
+
 /** The venv's Python with moto installed (installing it the first time). */
 function motoPython(): string {
   const python = path.join(venv, 'bin', 'python');
@@ -65,7 +88,13 @@ function motoPython(): string {
 }
 
 export async function ensureEmulator(endpoint = process.env.AWS_ENDPOINT_URL ?? DEFAULT_ENDPOINT): Promise<Emulator> {
-  if (await answers(endpoint)) return { endpoint, origin: 'reused' };
+  if (await answers(endpoint)) {
+    if (await speaksAws(endpoint)) return { endpoint, origin: 'reused' };
+    throw new Error(
+      `Something answers at ${endpoint}, but it is not an AWS emulator (it did not answer a DynamoDB request). ` +
+        'Stop it, or set AWS_ENDPOINT_URL to a free port on 127.0.0.1 and moto is started there.',
+    );
+  }
   const url = new URL(endpoint);
   if (!['127.0.0.1', 'localhost'].includes(url.hostname)) {
     throw new Error(`Nothing answers at ${endpoint}, and moto is only started on this machine (127.0.0.1).`);
@@ -79,7 +108,7 @@ export async function ensureEmulator(endpoint = process.env.AWS_ENDPOINT_URL ?? 
   writeFileSync(emulatorPidFile(endpoint), String(child.pid));
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
-    if (await answers(endpoint)) return { endpoint, origin: 'started' };
+    if (await speaksAws(endpoint)) return { endpoint, origin: 'started' };
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   throw new Error(`moto did not answer at ${endpoint} within 30 s; see ${logFile}`);

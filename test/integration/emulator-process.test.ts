@@ -1,9 +1,10 @@
 // The emulator launcher's own bookkeeping: every port has its pid file, so that starting a second
 // emulator (a bench's, a test's) does not make `emulator:stop` stop the wrong one or claim a stop
 // that did not happen.
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
-import { answers, emulatorLogFile, ensureEmulator, stopEmulator } from '../../scripts/local/emulator';
+import { answers, emulatorLogFile, emulatorPidFile, ensureEmulator, speaksAws, stopEmulator } from '../../scripts/local/emulator';
 import { freePort } from './support/own-emulator';
 
 describe('emulator pid files', () => {
@@ -41,5 +42,26 @@ describe('emulator pid files', () => {
     const result = await stopEmulator(elsewhere);
     expect(result.outcome).toBe('no-pid-file');
     expect(result.message).toBe(`no emulator started by this project runs at ${elsewhere}`);
+  });
+
+  it('refuses a web server that is not an AWS emulator, with what to do, and starts nothing', async () => {
+    const port = await freePort();
+    const endpoint = `http://127.0.0.1:${port}`;
+    const server = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>'));
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    try {
+      expect(await answers(endpoint)).toBe(true);
+      expect(await speaksAws(endpoint)).toBe(false);
+      await expect(ensureEmulator(endpoint)).rejects.toThrow(`Something answers at ${endpoint}, but it is not an AWS emulator`);
+      expect(existsSync(emulatorPidFile(endpoint))).toBe(false);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("takes the suite's emulator, which speaks AWS, as one", async () => {
+    const endpoint = process.env.AWS_ENDPOINT_URL ?? 'http://127.0.0.1:4566';
+    expect(await speaksAws(endpoint)).toBe(true);
+    expect((await ensureEmulator(endpoint)).origin).toBe('reused');
   });
 });
