@@ -24,7 +24,8 @@ import { asFunction } from './function-role';
 import { startLaneConsumer } from './lane-consumer';
 
 /** A demo target served by the local runtime itself (not part of the API). */
-export const ECHO_PATH = '/_local/echo';
+const LOCAL_PREFIX = '/_local/';
+export const ECHO_PATH = `${LOCAL_PREFIX}echo`;
 
 export interface LocalRuntimeOptions {
   readonly deps: SchedulerDeps;
@@ -168,7 +169,22 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           );
           return;
         }
-        if (request.url?.startsWith(ECHO_PATH)) {
+        const requestPath = new URL(request.url ?? '/', 'http://localhost').pathname;
+        if (requestPath.startsWith(LOCAL_PREFIX) && requestPath !== ECHO_PATH) {
+          // The local runtime's own paths: not the API's, so no authorizer and no 401 for a typo.
+          response.writeHead(404, { 'content-type': 'application/problem+json' });
+          response.end(
+            JSON.stringify({
+              type: 'urn:job-scheduler:problem:not-found',
+              title: 'Not found',
+              status: 404,
+              detail: `The local runtime serves ${ECHO_PATH} (a target that answers 200) under ${LOCAL_PREFIX}, and nothing else`,
+              errors: [],
+            }),
+          );
+          return;
+        }
+        if (requestPath === ECHO_PATH) {
           // A target for trying the scheduler out: answers 200 and says who called; of the body only
           // its size and type, as payloads never go to logs.
           console.log(
@@ -178,10 +194,9 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           response.end(JSON.stringify({ ok: true }));
           return;
         }
-        const pathname = new URL(request.url ?? '/', 'http://localhost').pathname;
-        if (isConsolePath(pathname)) {
+        if (isConsolePath(requestPath)) {
           // The console's files are public (its own route, no authorizer, as in the stack).
-          const answer = serveConsole(await consoleFiles(), request.method ?? 'GET', pathname);
+          const answer = serveConsole(await consoleFiles(), request.method ?? 'GET', requestPath);
           response.writeHead(answer.statusCode, answer.headers);
           response.end(answer.body);
           return;

@@ -177,4 +177,15 @@ describe('bad input', () => {
     const wrongMethod = await scheduler.api('DELETE', '/v1/health');
     expect(wrongMethod.status).toBe(405);
   });
+
+  it("answers a path of the local runtime's own that it does not serve with 404 naming what it serves, not 401", async () => {
+    for (const path of ['/_local/echoes', '/_local/', '/_local/echo/x']) {
+      const response = await fetch(`${scheduler.runtime.url}${path}`);
+      expect(response.status, path).toBe(404);
+      expect(response.headers.get('content-type')).toBe('application/problem+json');
+      expect(((await response.json()) as { detail: string }).detail).toContain('/_local/echo');
+    }
+    const echo = await fetch(`${scheduler.runtime.url}/_local/echo?from=test`, { method: 'POST', body: '{}' });
+    expect(echo.status).toBe(200);
+  });
 });
