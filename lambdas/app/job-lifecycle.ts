@@ -37,22 +37,28 @@ export async function deleteJob(deps: SchedulerDeps, tenantId: string, jobId: st
 export async function deleteJobOf(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<Job> {
   const existing = await deps.jobs.get(tenantId, jobId);
   if (existing?.status === 'CANCELLED') return existing;
-  const job = await mutateJob(deps, tenantId, jobId, (current, now) => ({
+  const job = await mutateJob(deps, tenantId, jobId, (current, now) => {
     // A delete that lost a race with another finds the job deleted: done, nothing written (writing
     // it again would release its name a second time, and fail).
-    next:
-      current.status === 'CANCELLED'
-        ? current
-        : touch(current, now, { status: 'CANCELLED', nextRunAt: null, nextRunId: null, pausedPending: null, pausedUntil: null }),
-    releaseName: true,
-    afterCommit: async () => {
-      // Every run of the job that has not started ends CANCELLED. A run leased meanwhile (or one
-      // this misses) sees the job CANCELLED when leased and ends the same way (admitRun).
-      for (const run of await deps.runs.pendingOfJob(jobId)) {
-        if (await deps.runs.retirePending(run.runId, 'CANCELLED', 'job deleted', now)) deps.telemetry.runEnded(run, 'CANCELLED', 'job deleted');
-      }
-    },
-  }));
+    if (current.status === 'CANCELLED') return { next: current };
+    // The deleted job names no stored payload: its object is released below, as a PATCH releases
+    // the one it replaces.
+    const { payloadRef: storedPayload, ...withoutPayload } = current;
+    return {
+      next: touch(withoutPayload, now, { status: 'CANCELLED', nextRunAt: null, nextRunId: null, pausedPending: null, pausedUntil: null }),
+      releaseName: true,
+      afterCommit: async () => {
+        // Every run of the job that has not started ends CANCELLED. A run leased meanwhile (or one
+        // this misses) sees the job CANCELLED when leased and ends the same way (admitRun).
+        for (const run of await deps.runs.pendingOfJob(jobId)) {
+          if (await deps.runs.retirePending(run.runId, 'CANCELLED', 'job deleted', now)) deps.telemetry.runEnded(run, 'CANCELLED', 'job deleted');
+        }
+        // Tagged for the lifecycle rule, not deleted: a worker that read the job just before may
+        // still be fetching it.
+        await releasePayload(deps, storedPayload, undefined);
+      },
+    };
+  });
   logger.info('job deleted', { jobId, tenantId });
   return job;
 }

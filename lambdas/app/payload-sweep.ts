@@ -1,6 +1,6 @@
 // The sweep of jobs' payload objects that no job names (decision 0162): a create or PATCH that
 // crashed between storing its payload and writing its job left one behind, which nothing else
-// removes. The sweep tags each such object `superseded`, never deletes it, so that the bucket's
+// removes, and a job deleted before deletes released their payloads kept its. The sweep tags each such object `superseded`, never deletes it, so that the bucket's
 // lifecycle rule removes it a day later: an object a job stopped naming a moment ago may still be
 // read by a worker that read the job before. Objects younger than the cutoff are left alone: their
 // writer may not have written its job yet. Run by operators (`npm run payloads:sweep`).
@@ -36,7 +36,9 @@ export async function sweepJobPayloads(deps: SweepDeps, options: { readonly stor
     young += page.length - old.length;
     const jobs = old.length > 0 ? await deps.jobsById([...new Set(old.map((object) => object.jobId))]) : new Map<string, Job>();
     for (const object of old) {
-      if (jobs.get(object.jobId)?.payloadRef?.key === object.key) {
+      // A deleted job does not name its payload (one deleted before it stopped keeping the name).
+      const job = jobs.get(object.jobId);
+      if (job && job.status !== 'CANCELLED' && job.payloadRef?.key === object.key) {
         named++;
         continue;
       }

@@ -2,7 +2,7 @@
 // worker reads it once to deliver the run, the API shows it. Up to 1 MiB is accepted; a deployment
 // without a bucket keeps 64 KiB inline. Against the emulator's S3 (moto), with a real HTTP target.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { DeleteObjectCommand, GetObjectTaggingCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { jobKey, runKey } from '../../lambdas/store/keys';
 import { INLINE_PAYLOAD_MAX_BYTES, MAX_JOB_PAYLOAD_BYTES, MAX_INLINE_ONLY_PAYLOAD_BYTES } from '../../lambdas/domain/payload';
@@ -312,6 +312,34 @@ describe('large payloads', () => {
     const shown = await scheduler.api('GET', `/v1/jobs/${gone.body.job.jobId}`);
     expect(shown.status).toBe(200);
     expect(shown.body).toMatchObject({ payload: null, payloadStored: { bytes: 30_000 } });
+  });
+
+  it("a DELETE releases the job's stored payload to the lifecycle rule; the sweep takes one a job deleted earlier kept", async () => {
+    const { jobId, key } = await createLater(payloadOf(12_000, 'd'));
+    const deleted = await scheduler.api('DELETE', `/v1/jobs/${jobId}`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.status).toBe('CANCELLED');
+    expect((await jobItem(scheduler, jobId)).payloadRef).toBeUndefined();
+    expect(await tagsOf(key)).toEqual(['superseded=true']);
+    // A second DELETE writes nothing and answers the deleted job.
+    expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
+
+    // A job deleted while deletes still kept the payload's name: the sweep does not count it named.
+    const { jobId: older, key: kept } = await createLater(payloadOf(12_000, 'o'));
+    await scheduler.clients.dynamo.send(
+      new UpdateCommand({
+        TableName: scheduler.config.jobsTable,
+        Key: jobKey(older),
+        UpdateExpression: 'SET #status = :cancelled',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':cancelled': 'CANCELLED' },
+      }),
+    );
+    const swept = await sweepJobPayloads(
+      { payloads: scheduler.deps.payloads!, jobsById: (ids) => scheduler.deps.jobs.getManyAnyTenant(ids) },
+      { storedBefore: Date.now() + 60_000, dryRun: true },
+    );
+    expect(swept.unnamed).toContain(kept);
   });
 
   it('the sweep tags the objects no job names (a write that crashed before its job) and leaves named and young ones', async () => {
