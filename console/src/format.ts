@@ -45,6 +45,13 @@ export function time(iso: string | null | undefined, zone = viewerZone): HTMLEle
   return h('time', { datetime: iso, title: iso }, timeText(iso, zone));
 }
 
+/** An instant as a `datetime-local` input's value: the viewer's wall time, to the second. */
+export function localInputValue(iso: string): string {
+  const at = new Date(iso);
+  const two = (value: number): string => String(value).padStart(2, '0');
+  return `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())}T${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
+}
+
 export function between(from: string | null, to: string | null): number | null {
   return from && to ? Date.parse(to) - Date.parse(from) : null;
 }

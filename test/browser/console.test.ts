@@ -35,6 +35,34 @@ async function visit(hash: string): Promise<void> {
   }
 }
 
+/** An instant's parts in New York, the browser context's zone. */
+function newYorkParts(iso: string): Record<string, string> {
+  const format = new Intl.DateTimeFormat('en-CA', {
+    timeZone: 'America/New_York',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+    timeZoneName: 'short',
+  });
+  return Object.fromEntries(format.formatToParts(new Date(iso)).map((part) => [part.type, part.value]));
+}
+
+/** An instant as the console shows it to a viewer in New York: `2026-11-23 15:01:05 EST`. */
+function newYorkText(iso: string): string {
+  const parts = newYorkParts(iso);
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName}`;
+}
+
+/** An instant as a New York viewer's datetime-local value, to the second. */
+function newYorkInput(iso: string): string {
+  const parts = newYorkParts(iso);
+  return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}`;
+}
+
 async function createJob(overrides: Record<string, unknown>): Promise<{ jobId: string; name: string }> {
   const response = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, overrides));
   expect(response.status).toBe(201);
@@ -191,6 +219,41 @@ describe('the web console', () => {
     await dialog.getByRole('button', { name: 'Delete job' }).click();
     await expect.poll(() => page.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('cancelled');
     expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.status).toBe('CANCELLED');
+  });
+
+  it("keeps a paused job's end when its pause changes, says it is paused instead of offering fire times, and reads a new end in the viewer's zone", async () => {
+    const job = await createJob({ name: 'paused-till', schedule: { kind: 'cron', expression: '*/5 * * * *', timezone: 'UTC' } });
+    // Seconds in it: the field shows them (Chromium leaves out :00).
+    const until = new Date(Math.ceil(Date.now() / 60_000) * 60_000 + 3 * 86_400_000 + 17_000).toISOString();
+    expect((await scheduler.api('POST', `/v1/jobs/${job.jobId}/pause`, { note: 'maintenance', until })).status).toBe(200);
+    await visit(`#/jobs/${job.jobId}`);
+    await page.getByRole('heading', { level: 1, name: 'Job paused-till' }).waitFor();
+    // No fire times to skip: the job says it is paused, and until when, in the viewer's time.
+    const next = page.getByRole('region', { name: 'Next fire times' });
+    await expect.poll(() => next.textContent(), { timeout: UI_TIMEOUT }).toContain(`resumes by itself at ${newYorkText(until)}`);
+    expect(await next.getByRole('table').count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^Skip/ }).count()).toBe(0);
+    // The form shows the pause as it is: its end in the viewer's wall time, the zone named.
+    const untilField = page.getByLabel('Resume at (your time, America/New_York)');
+    expect(await untilField.inputValue()).toBe(newYorkInput(until));
+    expect(await page.getByLabel('No end').isChecked()).toBe(false);
+    // A new note keeps the end.
+    await page.getByLabel('Note', { exact: true }).fill('maintenance, longer');
+    await page.getByRole('button', { name: 'Change pause' }).click();
+    await expect.poll(() => page.locator('#pause-note').textContent(), { timeout: UI_TIMEOUT }).toBe('maintenance, longer');
+    expect((await scheduler.api('GET', `/v1/jobs/${job.jobId}`)).body).toMatchObject({ status: 'PAUSED', pausedUntil: until });
+    // No end is a choice of its own.
+    await page.getByLabel('No end').check();
+    await page.getByRole('button', { name: 'Change pause' }).click();
+    await expect.poll(() => next.textContent(), { timeout: UI_TIMEOUT }).toContain('no end to its pause');
+    expect((await scheduler.api('GET', `/v1/jobs/${job.jobId}`)).body.pausedUntil ?? null).toBeNull();
+    // A typed end is read in the viewer's zone (New York here).
+    const later = new Date(Math.ceil(Date.now() / 60_000) * 60_000 + 2 * 86_400_000).toISOString();
+    await page.getByLabel('Resume at (your time, America/New_York)').fill(newYorkInput(later));
+    expect(await page.getByLabel('No end').isChecked()).toBe(false);
+    await page.getByRole('button', { name: 'Change pause' }).click();
+    await expect.poll(() => next.textContent(), { timeout: UI_TIMEOUT }).toContain(`resumes by itself at ${newYorkText(later)}`);
+    expect((await scheduler.api('GET', `/v1/jobs/${job.jobId}`)).body.pausedUntil).toBe(later);
   });
 
   it("creates a cron job through the form, with the preview following the expression and zone, and the API's errors beside the fields", async () => {

@@ -3,7 +3,7 @@
 import type { JobDetail, Run } from '../api';
 import { api } from '../api';
 import { confirmDialog, h, table } from '../dom';
-import { between, daylightSavingNotes, duration, scheduleText, time, viewerZone, zoneOf } from '../format';
+import { between, daylightSavingNotes, duration, localInputValue, scheduleText, time, timeText, viewerZone, zoneOf } from '../format';
 import type { Page, PageContext } from '../page';
 import { act, alertBox, errorText, heading, STATUS_CLASS } from '../page';
 
@@ -85,6 +85,19 @@ async function fireTimes(job: JobDetail, context: PageContext, refresh: () => Pr
     section.append(h('p', null, `None: the job is ${job.status.toLowerCase()}.`));
     return section;
   }
+  // A paused job's occurrences do not fire: offering them (and Skip) would say they will.
+  if (job.status === 'PAUSED') {
+    section.append(
+      h(
+        'p',
+        { id: 'paused-fire-times' },
+        job.pausedUntil
+          ? ['None while paused: the job resumes by itself at ', time(job.pausedUntil), ', and fires again from then.']
+          : 'None while paused: the job has no end to its pause, and fires again once resumed.',
+      ),
+    );
+    return section;
+  }
   try {
     const recurring = job.schedule.kind === 'cron' || job.schedule.kind === 'every';
     // A job's own preview: its skips are marked, and each start carries the job's jitter.
@@ -127,17 +140,27 @@ async function fireTimes(job: JobDetail, context: PageContext, refresh: () => Pr
   return section;
 }
 
-/** Pause, with an optional note and a time to resume by itself (a paused job's note and end can be changed). */
+/**
+ * Pause, with an optional note and a time to resume by itself. A paused job's form shows its pause
+ * as it is (the API replaces both note and end), so "Change pause" keeps the end unless the user
+ * changes it or chooses "No end".
+ */
 function pauseForm(job: JobDetail, alert: HTMLElement, context: PageContext, refresh: () => Promise<void>): HTMLElement {
   const note = h('input', { type: 'text', id: 'pause-note-input', maxlength: '500', placeholder: 'Why (optional)', value: job.pauseNote ?? '' });
-  const until = h('input', { type: 'datetime-local', id: 'pause-until-input' });
+  // datetime-local is the viewer's wall time (the label names the zone); the API takes an instant.
+  const until = h('input', { type: 'datetime-local', id: 'pause-until-input', step: '1', value: job.pausedUntil ? localInputValue(job.pausedUntil) : null });
+  const endless = h('input', { type: 'checkbox', id: 'pause-endless-input', checked: !job.pausedUntil });
+  until.addEventListener('input', () => (endless.checked = until.value === ''));
+  endless.addEventListener('change', () => {
+    if (endless.checked) until.value = '';
+  });
   const button = h('button', { type: 'button' }, job.status === 'PAUSED' ? 'Change pause' : 'Pause');
   button.addEventListener('click', () => {
     void act(button, alert, context, async () => {
-      // datetime-local is the viewer's wall time; the API takes an instant.
-      const resumeAt = until.value ? new Date(until.value).toISOString() : undefined;
+      if (!endless.checked && !until.value) throw new Error('Give a time to resume at, or choose "No end".');
+      const resumeAt = endless.checked ? undefined : new Date(until.value).toISOString();
       await api.pause(job.jobId, { ...(note.value ? { note: note.value } : {}), ...(resumeAt ? { until: resumeAt } : {}) });
-      return resumeAt ? `Job paused until ${resumeAt}` : 'Job paused';
+      return resumeAt ? `Job paused until ${timeText(resumeAt)}` : 'Job paused with no end';
     }).then((done) => (done ? refresh() : undefined));
   });
   return h(
@@ -145,8 +168,9 @@ function pauseForm(job: JobDetail, alert: HTMLElement, context: PageContext, ref
     { class: 'pause', hidden: job.status !== 'ACTIVE' && job.status !== 'PAUSED' },
     h('label', { for: 'pause-note-input' }, 'Note'),
     note,
-    h('label', { for: 'pause-until-input' }, 'Resume at'),
+    h('label', { for: 'pause-until-input' }, `Resume at (your time, ${viewerZone})`),
     until,
+    h('label', { for: 'pause-endless-input' }, endless, ' No end'),
     button,
   );
 }
