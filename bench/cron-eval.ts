@@ -1,4 +1,5 @@
-// CPU time of one schedule evaluation (`fireTimes`, lambdas/domain/schedule.ts): microseconds per
+// Wall time (process.hrtime) of one schedule evaluation, a call without I/O (`fireTimes`,
+// lambdas/domain/schedule.ts; cron through `cronFireTimes`, schedule-series.ts): microseconds per
 // call for dense, sparse and daylight-saving-crossing cron expressions (with seconds too), an
 // interval, and excluded dates, at the counts the code asks for (1 for the next occurrence, 5 for
 // a job view, 100 for the largest preview); then the one-off cost of a count's last fire time.

@@ -29,7 +29,7 @@ import { createLocalResources, deleteLocalResources } from '../scripts/local/res
 import { startLocalRuntime } from '../scripts/local/runtime';
 import { auditAsAdmin, runAdmin } from '../scripts/ops/admin';
 import { loadBullmqPeer } from './peers/peer';
-import { ensureRedis, stopRedis } from './peers/redis';
+import { ensureRedis, redisNote, stopRedis } from './peers/redis';
 import { CallTimer } from './call-timer';
 import { measureRawLimit } from './raw-limit';
 import type { Execution, PhaseFigures, RunKind, SystemUnderTest, WorkloadSpec } from './support';
@@ -323,7 +323,7 @@ try {
       redisStarted = redis.origin === 'started';
       // As many parallel executions as the scheduler's pollers (batches of 10, run concurrently).
       const createBullmqSystem = await loadBullmqPeer();
-      system = createBullmqSystem({ host: redis.host, port: redis.port, targetUrl: target.url, concurrency: concurrency * 10 });
+      system = createBullmqSystem({ host: redis.host, port: redis.port, targetUrl: target.url, concurrency: concurrency * 10, redisNote: redisNote(redis) });
     } else throw new Error(`--only: unknown system ${name}`);
     try {
       rows.push(await runPhase(system, `rate ${number('rate')}/s`, workload(number('rate'))));

@@ -33,7 +33,8 @@ const emulator = await ensureEmulator();
 Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
 const clients = createAwsClients();
 const config = await createLocalResources(clients, `bench-${randomUUID().slice(0, 8)}`);
-const deps = createDeps(config, clients, { workerId: 'bench' });
+// Its metric lines (EMF) would drown the table too: the figures come from the runs.
+const deps = createDeps(config, clients, { workerId: 'bench', metricSink: () => undefined });
 const apiKey = `bench_${randomBytes(18).toString('base64url')}`;
 await deps.apiKeys.issue(apiKey, 'bench', Date.now());
 const runtime = await startLocalRuntime({ deps, clients, port: 0, workerConcurrency: Number(values.concurrency), tickIntervalMs: 0 });

@@ -17,7 +17,7 @@ import { Queue, Worker } from 'bullmq';
 import type { Execution, RunKind, SystemUnderTest, WorkItem, WorkloadSpec } from '../support';
 import { WORKLOAD_OPTIONS, drive, parseMix, phaseFigures, printTable, sleep, startTarget } from '../support';
 import type { BullmqOptions } from './peer';
-import { ensureRedis, stopRedis } from './redis';
+import { ensureRedis, redisNote, stopRedis } from './redis';
 
 interface BenchJobData {
   readonly tenant: string;
@@ -112,7 +112,7 @@ export function createBullmqSystem(options: BullmqOptions): SystemUnderTest {
       }));
     },
     phaseNotes() {
-      return [`worker concurrency ${options.concurrency}; Redis AOF fsync every second`];
+      return [`worker concurrency ${options.concurrency}; ${options.redisNote}`];
     },
     stop: closePhase,
   };
@@ -127,7 +127,13 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   });
   const redis = await ensureRedis();
   const target = await startTarget();
-  const system = createBullmqSystem({ host: redis.host, port: redis.port, targetUrl: target.url, concurrency: Number(values.concurrency) });
+  const system = createBullmqSystem({
+    host: redis.host,
+    port: redis.port,
+    targetUrl: target.url,
+    concurrency: Number(values.concurrency),
+    redisNote: redisNote(redis),
+  });
   const spec: WorkloadSpec = {
     rate: Number(values.rate),
     seconds: Number(values.seconds),

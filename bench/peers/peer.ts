@@ -13,6 +13,8 @@ export interface BullmqOptions {
   readonly targetUrl: string;
   /** Jobs processed at once by the worker. */
   readonly concurrency: number;
+  /** What is known of Redis's durability, for the phase's notes (`redisNote` in redis.ts). */
+  readonly redisNote: string;
 }
 
 interface BullmqPeerModule {

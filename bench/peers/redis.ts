@@ -83,3 +83,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     process.exit(2);
   }
 }
+
+/** What the bench knows of the Redis it uses: its settings only when it started it. */
+export function redisNote(redis: { readonly host: string; readonly port: number; readonly origin: 'started' | 'reused' }): string {
+  return redis.origin === 'started'
+    ? 'Redis started by the bench: AOF fsync every second'
+    : `a Redis already running at ${redis.host}:${redis.port}, its persistence settings not checked`;
+}
