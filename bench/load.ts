@@ -298,8 +298,8 @@ if (values['raw-limit']) {
       .map(([name, count]) => `${name} ${count.toFixed(2)}`)
       .join(', ');
     const note =
-      `raw (${schema} tables): ${raw.executionsPerSecond.toFixed(1)} executions/s (${raw.executions} executions, ${raw.errors} errors${raw.firstError ? `, first: ${raw.firstError}` : ''}); ` +
-      `requests per execution: ${perExecution}${emulatorCpuNote(cpuBefore, raw.executions)
+      `raw (${schema} tables): ${raw.executionsPerSecond.toFixed(1)} executions/s (${raw.executions} executions, ${raw.unfinished} created and unfinished, ${raw.errors} errors${raw.firstError ? `, first: ${raw.firstError}` : ''}); ` +
+      `requests per finished execution (the unfinished ones' creates included): ${perExecution}${emulatorCpuNote(cpuBefore, raw.executions)
         .map((text) => `; ${text}`)
         .join('')}`;
     rawNotes.push(note);

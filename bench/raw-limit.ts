@@ -41,6 +41,8 @@ export interface RawLimitOptions {
 export interface RawLimitResult {
   readonly executionsPerSecond: number;
   readonly executions: number;
+  /** Created and not finished when the phase ended (at most the backlog): their creates' requests are in the figures below. */
+  readonly unfinished: number;
   readonly errors: number;
   /** AWS requests per finished execution, by `service.Operation`. */
   readonly requestsPerExecution: Record<string, number>;
@@ -233,6 +235,7 @@ export async function measureRawLimit(options: RawLimitOptions): Promise<RawLimi
   return {
     executionsPerSecond: finishedInWindow / Math.max(1, options.seconds - options.warmupSeconds),
     executions: finished,
+    unfinished: created - finished,
     errors,
     requestsPerExecution: Object.fromEntries(Object.entries(tally.calls).map(([name, count]) => [name, count / Math.max(1, finished)])),
     ...(firstError ? { firstError } : {}),
