@@ -21,7 +21,11 @@ export function notificationsTable<T extends Shown>(
       caption,
       [...(ends ? ['End'] : []), 'Event', 'Status', 'Tries', 'Last error', 'Destination', ''],
       notifications.map((notification) => {
-        const button = h('button', { type: 'button', hidden: notification.status !== 'DEAD' }, 'Send again');
+        const button = h(
+          'button',
+          { type: 'button', hidden: notification.status !== 'DEAD', 'data-key': `resend-${notification.retry ?? 0}-${notification.event}` },
+          'Send again',
+        );
         button.addEventListener('click', () => void resend(notification, button));
         const destination = notification.destination;
         return [

@@ -74,3 +74,25 @@ export function reloadOnChange(
   more.addEventListener('click', () => void load(true));
   context.onLeave(() => window.clearTimeout(debounce));
 }
+
+/** What names an element across redraws: its id, its data-key, else its kind, target and words. */
+function keyOf(element: Element): string {
+  if (element.id) return `#${element.id}`;
+  return (
+    element.getAttribute('data-key') ??
+    [element.tagName, element.getAttribute('href'), element.getAttribute('aria-label'), element.textContent].map((part) => part ?? '').join('|')
+  );
+}
+
+/**
+ * Shows a followed part of a page again with new content, keeping the user's place: the element
+ * that had the focus, and each open `<details>`, are found again in the new content by their key.
+ */
+export function redraw(holder: HTMLElement, ...children: (Node | string)[]): void {
+  const active = document.activeElement;
+  const focused = active && active !== holder && holder.contains(active) ? keyOf(active) : null;
+  const open = new Set([...holder.querySelectorAll('details[open]')].map(keyOf));
+  holder.replaceChildren(...children);
+  for (const details of holder.querySelectorAll('details')) if (open.has(keyOf(details))) details.open = true;
+  if (focused) [...holder.querySelectorAll<HTMLElement>('*')].find((element) => keyOf(element) === focused)?.focus();
+}

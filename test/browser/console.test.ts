@@ -63,6 +63,21 @@ function newYorkInput(iso: string): string {
   return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}`;
 }
 
+/** Presses Tab until the focused element is the one wanted (by its href or its text). */
+async function tabTo(tab: Page, wanted: { href?: string; text?: string }): Promise<void> {
+  for (let presses = 0; presses < 60; presses++) {
+    await tab.keyboard.press('Tab');
+    const focused = await tab.evaluate<{ href: string | null; text: string }>(
+      "({ href: document.activeElement?.getAttribute('href') ?? null, text: document.activeElement?.textContent ?? '' })",
+    );
+    if ((wanted.href === undefined || focused.href === wanted.href) && (wanted.text === undefined || focused.text === wanted.text)) return;
+  }
+  throw new Error(`Tab never reached ${JSON.stringify(wanted)}`);
+}
+
+/** The focused element's href, to check that the keyboard stayed where it was. */
+const focusedHref = (tab: Page): Promise<unknown> => tab.evaluate("document.activeElement?.getAttribute('href') ?? document.activeElement?.tagName");
+
 async function createJob(overrides: Record<string, unknown>): Promise<{ jobId: string; name: string }> {
   const response = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, overrides));
   expect(response.status).toBe(201);
@@ -221,6 +236,46 @@ describe('the web console', () => {
     expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.status).toBe('CANCELLED');
   });
 
+  it('keeps the keyboard where it was when a followed page shows new data: the job, run and workflow run pages', async () => {
+    // The job page's runs: a link keeps the focus while its run goes from queued to succeeded.
+    const job = await createJob({ name: 'focus-job', schedule: { kind: 'delay', seconds: 8 } });
+    const runId = (job as unknown as { nextRunId: string }).nextRunId;
+    const runLink = `#/runs/${encodeURIComponent(runId)}`;
+    await visit(`#/jobs/${job.jobId}`);
+    await expect.poll(() => page.locator('#runs-table [data-run-status]').first().textContent(), { timeout: UI_TIMEOUT }).toBe('queued');
+    await tabTo(page, { href: runLink });
+    await expect.poll(() => page.locator('#runs-table [data-run-status]').first().textContent(), { timeout: 60_000 }).toBe('succeeded');
+    expect(await focusedHref(page)).toBe(runLink);
+
+    // A run's page: its job's link keeps the focus as the run ends.
+    const other = await createJob({ name: 'focus-run', schedule: { kind: 'delay', seconds: 8 } });
+    const otherRun = (other as unknown as { nextRunId: string }).nextRunId;
+    await visit(`#/runs/${otherRun}`);
+    await expect.poll(() => page.locator('#run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('queued');
+    await tabTo(page, { href: `#/jobs/${other.jobId}` });
+    await expect.poll(() => page.locator('#run-status').textContent(), { timeout: 60_000 }).toBe('succeeded');
+    expect(await focusedHref(page)).toBe(`#/jobs/${other.jobId}`);
+
+    // A workflow run's page: its workflow's link keeps the focus while a slow step finishes.
+    const slow = await startTarget(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      return { status: 200 };
+    });
+    try {
+      const created = await scheduler.api('POST', '/v1/workflows', { name: 'focus-flow', steps: [{ id: 'slow', target: { kind: 'http', url: slow.url } }] });
+      expect(created.status).toBe(201);
+      const workflowId = created.body.workflowId as string;
+      const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+      await visit(`#/workflows/${workflowId}/runs/${started.body.workflowRunId}`);
+      await expect.poll(() => page.locator('#workflow-run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('running');
+      await tabTo(page, { href: `#/workflows/${workflowId}` });
+      await expect.poll(() => page.locator('#workflow-run-status').textContent(), { timeout: 60_000 }).toBe('succeeded');
+      expect(await focusedHref(page)).toBe(`#/workflows/${workflowId}`);
+    } finally {
+      await slow.stop();
+    }
+  });
+
   it("keeps a paused job's end when its pause changes, says it is paused instead of offering fire times, and reads a new end in the viewer's zone", async () => {
     const job = await createJob({ name: 'paused-till', schedule: { kind: 'cron', expression: '*/5 * * * *', timezone: 'UTC' } });
     // Seconds in it: the field shows them (Chromium leaves out :00).
@@ -369,7 +424,7 @@ describe('the web console', () => {
     expect(await page.getByRole('list', { name: 'Timeline' }).textContent()).toContain('trigger: replay');
   });
 
-  it('shows the health charts, queue depths and the ticker in the words of GET /v1/health', async () => {
+  it('shows the health charts, queue depths and the ticker in the figures of GET /v1/health, and refreshes without closing what is open', async () => {
     await scheduler.runtime.tickNow();
     await visit('#/health');
     await page.getByRole('heading', { level: 2, name: /^status: (ok|degraded)$/ }).waitFor();
@@ -377,12 +432,55 @@ describe('the web console', () => {
       const figure = page.getByRole('figure', { name });
       await figure.locator('canvas').waitFor();
     }
-    const text = (await page.locator('main').textContent()) ?? '';
-    expect(text).toContain('successRate');
-    expect(text).toContain('startLagMs p50 / p95 / p99');
-    expect(await page.getByRole('table', { name: 'Queue depths by pool and lane' }).locator('tbody tr').count()).toBeGreaterThanOrEqual(2);
-    expect(await page.locator('#ticker-last').textContent()).toMatch(/lastCompletedAt: \d{4}-\d\d-\d\d/);
+    // The page's figures are the API's: read both until no run ends between the two reads.
+    const figure = async (term: string): Promise<string> => (await page.locator(`dl.definition dt:text-is("${term}") + dd`).textContent()) ?? '';
+    const shown = async () => ({ started: await figure('started'), retried: await figure('retried'), successRate: await figure('successRate') });
+    const reported = async () => {
+      const { runs } = (await scheduler.api('GET', '/v1/health?minutes=60')).body;
+      return {
+        started: String(runs.started),
+        retried: String(runs.retried),
+        successRate: runs.successRate === null ? '— (no outcomes)' : `${runs.successRate} %`,
+      };
+    };
+    await expect.poll(async () => JSON.stringify(await shown()) === JSON.stringify(await reported()), { timeout: UI_TIMEOUT }).toBe(true);
+    const { queues } = (await scheduler.api('GET', '/v1/health?minutes=60')).body;
+    const standard = queues.pools.default.standard;
+    const standardRow = page
+      .getByRole('table', { name: 'Queue depths by pool and lane' })
+      .locator('tbody tr')
+      .filter({ hasText: /^defaultstandard/ });
+    expect(await standardRow.locator('td').allTextContents()).toEqual([
+      'default',
+      'standard',
+      String(standard.visible),
+      String(standard.inFlight),
+      String(standard.delayed),
+      standard.oldestMessageAgeSeconds === null ? '—' : `${standard.oldestMessageAgeSeconds} s`,
+    ]);
+    expect(await page.locator('#ticker-last').textContent()).toMatch(/lastCompletedAt: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d (EST|GMT-5) \(\d+ s ago\)/);
     await screenshot(page, 'health');
+
+    // Open a chart's figures and keep the keyboard on them while new runs change the page.
+    const summary = page.getByRole('figure', { name: 'Runs per minute' }).locator('summary');
+    await summary.click();
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Runs per minute: figures');
+    const cdp = await context.newCDPSession(page);
+    // Each uPlot listens on the window until it is destroyed.
+    const chartListeners = async (): Promise<number> => {
+      const { result } = await cdp.send('Runtime.evaluate', { expression: 'window' });
+      const { listeners } = await cdp.send('DOMDebugger.getEventListeners', { objectId: result.objectId! });
+      return listeners.filter((listener) => listener.type === 'dppxchange').length;
+    };
+    const before = await chartListeners();
+    const started = Number(await figure('started'));
+    await createJob({ name: 'health-moves' });
+    await expect.poll(async () => Number(await figure('started')), { timeout: 60_000 }).toBeGreaterThan(started);
+    expect(await page.getByRole('figure', { name: 'Runs per minute' }).locator('details').getAttribute('open')).not.toBeNull();
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Runs per minute: figures');
+    await page.getByRole('figure', { name: 'Success rate per minute' }).locator('canvas').waitFor();
+    expect(await chartListeners()).toBe(before);
+    await cdp.detach();
   });
 
   it('is usable by keyboard: sign in, move through the navigation, act on a job', async () => {

@@ -5,7 +5,7 @@ import { api } from '../api';
 import { h, table } from '../dom';
 import { time, timeText, viewerZone } from '../format';
 import type { Page } from '../page';
-import { alertBox, errorText, heading } from '../page';
+import { alertBox, errorText, heading, redraw } from '../page';
 
 const REFRESH_MS = 15_000;
 
@@ -17,6 +17,7 @@ function chart(
   minutes: readonly Minute[],
   series: readonly { label: string; values: (minute: Minute) => number | null; color: string }[],
   unit: string,
+  plots: uPlot[],
 ): HTMLElement {
   const figure = h('figure', { class: 'chart', id, 'aria-labelledby': `${id}-caption` });
   const caption = h('figcaption', { id: `${id}-caption` }, title);
@@ -25,7 +26,7 @@ function chart(
   const recent = minutes.filter((minute) => minute.started > 0 || minute.succeeded > 0 || minute.errors > 0).slice(-10);
   const details = h(
     'details',
-    null,
+    { id: `${id}-figures` },
     h('summary', null, `${title}: figures`),
     recent.length === 0
       ? h('p', null, 'No runs in the last hour.')
@@ -39,8 +40,10 @@ function chart(
   const x = minutes.map((minute) => Date.parse(minute.minute) / 1000);
   const data: uPlot.AlignedData = [x, ...series.map((one) => minutes.map((minute) => one.values(minute)))];
   requestAnimationFrame(() => {
+    // Drawn again before this frame: the chart is not shown, and would never be destroyed.
+    if (!holder.isConnected) return;
     const width = Math.max(260, Math.min(holder.clientWidth || 600, 900));
-    new uPlot(
+    const plot = new uPlot(
       {
         width,
         height: 180,
@@ -53,6 +56,7 @@ function chart(
       data,
       holder,
     );
+    plots.push(plot);
   });
   return figure;
 }
@@ -91,6 +95,24 @@ export const healthPage: Page = async (context) => {
     body,
   );
 
+  // The charts of the report shown: a uPlot keeps listeners on the window until destroyed.
+  let plots: uPlot[] = [];
+  const destroyPlots = (): void => {
+    for (const plot of plots) plot.destroy();
+    plots = [];
+  };
+  context.onLeave(destroyPlots);
+  const checkedAt = (report: HealthReport): HTMLElement => h('p', { id: 'health-checked-at' }, 'checkedAt: ', time(report.checkedAt));
+  const tickerLast = ({ ticker }: HealthReport): HTMLElement =>
+    h(
+      'p',
+      { id: 'ticker-last' },
+      'lastCompletedAt: ',
+      time(ticker.lastCompletedAt),
+      ticker.sinceLastCompletionSeconds === null ? '' : ` (${ticker.sinceLastCompletionSeconds} s ago)`,
+    );
+  let seen = '';
+
   const load = async (): Promise<void> => {
     let report: HealthReport;
     try {
@@ -100,10 +122,20 @@ export const healthPage: Page = async (context) => {
       return;
     }
     alert.textContent = '';
-    const { runs, ticker } = report;
+    // Only the clocks moved: those two lines change, the rest (open figures, the focus) stays as it is.
+    const signature = JSON.stringify({ ...report, checkedAt: null, ticker: { ...report.ticker, sinceLastCompletionSeconds: null } });
+    if (signature === seen) {
+      body.querySelector('#health-checked-at')?.replaceWith(checkedAt(report));
+      body.querySelector('#ticker-last')?.replaceWith(tickerLast(report));
+      return;
+    }
+    seen = signature;
+    destroyPlots();
+    const { runs } = report;
     const minutes = runs.perMinute;
     const outcomes = (minute: Minute): number => minute.succeeded + minute.errors;
-    body.replaceChildren(
+    redraw(
+      body,
       h(
         'section',
         { 'aria-labelledby': 'status-title', class: `health-status health-${report.status}` },
@@ -115,7 +147,7 @@ export const healthPage: Page = async (context) => {
               { 'aria-label': 'problems' },
               report.problems.map((problem) => h('li', null, problem)),
             ),
-        h('p', null, 'checkedAt: ', time(report.checkedAt)),
+        checkedAt(report),
       ),
       h(
         'section',
@@ -156,6 +188,7 @@ export const healthPage: Page = async (context) => {
             { label: 'p99', values: (minute) => minute.startLagP99Ms ?? null, color: '#dc2626' },
           ],
           'ms',
+          plots,
         ),
         chart(
           'Runs per minute',
@@ -167,6 +200,7 @@ export const healthPage: Page = async (context) => {
             { label: 'errors', values: (minute) => minute.errors, color: '#dc2626' },
           ],
           'runs',
+          plots,
         ),
         chart(
           'Success rate per minute',
@@ -180,6 +214,7 @@ export const healthPage: Page = async (context) => {
             },
           ],
           '%',
+          plots,
         ),
       ),
       h(
@@ -188,18 +223,7 @@ export const healthPage: Page = async (context) => {
         h('h2', { id: 'queues-title' }, 'queues'),
         table('Queue depths by pool and lane', ['Pool', 'Lane', 'visible', 'inFlight', 'delayed', 'oldestMessageAgeSeconds'], queueRows(report)),
       ),
-      h(
-        'section',
-        { 'aria-labelledby': 'ticker-title' },
-        h('h2', { id: 'ticker-title' }, 'ticker'),
-        h(
-          'p',
-          { id: 'ticker-last' },
-          'lastCompletedAt: ',
-          time(ticker.lastCompletedAt),
-          ticker.sinceLastCompletionSeconds === null ? '' : ` (${ticker.sinceLastCompletionSeconds} s ago)`,
-        ),
-      ),
+      h('section', { 'aria-labelledby': 'ticker-title' }, h('h2', { id: 'ticker-title' }, 'ticker'), tickerLast(report)),
     );
   };
   await load();

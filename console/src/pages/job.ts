@@ -5,7 +5,7 @@ import { api } from '../api';
 import { confirmDialog, h, table } from '../dom';
 import { between, daylightSavingNotes, duration, localInputValue, scheduleText, time, timeText, viewerZone, zoneOf } from '../format';
 import type { Page, PageContext } from '../page';
-import { act, alertBox, errorText, heading, STATUS_CLASS } from '../page';
+import { act, alertBox, errorText, heading, redraw, STATUS_CLASS } from '../page';
 
 /** How often the page asks for new runs. */
 const FOLLOW_MS = 2_000;
@@ -229,7 +229,7 @@ export const jobPage: Page = async (context) => {
     const signature = JSON.stringify(page.items.map((run) => [run.runId, run.status, run.finishedAt]));
     if (signature === seen) return;
     seen = signature;
-    runsTable.replaceChildren(page.items.length === 0 ? h('p', null, 'No runs yet.') : runRows(page.items));
+    redraw(runsTable, page.items.length === 0 ? h('p', null, 'No runs yet.') : runRows(page.items));
   };
 
   const loadJob = async (): Promise<void> => {

@@ -6,7 +6,7 @@ import { h } from '../dom';
 import { between, duration, time } from '../format';
 import type { Page } from '../page';
 import { notificationsTable } from '../notifications';
-import { act, alertBox, heading, STATUS_CLASS } from '../page';
+import { act, alertBox, heading, redraw, STATUS_CLASS } from '../page';
 
 const CANCELLABLE = new Set(['SCHEDULED', 'QUEUED', 'RUNNING']);
 const FOLLOW_MS = 2_000;
@@ -83,7 +83,8 @@ export const runPage: Page = async (context) => {
       ['Delivery', run.delivery ?? 'at-least-once'],
       ['Idempotency key', run.idempotencyKey],
     ];
-    body.replaceChildren(
+    redraw(
+      body,
       h('div', { class: 'actions', role: 'group', 'aria-label': 'Run actions' }, cancel, replay),
       h('section', { 'aria-labelledby': 'timeline-title' }, h('h2', { id: 'timeline-title' }, 'Timeline'), timeline(run)),
       h(
@@ -110,8 +111,8 @@ export const runPage: Page = async (context) => {
           ),
         ),
       ),
+      ...(notifications.length > 0 ? [notificationsSection(run, notifications)] : []),
     );
-    if (notifications.length > 0) body.append(notificationsSection(run, notifications));
     title.textContent = `Run ${run.runId}`;
     document.title = `Run ${run.runId} · Job scheduler`;
   };

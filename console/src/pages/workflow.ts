@@ -7,7 +7,7 @@ import { confirmDialog, h, table } from '../dom';
 import { scheduleText, time, zoneOf } from '../format';
 import type { Page } from '../page';
 import { notificationsTable } from '../notifications';
-import { act, alertBox, heading, STATUS_CLASS } from '../page';
+import { act, alertBox, heading, redraw, STATUS_CLASS } from '../page';
 
 const FOLLOW_MS = 2_000;
 
@@ -75,7 +75,8 @@ export const workflowRunPage: Page = async (context) => {
       'click',
       () => void act(retry, alert, context, async () => (await api.retryWorkflowRun(workflowId, workflowRunId), 'Retrying the failed steps')).then(load),
     );
-    body.replaceChildren(
+    redraw(
+      body,
       h(
         'dl',
         { class: 'facts' },
@@ -126,9 +127,14 @@ export const workflowPage: Page = async (context) => {
       return 'Workflow run started';
     });
   });
+  let seen = '';
   const load = async (): Promise<void> => {
     const page = await api.workflowRuns(workflowId);
-    runs.replaceChildren(
+    const signature = JSON.stringify(page.items.map((run) => [run.workflowRunId, run.status, run.finishedAt]));
+    if (signature === seen) return;
+    seen = signature;
+    redraw(
+      runs,
       page.items.length === 0
         ? h('p', null, 'No runs yet.')
         : table(
