@@ -100,6 +100,8 @@ function render(): void {
   const found = routes.map(([pattern, page, section]) => ({ match: pattern.exec(path), page, section })).find((route) => route.match);
   const main = h('main', { id: 'main', tabindex: '-1' });
   const status = h('p', { role: 'status', class: 'status', id: 'status' });
+  // A followed page's failed refresh: said once, gone with the next refresh that works.
+  const refreshStatus = h('p', { role: 'status', class: 'note', id: 'refresh-status' });
   const signOut = h('button', { type: 'button', class: 'link' }, 'Sign out');
   signOut.addEventListener('click', () => {
     session.signOut();
@@ -118,7 +120,7 @@ function render(): void {
     ),
     signOut,
   );
-  app.replaceChildren(h('header', null, h('a', { href: '#/jobs', class: 'brand' }, 'Job scheduler'), nav), main, status);
+  app.replaceChildren(h('header', null, h('a', { href: '#/jobs', class: 'brand' }, 'Job scheduler'), nav), refreshStatus, main, status);
   const context: PageContext = {
     main,
     params: found?.match?.slice(1).map((value) => decodeURIComponent(value)) ?? [],
@@ -131,9 +133,14 @@ function render(): void {
       const timer = window.setInterval(() => {
         if (running || document.hidden) return;
         running = true;
-        void task().finally(() => {
-          running = false;
-        });
+        void task()
+          .then(
+            () => (refreshStatus.textContent = ''),
+            (error: unknown) => (refreshStatus.textContent = `Couldn't refresh (${errorText(error)}); retrying every ${ms / 1000} s.`),
+          )
+          .finally(() => {
+            running = false;
+          });
       }, ms);
       leaving.push(() => window.clearInterval(timer));
     },

@@ -11,7 +11,7 @@ export interface PageContext {
   onLeave(cleanup: () => void): void;
   /** Announces a short message in the polite live region. */
   say(text: string): void;
-  /** Repeats a task while the page is shown and visible, never two at once. */
+  /** Repeats a task while the page is shown and visible, never two at once; a failure is said (not thrown) and the next try clears it. */
   every(ms: number, task: () => Promise<void>): void;
 }
 

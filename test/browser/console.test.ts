@@ -276,6 +276,40 @@ describe('the web console', () => {
     }
   });
 
+  it('says when a followed page cannot refresh, and keeps trying, with no unhandled error', async () => {
+    const errors: Error[] = [];
+    const onError = (error: Error): void => void errors.push(error);
+    page.on('pageerror', onError);
+    try {
+      const job = await createJob({ name: 'refresh-fails', schedule: { kind: 'cron', expression: '0 6 * * *', timezone: 'UTC' } });
+      await visit(`#/jobs/${job.jobId}`);
+      await page.getByRole('heading', { level: 1, name: 'Job refresh-fails' }).waitFor();
+      const refreshStatus = page.locator('#refresh-status');
+      await page.route('**/v1/jobs/*/runs?*', (route) => route.fulfill({ status: 503, body: '' }));
+      await expect
+        .poll(() => refreshStatus.textContent(), { timeout: UI_TIMEOUT })
+        .toBe("Couldn't refresh (Service Unavailable (503): HTTP 503); retrying every 2 s.");
+      await page.unroute('**/v1/jobs/*/runs?*');
+      await expect.poll(() => refreshStatus.textContent(), { timeout: UI_TIMEOUT }).toBe('');
+
+      const created = await scheduler.api('POST', '/v1/workflows', {
+        name: 'refresh-flow',
+        steps: [{ id: 'only', target: { kind: 'http', url: target.url } }],
+      });
+      const workflowId = created.body.workflowId as string;
+      const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+      await visit(`#/workflows/${workflowId}/runs/${started.body.workflowRunId}`);
+      await expect.poll(() => page.locator('#workflow-run-status').textContent(), { timeout: 60_000 }).toBe('succeeded');
+      await page.route(`**/v1/workflows/${workflowId}/runs/**`, (route) => route.abort());
+      await expect.poll(() => refreshStatus.textContent(), { timeout: UI_TIMEOUT }).toMatch(/^Couldn't refresh \(.+\); retrying every 2 s\.$/);
+      await page.unroute(`**/v1/workflows/${workflowId}/runs/**`);
+      await expect.poll(() => refreshStatus.textContent(), { timeout: UI_TIMEOUT }).toBe('');
+      expect(errors).toEqual([]);
+    } finally {
+      page.off('pageerror', onError);
+    }
+  });
+
   it("keeps a paused job's end when its pause changes, says it is paused instead of offering fire times, and reads a new end in the viewer's zone", async () => {
     const job = await createJob({ name: 'paused-till', schedule: { kind: 'cron', expression: '*/5 * * * *', timezone: 'UTC' } });
     // Seconds in it: the field shows them (Chromium leaves out :00).

@@ -245,5 +245,5 @@ export const jobPage: Page = async (context) => {
     if (hadFocus) body.querySelector<HTMLButtonElement>('.actions button:not([hidden])')?.focus();
   };
   await refresh();
-  context.every(FOLLOW_MS, () => loadRuns().catch(() => undefined));
+  context.every(FOLLOW_MS, loadRuns);
 };

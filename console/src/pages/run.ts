@@ -127,5 +127,5 @@ export const runPage: Page = async (context) => {
       }),
     );
   await load();
-  context.every(FOLLOW_MS, () => load().catch(() => undefined));
+  context.every(FOLLOW_MS, load);
 };
