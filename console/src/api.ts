@@ -160,12 +160,22 @@ export async function listJobs(filter: JobFilter, cursor?: string): Promise<Page
   return request<Page<Job>>('GET', `/jobs${query({ ...params, limit: 20, cursor })}`);
 }
 
+/**
+ * The workflow run of a workflow step's run, from its ids (lambdas/domain/workflow-jobs.ts): its job
+ * is `<workflowId>.v<version>.<step>`, which no job route serves, and its workflow run
+ * `<workflowId>.<time in base-36 ms>`, the time every step run of it is scheduled for.
+ */
+export function workflowRunOf(run: Pick<Run, 'jobId' | 'scheduledFor'>): { workflowId: string; workflowRunId: string } | null {
+  const workflowId = /^(wf_[0-9a-z]+)\.v\d+\.[A-Za-z0-9][A-Za-z0-9_-]*$/.exec(run.jobId)?.[1];
+  return workflowId ? { workflowId, workflowRunId: `${workflowId}.${Date.parse(run.scheduledFor).toString(36)}` } : null;
+}
+
 export const api = {
   job: (jobId: string) => request<JobDetail>('GET', `/jobs/${encodeURIComponent(jobId)}`),
   jobRuns: (jobId: string, limit = 20, cursor?: string, range: { from?: string; to?: string } = {}) =>
     request<Page<Run>>('GET', `/jobs/${encodeURIComponent(jobId)}/runs${query({ limit, cursor, ...range })}`),
   /** The tenant's runs of occurrences scheduled in [from, to). */
-  runs: (range: { from: string; to: string }, limit = 100) => request<Page<Run>>('GET', `/runs${query({ limit, ...range })}`),
+  runs: (range: { from: string; to: string }, limit = 100, cursor?: string) => request<Page<Run>>('GET', `/runs${query({ limit, cursor, ...range })}`),
   createJob: (spec: unknown) => request<{ job: Job; nextRunAt: string | null }>('POST', '/jobs', spec),
   pause: (jobId: string, pause: { note?: string; until?: string } = {}) => request<Job>('POST', `/jobs/${encodeURIComponent(jobId)}/pause`, pause),
   skip: (jobId: string, occurrences: string[]) => request<Job>('POST', `/jobs/${encodeURIComponent(jobId)}/skip`, { occurrences }),

@@ -613,12 +613,23 @@ describe('the web console', () => {
 
       // A step's run page: its status, its workflow, and both attempts of its occurrence (its job
       // is the step's, which no job route serves: the page stopped at a 404 before).
+      // The tenant's runs at the step's instant come a page at a time: one run a page here, so the
+      // attempts are found only by following the cursor.
+      await page.route('**/v1/runs?*', (route) =>
+        route.continue({
+          url: route
+            .request()
+            .url()
+            .replace(/limit=100\b/, 'limit=1'),
+        }),
+      );
       await graph.locator('[data-step="transform"]').getByRole('link', { name: 'transform' }).click();
       await expect.poll(() => page.locator('#run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('succeeded');
       const attempts = page.getByRole('region', { name: 'Attempts of this occurrence' }).locator('li');
       expect(await attempts.allTextContents()).toEqual(['Attempt 1 dead (manual)', 'Attempt 2 (this run) succeeded (replay)']);
       expect(await page.getByRole('link', { name: /\.transform$/ }).getAttribute('href')).toBe(`#/workflows/${workflowId}`);
     } finally {
+      await page.unroute('**/v1/runs?*');
       await flaky.stop();
       await hooks?.stop();
     }
@@ -641,6 +652,25 @@ describe('the web console', () => {
     } finally {
       await hooks.stop();
     }
+  });
+
+  it("links a dead workflow step's run on the dead runs page to its workflow run", async () => {
+    const steps = [{ id: 'refused', target: { kind: 'http', url: failing.url }, retryPolicy: { maxAttempts: 1 } }];
+    const created = await scheduler.api('POST', '/v1/workflows', { name: 'dead-step', steps });
+    expect(created.status).toBe(201);
+    const workflowId = created.body.workflowId as string;
+    const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+    const workflowRunId = started.body.workflowRunId as string;
+    await eventually(
+      () => scheduler.api('GET', '/v1/dead-runs?limit=100'),
+      (response) => response.body.items.some((run: { jobId: string }) => run.jobId.startsWith(`${workflowId}.`)),
+      60_000,
+    );
+    await visit('#/dead');
+    const link = page.getByRole('table', { name: /Dead runs/ }).getByRole('link', { name: `${workflowId}.v1.refused` });
+    expect(await link.getAttribute('href')).toBe(`#/workflows/${workflowId}/runs/${workflowRunId}`);
+    await link.click();
+    await expect.poll(() => page.locator('#workflow-run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('failed');
   });
 
   it('lists the workflows from the navigation, newest first or found by name, each linked to its page with its schedule', async () => {

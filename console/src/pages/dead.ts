@@ -1,10 +1,18 @@
 // Dead runs: replay one, or the selected ones after a confirmation that says how many.
 import type { Run } from '../api';
-import { api } from '../api';
+import { api, workflowRunOf } from '../api';
 import { confirmDialog, h, table } from '../dom';
 import { time } from '../format';
 import type { Page } from '../page';
 import { act, alertBox, errorText, heading } from '../page';
+
+/** Where a dead run's job is shown: a workflow step's is its workflow run (no job page serves a step). */
+function ownerHref(run: Run): string {
+  const owner = workflowRunOf(run);
+  return owner
+    ? `#/workflows/${encodeURIComponent(owner.workflowId)}/runs/${encodeURIComponent(owner.workflowRunId)}`
+    : `#/jobs/${encodeURIComponent(run.jobId)}`;
+}
 
 export const deadPage: Page = async (context) => {
   heading(context, 'Dead runs');
@@ -62,7 +70,7 @@ export const deadPage: Page = async (context) => {
           });
           return [
             box,
-            h('a', { href: `#/jobs/${encodeURIComponent(run.jobId)}` }, run.jobId),
+            h('a', { href: ownerHref(run) }, run.jobId),
             h('a', { href: `#/runs/${encodeURIComponent(run.runId)}` }, time(run.scheduledFor)),
             String(run.attempt),
             time(run.finishedAt),

@@ -1,7 +1,7 @@
 // A run: the attempt's timeline, its error and lease, the other attempts of its occurrence, and
 // Cancel or Replay where they apply.
 import type { NotificationView, Run } from '../api';
-import { api } from '../api';
+import { api, workflowRunOf } from '../api';
 import { h } from '../dom';
 import { between, duration, time } from '../format';
 import type { Page } from '../page';
@@ -30,8 +30,8 @@ function timeline(run: Run): HTMLElement {
   );
 }
 
-/** The workflow of a workflow step's run (its job is `<workflowId>.v<version>.<step>`, which no job route serves). */
-const workflowOf = (run: Run): string | null => /^(wf_[0-9a-z]+)\.v\d+\.[A-Za-z0-9][A-Za-z0-9_-]*$/.exec(run.jobId)?.[1] ?? null;
+/** The workflow of a workflow step's run. */
+const workflowOf = (run: Run): string | null => workflowRunOf(run)?.workflowId ?? null;
 
 /**
  * The runs of the run's occurrence, its attempts: read by the occurrence's instant, so that an old
@@ -39,8 +39,15 @@ const workflowOf = (run: Run): string | null => /^(wf_[0-9a-z]+)\.v\d+\.[A-Za-z0
  */
 async function attemptsOf(run: Run): Promise<Run[]> {
   const range = { from: run.scheduledFor, to: new Date(Date.parse(run.scheduledFor) + 1).toISOString() };
-  const page = workflowOf(run) ? await api.runs(range) : await api.jobRuns(run.jobId, 100, undefined, range);
-  return page.items.filter((other) => other.jobId === run.jobId && other.scheduledFor === run.scheduledFor);
+  const attempts: Run[] = [];
+  // A step's instant holds every step run of its workflow run: as many pages as it takes.
+  let cursor: string | undefined;
+  do {
+    const page = workflowOf(run) ? await api.runs(range, 100, cursor) : await api.jobRuns(run.jobId, 100, cursor, range);
+    attempts.push(...page.items.filter((other) => other.jobId === run.jobId && other.scheduledFor === run.scheduledFor));
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return attempts;
 }
 
 export const runPage: Page = async (context) => {
