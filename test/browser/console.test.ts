@@ -310,6 +310,60 @@ describe('the web console', () => {
     }
   });
 
+  it("shows a job's last run, not an occurrence skipped ahead of its time", async () => {
+    const job = await createJob({ name: 'last-run-shown', schedule: { kind: 'cron', expression: '0 * * * *', timezone: 'UTC' } });
+    const triggered = await scheduler.api('POST', `/v1/jobs/${job.jobId}/trigger`);
+    await eventually(
+      () => scheduler.api('GET', `/v1/runs/${triggered.body.run.runId}`),
+      (response) => response.body.status === 'SUCCEEDED',
+      60_000,
+    );
+    // The next occurrence skipped: recorded now as an ended SKIPPED run, due later.
+    expect((await scheduler.api('POST', `/v1/jobs/${job.jobId}/skip`, { next: 1 })).status).toBe(200);
+    await visit('#/jobs');
+    await page.getByLabel('Search jobs').fill('last-run-shown');
+    const lastRun = page.locator(`[data-last-run="${job.jobId}"]`);
+    await expect.poll(() => lastRun.textContent(), { timeout: UI_TIMEOUT }).toBe('succeeded');
+    expect(await lastRun.getByRole('link').getAttribute('href')).toBe(`#/runs/${triggered.body.run.runId}`);
+  });
+
+  it('asks before cancelling a run or a workflow run', async () => {
+    const job = await createJob({ name: 'cancel-asks', schedule: { kind: 'delay', seconds: 600 } });
+    const runId = (job as unknown as { nextRunId: string }).nextRunId;
+    await visit(`#/runs/${runId}`);
+    await expect.poll(() => page.locator('#run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('queued');
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain(`Cancel run ${runId}?`);
+    await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await dialog.waitFor({ state: 'detached' });
+    expect((await scheduler.api('GET', `/v1/runs/${runId}`)).body.status).toBe('QUEUED');
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await dialog.getByRole('button', { name: 'Cancel run' }).click();
+    await expect.poll(() => page.locator('#run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('cancelled');
+
+    const slow = await startTarget(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 10_000));
+      return { status: 200 };
+    });
+    try {
+      const created = await scheduler.api('POST', '/v1/workflows', {
+        name: 'cancel-asks-flow',
+        steps: [{ id: 'slow', target: { kind: 'http', url: slow.url } }],
+      });
+      const workflowId = created.body.workflowId as string;
+      const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+      await visit(`#/workflows/${workflowId}/runs/${started.body.workflowRunId}`);
+      await expect.poll(() => page.locator('#workflow-run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('running');
+      await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+      expect(await dialog.textContent()).toContain(`Cancel workflow run ${started.body.workflowRunId}?`);
+      await dialog.getByRole('button', { name: 'Cancel workflow run' }).click();
+      await expect.poll(() => page.locator('#workflow-run-status').textContent(), { timeout: UI_TIMEOUT }).toBe('cancelled');
+    } finally {
+      await slow.stop();
+    }
+  });
+
   it("keeps a paused job's end when its pause changes, says it is paused instead of offering fire times, and reads a new end in the viewer's zone", async () => {
     const job = await createJob({ name: 'paused-till', schedule: { kind: 'cron', expression: '*/5 * * * *', timezone: 'UTC' } });
     // Seconds in it: the field shows them (Chromium leaves out :00).

@@ -11,10 +11,13 @@ const STATUSES: readonly JobStatus[] = ['ACTIVE', 'PAUSED', 'COMPLETED', 'CANCEL
 /** A label filter's form: a half-typed one (`team`) is not sent, so the API is never asked for it. */
 const LABEL_FILTER_FORM = /^[^=]+=.*$/;
 
-/** The newest run that has an outcome, among the job's latest few. */
-async function lastOutcome(job: Job): Promise<Run | null> {
-  const runs = await api.jobRuns(job.jobId, 5);
-  return runs.items.find((run) => run.finishedAt !== null) ?? null;
+/**
+ * The job's last run: the newest of an occurrence due by now that started or ended. A skip is
+ * recorded (ended) when asked, ahead of its occurrence: it is not the last run, nor a run waiting.
+ */
+async function lastRun(job: Job): Promise<Run | null> {
+  const runs = await api.jobRuns(job.jobId, 5, undefined, { to: new Date(Date.now() + 1).toISOString() });
+  return runs.items.find((run) => run.startedAt !== null || run.finishedAt !== null) ?? null;
 }
 
 export const jobsPage: Page = async (context) => {
@@ -73,7 +76,7 @@ export const jobsPage: Page = async (context) => {
       ),
     );
     for (const job of rows) {
-      void lastOutcome(job)
+      void lastRun(job)
         .then((run) => {
           const cell = results.querySelector(`[data-last-run="${CSS.escape(job.jobId)}"]`);
           if (!cell) return;

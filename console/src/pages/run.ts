@@ -2,11 +2,11 @@
 // Cancel or Replay where they apply.
 import type { NotificationView, Run } from '../api';
 import { api, workflowRunOf } from '../api';
-import { h } from '../dom';
+import { confirmDialog, h } from '../dom';
 import { between, duration, time } from '../format';
 import type { Page } from '../page';
 import { notificationsTable } from '../notifications';
-import { act, alertBox, heading, redraw, STATUS_CLASS } from '../page';
+import { act, alertBox, errorText, heading, redraw, STATUS_CLASS } from '../page';
 
 const CANCELLABLE = new Set(['SCHEDULED', 'QUEUED', 'RUNNING']);
 const FOLLOW_MS = 2_000;
@@ -66,7 +66,16 @@ export const runPage: Page = async (context) => {
     seen = signature;
     const attempts = (await attemptsOf(run)).sort((a, b) => a.attempt - b.attempt);
     const cancel = h('button', { type: 'button', hidden: !CANCELLABLE.has(run.status) }, 'Cancel');
-    cancel.addEventListener('click', () => void act(cancel, alert, context, async () => (await api.cancel(run.runId), 'Run cancelled')).then(load));
+    cancel.addEventListener('click', () => {
+      void act(cancel, alert, context, async () => {
+        const question = `Cancel run ${run.runId}? A queued run never starts; a running one is cancelled at its next heartbeat.`;
+        if (!(await confirmDialog(question, 'Cancel run'))) return 'Not cancelled';
+        await api.cancel(run.runId);
+        return 'Run cancelled';
+      })
+        .then(load)
+        .catch((error: unknown) => (alert.textContent = errorText(error)));
+    });
     const replay = h('button', { type: 'button', hidden: run.status !== 'DEAD' }, 'Replay');
     replay.addEventListener('click', () => {
       void act(replay, alert, context, async () => {

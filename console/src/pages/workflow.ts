@@ -7,7 +7,7 @@ import { confirmDialog, h, table } from '../dom';
 import { scheduleText, time, zoneOf } from '../format';
 import type { Page } from '../page';
 import { notificationsTable } from '../notifications';
-import { act, alertBox, heading, redraw, STATUS_CLASS } from '../page';
+import { act, alertBox, errorText, heading, redraw, STATUS_CLASS } from '../page';
 
 const FOLLOW_MS = 2_000;
 
@@ -66,14 +66,23 @@ export const workflowRunPage: Page = async (context) => {
     seen = signature;
     const shown = run.version === workflow.version ? workflow : await api.workflow(workflowId, run.version);
     const cancel = h('button', { type: 'button', hidden: run.status !== 'RUNNING' }, 'Cancel');
-    cancel.addEventListener(
-      'click',
-      () => void act(cancel, alert, context, async () => (await api.cancelWorkflowRun(workflowId, workflowRunId), 'Workflow run cancelled')).then(load),
-    );
+    cancel.addEventListener('click', () => {
+      void act(cancel, alert, context, async () => {
+        const question = `Cancel workflow run ${workflowRunId}? Its waiting steps never start and its running ones are cancelled.`;
+        if (!(await confirmDialog(question, 'Cancel workflow run'))) return 'Not cancelled';
+        await api.cancelWorkflowRun(workflowId, workflowRunId);
+        return 'Workflow run cancelled';
+      })
+        .then(load)
+        .catch((error: unknown) => (alert.textContent = errorText(error)));
+    });
     const retry = h('button', { type: 'button', hidden: run.status !== 'FAILED' && run.status !== 'CANCELLED' }, 'Retry failed steps');
     retry.addEventListener(
       'click',
-      () => void act(retry, alert, context, async () => (await api.retryWorkflowRun(workflowId, workflowRunId), 'Retrying the failed steps')).then(load),
+      () =>
+        void act(retry, alert, context, async () => (await api.retryWorkflowRun(workflowId, workflowRunId), 'Retrying the failed steps'))
+          .then(load)
+          .catch((error: unknown) => (alert.textContent = errorText(error))),
     );
     redraw(
       body,
