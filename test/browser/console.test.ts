@@ -196,6 +196,9 @@ describe('the web console', () => {
     await page.evaluate('window.notReloaded = true');
     const runs = page.locator('#runs-table');
     await expect.poll(() => runs.locator('[data-run-status]').first().textContent(), { timeout: UI_TIMEOUT }).toBe('queued');
+    // Its link names it in the viewer's time, as the table shows it.
+    const queued = (await scheduler.api('GET', `/v1/jobs/${job.jobId}/runs`)).body.items[0];
+    expect(await runs.getByRole('link').first().getAttribute('aria-label')).toBe(`Run scheduled for ${newYorkText(queued.scheduledFor)}, attempt 1`);
     await expect.poll(() => runs.locator('[data-run-status]').first().textContent(), { timeout: 60_000 }).toBe('succeeded');
     expect(await page.evaluate('window.notReloaded')).toBe(true);
     expect(target.calls.length).toBeGreaterThanOrEqual(1);
@@ -209,7 +212,7 @@ describe('the web console', () => {
     await expect.poll(() => page.locator('dl.definition').textContent(), { timeout: UI_TIMEOUT }).toContain('dead, skipped to https://example.com/ops');
     // Skip the next occurrence from its row: it shows as skipped, and the job's chain passes it.
     const nextFire = (await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.nextRunAt as string;
-    await page.getByRole('button', { name: `Skip the occurrence at ${nextFire}` }).click();
+    await page.getByRole('button', { name: `Skip the occurrence at ${newYorkText(nextFire)}` }).click();
     await expect.poll(() => page.locator('#fire-times tbody tr').first().textContent(), { timeout: UI_TIMEOUT }).toContain('Skipped: skipped on request');
     expect((await scheduler.api('GET', `/v1/jobs/${cron.jobId}`)).body.skippedOccurrences).toEqual([nextFire]);
     // Pause with a note: the job shows it until it resumes.
@@ -499,6 +502,7 @@ describe('the web console', () => {
     await timeline.waitFor();
     expect(await timeline.getByRole('listitem').count()).toBe(4);
     expect(await timeline.textContent()).toContain('Outcome: dead');
+    expect(await timeline.getByRole('listitem').nth(1).textContent()).toContain(`due ${newYorkText(run.availableAt)}`);
     const facts = await page.locator('dl.definition').textContent();
     expect(facts).toContain('HTTP_400');
     expect(facts).toContain(`${1_000_000 + run.version}`);
@@ -765,6 +769,9 @@ describe('the web console', () => {
     await expect.poll(() => page.locator('#workflow-deleted').textContent(), { timeout: UI_TIMEOUT }).toMatch(/^Deleted \d{4}-/);
     expect(await page.locator('#workflow-schedule-status').textContent()).toBe('cancelled');
     expect(await page.getByRole('button', { name: 'Start a run' }).isHidden()).toBe(true);
-    expect((await scheduler.api('GET', `/v1/workflows/${scheduled.body.workflowId}`)).body.deletedAt).toEqual(expect.any(String));
+    const { deletedAt } = (await scheduler.api('GET', `/v1/workflows/${scheduled.body.workflowId}`)).body;
+    expect(await page.locator('#workflow-deleted').textContent()).toBe(
+      `Deleted ${newYorkText(deletedAt)}. Its runs stay readable; it can no longer be started or changed.`,
+    );
   });
 });

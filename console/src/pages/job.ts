@@ -17,7 +17,7 @@ export function runRows(runs: readonly Run[]): HTMLTableElement {
     runs.map((run) => [
       h(
         'a',
-        { href: `#/runs/${encodeURIComponent(run.runId)}`, 'aria-label': `Run scheduled for ${run.scheduledFor}, attempt ${run.attempt}` },
+        { href: `#/runs/${encodeURIComponent(run.runId)}`, 'aria-label': `Run scheduled for ${timeText(run.scheduledFor)}, attempt ${run.attempt}` },
         time(run.scheduledFor),
       ),
       time(run.startedAt),
@@ -109,9 +109,9 @@ async function fireTimes(job: JobDetail, context: PageContext, refresh: () => Pr
     const jittered = occurrences.some((occurrence) => occurrence.startsAt !== null && occurrence.startsAt !== occurrence.at);
     const alert = alertBox();
     const skipButton = (at: string): HTMLButtonElement => {
-      const button = h('button', { type: 'button', 'aria-label': `Skip the occurrence at ${at}` }, 'Skip');
+      const button = h('button', { type: 'button', 'aria-label': `Skip the occurrence at ${timeText(at)}` }, 'Skip');
       button.addEventListener('click', () => {
-        void act(button, alert, context, async () => (await api.skip(job.jobId, [at]), `Occurrence at ${at} skipped`)).then((done) =>
+        void act(button, alert, context, async () => (await api.skip(job.jobId, [at]), `Occurrence at ${timeText(at)} skipped`)).then((done) =>
           done ? refresh() : undefined,
         );
       });

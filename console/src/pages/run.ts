@@ -3,7 +3,7 @@
 import type { NotificationView, Run } from '../api';
 import { api, workflowRunOf } from '../api';
 import { confirmDialog, h } from '../dom';
-import { between, duration, time } from '../format';
+import { between, duration, time, timeText } from '../format';
 import type { Page } from '../page';
 import { notificationsTable } from '../notifications';
 import { act, alertBox, errorText, heading, redraw, STATUS_CLASS } from '../page';
@@ -17,7 +17,7 @@ const fencingToken = (run: Run): number => run.attempt * 1_000_000 + run.version
 function timeline(run: Run): HTMLElement {
   const steps: [string, string | null, string][] = [
     ['Created', run.createdAt, `trigger: ${run.trigger}`],
-    ['Queued', run.enqueuedAt, `due ${run.availableAt}`],
+    ['Queued', run.enqueuedAt, `due ${timeText(run.availableAt)}`],
     ['Leased', run.startedAt, run.startedAt ? `start lag ${duration(between(run.availableAt, run.startedAt))}` : ''],
     [`Outcome: ${run.status.toLowerCase()}`, run.finishedAt, run.finishedAt ? `took ${duration(between(run.startedAt, run.finishedAt))}` : ''],
   ];

@@ -4,7 +4,7 @@
 import type { WorkflowRun, WorkflowView } from '../api';
 import { api } from '../api';
 import { confirmDialog, h, table } from '../dom';
-import { scheduleText, time, zoneOf } from '../format';
+import { scheduleText, time, timeText, zoneOf } from '../format';
 import type { Page } from '../page';
 import { notificationsTable } from '../notifications';
 import { act, alertBox, errorText, heading, redraw, STATUS_CLASS } from '../page';
@@ -186,10 +186,10 @@ export const workflowPage: Page = async (context) => {
     });
   });
   // Delete (decision 0149): its schedule and running runs are cancelled; the page then says so, and its runs stay.
-  const deleted = h('p', { id: 'workflow-deleted', hidden: !workflow.deletedAt }, workflow.deletedAt ? `Deleted ${workflow.deletedAt}.` : '');
+  const deleted = h('p', { id: 'workflow-deleted', hidden: !workflow.deletedAt }, workflow.deletedAt ? `Deleted ${timeText(workflow.deletedAt)}.` : '');
   const remove = h('button', { type: 'button', class: 'danger', hidden: Boolean(workflow.deletedAt) }, 'Delete workflow');
   const showDeleted = (at: string): void => {
-    deleted.textContent = `Deleted ${at}. Its runs stay readable; it can no longer be started or changed.`;
+    deleted.textContent = `Deleted ${at ? timeText(at) : ''}. Its runs stay readable; it can no longer be started or changed.`;
     deleted.hidden = false;
     start.hidden = true;
     toggle.hidden = true;
