@@ -81,7 +81,7 @@ function signInPage(): void {
         button.disabled = false;
       });
   });
-  app.replaceChildren(h('main', { id: 'main' }, form));
+  app.replaceChildren(h('main', { id: 'main', tabindex: '-1' }, form));
   input.focus();
 }
 
@@ -154,8 +154,13 @@ function render(): void {
   });
 }
 
+// The skip link moves the focus to the page and leaves the address alone: the hash is the route.
+document.querySelector('a.skip')?.addEventListener('click', (event) => {
+  event.preventDefault();
+  document.getElementById('main')?.focus();
+});
 window.addEventListener('hashchange', () => {
-  // The skip link's `#main` is not a page.
+  // Only routes: another hash (a bookmarked `#main`) is not a page.
   if (location.hash.startsWith('#/') || location.hash === '') render();
 });
 window.addEventListener('scheduler:unauthorized', () => {

@@ -63,10 +63,10 @@ function newYorkInput(iso: string): string {
   return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}`;
 }
 
-/** Presses Tab until the focused element is the one wanted (by its href or its text). */
-async function tabTo(tab: Page, wanted: { href?: string; text?: string }): Promise<void> {
+/** Presses Tab (or Shift+Tab) until the focused element is the one wanted (by its href or its text). */
+async function tabTo(tab: Page, wanted: { href?: string; text?: string }, key: 'Tab' | 'Shift+Tab' = 'Tab'): Promise<void> {
   for (let presses = 0; presses < 60; presses++) {
-    await tab.keyboard.press('Tab');
+    await tab.keyboard.press(key);
     const focused = await tab.evaluate<{ href: string | null; text: string }>(
       "({ href: document.activeElement?.getAttribute('href') ?? null, text: document.activeElement?.textContent ?? '' })",
     );
@@ -597,7 +597,13 @@ describe('the web console', () => {
 
     const job = await createJob({ name: 'by-keyboard', schedule: { kind: 'cron', expression: '0 6 * * *', timezone: 'UTC' } });
     await tab.goto(`${scheduler.runtime.url}/console/#/jobs/${job.jobId}`);
-    await tab.getByRole('button', { name: 'Pause' }).focus();
+    await tab.getByRole('heading', { level: 1, name: 'Job by-keyboard' }).waitFor();
+    // The skip link, first on the page, moves the focus to the page and leaves the route as it is.
+    await tabTo(tab, { text: 'Skip to content' }, 'Shift+Tab');
+    await tab.keyboard.press('Enter');
+    await expect.poll(() => tab.evaluate('document.activeElement.id'), { timeout: UI_TIMEOUT }).toBe('main');
+    expect(new URL(tab.url()).hash).toBe(`#/jobs/${job.jobId}`);
+    await tabTo(tab, { text: 'Pause' });
     await tab.keyboard.press('Enter');
     await expect.poll(() => tab.locator('#job-status').textContent(), { timeout: UI_TIMEOUT }).toBe('paused');
     // The focus stays with the actions: Enter again resumes.
