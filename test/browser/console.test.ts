@@ -503,11 +503,19 @@ describe('the web console', () => {
     expect(await timeline.getByRole('listitem').count()).toBe(4);
     expect(await timeline.textContent()).toContain('Outcome: dead');
     expect(await timeline.getByRole('listitem').nth(1).textContent()).toContain(`due ${newYorkText(run.availableAt)}`);
-    const facts = await page.locator('dl.definition').textContent();
-    expect(facts).toContain('HTTP_400');
-    expect(facts).toContain(`${1_000_000 + run.version}`);
-    expect(facts).toContain('at-least-once');
-    expect(facts).toContain(run.leaseOwner ?? '—');
+    // Each fact is the run's own, as GET /v1/runs/{id} has it.
+    const fact = async (term: string): Promise<string | null> => page.locator(`dl.definition dt:text-is("${term}") + dd`).textContent();
+    expect(await fact('Status')).toBe('dead');
+    expect(await fact('Job')).toBe(jobId);
+    expect(await fact('Scheduled for')).toBe(newYorkText(run.scheduledFor));
+    expect(await fact('Attempt')).toBe(String(run.attempt));
+    expect(await fact('Error')).toBe(`${run.error.code}: ${run.error.message} (permanent)`);
+    expect(run.error.code).toBe('HTTP_400');
+    expect(await fact('Lease owner')).toBe(run.leaseOwner ?? '—');
+    expect(await fact('Lease expires')).toBe(run.leaseExpiresAt ? newYorkText(run.leaseExpiresAt) : '—');
+    expect(await fact('Fencing token')).toBe(`${1_000_000 + run.version} (version ${run.version})`);
+    expect(await fact('Delivery')).toBe('at-least-once');
+    expect(await fact('Idempotency key')).toBe(run.idempotencyKey);
     expect(await page.getByRole('button', { name: 'Cancel' }).isVisible()).toBe(false);
     await screenshot(page, 'run');
     await page.getByRole('button', { name: 'Replay' }).click();
