@@ -57,7 +57,7 @@ export const WORKFLOW_ROUTES = {
     description:
       "It leaves the list and frees its name; its schedule, if any, is CANCELLED with its pending occurrence (freeing its place under the tenant's active jobs), and its running workflow runs are cancelled. Its versions and runs stay readable; starting, retrying, pausing, resuming or versioning it is a 409 from then on. Deleting it again answers it as it is.",
     responses: { 200: { description: 'The workflow, with deletedAt', schema: workflowViewSchema } },
-    problems: [409],
+    problems: [409, 429],
   },
   pauseWorkflow: {
     method: 'POST',
@@ -66,7 +66,7 @@ export const WORKFLOW_ROUTES = {
     summary: "Pause a workflow's schedule",
     description: 'Its pending occurrence never starts; workflow runs already started go on. A 409 when the workflow has no schedule or it is not ACTIVE.',
     responses: { 200: { description: 'The workflow, its schedule PAUSED', schema: workflowViewSchema } },
-    problems: [409],
+    problems: [409, 429],
   },
   resumeWorkflow: {
     method: 'POST',
@@ -76,7 +76,7 @@ export const WORKFLOW_ROUTES = {
     description:
       'The next occurrence is the one its misfire policy picks (fire-once: the latest missed one, at once; skip: the first after now; backfill: the missed ones in order).',
     responses: { 200: { description: 'The workflow, its schedule ACTIVE again', schema: workflowViewSchema } },
-    problems: [409],
+    problems: [409, 429],
   },
   updateWorkflow: {
     method: 'POST',
@@ -84,11 +84,11 @@ export const WORKFLOW_ROUTES = {
     tag: 'Workflows',
     summary: 'Write a new version of the definition',
     description:
-      'Runs started before keep the version they started with. If-Match: the version read (a 409 when another came first). A changed schedule replans the pending occurrence; new policies apply from the next occurrence; a version without a schedule cancels it.',
+      'Runs started before keep the version they started with. If-Match: the version read (a 412 when another came first; without it, the version is written after any that came first). A definition under another name is a 400. A changed schedule replans the pending occurrence; new policies apply from the next occurrence; a version without a schedule cancels it.',
     body: { schema: workflowSpecSchema, required: true },
     headers: ['If-Match'],
     responses: { 201: { description: 'The workflow at its new version', schema: workflowViewSchema } },
-    problems: [409, 413, 415, 429],
+    problems: [409, 412, 413, 415, 429],
   },
   startWorkflowRun: {
     method: 'POST',

@@ -64,7 +64,12 @@ export const listJobsQuery = z
   .strictObject({
     status: jobStatusSchema.optional(),
     type: jobTypeSchema.optional(),
-    name: z.string().min(1).max(128).optional().meta({ description: 'Jobs with exactly this name (at most one).' }),
+    name: z
+      .string()
+      .min(1)
+      .max(128)
+      .optional()
+      .meta({ description: 'Jobs with exactly this name: the live one (at most one) and any deleted ones that had it.' }),
     namePrefix: z.string().min(1).max(128).optional().meta({ description: 'Jobs whose name starts with this, in name order.' }),
     label: labelFilterParam.optional().meta({ description: 'Jobs carrying this label, as key=value; repeat for several (all must match).' }),
     limit: limitParam(20, 100),

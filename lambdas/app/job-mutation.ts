@@ -1,7 +1,7 @@
 // One change of a job by request: read it, decide the change, and write it back on condition that
 // nobody changed it in between (its version and pending occurrence), with the runs the change
 // creates in the same transaction. Retried on a race with the scheduler's own writes.
-import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError } from '../core/errors';
+import { NotFoundError, PreconditionFailedError, TooManyRequestsError } from '../core/errors';
 import type { Job } from '../domain/job';
 import { isTerminal, runIdFor } from '../domain/run';
 import type { SchedulerDeps } from './deps';
@@ -89,7 +89,8 @@ export async function mutateJob(
     if (result === 'run-exists' && mutation.plan) await ended.noteIfEnded(deps, mutation.plan.run.runId);
     // A conflicting write (the worker moved the chain on, or another API call): read again.
   }
-  throw new ConflictError('The job is changing too quickly; try again');
+  // Contention, not a state the caller must change: a 429 the client retries after a second.
+  throw new TooManyRequestsError('The job is changing too quickly; try again', 1);
 }
 
 /** The job with `changes`, its version moved on. */

@@ -1,7 +1,7 @@
 // Workflows: definitions, versioned (a new version leaves started runs on theirs), with an optional
 // schedule run by a schedule job (decision 0147). Workflow runs are in workflow-runs.ts and their
 // progress in workflow-progress.ts.
-import { ConflictError, NotFoundError, TooManyRequestsError, ValidationError } from '../core/errors';
+import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError, ValidationError } from '../core/errors';
 import { checkNotify, checkTarget, maskedTarget } from './jobs';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
@@ -71,14 +71,15 @@ export async function createWorkflow(
   checkSteps(deps, spec);
   checkNotify(deps, spec.notify, 'Invalid workflow');
   const now = deps.clock();
-  // A create, as a job's is: counted against the tenant's creates per second (a scheduled one plans
-  // its first run now), before anything is written.
-  await admitRunRequest(deps, tenantId, limits, now);
   const at = new Date(now).toISOString();
   const workflowId = newJobId(now).replace(/^job_/, 'wf_');
   const workflow: Workflow = { workflowId, tenantId, name: spec.name, version: 1, createdAt: at, updatedAt: at };
   const version: WorkflowVersion = { workflowId, tenantId, version: 1, spec, createdAt: at };
+  // The schedule is checked (a 400) before the create is counted.
   const schedule = newSchedule(deps, workflow, spec, now, limits);
+  // A create, as a job's is: counted against the tenant's creates per second (a scheduled one plans
+  // its first run now), before anything is written.
+  await admitRunRequest(deps, tenantId, limits, now);
   const written = await deps.workflows.create(workflow, version, schedule ?? undefined);
   if (written.kind === 'name-taken') throw new ConflictError(`A workflow named ${spec.name} exists already`);
   if (written.kind === 'too-many-active-jobs') throw tooManyActiveJobs(limits);
@@ -108,8 +109,11 @@ export async function updateWorkflow(
   const ended = endedRuns();
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const workflow = await liveWorkflow(deps, tenantId, workflowId);
-    if (spec.name !== workflow.name) throw new ConflictError(`The workflow is named ${workflow.name}; a new version keeps the name`);
-    if (expected !== undefined && expected !== workflow.version) throw new ConflictError(`The workflow is at version ${workflow.version}, not ${expected}`);
+    if (spec.name !== workflow.name) {
+      throw new ValidationError('Invalid workflow', [{ path: 'name', message: `the workflow is named ${workflow.name}; a new version keeps the name` }]);
+    }
+    if (expected !== undefined && expected !== workflow.version)
+      throw new PreconditionFailedError(`The workflow is at version ${workflow.version}, not ${expected}`);
     const current = await readSchedule(deps, workflowId);
     const pending = current?.nextRunId ? await deps.runs.get(current.nextRunId) : null;
     const now = deps.clock();
@@ -131,10 +135,14 @@ export async function updateWorkflow(
     // again), or the occurrence planned holds a run an earlier version retired (its next attempt).
     const plans = planned?.change.kind === 'new' ? [planned.change.firstRun] : (planned?.change.newRuns ?? []);
     for (const plan of plans) if (plan) await ended.noteIfEnded(deps, plan.run.runId);
+    // Another version came first: the caller who named the version it read must read the new one;
+    // a caller who named none has its version written after it (the next try).
     const now2 = await tenantWorkflow(deps, tenantId, workflowId);
-    if (now2.version !== workflow.version) throw new ConflictError('The workflow was changed meanwhile; read it again');
+    if (expected !== undefined && now2.version !== workflow.version) {
+      throw new PreconditionFailedError(`The workflow is at version ${now2.version}, not ${expected}`);
+    }
   }
-  throw new ConflictError('The workflow is changing too quickly; try again');
+  throw new TooManyRequestsError('The workflow is changing too quickly; try again', 1);
 }
 
 export async function getWorkflow(deps: SchedulerDeps, tenantId: string, workflowId: string, versionNumber?: number): Promise<WorkflowDetail> {
@@ -218,7 +226,7 @@ export async function deleteWorkflow(
     logger.info('workflow deleted', { workflowId, tenantId, scheduleCancelled: next !== null, workflowRunsCancelled: cancelled });
     return { workflow: viewOf({ ...workflow, deletedAt: at, updatedAt: at }, version, next ?? schedule), deletedNow: true };
   }
-  throw new ConflictError('The workflow is changing too quickly; try again');
+  throw new TooManyRequestsError('The workflow is changing too quickly; try again', 1);
 }
 
 /** A workflow in the tenant's list: its head, its newest version's step count, its schedule's state. */

@@ -2,6 +2,8 @@
 // capped validation errors, schedule changes of paused and completed jobs, the rate of manual
 // triggers and replays, and listings whose filters must still fill a page.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { patchJob } from '../../lambdas/app/job-lifecycle';
+import { TooManyRequestsError } from '../../lambdas/core/errors';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, executeRun, jobBody, startScheduler, startTarget } from './harness';
 
@@ -219,6 +221,36 @@ describe('schedule changes of paused and completed jobs', () => {
     expect(accepted.status).toBe(200);
     expect(accepted.body.status).toBe('ACTIVE');
     expect(await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).toMatchObject({ status: 200 });
+  });
+});
+
+describe('contention on one job', () => {
+  it('answers a change that kept losing its compare-and-swap with a 429 and Retry-After, as contention, and writes nothing', async () => {
+    const scheduler = await startScheduler({ workerConcurrency: 0 });
+    try {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody('https://example.com/hook', { schedule: { kind: 'delay', seconds: 3600 } }));
+      expect(created.status).toBe(201);
+      const jobId = created.body.job.jobId as string;
+      // Every write of the job loses to another writer (what many concurrent PATCHes make).
+      const contended = scheduler.workerDeps('contended');
+      let tries = 0;
+      Object.assign(contended.jobs, {
+        replace: () => {
+          tries++;
+          return Promise.resolve('conflict' as const);
+        },
+      });
+      const error = await patchJob(contended, scheduler.tenantId, jobId, { timeoutSeconds: 99 }).then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+      expect(error).toBeInstanceOf(TooManyRequestsError);
+      expect(error).toMatchObject({ status: 429, headers: { 'retry-after': '1' } });
+      expect(tries).toBeGreaterThan(1);
+      expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body).toMatchObject({ version: 1, timeoutSeconds: created.body.job.timeoutSeconds });
+    } finally {
+      await scheduler.stop();
+    }
   });
 });
 

@@ -193,6 +193,25 @@ describe('create limits', () => {
     }
   });
 
+  it('does not count a workflow create refused for its schedule (a 400) against the limit', async () => {
+    const at = Date.parse('2030-01-01T00:00:00.250Z');
+    const scheduler = await startScheduler({ workerConcurrency: 0, clock: () => at, tenantLimits: { createsPerSecond: 2 } });
+    try {
+      const step = { id: 'a', target: { kind: 'http', url: 'https://example.com/hook' } };
+      // A schedule that never fires: its end is before its first fire time.
+      const never = { kind: 'cron', expression: '0 * * * *', endAt: '2020-01-01T00:00:00Z' };
+      for (let i = 0; i < 3; i++) {
+        const refused = await scheduler.api('POST', '/v1/workflows', { name: `never-${i}`, steps: [step], schedule: never });
+        expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+      }
+      expect((await scheduler.api('POST', '/v1/jobs', cron('after-refusals-1'))).status).toBe(201);
+      expect((await scheduler.api('POST', '/v1/jobs', cron('after-refusals-2'))).status).toBe(201);
+      expect((await scheduler.api('POST', '/v1/jobs', cron('after-refusals-3'))).status).toBe(429);
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
   it('counts a busy tenant’s creates in blocks of places, and stops at the limit exactly (decision 0169)', async () => {
     const at = Date.parse('2030-01-01T00:00:00.250Z');
     const counter = new RequestCounter();

@@ -290,9 +290,13 @@ describe('workflows', () => {
     );
     expect(updated.status, JSON.stringify(updated.body)).toBe(201);
     expect(updated.body.version).toBe(2);
+    // A stale If-Match is a 412, as a job's is; another name is a 400 naming the field.
     expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/versions`, { name: 'versions', steps: [step('x')] }, { 'If-Match': '1' })).status).toBe(
-      409,
+      412,
     );
+    const renamed = await scheduler.api('POST', `/v1/workflows/${workflowId}/versions`, { name: 'other-name', steps: [step('x')] });
+    expect(renamed.status).toBe(400);
+    expect(renamed.body.errors).toEqual([{ path: 'name', message: 'the workflow is named versions; a new version keeps the name' }]);
     held.get('slow-v')?.();
     const run = await finished(workflowId, workflowRunId);
     expect(run).toMatchObject({ status: 'SUCCEEDED', version: 1 });
