@@ -87,7 +87,13 @@ describe('audit trail', () => {
       },
     });
     expect(Object.keys(change('job.pause') ?? {})).toEqual(['status']);
-    expect(Object.keys(change('job.delete') ?? {})).toEqual(['status']);
+    // A delete releases the payload kept apart (its object goes to the lifecycle rule): shown as gone, never its value.
+    expect(change('job.delete')).toMatchObject({
+      payload: { before: '(set)' },
+      payloadStored: { before: { bytes: expect.any(Number) } },
+      status: { after: 'CANCELLED' },
+    });
+    expect(Object.keys(change('job.delete') ?? {})).toEqual(['payload', 'payloadStored', 'status']);
     expect(JSON.stringify(trail)).not.toMatch(/s3cret|pppp/);
   });
 
