@@ -137,7 +137,7 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
   const signal = invocation.signal ? AbortSignal.any([timeout, invocation.signal]) : timeout;
   const hasBody = target.method !== 'GET';
   try {
-    const reached = await reachUrl(target.url, egress);
+    const reached = await reachUrl(target.url, egress, signal);
     if ('refused' in reached) return reached.refused;
     const { url, resolved } = reached;
     // Never a call with a header missing: a secret's value is read by the worker (header-secrets.ts).
@@ -229,17 +229,21 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
 /**
  * The URL and its checked addresses, or why the deployment does not call it: a scheme it does not
  * call, or a name that resolves to an address the egress policy refuses. Checked after resolution,
- * on every call: the answer a name gives can change at any time.
+ * on every call: the answer a name gives can change at any time. The resolution is bounded by the
+ * call's `signal` (its timeout): a resolver that does not answer (the system's retries its name
+ * servers for tens of seconds) must not stretch a call past the timeout its caller's lease or
+ * claim was sized for.
  */
 async function reachUrl(
   target: string,
   egress: Egress,
+  signal: AbortSignal,
 ): Promise<{ readonly url: URL; readonly resolved: { readonly addresses: readonly LookupAddress[] } } | { readonly refused: TargetResult }> {
   const url = new URL(target);
   if (url.protocol !== 'https:' && !(egress.policy.allowPlainHttp && url.protocol === 'http:')) {
     return { refused: blocked('TARGET_URL_REFUSED', `${url.protocol} targets are not called by this deployment; use https`) };
   }
-  const resolved = await resolveTarget(url.hostname, egress, Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
+  const resolved = await untilAborted(resolveTarget(url.hostname, egress, Number(url.port || (url.protocol === 'https:' ? 443 : 80))), signal);
   if (resolved.kind === 'protected') {
     return {
       refused: blocked(
@@ -259,6 +263,17 @@ async function reachUrl(
   return { url, resolved };
 }
 
+/** `work`, or a rejection as soon as `signal` aborts (what `work` does after that is ignored). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  const aborted = () => (signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+  if (signal.aborted) return Promise.reject(aborted());
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(aborted());
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
+}
+
 /**
  * POSTs a JSON body to a URL under the same egress checks as an HTTP target (resolved, checked,
  * pinned, no redirects), with the headers given: an outcome notification. 2xx is success; 408,
@@ -273,7 +288,7 @@ export async function postJson(
 ): Promise<TargetResult> {
   const signal = AbortSignal.timeout(timeoutMs);
   try {
-    const reached = await reachUrl(target, egress);
+    const reached = await reachUrl(target, egress, signal);
     if ('refused' in reached) return reached.refused;
     const { url, resolved } = reached;
     const response = await send(

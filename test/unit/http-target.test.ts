@@ -9,7 +9,7 @@ import type { Run } from '../../lambdas/domain/run';
 import { PUBLIC_HTTPS_ONLY } from '../../lambdas/targets/address-policy';
 import type { Egress, HostResolver } from '../../lambdas/targets/egress';
 import { egressPolicyOf } from '../../lambdas/targets/egress';
-import { callHttpTarget, classifyStatus, isRetryableStatus } from '../../lambdas/targets/http-target';
+import { callHttpTarget, classifyStatus, isRetryableStatus, postJson } from '../../lambdas/targets/http-target';
 
 describe('HTTP failure classes', () => {
   it('retries 408, 429 and 5xx, and no other 4xx', () => {
@@ -106,6 +106,18 @@ describe('HTTP target egress guard', () => {
     });
     expect(result).toMatchObject({ ok: false, error: { code: 'NETWORK_ERROR', retryable: true } });
   });
+
+  it("times out a name whose resolution does not answer within the call's timeout: a run's or a notification's, whose lease or claim it was sized for", async () => {
+    const silent: Egress = { policy: PUBLIC_HTTPS_ONLY, resolve: () => new Promise(() => undefined) };
+    const started = Date.now();
+    const [runCall, notificationCall] = await Promise.all([
+      callHttpTarget({ kind: 'http', url: 'https://silent.example/', method: 'POST', headers: {} }, { job, run, payload: {}, timeoutMs: 300, egress: silent }),
+      postJson('https://silent.example/', {}, '{}', silent, 300),
+    ]);
+    expect(runCall).toMatchObject({ ok: false, timedOut: true, error: { code: 'TIMEOUT', retryable: true } });
+    expect(notificationCall).toMatchObject({ ok: false, timedOut: true, error: { code: 'TIMEOUT', retryable: true } });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  }, 5_000);
 });
 
 describe('HTTP target on a kept-alive connection the target closes', () => {
