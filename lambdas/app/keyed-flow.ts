@@ -6,6 +6,7 @@ import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
 import { decideRate, keyedWaitSeconds, renderKey } from '../domain/flow-control';
 import { checkBackAt } from '../domain/time-gate';
+import { homeSlot } from '../store/in-flight-slots';
 import { flowScope } from '../store/keys';
 import type { KeyWaiter } from '../store/key-waiters';
 import { waiterSortOf } from '../store/key-waiters';
@@ -91,12 +92,18 @@ async function rateKeyOf(
     const scope = flowScope(run.tenantId, key);
     for (let attempt = 0; ; attempt++) {
       const now = deps.clock();
-      const decision = decideRate(job.rateLimit, await deps.rateMarks.marks(scope), now);
+      // Each run looks from a mark of its own (and the next on each try), so a burst spreads over the marks.
+      const start = homeSlot(run.runId, job.rateLimit.limit) + attempt;
+      const decision = decideRate(job.rateLimit, await deps.rateMarks.marks(scope), now, start);
       if ('waitUntil' in decision || attempt >= RATE_MARK_TRIES) {
         await release();
         // Spread over a second, so the runs that wait for one mark do not all come back at once.
         const until = ('waitUntil' in decision ? decision.waitUntil : now + 1000) + Math.floor(deps.random() * 1000);
-        return wait(deps, run, message, until, `over the rate of key ${key} (${job.rateLimit.limit} per ${job.rateLimit.periodSeconds} s)`);
+        const reason =
+          'waitUntil' in decision
+            ? `over the rate of key ${key} (${job.rateLimit.limit} per ${job.rateLimit.periodSeconds} s)`
+            : `other runs of key ${key} took the rate's free marks first; trying again`;
+        return wait(deps, run, message, until, reason);
       }
       if (await deps.rateMarks.take(scope, decision.take, now, decision.lastUsedAt, job.rateLimit.periodSeconds)) break;
     }

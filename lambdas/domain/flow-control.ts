@@ -109,20 +109,25 @@ function scalarText(value: unknown): string {
  * The rate as a sliding log of `limit` start marks per key: a start takes a mark last used at least
  * `periodSeconds` ago, so no window of that length holds more than `limit` starts. Given the marks'
  * times (ms; absent marks are free), the mark to take now, or when the earliest one frees.
+ * Marks are looked at from `start` on (each run its own, from its id), so that runs starting at
+ * once try different marks rather than all race for the first free one: an unused mark first, then
+ * the first one used at least a period ago. Any of those keeps the log's bound.
  */
 export function decideRate(
   rate: Pick<RateLimit, 'limit' | 'periodSeconds'>,
   marks: ReadonlyMap<number, number>,
   now: number,
+  start = 0,
 ): { readonly take: number; readonly lastUsedAt: number | null } | { readonly waitUntil: number } {
   const periodMs = rate.periodSeconds * 1000;
-  let oldest: { slot: number; at: number } | null = null;
-  for (let slot = 0; slot < rate.limit; slot++) {
+  let freed: { slot: number; at: number } | null = null;
+  for (let i = 0; i < rate.limit; i++) {
+    const slot = (start + i) % rate.limit;
     const at = marks.get(slot);
     if (at === undefined) return { take: slot, lastUsedAt: null };
-    if (at <= now - periodMs && (!oldest || at < oldest.at)) oldest = { slot, at };
+    if (at <= now - periodMs && !freed) freed = { slot, at };
   }
-  if (oldest) return { take: oldest.slot, lastUsedAt: oldest.at };
+  if (freed) return { take: freed.slot, lastUsedAt: freed.at };
   const earliest = Math.min(...Array.from({ length: rate.limit }, (_, slot) => marks.get(slot) ?? now));
   return { waitUntil: earliest + periodMs };
 }

@@ -51,7 +51,7 @@ describe('the rate of a key', () => {
     expect(decideRate(rate, new Map([[0, now - 1]]), now)).toEqual({ take: 1, lastUsedAt: null });
   });
 
-  it('takes the oldest mark used at least a period ago', () => {
+  it('takes the first mark used at least a period ago', () => {
     expect(
       decideRate(
         rate,
@@ -61,7 +61,7 @@ describe('the rate of a key', () => {
         ]),
         now,
       ),
-    ).toEqual({ take: 1, lastUsedAt: now - 70_000 });
+    ).toEqual({ take: 0, lastUsedAt: now - 61_000 });
     expect(
       decideRate(
         rate,
@@ -72,6 +72,27 @@ describe('the rate of a key', () => {
         now,
       ),
     ).toEqual({ take: 0, lastUsedAt: now - 60_000 });
+  });
+
+  it('looks from the start it is given, so runs starting at once spread over the marks', () => {
+    const five = { limit: 5, periodSeconds: 60 };
+    expect(decideRate(five, new Map(), now, 3)).toEqual({ take: 3, lastUsedAt: null });
+    // Wraps past the last mark; an unused mark before a freed one.
+    expect(
+      decideRate(
+        five,
+        new Map([
+          [4, now - 61_000],
+          [3, now - 1],
+        ]),
+        now,
+        3,
+      ),
+    ).toEqual({ take: 0, lastUsedAt: null });
+    const allUsed = new Map([0, 1, 2, 3, 4].map((slot) => [slot, slot === 1 || slot === 4 ? now - 61_000 : now - 1] as const));
+    expect(decideRate(five, allUsed, now, 2)).toEqual({ take: 4, lastUsedAt: now - 61_000 });
+    expect(decideRate(five, allUsed, now, 7)).toEqual({ take: 4, lastUsedAt: now - 61_000 });
+    expect(decideRate(five, allUsed, now, 0)).toEqual({ take: 1, lastUsedAt: now - 61_000 });
   });
 
   it('says when the earliest mark frees when every mark was used within the period', () => {
