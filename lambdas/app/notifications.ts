@@ -16,7 +16,9 @@ import type {
   WorkflowRunNotificationBody,
 } from '../domain/notify';
 import {
+  NOTIFICATION_CLAIM_MARGIN_MS,
   NOTIFICATION_CLAIM_MS,
+  NOTIFICATION_MIN_CALL_MS,
   NOTIFICATION_TIMEOUT_MS,
   NOTIFICATION_VERSION,
   notificationBodyOf,
@@ -28,6 +30,7 @@ import type { Job } from '../domain/job';
 import type { WorkflowRun } from '../domain/workflow-run';
 import type { Run } from '../domain/run';
 import { traceIdOf } from '../domain/trace-context';
+import type { NotificationRecord } from '../store/notifications';
 import type { SchedulerDeps } from './deps';
 
 /** What a notification needs of what raised it: a job, or a workflow's schedule job (its occurrences). */
@@ -156,8 +159,23 @@ const NEXT_TRY_EARLY_MS = 1_000;
 export type NotificationTryResult = 'sent' | 'retrying' | 'dead' | 'done' | 'busy' | 'missing';
 
 /**
+ * A try that stopped on a fault after it claimed its notification (the store or the queue failed
+ * it): its message should come back once the claim has ended (`claimedUntil`, epoch ms), not into
+ * its own claim, where it would only be answered busy and spend a second receive of its budget.
+ */
+export class NotificationTryFault extends Error {
+  constructor(
+    readonly claimedUntil: number,
+    cause: unknown,
+  ) {
+    super(`the notification try stopped after its claim: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/**
  * One message of a notification: claim it, try its destination once, and end it or plan the next
  * try. `traceparent`: the run's, from the message, for the lines and the next try's message.
+ * `busy` says when to come back (`retryInSeconds`) and whose it is (`tenantId`).
  */
 export async function tryNotification(
   deps: SchedulerDeps,
@@ -165,7 +183,7 @@ export async function tryNotification(
   event: NotifyEvent,
   traceparent?: string,
   messageTry?: number,
-): Promise<{ result: NotificationTryResult; retryInSeconds?: number }> {
+): Promise<{ result: NotificationTryResult; retryInSeconds?: number; tenantId?: string }> {
   const now = deps.clock();
   const traceId = traceIdOf(traceparent);
   const claim = await deps.notifications.claim(runId, event, now, NOTIFICATION_CLAIM_MS, messageTry);
@@ -174,11 +192,28 @@ export async function tryNotification(
     return { result: 'missing' };
   }
   if (claim.kind === 'done') return { result: 'done' };
-  if (claim.kind === 'busy') return { result: 'busy', retryInSeconds: Math.max(1, Math.ceil((claim.until - now) / 1000)) };
-  const { record } = claim;
+  if (claim.kind === 'busy') {
+    return { result: 'busy', retryInSeconds: Math.max(1, Math.ceil((claim.until - now) / 1000)), tenantId: claim.record.tenantId };
+  }
+  const claimedUntil = now + NOTIFICATION_CLAIM_MS;
+  try {
+    return await tryClaimed(deps, claim.record, claimedUntil, traceparent);
+  } catch (error) {
+    throw new NotificationTryFault(claimedUntil, error);
+  }
+}
+
+/** The try of a notification this worker has claimed until `claimedUntil`. */
+async function tryClaimed(
+  deps: SchedulerDeps,
+  record: NotificationRecord,
+  claimedUntil: number,
+  traceparent: string | undefined,
+): Promise<{ result: NotificationTryResult; retryInSeconds?: number }> {
+  const { runId, event } = record;
   const fields = {
     runId,
-    traceId,
+    traceId: traceIdOf(traceparent),
     event,
     tenantId: record.tenantId,
     notificationId: record.notificationId,
@@ -198,16 +233,22 @@ export async function tryNotification(
       logger.error('the signing secrets could not be read', { ...fields, error: error instanceof Error ? error.message : String(error) });
     }
   }
+  // The call ends inside the claim, with a margin: once the claim has passed another copy of the
+  // message may claim and call, and two calls at once are what the claim is for. What came before
+  // the call (the secrets' read) spends the claim, so the call gets what is left, at most its timeout.
+  const callWithinMs = Math.min(NOTIFICATION_TIMEOUT_MS, claimedUntil - NOTIFICATION_CLAIM_MARGIN_MS - deps.clock());
   const outcome = signingUnavailable
     ? { ok: false as const, timedOut: false, error: { code: 'SIGNING_UNAVAILABLE', message: 'the signing secrets could not be read', retryable: true } }
-    : await deps.notifier.deliver({
-        destination: record.destination,
-        body: record.body,
-        egress: deps.egress,
-        timeoutMs: NOTIFICATION_TIMEOUT_MS,
-        nowSeconds: Math.floor(deps.clock() / 1000),
-        ...(signingSecrets?.length ? { signingSecrets } : {}),
-      });
+    : callWithinMs < NOTIFICATION_MIN_CALL_MS
+      ? { ok: false as const, timedOut: false, error: { code: 'CLAIM_RAN_OUT', message: 'the try ran out of its claim before it could call', retryable: true } }
+      : await deps.notifier.deliver({
+          destination: record.destination,
+          body: record.body,
+          egress: deps.egress,
+          timeoutMs: callWithinMs,
+          nowSeconds: Math.floor(deps.clock() / 1000),
+          ...(signingSecrets?.length ? { signingSecrets } : {}),
+        });
   const at = deps.clock();
   if (outcome.ok) {
     if (await deps.notifications.finish(runId, event, record.tries, { status: 'SENT', now: at, error: null })) {
@@ -226,7 +267,6 @@ export async function tryNotification(
     }
     return { result: 'dead' };
   }
-  // The claim ends before the next message is sent: should the send fail, this message comes back and tries again.
   const nextTryAt = at + delay * 1000;
   // The next try's message first: should its send fail, this message comes back when the claim has
   // ended and tries again. Then the claim is held until that try is due (a second early: SQS's delay
@@ -235,4 +275,34 @@ export async function tryNotification(
   if (!(await deps.notifications.release(runId, event, record.tries, error, at, nextTryAt - NEXT_TRY_EARLY_MS))) return { result: 'done' };
   logger.warn('notification try failed; tried again later', { ...fields, error, retryInSeconds: delay });
   return { result: 'retrying', retryInSeconds: delay };
+}
+
+/**
+ * A message answered busy (its notification claimed by a try under way, or waiting for its next
+ * try's time) waits as a fresh message of the same try, due when the wait is over; the one received
+ * is then done. Holding the received one instead would spend a receive of the queue's
+ * maxReceiveCount, a budget for faults, on each wait, and a message that waited often enough would
+ * reach the dead-letter queue with its notification never tried (decision 0183).
+ */
+export async function waitForNotificationTurn(
+  deps: SchedulerDeps,
+  message: { readonly runId: string; readonly tenantId: string; readonly event: NotifyEvent; readonly traceparent?: string; readonly messageTry?: number },
+  retryInSeconds: number,
+): Promise<void> {
+  const now = deps.clock();
+  // SQS delays are whole seconds rounded down: one more second than the wait (itself rounded up)
+  // comes back when the wait is over, never before.
+  await deps.dispatch.send(
+    [
+      {
+        runId: message.runId,
+        tenantId: message.tenantId,
+        availableAt: now + (retryInSeconds + 1) * 1000,
+        notify: message.event,
+        ...(message.messageTry !== undefined ? { notifyTry: message.messageTry } : {}),
+        traceparent: message.traceparent,
+      },
+    ],
+    now,
+  );
 }

@@ -213,3 +213,11 @@ export const NOTIFICATION_TIMEOUT_MS = 10_000;
  * and the next message for the notification may claim it once it has passed.
  */
 export const NOTIFICATION_CLAIM_MS = NOTIFICATION_TIMEOUT_MS + 20_000;
+/**
+ * A try calls its destination only inside its claim, less this: time for two workers' clocks apart
+ * and the outcome's write after the call. Another copy of its message may claim once the claim has
+ * passed, so a call still under way then would be a second one at once.
+ */
+export const NOTIFICATION_CLAIM_MARGIN_MS = 5_000;
+/** A try left less than this of its claim to call in (what came before the call was slow) does not call: a failed try. */
+export const NOTIFICATION_MIN_CALL_MS = 1_000;

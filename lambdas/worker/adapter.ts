@@ -10,17 +10,21 @@ import { executeRun } from '../app/execute-run';
 import { flushTelemetry } from '../app/flush-telemetry';
 import { decodeDispatchMessage } from '../store/dispatch-queue';
 import type { SQSRecord } from 'aws-lambda';
-import { tryNotification } from '../app/notifications';
+import { NotificationTryFault, tryNotification, waitForNotificationTurn } from '../app/notifications';
 import type { NotifyEvent } from '../domain/notify';
 import { NOTIFICATION_CLAIM_MS } from '../domain/notify';
 import { traceIdOf } from '../domain/trace-context';
 
-async function failLater(deps: SchedulerDeps, record: SQSRecord): Promise<{ itemIdentifier: string; ok: false }> {
+async function failLater(
+  deps: SchedulerDeps,
+  record: SQSRecord,
+  seconds = deps.config.failedMessageRetrySeconds,
+): Promise<{ itemIdentifier: string; ok: false }> {
   try {
     // Back after a short while rather than the queue's visibility timeout (sized for the longest
     // run): transient faults retry promptly, and poison messages reach the DLQ after
     // maxReceiveCount short rounds.
-    await deps.dispatch.setVisibility(record.receiptHandle, deps.config.failedMessageRetrySeconds, deps.dispatch.queueUrlOfArn(record.eventSourceARN));
+    await deps.dispatch.setVisibility(record.receiptHandle, seconds, deps.dispatch.queueUrlOfArn(record.eventSourceARN));
   } catch (error) {
     logger.warn('could not shorten the visibility of a failed message', {
       messageId: record.messageId,
@@ -74,14 +78,12 @@ export async function processDispatchBatch(deps: SchedulerDeps, event: SQSEvent,
   };
 }
 
-/** The longest a notification's message is held back: past the longest backoff (80 s). */
-const MAX_NOTIFICATION_HOLD_SECONDS = 900;
-
 /**
- * A notification's message (docs/notifications.md): one try of it. A notification claimed by a try
- * still under way keeps its message, back once that claim has ended, so a worker lost mid-try
- * delays it by a claim's length at most; one waiting for its next try's time (a copy that came
- * early) is back when that try is due.
+ * A notification's message (docs/notifications.md): one try of it. Only faults spend the message's
+ * receives (the queue's maxReceiveCount): one answered busy (a try of another copy under way, or
+ * its next try not yet due) is replaced by a fresh message due when the wait is over, and one whose
+ * try stopped on a fault after its claim comes back when that claim has ended, so that its next
+ * receive tries again rather than finds its own claim (decision 0183).
  */
 async function processNotificationMessage(
   deps: SchedulerDeps,
@@ -92,21 +94,22 @@ async function processNotificationMessage(
   messageTry: number | undefined,
 ): Promise<{ itemIdentifier: string; ok: boolean }> {
   try {
-    const { result, retryInSeconds } = await tryNotification(deps, runId, event, traceparent, messageTry);
-    if (result !== 'busy') return { itemIdentifier: record.messageId, ok: true };
-    // Back when the try under way has ended, or when the next try is due (a copy that came early).
-    const holdSeconds = Math.min(MAX_NOTIFICATION_HOLD_SECONDS, Math.max(1, retryInSeconds ?? Math.ceil(NOTIFICATION_CLAIM_MS / 1000)) + 1);
-    await deps.dispatch.setVisibility(record.receiptHandle, holdSeconds, deps.dispatch.queueUrlOfArn(record.eventSourceARN));
-    return { itemIdentifier: record.messageId, ok: false };
+    const { result, retryInSeconds, tenantId } = await tryNotification(deps, runId, event, traceparent, messageTry);
+    if (result === 'busy' && tenantId !== undefined) {
+      await waitForNotificationTurn(deps, { runId, tenantId, event, traceparent, messageTry }, retryInSeconds ?? Math.ceil(NOTIFICATION_CLAIM_MS / 1000));
+    }
+    return { itemIdentifier: record.messageId, ok: true };
   } catch (error) {
     logger.error('notification message failed; it will be delivered again', {
       messageId: record.messageId,
       runId,
       traceId: traceIdOf(traceparent),
       event,
+      receiveCount: record.attributes.ApproximateReceiveCount,
       error: error instanceof Error ? { name: error.name, message: error.message } : String(error),
     });
-    return failLater(deps, record);
+    const afterClaim = error instanceof NotificationTryFault ? Math.ceil((error.claimedUntil - deps.clock()) / 1000) + 1 : 0;
+    return failLater(deps, record, Math.max(deps.config.failedMessageRetrySeconds, afterClaim));
   }
 }
 

@@ -571,7 +571,7 @@ describe('skipped runs', () => {
     // A second copy of the first message (a duplicate, a redelivery): a try was scheduled since.
     expect(await tryNotification(at(1_000), runId, 'dead')).toEqual({ result: 'done' });
     // The second try's message, come early: held until its time.
-    expect(await tryNotification(at(1_000), runId, 'dead', undefined, 2)).toEqual({ result: 'busy', retryInSeconds: 3 });
+    expect(await tryNotification(at(1_000), runId, 'dead', undefined, 2)).toEqual({ result: 'busy', retryInSeconds: 3, tenantId: scheduler.tenantId });
     expect(await scheduler.deps.notifications.get(runId, 'dead')).toMatchObject({ status: 'PENDING', tries: 1 });
     // At its time it tries, and schedules the third (10 s).
     expect(await tryNotification(at(5_000), runId, 'dead', undefined, 2)).toEqual({ result: 'retrying', retryInSeconds: 10 });
