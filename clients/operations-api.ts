@@ -11,7 +11,7 @@ export class SigningSecretsApi {
 
   /** Issues a secret (rotating: the current one keeps signing for `graceSeconds`); its value is in this answer only. */
   async issue(request: IssueSigningSecretRequest = {}, options: CallOptions = {}): Promise<IssuedSigningSecret> {
-    // Sent once: a repeat would issue another secret and cut the grace of this one.
+    // Sent once: a repeat would issue another secret (the secrets before keep their grace, decision 0185).
     return (await this.transport.send({ method: 'POST', path: '/v1/signing-secrets', body: request, repeat: 'once', signal: options.signal }))
       .body as IssuedSigningSecret;
   }

@@ -46,7 +46,7 @@ export const OPERATION_ROUTES = {
     tag: 'Signing secrets',
     summary: 'Issue (or rotate) the webhook signing secret',
     description:
-      'HTTP deliveries are signed (Standard Webhooks) with each live secret. The one this replaces keeps signing for graceSeconds. The value is in this answer only (Cache-Control: no-store).',
+      'HTTP deliveries are signed (Standard Webhooks) with each live secret. The one this replaces keeps signing for graceSeconds, and those already in a grace period keep theirs, so a repeated issue cuts no grace short (graceSeconds 0 stops every other secret now). At most 5 sign at once: a rotation with a grace past that is a 409. The value is in this answer only (Cache-Control: no-store).',
     body: { schema: issueSigningSecretSchema, required: false },
     responses: { 201: { description: 'The new secret, with its value', schema: issuedSigningSecretSchema, headers: { 'Cache-Control': '`no-store`' } } },
     problems: [409, 413, 415],

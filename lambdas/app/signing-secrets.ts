@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError, ServiceUnavailableError } from '../core/errors';
 import type { IssueSigningSecretRequest } from '../api/schemas';
 import type { SigningSecretRecord, SigningSecretsRepository } from '../store/signing-secrets';
-import { SigningSecretConflict } from '../store/signing-secrets';
+import { MAX_LIVE_SIGNING_SECRETS, SigningSecretConflict, SigningSecretsFull } from '../store/signing-secrets';
 import { newSigningSecret } from '../targets/webhook-signature';
 
 export interface SigningSecretsDeps {
@@ -15,7 +15,7 @@ export interface SigningSecretsDeps {
 export interface IssuedSigningSecret extends SigningSecretRecord {
   /** The value, `whsec_` + base64: shown in this answer only, never again. */
   readonly secret: string;
-  /** The secrets that sign beside it, until their `expiresAt`. */
+  /** The secrets that sign beside it, until their `expiresAt`: the one it replaced, and those still in their grace. */
   readonly previous: readonly SigningSecretRecord[];
   /**
    * From when every delivery is signed with it: workers hold a tenant's secrets for up to a minute
@@ -43,6 +43,10 @@ export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: str
   } catch (error) {
     if (error instanceof SigningSecretConflict)
       throw new ConflictError('Another rotation of the signing secrets committed first; list them and rotate again if needed');
+    if (error instanceof SigningSecretsFull)
+      throw new ConflictError(
+        `At most ${MAX_LIVE_SIGNING_SECRETS} signing secrets sign at once, and the tenant has as many: revoke one no receiver verifies with, wait for a grace period to end, or rotate with graceSeconds 0 (every other secret stops now)`,
+      );
     throw error;
   }
 }

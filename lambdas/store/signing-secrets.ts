@@ -1,8 +1,8 @@
 // A tenant's webhook signing secrets, encrypted with the deployment's KMS key (the tenant and the
 // secret's id bound in as encryption context, so a ciphertext copied to another item or tenant
-// does not decrypt). At most two are live: the current one, and during a rotation's grace period
-// the one it replaced. The plaintext leaves this module only towards the signer and, once, in the
-// answer that issued it.
+// does not decrypt). Live: the current one, and each one a rotation replaced, until the end of the
+// grace it was given (at most MAX_LIVE_SIGNING_SECRETS in all). The plaintext leaves this module
+// only towards the signer and, once, in the answer that issued it.
 import { DecryptCommand, EncryptCommand } from '@aws-sdk/client-kms';
 import type { KMSClient } from '@aws-sdk/client-kms';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -25,6 +25,15 @@ interface StoredSecret extends SigningSecretRecord {
 /** Another rotation of the same tenant's secrets committed first. */
 export class SigningSecretConflict extends Error {}
 
+/**
+ * The most secrets of a tenant that sign at once: each is one more signature on every delivery and
+ * one more decrypt per worker and minute. A rotation with a grace that would pass it is refused.
+ */
+export const MAX_LIVE_SIGNING_SECRETS = 5;
+
+/** A rotation with a grace when the tenant already has MAX_LIVE_SIGNING_SECRETS live. */
+export class SigningSecretsFull extends Error {}
+
 export class SigningSecretsRepository {
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
@@ -40,8 +49,11 @@ export class SigningSecretsRepository {
 
   /**
    * Stores `secret` as the tenant's current one. The current secret it replaces keeps signing
-   * until `now + graceSeconds`; one already in its grace period stops now. All of it commits
-   * together, only if no other rotation changed the tenant's secrets since they were read.
+   * until `now + graceSeconds`; one already in its grace period keeps the end it was given, so a
+   * rotation repeated because its answer was lost never cuts short the grace of the secret the
+   * tenant's receivers still verify with. `graceSeconds` 0 stops every other secret now. All of
+   * it commits together, only if no other rotation changed the tenant's secrets since they were
+   * read. Throws SigningSecretsFull when a grace would leave more than MAX_LIVE_SIGNING_SECRETS live.
    */
   async rotate(
     tenantId: string,
@@ -52,29 +64,43 @@ export class SigningSecretsRepository {
   ): Promise<SigningSecretRecord & { readonly previous: readonly SigningSecretRecord[] }> {
     if (this.keyId === undefined) throw new Error('no KMS key is configured for signing secrets (SIGNING_KEY_ID)');
     const { live, head } = await this.read(tenantId, now);
+    if (graceSeconds > 0 && live.length >= MAX_LIVE_SIGNING_SECRETS)
+      throw new SigningSecretsFull(`the tenant has ${live.length} live signing secrets, the most that sign at once`);
     const createdAt = new Date(now).toISOString();
     const { CiphertextBlob: ciphertext } = await this.kms.send(
       new EncryptCommand({ KeyId: this.keyId, Plaintext: Buffer.from(secret, 'utf8'), EncryptionContext: { tenantId, secretId } }),
     );
     if (!ciphertext) throw new Error('KMS returned no ciphertext');
     const graceEnd = new Date(now + graceSeconds * 1000).toISOString();
-    // Every live secret is either given its grace or ended now; the head moves to the new one.
+    // The current secret is given its grace (or, with none, every live one ends now); those already
+    // in their grace keep it. The head moves to the new one.
     const replaced = Object.fromEntries(
-      live.map((old): [string, TransactItem] => [
-        `replaced ${old.secretId}`,
-        old.expiresAt === null && graceSeconds > 0
-          ? {
-              Update: {
-                TableName: this.tableName,
-                Key: signingSecretKey(tenantId, old.secretId),
-                ...updateExpressions({
-                  set: { expiresAt: graceEnd, expiresAtEpoch: Math.ceil(Date.parse(graceEnd) / 1000) + 86_400 },
-                  if: { pk: exists, expiresAt: absent },
-                }),
-              },
-            }
-          : { Delete: { TableName: this.tableName, Key: signingSecretKey(tenantId, old.secretId), ...conditionExpressions({ pk: exists }) } },
-      ]),
+      live.flatMap((old): [string, TransactItem][] =>
+        graceSeconds === 0
+          ? [
+              [
+                `replaced ${old.secretId}`,
+                { Delete: { TableName: this.tableName, Key: signingSecretKey(tenantId, old.secretId), ...conditionExpressions({ pk: exists }) } },
+              ],
+            ]
+          : old.expiresAt === null
+            ? [
+                [
+                  `replaced ${old.secretId}`,
+                  {
+                    Update: {
+                      TableName: this.tableName,
+                      Key: signingSecretKey(tenantId, old.secretId),
+                      ...updateExpressions({
+                        set: { expiresAt: graceEnd, expiresAtEpoch: Math.ceil(Date.parse(graceEnd) / 1000) + 86_400 },
+                        if: { pk: exists, expiresAt: absent },
+                      }),
+                    },
+                  },
+                ],
+              ]
+            : [],
+      ),
     );
     const result = await transact(this.dynamo, {
       secret: {
@@ -101,9 +127,10 @@ export class SigningSecretsRepository {
     // The secrets that sign beside it, as the transaction left them: known without another read, so
     // nothing can fail between the commit and the answer that shows the new value (a caller whose
     // answer was lost would rotate again, ending the grace of the secret its receivers know).
-    const previous = live.flatMap(({ secretId: kept, createdAt: made, expiresAt }) =>
-      expiresAt === null && graceSeconds > 0 ? [{ secretId: kept, createdAt: made, expiresAt: graceEnd }] : [],
-    );
+    const previous =
+      graceSeconds === 0
+        ? []
+        : live.map(({ secretId: kept, createdAt: made, expiresAt }) => ({ secretId: kept, createdAt: made, expiresAt: expiresAt ?? graceEnd }));
     return { secretId, createdAt, expiresAt: null, previous };
   }
 

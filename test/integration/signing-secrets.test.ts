@@ -1,10 +1,12 @@
 // The signing secrets store against the emulator: encrypted at rest with KMS and bound to their
-// tenant, at most two live through a rotation, and two rotations at once never both winning.
+// tenant, a rotation never cutting short a grace already given (a repeated issue included), at most
+// MAX_LIVE_SIGNING_SECRETS live, and two rotations at once never both winning.
 import { CreateKeyCommand, DecryptCommand } from '@aws-sdk/client-kms';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SigningSecretConflict, SigningSecretsRepository } from '../../lambdas/store/signing-secrets';
+import { MAX_LIVE_SIGNING_SECRETS, SigningSecretConflict, SigningSecretsRepository } from '../../lambdas/store/signing-secrets';
+import { ConflictError } from '../../lambdas/core/errors';
 import { signingSecretKey } from '../../lambdas/store/keys';
 import { newSigningSecret } from '../../lambdas/targets/webhook-signature';
 import { issueSigningSecret } from '../../lambdas/app/signing-secrets';
@@ -59,10 +61,11 @@ describe('signing secrets store', () => {
       ['sec_a', new Date(t0 + 1000 + HOUR).toISOString()],
     ]);
     expect(await secrets.values(tenantId, t0 + 1000 + HOUR + 1)).toEqual([second]);
-    // A rotation during a grace period ends that one at once: never more than two sign.
+    // A rotation during a grace period leaves that grace as it was: sec_a signs to its end.
     await secrets.rotate(tenantId, 'sec_c', third, t0 + 3000, 3600);
-    expect(await secrets.values(tenantId, t0 + 4000)).toEqual([third, second]);
-    // No grace: the replaced secret stops now.
+    expect(await secrets.values(tenantId, t0 + 4000)).toEqual([third, second, first]);
+    expect(await secrets.values(tenantId, t0 + 1000 + HOUR + 1)).toEqual([third, second]);
+    // No grace: every other secret stops now.
     await secrets.rotate(tenantId, 'sec_d', first, t0 + 5000, 0);
     expect(await secrets.values(tenantId, t0 + 6000)).toEqual([first]);
   });
@@ -80,6 +83,37 @@ describe('signing secrets store', () => {
     expect(issued.secret).toMatch(/^whsec_/);
     expect(issued.previous).toEqual([{ secretId: 'sec_known', createdAt: new Date(t0).toISOString(), expiresAt: new Date(t0 + 1000 + HOUR).toISOString() }]);
     expect(await secrets.list(tenantId, t0 + 2000)).toEqual([{ secretId: issued.secretId, createdAt: issued.createdAt, expiresAt: null }, ...issued.previous]);
+  });
+
+  it("an issue repeated because its answer was lost keeps the grace of the secret the tenant's receivers verify with", async () => {
+    const tenantId = tenant();
+    const t0 = Date.now();
+    const deps = (at: number) => ({ signingSecrets: secrets, clock: () => t0 + at });
+    const known = await issueSigningSecret(deps(0), tenantId, { graceSeconds: 3600 });
+    // The rotation away from it commits, and its answer is lost: the caller issues again.
+    const lost = await issueSigningSecret(deps(1_000), tenantId, { graceSeconds: 3600 });
+    const repeated = await issueSigningSecret(deps(2_000), tenantId, { graceSeconds: 3600 });
+
+    // The secret the receivers know signs until the grace its first rotation gave it, beside the new one.
+    expect(repeated.previous).toEqual([
+      { secretId: lost.secretId, createdAt: lost.createdAt, expiresAt: new Date(t0 + 2_000 + HOUR).toISOString() },
+      { secretId: known.secretId, createdAt: known.createdAt, expiresAt: new Date(t0 + 1_000 + HOUR).toISOString() },
+    ]);
+    expect(await secrets.values(tenantId, t0 + 3_000)).toEqual([repeated.secret, lost.secret, known.secret]);
+    expect(await secrets.values(tenantId, t0 + 1_000 + HOUR - 1)).toContain(known.secret);
+    expect(await secrets.values(tenantId, t0 + 2_000 + HOUR + 1)).toEqual([repeated.secret]);
+  });
+
+  it('refuses a rotation with a grace past the most secrets that sign at once (409), and takes one without', async () => {
+    const tenantId = tenant();
+    const t0 = Date.now();
+    for (let i = 0; i < MAX_LIVE_SIGNING_SECRETS; i += 1)
+      await issueSigningSecret({ signingSecrets: secrets, clock: () => t0 + i }, tenantId, { graceSeconds: 3600 });
+    const full = { signingSecrets: secrets, clock: () => t0 + 100 };
+    await expect(issueSigningSecret(full, tenantId, { graceSeconds: 3600 })).rejects.toBeInstanceOf(ConflictError);
+    expect(await secrets.list(tenantId, t0 + 100)).toHaveLength(MAX_LIVE_SIGNING_SECRETS);
+    const alone = await issueSigningSecret(full, tenantId, { graceSeconds: 0 });
+    expect(await secrets.values(tenantId, t0 + 200)).toEqual([alone.secret]);
   });
 
   it('lets one of two rotations at the same moment win, and the other conflict', async () => {
