@@ -128,11 +128,9 @@ export const scheduleSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('every'),
     interval: z.string().min(2).max(64).meta({ description: 'An ISO 8601 duration from PT1S to P366D, in weeks, days, hours, minutes and seconds.' }),
-    anchor: isoInstant
-      .optional()
-      .meta({
-        description: 'Fire times are anchor + k × interval (k >= 0); when absent, one interval after the time the schedule is set (the first fire time).',
-      }),
+    anchor: isoInstant.optional().meta({
+      description: 'Fire times are anchor + k × interval (k >= 0); when absent, one interval after the time the schedule is set (the first fire time).',
+    }),
     ...recurringFields,
   }),
 ]);
