@@ -1,7 +1,7 @@
 // CDK app entry: `npx cdk synth` / `npx cdk deploy`.
 // Optional context: `-c configFile=<path>` (the stack's config, lib/config.ts, as JSON) and
 // `-c targetCaBundle=<path>` (a PEM of extra CAs the workers trust; docs/operations.md#private-targets),
-// `-c keepReplacedIndexes=true` (the first deploy of an upgrade; docs/operations.md).
+// `-c keepReplacedIndexes=true` or `=<index>,<index>` (the deploys of an upgrade; docs/operations.md).
 import { readFileSync } from 'node:fs';
 import { App, Aspects } from 'aws-cdk-lib';
 import type { SchedulerStackConfig } from '../lib/config';
@@ -17,8 +17,11 @@ const context = (key: string): string | undefined => {
 };
 const configFile = context('configFile');
 const fromFile = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Partial<SchedulerStackConfig>) : undefined;
-// The first deploy of an upgrade that replaces an index (lib/config.ts, keepReplacedIndexes).
-const config = context('keepReplacedIndexes') === 'true' ? { ...fromFile, keepReplacedIndexes: true } : fromFile;
+// The deploys of an upgrade that replaces or drops an index (lib/config.ts, keepReplacedIndexes):
+// `true` keeps every index a release replaced, a list the ones it names.
+const keep = context('keepReplacedIndexes');
+const keepReplacedIndexes = keep === undefined || keep === 'false' ? undefined : keep === 'true' ? true : keep.split(',').map((name) => name.trim());
+const config = keepReplacedIndexes === undefined ? fromFile : { ...fromFile, keepReplacedIndexes };
 new SchedulerStack(app, 'JobScheduler', {
   description: 'Serverless distributed job scheduler',
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

@@ -30,12 +30,12 @@ export interface SchedulerStackConfig {
    */
   readonly pools: readonly PoolDefinition[];
   /**
-   * Keeps the table indexes this release replaced, for one deploy of a stack deployed before it
-   * (DynamoDB adds or drops one index per table update): deploy once with true (`-c
-   * keepReplacedIndexes=true`), then without. A new stack needs none. See
-   * docs/operations.md#upgrading-a-stack-to-the-keys-only-jobs-index.
+   * Keeps the table indexes releases replaced or dropped (`true`: all of them; a list: those named),
+   * for the deploys of an upgrade of a stack deployed before them, as DynamoDB adds or drops one
+   * index per table update: e.g. `-c keepReplacedIndexes=true`, then without. A new stack needs
+   * none. See docs/operations.md#upgrading-a-stack-to-the-keys-only-jobs-index-and-the-status-less-time-index.
    */
-  readonly keepReplacedIndexes?: boolean;
+  readonly keepReplacedIndexes?: boolean | readonly string[];
   /** Pre-warmed DynamoDB throughput for launch-day bursts; see docs/capacity.md. */
   readonly warmThroughput?: WarmThroughput;
   /** An SNS topic that alarms notify, if any. */

@@ -18,8 +18,8 @@ export interface StorageProps {
   readonly pools: readonly Pool[];
   /** How long finished runs are kept (0: forever): a trigger's payload stored apart outlives its run by as long again. */
   readonly runRetentionDays: number;
-  /** Keeps the indexes a release replaced, for the first deploy of an upgrade (TableDefinition.replacedIndexes). */
-  readonly keepReplacedIndexes?: boolean;
+  /** Keeps the indexes releases replaced (all, or those named), for the deploys of an upgrade (TableDefinition.replacedIndexes). */
+  readonly keepReplacedIndexes?: boolean | readonly string[];
 }
 
 /** The queues of one worker pool: every lane redrives into its DLQ. */
@@ -39,6 +39,27 @@ function index(definition: IndexDefinition): dynamodb.GlobalSecondaryIndexPropsV
   };
 }
 
+/** The replaced indexes of a table that `keep` keeps. */
+function keptIndexes(definition: TableDefinition, keep: boolean | readonly string[] | undefined): readonly IndexDefinition[] {
+  const replaced = definition.replacedIndexes ?? [];
+  if (keep === undefined || typeof keep === 'boolean') return keep ? replaced : [];
+  return replaced.filter((index) => keep.includes(index.indexName));
+}
+
+/** Refuses a `keepReplacedIndexes` list that names an index no table replaced: a typo would drop the index it meant to keep. */
+export function checkKeptIndexes(definitions: readonly TableDefinition[], keep: boolean | readonly string[] | undefined): void {
+  if (keep === undefined || typeof keep === 'boolean') return;
+  const given: unknown = keep;
+  if (!Array.isArray(given) || given.some((name) => typeof name !== 'string')) {
+    throw new Error('keepReplacedIndexes: true, false or a list of index names');
+  }
+  const replaced = definitions.flatMap((definition) => (definition.replacedIndexes ?? []).map((index) => index.indexName));
+  const unknown = keep.filter((name) => !replaced.includes(name));
+  if (unknown.length > 0) {
+    throw new Error(`keepReplacedIndexes names ${unknown.join(', ')}, which no release replaced; replaced indexes: ${replaced.join(', ')}`);
+  }
+}
+
 function table(scope: Construct, definition: TableDefinition, props: StorageProps): dynamodb.TableV2 {
   return new dynamodb.TableV2(scope, definition.id, {
     partitionKey: { name: definition.partitionKey.name, type: attributeType(definition.partitionKey.type) },
@@ -46,7 +67,7 @@ function table(scope: Construct, definition: TableDefinition, props: StorageProp
     billing: dynamodb.Billing.onDemand(),
     encryption: dynamodb.TableEncryptionV2.awsManagedKey(),
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-    globalSecondaryIndexes: [...definition.indexes, ...(props.keepReplacedIndexes ? (definition.replacedIndexes ?? []) : [])].map(index),
+    globalSecondaryIndexes: [...definition.indexes, ...keptIndexes(definition, props.keepReplacedIndexes)].map(index),
     timeToLiveAttribute: definition.timeToLiveAttribute,
     warmThroughput: props.warmThroughput,
     deletionProtection: true,
@@ -110,6 +131,7 @@ export class SchedulerStorage extends Construct {
 
   constructor(scope: Construct, id: string, props: StorageProps) {
     super(scope, id);
+    checkKeptIndexes([jobsTable, runsTable], props.keepReplacedIndexes);
     this.jobsTable = table(this, jobsTable, props);
     this.runsTable = table(this, runsTable, props);
     this.payloadBucket = payloadBucket(this, props.runRetentionDays);

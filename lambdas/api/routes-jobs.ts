@@ -47,7 +47,7 @@ export const JOB_ROUTES = {
     tag: 'Jobs',
     summary: 'List jobs',
     description:
-      'Newest first, or in name order with `namePrefix`. Filters combine (all must match); each is served by an index (docs/decisions/0095-job-and-run-finding-indexes.md).',
+      "Newest first, or in name order with `namePrefix`. Filters combine (all must match). A label, a name or a status is read from an index (docs/decisions/0095-job-and-run-finding-indexes.md); `type` is kept from the jobs another filter or the tenant's listing reads (docs/decisions/0186-no-job-type-index.md). A request reads at most 1,000 entries, so a page may be short, with a cursor to go on.",
     query: listJobsQuery,
     responses: { 200: { description: 'A page of jobs', schema: jobPageSchema } },
   },

@@ -1,7 +1,7 @@
-// Finding a tenant's jobs: by label, name or name prefix, type, status, or all of them, each
-// through an index (or the label entries) rather than a scan of the tenant's items (decision 0095).
-// The jobs an index points at are read by key and every filter is checked on them, within the
-// request's read budget.
+// Finding a tenant's jobs: by label, name or name prefix, status, or all of them, each through an
+// index (or the label entries) rather than a scan of the tenant's items (decision 0095). The jobs an
+// index points at are read by key and every filter is checked on them, within the request's read
+// budget: the type has no index of its own (decision 0186), and is kept from the jobs read.
 import type { DynamoDBDocumentClient, QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Job, JobStatus } from '../domain/job';
 import { JOB_ID_PATTERN } from '../domain/job';
@@ -10,7 +10,7 @@ import { readIndexedPage } from './indexed-page';
 import { encodeCursor, jobLabelPartition, labelPairsOf } from './keys';
 import type { Page, SortKeyCondition } from './page';
 import { decodeCursorOrThrow, decodeCursorWithin } from './page';
-import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX, JOBS_BY_TYPE_INDEX } from './schema';
+import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX } from './schema';
 
 export interface JobFilter {
   readonly status?: JobStatus;
@@ -33,9 +33,10 @@ export class JobFinder {
 
   /**
    * The tenant's jobs matching every filter, newest first (in name order under `namePrefix`). The
-   * most selective filter picks the index read (a label, the name, the type, the status, else all
-   * the tenant's jobs); the jobs it points at are read by key and the other filters kept from them,
-   * within the request's read budget (decision 0095). `nextCursor` is null when nothing follows.
+   * most selective filter picks the index read (a label, the name, the status, else all the
+   * tenant's jobs); the jobs it points at are read by key and the other filters (the type always,
+   * decision 0186) kept from them, within the request's read budget (decision 0095): a page may then
+   * hold fewer than `limit` jobs, with a cursor to go on. `nextCursor` is null when nothing follows.
    */
   async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Job>> {
     const labels = labelPairsOf(Object.fromEntries((filter.labels ?? []).map(({ key, value }) => [key, value])));
@@ -92,13 +93,12 @@ export class JobFinder {
       );
     }
     // COMPLETED jobs are in no status partition (decision 0166): they are most of a tenant's jobs,
-    // and read from the tenant's index with the status kept from the jobs read.
+    // and read from the tenant's index with the status kept from the jobs read. So is the type
+    // (decision 0186): an index of its own cost every create a write.
     const [indexName, attribute, value] =
-      filter.type !== undefined
-        ? [JOBS_BY_TYPE_INDEX, 'tenantType', `${tenantId}#${filter.type}`]
-        : filter.status !== undefined && filter.status !== 'COMPLETED'
-          ? [JOBS_BY_STATUS_INDEX, 'tenantStatus', `${tenantId}#${filter.status}`]
-          : [JOBS_BY_TENANT_INDEX, 'tenantId', tenantId];
+      filter.status !== undefined && filter.status !== 'COMPLETED'
+        ? [JOBS_BY_STATUS_INDEX, 'tenantStatus', `${tenantId}#${filter.status}`]
+        : [JOBS_BY_TENANT_INDEX, 'tenantId', tenantId];
     return read(
       {
         IndexName: indexName,

@@ -142,13 +142,15 @@ export function chainCheckBackAt(nextRunAt: string, windowMs: number): string {
 }
 
 /**
- * The keys of a job's finding indexes (decision 0095): its type's, and its status's except when
- * COMPLETED (decision 0166). A run-now job is COMPLETED from its create, and most of a tenant's jobs
- * end so: the status index keeps the few live and stopped ones, and the COMPLETED jobs are listed
- * from the tenant's index, where they are most of what is read.
+ * The keys of a job's finding indexes (decision 0095): its status's except when COMPLETED (decision
+ * 0166). A run-now job is COMPLETED from its create, and most of a tenant's jobs end so: the status
+ * index keeps the few live and stopped ones, and the COMPLETED jobs are listed from the tenant's
+ * index, where they are most of what is read. The type has no index (decision 0186): an entry in one
+ * cost every create a write unit, for a filter the jobs read from another index can apply. Items
+ * written before keep a `tenantType`, which nothing reads.
  */
-export function findingKeysOf(job: Pick<Job, 'tenantId' | 'status' | 'type'>): { tenantType: string; tenantStatus?: string } {
-  return { tenantType: `${job.tenantId}#${job.type}`, ...(job.status === 'COMPLETED' ? {} : { tenantStatus: `${job.tenantId}#${job.status}` }) };
+export function findingKeysOf(job: Pick<Job, 'tenantId' | 'status'>): { tenantStatus?: string } {
+  return job.status === 'COMPLETED' ? {} : { tenantStatus: `${job.tenantId}#${job.status}` };
 }
 
 export function jobToItem(job: Job, options: { readonly checkBackWindowMs?: number } = {}): Item {

@@ -21,7 +21,7 @@ export interface TableDefinition {
    * Indexes a release replaced, which nothing reads or needs any more. A stack deployed before the
    * change keeps them for one deploy (stack config `keepReplacedIndexes`), as DynamoDB adds or drops
    * one index per table update: the new index is added first, the old one dropped by the next deploy
-   * (docs/operations.md#upgrading-a-stack-to-the-keys-only-jobs-index).
+   * (docs/operations.md#upgrading-a-stack-to-the-keys-only-jobs-index-and-the-status-less-time-index).
    */
   readonly replacedIndexes?: readonly IndexDefinition[];
   readonly timeToLiveAttribute?: string;
@@ -55,7 +55,6 @@ export const RUNS_CLAIM_INDEX = 'claimable';
 /** Finding jobs and runs (decision 0095): keys only, written when their keys change. */
 export const JOBS_BY_NAME_INDEX = 'byTenantName';
 export const JOBS_BY_STATUS_INDEX = 'byTenantStatus';
-export const JOBS_BY_TYPE_INDEX = 'byTenantType';
 export const RUNS_BY_TENANT_INDEX = 'byTenantKeys';
 /** Partitions of the jobs' byNextRun index. */
 export const NEXT_RUN_SHARDS = 8;
@@ -79,10 +78,13 @@ export const jobsTable: TableDefinition = {
     // (its nextRunAt), and a keys-only index is written only when its own keys change.
     { indexName: JOBS_BY_NAME_INDEX, partitionKey: { name: 'tenantId', type: 'S' }, sortKey: { name: 'name', type: 'S' }, projection: 'keys' },
     { indexName: JOBS_BY_STATUS_INDEX, partitionKey: { name: 'tenantStatus', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'keys' },
-    { indexName: JOBS_BY_TYPE_INDEX, partitionKey: { name: 'tenantType', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'keys' },
   ],
-  // The same keys as byTenantJobKeys, with a copy of every job (decision 0165).
-  replacedIndexes: [{ indexName: 'byTenant', partitionKey: { name: 'tenantId', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'all' }],
+  replacedIndexes: [
+    // The same keys as byTenantJobKeys, with a copy of every job (decision 0165).
+    { indexName: 'byTenant', partitionKey: { name: 'tenantId', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'all' },
+    // A tenant's jobs by type: a write unit at every create; `?type=` reads the tenant's index (decision 0186).
+    { indexName: 'byTenantType', partitionKey: { name: 'tenantType', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'keys' },
+  ],
   timeToLiveAttribute: 'expiresAtEpoch',
 };
 

@@ -1,5 +1,6 @@
 // Backfills the keys of the finding indexes (decision 0095) on items written before them: a job's
-// `tenantType` and `tenantStatus` (none for a COMPLETED job: decision 0166; its label entries, when it has labels), a run's `tenantRunSort`,
+// `tenantStatus` (none for a COMPLETED job: decision 0166; no type key since decision 0186) and its
+// label entries, when it has labels, a run's `tenantRunSort`,
 // a workflow's entries in its tenant's list (`WFLIST#`).
 // Each item is updated only where the attribute is missing, so running it twice, or while the
 // scheduler writes, is safe. A one-off after deploying the indexes to a stack with existing data.
@@ -55,15 +56,28 @@ async function setIfMissing(dynamo: DynamoDBDocumentClient, table: string, key: 
   }
 }
 
+async function putIfMissing(dynamo: DynamoDBDocumentClient, table: string, item: Record<string, unknown>): Promise<boolean> {
+  try {
+    await dynamo.send(new PutCommand({ TableName: table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+    return true;
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return false;
+    throw error;
+  }
+}
+
 export async function backfillFindingKeys(dynamo: DynamoDBDocumentClient, jobsTable: string, runsTable: string): Promise<BackfillCounts> {
   let jobs = 0;
-  // Every job has a type key; a COMPLETED one has no status key (decision 0166).
-  for await (const item of scan(dynamo, jobsTable, 'JOB#', 'tenantType')) {
+  // A job without a status key: one from before the indexes, or a COMPLETED one, which has none
+  // (decision 0166). Either may lack its label entries.
+  for await (const item of scan(dynamo, jobsTable, 'JOB#', 'tenantStatus')) {
     const job = itemToJob(item);
-    if (await setIfMissing(dynamo, jobsTable, { pk: item.pk, sk: item.sk }, findingKeysOf(job))) jobs += 1;
+    const keys = findingKeysOf(job);
+    let given = Object.keys(keys).length > 0 && (await setIfMissing(dynamo, jobsTable, { pk: item.pk, sk: item.sk }, keys));
     for (const label of labelPairsOf(job.labels)) {
-      await dynamo.send(new PutCommand({ TableName: jobsTable, Item: { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId } }));
+      given = (await putIfMissing(dynamo, jobsTable, { ...jobLabelKey(job.tenantId, label, job), jobId: job.jobId })) || given;
     }
+    if (given) jobs += 1;
   }
   let runs = 0;
   for await (const item of scan(dynamo, runsTable, 'RUN#', 'tenantRunSort')) {

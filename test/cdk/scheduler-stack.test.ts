@@ -85,7 +85,6 @@ describe('storage', () => {
       'byTenantKeys',
       'byTenantName',
       'byTenantStatus',
-      'byTenantType',
       'claimable',
       'deadByTenant',
       'timeIndexStatusless',
@@ -124,8 +123,10 @@ describe('storage', () => {
       Object.values(of)
         .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable')
         .map((r) => (r.Properties.GlobalSecondaryIndexes as unknown[]).length);
-    // One more on each of the two tables: the runs' time index with its status too (decision 0171).
-    expect(indexCount(upgrading)).toEqual(indexCount(resources).map((count) => count + 1));
+    // The jobs table keeps byTenant and byTenantType (decision 0186), the runs table the time index
+    // with its status too (decision 0171).
+    expect(indexCount(resources)).toEqual([4, 5]);
+    expect(indexCount(upgrading)).toEqual([6, 6]);
     const timeIndexes = (of: Record<string, Resource>) =>
       Object.values(of)
         .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable')
@@ -137,6 +138,25 @@ describe('storage', () => {
       ['timeIndexStatusless', false],
       ['timeIndex', true],
     ]);
+  });
+
+  it('keeps only the replaced indexes a list names, and refuses a name no release replaced (decision 0186)', () => {
+    const names = (of: Record<string, Resource>) =>
+      Object.values(of)
+        .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable')
+        .flatMap((r) => (r.Properties.GlobalSecondaryIndexes as { IndexName: string }[]).map((index) => index.IndexName));
+    const base = names(resources);
+    // The second deploy from a stack older than decision 0165: byTenant and timeIndex go, byTenantType stays one deploy more.
+    const second = names(synthesized('UpgradingSecond', { keepReplacedIndexes: ['byTenantType'] }).resources);
+    expect(second.filter((name) => !base.includes(name))).toEqual(['byTenantType']);
+    expect(base.every((name) => second.includes(name))).toBe(true);
+    expect(() => synthesized('Typo', { keepReplacedIndexes: ['byTenantTyp'] })).toThrow(
+      'keepReplacedIndexes names byTenantTyp, which no release replaced; replaced indexes: byTenant, byTenantType, timeIndex',
+    );
+    // A config file's string where a list belongs.
+    expect(() => synthesized('NotAList', { keepReplacedIndexes: 'byTenantType' as unknown as string[] })).toThrow(
+      'keepReplacedIndexes: true, false or a list of index names',
+    );
   });
 
   it('parks poison messages in an encrypted DLQ through a redrive policy', () => {

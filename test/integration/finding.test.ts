@@ -100,13 +100,28 @@ describe('finding jobs', () => {
 
   it('reads a filter from its index: the matches are found within a read budget below the jobs before them', async () => {
     // Four unlabelled jobs are newer than every billing job; a budget of 3 entries would not reach
-    // them through the tenant's listing, and does through the label's, the name's and the type's.
-    const names = async (filter: Parameters<Scheduler['deps']['jobs']['list']>[1]) =>
-      (await scheduler.deps.jobs.list(scheduler.tenantId, filter, 10, undefined, 3)).items.map((job) => job.name);
+    // them through the tenant's listing, and does through the label's, the name's and the status's.
+    type Filter = Parameters<Scheduler['deps']['jobs']['list']>[1];
+    const names = async (filter: Filter) => (await scheduler.deps.jobs.list(scheduler.tenantId, filter, 10, undefined, 3)).items.map((job) => job.name);
     expect(await names({ labels: [{ key: 'team', value: 'billing' }] })).toEqual(['billing-eu', 'billing-weekly', 'billing-daily']);
     expect(await names({ namePrefix: 'billing-' })).toEqual(['billing-daily', 'billing-eu', 'billing-weekly']);
-    expect(await names({ type: 'reports' })).toEqual(['billing-weekly', 'billing-daily']);
     expect(await names({ status: 'PAUSED' })).toEqual(['billing-weekly']);
+    // The type has no index (decision 0186): kept from the tenant's listing, a budget's page may
+    // hold none of its jobs, with a cursor that goes on to them.
+    const first = await scheduler.deps.jobs.list(scheduler.tenantId, { type: 'reports' }, 10, undefined, 3);
+    expect(first.items).toEqual([]);
+    expect(first.nextCursor).not.toBeNull();
+    const found: string[] = [];
+    let cursor: string | null = first.nextCursor;
+    let pages = 1;
+    while (cursor !== null && pages < 20) {
+      const page = await scheduler.deps.jobs.list(scheduler.tenantId, { type: 'reports' }, 10, cursor, 3);
+      found.push(...page.items.map((job) => job.name));
+      cursor = page.nextCursor;
+      pages += 1;
+    }
+    expect(found).toEqual(['billing-weekly', 'billing-daily']);
+    expect(cursor).toBeNull();
   });
 
   it('follows a PATCH of labels and a status change', async () => {
@@ -326,13 +341,13 @@ describe('items written before the finding indexes', () => {
     );
     const jobId: string = created.body.job.jobId;
     const runId: string = created.body.job.nextRunId;
-    // A run-now job, COMPLETED: its type key only (decision 0166), before and after the backfill.
+    // A run-now job, COMPLETED: no key (decisions 0166, 0186), before and after the backfill.
     const completed = await scheduler.api('POST', '/v1/jobs', jobBody(TARGET, { name: 'old-completed', type: 'legacy' }));
     expect(completed.body.job.status).toBe('COMPLETED');
     // As an item written before the indexes: no index keys, no label entry.
     const { dynamo } = scheduler.clients;
     for (const id of [jobId, completed.body.job.jobId]) {
-      await dynamo.send(new UpdateCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(id), UpdateExpression: 'REMOVE tenantStatus, tenantType' }));
+      await dynamo.send(new UpdateCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(id), UpdateExpression: 'REMOVE tenantStatus' }));
     }
     await dynamo.send(new DeleteCommand({ TableName: scheduler.config.jobsTable, Key: jobLabelKey(scheduler.tenantId, 'team=old', created.body.job) }));
     await dynamo.send(new UpdateCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), UpdateExpression: 'REMOVE tenantRunSort' }));
@@ -352,11 +367,12 @@ describe('items written before the finding indexes', () => {
       (await scheduler.api('GET', '/v1/runs?status=SCHEDULED')).body.items.length,
       (await scheduler.api('GET', '/v1/workflows')).body.items.length,
     ];
-    expect(await found()).toEqual([0, 0, 0, 0, 0]);
-    expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 2, runs: 1, workflows: 1 });
+    // The type is kept from the jobs the tenant's index lists, which needs no key of its own (decision 0186).
+    expect(await found()).toEqual([0, 2, 0, 0, 0]);
+    expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 1, runs: 1, workflows: 1 });
     expect(await found()).toEqual([1, 2, 1, 1, 1]);
     const completedItem = await dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(completed.body.job.jobId) }));
-    expect(completedItem.Item).toMatchObject({ tenantType: `${scheduler.tenantId}#legacy` });
+    expect(completedItem.Item?.tenantType).toBeUndefined();
     expect(completedItem.Item?.tenantStatus).toBeUndefined();
     expect(await backfillFindingKeys(dynamo, scheduler.config.jobsTable, scheduler.config.runsTable)).toEqual({ jobs: 0, runs: 0, workflows: 0 });
   });

@@ -200,11 +200,19 @@ describe('stored items', () => {
     expect(itemToJob({ ...before, nextRunId: null }).nextRunId).toBeNull();
   });
 
-  it('gives a job a status key except when COMPLETED, and a type key always (decision 0166)', () => {
-    expect(findingKeysOf({ tenantId: 't1', status: 'ACTIVE', type: 'email' })).toEqual({ tenantType: 't1#email', tenantStatus: 't1#ACTIVE' });
-    expect(findingKeysOf({ tenantId: 't1', status: 'PAUSED', type: 'email' })).toEqual({ tenantType: 't1#email', tenantStatus: 't1#PAUSED' });
-    expect(findingKeysOf({ tenantId: 't1', status: 'CANCELLED', type: 'email' })).toEqual({ tenantType: 't1#email', tenantStatus: 't1#CANCELLED' });
-    expect(findingKeysOf({ tenantId: 't1', status: 'COMPLETED', type: 'email' })).toEqual({ tenantType: 't1#email' });
+  it('gives a job a status key except when COMPLETED (decision 0166), and no type key (decision 0186)', () => {
+    expect(findingKeysOf({ tenantId: 't1', status: 'ACTIVE' })).toEqual({ tenantStatus: 't1#ACTIVE' });
+    expect(findingKeysOf({ tenantId: 't1', status: 'PAUSED' })).toEqual({ tenantStatus: 't1#PAUSED' });
+    expect(findingKeysOf({ tenantId: 't1', status: 'CANCELLED' })).toEqual({ tenantStatus: 't1#CANCELLED' });
+    expect(findingKeysOf({ tenantId: 't1', status: 'COMPLETED' })).toEqual({});
+    const item = jobToItem(
+      storedJob(
+        { type: 'email', schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } },
+        { nextRunAt: '2026-11-27T10:01:00.000Z', nextRunId: 'run-a' },
+      ),
+    );
+    expect(item).toMatchObject({ tenantStatus: `${item.tenantId as string}#ACTIVE`, type: 'email' });
+    expect(item.tenantType).toBeUndefined();
   });
 
   it('refuses a cursor from another partition or a forged one', () => {
