@@ -4,13 +4,12 @@
 // unchanged, so waiting burns none) and its message comes back when a slot or mark may be free.
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
-import { decideRate, keyedWaitSeconds, renderKey } from '../domain/flow-control';
+import { decideRate, keyedWaitSeconds, renderKey, stillWaitsForKey } from '../domain/flow-control';
 import { checkBackAt } from '../domain/time-gate';
 import { homeSlot } from '../store/in-flight-slots';
 import { flowScope } from '../store/keys';
 import type { KeyWaiter } from '../store/key-waiters';
 import { waiterSortOf } from '../store/key-waiters';
-import { PENDING_STATUSES } from '../domain/run';
 import type { SchedulerDeps } from './deps';
 import { logger } from '../core/logger';
 import type { DispatchContext } from './execute-run';
@@ -56,7 +55,8 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
     if (slot === null) {
       await deps.keyWaiters.join(scope, me, deps.clock());
       const waits = (message.deferrals ?? 0) + 1;
-      return wait(deps, run, message, deps.clock() + keyedWaitSeconds(waits, deps.random()) * 1000, `waiting for a slot of concurrency key ${key}`);
+      const until = deps.clock() + keyedWaitSeconds(waits, deps.random()) * 1000;
+      return wait(deps, run, message, until, `waiting for a slot of concurrency key ${key}`, scope);
     }
     release = async () => {
       await deps.keyedSlots.release(scope, slot, run.runId);
@@ -111,15 +111,19 @@ async function rateKeyOf(
   return { kind: 'start', release };
 }
 
-/** Gives the lease back and sends the run's message again for `until`. */
-async function wait(deps: SchedulerDeps, run: Run, message: DispatchContext, until: number, reason: string): Promise<KeyedFlow> {
+/**
+ * Gives the lease back and sends the run's message again for `until`. A run that waits for a
+ * concurrency key's slot records the key's scope (decision 0187): its entry in another key's queue
+ * (its job's key changed) then stops counting there.
+ */
+async function wait(deps: SchedulerDeps, run: Run, message: DispatchContext, until: number, reason: string, keyWaitScope?: string): Promise<KeyedFlow> {
   const now = deps.clock();
   // Admitted already (its chain moved on): leased again, it runs as it is.
-  if (
-    !(await deps.leases.giveBack(run.runId, run.version, now, checkBackAt(until, now, deps.config), deps.config.timeIndexShards, reason, { admitted: true }))
-  ) {
-    return { kind: 'fenced' };
-  }
+  const given = await deps.leases.giveBack(run.runId, run.version, now, checkBackAt(until, now, deps.config), deps.config.timeIndexShards, reason, {
+    admitted: true,
+    ...(keyWaitScope !== undefined ? { keyWaitScope } : {}),
+  });
+  if (!given) return { kind: 'fenced' };
   const deferrals = (message.deferrals ?? 0) + 1;
   await deps.dispatch.send([dispatchOfRun(run, until, deferrals)], now);
   deps.telemetry.runWaitingForKey(run, reason, Math.ceil((until - now) / 1000));
@@ -128,19 +132,16 @@ async function wait(deps: SchedulerDeps, run: Run, message: DispatchContext, unt
 
 /**
  * How many runs of the queue wait ahead of `me`, up to `limit`. When `limit` or more seem to, their
- * run items decide: an entry whose run no longer waits (cancelled, finished, or its lease lapsed)
- * is removed. A page whose every entry was ahead counts as full.
+ * run items decide (`stillWaitsForKey`, decision 0187): an entry whose run no longer waits here
+ * (cancelled, finished, its lease lapsed, running with a slot, or waiting for another key now) is
+ * removed. A page whose every entry was ahead counts as full.
  */
 async function waitingAhead(deps: SchedulerDeps, scope: string, queue: readonly KeyWaiter[], me: KeyWaiter, limit: number): Promise<number> {
   const ahead = queue.filter((waiter) => waiter.sort < me.sort);
   if (ahead.length < limit) return ahead.length;
   const now = deps.clock();
-  const runs = new Map((await deps.runs.getMany(ahead.map((waiter) => waiter.runId))).map((found) => [found.runId, found]));
-  // A waiter leased this moment is asking for its slot again: it waits still. One that finished, was
-  // cancelled, or whose lease lapsed does not.
-  const waiting = (found: Run | undefined) =>
-    found !== undefined && (PENDING_STATUSES.includes(found.status) || (found.status === 'RUNNING' && Date.parse(found.leaseExpiresAt ?? '') > now));
-  const stale = ahead.filter((waiter) => !waiting(runs.get(waiter.runId)));
+  const states = await deps.runs.keyWaitStates(ahead.map((waiter) => waiter.runId));
+  const stale = ahead.filter((waiter) => !stillWaitsForKey(scope, states.get(waiter.runId), now));
   await Promise.all(stale.map((waiter) => deps.keyWaiters.leave(scope, waiter.sort)));
   // Every entry of a full page was ahead: more may be, past it.
   const mayBeMore = queue.length > limit && ahead.length === queue.length;

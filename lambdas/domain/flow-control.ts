@@ -4,6 +4,8 @@
 // rate. No I/O: the slots and the start log live in lambdas/store/keyed-slots.ts.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import type { RunStatus } from './run';
+import { PENDING_STATUSES } from './run';
 
 export const MAX_KEY_TEMPLATE_LENGTH = 128;
 /** A rendered key longer than this is stored as its SHA-256 (keys sit in DynamoDB partition keys). */
@@ -135,4 +137,38 @@ export function decideRate(
 /** How long a run that found its key's slots all held waits before it tries again (seconds). */
 export function keyedWaitSeconds(waits: number, random: number): number {
   return Math.min(8, 2 ** Math.min(Math.max(0, waits - 1), 3)) + (random < 0.5 ? 0 : 1);
+}
+
+/**
+ * How long after its lease a RUNNING run may still be deciding on its concurrency key: its entry in
+ * a key's queue counts as waiting that long (it is asking for its slot again), and no longer: by
+ * then it holds a slot and runs, or has given its lease back (decision 0187).
+ */
+export const KEY_DECISION_MS = 60_000;
+
+/** What a waiter entry's run item says of it, for the queue's stale check (decision 0187). */
+export interface KeyWaitState {
+  readonly status: RunStatus;
+  readonly leaseExpiresAt: number | null;
+  readonly startedAt: number | null;
+  /** The key scope its last slot wait was for; absent on runs given back before decision 0187. */
+  readonly waitScope?: string;
+}
+
+/**
+ * Whether a run with an entry in `scope`'s queue still waits there: it is pending (or leased this
+ * moment, asking again) and its last wait was for this key. A run that waits for another key now
+ * (its job's key changed), runs with a slot, finished, was cancelled or whose lease lapsed does not.
+ */
+export function stillWaitsForKey(scope: string, state: KeyWaitState | undefined, now: number): boolean {
+  if (state === undefined) return false;
+  if (state.waitScope !== undefined && state.waitScope !== scope) return false;
+  if (PENDING_STATUSES.includes(state.status)) return true;
+  return (
+    state.status === 'RUNNING' &&
+    state.leaseExpiresAt !== null &&
+    state.leaseExpiresAt > now &&
+    state.startedAt !== null &&
+    now - state.startedAt < KEY_DECISION_MS
+  );
 }

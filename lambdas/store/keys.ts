@@ -277,6 +277,8 @@ export const RESULT_ATTRIBUTE = 'resultJson';
 export const RESULT_REF_ATTRIBUTE = 'resultRef';
 /** On a finished run: the notification event its outcome raised (docs/notifications.md). */
 export const NOTIFY_EVENT_ATTRIBUTE = 'notifyEvent';
+/** On a run given back to wait for a concurrency key's slot: the key's scope (decision 0187). */
+export const KEY_WAIT_SCOPE_ATTRIBUTE = 'keyWaitScope';
 
 export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
   const { leaseExpiresAt, progress, result, ...rest } = run;

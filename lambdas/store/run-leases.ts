@@ -39,6 +39,7 @@ import {
   expiryAttributes,
   gateAttributes,
   itemToRun,
+  KEY_WAIT_SCOPE_ATTRIBUTE,
   NOTIFY_EVENT_ATTRIBUTE,
   notifyEventOf,
   OPEN_RUN_ATTRIBUTES,
@@ -205,7 +206,12 @@ export class RunLeases {
     checkBackAt: number,
     shards: number,
     reason: string,
-    options: { readonly admitted?: boolean; readonly bufferedSince?: number } = {},
+    options: {
+      readonly admitted?: boolean;
+      readonly bufferedSince?: number;
+      /** The concurrency key scope the run waits for a slot of (decision 0187): its queue entry's stale check reads it. */
+      readonly keyWaitScope?: string;
+    } = {},
   ): Promise<boolean> {
     const gate = gateAttributes(runId, checkBackAt, shards);
     return updateIf(this.dynamo, this.tableName, runKey(runId), {
@@ -216,6 +222,7 @@ export class RunLeases {
         gateKey: gate.gateKey,
         gateAt: gate.gateAt,
         ...(options.bufferedSince !== undefined ? { bufferedSince: options.bufferedSince } : {}),
+        ...(options.keyWaitScope !== undefined ? { [KEY_WAIT_SCOPE_ATTRIBUTE]: options.keyWaitScope } : {}),
       },
       remove: options.admitted ? ['leaseExpiresAtMs', 'chainedFrom'] : ['leaseExpiresAtMs'],
       if: { status: oneOf(sourcesOf('QUEUED', LEASED)), version },

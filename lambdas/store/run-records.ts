@@ -3,6 +3,7 @@
 // (time-index.ts) and dead runs (dead-runs.ts) are modules of their own over the same table.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { KeyWaitState } from '../domain/flow-control';
 import type { Run, RunStatus } from '../domain/run';
 import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
@@ -14,6 +15,7 @@ import {
   expiryAttributes,
   inputsOf,
   itemToRun,
+  KEY_WAIT_SCOPE_ATTRIBUTE,
   NOTIFY_EVENT_ATTRIBUTE,
   notifyEventOf,
   OPEN_RUN_ATTRIBUTES,
@@ -98,6 +100,24 @@ export class RunRecords {
   async resultsOf(runIds: readonly string[]): Promise<Map<string, RunPayload | null>> {
     const items = await batchGetConsistent(this.dynamo, this.tableName, [...new Set(runIds)].map(runKey));
     return new Map(items.map((item) => [String(item.runId), resultOf(item)]));
+  }
+
+  /** What the runs' items say of their waits for concurrency keys (decision 0187), by run id; missing runs are left out. */
+  async keyWaitStates(runIds: readonly string[]): Promise<Map<string, KeyWaitState>> {
+    const items = await batchGetConsistent(this.dynamo, this.tableName, [...new Set(runIds)].map(runKey));
+    return new Map(
+      items.map((item) => {
+        const run = itemToRun(item);
+        const waitScope = item[KEY_WAIT_SCOPE_ATTRIBUTE];
+        const state: KeyWaitState = {
+          status: run.status,
+          leaseExpiresAt: run.leaseExpiresAt === null ? null : Date.parse(run.leaseExpiresAt),
+          startedAt: run.startedAt === null ? null : Date.parse(run.startedAt),
+          ...(typeof waitScope === 'string' ? { waitScope } : {}),
+        };
+        return [run.runId, state];
+      }),
+    );
   }
 
   /** Several runs by id (any order; missing ones are left out). */

@@ -3,7 +3,8 @@
 // last slot get one each way, a dead worker's slot comes back with its lease; a rate key delays
 // starts over its rate and fails none.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { flowScope } from '../../lambdas/store/keys';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { flowScope, runKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 
@@ -301,5 +302,84 @@ describe('a store error after a concurrency key slot is taken', () => {
     expect(await scheduler.deps.keyedSlots.holders(flowScope(scheduler.tenantId, 'acct'))).toEqual([]);
     // Before, the slot stayed the first run's for its 10-minute lease: this one waited.
     expect(await executeRun(scheduler.workerDeps('next'), second)).toBe('succeeded');
+  });
+});
+
+describe("a concurrency key's queue entry whose run no longer waits there (decision 0187)", () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  const concurrency = { key: 'acct:{label.acct}', limit: 1 };
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+    target = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const scopeOf = (acct: string) => flowScope(scheduler.tenantId, `acct:${acct}`);
+  const create = async (name: string, acct: string): Promise<string> => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name, labels: { acct }, concurrency, timeoutSeconds: 600 }));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    return created.body.job.nextRunId as string;
+  };
+  /** A run leased by a worker that holds its key's slot (its call under way). */
+  const holding = async (name: string, acct: string): Promise<string> => {
+    const runId = await create(name, acct);
+    const holder = scheduler.workerDeps(`holder-${name}`);
+    expect((await holder.leases.lease(runId, leaseRequest(scheduler.config, `holder-${name}`))).kind).toBe('leased');
+    expect(await holder.keyedSlots.acquire(scopeOf(acct), runId, 1, Date.now(), () => Promise.resolve(new Map()))).toBe(0);
+    return runId;
+  };
+  const queued = async (acct: string) => (await scheduler.deps.keyWaiters.first(scopeOf(acct), 10)).map((waiter) => waiter.runId);
+
+  it('one whose job moved it to another key stops holding up the first key once its slot is free', async () => {
+    const worker = scheduler.workerDeps('worker');
+    const holderA = await holding('holder-a', 'a');
+    const moved = await create('moved', 'a');
+    expect(await executeRun(worker, moved)).toBe('waiting');
+    expect(await queued('a')).toEqual([moved]);
+    // Its job's key changes; leased again, it waits for the new key's slot.
+    const { jobId } = (await scheduler.api('GET', `/v1/runs/${moved}`)).body as { jobId: string };
+    expect((await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { labels: { acct: 'b' } })).status).toBe(200);
+    await holding('holder-b', 'b');
+    expect(await executeRun(worker, moved)).toBe('waiting');
+    expect(await queued('b')).toEqual([moved]);
+    // The first key's slot is given back: a run of it due after the moved one does not wait behind
+    // the moved one's old entry (before, it did, for as long as the moved one waited for its new key).
+    await scheduler.deps.keyedSlots.release(scopeOf('a'), 0, holderA);
+    const after = await create('after', 'a');
+    expect(await executeRun(worker, after)).toBe('succeeded');
+    expect(await queued('a')).toEqual([]);
+    expect(await queued('b')).toEqual([moved]);
+  });
+
+  it('one whose run has been running for long (its leave lost) stops holding up the key', async () => {
+    const worker = scheduler.workerDeps('worker');
+    // A run leased two minutes ago and running still, whose entry stayed in the key's queue.
+    const long = await create('long', 'c');
+    const lessee = scheduler.workerDeps('lessee');
+    expect((await lessee.leases.lease(long, leaseRequest(scheduler.config, 'lessee'))).kind).toBe('leased');
+    await scheduler.clients.dynamo.send(
+      new UpdateCommand({
+        TableName: scheduler.config.runsTable,
+        Key: runKey(long),
+        UpdateExpression: 'SET startedAt = :at',
+        ExpressionAttributeValues: { ':at': new Date(Date.now() - 120_000).toISOString() },
+      }),
+    );
+    const run = (await scheduler.api('GET', `/v1/runs/${long}`)).body as { tenantId: string; jobType: string; status: string };
+    expect(run.status).toBe('RUNNING');
+    await scheduler.deps.keyWaiters.join(
+      scopeOf('c'),
+      { runId: long, sort: `2000-01-01T00:00:00.000Z#${long}`, tenantId: run.tenantId, jobType: run.jobType, priority: 'normal' },
+      Date.now(),
+    );
+    // Before, a RUNNING run with a live lease counted as waiting, whenever it was leased.
+    const fresh = await create('fresh', 'c');
+    expect(await executeRun(worker, fresh)).toBe('succeeded');
+    expect(await queued('c')).toEqual([]);
   });
 });

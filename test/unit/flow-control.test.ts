@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideRate, keyedWaitSeconds, parseKeyTemplate, renderKey } from '../../lambdas/domain/flow-control';
+import { decideRate, KEY_DECISION_MS, keyedWaitSeconds, parseKeyTemplate, renderKey, stillWaitsForKey } from '../../lambdas/domain/flow-control';
 import { jobSpecSchema } from '../../lambdas/domain/job';
 
 const source = { type: 'invoice', labels: { team: 'billing' }, payload: { customerId: 'c-42', nested: { region: 'eu' }, count: 3, list: [1] } };
@@ -128,5 +128,28 @@ describe('a run waiting for its key', () => {
   it('waits longer each time, at most 9 s', () => {
     expect([1, 2, 3, 4, 10].map((waits) => keyedWaitSeconds(waits, 0))).toEqual([1, 2, 4, 8, 8]);
     expect(keyedWaitSeconds(10, 0.9)).toBe(9);
+  });
+
+  it("still waits in a key's queue only while pending for that key, or leased a moment ago and asking again (decision 0187)", () => {
+    const now = 1_000_000;
+    const scope = 't1#customer:a';
+    const queued = { status: 'QUEUED' as const, leaseExpiresAt: null, startedAt: now - 5_000, waitScope: scope };
+    expect(stillWaitsForKey(scope, queued, now)).toBe(true);
+    expect(stillWaitsForKey(scope, { ...queued, status: 'SCHEDULED' }, now)).toBe(true);
+    // Given back before decision 0187: no scope recorded, taken as this key's.
+    const { waitScope: _scope, ...older } = queued;
+    expect(stillWaitsForKey(scope, older, now)).toBe(true);
+    // Its job's key changed: it waits for another key now.
+    expect(stillWaitsForKey(scope, { ...queued, waitScope: 't1#customer:b' }, now)).toBe(false);
+    // Leased this moment: asking for its slot again.
+    const leased = { ...queued, status: 'RUNNING' as const, leaseExpiresAt: now + 60_000, startedAt: now - 100 };
+    expect(stillWaitsForKey(scope, leased, now)).toBe(true);
+    // Leased long ago and still running: it holds a slot (its entry's leave was lost), it does not wait.
+    expect(stillWaitsForKey(scope, { ...leased, startedAt: now - KEY_DECISION_MS }, now)).toBe(false);
+    // Its lease lapsed; it finished; it is gone.
+    expect(stillWaitsForKey(scope, { ...leased, leaseExpiresAt: now }, now)).toBe(false);
+    expect(stillWaitsForKey(scope, { ...queued, status: 'SUCCEEDED' }, now)).toBe(false);
+    expect(stillWaitsForKey(scope, { ...queued, status: 'CANCELLED' }, now)).toBe(false);
+    expect(stillWaitsForKey(scope, undefined, now)).toBe(false);
   });
 });
