@@ -4,7 +4,7 @@
 // unchanged, so waiting burns none) and its message comes back when a slot or mark may be free.
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
-import { decideRate, keyedWaitSeconds, renderKey, stillWaitsForKey } from '../domain/flow-control';
+import { decideRate, keyedWaitSeconds, NO_KEY_SCOPE, renderKey, stillWaitsForKey } from '../domain/flow-control';
 import { checkBackAt } from '../domain/time-gate';
 import { homeSlot } from '../store/in-flight-slots';
 import { flowScope } from '../store/keys';
@@ -34,11 +34,15 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
   const source = { type: job.type, labels: job.labels, payload };
   let release = nothingToRelease;
   let leaveQueue: (() => Promise<unknown>) | undefined;
+  // What every give-back of this run records as the key it waits for (decision 0187): its
+  // concurrency key's, or none, so that an entry of a key it no longer has stops counting.
+  let waitScope = NO_KEY_SCOPE;
 
   if (job.concurrency) {
     const { limit } = job.concurrency;
     const key = renderKey(job.concurrency.key, source);
     const scope = flowScope(run.tenantId, key);
+    waitScope = scope;
     const me: KeyWaiter = {
       runId: run.runId,
       sort: waiterSortOf(run),
@@ -53,10 +57,11 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
     const mayTry = (await waitingAhead(deps, scope, queue, me, limit)) < limit;
     const slot = mayTry ? await deps.keyedSlots.acquire(scope, run.runId, limit, deps.clock(), (runIds) => slotLiveness(deps, runIds)) : null;
     if (slot === null) {
-      await deps.keyWaiters.join(scope, me, deps.clock());
       const waits = (message.deferrals ?? 0) + 1;
       const until = deps.clock() + keyedWaitSeconds(waits, deps.random()) * 1000;
-      return wait(deps, run, message, until, `waiting for a slot of concurrency key ${key}`, scope);
+      // The give-back records the key before the run joins its queue: a run checking the queue
+      // meanwhile never finds the entry with the run's previous key (decision 0187).
+      return wait(deps, run, message, until, `waiting for a slot of concurrency key ${key}`, scope, () => deps.keyWaiters.join(scope, me, deps.clock()));
     }
     release = async () => {
       await deps.keyedSlots.release(scope, slot, run.runId);
@@ -67,7 +72,7 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
 
   try {
     await leaveQueue?.();
-    return await rateKeyOf(deps, job, run, message, source, release);
+    return await rateKeyOf(deps, job, run, message, source, release, waitScope);
   } catch (error) {
     // The caller gives the slot back only once the run starts: a store error from here on would
     // keep it for as long as the lease lasts, every other run of the key waiting behind it.
@@ -86,6 +91,7 @@ async function rateKeyOf(
   message: DispatchContext,
   source: Parameters<typeof renderKey>[1],
   release: () => Promise<void>,
+  waitScope: string,
 ): Promise<KeyedFlow> {
   if (job.rateLimit) {
     const key = renderKey(job.rateLimit.key, source);
@@ -103,7 +109,7 @@ async function rateKeyOf(
           'waitUntil' in decision
             ? `over the rate of key ${key} (${job.rateLimit.limit} per ${job.rateLimit.periodSeconds} s)`
             : `other runs of key ${key} took the rate's free marks first; trying again`;
-        return wait(deps, run, message, until, reason);
+        return wait(deps, run, message, until, reason, waitScope);
       }
       if (await deps.rateMarks.take(scope, decision.take, now, decision.lastUsedAt, job.rateLimit.periodSeconds)) break;
     }
@@ -112,18 +118,28 @@ async function rateKeyOf(
 }
 
 /**
- * Gives the lease back and sends the run's message again for `until`. A run that waits for a
- * concurrency key's slot records the key's scope (decision 0187): its entry in another key's queue
- * (its job's key changed) then stops counting there.
+ * Gives the lease back and sends the run's message again for `until`. The give-back records the
+ * concurrency key the run waits for (`keyWaitScope`, NO_KEY_SCOPE for none; decision 0187): its
+ * entry in another key's queue (its job's key changed) then stops counting there. `joined` puts the
+ * run in its key's queue once its lease is given back.
  */
-async function wait(deps: SchedulerDeps, run: Run, message: DispatchContext, until: number, reason: string, keyWaitScope?: string): Promise<KeyedFlow> {
+async function wait(
+  deps: SchedulerDeps,
+  run: Run,
+  message: DispatchContext,
+  until: number,
+  reason: string,
+  keyWaitScope: string,
+  joined?: () => Promise<void>,
+): Promise<KeyedFlow> {
   const now = deps.clock();
   // Admitted already (its chain moved on): leased again, it runs as it is.
   const given = await deps.leases.giveBack(run.runId, run.version, now, checkBackAt(until, now, deps.config), deps.config.timeIndexShards, reason, {
     admitted: true,
-    ...(keyWaitScope !== undefined ? { keyWaitScope } : {}),
+    keyWaitScope,
   });
   if (!given) return { kind: 'fenced' };
+  await joined?.();
   const deferrals = (message.deferrals ?? 0) + 1;
   await deps.dispatch.send([dispatchOfRun(run, until, deferrals)], now);
   deps.telemetry.runWaitingForKey(run, reason, Math.ceil((until - now) / 1000));
@@ -148,10 +164,18 @@ async function waitingAhead(deps: SchedulerDeps, scope: string, queue: readonly 
   return mayBeMore && stale.length > 0 ? limit : ahead.length - stale.length;
 }
 
-/** A slot was given back: the first run waiting for the key is sent for now, not at the end of its wait. */
+/** Entries a freed slot looks through for the first run that still waits. */
+const WAKE_LOOKAHEAD = 5;
+
+/**
+ * A slot was given back: the first run still waiting for the key (decision 0187: not one whose
+ * entry is stale) is sent for now, not at the end of its wait.
+ */
 async function wakeFirstWaiter(deps: SchedulerDeps, scope: string, freedBy: string): Promise<void> {
-  const [first] = (await deps.keyWaiters.first(scope, 2)).filter((waiter) => waiter.runId !== freedBy);
-  if (!first) return;
+  const queue = (await deps.keyWaiters.first(scope, WAKE_LOOKAHEAD + 1)).filter((waiter) => waiter.runId !== freedBy);
+  if (queue.length === 0) return;
   const now = deps.clock();
-  await deps.dispatch.send([dispatchOfRun(first, now)], now);
+  const states = await deps.runs.keyWaitStates(queue.map((waiter) => waiter.runId));
+  const first = queue.find((waiter) => stillWaitsForKey(scope, states.get(waiter.runId), now));
+  if (first) await deps.dispatch.send([dispatchOfRun(first, now)], now);
 }

@@ -146,6 +146,9 @@ export function keyedWaitSeconds(waits: number, random: number): number {
  */
 export const KEY_DECISION_MS = 60_000;
 
+/** The wait scope a give-back records for a run of a job without a concurrency key (decision 0187). */
+export const NO_KEY_SCOPE = '-';
+
 /** What a waiter entry's run item says of it, for the queue's stale check (decision 0187). */
 export interface KeyWaitState {
   readonly status: RunStatus;

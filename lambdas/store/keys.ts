@@ -246,15 +246,23 @@ export interface RunItemExtras {
    * never landed from an occurrence an edit of its job replaced (decision 0175).
    */
   readonly chainedFrom?: string | null;
+  /**
+   * A run of its job's creation occurrence (a run-now job's, its retries and replays): no byJob
+   * index entry, as its job's listing finds it through the tenant's index (decision 0188).
+   */
+  readonly unlistedByJob?: boolean;
 }
+
+/** On a run given back by its keyed flow: the concurrency key's scope it waits for (decision 0187). */
+export const KEY_WAIT_SCOPE_ATTRIBUTE = 'keyWaitScope';
 
 /**
  * What a finished run removes: its entry in the time index (a check-back) and in the claimable
- * index (an offered run of an external target). Removing an attribute a run does not have costs
- * nothing; one left behind by a run that ended offered kept its claim entry until the run expired,
- * ahead of the runs waiting to be claimed.
+ * index (an offered run of an external target), and the key it waited for (decision 0187).
+ * Removing an attribute a run does not have costs nothing; one left behind by a run that ended
+ * offered kept its claim entry until the run expired, ahead of the runs waiting to be claimed.
  */
-export const OPEN_RUN_ATTRIBUTES: readonly string[] = ['gateKey', 'gateAt', 'claimTenant', 'claimSort'];
+export const OPEN_RUN_ATTRIBUTES: readonly string[] = ['gateKey', 'gateAt', 'claimTenant', 'claimSort', KEY_WAIT_SCOPE_ATTRIBUTE];
 
 /** Sort key of a run in the claimable index: its job type, when it became due, its id. */
 export const claimSortOf = (run: Pick<Run, 'jobType' | 'availableAt' | 'runId'>): string => `${run.jobType}#${run.availableAt}#${run.runId}`;
@@ -277,8 +285,6 @@ export const RESULT_ATTRIBUTE = 'resultJson';
 export const RESULT_REF_ATTRIBUTE = 'resultRef';
 /** On a finished run: the notification event its outcome raised (docs/notifications.md). */
 export const NOTIFY_EVENT_ATTRIBUTE = 'notifyEvent';
-/** On a run given back to wait for a concurrency key's slot: the key's scope (decision 0187). */
-export const KEY_WAIT_SCOPE_ATTRIBUTE = 'keyWaitScope';
 
 export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
   const { leaseExpiresAt, progress, result, ...rest } = run;
@@ -290,7 +296,7 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
     // Numbers, so that the lease is computed and compared inside DynamoDB's expressions.
     leaseMs: run.leaseSeconds * 1000,
     leaseExpiresAtMs: leaseExpiresAt === null ? null : Date.parse(leaseExpiresAt),
-    ...jobSortAttributes(run),
+    ...(extras.unlistedByJob ? {} : jobSortAttributes(run)),
     tenantRunSort: tenantRunSortOf(run),
     ...(extras.payloadOverrideRef
       ? { payloadOverrideRef: { ...extras.payloadOverrideRef } }

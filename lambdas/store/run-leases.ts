@@ -209,7 +209,7 @@ export class RunLeases {
     options: {
       readonly admitted?: boolean;
       readonly bufferedSince?: number;
-      /** The concurrency key scope the run waits for a slot of (decision 0187): its queue entry's stale check reads it. */
+      /** The concurrency key scope the run waits for (decision 0187; NO_KEY_SCOPE for none): its queue entries' stale check reads it. */
       readonly keyWaitScope?: string;
     } = {},
   ): Promise<boolean> {

@@ -382,4 +382,59 @@ describe("a concurrency key's queue entry whose run no longer waits there (decis
     expect(await executeRun(worker, fresh)).toBe('succeeded');
     expect(await queued('c')).toEqual([]);
   });
+
+  it('one moved to another key whose slot it got at once, then waiting for a rate mark, stops holding up the first key', async () => {
+    const worker = scheduler.workerDeps('worker');
+    const rateLimit = { key: 'partner-d', limit: 1, periodSeconds: 3600 };
+    // The rate's one mark of the hour, taken.
+    const burner = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'burner', rateLimit }));
+    expect(await executeRun(worker, burner.body.job.nextRunId as string)).toBe('succeeded');
+    const holderD = await holding('holder-d', 'd');
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name: 'moved-rated', labels: { acct: 'd' }, concurrency, rateLimit }));
+    const moved = created.body.job.nextRunId as string;
+    expect(await executeRun(worker, moved)).toBe('waiting');
+    expect(await queued('d')).toEqual([moved]);
+    expect((await scheduler.api('PATCH', `/v1/jobs/${created.body.job.jobId as string}`, { labels: { acct: 'e' } })).status).toBe(200);
+    // Key e's slot is free: the run takes it, then waits for the rate, giving the slot back.
+    expect(await executeRun(worker, moved)).toBe('waiting');
+    expect((await statusOf(scheduler, moved)).reason).toContain('over the rate of key partner-d');
+    await scheduler.deps.keyedSlots.release(scopeOf('d'), 0, holderD);
+    // Before, its give-back for the rate left the run's last key as d: its entry there still counted.
+    const after = await create('after-d', 'd');
+    expect(await executeRun(worker, after)).toBe('succeeded');
+    expect(await queued('d')).toEqual([]);
+  });
+
+  it('a freed slot wakes the first run that still waits, not a stale entry ahead of it', async () => {
+    // Two entries behind any run of the key: a run running for two minutes (its leave lost), then a queued one.
+    const long = await create('stale-head', 'f');
+    expect((await scheduler.workerDeps('lessee-f').leases.lease(long, leaseRequest(scheduler.config, 'lessee-f'))).kind).toBe('leased');
+    await scheduler.clients.dynamo.send(
+      new UpdateCommand({
+        TableName: scheduler.config.runsTable,
+        Key: runKey(long),
+        UpdateExpression: 'SET startedAt = :at',
+        ExpressionAttributeValues: { ':at': new Date(Date.now() - 120_000).toISOString() },
+      }),
+    );
+    const live = await create('live-second', 'f');
+    const entry = async (runId: string, sort: string) => {
+      const run = (await scheduler.api('GET', `/v1/runs/${runId}`)).body as { tenantId: string; jobType: string };
+      await scheduler.deps.keyWaiters.join(scopeOf('f'), { runId, sort, tenantId: run.tenantId, jobType: run.jobType, priority: 'normal' }, Date.now());
+    };
+    await entry(long, `2999-01-01T00:00:00.000Z#${long}`);
+    await entry(live, `2999-01-01T00:00:01.000Z#${live}`);
+    // A run of the key takes the slot, runs, and gives it back: the wake-up goes to the live one.
+    const deps = scheduler.workerDeps('waker');
+    const woken: string[] = [];
+    const dispatch = Object.assign(Object.create(deps.dispatch) as typeof deps.dispatch, {
+      send: (dispatches: Parameters<typeof deps.dispatch.send>[0], now: number) => {
+        woken.push(...dispatches.map((sent) => sent.runId));
+        return deps.dispatch.send(dispatches, now);
+      },
+    });
+    const runner = await create('runner-f', 'f');
+    expect(await executeRun({ ...deps, dispatch }, runner)).toBe('succeeded');
+    expect(woken).toEqual([live]);
+  });
 });
