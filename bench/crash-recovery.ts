@@ -139,7 +139,7 @@ try {
       }),
     });
     if (response.status !== 201) throw new Error(`create failed: ${response.status} ${await response.text()}`);
-    const { job } = (await response.json()) as { job: { jobId: string; nextRunId: string } };
+    const { job } = (await response.json()) as { job: { jobId: string; tenantId: string; createdAt: string; nextRunId: string } };
     const callsBefore = calls;
 
     let killedAt: number;
@@ -191,7 +191,7 @@ try {
       pollWaitSeconds: 1,
     });
     const runs = await waitFor(
-      async () => (await deps.runs.listByJob(job.jobId, 10)).items,
+      async () => (await deps.runs.listByJob(job, 10)).items,
       (items: Run[]) => items.some((run) => run.status === 'SUCCEEDED'),
       lostMessage ? (tickSeconds + timeoutSeconds + marginSeconds) * 1000 + 60_000 : 60_000,
       'the retry to succeed',

@@ -73,9 +73,11 @@ try {
 
   const runs: Run[] = [];
   for (const jobId of jobIds) {
+    const job = await deps.jobs.getAnyTenant(jobId);
+    if (!job) throw new Error(`job ${jobId} is gone`);
     let cursor: string | undefined;
     do {
-      const page = await deps.runs.listByJob(jobId, 100, cursor);
+      const page = await deps.runs.listByJob(job, 100, cursor);
       runs.push(...page.items);
       cursor = page.nextCursor ?? undefined;
     } while (cursor);

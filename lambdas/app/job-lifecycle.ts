@@ -50,7 +50,7 @@ export async function deleteJobOf(deps: SchedulerDeps, tenantId: string, jobId: 
       afterCommit: async () => {
         // Every run of the job that has not started ends CANCELLED. A run leased meanwhile (or one
         // this misses) sees the job CANCELLED when leased and ends the same way (admitRun).
-        for (const run of await deps.runs.pendingOfJob(jobId)) {
+        for (const run of await deps.runs.pendingOfJob(current)) {
           if (await deps.runs.retirePending(run.runId, 'CANCELLED', 'job deleted', now)) deps.telemetry.runEnded(run, 'CANCELLED', 'job deleted');
         }
         // Tagged for the lifecycle rule, not deleted: a worker that read the job just before may

@@ -291,7 +291,7 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 export async function getJob(deps: SchedulerDeps, tenantId: string, jobId: string): Promise<JobView & { recentRuns: Run[] }> {
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
-  const recent = await deps.runs.listByJob(jobId, 10);
+  const recent = await deps.runs.listByJob(job, 10);
   return { ...(await presentJob(deps, job)), recentRuns: (await withListedResults(deps, recent)).items };
 }
 
@@ -313,7 +313,7 @@ export async function listJobs(deps: SchedulerDeps, tenantId: string, query: Lis
 export async function listJobRuns(deps: SchedulerDeps, tenantId: string, jobId: string, query: ListRunsQuery): Promise<Page<Run>> {
   const job = await deps.jobs.get(tenantId, jobId);
   if (!job) throw new NotFoundError(`No job ${jobId}`);
-  return withListedResults(deps, await deps.runs.listByJob(jobId, query.limit, query.cursor, { status: query.status, from: query.from, to: query.to }));
+  return withListedResults(deps, await deps.runs.listByJob(job, query.limit, query.cursor, { status: query.status, from: query.from, to: query.to }));
 }
 
 /** The tenant's runs, newest occurrence first, within `from`/`to` and of one status when given. */

@@ -11,6 +11,7 @@ import type { Dispatch } from '../store/dispatch-queue';
 import type { NewRun } from '../store/jobs-repository';
 import type { RunPayload } from '../domain/payload';
 import { dispatchOfRun } from '../store/dispatch-queue';
+import { isCreationOccurrence } from '../store/job-runs';
 
 export interface RunPlan extends NewRun {
   /** Set when the run goes straight to the dispatch queue. */
@@ -95,6 +96,9 @@ export function planRun(
       ...(occurrence.checkpoint !== undefined ? { checkpoint: occurrence.checkpoint } : {}),
       ...(occurrence.inputs !== undefined ? { inputs: occurrence.inputs } : {}),
       ...(occurrence.chainedFrom !== undefined ? { chainedFrom: occurrence.chainedFrom } : {}),
+      // The occurrence at its job's creation (a run-now job's) is found through the tenant's index:
+      // no byJob entry (decision 0188).
+      ...(isCreationOccurrence(job, scheduledFor) ? { unlistedByJob: true } : {}),
     },
     dispatch: placement.status === 'QUEUED' ? dispatchOfRun(run, availableAt) : null,
   };

@@ -151,7 +151,7 @@ export async function getWorkflow(deps: SchedulerDeps, tenantId: string, workflo
   if (!version || (versionNumber !== undefined && versionNumber > workflow.version))
     throw new NotFoundError(`No version ${versionNumber} of workflow ${workflowId}`);
   const schedule = await readSchedule(deps, workflowId);
-  const recent = schedule ? (await deps.runs.listByJob(schedule.jobId, 10)).items : [];
+  const recent = schedule ? (await deps.runs.listByJob(schedule, 10)).items : [];
   return { ...viewOf(workflow, version, schedule), recentOccurrences: recent };
 }
 
@@ -217,7 +217,7 @@ export async function deleteWorkflow(
     const written = await deps.workflows.delete(workflow, at, next && schedule ? { next, expected: schedule } : undefined);
     if (written === 'changed') continue;
     if (next) {
-      for (const run of await deps.runs.pendingOfJob(next.jobId)) {
+      for (const run of await deps.runs.pendingOfJob(next)) {
         if (await deps.runs.retirePending(run.runId, 'CANCELLED', 'the workflow was deleted', now))
           deps.telemetry.runEnded(run, 'CANCELLED', 'the workflow was deleted');
       }

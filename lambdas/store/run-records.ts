@@ -2,9 +2,9 @@
 // and outcomes (run-leases.ts), external workers' claims (run-claims.ts), the time index
 // (time-index.ts) and dead runs (dead-runs.ts) are modules of their own over the same table.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { KeyWaitState } from '../domain/flow-control';
-import type { Run, RunStatus } from '../domain/run';
+import type { Run } from '../domain/run';
 import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
@@ -29,23 +29,24 @@ import type { RunPayload } from '../domain/payload';
 import type { NotifyEvent } from '../domain/notify';
 import type { Page } from './page';
 import { decodeCursorWithin } from './page';
-import { RUNS_BY_JOB_INDEX, RUNS_BY_TENANT_INDEX } from './schema';
+import { RUNS_BY_TENANT_INDEX } from './schema';
 import { readIndexedPage } from './indexed-page';
+import type { JobOfRuns, RunFilter } from './job-runs';
+import { JobRuns } from './job-runs';
 
-/** Filters of a run listing: a status, and the occurrence time from (inclusive) to (exclusive), as UTC ISO instants. */
-export interface RunFilter {
-  readonly status?: RunStatus;
-  readonly from?: string;
-  readonly to?: string;
-}
+export type { RunFilter } from './job-runs';
 
 export class RunRecords {
   /** `retentionDays`: how long a run is kept once it ends (RUN_RETENTION_DAYS; 0 keeps it forever). */
+  private readonly jobRuns: JobRuns;
+
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly tableName: string,
     private readonly retentionDays = 0,
-  ) {}
+  ) {
+    this.jobRuns = new JobRuns(dynamo, tableName, (runIds) => this.getMany(runIds));
+  }
 
   async get(runId: string): Promise<Run | null> {
     const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
@@ -171,31 +172,17 @@ export class RunRecords {
     });
   }
 
-  /** Runs of a job that have not started yet (the newest hundred occurrences are looked at). */
-  async pendingOfJob(jobId: string): Promise<Run[]> {
-    // The byJob index holds keys only (a run's updates then never write to it), so the status is
-    // read from the runs themselves.
-    const { Items: keys = [] } = await this.dynamo.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        IndexName: RUNS_BY_JOB_INDEX,
-        KeyConditionExpression: '#jobId = :jobId',
-        ExpressionAttributeNames: { '#jobId': 'jobId' },
-        ExpressionAttributeValues: { ':jobId': jobId },
-        ScanIndexForward: false,
-        Limit: 100,
-      }),
-    );
-    const runs = await this.inKeyOrder(keys);
-    return runs.filter((run) => PENDING_STATUSES.includes(run.status));
+  /** Runs of a job that have not started yet (the newest hundred occurrences and its creation's are looked at). */
+  pendingOfJob(job: JobOfRuns): Promise<Run[]> {
+    return this.jobRuns.pending(job);
   }
 
   /**
-   * The runs of a job, newest occurrence and attempt first; `from`/`to` bound the occurrence time
-   * (the index's sort key), `status` is kept from the runs read (decision 0095).
+   * The runs of a job, newest occurrence and attempt first; `from`/`to` bound the occurrence time,
+   * `status` is kept from the runs read (decisions 0095, 0188).
    */
-  async listByJob(jobId: string, limit: number, cursor?: string, filter: RunFilter = {}): Promise<Page<Run>> {
-    return this.listThroughIndex(RUNS_BY_JOB_INDEX, 'jobId', jobId, 'jobSort', limit, filter, cursor);
+  listByJob(job: JobOfRuns, limit: number, cursor?: string, filter: RunFilter = {}): Promise<Page<Run>> {
+    return this.jobRuns.list(job, limit, cursor, filter);
   }
 
   /** The tenant's runs, newest occurrence first, filtered as listByJob's (decision 0095). */

@@ -216,7 +216,8 @@ describe('a worker process killed during a run', () => {
       const workers = await scheduler.startWorkers(2);
       onTestFinished(() => workers.stop());
 
-      const runsOfAll = async (): Promise<Run[][]> => Promise.all(jobIds.map(async (jobId) => (await scheduler.deps.runs.listByJob(jobId, 20)).items));
+      const runsOfAll = async (): Promise<Run[][]> =>
+        Promise.all(jobIds.map(async (jobId) => (await scheduler.deps.runs.listByJob((await scheduler.deps.jobs.getAnyTenant(jobId))!, 20)).items));
       const settled = (runs: Run[][]) =>
         runs.every(
           (ofJob) => ofJob.some((run) => run.status === 'SUCCEEDED') && ofJob.every((run) => !['SCHEDULED', 'QUEUED', 'RUNNING'].includes(run.status)),

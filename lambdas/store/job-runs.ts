@@ -1,0 +1,183 @@
+// A job's runs, newest occurrence and attempt first (decision 0188). Most are in the keys-only
+// `byJobKeys` index, sorted by `jobSort` (occurrence, then attempt). The runs of the occurrence at
+// the job's own creation instant (a run-now job's one occurrence, its retries and replays) are not:
+// they are found by their place in the tenant's index (`byTenantKeys`, sorted by occurrence and run
+// id), where every run is, so that a run-now create writes one index entry less. A listing reads the
+// index after that occurrence, then that occurrence's runs, then the index before it.
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Job } from '../domain/job';
+import type { Run, RunStatus } from '../domain/run';
+import { PENDING_STATUSES } from '../domain/run';
+import { occurrenceOfRunId } from '../domain/retention';
+import { readIndexedPage } from './indexed-page';
+import { encodeCursor, jobSortOf, RUN_PK_PREFIX, runKey } from './keys';
+import type { Page } from './page';
+import { decodeCursorWithin } from './page';
+import { RUNS_BY_JOB_INDEX, RUNS_BY_TENANT_INDEX } from './schema';
+
+type Item = Record<string, unknown>;
+
+/** What finding a job's runs needs of the job. */
+export type JobOfRuns = Pick<Job, 'jobId' | 'tenantId' | 'createdAt'>;
+
+/** Filters of a run listing: a status, and the occurrence time from (inclusive) to (exclusive), as UTC ISO instants. */
+export interface RunFilter {
+  readonly status?: RunStatus;
+  readonly from?: string;
+  readonly to?: string;
+}
+
+/** Most runs one occurrence of a job is read with (its attempts and replays). */
+const MAX_OCCURRENCE_RUNS = 1000;
+
+/**
+ * Whether a run is one of its job's creation occurrence, kept out of the byJob index (decision
+ * 0188): its occurrence is the instant its job was created.
+ */
+export const isCreationOccurrence = (job: Pick<Job, 'createdAt'>, scheduledFor: string): boolean => scheduledFor === job.createdAt;
+
+export class JobRuns {
+  constructor(
+    private readonly dynamo: DynamoDBDocumentClient,
+    private readonly tableName: string,
+    /** Runs by id, any order, missing ones left out. */
+    private readonly getMany: (runIds: readonly string[]) => Promise<Run[]>,
+  ) {}
+
+  /**
+   * The runs of a job, newest occurrence and attempt first; `from`/`to` bound the occurrence time,
+   * `status` is kept from the runs read (decision 0095). A page holds up to `limit` runs and
+   * `nextCursor` is null exactly when nothing follows, unless a read budget ran out first.
+   */
+  async list(job: JobOfRuns, limit: number, cursor?: string, filter: RunFilter = {}): Promise<Page<Run>> {
+    // Sort keys start with the occurrence time: `to` is exclusive, so the bound stops before it.
+    const between = [filter.from ?? '0000', filter.to ?? '9999~'] as const;
+    const start = cursor ? decodeCursorWithin(cursor, { jobId: job.jobId }, 'jobSort', { between }, 'from/to') : undefined;
+    const after = start === undefined ? undefined : String(start.jobSort);
+    // The creation occurrence's runs sort between these two (jobSort is `<occurrence>#<attempt>`).
+    const bandLow = `${job.createdAt}#`;
+    const bandHigh = `${job.createdAt}#~`;
+    const inBand = between[0] <= job.createdAt && job.createdAt < (filter.to ?? '9999~');
+    const found: Run[] = [];
+    const keyOf = (run: Run): Item => ({ ...runKey(run.runId), jobId: job.jobId, jobSort: jobSortOf(run) });
+    // One more than the page: if it exists, a next page does.
+    const need = () => limit + 1 - found.length;
+    const full = () => found.length > limit;
+    const page = (next: Item | undefined): Page<Run> =>
+      full() ? { items: found.slice(0, limit), nextCursor: encodeCursor(keyOf(found[limit - 1] as Run)) } : { items: found, nextCursor: encodeCursor(next) };
+
+    // The index after the creation occurrence.
+    if (after === undefined || after > bandHigh) {
+      const low = between[0] > bandHigh ? between[0] : bandHigh;
+      const read = await this.indexRange(job.jobId, low, between[1], need(), start, filter);
+      found.push(...read.items);
+      if (read.next && !full()) return page(read.next);
+    }
+    // The creation occurrence's runs.
+    if (!full() && inBand && (after === undefined || after > bandLow)) {
+      const runs = await this.creationOccurrence(job, after);
+      found.push(...runs.filter((run) => filter.status === undefined || run.status === filter.status).slice(0, need()));
+    }
+    // The index before it.
+    if (!full()) {
+      const high = between[1] < bandLow ? between[1] : bandLow;
+      const read = await this.indexRange(job.jobId, between[0], high, need(), after !== undefined && after < bandLow ? start : undefined, filter);
+      found.push(...read.items);
+      if (read.next && !full()) return page(read.next);
+    }
+    return page(undefined);
+  }
+
+  /** Runs of a job that have not started yet (the newest hundred occurrences and its creation occurrence are looked at). */
+  async pending(job: JobOfRuns): Promise<Run[]> {
+    // The byJob index holds keys only (a run's updates then never write to it), so the status is
+    // read from the runs themselves.
+    const { Items: keys = [] } = await this.dynamo.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: RUNS_BY_JOB_INDEX,
+        KeyConditionExpression: '#jobId = :jobId',
+        ExpressionAttributeNames: { '#jobId': 'jobId' },
+        ExpressionAttributeValues: { ':jobId': job.jobId },
+        ScanIndexForward: false,
+        Limit: 100,
+      }),
+    );
+    const indexed = await this.inKeyOrder(keys);
+    const listed = new Set(indexed.map((run) => run.runId));
+    const created = (await this.creationOccurrence(job, undefined)).filter((run) => !listed.has(run.runId));
+    return [...indexed, ...created].filter((run) => PENDING_STATUSES.includes(run.status));
+  }
+
+  /** The job's runs in the byJob index between `low` and `high` (sort keys, inclusive), newest first. */
+  private async indexRange(jobId: string, low: string, high: string, limit: number, start: Item | undefined, filter: RunFilter) {
+    if (low > high) return { items: [], next: undefined };
+    return readIndexedPage(
+      this.dynamo,
+      {
+        TableName: this.tableName,
+        IndexName: RUNS_BY_JOB_INDEX,
+        KeyConditionExpression: '#jobId = :jobId AND #sort BETWEEN :low AND :high',
+        ExpressionAttributeNames: { '#jobId': 'jobId', '#sort': 'jobSort' },
+        ExpressionAttributeValues: { ':jobId': jobId, ':low': low, ':high': high },
+        ScanIndexForward: false,
+      },
+      {
+        limit,
+        start,
+        keyOf: (entry) => ({ pk: entry.pk, sk: entry.sk, jobId: entry.jobId, jobSort: entry.jobSort }),
+        load: async (entries) => {
+          const byId = new Map((await this.inKeyOrder(entries)).map((run) => [`${RUN_PK_PREFIX}${run.runId}`, run]));
+          return entries.map((entry) => byId.get(String(entry.pk)) ?? null);
+        },
+        keep: (run: Run) => filter.status === undefined || run.status === filter.status,
+        filtered: filter.status !== undefined,
+      },
+    );
+  }
+
+  /**
+   * The runs of the job's creation occurrence, newest attempt first, those sorting before `after`
+   * (a byJob sort key) when given: found in the tenant's index by their occurrence and their ids,
+   * which start with the job's (`<jobId>.<occurrence>.<attempt>`).
+   */
+  private async creationOccurrence(job: JobOfRuns, after: string | undefined): Promise<Run[]> {
+    const runIds: string[] = [];
+    let next: Item | undefined;
+    do {
+      const read = await this.dynamo.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: RUNS_BY_TENANT_INDEX,
+          KeyConditionExpression: '#tenantId = :tenantId AND begins_with(#sort, :prefix)',
+          ExpressionAttributeNames: { '#tenantId': 'tenantId', '#sort': 'tenantRunSort' },
+          ExpressionAttributeValues: { ':tenantId': job.tenantId, ':prefix': `${job.createdAt}#${job.jobId}.` },
+          ExclusiveStartKey: next,
+        }),
+      );
+      for (const entry of read.Items ?? []) {
+        const runId = String(entry.pk).slice(RUN_PK_PREFIX.length);
+        // Another job's id could start with this one's and a dot; the run id names its job.
+        if (occurrenceOfRunId(runId)?.jobId === job.jobId) runIds.push(runId);
+      }
+      next = read.LastEvaluatedKey;
+    } while (next && runIds.length < MAX_OCCURRENCE_RUNS);
+    const runs = await this.getMany(runIds);
+    return runs
+      .map((run) => ({ run, sort: jobSortOf(run) }))
+      .filter(({ sort }) => after === undefined || sort < after)
+      .sort((a, b) => (a.sort < b.sort ? 1 : a.sort > b.sort ? -1 : 0))
+      .map(({ run }) => run);
+  }
+
+  /** The runs whose index entries are given, in the entries' order (runs deleted since are left out). */
+  private async inKeyOrder(keys: readonly Item[]): Promise<Run[]> {
+    const runIds = keys.flatMap((key) => (typeof key.pk === 'string' && key.pk.startsWith(RUN_PK_PREFIX) ? [key.pk.slice(RUN_PK_PREFIX.length)] : []));
+    const byId = new Map((await this.getMany(runIds)).map((run) => [run.runId, run]));
+    return runIds.flatMap((runId) => {
+      const run = byId.get(runId);
+      return run ? [run] : [];
+    });
+  }
+}
