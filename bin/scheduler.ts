@@ -20,7 +20,8 @@ const fromFile = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as P
 // The deploys of an upgrade that replaces or drops an index (lib/config.ts, keepReplacedIndexes):
 // `true` keeps every index a release replaced, a list the ones it names.
 const keep = context('keepReplacedIndexes');
-const keepReplacedIndexes = keep === undefined || keep === 'false' ? undefined : keep === 'true' ? true : keep.split(',').map((name) => name.trim());
+// `false` overrides a config file's value.
+const keepReplacedIndexes = keep === undefined ? undefined : keep === 'true' ? true : keep === 'false' ? false : keep.split(',').map((name) => name.trim());
 const config = keepReplacedIndexes === undefined ? fromFile : { ...fromFile, keepReplacedIndexes };
 new SchedulerStack(app, 'JobScheduler', {
   description: 'Serverless distributed job scheduler',

@@ -30,10 +30,12 @@ export interface SchedulerStackConfig {
    */
   readonly pools: readonly PoolDefinition[];
   /**
-   * Keeps the table indexes releases replaced or dropped (`true`: all of them; a list: those named),
-   * for the deploys of an upgrade of a stack deployed before them, as DynamoDB adds or drops one
-   * index per table update: e.g. `-c keepReplacedIndexes=true`, then without. A new stack needs
-   * none. See docs/operations.md#upgrading-a-stack-to-the-keys-only-jobs-index-and-the-status-less-time-index.
+   * Keeps the table indexes releases replaced or dropped (`true`: all of them, which re-creates any
+   * a stack has dropped already; a list: those named), for the deploys of an upgrade of a stack
+   * deployed before them, as DynamoDB adds or drops one index per table update. Which to give in
+   * which deploy depends on the stack's age: see
+   * docs/operations.md#upgrading-a-stack-to-the-keys-only-jobs-index-and-the-status-less-time-index.
+   * A new stack needs none.
    */
   readonly keepReplacedIndexes?: boolean | readonly string[];
   /** Pre-warmed DynamoDB throughput for launch-day bursts; see docs/capacity.md. */

@@ -18,9 +18,10 @@ export interface TableDefinition {
   readonly sortKey?: { readonly name: string; readonly type: AttributeType };
   readonly indexes: readonly IndexDefinition[];
   /**
-   * Indexes a release replaced, which nothing reads or needs any more. A stack deployed before the
-   * change keeps them for one deploy (stack config `keepReplacedIndexes`), as DynamoDB adds or drops
-   * one index per table update: the new index is added first, the old one dropped by the next deploy
+   * Indexes a release replaced or dropped, which nothing reads or needs any more. A stack deployed
+   * before the change keeps those it names in stack config `keepReplacedIndexes` (or all, with
+   * `true`) for a deploy, as DynamoDB adds or drops one index per table update: a new index is
+   * added first, the old one dropped by a later deploy
    * (docs/operations.md#upgrading-a-stack-to-the-keys-only-jobs-index-and-the-status-less-time-index).
    */
   readonly replacedIndexes?: readonly IndexDefinition[];

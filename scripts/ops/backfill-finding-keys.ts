@@ -5,7 +5,7 @@
 // Each item is updated only where the attribute is missing, so running it twice, or while the
 // scheduler writes, is safe. A one-off after deploying the indexes to a stack with existing data.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { findingKeysOf, itemToJob, jobLabelKey, labelPairsOf, tenantRunSortOf, workflowListKeys, WORKFLOW_PK_PREFIX } from '../../lambdas/store/keys';
 
@@ -56,7 +56,10 @@ async function setIfMissing(dynamo: DynamoDBDocumentClient, table: string, key: 
   }
 }
 
+/** Puts an item unless one is there: read first, as a refused conditional put is billed a write (a rerun meets every entry). */
 async function putIfMissing(dynamo: DynamoDBDocumentClient, table: string, item: Record<string, unknown>): Promise<boolean> {
+  const { Item: existing } = await dynamo.send(new GetCommand({ TableName: table, Key: { pk: item.pk, sk: item.sk } }));
+  if (existing) return false;
   try {
     await dynamo.send(new PutCommand({ TableName: table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
     return true;
