@@ -2,6 +2,7 @@
 // compare-and-swap on its version and pending occurrence (job-mutation.ts), with the runs it
 // creates in the same transaction. Pause and resume are in pause-resume.ts, skips in
 // skip-occurrences.ts, and the chain's own moves in occurrence-chain.ts.
+import { isDeepStrictEqual } from 'node:util';
 import { traceIdOf } from '../domain/trace-context';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
@@ -155,6 +156,9 @@ export async function patchJobOf(
         if (refusal) throw new ValidationError('Invalid job', [{ path: 'payload', message: `the stored payload ${refusal}` }]);
       }
       const updated: Job = { ...withoutPayload, ...(newPayload ? { payload: newPayload.payload } : {}), ...(payloadRef ? { payloadRef } : {}) };
+      // A PATCH that changes nothing (`{}`, or the fields as they are) writes nothing: the version
+      // stays, so another client's If-Match still holds.
+      if (sameDefinition(updated, current)) return { next: current };
 
       if (current.status === 'PAUSED' && scheduleChanged) {
         // The occurrence remembered at pause belongs to the old schedule (or zone): resume must
@@ -226,6 +230,15 @@ export async function patchJobOf(
   }
   logger.info('job updated', { jobId, tenantId, version: job.version });
   return job;
+}
+
+/** Whether two versions of a job differ in nothing but their version and update time. */
+function sameDefinition(a: Job, b: Job): boolean {
+  const { version: _va, updatedAt: _ua, ...restA } = a;
+  const { version: _vb, updatedAt: _ub, ...restB } = b;
+  // As stored: a field set to undefined and one absent are the same.
+  const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value)) as unknown;
+  return isDeepStrictEqual(plain(restA), plain(restB));
 }
 
 /** Whether a new recurring schedule fires at this due occurrence (skips and exclusions counted). */

@@ -52,8 +52,12 @@ export async function pauseJobOf(
         throw new ValidationError('Invalid pause', [{ path: 'until', message: 'must be in the future, at most 366 days from now' }]);
       }
       const pause = { pauseNote: request.note ?? null, pausedUntil: until === null ? null : iso(until) };
-      // Paused already: the pause's note and end are replaced, nothing else moves.
-      if (current.status === 'PAUSED') return { next: touch(current, now, pause) };
+      // Paused already: the pause's note and end are replaced, nothing else moves. The same note
+      // and end again write nothing: the version stays, so another client's If-Match still holds.
+      if (current.status === 'PAUSED') {
+        const same = (current.pauseNote ?? null) === pause.pauseNote && (current.pausedUntil ?? null) === pause.pausedUntil;
+        return { next: same ? current : touch(current, now, pause) };
+      }
       if (current.status !== 'ACTIVE') throw new ConflictError(`The ${what} is ${current.status}; only an ACTIVE or PAUSED ${what} can be paused`);
       const pendingId = current.nextRunId;
       return {

@@ -269,6 +269,28 @@ describe('recurring jobs and control', () => {
     expect(callsFor(runId)).toBe(0);
   });
 
+  it('a PATCH or a pause that changes nothing writes nothing: the version stays and another client\'s If-Match still holds', async () => {
+    const { jobId, runId } = await createCron({ labels: { team: 'ops' } });
+    const before = await job(jobId);
+    for (const body of [{}, { labels: { team: 'ops' } }, { schedule: before.schedule, timeoutSeconds: before.timeoutSeconds }]) {
+      const same = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, body);
+      expect(same.status, JSON.stringify(same.body)).toBe(200);
+      expect(same.body.version).toBe(before.version);
+      expect(same.body.nextRunId).toBe(runId);
+    }
+    // A real change still moves it on, and is checked against the version a client read.
+    const changed = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { labels: { team: 'ops', tier: '1' } }, { 'if-match': String(before.version) });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(changed.body.version).toBe(before.version + 1);
+    const paused = await scheduler.api('POST', `/v1/jobs/${jobId}/pause`, { note: 'maintenance' });
+    expect(paused.status, JSON.stringify(paused.body)).toBe(200);
+    const again = await scheduler.api('POST', `/v1/jobs/${jobId}/pause`, { note: 'maintenance' });
+    expect(again.body.version).toBe(paused.body.version);
+    const renoted = await scheduler.api('POST', `/v1/jobs/${jobId}/pause`, { note: 'longer' }, { 'if-match': String(paused.body.version) });
+    expect(renoted.body).toMatchObject({ version: paused.body.version + 1, pauseNote: 'longer' });
+    expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
+  });
+
   it('re-plans the pending occurrence when PATCH changes the schedule, and refuses a stale If-Match', async () => {
     const { jobId, runId } = await createCron();
     const stale = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { payload: { v: 2 } }, { 'if-match': '99' });
