@@ -269,7 +269,7 @@ describe('recurring jobs and control', () => {
     expect(callsFor(runId)).toBe(0);
   });
 
-  it('a PATCH or a pause that changes nothing writes nothing: the version stays and another client\'s If-Match still holds', async () => {
+  it("a PATCH or a pause that changes nothing writes nothing: the version stays and another client's If-Match still holds", async () => {
     const { jobId, runId } = await createCron({ labels: { team: 'ops' } });
     const before = await job(jobId);
     for (const body of [{}, { labels: { team: 'ops' } }, { schedule: before.schedule, timeoutSeconds: before.timeoutSeconds }]) {
