@@ -123,7 +123,7 @@ export const WORKFLOW_ROUTES = {
     summary: 'Cancel a workflow run',
     description: 'Waiting steps never start; running steps are cancelled as runs are (the target call aborts at the next heartbeat).',
     responses: { 200: { description: 'The cancelled workflow run', schema: workflowRunSchema } },
-    problems: [409],
+    problems: [409, 429],
   },
   retryWorkflowRun: {
     method: 'POST',
@@ -134,7 +134,7 @@ export const WORKFLOW_ROUTES = {
       'Succeeded steps are not run again; their results are reused. Failed steps start their next attempt with a fresh retry budget, in the request’s traceparent (a new trace without one). A retry comes within RUN_RETENTION_DAYS − 1 days of the workflow run’s time, while its steps’ runs are kept (409 later).',
     headers: ['traceparent'],
     responses: { 202: { description: 'The workflow run, running again', schema: workflowRunSchema } },
-    problems: [409],
+    problems: [409, 429],
   },
   listWorkflowRunNotifications: {
     method: 'GET',

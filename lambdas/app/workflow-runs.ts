@@ -1,7 +1,7 @@
 // Workflow runs: started by request or by an occurrence of the workflow's schedule, read, listed,
 // cancelled and retried. A step run is an ordinary run (leased, fenced, retried, timed out,
 // replayable); a workflow run is one item holding its steps' states, moved on by workflow-progress.ts.
-import { ConflictError, NotFoundError } from '../core/errors';
+import { ConflictError, NotFoundError, TooManyRequestsError } from '../core/errors';
 import { logger } from '../core/logger';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
@@ -114,7 +114,9 @@ export async function cancelWorkflowRun(deps: SchedulerDeps, tenantId: string, w
   if (cancelled.run?.status === 'CANCELLED' && hasStartedSteps(cancelled.run)) return finishCancel(deps, cancelled.run);
   if (cancelled.run && cancelled.run.status !== 'RUNNING')
     throw new ConflictError(`The workflow run is ${cancelled.run.status}; only a running one can be cancelled`);
-  throw new ConflictError('The workflow run changed meanwhile; try again');
+  // Still running, its steps' progress winning every try: contention, which a retry after a second
+  // gets through, not a state the caller must change (a 409 said so).
+  throw new TooManyRequestsError('The workflow run is changing too quickly; try again', 1);
 }
 
 /** Cancels every running workflow run of a workflow (a deleted one's), a page at a time; how many it cancelled. */
@@ -315,7 +317,15 @@ export async function retryWorkflowRun(
   );
   const steps = stepsForRetry(run, Object.fromEntries(newest));
   const retried = await deps.workflowRuns.retry(run, steps, now, traceparent ?? formatTraceparent(newTraceContext(now)));
-  if (!retried.held) throw new ConflictError('The workflow run was retried or changed meanwhile; read it again');
+  if (!retried.held) {
+    // Another retry (or a cancel's settling) wrote first: no longer FAILED or CANCELLED, a conflict;
+    // still so, contention, which a retry after a second gets through.
+    const now2 = await deps.workflowRuns.getRun(workflowId, workflowRunId);
+    if (now2 && now2.status !== 'FAILED' && now2.status !== 'CANCELLED') {
+      throw new ConflictError(`The workflow run is ${now2.status}; only a FAILED or CANCELLED one can be retried`);
+    }
+    throw new TooManyRequestsError('The workflow run is changing too quickly; try again', 1);
+  }
   deps.telemetry.workflowRunStarted(retried.run, version.spec.name);
   logger.info('workflow run retried', { ...workflowRunFields(retried.run), retries: retried.run.retries });
   try {

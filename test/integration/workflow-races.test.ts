@@ -236,6 +236,35 @@ describe('workflow runs under races', () => {
     await drainDispatch();
   });
 
+  it('a cancel or a retry that loses every write to contention answers 429 (try again), not 409; a retry another made first is a 409', async () => {
+    const { workflowId, workflowRunId, path } = await startRun('contended', [step('first'), step('second', ['first'])]);
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+    /** Deps whose `workflowRuns[method]` always loses its condition, the run left as it is. */
+    const losing = (method: 'finish' | 'retry'): SchedulerDeps => {
+      const deps = scheduler.workerDeps('api-contended');
+      const lose = async (run: { workflowId: string; workflowRunId: string }) => ({
+        held: false,
+        run: await deps.workflowRuns.getRun(run.workflowId, run.workflowRunId),
+      });
+      return { ...deps, workflowRuns: Object.assign(Object.create(deps.workflowRuns) as SchedulerDeps['workflowRuns'], { [method]: lose }) };
+    };
+    await expect(cancelWorkflowRun(losing('finish'), scheduler.tenantId, workflowId, workflowRunId)).rejects.toMatchObject({
+      status: 429,
+      headers: { 'retry-after': '1' },
+    });
+    expect((await scheduler.api('GET', path)).body.status).toBe('RUNNING');
+    expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`)).status).toBe(200);
+    await expect(retryWorkflowRun(losing('retry'), scheduler.tenantId, workflowId, workflowRunId)).rejects.toMatchObject({ status: 429 });
+    // Another retry wrote first: the run is RUNNING again, which a retry cannot take.
+    const retriedFirst = scheduler.workerDeps('api-retried-first');
+    const beaten = beforeFirstCall(retriedFirst, 'workflowRuns', 'retry', async () => {
+      expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`)).status).toBe(202);
+    });
+    await expect(retryWorkflowRun(beaten, scheduler.tenantId, workflowId, workflowRunId)).rejects.toMatchObject({ status: 409 });
+    await drainDispatch();
+  });
+
   it("a cancel that finds a step's attempt failed and its retry written since its read cancels the retry", async () => {
     const { workflowId, workflowRunId, path } = await startRun('cancel-retry', [
       { ...step('flaky'), retryPolicy: { maxAttempts: 2, initialDelaySeconds: 1 } },
