@@ -28,8 +28,10 @@ export interface RunFilter {
   readonly to?: string;
 }
 
-/** Most runs one occurrence of a job is read with (its attempts and replays). */
-const MAX_OCCURRENCE_RUNS = 1000;
+/** Most run ids of one occurrence a listing orders (its attempts and replays, in practice a handful). */
+const MAX_OCCURRENCE_RUNS = 10_000;
+/** Runs read by key at a time when a status filter may leave some out. */
+const FILTERED_READ = 100;
 
 /**
  * Whether a run is one of its job's creation occurrence, kept out of the byJob index (decision
@@ -74,10 +76,18 @@ export class JobRuns {
       found.push(...read.items);
       if (read.next && !full()) return page(read.next);
     }
-    // The creation occurrence's runs.
+    // The creation occurrence's runs: ordered by their ids, and only those the page shows read.
     if (!full() && inBand && (after === undefined || after > bandLow)) {
-      const runs = await this.creationOccurrence(job, after);
-      found.push(...runs.filter((run) => filter.status === undefined || run.status === filter.status).slice(0, need()));
+      const runIds = await this.creationRunIds(job, after);
+      for (let next = 0; next < runIds.length && !full();) {
+        const chunk = runIds.slice(next, next + (filter.status === undefined ? need() : Math.max(need(), FILTERED_READ)));
+        next += chunk.length;
+        const byId = new Map((await this.getMany(chunk)).map((run) => [run.runId, run]));
+        for (const runId of chunk) {
+          const run = byId.get(runId);
+          if (run && (filter.status === undefined || run.status === filter.status) && !full()) found.push(run);
+        }
+      }
     }
     // The index before it.
     if (!full()) {
@@ -106,7 +116,9 @@ export class JobRuns {
     );
     const indexed = await this.inKeyOrder(keys);
     const listed = new Set(indexed.map((run) => run.runId));
-    const created = (await this.creationOccurrence(job, undefined)).filter((run) => !listed.has(run.runId));
+    // The newest hundred attempts of its creation occurrence, likewise.
+    const createdIds = (await this.creationRunIds(job, undefined)).filter((runId) => !listed.has(runId)).slice(0, 100);
+    const created = await this.getMany(createdIds);
     return [...indexed, ...created].filter((run) => PENDING_STATUSES.includes(run.status));
   }
 
@@ -138,13 +150,15 @@ export class JobRuns {
   }
 
   /**
-   * The runs of the job's creation occurrence, newest attempt first, those sorting before `after`
-   * (a byJob sort key) when given: found in the tenant's index by their occurrence and their ids,
-   * which start with the job's (`<jobId>.<occurrence>.<attempt>`).
+   * The ids of the runs of the job's creation occurrence, newest attempt first, those sorting
+   * before `after` (a byJob sort key) when given: found in the tenant's index by their occurrence
+   * and their ids (`<jobId>.<occurrence>.<attempt>`), and ordered by the attempt each id names,
+   * with no run read.
    */
-  private async creationOccurrence(job: JobOfRuns, after: string | undefined): Promise<Run[]> {
-    const runIds: string[] = [];
+  private async creationRunIds(job: JobOfRuns, after: string | undefined): Promise<string[]> {
+    const found: { readonly runId: string; readonly sort: string }[] = [];
     let next: Item | undefined;
+    let seen = 0;
     do {
       const read = await this.dynamo.send(
         new QueryCommand({
@@ -157,18 +171,18 @@ export class JobRuns {
         }),
       );
       for (const entry of read.Items ?? []) {
+        seen += 1;
         const runId = String(entry.pk).slice(RUN_PK_PREFIX.length);
         // Another job's id could start with this one's and a dot; the run id names its job.
-        if (occurrenceOfRunId(runId)?.jobId === job.jobId) runIds.push(runId);
+        if (occurrenceOfRunId(runId)?.jobId !== job.jobId) continue;
+        const attempt = Number(runId.slice(runId.lastIndexOf('.') + 1));
+        if (!Number.isSafeInteger(attempt)) continue;
+        const sort = jobSortOf({ scheduledFor: job.createdAt, attempt });
+        if (after === undefined || sort < after) found.push({ runId, sort });
       }
       next = read.LastEvaluatedKey;
-    } while (next && runIds.length < MAX_OCCURRENCE_RUNS);
-    const runs = await this.getMany(runIds);
-    return runs
-      .map((run) => ({ run, sort: jobSortOf(run) }))
-      .filter(({ sort }) => after === undefined || sort < after)
-      .sort((a, b) => (a.sort < b.sort ? 1 : a.sort > b.sort ? -1 : 0))
-      .map(({ run }) => run);
+    } while (next && seen < MAX_OCCURRENCE_RUNS);
+    return found.sort((a, b) => (a.sort < b.sort ? 1 : a.sort > b.sort ? -1 : 0)).map(({ runId }) => runId);
   }
 
   /** The runs whose index entries are given, in the entries' order (runs deleted since are left out). */

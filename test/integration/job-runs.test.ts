@@ -86,6 +86,26 @@ describe("a job's runs, its creation occurrence's among them", () => {
     expect((await pages('&status=CANCELLED', 1)).runIds).toEqual([order[3]]);
   });
 
+  it('orders the creation occurrence by attempt number, not by the ids as text (…​.10 before …​.2)', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/never', { name: 'eleven' }));
+    const eleven = (await scheduler.deps.jobs.get(scheduler.tenantId, created.body.job.jobId as string))!;
+    for (let attempt = 2; attempt <= 11; attempt++) {
+      expect(
+        await scheduler.deps.runs.create(
+          planRun(scheduler.config, eleven, { scheduledFor: Date.parse(eleven.createdAt), attempt, trigger: 'retry' }, Date.now()),
+        ),
+      ).toBe(true);
+    }
+    const attempts: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await scheduler.deps.runs.listByJob(eleven, 3, cursor ?? undefined);
+      attempts.push(...page.items.map((run) => run.attempt));
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    expect(attempts).toEqual([11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
+  });
+
   it('cancels the pending runs of the creation occurrence when the job is deleted', async () => {
     expect((await scheduler.api('DELETE', `/v1/jobs/${job.jobId}`)).status).toBe(200);
     const statuses = await Promise.all(order.map(async (runId) => (await scheduler.deps.runs.get(runId))?.status));
