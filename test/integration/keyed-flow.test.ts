@@ -266,17 +266,28 @@ describe('a rate key', () => {
   });
 });
 
-describe('a store error after a concurrency key slot is taken', () => {
-  let scheduler: Scheduler;
-  let target: TargetServer;
-
+/** A scheduler without workers (runs are executed by the test) and a target that answers 200 at once, for one describe. */
+function schedulerWithoutWorkers(): { readonly scheduler: () => Scheduler; readonly target: () => TargetServer } {
+  let scheduler: Scheduler | undefined;
+  let target: TargetServer | undefined;
   beforeAll(async () => {
     scheduler = await startScheduler({ workerConcurrency: 0 });
     target = await startTarget();
   });
   afterAll(async () => {
-    await scheduler.stop();
-    await target.stop();
+    await scheduler?.stop();
+    await target?.stop();
+  });
+  return { scheduler: () => scheduler!, target: () => target! };
+}
+
+describe('a store error after a concurrency key slot is taken', () => {
+  const setup = schedulerWithoutWorkers();
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  beforeAll(() => {
+    scheduler = setup.scheduler();
+    target = setup.target();
   });
 
   it("gives the slot back: the next run of the key does not wait for the failed one's lease to end", async () => {
@@ -306,17 +317,13 @@ describe('a store error after a concurrency key slot is taken', () => {
 });
 
 describe("a concurrency key's queue entry whose run no longer waits there (decision 0187)", () => {
+  const setup = schedulerWithoutWorkers();
   let scheduler: Scheduler;
   let target: TargetServer;
   const concurrency = { key: 'acct:{label.acct}', limit: 1 };
-
-  beforeAll(async () => {
-    scheduler = await startScheduler({ workerConcurrency: 0 });
-    target = await startTarget();
-  });
-  afterAll(async () => {
-    await scheduler.stop();
-    await target.stop();
+  beforeAll(() => {
+    scheduler = setup.scheduler();
+    target = setup.target();
   });
 
   const scopeOf = (acct: string) => flowScope(scheduler.tenantId, `acct:${acct}`);
@@ -334,6 +341,25 @@ describe("a concurrency key's queue entry whose run no longer waits there (decis
     return runId;
   };
   const queued = async (acct: string) => (await scheduler.deps.keyWaiters.first(scopeOf(acct), 10)).map((waiter) => waiter.runId);
+  /** A run leased two minutes ago and running still (its lease is 600 s and more). */
+  const runningForLong = async (name: string, acct: string): Promise<string> => {
+    const runId = await create(name, acct);
+    expect((await scheduler.workerDeps(`lessee-${name}`).leases.lease(runId, leaseRequest(scheduler.config, `lessee-${name}`))).kind).toBe('leased');
+    await scheduler.clients.dynamo.send(
+      new UpdateCommand({
+        TableName: scheduler.config.runsTable,
+        Key: runKey(runId),
+        UpdateExpression: 'SET startedAt = :at',
+        ExpressionAttributeValues: { ':at': new Date(Date.now() - 120_000).toISOString() },
+      }),
+    );
+    return runId;
+  };
+  /** Puts a run's entry in the key's queue at `sort`. */
+  const entry = async (acct: string, runId: string, sort: string): Promise<void> => {
+    const run = (await scheduler.api('GET', `/v1/runs/${runId}`)).body as { tenantId: string; jobType: string };
+    await scheduler.deps.keyWaiters.join(scopeOf(acct), { runId, sort, tenantId: run.tenantId, jobType: run.jobType, priority: 'normal' }, Date.now());
+  };
 
   it('one whose job moved it to another key stops holding up the first key once its slot is free', async () => {
     const worker = scheduler.workerDeps('worker');
@@ -359,24 +385,9 @@ describe("a concurrency key's queue entry whose run no longer waits there (decis
   it('one whose run has been running for long (its leave lost) stops holding up the key', async () => {
     const worker = scheduler.workerDeps('worker');
     // A run leased two minutes ago and running still, whose entry stayed in the key's queue.
-    const long = await create('long', 'c');
-    const lessee = scheduler.workerDeps('lessee');
-    expect((await lessee.leases.lease(long, leaseRequest(scheduler.config, 'lessee'))).kind).toBe('leased');
-    await scheduler.clients.dynamo.send(
-      new UpdateCommand({
-        TableName: scheduler.config.runsTable,
-        Key: runKey(long),
-        UpdateExpression: 'SET startedAt = :at',
-        ExpressionAttributeValues: { ':at': new Date(Date.now() - 120_000).toISOString() },
-      }),
-    );
-    const run = (await scheduler.api('GET', `/v1/runs/${long}`)).body as { tenantId: string; jobType: string; status: string };
-    expect(run.status).toBe('RUNNING');
-    await scheduler.deps.keyWaiters.join(
-      scopeOf('c'),
-      { runId: long, sort: `2000-01-01T00:00:00.000Z#${long}`, tenantId: run.tenantId, jobType: run.jobType, priority: 'normal' },
-      Date.now(),
-    );
+    const long = await runningForLong('long', 'c');
+    expect((await statusOf(scheduler, long)).status).toBe('RUNNING');
+    await entry('c', long, `2000-01-01T00:00:00.000Z#${long}`);
     // Before, a RUNNING run with a live lease counted as waiting, whenever it was leased.
     const fresh = await create('fresh', 'c');
     expect(await executeRun(worker, fresh)).toBe('succeeded');
@@ -407,23 +418,10 @@ describe("a concurrency key's queue entry whose run no longer waits there (decis
 
   it('a freed slot wakes the first run that still waits, not a stale entry ahead of it', async () => {
     // Two entries behind any run of the key: a run running for two minutes (its leave lost), then a queued one.
-    const long = await create('stale-head', 'f');
-    expect((await scheduler.workerDeps('lessee-f').leases.lease(long, leaseRequest(scheduler.config, 'lessee-f'))).kind).toBe('leased');
-    await scheduler.clients.dynamo.send(
-      new UpdateCommand({
-        TableName: scheduler.config.runsTable,
-        Key: runKey(long),
-        UpdateExpression: 'SET startedAt = :at',
-        ExpressionAttributeValues: { ':at': new Date(Date.now() - 120_000).toISOString() },
-      }),
-    );
+    const long = await runningForLong('stale-head', 'f');
     const live = await create('live-second', 'f');
-    const entry = async (runId: string, sort: string) => {
-      const run = (await scheduler.api('GET', `/v1/runs/${runId}`)).body as { tenantId: string; jobType: string };
-      await scheduler.deps.keyWaiters.join(scopeOf('f'), { runId, sort, tenantId: run.tenantId, jobType: run.jobType, priority: 'normal' }, Date.now());
-    };
-    await entry(long, `2999-01-01T00:00:00.000Z#${long}`);
-    await entry(live, `2999-01-01T00:00:01.000Z#${live}`);
+    await entry('f', long, `2999-01-01T00:00:00.000Z#${long}`);
+    await entry('f', live, `2999-01-01T00:00:01.000Z#${live}`);
     // A run of the key takes the slot, runs, and gives it back: the wake-up goes to the live one.
     const deps = scheduler.workerDeps('waker');
     const woken: string[] = [];
