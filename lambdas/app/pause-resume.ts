@@ -32,7 +32,8 @@ export async function pauseJob(deps: SchedulerDeps, tenantId: string, jobId: str
 
 /**
  * Pause: the pending occurrence is retired and remembered for resume. `read`: the job (a
- * workflow's schedule job); `what` names it in answers and logs.
+ * workflow's schedule job); `what` names it in answers and logs; `onPaused` is called when this
+ * call's write paused it (not when it found it paused).
  */
 export async function pauseJobOf(
   deps: SchedulerDeps,
@@ -41,6 +42,7 @@ export async function pauseJobOf(
   request: PauseRequest = {},
   read?: JobReader,
   what = 'job',
+  onPaused?: () => void,
 ): Promise<Job> {
   const job = await mutateJob(
     deps,
@@ -70,6 +72,7 @@ export async function pauseJobOf(
           nextRunId: null,
         }),
         afterCommit: async () => {
+          onPaused?.();
           if (pendingId && (await deps.runs.retirePending(pendingId, 'SKIPPED', `${what} paused`, now))) {
             deps.telemetry.runEnded({ runId: pendingId, tenantId, jobId, jobType: current.type }, 'SKIPPED', `${what} paused`);
           }

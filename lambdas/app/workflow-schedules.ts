@@ -184,9 +184,25 @@ async function tenantSchedule(deps: SchedulerDeps, tenantId: string, workflowId:
 }
 
 /** Pauses a scheduled workflow: its pending occurrence is retired (runs already started go on). */
-export async function pauseWorkflowSchedule(deps: SchedulerDeps, tenantId: string, workflowId: string): Promise<Job> {
+export async function pauseWorkflowSchedule(
+  deps: SchedulerDeps,
+  tenantId: string,
+  workflowId: string,
+): Promise<{ readonly schedule: Job; readonly pausedNow: boolean }> {
   await tenantSchedule(deps, tenantId, workflowId);
-  return pauseJobOf(deps, tenantId, scheduleJobIdOf(workflowId), {}, () => readSchedule(deps, workflowId), 'workflow');
+  let pausedNow = false;
+  const schedule = await pauseJobOf(
+    deps,
+    tenantId,
+    scheduleJobIdOf(workflowId),
+    {},
+    () => readSchedule(deps, workflowId),
+    'workflow',
+    () => {
+      pausedNow = true;
+    },
+  );
+  return { schedule, pausedNow };
 }
 
 /** Resumes a paused scheduled workflow from the occurrence its misfire policy picks. */

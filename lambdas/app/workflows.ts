@@ -165,12 +165,10 @@ export async function pauseWorkflow(
   workflowId: string,
 ): Promise<{ readonly workflow: WorkflowView; readonly pausedNow: boolean }> {
   const workflow = await liveWorkflow(deps, tenantId, workflowId);
-  const schedule = await pauseWorkflowSchedule(deps, tenantId, workflowId);
+  const { schedule, pausedNow } = await pauseWorkflowSchedule(deps, tenantId, workflowId);
   const version = await versionOf(deps, workflowId, workflow.version);
   if (!version) throw new NotFoundError(`No version ${workflow.version} of workflow ${workflowId}`);
-  // The write that pauses sets pausedAt to its own time; one that found the schedule paused keeps
-  // the earlier pausedAt.
-  return { workflow: viewOf(workflow, version, schedule), pausedNow: schedule.pausedAt === schedule.updatedAt };
+  return { workflow: viewOf(workflow, version, schedule), pausedNow };
 }
 
 /** Resumes a paused scheduled workflow from the occurrence its misfire policy picks. */
