@@ -7,7 +7,8 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { PENDING_STATUSES } from '../domain/run';
 import type { NewRun } from './jobs-repository';
 import { IF_NEW, absent, conditionExpressions, oneOf, transactRetryingConflicts, updateIf } from './conditional';
-import { debounceKey, payloadOverrideAttributes, runKey, runToItem } from './keys';
+import { debounceKey, runKey } from './keys';
+import { payloadOverrideAttributes, runToItem } from './run-items';
 import type { RunPayload } from '../domain/payload';
 
 export interface DebounceWindow {

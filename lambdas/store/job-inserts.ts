@@ -12,8 +12,10 @@ import { absentOr, conditionExpressions, IF_NEW, lessThan, putFresh, transactRet
 import type { Job, JobStatus } from '../domain/job';
 import { isUnnamed } from '../domain/job';
 import type { Run } from '../domain/run';
-import type { RunItemExtras } from './keys';
-import { idempotencyKey, jobLabelKey, jobNameKey, jobToItem, labelPairsOf, runKey, runToItem, tenantUsageKey } from './keys';
+import type { RunItemExtras } from './run-items';
+import { idempotencyKey, jobLabelKey, jobNameKey, labelPairsOf, runKey, tenantUsageKey } from './keys';
+import { jobToItem } from './job-items';
+import { runToItem } from './run-items';
 import { NameGuards } from './name-guards';
 
 /** A run to write with a job (its first) or a job's change (re-planned occurrences). */

@@ -27,7 +27,9 @@ import { isJobItem, workflowVersionKey, WORKFLOW_PK_PREFIX, WORKFLOW_RUN_SK_PREF
 /** What the byNextRun index finds overdue: a job whose chain stopped, or a workflow run whose progress did. */
 export type Overdue =
   { readonly kind: 'job'; readonly jobId: string } | { readonly kind: 'workflow-run'; readonly workflowId: string; readonly workflowRunId: string };
-import { createRateKey, itemToJob, jobKey, jobLabelKey, jobNameKey, jobToItem, labelPairsOf, resumeShardOf, runToItem } from './keys';
+import { createRateKey, jobKey, jobLabelKey, jobNameKey, labelPairsOf, resumeShardOf } from './keys';
+import { itemToJob, jobToItem } from './job-items';
+import { runToItem } from './run-items';
 
 /** Options of a job read. */
 export interface JobReadOptions {

@@ -8,6 +8,7 @@ import { isTerminal, sourcesOf } from '../domain/run';
 import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
 import { oneOf, plus, updateIf, updateReturning } from './conditional';
 import type { RunPayload } from '../domain/payload';
+import { runKey } from './keys';
 import {
   budgetFromOf,
   checkpointOf,
@@ -18,8 +19,7 @@ import {
   payloadOverrideOf,
   PROGRESS_ATTRIBUTE,
   runIdOfClaimSort,
-  runKey,
-} from './keys';
+} from './run-items';
 import { RUNS_CLAIM_INDEX } from './schema';
 
 export type BeatResult = { kind: 'extended'; run: Run } | { kind: 'missing' } | { kind: 'stale'; status: string };

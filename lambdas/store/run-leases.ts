@@ -26,7 +26,9 @@ import {
   updateIf,
   updateReturning,
 } from './conditional';
-import type { Item, RunItemExtras } from './keys';
+import type { Item } from './keys';
+import type { RunItemExtras } from './run-items';
+import { effectKey, runKey } from './keys';
 import {
   backfillRemainingOf,
   bufferedSinceOf,
@@ -35,7 +37,6 @@ import {
   checkpointOf,
   inputsOf,
   deadAttributes,
-  effectKey,
   expiryAttributes,
   gateAttributes,
   itemToRun,
@@ -46,9 +47,8 @@ import {
   payloadOverrideOf,
   RESULT_ATTRIBUTE,
   RESULT_REF_ATTRIBUTE,
-  runKey,
   runToItem,
-} from './keys';
+} from './run-items';
 
 import type { RunPayload } from '../domain/payload';
 

@@ -8,10 +8,11 @@ import type { Run } from '../domain/run';
 import { PENDING_STATUSES, sourcesOf } from '../domain/run';
 import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
-import type { Item, RunItemExtras } from './keys';
+import type { Item } from './keys';
+import type { RunItemExtras } from './run-items';
+import { encodeCursor, RUN_PK_PREFIX, runKey } from './keys';
 import {
   backfillRemainingOf,
-  encodeCursor,
   expiryAttributes,
   inputsOf,
   itemToRun,
@@ -21,10 +22,8 @@ import {
   OPEN_RUN_ATTRIBUTES,
   payloadOverrideOf,
   resultOf,
-  RUN_PK_PREFIX,
-  runKey,
   runToItem,
-} from './keys';
+} from './run-items';
 import type { RunPayload } from '../domain/payload';
 import type { NotifyEvent } from '../domain/notify';
 import type { Page } from './page';

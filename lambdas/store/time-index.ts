@@ -6,7 +6,8 @@ import type { RunStatus } from '../domain/run';
 import { sourcesOf } from '../domain/run';
 import { NO_JOB_TYPE } from '../core/metrics';
 import { oneOf, updateIf } from './conditional';
-import { gateAttributes, gateKeyOf, runKey } from './keys';
+import { gateKeyOf, runKey } from './keys';
+import { gateAttributes } from './run-items';
 import { RUNS_TIME_INDEX } from './schema';
 
 export interface TimeIndexEntry {

@@ -14,7 +14,8 @@ import { readFilteredPage } from './filtered-page';
 import type { StepRunScope } from './step-states';
 import { stepStatesFromItem, stepStatesToItem, stepStateToItem } from './step-states';
 import type { Item } from './keys';
-import { encodeCursor, NOTIFY_EVENT_ATTRIBUTE, notifyEventOf, workflowCheckBackAttributes, workflowKey, workflowRunKey, WORKFLOW_RUN_SK_PREFIX } from './keys';
+import { encodeCursor, workflowCheckBackAttributes, workflowKey, workflowRunKey, WORKFLOW_RUN_SK_PREFIX } from './keys';
+import { NOTIFY_EVENT_ATTRIBUTE, notifyEventOf } from './run-items';
 import type { Page } from './page';
 import { decodeCursorOrThrow } from './page';
 

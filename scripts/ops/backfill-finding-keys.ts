@@ -7,7 +7,8 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { findingKeysOf, itemToJob, jobLabelKey, labelPairsOf, tenantRunSortOf, workflowListKeys, WORKFLOW_PK_PREFIX } from '../../lambdas/store/keys';
+import { jobLabelKey, labelPairsOf, tenantRunSortOf, workflowListKeys, WORKFLOW_PK_PREFIX } from '../../lambdas/store/keys';
+import { findingKeysOf, itemToJob } from '../../lambdas/store/job-items';
 
 export interface BackfillCounts {
   readonly jobs: number;

@@ -16,7 +16,7 @@ import {
 } from '../../lambdas/domain/notify';
 import { RUN_STATUSES } from '../../lambdas/domain/run';
 import { notifyDestinationRefusal, targetAllowlistSchema } from '../../lambdas/domain/target-allowlist';
-import { notifyEventOf } from '../../lambdas/store/keys';
+import { notifyEventOf } from '../../lambdas/store/run-items';
 
 const job = { name: 'nightly', type: 'reports', schedule: { kind: 'now' }, target: { kind: 'http', url: 'https://example.com/run' } };
 

@@ -6,7 +6,8 @@ import { INLINE_PAYLOAD_MAX_BYTES, LIST_PAYLOAD_BUDGET_BYTES, payloadBytes } fro
 import { deliveredPayload, discardAfterFailure, runPayloadOf, withListedPayloads, withStoredPayload } from '../../lambdas/app/payloads';
 import { ConflictError, ServiceUnavailableError } from '../../lambdas/core/errors';
 import { memoryStore } from '../support/memory-payload-store';
-import { itemToJob, jobToItem, payloadOverrideAttributes, payloadOverrideOf, runToItem } from '../../lambdas/store/keys';
+import { itemToJob, jobToItem } from '../../lambdas/store/job-items';
+import { payloadOverrideAttributes, payloadOverrideOf, runToItem } from '../../lambdas/store/run-items';
 import { jobSpecSchema } from '../../lambdas/domain/job';
 import type { Run } from '../../lambdas/domain/run';
 

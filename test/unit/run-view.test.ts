@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Run } from '../../lambdas/domain/run';
 import { RUN_FIELDS } from '../../lambdas/domain/run';
-import { itemToRun, runToItem } from '../../lambdas/store/keys';
+import { itemToRun, runToItem } from '../../lambdas/store/run-items';
 
 const run: Run = {
   runId: 'job_1.occ.1',

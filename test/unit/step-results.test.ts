@@ -13,7 +13,7 @@ import { MAX_PAYLOAD_BYTES } from '../../lambdas/domain/job';
 import { MAX_STEP_RESULT_BYTES, MAX_STORED_STEP_RESULT_BYTES } from '../../lambdas/domain/workflow';
 import type { StepContext } from '../../lambdas/domain/workflow-jobs';
 import { stepContextOf, storedStepInputs, workflowRunIdOf } from '../../lambdas/domain/workflow-jobs';
-import { itemToRun, resultOf } from '../../lambdas/store/keys';
+import { itemToRun, resultOf } from '../../lambdas/store/run-items';
 import { stepResultOf } from '../../lambdas/targets/target';
 import { stepFieldsOf } from '../../lambdas/targets/envelope';
 import { memoryStore } from '../support/memory-payload-store';

@@ -9,7 +9,8 @@ import { MAX_STEP_DEPENDENCIES, MAX_STEP_RESULT_BYTES, MAX_WORKFLOW_STEPS } from
 import { initialSteps } from '../../lambdas/domain/workflow-run';
 import { MAX_PAYLOAD_BYTES } from '../../lambdas/domain/job';
 import { MAX_EXPRESSION_BYTES } from '../../lambdas/store/conditional';
-import { runToItem, workflowRunKey } from '../../lambdas/store/keys';
+import { workflowRunKey } from '../../lambdas/store/keys';
+import { runToItem } from '../../lambdas/store/run-items';
 import { stepContextOf, storedStepInputs } from '../../lambdas/domain/workflow-jobs';
 import { WorkflowRunsRepository } from '../../lambdas/store/workflow-runs';
 import { stepStatesToItem } from '../../lambdas/store/step-states';
