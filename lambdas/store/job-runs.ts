@@ -114,7 +114,7 @@ export class JobRuns {
         Limit: 100,
       }),
     );
-    const indexed = await this.inKeyOrder(keys);
+    const indexed = (await runsOfEntries(this.getMany, keys)).filter((run): run is Run => run !== null);
     const listed = new Set(indexed.map((run) => run.runId));
     // The newest hundred attempts of its creation occurrence, likewise.
     const createdIds = (await this.creationRunIds(job, undefined)).filter((runId) => !listed.has(runId)).slice(0, 100);
@@ -139,10 +139,7 @@ export class JobRuns {
         limit,
         start,
         keyOf: (entry) => ({ pk: entry.pk, sk: entry.sk, jobId: entry.jobId, jobSort: entry.jobSort }),
-        load: async (entries) => {
-          const byId = new Map((await this.inKeyOrder(entries)).map((run) => [`${RUN_PK_PREFIX}${run.runId}`, run]));
-          return entries.map((entry) => byId.get(String(entry.pk)) ?? null);
-        },
+        load: (entries) => runsOfEntries(this.getMany, entries),
         keep: (run: Run) => filter.status === undefined || run.status === filter.status,
         filtered: filter.status !== undefined,
       },
@@ -184,14 +181,16 @@ export class JobRuns {
     } while (next && seen < MAX_OCCURRENCE_RUNS);
     return found.sort((a, b) => (a.sort < b.sort ? 1 : a.sort > b.sort ? -1 : 0)).map(({ runId }) => runId);
   }
+}
 
-  /** The runs whose index entries are given, in the entries' order (runs deleted since are left out). */
-  private async inKeyOrder(keys: readonly Item[]): Promise<Run[]> {
-    const runIds = keys.flatMap((key) => (typeof key.pk === 'string' && key.pk.startsWith(RUN_PK_PREFIX) ? [key.pk.slice(RUN_PK_PREFIX.length)] : []));
-    const byId = new Map((await this.getMany(runIds)).map((run) => [run.runId, run]));
-    return runIds.flatMap((runId) => {
-      const run = byId.get(runId);
-      return run ? [run] : [];
-    });
-  }
+/**
+ * The runs an index's entries name (keys-only entries: the runs' own keys), in the entries' order,
+ * read in one batch; null where a run has left since.
+ */
+export async function runsOfEntries(getMany: (runIds: readonly string[]) => Promise<Run[]>, entries: readonly Item[]): Promise<(Run | null)[]> {
+  const runIdOf = (entry: Item): string | null =>
+    typeof entry.pk === 'string' && entry.pk.startsWith(RUN_PK_PREFIX) ? entry.pk.slice(RUN_PK_PREFIX.length) : null;
+  const runIds = entries.map(runIdOf);
+  const byId = new Map((await getMany(runIds.filter((runId): runId is string => runId !== null))).map((run) => [run.runId, run]));
+  return runIds.map((runId) => (runId === null ? null : (byId.get(runId) ?? null)));
 }

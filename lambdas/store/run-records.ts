@@ -10,7 +10,7 @@ import { batchGetConsistent } from './batch-get';
 import { conditionExpressions, ifHeld, IF_NEW, oneOf, updateIf } from './conditional';
 import type { Item } from './keys';
 import type { RunItemExtras } from './run-items';
-import { encodeCursor, RUN_PK_PREFIX, runKey } from './keys';
+import { encodeCursor, runKey } from './keys';
 import {
   backfillRemainingOf,
   expiryAttributes,
@@ -31,7 +31,7 @@ import { decodeCursorWithin } from './page';
 import { RUNS_BY_TENANT_INDEX } from './schema';
 import { readIndexedPage } from './indexed-page';
 import type { JobOfRuns, RunFilter } from './job-runs';
-import { JobRuns } from './job-runs';
+import { JobRuns, runsOfEntries } from './job-runs';
 
 export type { RunFilter } from './job-runs';
 
@@ -214,25 +214,11 @@ export class RunRecords {
         limit,
         start: cursor ? decodeCursorWithin(cursor, { [partitionKey]: partition }, sortKey, { between }, 'from/to') : undefined,
         keyOf: (entry) => ({ pk: entry.pk, sk: entry.sk, [partitionKey]: entry[partitionKey], [sortKey]: entry[sortKey] }),
-        load: async (entries) => {
-          const runs = await this.inKeyOrder(entries);
-          const byId = new Map(runs.map((run) => [`${RUN_PK_PREFIX}${run.runId}`, run]));
-          return entries.map((entry) => byId.get(String(entry.pk)) ?? null);
-        },
+        load: (entries) => runsOfEntries((runIds) => this.getMany(runIds), entries),
         keep: (run) => filter.status === undefined || run.status === filter.status,
         filtered: filter.status !== undefined,
       },
     );
     return { items: page.items, nextCursor: encodeCursor(page.next) };
-  }
-
-  /** The runs whose index entries are given, in the entries' order (runs deleted since are left out). */
-  private async inKeyOrder(keys: readonly Record<string, unknown>[]): Promise<Run[]> {
-    const runIds = keys.flatMap((key) => (typeof key.pk === 'string' && key.pk.startsWith(RUN_PK_PREFIX) ? [key.pk.slice(RUN_PK_PREFIX.length)] : []));
-    const byId = new Map((await this.getMany(runIds)).map((run) => [run.runId, run]));
-    return runIds.flatMap((runId) => {
-      const run = byId.get(runId);
-      return run ? [run] : [];
-    });
   }
 }
