@@ -87,8 +87,6 @@ interface ShardFigures {
   readonly readUnitsPerShard: number;
   readonly sendBatches: number;
   readonly steadyIndexWritesPerPartition: number;
-  /** Ended runs' entries a tick reads in one shard's partitions, with their runs (decision 0189). */
-  readonly endedPerShard: number;
 }
 
 function shardFigures(shards: number): ShardFigures {
@@ -101,25 +99,13 @@ function shardFigures(shards: number): ShardFigures {
     readUnitsPerShard: Math.ceil(bytes / EVENTUAL_READ_BYTES),
     sendBatches: Math.ceil(burst / 10),
     // Every run enters the time index when it is created, its check-back where its lease's would be
-    // (about 31 s on, decision 0170), kept by a lease taken in time and by its outcome (decision
-    // 0189): a put per run, in the partitions of the current minute.
-    steadyIndexWritesPerPartition: steadyRate / shards,
-    // ...and a tick reads each of those entries and its run once or twice when it comes (decision
-    // 0189): the worst case, twice, a minute of them per tick.
-    endedPerShard: Math.ceil((2 * 60 * steadyRate) / shards),
+    // (about 31 s on, decision 0170), kept by a lease taken in time, and leaves it with its outcome:
+    // a put and a delete per run, both in the partitions of the current minute.
+    steadyIndexWritesPerPartition: (2 * steadyRate) / shards,
   };
 }
 
-/** A shard's ended entries read by a tick (decision 0189): their pages, and their runs 100 at a time, 4 reads at once. */
-function endedReadMs(figures: ShardFigures): number {
-  const perPage = Math.floor(PAGE_BYTES / entryBytes);
-  const pages = Math.ceil(figures.endedPerShard / perPage);
-  return pages * pageMs + Math.ceil(figures.endedPerShard / 100 / PRIORITY_READS_AT_ONCE) * batchGetMs;
-}
-
 interface CurrentTick {
-  /** The budget the steady traffic's ended entries take before any release (decision 0189). */
-  readonly endedMs: number;
   readonly entriesPerPage: number;
   readonly pageMs: number;
   readonly releasedPerTick: number;
@@ -146,15 +132,11 @@ function currentTick(figures: ShardFigures): CurrentTick {
   // A page's sends go out together, through the sockets the 8 partitions share.
   const sendAll = Math.ceil(Math.ceil(entriesPerPage / 10) / Math.max(1, Math.floor(sockets / QUERY_CONCURRENCY))) * sendMs;
   const perPageMs = pageMs + priorityMs + sendAll + markMs;
-  const parallel = Math.min(QUERY_CONCURRENCY, figures.shards);
-  // The ended entries share the pages and the budget: worked 8 partitions at a time, as the burst's.
-  const endedMs = (endedReadMs(figures) * figures.shards) / parallel;
   // Pages are taken while the budget lasts; the page in hand is finished.
-  const budget = Math.max(0, RELEASE_BUDGET_MS - endedMs);
-  const pagesPerWorker = Number.isFinite(perPageMs) && budget > 0 ? Math.ceil(budget / perPageMs) : 0;
+  const pagesPerWorker = Number.isFinite(perPageMs) ? Math.ceil(RELEASE_BUDGET_MS / perPageMs) : 0;
+  const parallel = Math.min(QUERY_CONCURRENCY, figures.shards);
   const releasedPerTick = Math.min(burst, pagesPerWorker * parallel * entriesPerPage);
   return {
-    endedMs,
     entriesPerPage,
     pageMs: perPageMs,
     releasedPerTick,
@@ -186,8 +168,7 @@ function plannedTick(figures: ShardFigures): PlannedTick {
   const queryMs = figures.pagesPerShard * pageMs;
   // Pages, sends and marks overlap; the slowest stage sets the pace (plus one page to start).
   return {
-    // A shard's worker reads its ended entries (decision 0189) beside the burst's.
-    perShardMs: Math.max(marksMs, sendsMs, queryMs) + pageMs + endedReadMs(figures),
+    perShardMs: Math.max(marksMs, sendsMs, queryMs) + pageMs,
     marksPerSecondPerPartition: marksPerSecond,
     limitedBy,
     tableWriteUnitsPerSecond: marksPerSecond * figures.shards * MARK_WRITE_UNITS,
@@ -222,13 +203,12 @@ for (const f of figures) {
 console.log('');
 
 console.log(`Current ticker (pages worked as read, ${fmt(RELEASE_BUDGET_MS / 1000)} s release budget per tick, one tick a minute)`);
-console.log('shards  ended entries read  entries/page  per page  released per tick  ticks to release  ticks before due  marks/s per index partition  in time');
+console.log('shards  entries/page  per page  released per tick  ticks to release  ticks before due  marks/s per index partition  in time');
 for (const f of figures) {
   const t = currentTick(f);
   console.log(
     [
       String(f.shards).padStart(6),
-      seconds(t.endedMs).padStart(18),
       fmt(t.entriesPerPage).padStart(12),
       (Number.isFinite(t.pageMs) ? seconds(t.pageMs) : '-').padStart(8),
       fmt(t.releasedPerTick).padStart(17),

@@ -4,9 +4,8 @@
 // million executions at us-east-1 list prices beside EventBridge Scheduler's $1.00 per million.
 //
 // For each kind, N jobs are created with no worker running (the create's cost), then the workers
-// start and the runs are waited for (the execution's cost). The ticker does not run while they do: its
-// cost is per minute and per shard (docs/capacity.md), but for its later reads of the finished runs'
-// check-backs (decision 0189), counted after them with two ticks at a clock past the entries.
+// start and the runs are waited for (the execution's cost). The ticker does not run: its cost is
+// per minute and per shard, not per execution (docs/capacity.md).
 //
 // The `workflow` kind counts workflow runs instead (not in the default kinds): one workflow of
 // `--workflow-steps` steps (a root, the middle ones in parallel after it, a join after them all),
@@ -24,7 +23,6 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createDeps } from '../lambdas/app/deps';
 import { createJob } from '../lambdas/app/jobs';
-import { tick } from '../lambdas/app/tick';
 import { jobSpecSchema } from '../lambdas/domain/job';
 import { MAX_JOB_PAYLOAD_BYTES } from '../lambdas/domain/payload';
 import { createWorkflow } from '../lambdas/app/workflows';
@@ -37,7 +35,6 @@ import { createAwsClients } from '../lambdas/store/aws';
 import { RequestCounter } from '../lambdas/store/request-counter';
 import type { RequestTally } from '../lambdas/store/request-counter';
 import { RunRecords } from '../lambdas/store/run-records';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { runIdFor } from '../lambdas/domain/run';
 import { occurrenceOfRunId } from '../lambdas/domain/retention';
 import { jobsTable, runsTable } from '../lambdas/store/schema';
@@ -161,8 +158,6 @@ interface Measured {
   readonly kind: Kind;
   readonly create: { readonly calls: RequestTally; readonly capacity: CapacityTally };
   readonly execute: { readonly calls: RequestTally; readonly capacity: CapacityTally; readonly esm: RequestTally };
-  /** The ticker's reads of the finished runs' entries, when their time comes (decision 0189). */
-  readonly later: { readonly readUnits: number; readonly byOperation: Record<string, number> };
 }
 
 async function measure(kind: Kind): Promise<Measured> {
@@ -251,42 +246,10 @@ async function measure(kind: Kind): Promise<Measured> {
     } finally {
       await runtime.stop();
     }
-    const execute = { calls: counter.tally(), capacity: model.tally(), esm: esm.tally() };
-    // A finished run keeps its last check-back in the time index (decision 0189): a tick reads it
-    // when it comes (the entry, then the run, consistently) and finds the run ended. Two ticks a
-    // minute apart from just past the latest entry, as a once-a-minute ticker reads a minute's
-    // entries once or twice: their reads of the runs table are the executions' (for a cron job,
-    // with its pending next run's). What else a tick reads (its state, the jobs' indexes, the
-    // minimum of each partition's query) is per tick, and not counted.
-    counter.reset();
-    model.reset();
-    const latest = await latestGateAt(setupClients, config.runsTable);
-    if (latest !== null) {
-      for (const at of [latest + 1_000, latest + 61_000]) {
-        await tick(createDeps(config, handlerClients, { workerId: `bench-cost-ticker-${kind}`, metricSink: () => undefined, clock: () => at }));
-      }
-    }
-    const reads = model.tally().readsByOperation;
-    // The runs read, and the entries' share of the index's pages (a tick's queries of its empty
-    // partitions are billed whatever the executions were).
-    const byOperation = Object.fromEntries(Object.entries(reads).filter(([name]) => name === 'Runs.Query:items' || name === 'Runs.BatchGetItem'));
-    const later = { readUnits: Object.values(byOperation).reduce((total, n) => total + n, 0), byOperation };
-    return { kind, create, execute, later };
+    return { kind, create, execute: { calls: counter.tally(), capacity: model.tally(), esm: esm.tally() } };
   } finally {
     await deleteLocalResources(setupClients, config);
   }
-}
-
-/** The latest time-index entry in the runs table (a scan of the bench's own table, not counted). */
-async function latestGateAt(clients: ReturnType<typeof createAwsClients>, tableName: string): Promise<number | null> {
-  let latest: number | null = null;
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await clients.dynamo.send(new ScanCommand({ TableName: tableName, ProjectionExpression: 'gateAt', ExclusiveStartKey: start }));
-    for (const item of page.Items ?? []) if (typeof item.gateAt === 'string') latest = Math.max(latest ?? 0, Date.parse(item.gateAt));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return latest;
 }
 
 const per = (value: number): string => (value / count).toFixed(2);
@@ -299,7 +262,7 @@ console.log(`emulator ${emulator.endpoint}; ${count} executions per kind; worker
 const rows: string[] = [];
 const workflowRows: string[] = [];
 for (const kind of kinds) {
-  const { create, execute, later } = await measure(kind);
+  const { create, execute } = await measure(kind);
   const batches = execute.esm.calls['sqs.DeleteMessageBatch'] ?? 0;
   const handlerSqs = sum(execute.calls.calls, 'sqs.');
   const esmSqs = 2 * batches; // a receive and a delete per batch, as the event source mapping does them
@@ -321,13 +284,13 @@ for (const kind of kinds) {
       createShare +
       (executeWrites * PRICE.writeUnit +
         s3Dollars(execute.calls.calls) +
-        (execute.capacity.readUnits + later.readUnits) * PRICE.readUnit +
+        execute.capacity.readUnits * PRICE.readUnit +
         (handlerSqs + esmSqs) * PRICE.sqsRequest +
         batches * (PRICE.invocation + WORKER_MEMORY_GB * ASSUMED_BATCH_SECONDS * PRICE.gbSecond)) /
         executions) *
     1e6;
   rows.push(
-    `| ${kind === 'workflow' ? `workflow run of ${workflowSteps} steps` : kind === 'cron' && cronOccurrences > 1 ? `cron (${cronOccurrences} occurrences each)` : kind} | ${per(createWrites)} | ${per(create.capacity.readUnits)} | ${per(createSqs)} | ${perExecution(executeWrites)} (${perExecution(execute.capacity.indexWriteUnits)} index) | ${perExecution(execute.capacity.readUnits)} + ${perExecution(later.readUnits)} | ${perExecution(handlerSqs)} + ${perExecution(esmSqs)} | ${perExecution(batches)} | ${per(createS3)} + ${perExecution(executeS3)} | $${dollars.toFixed(2)} |`,
+    `| ${kind === 'workflow' ? `workflow run of ${workflowSteps} steps` : kind === 'cron' && cronOccurrences > 1 ? `cron (${cronOccurrences} occurrences each)` : kind} | ${per(createWrites)} | ${per(create.capacity.readUnits)} | ${per(createSqs)} | ${perExecution(executeWrites)} (${perExecution(execute.capacity.indexWriteUnits)} index) | ${perExecution(execute.capacity.readUnits)} | ${perExecution(handlerSqs)} + ${perExecution(esmSqs)} | ${perExecution(batches)} | ${per(createS3)} + ${perExecution(executeS3)} | $${dollars.toFixed(2)} |`,
   );
   if (kind === 'workflow') {
     // Per step: the start's share and the execution's, over every step of every workflow run.
@@ -335,18 +298,18 @@ for (const kind of kinds) {
     const perStep = (value: number): string => (value / steps).toFixed(2);
     const requests = (calls: Record<string, number>): number => Object.values(calls).reduce((total, n) => total + n, 0);
     workflowRows.push(
-      `| per step (${workflowSteps}-step workflow) | ${perStep(createWrites + executeWrites)} | ${perStep(create.capacity.readUnits + execute.capacity.readUnits + later.readUnits)} | ${perStep(sum(create.calls.calls, 'dynamodb.') + sum(execute.calls.calls, 'dynamodb.'))} | ${perStep(createSqs + handlerSqs + esmSqs)} | ${perStep(batches)} | $${((dollars * count) / steps).toFixed(2)} |`,
+      `| per step (${workflowSteps}-step workflow) | ${perStep(createWrites + executeWrites)} | ${perStep(create.capacity.readUnits + execute.capacity.readUnits)} | ${perStep(sum(create.calls.calls, 'dynamodb.') + sum(execute.calls.calls, 'dynamodb.'))} | ${perStep(createSqs + handlerSqs + esmSqs)} | ${perStep(batches)} | $${((dollars * count) / steps).toFixed(2)} |`,
     );
     console.log(`[workflow] requests per step, start and execution: ${(requests({ ...create.calls.calls }) + requests(execute.calls.calls)) / steps}`);
   }
   console.log(`\n[${kind}] create: ${JSON.stringify(create.calls.calls)}\n  write units by operation: ${JSON.stringify(create.capacity.writesByOperation)}`);
   console.log(
-    `[${kind}] execute: ${JSON.stringify(execute.calls.calls)}\n  write units by operation: ${JSON.stringify(execute.capacity.writesByOperation)}\n  event source mapping side: ${JSON.stringify(execute.esm.calls)}\n  the ticker's later reads: ${JSON.stringify(later.byOperation)}`,
+    `[${kind}] execute: ${JSON.stringify(execute.calls.calls)}\n  write units by operation: ${JSON.stringify(execute.capacity.writesByOperation)}\n  event source mapping side: ${JSON.stringify(execute.esm.calls)}`,
   );
 }
 target.close();
 console.log(
-  '\n| kind | create WCU | create RCU | create SQS | execution WCU | execution RCU (+ the later ticks) | execution SQS (handler + ESM) | worker invocations | S3 (create + execution) | $ per million, create + execution |',
+  '\n| kind | create WCU | create RCU | create SQS | execution WCU | execution RCU | execution SQS (handler + ESM) | worker invocations | S3 (create + execution) | $ per million, create + execution |',
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) console.log(row);

@@ -35,11 +35,6 @@ export interface CapacityTally {
   readonly readUnits: number;
   /** Write units (base table + indexes) by table and operation, e.g. `Runs.UpdateItem`. */
   readonly writesByOperation: Record<string, number>;
-  /**
-   * Read units by table and operation, e.g. `Runs.BatchGetItem`; `Runs.Query:items` is what the
-   * items a query returned add, unrounded (a query is billed at least half a unit however few).
-   */
-  readonly readsByOperation: Record<string, number>;
 }
 
 interface WriteTarget {
@@ -56,7 +51,6 @@ export class CapacityModel {
   private indexWriteUnits = 0;
   private readUnits = 0;
   private byOperation = new Map<string, number>();
-  private readsByOperation = new Map<string, number>();
 
   /** `tables`: each table's definition by its deployed name. */
   constructor(private readonly tables: ReadonlyMap<string, TableDefinition>) {}
@@ -92,7 +86,6 @@ export class CapacityModel {
     this.indexWriteUnits = 0;
     this.readUnits = 0;
     this.byOperation = new Map();
-    this.readsByOperation = new Map();
   }
 
   tally(): CapacityTally {
@@ -101,7 +94,6 @@ export class CapacityModel {
       indexWriteUnits: this.indexWriteUnits,
       readUnits: this.readUnits,
       writesByOperation: Object.fromEntries([...this.byOperation].sort(([a], [b]) => a.localeCompare(b))),
-      readsByOperation: Object.fromEntries([...this.readsByOperation].sort(([a], [b]) => a.localeCompare(b))),
     };
   }
 
@@ -164,32 +156,18 @@ export class CapacityModel {
     this.byOperation.set(name, (this.byOperation.get(name) ?? 0) + base + indexes);
   }
 
-  private tallyRead(name: string, value: number): void {
-    this.readsByOperation.set(name, (this.readsByOperation.get(name) ?? 0) + value);
-  }
-
   private addRead(operation: string, input: Record<string, unknown>, output: Record<string, unknown>): void {
     const factor = (consistent: unknown): number => (consistent === true ? 1 : 0.5);
     const units = (item: unknown): number => Math.ceil(Math.max(itemSize(asImage(item)), 1) / 4096);
-    const add = (tableName: unknown, value: number): void => {
-      this.readUnits += value;
-      const table = typeof tableName === 'string' ? this.tables.get(tableName) : undefined;
-      this.tallyRead(`${table?.id ?? String(tableName)}.${operation}`, value);
-    };
     switch (operation) {
       case 'GetItem':
-        add(input.TableName, units(output.Item) * factor(input.ConsistentRead));
+        this.readUnits += units(output.Item) * factor(input.ConsistentRead);
         break;
       case 'Query':
       case 'Scan': {
         const items = Array.isArray(output.Items) ? output.Items : [];
         const total = items.reduce((sum: number, item: unknown) => sum + itemSize(asImage(item)), 0);
-        add(input.TableName, Math.max(1, Math.ceil(total / 4096)) * factor(input.ConsistentRead));
-        // What the items returned add, unrounded: a query's share of a page read for many entries.
-        this.tallyRead(
-          `${this.tables.get(String(input.TableName))?.id ?? String(input.TableName)}.${operation}:items`,
-          (total / 4096) * factor(input.ConsistentRead),
-        );
+        this.readUnits += Math.max(1, Math.ceil(total / 4096)) * factor(input.ConsistentRead);
         break;
       }
       case 'BatchGetItem': {
@@ -197,7 +175,7 @@ export class CapacityModel {
         for (const [tableName, items] of Object.entries(isRecord(output.Responses) ? output.Responses : {})) {
           const request = requests[tableName];
           const consistent = isRecord(request) ? request.ConsistentRead : undefined;
-          for (const item of Array.isArray(items) ? items : []) add(tableName, units(item) * factor(consistent));
+          for (const item of Array.isArray(items) ? items : []) this.readUnits += units(item) * factor(consistent);
         }
         break;
       }

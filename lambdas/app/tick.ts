@@ -103,9 +103,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     // The index holds no status (decision 0171): an entry at its run's own time is a run waiting
     // for it, every check-back is later. Those and the check-backs that have come are read, and
     // handled by the run's status as read now (consistently): a lease may keep the entry a queued
-    // run had (decision 0170). The read also gives the priority (the lane) and a lease's end. A
-    // finished run's entry stays where its last check-back was (decision 0189): read, it is none of
-    // these, and nothing is done.
+    // run had (decision 0170). The read also gives the priority (the lane) and a lease's end.
     const toRead = entries.filter((entry) => entry.gateAt === entry.availableAt || Date.parse(entry.gateAt) <= now);
     const runs = await runsOf(
       deps,
@@ -171,7 +169,7 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     await mapWithConcurrency(lapsed, WRITE_CONCURRENCY, async (entry) => {
       const run = runs.get(entry.runId);
       const check = checkLease(run, now);
-      if (!run || check.kind === 'gone') return; // finished since the index was read
+      if (!run || check.kind === 'gone') return; // finished since the index was read; its outcome removed the entry
       if (check.kind === 'live') {
         if (await deps.timeIndex.moveLeaseCheck(entry.runId, run.version, entry.gateAt, check.checkAt, config.timeIndexShards)) leaseChecksMoved++;
         return;

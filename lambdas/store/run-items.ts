@@ -49,14 +49,6 @@ export const KEY_WAIT_SCOPE_ATTRIBUTE = 'keyWaitScope';
  */
 export const OPEN_RUN_ATTRIBUTES: readonly string[] = ['gateKey', 'gateAt', 'claimTenant', 'claimSort', KEY_WAIT_SCOPE_ATTRIBUTE];
 
-/**
- * What an attempt's outcome (recorded by the worker that held it) removes: the claim entry and the
- * key it waited for, but not its time-index entry (decision 0189). Removing that entry was an index
- * write, 1 unit of every execution; left, it is read by the ticker once or twice when its time
- * comes, finds the run finished and does nothing, and goes with the run when the run expires.
- */
-export const ENDED_RUN_ATTRIBUTES: readonly string[] = OPEN_RUN_ATTRIBUTES.filter((name) => name !== 'gateKey' && name !== 'gateAt');
-
 /** Sort key of a run in the claimable index: its job type, when it became due, its id. */
 export const claimSortOf = (run: Pick<Run, 'jobType' | 'availableAt' | 'runId'>): string => `${run.jobType}#${run.availableAt}#${run.runId}`;
 export const runIdOfClaimSort = (claimSort: string): string => claimSort.slice(claimSort.lastIndexOf('#') + 1);

@@ -43,7 +43,6 @@ import {
   KEY_WAIT_SCOPE_ATTRIBUTE,
   NOTIFY_EVENT_ATTRIBUTE,
   notifyEventOf,
-  ENDED_RUN_ATTRIBUTES,
   OPEN_RUN_ATTRIBUTES,
   payloadOverrideOf,
   RESULT_ATTRIBUTE,
@@ -258,7 +257,7 @@ export class RunLeases {
         [NOTIFY_EVENT_ATTRIBUTE]: outcome.notify ?? undefined,
         ...expiryAttributes(runId, outcome.now, this.retentionDays),
       },
-      remove: [...ENDED_RUN_ATTRIBUTES],
+      remove: [...OPEN_RUN_ATTRIBUTES],
       if: { status: oneOf(sourcesOf(outcome.status, LEASED)), version },
     });
     return recorded ? 'recorded' : 'fenced';
@@ -310,9 +309,9 @@ export class RunLeases {
         ...(dead ?? {}),
         ...expiryAttributes(run.runId, outcome.now, this.retentionDays),
       },
-      // An offered run's claim entry goes; its check-back in the time index stays, read once or
-      // twice by the ticker when it comes (decision 0189).
-      remove: [...ENDED_RUN_ATTRIBUTES],
+      // A leased run carries a lease check-back in the time index (and an offered one, a claim
+      // entry): a finished run leaves them.
+      remove: [...OPEN_RUN_ATTRIBUTES],
       if: {
         status: oneOf(sourcesOf(outcome.status, LEASED)),
         version: run.version,

@@ -104,11 +104,9 @@ export const runsTable: TableDefinition = {
       projection: 'keys',
     },
     {
-      // Sparse: runs carry `gateKey` once written (SCHEDULED at their due time, QUEUED and RUNNING at
-      // a check-back time, decision 0065); an attempt's outcome leaves it where it was (decision
-      // 0189), and a run's retirement, cancel or offer removes it. It projects just what the ticker
-      // needs, so its scans stay small, and nothing a lease, a heartbeat or an outcome changes
-      // (decision 0171).
+      // Sparse: only runs not finished carry `gateKey` (SCHEDULED at their due time, QUEUED and
+      // RUNNING at a check-back time, decision 0065). It projects just what the ticker needs, so its
+      // scans stay small, and nothing a lease or a heartbeat changes (decision 0171).
       indexName: RUNS_TIME_INDEX,
       partitionKey: { name: 'gateKey', type: 'S' },
       sortKey: { name: 'gateAt', type: 'S' },

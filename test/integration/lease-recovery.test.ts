@@ -9,7 +9,7 @@ import type { SchedulerDeps } from '../../lambdas/app/deps';
 import type { Run } from '../../lambdas/domain/run';
 import { firstCheckAt, leaseCheckAt } from '../../lambdas/domain/time-gate';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, jobBody, leaseRequest, setTickerCursor, startScheduler, startTarget, tick, timeIndexEntryOf } from './harness';
+import { eventually, jobBody, leaseRequest, startScheduler, startTarget, tick, timeIndexEntryOf } from './harness';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -85,20 +85,9 @@ describe('a lost worker is recovered from the time index, whatever became of its
     const runs = await eventually(() => runsOf(jobId), recovered, 20_000);
     expect(runs[1]).toMatchObject({ runId, attempt: 1, leaseOwner: 'ghost-a', error: { retryable: true } });
     expect(runs[0]).toMatchObject({ attempt: 2, trigger: 'retry' });
-    // Finished attempts keep their last entry (decision 0189): a tick past them finds them ended,
-    // and neither sends nor moves anything.
-    const lost = await indexEntryOf(runId);
-    const retried = await indexEntryOf(runs[0]!.runId);
-    expect(lost.gateAt).toBeDefined();
-    expect(retried.gateAt).toBeDefined();
-    const depth = await scheduler.queueDepth();
-    const later = Math.max(Date.parse(lost.gateAt!), Date.parse(retried.gateAt!)) + 1_000;
-    const past = await tick(scheduler.workerDeps('ticker-later', () => later));
-    await setTickerCursor(scheduler, Date.now() - 60_000);
-    expect(past).toMatchObject({ released: 0, redelivered: 0, lapsedLeases: 0, leaseChecksMoved: 0 });
-    expect(await scheduler.queueDepth()).toBe(depth);
-    expect(await indexEntryOf(runId)).toEqual(lost);
-    expect(await indexEntryOf(runs[0]!.runId)).toEqual(retried);
+    // Finished runs leave the time index.
+    expect(await indexEntryOf(runId)).toEqual({ gateKey: undefined, gateAt: undefined });
+    expect(await indexEntryOf(runs[0]!.runId)).toEqual({ gateKey: undefined, gateAt: undefined });
   });
 
   it('does not recover a lease its heartbeats keep alive past its first check-back, and recovers it once they stop', async () => {
@@ -172,10 +161,8 @@ describe('a lost worker is recovered from the time index, whatever became of its
     await sleep(Date.parse(leased.leaseExpiresAt!) + 2_500 - Date.now());
     expect((await tick(scheduler.deps)).lapsedLeases).toBe(1);
     // The worker was slow, not dead: its outcome, fenced by the version it leased, lands first.
-    const recovery = await indexEntryOf(runId);
     expect(await ghost.leases.finishAttempt(leased, { status: 'SUCCEEDED', now: Date.now(), error: null }, null)).toBe('recorded');
-    // The outcome leaves the recovery's check-back where it was (decision 0189).
-    expect(await indexEntryOf(runId)).toEqual(recovery);
+    expect(await indexEntryOf(runId)).toEqual({ gateKey: undefined, gateAt: undefined });
     await startWorkers();
     const before = await scheduler.queueDepth();
     // The recovery message is dropped as a duplicate: no lost attempt, no retry.
@@ -210,7 +197,7 @@ describe('a lost worker is recovered from the time index, whatever became of its
   }
 });
 
-describe("every way out of RUNNING: an outcome leaves the lease's check-back, a cancel or an offer removes it, a give-back turns it into a queued one", () => {
+describe("every way out of RUNNING leaves the lease's check-back behind (or, given back, turns it into a queued one)", () => {
   let scheduler: Scheduler;
   beforeAll(async () => {
     scheduler = await startScheduler({ workerConcurrency: 0 });
@@ -245,22 +232,28 @@ describe("every way out of RUNNING: an outcome leaves the lease's check-back, a 
     expect(Date.parse((await gateOf(runId)).gateAt!)).toBe(leaseCheckAt(askedAt, scheduler.config));
   });
 
-  it('succeeded, failed, dead: the outcome leaves the check-back where it was (decision 0189)', async () => {
+  it('succeeded, failed, dead', async () => {
     for (const status of ['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'DEAD'] as const) {
       const run = await leased();
-      const before = await gateOf(run.runId);
-      expect(before.gateAt).toBeDefined();
       expect(await scheduler.deps.leases.finishAttempt(run, { status, now: now(), error: null }, null)).toBe('recorded');
-      expect(await gateOf(run.runId)).toEqual(before);
+      expect(await gateOf(run.runId)).toEqual(none);
     }
   });
 
-  it('skipped or cancelled by admission leave it too; cancelled while running removes it', async () => {
+  it('a tick that read a lease check-back, and an outcome that lands before its move: the move is refused', async () => {
+    const run = await leased();
+    const entry = await gateOf(run.runId);
+    expect(await scheduler.deps.leases.finishAttempt(run, { status: 'SUCCEEDED', now: now(), error: null }, null)).toBe('recorded');
+    // The move a tick decided on from the RUNNING run it read: fenced by the status, the version and the entry.
+    expect(await scheduler.deps.timeIndex.moveLeaseCheck(run.runId, run.version, entry.gateAt!, now() + 300_000, scheduler.config.timeIndexShards)).toBe(false);
+    expect(await gateOf(run.runId)).toEqual(none);
+  });
+
+  it('skipped or cancelled by admission, cancelled while running', async () => {
     for (const status of ['SKIPPED', 'CANCELLED'] as const) {
       const run = await leased();
-      const before = await gateOf(run.runId);
       expect(await scheduler.deps.leases.complete(run.runId, run.version, { status, now: now(), error: null, reason: 'test' })).toBe('recorded');
-      expect(await gateOf(run.runId)).toEqual(before);
+      expect(await gateOf(run.runId)).toEqual(none);
     }
     const run = await leased();
     expect(await scheduler.deps.leases.cancelRunning(run.runId, now(), 'test')).toBe(true);
@@ -288,67 +281,5 @@ describe("every way out of RUNNING: an outcome leaves the lease's check-back, a 
     expect(await scheduler.deps.timeIndex.moveLeaseCheck(run.runId, run.version, gateAt!, now() + 60_000, shards)).toBe(true);
     // Moved once: a second ticker holding the old position moves nothing.
     expect(await scheduler.deps.timeIndex.moveLeaseCheck(run.runId, run.version, gateAt!, now() + 90_000, shards)).toBe(false);
-  });
-});
-
-describe("a finished run's check-back stays, and the tick that reads it does nothing (decision 0189)", () => {
-  let scheduler: Scheduler;
-  beforeAll(async () => {
-    // Its own tables: the ticks here read every entry due, and must find only these runs.
-    scheduler = await startScheduler({ workerConcurrency: 0 });
-  });
-  afterAll(async () => scheduler.stop());
-
-  const gateOf = (runId: string) => timeIndexEntryOf(scheduler, runId);
-  const now = () => Date.now();
-
-  async function leased(): Promise<Run> {
-    const created = await scheduler.api('POST', '/v1/jobs', jobBody('http://127.0.0.1:9/hook'));
-    expect(created.status).toBe(201);
-    const lease = await scheduler.deps.leases.lease(created.body.job.nextRunId, leaseRequest(scheduler.config, 'w'));
-    if (lease.kind !== 'leased') throw new Error(`not leased: ${lease.kind}`);
-    return lease.run;
-  }
-
-  /**
-   * A tick whose clock is past every given run's entry reads them all (they are due) and must send,
-   * move and release nothing. The cursor is set back after it, for the test that follows.
-   */
-  async function tickPast(runIds: readonly string[]): Promise<void> {
-    const entries = await Promise.all(runIds.map((runId) => gateOf(runId)));
-    const later = Math.max(...entries.map((entry) => Date.parse(entry.gateAt!))) + 1_000;
-    const depth = await scheduler.queueDepth();
-    const report = await tick(scheduler.workerDeps('ticker-later', () => later));
-    await setTickerCursor(scheduler, now() - 60_000);
-    expect(report).toMatchObject({ released: 0, redelivered: 0, lapsedLeases: 0, leaseChecksMoved: 0, unreadable: 0 });
-    expect(await scheduler.queueDepth()).toBe(depth);
-    expect(await Promise.all(runIds.map((runId) => gateOf(runId)))).toEqual(entries);
-  }
-
-  it('every outcome and every end by admission', async () => {
-    const ended: string[] = [];
-    for (const status of ['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'DEAD'] as const) {
-      const run = await leased();
-      expect(await scheduler.deps.leases.finishAttempt(run, { status, now: now(), error: null }, null)).toBe('recorded');
-      ended.push(run.runId);
-    }
-    for (const status of ['SKIPPED', 'CANCELLED'] as const) {
-      const run = await leased();
-      expect(await scheduler.deps.leases.complete(run.runId, run.version, { status, now: now(), error: null, reason: 'test' })).toBe('recorded');
-      ended.push(run.runId);
-    }
-    await tickPast(ended);
-    // Still as their outcomes left them.
-    const runs = await scheduler.deps.runs.getMany(ended);
-    expect(runs.map((run) => run.status).sort()).toEqual(['CANCELLED', 'DEAD', 'FAILED', 'SKIPPED', 'SUCCEEDED', 'TIMED_OUT']);
-  });
-
-  it('a tick that read a lease check-back, and an outcome that lands before its move: the move is refused', async () => {
-    const run = await leased();
-    const entry = await gateOf(run.runId);
-    expect(await scheduler.deps.leases.finishAttempt(run, { status: 'SUCCEEDED', now: now(), error: null }, null)).toBe('recorded');
-    // The move a tick decided on from the RUNNING run it read: fenced by the status and the version.
-    expect(await scheduler.deps.timeIndex.moveLeaseCheck(run.runId, run.version, entry.gateAt!, now() + 300_000, scheduler.config.timeIndexShards)).toBe(false);
-    expect(await gateOf(run.runId)).toEqual(entry);
   });
 });

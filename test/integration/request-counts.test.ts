@@ -403,9 +403,8 @@ describe('write units per execution', () => {
     expect(create.total).toBe(8);
     expect(execution.byOperation).toEqual({
       // The lease (1), its check-back's entry kept where the create put it and showing nothing the
-      // lease changes (decisions 0170, 0171); the outcome (1), leaving the entry (decision 0189;
-      // removing it was 1 more).
-      'Runs.UpdateItem': 2,
+      // lease changes (decisions 0170, 0171); the outcome (1) removing it (1).
+      'Runs.UpdateItem': 3,
       'Jobs.PutItem': 1, // the roll-up of this worker batch (of one run)
     });
   });
@@ -445,10 +444,10 @@ describe('write units per execution', () => {
     }
     const { byOperation } = units();
     expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
-    // Lease (1) keeping the check-back (decisions 0170, 0171); outcome (1) leaving it (decision
-    // 0189; removing it was 1 more). A lease tried before its time, as a delayed message that comes
-    // early made one, fails its condition and is billed all the same (1): none is (decision 0172).
-    expect(byOperation['Runs.UpdateItem']).toBe(3 * 2);
+    // Lease (1) keeping the check-back (decisions 0170, 0171); outcome (1) removing it (1). A lease
+    // tried before its time, as a delayed message that comes early made one, fails its condition and
+    // is billed all the same (1): none is (decision 0172).
+    expect(byOperation['Runs.UpdateItem']).toBe(3 * 3);
     // The next run on its own (1, decision 0175; 2 in the chain's transaction before) and its three index entries.
     expect(byOperation['Runs.PutItem']).toBe(3 * 4);
     // The job on its own (1; 2 in the transaction before), and a roll-up per worker batch (1); its
