@@ -14,7 +14,7 @@ import type { SchedulerDeps } from './deps';
 import { releaseBackfills } from './backfills';
 import { repairChain } from './occurrence-chain';
 import { resumeWhenDue } from './pause-resume';
-import { repairWorkflowRun } from './workflow-progress';
+import { repairWorkflowRun } from './workflow-repair';
 import { NEXT_RUN_SHARDS } from '../store/schema';
 import type { TimeIndexEntry } from '../store/time-index';
 import type { Run, RunStatus } from '../domain/run';

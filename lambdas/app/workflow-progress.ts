@@ -1,6 +1,6 @@
 // A workflow run's progress: after a step run's outcome is recorded, `continueWorkflow` records it on
 // the workflow run and starts what it unblocked (`advance`); the ticker's repair
-// (`repairWorkflowRun`) does the same for a workflow run whose progress stopped (a worker died
+// (workflow-repair.ts) does the same for a workflow run whose progress stopped (a worker died
 // between the two). Every move is a conditional write of the workflow run item (store/workflows.ts).
 // A run's end is workflow-run-end.ts's; finding a step's runs, workflow-step-runs.ts's.
 import { logger } from '../core/logger';
@@ -17,8 +17,8 @@ import { versionOf, workflowRunFields } from './workflow-versions';
 import { inputsFrom } from './step-results';
 import type { RunPayload } from '../domain/payload';
 import { handoffInScope, leasedPlan } from './step-handoff';
-import { hasStartedSteps, notifyEnd, notifyMark, workflowRunEnded } from './workflow-run-end';
-import { cancelStepRun, currentStepRun, newestStepRuns } from './workflow-step-runs';
+import { notifyMark, workflowRunEnded } from './workflow-run-end';
+import { cancelStepRun, newestStepRuns } from './workflow-step-runs';
 import type { RunPlan } from './plan-run';
 
 /**
@@ -211,7 +211,13 @@ const stateOf = (run: WorkflowRun, stepId: string): StepState =>
  * Writes the runs of claimed steps (deterministic ids: a repeat writes nothing), each with its
  * parents' results as its inputs, and sends them. A cancel that landed meanwhile retires them.
  */
-async function startStepRuns(deps: SchedulerDeps, version: WorkflowVersion, run: WorkflowRun, stepIds: readonly string[], now: number): Promise<WorkflowRun> {
+export async function startStepRuns(
+  deps: SchedulerDeps,
+  version: WorkflowVersion,
+  run: WorkflowRun,
+  stepIds: readonly string[],
+  now: number,
+): Promise<WorkflowRun> {
   const parentsOf = new Map(version.spec.steps.map((step) => [step.id, step.dependsOn]));
   const parentRunIds = [...new Set(stepIds.flatMap((stepId) => parentsOf.get(stepId) ?? []))]
     .map((parent) => run.steps[parent])
@@ -366,130 +372,4 @@ export async function recordEndedSteps(deps: SchedulerDeps, version: WorkflowVer
     }
   }
   return moved ? advance(deps, version, run) : run;
-}
-
-/** Tries of a step run's cancel refused because the run moved on (its attempt failed and its retry was written). */
-const MAX_CANCEL_ATTEMPTS = 5;
-
-/** A step run's ends that are its step's outcome (a FAILED attempt is followed by its retry). */
-const ENDED_STEP_OUTCOMES = ['SUCCEEDED', 'DEAD', 'CANCELLED', 'SKIPPED'] as const;
-
-/**
- * The started steps of a CANCELLED workflow run settled: each step's run is cancelled and recorded
- * on its step (one that ended first is recorded as it ended). A step claimed whose run is not
- * written yet is left to its claimer, which retires the run it writes when it reads the workflow
- * run again (decision 0142), unless `unwritten` is 'record': the repair's, a grace after the cancel,
- * records it NOT_STARTED (its claimer died). The run as it became; a step still STARTED is not settled.
- */
-export async function settleCancelledSteps(
-  deps: SchedulerDeps,
-  workflowName: string,
-  run: WorkflowRun,
-  now: number,
-  unwritten: 'leave' | 'record',
-): Promise<WorkflowRun> {
-  let current = run;
-  for (const [stepId, state] of Object.entries(run.steps)) {
-    if (state.status !== 'STARTED') continue;
-    // A cancel refused because the run moved on (its attempt failed and its retry was written) is
-    // made again on the step's newest run.
-    for (let attempt = 0; attempt < MAX_CANCEL_ATTEMPTS; attempt++) {
-      const stepRun = await currentStepRun(deps, run, stepId, state);
-      if (!stepRun) {
-        if (unwritten === 'record') {
-          const reason = 'the workflow run was cancelled before its run was written';
-          const written = await deps.workflowRuns.recordStep(current, stepId, {
-            ...state,
-            status: 'NOT_STARTED',
-            runId: null,
-            finishedAt: new Date(now).toISOString(),
-            reason,
-          });
-          current = written.run ?? current;
-        }
-        break;
-      }
-      // Ended already, its outcome not recorded (its continuation failed, or is under way): recorded
-      // as it ended, so that the run shows it and a retry does not run it again.
-      const ending = ENDED_STEP_OUTCOMES.find((outcome) => outcome === stepRun.status);
-      if (ending) {
-        current = (await recordStepEnd(deps, workflowName, current, stepId, state, stepRun, ending, now)) ?? current;
-        break;
-      }
-      if (await cancelStepRun(deps, stepRun, now)) {
-        current = (await recordStepEnd(deps, workflowName, current, stepId, state, stepRun, 'CANCELLED', now)) ?? current;
-        break;
-      }
-    }
-  }
-  return current;
-}
-
-/**
- * A cancelled workflow run whose started steps are all settled gives up the check-back its cancel
- * kept (`finish`), unless its end's notification is still to be made, which clears it. Never
- * throws: a check-back left makes the ticker look once more, and find nothing to do.
- */
-export async function cancelledRunSettled(deps: SchedulerDeps, version: WorkflowVersion | null, run: WorkflowRun, now: number): Promise<void> {
-  if (run.status !== 'CANCELLED' || hasStartedSteps(run) || notifyMark(deps, version, 'CANCELLED', now)) return;
-  try {
-    await deps.workflowRuns.settled(run);
-  } catch (error) {
-    logger.warn("a cancelled workflow run's check-back was not cleared; the ticker clears it", {
-      ...workflowRunFields(run),
-      error: error instanceof Error ? error.message : String(error),
-    });
-  }
-}
-
-/**
- * The ticker's repair of a running workflow run whose progress stopped: a started step whose run
- * ended (its worker died before continuing) is recorded, a claimed step whose run was never written
- * is written, and the run moves on; its check-back moves on with it. True when something moved.
- */
-export async function repairWorkflowRun(deps: SchedulerDeps, workflowId: string, workflowRunId: string): Promise<boolean> {
-  const read = await deps.workflowRuns.getRunWithNotification(workflowId, workflowRunId);
-  if (!read) return false;
-  const found = read.run;
-  const version = await versionOf(deps, workflowId, found.version);
-  if (!version) return false;
-  const now = deps.clock();
-  if (found.status !== 'RUNNING') {
-    // Cancelled, and its cancel stopped before its started steps' runs were cancelled (a store
-    // error, the API's process gone): they are cancelled now, so that none runs after the cancel.
-    let ended = found;
-    if (found.status === 'CANCELLED' && hasStartedSteps(found)) {
-      ended = await settleCancelledSteps(deps, version.spec.name, found, now, 'record');
-      logger.warn("workflow run repaired: its cancel had not cancelled its started steps' runs", workflowRunFields(ended));
-    }
-    // Ended, its notification marked and not made (its writer stopped between the two): made now, once.
-    if (read.notify) {
-      await notifyEnd(deps, version, ended, { resend: true });
-      logger.warn("workflow run repaired: its end's notification had not been made", workflowRunFields(ended));
-      return true;
-    }
-    await cancelledRunSettled(deps, version, ended, now);
-    return ended !== found;
-  }
-  let run = found;
-  let moved = false;
-  for (const [stepId, state] of Object.entries(found.steps)) {
-    if (state.status !== 'STARTED') continue;
-    const stepRun = await currentStepRun(deps, run, stepId, state);
-    if (!stepRun) {
-      // Claimed, but its run was never written: the claimer died between the two writes.
-      run = await startStepRuns(deps, version, run, [stepId], now);
-      moved = true;
-      continue;
-    }
-    const outcome = stepOutcomeOf(stepRun.status);
-    if (outcome) {
-      run = (await recordStepEnd(deps, version.spec.name, run, stepId, state, stepRun, outcome, now)) ?? run;
-      moved = true;
-    }
-  }
-  const advanced = await advance(deps, version, run);
-  if (advanced.status === 'RUNNING') await deps.workflowRuns.moveCheckBack(advanced, now);
-  if (moved || advanced !== run) logger.warn('workflow run repaired: its progress had stopped', workflowRunFields(advanced));
-  return moved || advanced.status !== 'RUNNING';
 }
