@@ -10,7 +10,7 @@ import { executeRun } from '../app/execute-run';
 import { flushTelemetry } from '../app/flush-telemetry';
 import { decodeDispatchMessage } from '../store/dispatch-queue';
 import type { SQSRecord } from 'aws-lambda';
-import { NotificationTryFault, tryNotification, waitForNotificationTurn } from '../app/notifications';
+import { NotificationTryFault, tryNotification, waitForNotificationTurn } from '../app/notification-tries';
 import type { NotifyEvent } from '../domain/notify';
 import { NOTIFICATION_CLAIM_MS } from '../domain/notify';
 import { traceIdOf } from '../domain/trace-context';

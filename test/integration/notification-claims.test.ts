@@ -4,7 +4,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
-import { tryNotification } from '../../lambdas/app/notifications';
+import { tryNotification } from '../../lambdas/app/notification-tries';
 import type { NotifyEvent } from '../../lambdas/domain/notify';
 import { NOTIFICATION_CLAIM_MS, notificationBodyOf, notificationIdOf } from '../../lambdas/domain/notify';
 import type { Dispatch } from '../../lambdas/store/dispatch-queue';

@@ -5,7 +5,8 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
-import { tryNotification, workflowRunNotificationKey } from '../../lambdas/app/notifications';
+import { workflowRunNotificationKey } from '../../lambdas/app/notifications';
+import { tryNotification } from '../../lambdas/app/notification-tries';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { NotificationBody, RunNotificationBody, WorkflowRunNotificationBody } from '../../lambdas/domain/notify';
 import { notificationIdOf } from '../../lambdas/domain/notify';
