@@ -6,6 +6,8 @@ import type { AwsClients } from '../store/aws';
 import { ApiKeysRepository } from '../store/api-keys-repository';
 import { DispatchQueue, DispatchRouter } from '../store/dispatch-queue';
 import { JobsRepository } from '../store/jobs-repository';
+import { CoalescedItemReads } from '../store/batch-get';
+import { batchCoalesce } from './batch-coalesce';
 import { RunRecords } from '../store/run-records';
 import { RunLeases } from '../store/run-leases';
 import { RunClaims } from '../store/run-claims';
@@ -149,7 +151,9 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
   // An active job's byNextRun entry sits up to half the redelivery grace before its pending
   // occurrence, so that the ticker, which looks once an entry is older than the grace, never looks at
   // a healthy chain (decision 0161).
-  const jobs = new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable, (config.redeliveryGraceSeconds * 1000) / 2);
+  // A worker batch's reads of jobs and of workflow runs share BatchGetItem requests (decisions 0033, 0190).
+  const jobsTableReads = new CoalescedItemReads(clients.dynamo, config.jobsTable, ['pk', 'sk'], batchCoalesce(config));
+  const jobs = new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable, (config.redeliveryGraceSeconds * 1000) / 2, jobsTableReads);
   const tenants = new TenantsRepository(clients.dynamo, config.jobsTable);
   const signingSecrets = new SigningSecretsRepository(clients.dynamo, clients.kms, config.jobsTable, config.signingKeyId);
   return {
@@ -189,7 +193,7 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
     notifications: new Notifications(clients.dynamo, config.jobsTable),
     notifier: overrides.notifier ?? { deliver: (attempt) => deliverNotification(clients.targets, attempt) },
     workflows: new WorkflowsRepository(clients.dynamo, config.jobsTable, jobs),
-    workflowRuns: new WorkflowRunsRepository(clients.dynamo, config.jobsTable, config.runRetentionDays),
+    workflowRuns: new WorkflowRunsRepository(clients.dynamo, config.jobsTable, config.runRetentionDays, jobsTableReads),
     telemetry: new Telemetry(new MetricsRecorder(overrides.metricSink, clock), telemetryStore, workerId, clock),
     payloads: config.payloadBucket ? new PayloadStore(clients.s3, config.payloadBucket) : null,
   };

@@ -27,7 +27,8 @@ import { continueWorkflow } from './workflow-progress';
 import { startScheduledWorkflowRun } from './workflow-runs';
 import { wakeBuffered } from './occurrence-chain';
 import type { StepContext } from '../domain/workflow-jobs';
-import { parseStepJobId, stepContextOf } from '../domain/workflow-jobs';
+import { parseStepJobId, stepContextOf, workflowRunIdOf } from '../domain/workflow-jobs';
+import { cancelStepRun } from './workflow-step-runs';
 
 /** Seconds a received message stays invisible beyond its run's lease. */
 export const VISIBILITY_SLACK_SECONDS = 1;
@@ -73,7 +74,16 @@ async function executeLeased(
   message: DispatchContext,
   followLease: Promise<unknown> | undefined,
 ): Promise<ExecuteResult> {
-  const job = await deps.jobs.getAnyTenant(run.jobId, true, { coalesce: batchCoalesce(deps.config) });
+  const coalesce = batchCoalesce(deps.config);
+  // A step run from its queue reads its workflow run with its job (decision 0190): a cancel of the
+  // workflow run that stopped before it cancelled the steps' runs (a store error, its process gone)
+  // is honoured, and the run cancelled rather than run. One handed off was read by its taker.
+  const step = message.handedOff ? null : parseStepJobId(run.jobId);
+  const [job, workflowRun] = await Promise.all([
+    deps.jobs.getAnyTenant(run.jobId, true, { coalesce }),
+    step ? deps.workflowRuns.getRunShared(step.workflowId, workflowRunIdOf(step.workflowId, run.scheduledFor), coalesce) : null,
+  ]);
+  if (workflowRun?.status === 'CANCELLED') return endCancelledStep(deps, run);
   if (!job) return endWithoutJob(deps, run, leasedAt);
   // Read before admission takes a slot, which a run that cannot be delivered would have to give back.
   const read = await payloadOrEnd(deps, job, run, lease.payloadOverride, leasedAt);
@@ -91,6 +101,13 @@ async function executeLeased(
   } finally {
     await flow.release();
   }
+}
+
+/** A step run leased after its workflow run was cancelled: cancelled, its target not called; the repair records it on its step. */
+async function endCancelledStep(deps: SchedulerDeps, run: Run): Promise<ExecuteResult> {
+  const cancelled = await cancelStepRun(deps, run, deps.clock());
+  logger.info('a step run whose workflow run was cancelled was leased; cancelled, not run', { ...runFields(run), cancelled });
+  return 'cancelled';
 }
 
 /**

@@ -1,7 +1,6 @@
 // Jobs in DynamoDB: reads, listings (job-finder.ts), a job's changes as a compare-and-swap with the
 // runs they write, and the byNextRun index's views for the ticker. A create is job-inserts.ts's.
-import { BATCH_GET_MAX_KEYS, batchGetConsistent } from './batch-get';
-import { Coalescer } from './coalescer';
+import { batchGetConsistent, CoalescedItemReads } from './batch-get';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactionResult, TransactItem } from './conditional';
@@ -37,12 +36,6 @@ export interface JobReadOptions {
   readonly coalesce?: { readonly quietMs: number; readonly capMs: number };
 }
 
-interface PendingJobRead {
-  readonly jobId: string;
-  readonly resolve: (job: Job | null) => void;
-  readonly reject: (error: unknown) => void;
-}
-
 export class JobsRepository {
   private readonly finder: JobFinder;
   private readonly inserts: JobInserts;
@@ -58,6 +51,11 @@ export class JobsRepository {
      * less than the redelivery grace, so that the ticker never looks at a healthy chain. 0: exact.
      */
     private readonly checkBackWindowMs = 0,
+    /**
+     * Coalesced reads of the jobs table, shared with the workflow runs' (decision 0190): a step run's
+     * job (its version item) and its workflow run share one BatchGetItem. Made at the first such read without it.
+     */
+    private sharedReads?: CoalescedItemReads,
   ) {
     this.finder = new JobFinder(dynamo, jobsTable, (jobIds) => this.getManyAnyTenant(jobIds));
     this.inserts = new JobInserts(dynamo, jobsTable, runsTable, checkBackWindowMs);
@@ -113,15 +111,12 @@ export class JobsRepository {
    * jobs instead of one each, for the same read units.
    */
   async getAnyTenant(jobId: string, consistent = true, options: JobReadOptions = {}): Promise<Job | null> {
-    if (options.coalesce && consistent) {
-      this.reads ??= new Coalescer({ maxBatch: BATCH_GET_MAX_KEYS, ...options.coalesce }, (batch) => void this.readBatch(batch));
-      const reads = this.reads;
-      return new Promise<Job | null>((resolve, reject) => reads.add({ jobId, resolve, reject }));
-    }
     const step = parseStepJobId(jobId);
-    const { Item: item } = await this.dynamo.send(
-      new GetCommand({ TableName: this.jobsTable, Key: step ? workflowVersionKey(step.workflowId, step.version) : jobKey(jobId), ConsistentRead: consistent }),
-    );
+    const key = step ? workflowVersionKey(step.workflowId, step.version) : jobKey(jobId);
+    const item =
+      options.coalesce && consistent
+        ? await (this.sharedReads ??= new CoalescedItemReads(this.dynamo, this.jobsTable, ['pk', 'sk'], options.coalesce)).read(key)
+        : (await this.dynamo.send(new GetCommand({ TableName: this.jobsTable, Key: key, ConsistentRead: consistent }))).Item;
     if (!item) return null;
     return step ? stepJobOf(itemToWorkflowVersion(item), step.stepId) : itemToJob(item);
   }
@@ -133,17 +128,6 @@ export class JobsRepository {
   async getForRun(tenantId: string, jobId: string): Promise<Job | null> {
     const job = await this.getAnyTenant(jobId);
     return job?.tenantId === tenantId ? job : null;
-  }
-
-  private reads: Coalescer<PendingJobRead> | undefined;
-
-  private async readBatch(pending: readonly PendingJobRead[]): Promise<void> {
-    try {
-      const jobs = await this.getManyAnyTenant(pending.map((read) => read.jobId));
-      for (const read of pending) read.resolve(jobs.get(read.jobId) ?? null);
-    } catch (error) {
-      for (const read of pending) read.reject(error);
-    }
   }
 
   /** Strongly consistent reads of jobs by id; a job missing from the answer does not exist. */

@@ -10,6 +10,7 @@ import type { StepEnd, StepState, WorkflowRun, WorkflowRunStatus } from '../doma
 import type { NotifyEvent } from '../domain/notify';
 import { workflowRunExpiresAtEpoch } from '../domain/retention';
 import { absent, atMost, ifHeld, oneOf, putFresh, updateIf, updateReturning } from './conditional';
+import { CoalescedItemReads } from './batch-get';
 import { readFilteredPage } from './filtered-page';
 import type { StepRunScope } from './step-states';
 import { stepStatesFromItem, stepStatesToItem, stepStateToItem } from './step-states';
@@ -49,6 +50,8 @@ export class WorkflowRunsRepository {
     private readonly tableName: string,
     /** How long an ended workflow run is kept (RUN_RETENTION_DAYS; 0 keeps it forever, decision 0159). */
     private readonly retentionDays = 0,
+    /** Coalesced reads of the jobs table, shared with the jobs' (decision 0190); made at the first such read without it. */
+    private sharedReads?: CoalescedItemReads,
   ) {}
 
   /** Writes a new workflow run once (its id is its workflow and its time): false if it exists. */
@@ -65,6 +68,16 @@ export class WorkflowRunsRepository {
     const { Item: item } = await this.dynamo.send(
       new GetCommand({ TableName: this.tableName, Key: workflowRunKey(workflowId, workflowRunId), ConsistentRead: true }),
     );
+    return item ? itemToWorkflowRun(item) : null;
+  }
+
+  /**
+   * As `getRun`, sharing one BatchGetItem with the reads made around it (`coalesce`): the step runs
+   * of a worker batch each read their workflow run before they run (decision 0190).
+   */
+  async getRunShared(workflowId: string, workflowRunId: string, coalesce: { readonly quietMs: number; readonly capMs: number }): Promise<WorkflowRun | null> {
+    this.sharedReads ??= new CoalescedItemReads(this.dynamo, this.tableName, ['pk', 'sk'], coalesce);
+    const item = await this.sharedReads.read(workflowRunKey(workflowId, workflowRunId));
     return item ? itemToWorkflowRun(item) : null;
   }
 

@@ -149,7 +149,9 @@ describe('requests per execution', () => {
       'dynamodb.GetItem': 9, // API 4 (the workflow read again after its run's write: a delete between), first step 2, second step 3 (its run and its workflow run read before it starts, the workflow run)
       'dynamodb.UpdateItem': 6, // API 1 (rate counter), first step 3 (lease, outcome, step recorded with the claim), second 2 (outcome, step recorded with the end)
       'dynamodb.PutItem': 4, // API 2 (workflow run, step run), the second step's run (leased), the invocation's roll-up
-      'dynamodb.BatchGetItem': 3, // each step's job, the first step's result for the second
+      // each step's job (the first's in one request with its workflow run, decision 0190: a cancel that
+      // stopped before it cancelled the steps' runs is honoured), the first step's result for the second
+      'dynamodb.BatchGetItem': 3,
       'sqs.SendMessageBatch': 1, // the root's, from the API
       'sqs.ChangeMessageVisibilityBatch': 1, // the root's message following its lease
     });

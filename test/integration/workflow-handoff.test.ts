@@ -326,6 +326,30 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     expect(await drainDispatch()).toEqual([]);
   });
 
+  it('a step run from its queue whose workflow run a cancel ended, and which stopped before cancelling the steps, is cancelled at its lease, not run', async () => {
+    const { path, tenantId } = await startRun('queued-cancel-stopped', [step('queued-cancel-stopped', 'first'), step('queued-cancel-stopped', 'second')]);
+    const [, , , workflowId, , workflowRunId] = path.split('/');
+    const first = await runIdOf(path, 'first');
+    const second = await runIdOf(path, 'second');
+    expect(await drainDispatch()).toEqual([first, second].sort());
+
+    // The cancel writes the workflow run CANCELLED, then its cancels of the steps' runs (QUEUED) fail.
+    const api = scheduler.workerDeps('api');
+    const failingCancel: SchedulerDeps = {
+      ...api,
+      runs: Object.assign(Object.create(api.runs) as typeof api.runs, { retirePending: () => Promise.reject(new Error('store unavailable')) }),
+    };
+    await expect(cancelWorkflowRun(failingCancel, tenantId, workflowId!, workflowRunId!)).rejects.toThrow('store unavailable');
+    expect((await scheduler.api('GET', `/v1/runs/${first}`)).body.status).toBe('QUEUED');
+
+    // Their messages come to a worker (no deadline: nothing is handed off), in one batch.
+    const worker = scheduler.workerDeps('worker-1');
+    expect(await Promise.all([executeRun(worker, first, { tenantId }), executeRun(worker, second, { tenantId })])).toEqual(['cancelled', 'cancelled']);
+    for (const runId of [first, second]) expect((await scheduler.api('GET', `/v1/runs/${runId}`)).body.status).toBe('CANCELLED');
+    expect(callsOf('queued-cancel-stopped')).toEqual([]);
+    expect(await drainDispatch()).toEqual([]);
+  });
+
   it('a worker that dies holding a handed-off run: no message, and the ticker recovers it once its lease has ended', async () => {
     const { path, tenantId } = await startRun('handoff-dies', [
       step('handoff-dies', 'first'),

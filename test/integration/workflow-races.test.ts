@@ -120,7 +120,12 @@ describe('workflow runs under races', () => {
 
   function dyingAfterOutcome(deps: SchedulerDeps): SchedulerDeps {
     const killed = { get: () => () => Promise.reject(new Error('worker killed')) };
-    return { ...deps, workflows: new Proxy(deps.workflows, killed), workflowRuns: new Proxy(deps.workflowRuns, killed) };
+    // The read of its workflow run before the step runs (decision 0190) comes before the outcome.
+    const readsBefore = {
+      get: (runs: SchedulerDeps['workflowRuns'], property: string | symbol) =>
+        property === 'getRunShared' ? runs.getRunShared.bind(runs) : () => Promise.reject(new Error('worker killed')),
+    };
+    return { ...deps, workflows: new Proxy(deps.workflows, killed), workflowRuns: new Proxy(deps.workflowRuns, readsBefore) };
   }
 
   it('a worker that dies between a step outcome and its dependants leaves nothing stuck: the ticker repairs it', async () => {
