@@ -51,8 +51,9 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
       priority: run.priority ?? 'normal',
       ...(run.traceparent ? { traceparent: run.traceparent } : {}),
     };
-    // In order: a run may try for a slot only while fewer than `limit` runs that became due before
-    // it still wait (with a limit of 1, only the first in the queue).
+    // In order: a run may try for a slot only while fewer than `limit` runs ahead of it (of a higher
+    // priority, or of its own that became due before it) still wait (with a limit of 1, only the
+    // first in the queue; decision 0191).
     const queue = await deps.keyWaiters.first(scope, limit + 1);
     const mayTry = (await waitingAhead(deps, scope, queue, me, limit)) < limit;
     const slot = mayTry ? await deps.keyedSlots.acquire(scope, run.runId, limit, deps.clock(), (runIds) => slotLiveness(deps, runIds)) : null;
@@ -67,7 +68,9 @@ export async function passKeyedFlow(deps: SchedulerDeps, job: Job, run: Run, pay
       await deps.keyedSlots.release(scope, slot, run.runId);
       await wakeFirstWaiter(deps, scope, run.runId);
     };
-    if (queue.some((waiter) => waiter.runId === run.runId)) leaveQueue = () => deps.keyWaiters.leave(scope, me.sort);
+    // Every entry of the run's in the page: one written before decision 0191 has another sort.
+    const mine = queue.filter((waiter) => waiter.runId === run.runId);
+    if (mine.length > 0) leaveQueue = () => Promise.all(mine.map((waiter) => deps.keyWaiters.leave(scope, waiter.sort)));
   }
 
   try {
@@ -153,7 +156,7 @@ async function wait(
  * removed. A page whose every entry was ahead counts as full.
  */
 async function waitingAhead(deps: SchedulerDeps, scope: string, queue: readonly KeyWaiter[], me: KeyWaiter, limit: number): Promise<number> {
-  const ahead = queue.filter((waiter) => waiter.sort < me.sort);
+  const ahead = queue.filter((waiter) => waiter.sort < me.sort && waiter.runId !== me.runId);
   if (ahead.length < limit) return ahead.length;
   const now = deps.clock();
   const states = await deps.runs.keyWaitStates(ahead.map((waiter) => waiter.runId));

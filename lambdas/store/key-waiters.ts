@@ -1,5 +1,6 @@
-// The runs waiting for a concurrency key's slot, in the order they became due (decision 0130): one
-// small item per waiting run, keyed by its due time and id, so a listing is the queue, oldest first.
+// The runs waiting for a concurrency key's slot, by priority and then in the order they became due
+// (decisions 0130, 0191): one small item per waiting run, keyed by its priority's rank, its due time
+// and its id, so a listing is the queue, high runs first and oldest first within a priority.
 // A run joins when it finds no slot it may take and leaves when it takes one; an entry whose run no
 // longer waits (cancelled, finished, or its leave lost in a crash) is removed by whoever finds it.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -10,7 +11,7 @@ import { keyWaitKey, keyWaitPartition } from './keys';
 /** A waiting run and what its wake-up message needs. */
 export interface KeyWaiter {
   readonly runId: string;
-  /** The queue's order: the run's due time, then its id. */
+  /** The queue's order (`waiterSortOf`): the run's priority, its due time, then its id. */
   readonly sort: string;
   readonly tenantId: string;
   readonly jobType: string;
@@ -27,7 +28,7 @@ export class KeyWaiters {
     private readonly tableName: string,
   ) {}
 
-  /** The first `count` waiters of the key, oldest first. */
+  /** The first `count` waiters of the key, in the queue's order. */
   async first(scope: string, count: number): Promise<KeyWaiter[]> {
     const { Items: items = [] } = await this.dynamo.send(
       new QueryCommand({
@@ -63,5 +64,12 @@ export class KeyWaiters {
   }
 }
 
-/** A run's place in its key's queue. */
-export const waiterSortOf = (run: { readonly availableAt: string; readonly runId: string }): string => `${run.availableAt}#${run.runId}`;
+/** A priority's rank in a key's queue: high runs first, then normal, then low (decision 0191). */
+const PRIORITY_RANK: Readonly<Record<Priority, string>> = { high: '0', normal: '1', low: '2' };
+
+/**
+ * A run's place in its key's queue: its priority's rank, then when it became due, then its id
+ * (decision 0191). Entries written before the rank (`<due>#<id>`) sort after every ranked one.
+ */
+export const waiterSortOf = (run: { readonly availableAt: string; readonly runId: string; readonly priority?: Priority | null }): string =>
+  `${PRIORITY_RANK[run.priority ?? 'normal']}#${run.availableAt}#${run.runId}`;

@@ -54,7 +54,7 @@ export const keyedSlotKeys: SlotKeys = {
   partition: (scope) => `KEYSLOT#${scope}`,
   slot: (scope, slot) => ({ pk: `KEYSLOT#${scope}`, sk: `SLOT#${String(slot).padStart(6, '0')}` }),
 };
-/** The runs waiting for a concurrency key's slot, in the order they became due (store/key-waiters.ts). */
+/** The runs waiting for a concurrency key's slot, by priority, then in the order they became due (store/key-waiters.ts). */
 export const keyWaitPartition = (scope: string): string => `KEYWAIT#${scope}`;
 export const keyWaitKey = (scope: string, sort: string): Key => ({ pk: keyWaitPartition(scope), sk: sort });
 /** A rate key's start marks: when each of its `limit` marks was last used (jobs table). */

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { flowScope, runKey } from '../../lambdas/store/keys';
+import { waiterSortOf } from '../../lambdas/store/key-waiters';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 
@@ -132,6 +133,60 @@ describe('runs waiting for a concurrency key', () => {
     );
     expect(target.calls.map((call) => call.headers['x-run-id'])).toEqual(runIds);
     expect(await scheduler.deps.keyWaiters.first(flowScope(scheduler.tenantId, 'ordered'), 10)).toEqual([]);
+  });
+});
+
+describe('runs waiting for a concurrency key, by priority (decision 0191)', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  let releaseBlocker: () => void = () => {};
+  const blockerHeld = new Promise<void>((resolve) => (releaseBlocker = resolve));
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 4 });
+    // The first run holds the key until the others all wait in its queue.
+    target = await startTarget(async (call) => {
+      if (call.path.endsWith('/blocker')) await blockerHeld;
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    releaseBlocker();
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('a high run starts before normal and low runs that became due before it, a normal one before low ones', async () => {
+    const concurrency = { key: 'prioritised', limit: 1 };
+    const create = async (name: string, priority: string, path = '/ok'): Promise<string> => {
+      const created = await scheduler.api('POST', '/v1/jobs', { ...jobBody(`${target.url}${path}`, { name, concurrency }), priority });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      return created.body.job.nextRunId as string;
+    };
+    const blocker = await create('prioritised-blocker', 'normal', '/blocker');
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === 1,
+    );
+    // Due in this order while the blocker holds the key: low, low, normal, high.
+    const waiting: string[] = [];
+    for (const [i, priority] of ['low', 'low', 'normal', 'high'].entries()) waiting.push(await create(`prioritised-${i}`, priority));
+    const scope = flowScope(scheduler.tenantId, 'prioritised');
+    const queue = await eventually(
+      () => scheduler.deps.keyWaiters.first(scope, 10),
+      (entries) => entries.length === 4,
+      60_000,
+    );
+    const [low1, low2, normal, high] = waiting;
+    expect(queue.map((entry) => entry.runId)).toEqual([high, normal, low1, low2]);
+    releaseBlocker();
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (n) => n === 5,
+      60_000,
+    );
+    expect(target.calls.map((call) => call.headers['x-run-id'])).toEqual([blocker, high, normal, low1, low2]);
+    expect(await scheduler.deps.keyWaiters.first(scope, 10)).toEqual([]);
   });
 });
 
@@ -387,7 +442,7 @@ describe("a concurrency key's queue entry whose run no longer waits there (decis
     // A run leased two minutes ago and running still, whose entry stayed in the key's queue.
     const long = await runningForLong('long', 'c');
     expect((await statusOf(scheduler, long)).status).toBe('RUNNING');
-    await entry('c', long, `2000-01-01T00:00:00.000Z#${long}`);
+    await entry('c', long, waiterSortOf({ availableAt: '2000-01-01T00:00:00.000Z', runId: long }));
     // Before, a RUNNING run with a live lease counted as waiting, whenever it was leased.
     const fresh = await create('fresh', 'c');
     expect(await executeRun(worker, fresh)).toBe('succeeded');
@@ -420,8 +475,8 @@ describe("a concurrency key's queue entry whose run no longer waits there (decis
     // Two entries behind any run of the key: a run running for two minutes (its leave lost), then a queued one.
     const long = await runningForLong('stale-head', 'f');
     const live = await create('live-second', 'f');
-    await entry('f', long, `2999-01-01T00:00:00.000Z#${long}`);
-    await entry('f', live, `2999-01-01T00:00:01.000Z#${live}`);
+    await entry('f', long, waiterSortOf({ availableAt: '2999-01-01T00:00:00.000Z', runId: long }));
+    await entry('f', live, waiterSortOf({ availableAt: '2999-01-01T00:00:01.000Z', runId: live }));
     // A run of the key takes the slot, runs, and gives it back: the wake-up goes to the live one.
     const deps = scheduler.workerDeps('waker');
     const woken: string[] = [];
