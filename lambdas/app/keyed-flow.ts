@@ -162,7 +162,9 @@ async function waitingAhead(deps: SchedulerDeps, scope: string, queue: readonly 
   const states = await deps.runs.keyWaitStates(ahead.map((waiter) => waiter.runId));
   const stale = ahead.filter((waiter) => !stillWaitsForKey(scope, states.get(waiter.runId), now));
   await Promise.all(stale.map((waiter) => deps.keyWaiters.leave(scope, waiter.sort)));
-  // Every entry of a full page was ahead: more may be, past it.
+  // Every entry of a full page was ahead: more may be, past it. (A run's own entry is never before
+  // its sort: its priority and due time do not change, and an entry from before decision 0191 sorts
+  // after every ranked one.)
   const mayBeMore = queue.length > limit && ahead.length === queue.length;
   return mayBeMore && stale.length > 0 ? limit : ahead.length - stale.length;
 }
