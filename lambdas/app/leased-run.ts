@@ -27,6 +27,7 @@ import { continueWorkflow } from './workflow-progress';
 import { startScheduledWorkflowRun } from './workflow-runs';
 import { wakeBuffered } from './occurrence-chain';
 import type { StepContext } from '../domain/workflow-jobs';
+import type { WorkflowRun } from '../domain/workflow-run';
 import { parseStepJobId, stepContextOf, workflowRunIdOf } from '../domain/workflow-jobs';
 import { cancelStepRun } from './workflow-step-runs';
 
@@ -77,13 +78,14 @@ async function executeLeased(
   const coalesce = batchCoalesce(deps.config);
   // A step run from its queue reads its workflow run with its job (decision 0190): a cancel of the
   // workflow run that stopped before it cancelled the steps' runs (a store error, its process gone)
-  // is honoured, and the run cancelled rather than run. One handed off was read by its taker.
-  const step = message.handedOff ? null : parseStepJobId(run.jobId);
+  // is honoured, and so is a retry of it that started the step anew: the run is cancelled rather
+  // than run. One handed off was read by its taker; a replay was asked for by name, and runs.
+  const step = message.handedOff || run.trigger === 'replay' ? null : parseStepJobId(run.jobId);
   const [job, workflowRun] = await Promise.all([
     deps.jobs.getAnyTenant(run.jobId, true, { coalesce }),
     step ? deps.workflowRuns.getRunShared(step.workflowId, workflowRunIdOf(step.workflowId, run.scheduledFor), coalesce) : null,
   ]);
-  if (workflowRun?.status === 'CANCELLED') return endCancelledStep(deps, run);
+  if (step && workflowRun && stepRunSuperseded(workflowRun, step.stepId, run)) return endCancelledStep(deps, run);
   if (!job) return endWithoutJob(deps, run, leasedAt);
   // Read before admission takes a slot, which a run that cannot be delivered would have to give back.
   const read = await payloadOrEnd(deps, job, run, lease.payloadOverride, leasedAt);
@@ -103,10 +105,19 @@ async function executeLeased(
   }
 }
 
-/** A step run leased after its workflow run was cancelled: cancelled, its target not called; the repair records it on its step. */
+/**
+ * Whether a step run is no longer its workflow run's to run (decision 0190): the workflow run was
+ * cancelled, or a retry of it started the step at a later attempt than the run's.
+ */
+function stepRunSuperseded(workflowRun: WorkflowRun, stepId: string, run: Run): boolean {
+  const state = workflowRun.steps[stepId];
+  return workflowRun.status === 'CANCELLED' || (state !== undefined && state.attempt > run.attempt);
+}
+
+/** A step run leased after its workflow run was cancelled or retried past it: cancelled, its target not called. */
 async function endCancelledStep(deps: SchedulerDeps, run: Run): Promise<ExecuteResult> {
   const cancelled = await cancelStepRun(deps, run, deps.clock());
-  logger.info('a step run whose workflow run was cancelled was leased; cancelled, not run', { ...runFields(run), cancelled });
+  logger.info('a step run its workflow run no longer runs (cancelled, or retried past it) was leased; cancelled, not run', { ...runFields(run), cancelled });
   return 'cancelled';
 }
 

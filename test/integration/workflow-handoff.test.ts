@@ -350,6 +350,45 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     expect(await drainDispatch()).toEqual([]);
   });
 
+  it('a retry of a workflow run whose cancel stopped half-way: the step run of the older attempt is cancelled at its lease, the new one runs, the target once', async () => {
+    const { path, tenantId } = await startRun('retried-cancel-stopped', [step('retried-cancel-stopped', 'only')]);
+    const [, , , workflowId, , workflowRunId] = path.split('/');
+    const older = await runIdOf(path, 'only');
+    expect(await drainDispatch()).toEqual([older]);
+    const api = scheduler.workerDeps('api');
+    const failingCancel: SchedulerDeps = {
+      ...api,
+      runs: Object.assign(Object.create(api.runs) as typeof api.runs, { retirePending: () => Promise.reject(new Error('store unavailable')) }),
+    };
+    await expect(cancelWorkflowRun(failingCancel, tenantId, workflowId!, workflowRunId!)).rejects.toThrow('store unavailable');
+    // Retried within the minute: the step starts again at its next attempt, the older run still QUEUED.
+    expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
+    const newer = await runIdOf(path, 'only');
+    expect(newer).not.toBe(older);
+    expect((await scheduler.api('GET', `/v1/runs/${older}`)).body.status).toBe('QUEUED');
+    expect(await drainDispatch()).toEqual([newer]);
+
+    const worker = scheduler.workerDeps('worker-1');
+    expect(await executeRun(worker, older, { tenantId })).toBe('cancelled');
+    expect(await executeRun(worker, newer, { tenantId })).toBe('succeeded');
+    expect(callsOf('retried-cancel-stopped')).toEqual(['only']);
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  it('a replay of a step run of a cancelled workflow run runs: it was asked for by name', async () => {
+    const { path, tenantId } = await startRun('replayed-after-cancel', [step('replayed-after-cancel', 'only')]);
+    const first = await runIdOf(path, 'only');
+    expect(await drainDispatch()).toEqual([first]);
+    expect((await scheduler.api('POST', `${path}/cancel`)).status).toBe(200);
+    expect((await scheduler.api('GET', `/v1/runs/${first}`)).body.status).toBe('CANCELLED');
+    const replay = await scheduler.api('POST', `/v1/runs/${first}/replay`);
+    expect(replay.status, JSON.stringify(replay.body)).toBe(202);
+    const replayed = replay.body.run.runId as string;
+    expect(await drainDispatch()).toEqual([replayed]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), replayed, { tenantId })).toBe('succeeded');
+    expect(callsOf('replayed-after-cancel')).toEqual(['only']);
+  });
+
   it('a worker that dies holding a handed-off run: no message, and the ticker recovers it once its lease has ended', async () => {
     const { path, tenantId } = await startRun('handoff-dies', [
       step('handoff-dies', 'first'),
