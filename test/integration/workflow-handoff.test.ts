@@ -96,6 +96,16 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     return { ...deps, telemetry };
   }
 
+  /** A cancel of a workflow run that writes it CANCELLED, then fails to retire its steps' queued runs (a store error). */
+  async function cancelStoppingBeforeSteps(tenantId: string, workflowId: string, workflowRunId: string): Promise<void> {
+    const api = scheduler.workerDeps('api');
+    const failing: SchedulerDeps = {
+      ...api,
+      runs: Object.assign(Object.create(api.runs) as typeof api.runs, { retirePending: () => Promise.reject(new Error('store unavailable')) }),
+    };
+    await expect(cancelWorkflowRun(failing, tenantId, workflowId, workflowRunId)).rejects.toThrow('store unavailable');
+  }
+
   const until = () => Date.now() + 900_000;
 
   it('a worker with time left runs the dependants itself: the whole workflow in one call, no message sent but the root', async () => {
@@ -334,12 +344,7 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     expect(await drainDispatch()).toEqual([first, second].sort());
 
     // The cancel writes the workflow run CANCELLED, then its cancels of the steps' runs (QUEUED) fail.
-    const api = scheduler.workerDeps('api');
-    const failingCancel: SchedulerDeps = {
-      ...api,
-      runs: Object.assign(Object.create(api.runs) as typeof api.runs, { retirePending: () => Promise.reject(new Error('store unavailable')) }),
-    };
-    await expect(cancelWorkflowRun(failingCancel, tenantId, workflowId!, workflowRunId!)).rejects.toThrow('store unavailable');
+    await cancelStoppingBeforeSteps(tenantId, workflowId!, workflowRunId!);
     expect((await scheduler.api('GET', `/v1/runs/${first}`)).body.status).toBe('QUEUED');
 
     // Their messages come to a worker (no deadline: nothing is handed off), in one batch.
@@ -355,12 +360,7 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     const [, , , workflowId, , workflowRunId] = path.split('/');
     const older = await runIdOf(path, 'only');
     expect(await drainDispatch()).toEqual([older]);
-    const api = scheduler.workerDeps('api');
-    const failingCancel: SchedulerDeps = {
-      ...api,
-      runs: Object.assign(Object.create(api.runs) as typeof api.runs, { retirePending: () => Promise.reject(new Error('store unavailable')) }),
-    };
-    await expect(cancelWorkflowRun(failingCancel, tenantId, workflowId!, workflowRunId!)).rejects.toThrow('store unavailable');
+    await cancelStoppingBeforeSteps(tenantId, workflowId!, workflowRunId!);
     // Retried within the minute: the step starts again at its next attempt, the older run still QUEUED.
     expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
     const newer = await runIdOf(path, 'only');
