@@ -15,7 +15,7 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
 import { NagSuppressions } from 'cdk-nag';
 import { PUBLIC_ROUTES } from '../lambdas/api/routes';
-import { workerConsumer } from '../lambdas/store/schema';
+import { JOBS_BY_NAME_INDEX, jobsTable as jobsTableDefinition, workerConsumer } from '../lambdas/store/schema';
 import type { Pool } from '../lambdas/store/pools';
 import { DEFAULT_POOL_NAME, defaultPool, lowLaneConcurrency, poolResourceNames, validatePools } from '../lambdas/store/pools';
 import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-allowlist';
@@ -31,7 +31,7 @@ import { SchedulerFunction } from './scheduler-function';
 import type { WorkerNetwork } from './scheduler-function';
 import { SchedulerObservability } from './observability';
 import { applySecuritySettings } from './security';
-import { SchedulerStorage } from './storage';
+import { keptIndexes, SchedulerStorage } from './storage';
 
 export interface SchedulerStackProps extends StackProps {
   readonly config?: Partial<SchedulerStackConfig>;
@@ -130,6 +130,9 @@ export class SchedulerStack extends Stack {
         headerSecretArns,
         tenantDefaults: config.tenantDefaults,
         runRetentionDays,
+        // The first deploy of an upgrade from before decision 0192 keeps byTenantName: names are then
+        // guarded the old way too, until `npm run ops:backfill-name-entries` has copied them.
+        legacyNameGuards: keptIndexes(jobsTableDefinition, config.keepReplacedIndexes).some((index) => index.indexName === JOBS_BY_NAME_INDEX),
         auditRetentionDays: SETTINGS.auditRetentionDays.schema.parse(config.auditRetentionDays),
         ...config.tuning,
       },

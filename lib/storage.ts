@@ -40,7 +40,7 @@ function index(definition: IndexDefinition): dynamodb.GlobalSecondaryIndexPropsV
 }
 
 /** The replaced indexes of a table that `keep` keeps. */
-function keptIndexes(definition: TableDefinition, keep: boolean | readonly string[] | undefined): readonly IndexDefinition[] {
+export function keptIndexes(definition: TableDefinition, keep: boolean | readonly string[] | undefined): readonly IndexDefinition[] {
   const replaced = definition.replacedIndexes ?? [];
   if (keep === undefined || typeof keep === 'boolean') return keep ? replaced : [];
   return replaced.filter((index) => keep.includes(index.indexName));

@@ -153,7 +153,14 @@ export function createDeps(config: SchedulerConfig, clients: AwsClients, overrid
   // a healthy chain (decision 0161).
   // A worker batch's reads of jobs and of workflow runs share BatchGetItem requests (decisions 0033, 0190).
   const jobsTableReads = new CoalescedItemReads(clients.dynamo, config.jobsTable, ['pk', 'sk'], batchCoalesce(config));
-  const jobs = new JobsRepository(clients.dynamo, config.jobsTable, config.runsTable, (config.redeliveryGraceSeconds * 1000) / 2, jobsTableReads);
+  const jobs = new JobsRepository(
+    clients.dynamo,
+    config.jobsTable,
+    config.runsTable,
+    (config.redeliveryGraceSeconds * 1000) / 2,
+    jobsTableReads,
+    config.legacyNameGuards,
+  );
   const tenants = new TenantsRepository(clients.dynamo, config.jobsTable);
   const signingSecrets = new SigningSecretsRepository(clients.dynamo, clients.kms, config.jobsTable, config.signingKeyId);
   return {

@@ -129,6 +129,12 @@ export const SETTINGS = {
     'Limits of tenants that have none of their own: {"maxActiveJobs":…,"maxInFlightRuns":…,"createsPerSecond":…,"maxActiveBackfills":…}; each absent one keeps its default.',
     'a JSON object of tenant limits',
   ),
+  legacyNameGuards: setting(
+    'LEGACY_NAME_GUARDS',
+    flag,
+    z.boolean().default(false),
+    "`true` during an upgrade from a stack before decision 0192: a job's name is guarded by its old `JOBNAME#` item too, and `?name=` reads the `byTenantName` index. The stack sets it while it keeps that index (docs/operations.md).",
+  ),
   allowPrivateTargets: setting(
     'ALLOW_PRIVATE_TARGETS',
     flag,

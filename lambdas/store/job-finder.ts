@@ -1,5 +1,6 @@
 // Finding a tenant's jobs: by label, name or name prefix, status, or all of them, each through an
-// index (or the label entries) rather than a scan of the tenant's items (decision 0095). The jobs an
+// index (or the label entries, or the names' guards: decision 0192) rather than a scan of the
+// tenant's items (decision 0095). The jobs an
 // index points at are read by key and every filter is checked on them, within the request's read
 // budget: the type has no index of its own (decision 0186), and is kept from the jobs read.
 import type { DynamoDBDocumentClient, QueryCommandInput } from '@aws-sdk/lib-dynamodb';
@@ -7,7 +8,7 @@ import type { Job, JobStatus } from '../domain/job';
 import { JOB_ID_PATTERN } from '../domain/job';
 import { MAX_ITEMS_READ_PER_PAGE } from './filtered-page';
 import { readIndexedPage } from './indexed-page';
-import { encodeCursor, jobLabelPartition, labelPairsOf } from './keys';
+import { encodeCursor, jobLabelPartition, jobNamesPartition, labelPairsOf } from './keys';
 import type { Page, SortKeyCondition } from './page';
 import { decodeCursorOrThrow, decodeCursorWithin } from './page';
 import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX } from './schema';
@@ -29,6 +30,8 @@ export class JobFinder {
     private readonly jobsTable: string,
     /** Jobs by id, of any tenant (JobsRepository's read). */
     private readonly getManyAnyTenant: (jobIds: readonly string[]) => Promise<Map<string, Job>>,
+    /** Names are found through the `byTenantName` index (an upgrade's first deploy, `legacyNameGuards`), not their guards. */
+    private readonly legacyNames = false,
   ) {}
 
   /**
@@ -79,6 +82,21 @@ export class JobFinder {
     if (filter.name !== undefined || filter.namePrefix !== undefined) {
       const exact = filter.name !== undefined;
       const name = filter.name ?? filter.namePrefix ?? '';
+      if (!this.legacyNames) {
+        // The names' guards are the tenant's names in order (decision 0192), each naming its job.
+        const partition = jobNamesPartition(tenantId);
+        return read(
+          {
+            KeyConditionExpression: exact ? '#pk = :pk AND #sk = :name' : '#pk = :pk AND begins_with(#sk, :name)',
+            ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
+            ExpressionAttributeValues: { ':pk': partition, ':name': name },
+          },
+          { pk: partition },
+          'sk',
+          ['pk', 'sk'],
+          exact ? { equals: name } : { beginsWith: name },
+        );
+      }
       return read(
         {
           IndexName: JOBS_BY_NAME_INDEX,
@@ -137,7 +155,7 @@ export class JobFinder {
           : undefined,
         keyOf: (entry) => Object.fromEntries(keyNames.map((name) => [name, entry[name]])),
         load: async (entries) => {
-          // Label entries name their job; index entries are the job's own keys.
+          // Label entries and names' guards name their job; index entries are the job's own keys.
           const jobIds = entries.map((entry) => (typeof entry.jobId === 'string' ? entry.jobId : String(entry.pk).slice('JOB#'.length)));
           const jobs = await this.getManyAnyTenant(jobIds);
           return jobIds.map((jobId) => jobs.get(jobId) ?? null);

@@ -13,10 +13,11 @@ import type { Job, JobStatus } from '../domain/job';
 import { isUnnamed } from '../domain/job';
 import type { Run } from '../domain/run';
 import type { RunItemExtras } from './run-items';
-import { idempotencyKey, jobLabelKey, jobNameKey, labelPairsOf, runKey, tenantUsageKey } from './keys';
+import { idempotencyKey, jobLabelKey, labelPairsOf, runKey, tenantUsageKey } from './keys';
 import { jobToItem } from './job-items';
 import { runToItem } from './run-items';
-import { NameGuards } from './name-guards';
+import type { NameGuards } from './name-guards';
+import { isGuardItemName } from './name-guards';
 
 /** A run to write with a job (its first) or a job's change (re-planned occurrences). */
 export interface NewRun {
@@ -41,8 +42,10 @@ export function writesRunAhead(job: Pick<Job, 'status' | 'schedule' | 'target'>,
 /** Whether an item found under a fresh key is the one written there (the same creation instant). */
 const sameCreation = (stored: Record<string, unknown>, written: Record<string, unknown>): boolean => stored.createdAt === written.createdAt;
 
+/** A create's transaction refused on one of its name's guards (`isGuardItemName`). */
+const refusedOnName = (result: TransactionResult): boolean => !result.committed && [...result.failed].some((name) => isGuardItemName(name));
 /** A keyed create's transaction refused on its name's guard and not on its key's record. */
-const refusedOnNameNotKey = (result: TransactionResult): boolean => !result.committed && result.failed.has('name') && !result.failed.has('idempotency');
+const refusedOnNameNotKey = (result: TransactionResult): boolean => !result.committed && refusedOnName(result) && !result.failed.has('idempotency');
 
 /** Jobs that count against a tenant's active-jobs limit. */
 export const isLive = (status: JobStatus): boolean => status === 'ACTIVE' || status === 'PAUSED';
@@ -91,17 +94,15 @@ export function activeJobsCount(jobsTable: string, tenantId: string, delta: 1 | 
 }
 
 export class JobInserts {
-  private readonly names: NameGuards;
-
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly jobsTable: string,
     private readonly runsTable: string,
+    /** The names' guards (JobsRepository's). */
+    private readonly names: NameGuards,
     /** The byNextRun entry's window (decision 0161), as JobsRepository's. */
     private readonly checkBackWindowMs = 0,
-  ) {
-    this.names = new NameGuards(dynamo, jobsTable);
-  }
+  ) {}
 
   async insert(job: Job, firstRun: NewRun | null, idempotency?: IdempotencyRecord, guards?: CreateGuards): Promise<InsertResult> {
     const ifNew = conditionExpressions(IF_NEW);
@@ -113,8 +114,7 @@ export class JobInserts {
     // It is taken on its own before the job's write (decision 0173), except under an
     // Idempotency-Key: a retry of the create must meet its first try's record, not its name.
     const guardAhead = !isUnnamed(job) && !idempotency;
-    if (!isUnnamed(job) && !guardAhead)
-      items.name = { Put: { TableName: this.jobsTable, Item: { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId }, ...ifNew } };
+    if (!isUnnamed(job) && !guardAhead) Object.assign(items, this.names.putItems(job));
     if (idempotency) {
       const record = {
         ...idempotencyKey(job.tenantId, idempotency.key),
@@ -159,7 +159,7 @@ export class JobInserts {
       const previous = await this.findIdempotencyRecord(job.tenantId, idempotency.key);
       if (previous) return { kind: 'idempotent-replay', ...previous };
     }
-    if (result.failed.has('name')) {
+    if (refusedOnName(result)) {
       // The guard was read outside the transaction: a concurrent request under the same key may
       // have taken the name over from the orphan and written its record since. Its job is the answer.
       const previous = idempotency && refusedOnNameNotKey(result) ? await this.findIdempotencyRecord(job.tenantId, idempotency.key) : null;

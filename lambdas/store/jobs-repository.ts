@@ -26,7 +26,8 @@ import { isJobItem, workflowVersionKey, WORKFLOW_PK_PREFIX, WORKFLOW_RUN_SK_PREF
 /** What the byNextRun index finds overdue: a job whose chain stopped, or a workflow run whose progress did. */
 export type Overdue =
   { readonly kind: 'job'; readonly jobId: string } | { readonly kind: 'workflow-run'; readonly workflowId: string; readonly workflowRunId: string };
-import { createRateKey, jobKey, jobLabelKey, jobNameKey, labelPairsOf, resumeShardOf } from './keys';
+import { createRateKey, jobKey, jobLabelKey, labelPairsOf, resumeShardOf } from './keys';
+import { NameGuards } from './name-guards';
 import { itemToJob, jobToItem } from './job-items';
 import { runToItem } from './run-items';
 
@@ -39,6 +40,7 @@ export interface JobReadOptions {
 export class JobsRepository {
   private readonly finder: JobFinder;
   private readonly inserts: JobInserts;
+  private readonly names: NameGuards;
   /** This process's places in its tenants' per-second create windows (decision 0169). */
   private readonly allowance = new RateAllowance();
 
@@ -56,9 +58,15 @@ export class JobsRepository {
      * job (its version item) and its workflow run share one BatchGetItem. Made at the first such read without it.
      */
     private sharedReads?: CoalescedItemReads,
+    /**
+     * Names are also guarded by the items written before decision 0192, and found through the
+     * `byTenantName` index, while an upgraded stack's names are copied (stack config `legacyNameGuards`).
+     */
+    legacyNameGuards = false,
   ) {
-    this.finder = new JobFinder(dynamo, jobsTable, (jobIds) => this.getManyAnyTenant(jobIds));
-    this.inserts = new JobInserts(dynamo, jobsTable, runsTable, checkBackWindowMs);
+    this.names = new NameGuards(dynamo, jobsTable, legacyNameGuards);
+    this.finder = new JobFinder(dynamo, jobsTable, (jobIds) => this.getManyAnyTenant(jobIds), legacyNameGuards);
+    this.inserts = new JobInserts(dynamo, jobsTable, runsTable, this.names, checkBackWindowMs);
   }
 
   /** Writes a new job with its guards and first run (job-inserts.ts). */
@@ -188,7 +196,7 @@ export class JobsRepository {
   }
 
   /**
-   * The items of a replace (named `job`, `run:<i>`, `releaseName`, `usage`, `label±<i>`), for a
+   * The items of a replace (named `job`, `run:<i>`, `release.name` (and `release.name.legacy`), `usage`, `label±<i>`), for a
    * transaction of the caller's that writes more (a workflow's new version with its schedule job's
    * change); `replaceResultOf` reads the outcome.
    */
@@ -213,9 +221,7 @@ export class JobsRepository {
     newRuns.forEach((newRun, index) => {
       items[`run:${index}`] = { Put: { TableName: this.runsTable, Item: runToItem(newRun.run, newRun.extras), ...conditionExpressions(IF_NEW) } };
     });
-    if (extra.releaseName && !isUnnamed(next)) {
-      items.releaseName = { Delete: { TableName: this.jobsTable, Key: jobNameKey(next.tenantId, next.name), ...conditionExpressions({ jobId: next.jobId }) } };
-    }
+    if (extra.releaseName && !isUnnamed(next)) Object.assign(items, this.names.releaseItems(next));
     // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit;
     // one that becomes live again (a COMPLETED job given a new schedule) takes one, within it.
     const becomesLive = !isLive(expected.status) && isLive(next.status);

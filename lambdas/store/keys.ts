@@ -18,7 +18,17 @@ export const jobKey = (jobId: string): Key => {
 /** Whether an item of the jobs table is a job: a job's own, or a workflow's schedule job. */
 export const isJobItem = (item: Item): boolean => String(item.pk).startsWith('JOB#') || item.sk === WORKFLOW_SCHEDULE_SK;
 /** Guards a job name within a tenant while the job is not deleted. */
+/**
+ * A job name's guard as written before decision 0192, one partition per name. A stack upgraded from
+ * then reads it only during the upgrade (`legacyNameGuards`), and the name-entry backfill copies it.
+ */
 export const jobNameKey = (tenantId: string, name: string): Key => ({ pk: `JOBNAME#${tenantId}#${name}`, sk: 'JOBNAME' });
+/**
+ * A job name's guard since decision 0192: its entry in the tenant's names partition, which keeps the
+ * name unique and is also how `?name=` and `?namePrefix=` find jobs (in name order), with no index.
+ */
+export const jobNameEntryKey = (tenantId: string, name: string): Key => ({ pk: jobNamesPartition(tenantId), sk: name });
+export const jobNamesPartition = (tenantId: string): string => `JOBNAMES#${tenantId}`;
 /** Remembers the result of a create made with an Idempotency-Key. */
 export const idempotencyKey = (tenantId: string, key: string): Key => ({ pk: `IDEMPOTENCY#${tenantId}#${key}`, sk: 'CREATE' });
 export const apiKeyKey = (keyHash: string): Key => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' });

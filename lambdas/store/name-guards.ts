@@ -1,16 +1,21 @@
-// The guard item that keeps a job's name unique within its tenant (`JOBNAME#<tenant>#<name>`,
-// naming the job that holds it). A create without an Idempotency-Key takes it on its own, before
-// the job's write, rather than in one transaction with it (decision 0173): a transaction bills each
-// item twice. A create that fails between the two leaves a guard naming a job that was never
-// written; the next create of that name takes it over once it is old enough that no create can
-// still be writing its job, with or without an Idempotency-Key (whose transaction, refused on the
-// guard, has `clearOrphan` decide and is tried once more).
+// The guard that keeps a job's name unique within its tenant, naming the job that holds it. Since
+// decision 0192 it is the name's entry in the tenant's names partition (`JOBNAMES#<tenant>`, sorted
+// by name), which `?name=` and `?namePrefix=` read instead of an index of the jobs; a stack upgraded
+// from before keeps taking the old `JOBNAME#<tenant>#<name>` guard too until its names are copied
+// (`legacyNameGuards`). A create without an Idempotency-Key takes it on its own, before the job's
+// write, rather than in one transaction with it (decision 0173): a transaction bills each item
+// twice. A create that fails between the two leaves a guard naming a job that was never written;
+// the next create of that name takes it over once it is old enough that no create can still be
+// writing its job, with or without an Idempotency-Key (whose transaction, refused on the guard, has
+// `clearOrphan` decide and is tried once more).
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { conditionExpressions, IF_NEW } from './conditional';
+import type { TransactItem } from './conditional';
+import { absentOr, conditionExpressions, IF_NEW } from './conditional';
 import type { Job } from '../domain/job';
-import { jobKey, jobNameKey } from './keys';
+import type { Key } from './keys';
+import { jobKey, jobNameEntryKey, jobNameKey } from './keys';
 
 /**
  * How old a guard whose job does not exist must be before another create takes its name over. The
@@ -30,62 +35,117 @@ export type NameWay = 'free' | 'own' | 'held';
 
 type Holder = Pick<Job, 'tenantId' | 'name' | 'jobId'>;
 
+/** The name of a guard's item in a create's transaction (`name`, and `name.legacy` during an upgrade). */
+export const isGuardItemName = (name: string): boolean => name === 'name' || name.startsWith('name.');
+
 export class NameGuards {
   constructor(
     private readonly dynamo: DynamoDBDocumentClient,
     private readonly jobsTable: string,
+    /**
+     * Also the guards written before decision 0192 (`JOBNAME#<tenant>#<name>`): taken first, with the
+     * entry, while an upgraded stack's names may be held there only (stack config `legacyNameGuards`).
+     */
+    private readonly legacy = false,
   ) {}
 
-  private guardItem(job: Holder, takenAt: string): Record<string, unknown> {
-    return { ...jobNameKey(job.tenantId, job.name), jobId: job.jobId, takenAt };
+  /** The job's guards, in the order they are taken: the legacy one first, so that the old code's creates meet it. */
+  private keysOf(job: Holder): { readonly item: string; readonly key: Key }[] {
+    const entry = { item: 'name', key: jobNameEntryKey(job.tenantId, job.name) };
+    return this.legacy ? [{ item: 'name.legacy', key: jobNameKey(job.tenantId, job.name) }, entry] : [entry];
+  }
+
+  /** Puts of the job's guards for a transaction (a create under an Idempotency-Key), by item name (`isGuardItemName`). */
+  putItems(job: Holder): Record<string, TransactItem> {
+    return Object.fromEntries(
+      this.keysOf(job).map(({ item, key }) => [
+        item,
+        { Put: { TableName: this.jobsTable, Item: { ...key, jobId: job.jobId }, ...conditionExpressions(IF_NEW) } },
+      ]),
+    );
   }
 
   /**
-   * Takes the job's name: a conditional put of its guard. A guard in the way whose job was never
+   * Deletes of the job's guards for a transaction (the job ended or deleted): each only while it is
+   * the job's, or absent (a job created before decision 0192 whose entry is not copied yet, or
+   * after it, with no legacy guard).
+   */
+  releaseItems(job: Holder): Record<string, TransactItem> {
+    return Object.fromEntries(
+      this.keysOf(job).map(({ item, key }) => [
+        `release.${item}`,
+        { Delete: { TableName: this.jobsTable, Key: key, ...conditionExpressions({ jobId: absentOr(job.jobId) }) } },
+      ]),
+    );
+  }
+
+  /**
+   * Takes the job's name: a conditional put of each guard. A guard in the way whose job was never
    * written and that is older than ORPHANED_GUARD_AFTER_MS (at `now`, epoch ms) is deleted (on its
-   * job id and time, so two creates cannot both take it over) and the put tried once more.
+   * job id and time, so two creates cannot both take it over) and the put tried once more. Held at
+   * any guard, the ones taken before it are given back.
    */
   async take(job: Holder, takenAt: string, now: number): Promise<NameTake> {
-    if (await this.put(job, takenAt)) return 'taken';
-    const way = await this.clearOrphan(job, now);
+    const taken: Key[] = [];
+    for (const { key } of this.keysOf(job)) {
+      if ((await this.takeAt(key, job, takenAt, now)) === 'held') {
+        await Promise.all(taken.map((held) => this.releaseAt(held, job)));
+        return 'held';
+      }
+      taken.push(key);
+    }
+    return 'taken';
+  }
+
+  private async takeAt(key: Key, job: Holder, takenAt: string, now: number): Promise<NameTake> {
+    if (await this.put(key, job, takenAt)) return 'taken';
+    const way = await this.clearOrphanAt(key, job, now);
     // This create's own guard: a put tried again after its answer was lost had landed the first time.
     if (way === 'own') return 'taken';
     if (way === 'held') return 'held';
     // Released since (its job deleted) or taken over: the put decides once more.
-    return (await this.put(job, takenAt)) ? 'taken' : 'held';
+    return (await this.put(key, job, takenAt)) ? 'taken' : 'held';
   }
 
   /**
-   * After a write of the job's name's guard was refused, reads the guard in the way: one that is
+   * After a write of the job's name's guards was refused, reads each guard in the way: one that is
    * orphaned (ORPHANED_GUARD_AFTER_MS at `now`, epoch ms, and no job) is deleted, on its job id and
    * time, so two creates cannot both take it over. `free` means the caller's write decides once
-   * more. `take` uses it, and so does a create under an Idempotency-Key, whose guard is written in
-   * its transaction.
+   * more; `held` that another job holds one of them. `take` uses it, and so does a create under an
+   * Idempotency-Key, whose guards are written in its transaction.
    */
   async clearOrphan(job: Holder, now: number): Promise<NameWay> {
-    const guard = await this.read(job);
+    const ways = await Promise.all(this.keysOf(job).map(({ key }) => this.clearOrphanAt(key, job, now)));
+    if (ways.includes('held')) return 'held';
+    return ways.includes('free') ? 'free' : 'own';
+  }
+
+  private async clearOrphanAt(key: Key, job: Holder, now: number): Promise<NameWay> {
+    const guard = await this.read(key);
     if (guard === null) return 'free';
     if (guard.jobId === job.jobId) return 'own';
     if (!(await this.isOrphaned(guard, now))) return 'held';
-    await this.deleteOrphan(job, guard);
+    await this.deleteOrphan(key, guard);
     return 'free';
   }
 
-  /** Gives the name back after a create that was refused: only while the guard is still this job's. Best effort. */
+  /** Gives the name back after a create that was refused: only while each guard is still this job's. Best effort. */
   async release(job: Holder): Promise<void> {
+    await Promise.all(this.keysOf(job).map(({ key }) => this.releaseAt(key, job)));
+  }
+
+  private async releaseAt(key: Key, job: Holder): Promise<void> {
     try {
-      await this.dynamo.send(
-        new DeleteCommand({ TableName: this.jobsTable, Key: jobNameKey(job.tenantId, job.name), ...conditionExpressions({ jobId: job.jobId }) }),
-      );
+      await this.dynamo.send(new DeleteCommand({ TableName: this.jobsTable, Key: key, ...conditionExpressions({ jobId: job.jobId }) }));
     } catch {
       // Left in place: the next create of the name takes it over once it is old enough.
     }
   }
 
   /** Whether the guard was put: false when one is there already. */
-  private async put(job: Holder, takenAt: string): Promise<boolean> {
+  private async put(key: Key, job: Holder, takenAt: string): Promise<boolean> {
     try {
-      await this.dynamo.send(new PutCommand({ TableName: this.jobsTable, Item: this.guardItem(job, takenAt), ...conditionExpressions(IF_NEW) }));
+      await this.dynamo.send(new PutCommand({ TableName: this.jobsTable, Item: { ...key, jobId: job.jobId, takenAt }, ...conditionExpressions(IF_NEW) }));
       return true;
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return false;
@@ -93,12 +153,12 @@ export class NameGuards {
     }
   }
 
-  private async deleteOrphan(job: Holder, guard: { jobId: string; takenAt: string | null }): Promise<void> {
+  private async deleteOrphan(key: Key, guard: { jobId: string; takenAt: string | null }): Promise<void> {
     try {
       await this.dynamo.send(
         new DeleteCommand({
           TableName: this.jobsTable,
-          Key: jobNameKey(job.tenantId, job.name),
+          Key: key,
           ...conditionExpressions({ jobId: guard.jobId, takenAt: guard.takenAt }),
         }),
       );
@@ -108,8 +168,8 @@ export class NameGuards {
     }
   }
 
-  private async read(job: Holder): Promise<{ jobId: string; takenAt: string | null } | null> {
-    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.jobsTable, Key: jobNameKey(job.tenantId, job.name), ConsistentRead: true }));
+  private async read(key: Key): Promise<{ jobId: string; takenAt: string | null } | null> {
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.jobsTable, Key: key, ConsistentRead: true }));
     if (!item) return null;
     return { jobId: String(item.jobId), takenAt: typeof item.takenAt === 'string' ? item.takenAt : null };
   }

@@ -77,7 +77,6 @@ export const jobsTable: TableDefinition = {
     },
     // Finding a tenant's jobs (decision 0095). Keys only: a job is rewritten at every occurrence
     // (its nextRunAt), and a keys-only index is written only when its own keys change.
-    { indexName: JOBS_BY_NAME_INDEX, partitionKey: { name: 'tenantId', type: 'S' }, sortKey: { name: 'name', type: 'S' }, projection: 'keys' },
     { indexName: JOBS_BY_STATUS_INDEX, partitionKey: { name: 'tenantStatus', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'keys' },
   ],
   replacedIndexes: [
@@ -85,6 +84,10 @@ export const jobsTable: TableDefinition = {
     { indexName: 'byTenant', partitionKey: { name: 'tenantId', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'all' },
     // A tenant's jobs by type: a write unit at every create; `?type=` reads the tenant's index (decision 0186).
     { indexName: 'byTenantType', partitionKey: { name: 'tenantType', type: 'S' }, sortKey: { name: 'tenantSort', type: 'S' }, projection: 'keys' },
+    // A tenant's jobs by name: a write unit at every named create; the names' guards are in name
+    // order in the tenant's names partition, and `?name=` reads them (decision 0192). Kept, the
+    // functions read it and take the old guards too (`legacyNameGuards`), for an upgrade's first deploy.
+    { indexName: JOBS_BY_NAME_INDEX, partitionKey: { name: 'tenantId', type: 'S' }, sortKey: { name: 'name', type: 'S' }, projection: 'keys' },
   ],
   timeToLiveAttribute: 'expiresAtEpoch',
 };

@@ -29,7 +29,8 @@ import type { SchedulerConfig, Tuning } from '../../lambdas/config/config';
 import { poolRoutesOf, readConfig, routingSettings, toEnvironment } from '../../lambdas/config/config';
 import type { AwsClients } from '../../lambdas/store/aws';
 import type { IndexDefinition, QueueDefinition, TableDefinition } from '../../lambdas/store/schema';
-import { jobsTable, runsTable } from '../../lambdas/store/schema';
+import { JOBS_BY_NAME_INDEX, jobsTable, runsTable } from '../../lambdas/store/schema';
+import { backfillNameEntries } from '../ops/backfill-name-entries';
 import type { Pool, PoolDefinition, PoolRoute } from '../../lambdas/store/pools';
 import { defaultPool, lowLaneConcurrency, poolQueues, poolResourceNames, validatePools } from '../../lambdas/store/pools';
 
@@ -96,6 +97,21 @@ async function ensureTable(dynamo: DynamoDBDocumentClient, name: string, definit
     );
     await waitActive(dynamo, name);
   }
+}
+
+/**
+ * A jobs table made before decision 0192 has the `byTenantName` index and its names' old guards. The
+ * local runtime is one process, stopped before it is upgraded: its start copies the guards to the
+ * names' entries (scripts/ops/backfill-name-entries.ts) before anything is served, then drops the index.
+ */
+async function retireNameIndex(dynamo: DynamoDBDocumentClient, name: string): Promise<void> {
+  const { Table: table } = await dynamo.send(new DescribeTableCommand({ TableName: name }));
+  if (!(table?.GlobalSecondaryIndexes ?? []).some((index) => index.IndexName === JOBS_BY_NAME_INDEX)) return;
+  const counts = await backfillNameEntries(dynamo, name);
+  if (counts.conflicting.length > 0)
+    throw new Error(`jobs table ${name}: names whose old guard and entry name different jobs: ${JSON.stringify(counts.conflicting)}`);
+  await dynamo.send(new UpdateTableCommand({ TableName: name, GlobalSecondaryIndexUpdates: [{ Delete: { IndexName: JOBS_BY_NAME_INDEX } }] }));
+  await waitActive(dynamo, name);
 }
 
 async function waitActive(dynamo: DynamoDBDocumentClient, name: string): Promise<void> {
@@ -171,7 +187,7 @@ export async function createLocalResources(
   const [signingKeyId, payloadBucket] = await Promise.all([
     ensureSigningKey(clients.kms, prefix),
     ensureBucket(clients.s3, localBucketName(prefix)),
-    ensureTable(clients.dynamo, jobs, jobsTable),
+    ensureTable(clients.dynamo, jobs, jobsTable).then(() => retireNameIndex(clients.dynamo, jobs)),
     ensureTable(clients.dynamo, runs, runsTable),
   ]);
   // Every pool's lanes and DLQ, the default pool's included, from the same definitions as the

@@ -83,7 +83,6 @@ describe('storage', () => {
       'byNextRun',
       'byTenantJobKeys',
       'byTenantKeys',
-      'byTenantName',
       'byTenantStatus',
       'claimable',
       'deadByTenant',
@@ -123,9 +122,9 @@ describe('storage', () => {
       Object.values(of)
         .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable')
         .map((r) => (r.Properties.GlobalSecondaryIndexes as unknown[]).length);
-    // The jobs table keeps byTenant and byTenantType (decision 0186), the runs table the time index
-    // with its status too (decision 0171).
-    expect(indexCount(resources)).toEqual([4, 5]);
+    // The jobs table keeps byTenant, byTenantType (decision 0186) and byTenantName (decision 0192), the
+    // runs table the time index with its status too (decision 0171).
+    expect(indexCount(resources)).toEqual([3, 5]);
     expect(indexCount(upgrading)).toEqual([6, 6]);
     const timeIndexes = (of: Record<string, Resource>) =>
       Object.values(of)
@@ -140,6 +139,24 @@ describe('storage', () => {
     ]);
   });
 
+  it("guards names the old way too while the stack keeps byTenantName, for an upgrade's first deploy (decision 0192)", () => {
+    const legacyNameGuards = (of: Record<string, Resource>) => [
+      ...new Set(
+        Object.values(of)
+          .filter((r) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description).startsWith('Job scheduler'))
+          .map((r) => r.Properties.Environment?.Variables?.LEGACY_NAME_GUARDS as string | undefined),
+      ),
+    ];
+    expect(legacyNameGuards(resources)).toEqual(['false']);
+    const first = synthesized('UpgradingNames', { keepReplacedIndexes: ['byTenantName'] }).resources;
+    expect(legacyNameGuards(first)).toEqual(['true']);
+    const jobsIndexes = Object.values(first)
+      .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable')
+      .flatMap((r) => (r.Properties.GlobalSecondaryIndexes as { IndexName: string }[]).map((index) => index.IndexName));
+    expect(jobsIndexes).toContain('byTenantName');
+    expect(legacyNameGuards(synthesized('UpgradingOtherIndex', { keepReplacedIndexes: ['byTenantType'] }).resources)).toEqual(['false']);
+  });
+
   it('keeps only the replaced indexes a list names, and refuses a name no release replaced (decision 0186)', () => {
     const names = (of: Record<string, Resource>) =>
       Object.values(of)
@@ -151,7 +168,7 @@ describe('storage', () => {
     expect(second.filter((name) => !base.includes(name))).toEqual(['byTenantType']);
     expect(base.every((name) => second.includes(name))).toBe(true);
     expect(() => synthesized('Typo', { keepReplacedIndexes: ['byTenantTyp'] })).toThrow(
-      'keepReplacedIndexes names byTenantTyp, which no release replaced; replaced indexes: byTenant, byTenantType, timeIndex',
+      'keepReplacedIndexes names byTenantTyp, which no release replaced; replaced indexes: byTenant, byTenantType, byTenantName, timeIndex',
     );
     // A config file's string where a list belongs.
     expect(() => synthesized('NotAList', { keepReplacedIndexes: 'byTenantType' as unknown as string[] })).toThrow(

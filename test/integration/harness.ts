@@ -118,6 +118,7 @@ export interface SchedulerOptions {
       | 'auditRetentionDays'
       | 'runRetentionDays'
       | 'payloadBucket'
+      | 'legacyNameGuards'
     >
   >;
   /** How target host names resolve (the system's resolver by default). */

@@ -3,7 +3,7 @@
 // the emulator.
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobKey, jobNameKey } from '../../lambdas/store/keys';
+import { jobKey, jobNameEntryKey } from '../../lambdas/store/keys';
 import { ORPHANED_GUARD_AFTER_MS } from '../../lambdas/store/name-guards';
 import type { Scheduler, TargetServer } from './harness';
 import { jobBody, startScheduler, startTarget } from './harness';
@@ -26,14 +26,14 @@ describe("a job name's guard, taken before the job", () => {
   const guardOf = async (name: string) =>
     (
       await scheduler.clients.dynamo.send(
-        new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobNameKey(scheduler.tenantId, name), ConsistentRead: true }),
+        new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobNameEntryKey(scheduler.tenantId, name), ConsistentRead: true }),
       )
     ).Item;
   const backdate = (name: string, byMs: number) =>
     scheduler.clients.dynamo.send(
       new UpdateCommand({
         TableName: scheduler.config.jobsTable,
-        Key: jobNameKey(scheduler.tenantId, name),
+        Key: jobNameEntryKey(scheduler.tenantId, name),
         UpdateExpression: 'SET takenAt = :at',
         ExpressionAttributeValues: { ':at': new Date(Date.now() - byMs).toISOString() },
       }),
@@ -44,7 +44,7 @@ describe("a job name's guard, taken before the job", () => {
     scheduler.clients.dynamo.send(
       new UpdateCommand({
         TableName: scheduler.config.jobsTable,
-        Key: jobNameKey(scheduler.tenantId, name),
+        Key: jobNameEntryKey(scheduler.tenantId, name),
         UpdateExpression: 'SET jobId = :jobId, takenAt = :at',
         ExpressionAttributeValues: { ':jobId': jobId, ':at': new Date(Date.now() - ageMs).toISOString() },
       }),
@@ -109,8 +109,8 @@ describe("a job name's guard, taken before the job", () => {
 
   it.each([
     ['the job', ['JOB#'], 'retried-job'],
-    ['the guard', ['JOBNAME#'], 'retried-guard'],
-    ['the guard, the run and the job', ['JOBNAME#', 'RUN#', 'JOB#'], 'retried-all'],
+    ['the guard', ['JOBNAMES#'], 'retried-guard'],
+    ['the guard, the run and the job', ['JOBNAMES#', 'RUN#', 'JOB#'], 'retried-all'],
   ])('a create whose put of %s was tried again after it landed (its answer lost) is created, with its guard and its run', async (_, prefixes, name) => {
     // The store client's retry meets the item its first try wrote.
     const api = await startApiRepeatingPuts(scheduler, prefixes);
@@ -136,7 +136,7 @@ describe("a job name's guard, taken before the job", () => {
     await scheduler.clients.dynamo.send(
       new UpdateCommand({
         TableName: scheduler.config.jobsTable,
-        Key: jobNameKey(scheduler.tenantId, 'old-form'),
+        Key: jobNameEntryKey(scheduler.tenantId, 'old-form'),
         UpdateExpression: 'SET jobId = :jobId',
         ExpressionAttributeValues: { ':jobId': 'job_00000000000000000000000000' },
       }),

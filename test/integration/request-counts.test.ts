@@ -411,14 +411,14 @@ describe('write units per execution', () => {
     });
   });
 
-  it('a run-now job with a name: the name guard on its own, then the job with its index entries (decision 0173)', async () => {
+  it("a run-now job with a name: the name's guard on its own, then the job with its tenant's index entry (decisions 0173, 0192)", async () => {
     const { create } = await measure(jobBody(target.url, { name: 'units-named' }));
     expect(create.byOperation).toEqual({
       'Runs.PutItem': 3,
-      // The name's guard (1), then the job (1) and its index entries: the tenant's, the name's. In
-      // one transaction (before decision 0173) the guard and the job were 2 each; the type's index
-      // was one more (before decision 0186).
-      'Jobs.PutItem': 4,
+      // The name's guard (1), then the job (1) and the tenant's index entry (1). In one transaction
+      // (before decision 0173) the guard and the job were 2 each; the type's index was one more
+      // (before decision 0186), and so was the name's (before decision 0192: the guard finds it now).
+      'Jobs.PutItem': 3,
       'Jobs.UpdateItem': 1,
       'Jobs.BatchWriteItem': 2,
     });

@@ -3,7 +3,7 @@
 // the outcome.
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobKey, jobNameKey } from '../../lambdas/store/keys';
+import { jobKey, jobNameEntryKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, jobBody, startScheduler, startTarget } from './harness';
 
@@ -137,13 +137,14 @@ describe('a job that runs now', () => {
     expect(second.body.job.name).toBe(second.body.job.jobId);
     // No name guard: the job item, its finding entries and its run are all it wrote.
     const guard = await scheduler.clients.dynamo.send(
-      new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobNameKey(scheduler.tenantId, job.jobId) }),
+      new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobNameEntryKey(scheduler.tenantId, job.jobId) }),
     );
     expect(guard.Item).toBeUndefined();
     const named = jobBody(target.url);
     const withName = (await scheduler.api('POST', '/v1/jobs', named)).body.job;
     expect(
-      (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobNameKey(scheduler.tenantId, withName.name) }))).Item,
+      (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: jobNameEntryKey(scheduler.tenantId, withName.name) })))
+        .Item,
     ).toMatchObject({
       jobId: withName.jobId,
     });

@@ -24,6 +24,7 @@ const full: SchedulerConfig = {
   ],
   localMode: true,
   tenantDefaults: { maxActiveJobs: 12, maxInFlightRuns: 3, createsPerSecond: null, maxActiveBackfills: 100 },
+  legacyNameGuards: true,
   allowPrivateTargets: true,
   allowedTargets: {
     lambdaFunctionArns: ['arn:aws:lambda:us-east-1:123456789012:function:f'],

@@ -60,7 +60,7 @@ export async function startApiRepeatingPuts(scheduler: Scheduler, prefixes: read
 
 /** An API whose reads of a name's guard wait until released. */
 export interface GuardReadHoldingApi extends FailingApi {
-  /** Resolves when a read of a name's guard (`JOBNAME#…`) first waits. */
+  /** Resolves when a read of a name's guard (`JOBNAMES#…`) first waits. */
   readonly guardReadHeld: Promise<void>;
   /** Lets the reads waiting, and any later, through. */
   release(): void;
@@ -80,7 +80,7 @@ export async function startApiHoldingGuardReads(scheduler: Scheduler): Promise<G
     scheduler,
     (next, context) => async (args) => {
       const key = args.input.Key as Record<string, unknown> | undefined;
-      if (context.commandName === 'GetItemCommand' && typeof key?.pk === 'string' && key.pk.startsWith('JOBNAME#')) {
+      if (context.commandName === 'GetItemCommand' && typeof key?.pk === 'string' && key.pk.startsWith('JOBNAMES#')) {
         held++;
         reached();
         await released;

@@ -1,0 +1,25 @@
+// `npm run ops:backfill-name-entries -- --jobs-table <name>`: between an upgrade's two deploys
+// (decision 0192, docs/operations.md), copies the job names' guards written before it to the
+// tenants' names partitions. Without the flag, the local runtime's table (which its start upgrades
+// by itself).
+import { parseArgs } from 'node:util';
+import { createAwsClients } from '../lambdas/store/aws';
+import { emulatorEnvironment, ensureEmulator } from './local/emulator';
+import { createLocalResources } from './local/resources';
+import { backfillNameEntries } from './ops/backfill-name-entries';
+
+const { values } = parseArgs({ options: { 'jobs-table': { type: 'string' } } });
+let jobsTable = values['jobs-table'];
+if (!jobsTable) {
+  const emulator = await ensureEmulator();
+  Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
+  jobsTable = (await createLocalResources(createAwsClients(), process.env.LOCAL_PREFIX ?? 'scheduler')).jobsTable;
+}
+const counts = await backfillNameEntries(createAwsClients().dynamo, jobsTable);
+console.log(`copied ${counts.copied} name(s); ${counts.present} already there; ${counts.orphaned} old guard(s) of jobs that are gone, skipped`);
+for (const conflict of counts.conflicting) {
+  console.log(
+    `conflict: tenant ${conflict.tenantId}, name ${conflict.name}: the old guard names job ${conflict.guardJobId}, the entry job ${conflict.entryJobId}`,
+  );
+}
+if (counts.conflicting.length > 0) process.exitCode = 1;
