@@ -1,7 +1,7 @@
 // CDK app entry: `npx cdk synth` / `npx cdk deploy`.
 // Optional context: `-c configFile=<path>` (the stack's config, lib/config.ts, as JSON) and
 // `-c targetCaBundle=<path>` (a PEM of extra CAs the workers trust; docs/operations.md#private-targets),
-// `-c keepReplacedIndexes=true` or `=<index>,<index>` (the deploys of an upgrade; docs/operations.md).
+// `-c keepReplacedIndexes=true` or `=<index>,<index>` and `-c legacyNameGuards=false` (the deploys of an upgrade; docs/operations.md).
 import { readFileSync } from 'node:fs';
 import { App, Aspects } from 'aws-cdk-lib';
 import type { SchedulerStackConfig } from '../lib/config';
@@ -22,7 +22,14 @@ const fromFile = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as P
 const keep = context('keepReplacedIndexes');
 // `false` overrides a config file's value.
 const keepReplacedIndexes = keep === undefined ? undefined : keep === 'true' ? true : keep === 'false' ? false : keep.split(',').map((name) => name.trim());
-const config = keepReplacedIndexes === undefined ? fromFile : { ...fromFile, keepReplacedIndexes };
+// The upgrade's middle deploy from before decision 0192 (lib/config.ts, legacyNameGuards).
+const legacy = context('legacyNameGuards');
+if (legacy !== undefined && legacy !== 'true' && legacy !== 'false') throw new Error('context legacyNameGuards: true or false');
+const config = {
+  ...fromFile,
+  ...(keepReplacedIndexes === undefined ? {} : { keepReplacedIndexes }),
+  ...(legacy === undefined ? {} : { legacyNameGuards: legacy === 'true' }),
+};
 new SchedulerStack(app, 'JobScheduler', {
   description: 'Serverless distributed job scheduler',
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

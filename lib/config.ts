@@ -38,6 +38,13 @@ export interface SchedulerStackConfig {
    * A new stack needs none.
    */
   readonly keepReplacedIndexes?: boolean | readonly string[];
+  /**
+   * Whether the functions guard job names the way before decision 0192 too, and find them through
+   * `byTenantName` (LEGACY_NAME_GUARDS). Default: while the stack keeps that index. `false` with the
+   * index kept is the upgrade's middle deploy, which moves the functions off it before it is dropped
+   * (docs/operations.md#upgrading-a-stack-to-the-names-entries); `true` without it is refused.
+   */
+  readonly legacyNameGuards?: boolean;
   /** Pre-warmed DynamoDB throughput for launch-day bursts; see docs/capacity.md. */
   readonly warmThroughput?: WarmThroughput;
   /** An SNS topic that alarms notify, if any. */

@@ -82,6 +82,14 @@ export class SchedulerStack extends Stack {
       ...config.pools,
     ];
     const runRetentionDays = SETTINGS.runRetentionDays.schema.parse(config.runRetentionDays);
+    // An upgrade from before decision 0192 keeps byTenantName: names are then guarded the old way
+    // too, until `npm run ops:backfill-name-entries` has copied them and a deploy with
+    // `legacyNameGuards: false` has moved the functions off the index, which the next one drops.
+    const keepsNameIndex = keptIndexes(jobsTableDefinition, config.keepReplacedIndexes).some((index) => index.indexName === JOBS_BY_NAME_INDEX);
+    if (config.legacyNameGuards === true && !keepsNameIndex) {
+      throw new Error(`legacyNameGuards: true reads the ${JOBS_BY_NAME_INDEX} index, which the stack keeps only with keepReplacedIndexes naming it`);
+    }
+    const legacyNameGuards = config.legacyNameGuards ?? keepsNameIndex;
     this.storage = new SchedulerStorage(this, 'Storage', {
       warmThroughput: config.warmThroughput,
       pools: poolDefinitions,
@@ -130,9 +138,7 @@ export class SchedulerStack extends Stack {
         headerSecretArns,
         tenantDefaults: config.tenantDefaults,
         runRetentionDays,
-        // The first deploy of an upgrade from before decision 0192 keeps byTenantName: names are then
-        // guarded the old way too, until `npm run ops:backfill-name-entries` has copied them.
-        legacyNameGuards: keptIndexes(jobsTableDefinition, config.keepReplacedIndexes).some((index) => index.indexName === JOBS_BY_NAME_INDEX),
+        legacyNameGuards,
         auditRetentionDays: SETTINGS.auditRetentionDays.schema.parse(config.auditRetentionDays),
         ...config.tuning,
       },

@@ -3,6 +3,8 @@
 // tenants' names partitions. Without the flag, the local runtime's table (which its start upgrades
 // by itself).
 import { parseArgs } from 'node:util';
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { JOBS_BY_NAME_INDEX } from '../lambdas/store/schema';
 import { createAwsClients } from '../lambdas/store/aws';
 import { emulatorEnvironment, ensureEmulator } from './local/emulator';
 import { createLocalResources } from './local/resources';
@@ -15,8 +17,18 @@ if (!jobsTable) {
   Object.assign(process.env, emulatorEnvironment(emulator.endpoint));
   jobsTable = (await createLocalResources(createAwsClients(), process.env.LOCAL_PREFIX ?? 'scheduler')).jobsTable;
 }
-const counts = await backfillNameEntries(createAwsClients().dynamo, jobsTable);
-console.log(`copied ${counts.copied} name(s); ${counts.present} already there; ${counts.orphaned} old guard(s) of jobs that are gone, skipped`);
+const clients = createAwsClients();
+// Only while the table has byTenantName, i.e. during the upgrade: after it, an old guard is left
+// behind by a job deleted since, and copying it would bring a stale guard back for nothing.
+const { Table: table } = await clients.dynamo.send(new DescribeTableCommand({ TableName: jobsTable }));
+if (!(table?.GlobalSecondaryIndexes ?? []).some((index) => index.IndexName === JOBS_BY_NAME_INDEX)) {
+  console.log(`${jobsTable} has no ${JOBS_BY_NAME_INDEX} index: its names need no copy (the upgrade is done, or the stack never had it)`);
+  process.exit(0);
+}
+const counts = await backfillNameEntries(clients.dynamo, jobsTable);
+console.log(
+  `copied ${counts.copied} name(s); ${counts.present} already there; ${counts.orphaned} old guard(s) of jobs that are gone or deleted, skipped; ${counts.deleted} deleted job(s) listed by name`,
+);
 for (const conflict of counts.conflicting) {
   console.log(
     `conflict: tenant ${conflict.tenantId}, name ${conflict.name}: the old guard names job ${conflict.guardJobId}, the entry job ${conflict.entryJobId}`,

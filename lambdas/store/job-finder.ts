@@ -8,7 +8,7 @@ import type { Job, JobStatus } from '../domain/job';
 import { JOB_ID_PATTERN } from '../domain/job';
 import { MAX_ITEMS_READ_PER_PAGE } from './filtered-page';
 import { readIndexedPage } from './indexed-page';
-import { encodeCursor, jobLabelPartition, jobNamesPartition, labelPairsOf } from './keys';
+import { DELETED_NAME_SEPARATOR, encodeCursor, jobLabelPartition, jobNamesPartition, labelPairsOf } from './keys';
 import type { Page, SortKeyCondition } from './page';
 import { decodeCursorOrThrow, decodeCursorWithin } from './page';
 import { JOBS_BY_NAME_INDEX, JOBS_BY_STATUS_INDEX, JOBS_BY_TENANT_INDEX } from './schema';
@@ -83,18 +83,20 @@ export class JobFinder {
       const exact = filter.name !== undefined;
       const name = filter.name ?? filter.namePrefix ?? '';
       if (!this.legacyNames) {
-        // The names' guards are the tenant's names in order (decision 0192), each naming its job.
+        // The names' guards are the tenant's names in order (decision 0192), each naming its job,
+        // and each followed by the entries of the deleted jobs that had it (`<name>#<jobId>`).
         const partition = jobNamesPartition(tenantId);
+        const last = `${name}${DELETED_NAME_SEPARATOR}\uffff`;
         return read(
           {
-            KeyConditionExpression: exact ? '#pk = :pk AND #sk = :name' : '#pk = :pk AND begins_with(#sk, :name)',
+            KeyConditionExpression: exact ? '#pk = :pk AND #sk BETWEEN :name AND :last' : '#pk = :pk AND begins_with(#sk, :name)',
             ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
-            ExpressionAttributeValues: { ':pk': partition, ':name': name },
+            ExpressionAttributeValues: { ':pk': partition, ':name': name, ...(exact ? { ':last': last } : {}) },
           },
           { pk: partition },
           'sk',
           ['pk', 'sk'],
-          exact ? { equals: name } : { beginsWith: name },
+          exact ? { between: [name, last] } : { beginsWith: name },
         );
       }
       return read(

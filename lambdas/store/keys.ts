@@ -29,6 +29,15 @@ export const jobNameKey = (tenantId: string, name: string): Key => ({ pk: `JOBNA
  */
 export const jobNameEntryKey = (tenantId: string, name: string): Key => ({ pk: jobNamesPartition(tenantId), sk: name });
 export const jobNamesPartition = (tenantId: string): string => `JOBNAMES#${tenantId}`;
+/**
+ * A deleted job's entry beside its name's guard, so that `?name=` still finds it: `<name>#<jobId>`
+ * sorts right after the name's guard and before any longer name (a name's characters all sort after `#`).
+ */
+export const deletedJobNameKey = (tenantId: string, name: string, jobId: string): Key => ({
+  pk: jobNamesPartition(tenantId),
+  sk: `${name}${DELETED_NAME_SEPARATOR}${jobId}`,
+});
+export const DELETED_NAME_SEPARATOR = '#';
 /** Remembers the result of a create made with an Idempotency-Key. */
 export const idempotencyKey = (tenantId: string, key: string): Key => ({ pk: `IDEMPOTENCY#${tenantId}#${key}`, sk: 'CREATE' });
 export const apiKeyKey = (keyHash: string): Key => ({ pk: `APIKEY#${keyHash}`, sk: 'APIKEY' });

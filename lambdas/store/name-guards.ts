@@ -12,10 +12,10 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { TransactItem } from './conditional';
-import { absentOr, conditionExpressions, IF_NEW } from './conditional';
+import { absent, absentOr, conditionExpressions, IF_NEW } from './conditional';
 import type { Job } from '../domain/job';
 import type { Key } from './keys';
-import { jobKey, jobNameEntryKey, jobNameKey } from './keys';
+import { deletedJobNameKey, jobKey, jobNameEntryKey, jobNameKey } from './keys';
 
 /**
  * How old a guard whose job does not exist must be before another create takes its name over. The
@@ -66,17 +66,21 @@ export class NameGuards {
   }
 
   /**
-   * Deletes of the job's guards for a transaction (the job ended or deleted): each only while it is
-   * the job's, or absent (a job created before decision 0192 whose entry is not copied yet, or
-   * after it, with no legacy guard).
+   * Deletes of the job's guards for a transaction (the job deleted): each only while it is the
+   * job's, or absent (a job created before decision 0192 whose entry is not copied yet, or after it,
+   * with no legacy guard); and the deleted job's entry beside the name's guard.
    */
   releaseItems(job: Holder): Record<string, TransactItem> {
-    return Object.fromEntries(
-      this.keysOf(job).map(({ item, key }) => [
-        `release.${item}`,
-        { Delete: { TableName: this.jobsTable, Key: key, ...conditionExpressions({ jobId: absentOr(job.jobId) }) } },
-      ]),
-    );
+    return {
+      ...Object.fromEntries(
+        this.keysOf(job).map(({ item, key }) => [
+          `release.${item}`,
+          { Delete: { TableName: this.jobsTable, Key: key, ...conditionExpressions({ jobId: absentOr(job.jobId) }) } },
+        ]),
+      ),
+      // `?name=` finds the deleted jobs that had a name too (as the byTenantName index did).
+      released: { Put: { TableName: this.jobsTable, Item: { ...deletedJobNameKey(job.tenantId, job.name, job.jobId), jobId: job.jobId } } },
+    };
   }
 
   /**
@@ -159,7 +163,7 @@ export class NameGuards {
         new DeleteCommand({
           TableName: this.jobsTable,
           Key: key,
-          ...conditionExpressions({ jobId: guard.jobId, takenAt: guard.takenAt }),
+          ...conditionExpressions({ jobId: guard.jobId, takenAt: guard.takenAt ?? absent }),
         }),
       );
     } catch (error) {
@@ -175,17 +179,25 @@ export class NameGuards {
   }
 
   /**
-   * A guard whose create never wrote its job. Guards written in a transaction with their job (all
-   * of them before decision 0173, and those of creates under an Idempotency-Key) carry no time or
-   * always have their job: they are never taken over.
+   * A guard that no longer holds its name: its job was deleted (CANCELLED, for good: the delete gave
+   * the name back, and a guard naming it is one a race left behind, e.g. copied by the upgrade's
+   * backfill as the job was deleted), or its create never wrote its job. Guards written in a
+   * transaction with their job (all of them before decision 0173, and those of creates under an
+   * Idempotency-Key) carry no time or always have their job: without a job they are never taken over.
    */
   private async isOrphaned(guard: { jobId: string; takenAt: string | null }, now: number): Promise<boolean> {
+    const { Item: holder } = await this.dynamo.send(
+      new GetCommand({
+        TableName: this.jobsTable,
+        Key: jobKey(guard.jobId),
+        ConsistentRead: true,
+        ProjectionExpression: '#status',
+        ExpressionAttributeNames: { '#status': 'status' },
+      }),
+    );
+    if (holder !== undefined) return holder.status === 'CANCELLED';
     if (guard.takenAt === null) return false;
     const age = now - Date.parse(guard.takenAt);
-    if (!(age >= ORPHANED_GUARD_AFTER_MS)) return false;
-    const { Item: holder } = await this.dynamo.send(
-      new GetCommand({ TableName: this.jobsTable, Key: jobKey(guard.jobId), ConsistentRead: true, ProjectionExpression: 'pk' }),
-    );
-    return holder === undefined;
+    return age >= ORPHANED_GUARD_AFTER_MS;
   }
 }

@@ -5,18 +5,22 @@
 // the second drops the index, and the functions read only the entries. An entry is put only where
 // none is, so running it twice, or while the scheduler runs, is safe.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { TransactItem } from '../../lambdas/store/conditional';
+import { conditionExpressions, IF_NEW, transact } from '../../lambdas/store/conditional';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { jobKey, jobNameEntryKey } from '../../lambdas/store/keys';
+import { deletedJobNameKey, jobKey, jobNameEntryKey } from '../../lambdas/store/keys';
 
 export interface NameEntryCounts {
   /** Entries written. */
   readonly copied: number;
   /** Names whose entry was there already (taken since the upgrade's first deploy, or copied by an earlier run). */
   readonly present: number;
-  /** Old guards whose job is gone (a create that failed before decision 0173's takeover): no entry; the name is free. */
+  /** Old guards whose job is gone or deleted (left by a failed create or a race), or deleted as this ran: no entry; the name is free. */
   readonly orphaned: number;
-  /** Names whose entry names another job than their old guard: left as they are, for an operator to look at. */
+  /** Names whose entry names another live job than their old guard: left as they are, for an operator to look at. */
+  /** Deleted named jobs given their entry beside their name's guard (written again on a rerun: a put of the same item). */
+  readonly deleted: number;
   readonly conflicting: readonly { readonly tenantId: string; readonly name: string; readonly guardJobId: string; readonly entryJobId: string }[];
 }
 
@@ -37,6 +41,20 @@ async function* oldGuards(dynamo: DynamoDBDocumentClient, table: string): AsyncG
   } while (start);
 }
 
+/** A job's status as an entry or guard sees it: null when the job item is gone. */
+async function statusOf(dynamo: DynamoDBDocumentClient, jobsTable: string, jobId: string): Promise<string | null> {
+  const { Item: job } = await dynamo.send(
+    new GetCommand({
+      TableName: jobsTable,
+      Key: jobKey(jobId),
+      ConsistentRead: true,
+      ProjectionExpression: '#status',
+      ExpressionAttributeNames: { '#status': 'status' },
+    }),
+  );
+  return job ? String(job.status) : null;
+}
+
 /** `now`: the time given to a copied guard that had none (one written in a transaction with its job), epoch ms. */
 export async function backfillNameEntries(dynamo: DynamoDBDocumentClient, jobsTable: string, now = Date.now()): Promise<NameEntryCounts> {
   let copied = 0;
@@ -51,27 +69,82 @@ export async function backfillNameEntries(dynamo: DynamoDBDocumentClient, jobsTa
         TableName: jobsTable,
         Key: jobKey(jobId),
         ConsistentRead: true,
-        ProjectionExpression: '#tenantId, #name',
-        ExpressionAttributeNames: { '#tenantId': 'tenantId', '#name': 'name' },
+        ProjectionExpression: '#tenantId, #name, #status',
+        ExpressionAttributeNames: { '#tenantId': 'tenantId', '#name': 'name', '#status': 'status' },
       }),
     );
-    if (!job || typeof job.tenantId !== 'string' || typeof job.name !== 'string') {
+    // Gone, or deleted (a delete gives its name back): a guard a failed create or a race left behind.
+    if (!job || typeof job.tenantId !== 'string' || typeof job.name !== 'string' || job.status === 'CANCELLED') {
       orphaned += 1;
       continue;
     }
     const key = jobNameEntryKey(job.tenantId, job.name);
-    // Always a time: an entry whose job is deleted after it was read here is then taken over by the
-    // next create of the name once it is old enough (NameGuards), like any guard whose create failed.
+    // Always a time, as a guard taken on its own has (NameGuards).
     const takenAt = typeof guard.takenAt === 'string' ? guard.takenAt : new Date(now).toISOString();
-    try {
-      await dynamo.send(new PutCommand({ TableName: jobsTable, Item: { ...key, jobId, takenAt }, ConditionExpression: 'attribute_not_exists(pk)' }));
-      copied += 1;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    const items: Record<string, TransactItem> = {
+      // Only while the old guard still names the job: a delete that lands between the reads above
+      // and this write removes the old guard, and must not leave an entry behind it.
+      guard: { ConditionCheck: { TableName: jobsTable, Key: { pk: guard.pk, sk: guard.sk }, ...conditionExpressions({ jobId }) } },
+      entry: { Put: { TableName: jobsTable, Item: { ...key, jobId, takenAt }, ...conditionExpressions(IF_NEW) } },
+    };
+    let outcome: 'copied' | 'present' | 'released' | { readonly entryJobId: string } = 'released';
+    // Three tries at most: an entry whose job is gone or deleted is stale, and is deleted before the copy is tried again.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const result = await transact(dynamo, items);
+      if (result.committed) {
+        outcome = 'copied';
+        break;
+      }
+      if (result.failed.has('guard')) {
+        outcome = 'released';
+        break;
+      }
+      if (!result.failed.has('entry')) continue; // a conflict with another write: try again
       const { Item: entry } = await dynamo.send(new GetCommand({ TableName: jobsTable, Key: key, ConsistentRead: true }));
-      if (entry === undefined || entry.jobId === jobId) present += 1;
-      else conflicting.push({ tenantId: job.tenantId, name: job.name, guardJobId: jobId, entryJobId: String(entry.jobId) });
+      if (entry === undefined) continue;
+      const entryJobId = String(entry.jobId);
+      if (entryJobId === jobId) {
+        outcome = 'present';
+        break;
+      }
+      outcome = { entryJobId };
+      const entryStatus = await statusOf(dynamo, jobsTable, entryJobId);
+      if (entryStatus !== null && entryStatus !== 'CANCELLED') break;
+      try {
+        await dynamo.send(new DeleteCommand({ TableName: jobsTable, Key: key, ...conditionExpressions({ jobId: entryJobId }) }));
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      }
     }
+    if (outcome === 'copied') copied += 1;
+    else if (outcome === 'present') present += 1;
+    else if (outcome === 'released') orphaned += 1;
+    else conflicting.push({ tenantId: job.tenantId, name: job.name, guardJobId: jobId, entryJobId: outcome.entryJobId });
   }
-  return { copied, present, orphaned, conflicting };
+  // The jobs deleted before: `?name=` finds them by their entries beside the names' guards.
+  let deleted = 0;
+  for await (const job of deletedNamedJobs(dynamo, jobsTable)) {
+    const item = { ...deletedJobNameKey(String(job.tenantId), String(job.name), String(job.jobId)), jobId: String(job.jobId) };
+    await dynamo.send(new PutCommand({ TableName: jobsTable, Item: item }));
+    deleted += 1;
+  }
+  return { copied, present, orphaned, conflicting, deleted };
+}
+
+async function* deletedNamedJobs(dynamo: DynamoDBDocumentClient, table: string): AsyncGenerator<Record<string, unknown>> {
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await dynamo.send(
+      new ScanCommand({
+        TableName: table,
+        FilterExpression: 'begins_with(#pk, :prefix) AND #status = :cancelled AND attribute_exists(#name)',
+        ExpressionAttributeNames: { '#pk': 'pk', '#status': 'status', '#name': 'name' },
+        ExpressionAttributeValues: { ':prefix': 'JOB#', ':cancelled': 'CANCELLED' },
+        ProjectionExpression: 'jobId, tenantId, #name',
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const item of page.Items ?? []) yield item;
+    start = page.LastEvaluatedKey;
+  } while (start);
 }

@@ -122,8 +122,8 @@ describe('storage', () => {
       Object.values(of)
         .filter((r) => r.Type === 'AWS::DynamoDB::GlobalTable')
         .map((r) => (r.Properties.GlobalSecondaryIndexes as unknown[]).length);
-    // The jobs table keeps byTenant, byTenantType (decision 0186) and byTenantName (decision 0192), the
-    // runs table the time index with its status too (decision 0171).
+    // Upgrading, the jobs table keeps byTenant, byTenantType (decision 0186) and byTenantName (decision
+    // 0192) too, the runs table the time index with its status (decision 0171).
     expect(indexCount(resources)).toEqual([3, 5]);
     expect(indexCount(upgrading)).toEqual([6, 6]);
     const timeIndexes = (of: Record<string, Resource>) =>
@@ -155,6 +155,12 @@ describe('storage', () => {
       .flatMap((r) => (r.Properties.GlobalSecondaryIndexes as { IndexName: string }[]).map((index) => index.IndexName));
     expect(jobsIndexes).toContain('byTenantName');
     expect(legacyNameGuards(synthesized('UpgradingOtherIndex', { keepReplacedIndexes: ['byTenantType'] }).resources)).toEqual(['false']);
+    expect(legacyNameGuards(synthesized('UpgradingAll', { keepReplacedIndexes: true }).resources)).toEqual(['true']);
+    // The middle deploy: the functions off the index before the next deploy drops it.
+    const middle = synthesized('UpgradingNamesMiddle', { keepReplacedIndexes: ['byTenantName'], legacyNameGuards: false }).resources;
+    expect(legacyNameGuards(middle)).toEqual(['false']);
+    expect(JSON.stringify(middle)).toContain('"IndexName":"byTenantName"');
+    expect(() => synthesized('LegacyWithoutIndex', { legacyNameGuards: true })).toThrow('legacyNameGuards: true reads the byTenantName index');
   });
 
   it('keeps only the replaced indexes a list names, and refuses a name no release replaced (decision 0186)', () => {

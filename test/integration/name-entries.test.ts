@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeps } from '../../lambdas/app/deps';
 import { createAwsClients } from '../../lambdas/store/aws';
-import { jobNameEntryKey, jobNameKey } from '../../lambdas/store/keys';
+import { deletedJobNameKey, jobNameEntryKey, jobNameKey } from '../../lambdas/store/keys';
 import { JOBS_BY_NAME_INDEX, jobsTable } from '../../lambdas/store/schema';
 import { createLocalResources, createTableInput, deleteLocalResources } from '../../scripts/local/resources';
 import type { LocalRuntime } from '../../scripts/local/runtime';
@@ -97,8 +97,21 @@ describe("an upgrade from the names' guards before decision 0192", () => {
 
     const oldJobId = await createdBeforeTheUpgrade('held-the-old-way');
     expect((await create('held-the-old-way')).status).toBe(409);
-    // The refused create gave back the entry it had no right to.
     expect(await entryOf('held-the-old-way')).toBeUndefined();
+    // So does one under an Idempotency-Key, whose guards are in its transaction; a new name takes both there.
+    const keyed = (name: string, key: string) => upgrading.api('POST', '/v1/jobs', jobBody(target.url, { name, schedule: cron }), { 'idempotency-key': key });
+    expect((await keyed('held-the-old-way', 'upgrade-keyed-held')).status).toBe(409);
+    const keyedNew = await keyed('keyed-both-guards', 'upgrade-keyed-new');
+    expect(keyedNew.status).toBe(201);
+    const keyedId = (keyedNew.body as { job: { jobId: string } }).job.jobId;
+    expect([(await oldGuardOf('keyed-both-guards'))?.jobId, (await entryOf('keyed-both-guards'))?.jobId]).toEqual([keyedId, keyedId]);
+    // A name whose entry is held (a job created since the upgrade began, its old guard gone): the
+    // create takes the old guard, meets the entry and gives the old guard back.
+    const { jobId: entryHolder } = await create('held-by-the-entry');
+    await upgrading.clients.dynamo.send(new DeleteCommand({ TableName: upgrading.config.jobsTable, Key: jobNameKey(upgrading.tenantId, 'held-by-the-entry') }));
+    expect((await create('held-by-the-entry')).status).toBe(409);
+    expect(await oldGuardOf('held-by-the-entry')).toBeUndefined();
+    expect((await entryOf('held-by-the-entry'))?.jobId).toBe(entryHolder);
     // Listed through byTenantName, which still has every job.
     const listed = await upgrading.api('GET', '/v1/jobs?name=held-the-old-way');
     expect((listed.body as { items: { jobId: string }[] }).items.map((job) => job.jobId)).toEqual([oldJobId]);
@@ -122,9 +135,18 @@ describe("an upgrade from the names' guards before decision 0192", () => {
       }),
     );
 
+    // A job deleted before the upgrade: the index listed it by name, and so must the entries.
+    const { jobId: goneId } = await create('gone-before');
+    expect((await upgrading.api('DELETE', `/v1/jobs/${goneId}`)).status).toBe(200);
+    await upgrading.clients.dynamo.send(
+      new DeleteCommand({ TableName: upgrading.config.jobsTable, Key: deletedJobNameKey(upgrading.tenantId, 'gone-before', goneId!) }),
+    );
+
     const counts = await backfillNameEntries(upgrading.clients.dynamo, upgrading.config.jobsTable);
     expect(counts.conflicting).toEqual([]);
     expect(counts.orphaned).toBeGreaterThanOrEqual(1);
+    expect(counts.deleted).toBeGreaterThanOrEqual(1);
+    expect((await upgradedApi('GET', '/v1/jobs?name=gone-before')).body.items?.map((job) => job.jobId)).toEqual([goneId]);
     expect(await entryOf('kept-orphan')).toBeUndefined();
     const copied = await entryOf('kept-name');
     expect(copied?.jobId).toBe(keptId);
@@ -143,7 +165,61 @@ describe("an upgrade from the names' guards before decision 0192", () => {
     expect((await upgradedApi('POST', '/v1/jobs', jobBody(target.url, { name: 'kept-orphan', schedule: cron }))).status).toBe(201);
     expect((await upgradedApi('DELETE', `/v1/jobs/${keptId}`)).status).toBe(200);
     expect(await entryOf('kept-name')).toBeUndefined();
-    expect((await upgradedApi('POST', '/v1/jobs', jobBody(target.url, { name: 'kept-name', schedule: cron }))).status).toBe(201);
+    const renamed = await upgradedApi('POST', '/v1/jobs', jobBody(target.url, { name: 'kept-name', schedule: cron }));
+    expect(renamed.status).toBe(201);
+    // `?name=` finds the name's holder, then the deleted jobs that had it; a prefix, those too, in name order.
+    expect((await upgradedApi('GET', '/v1/jobs?name=kept-name')).body.items?.map((job) => job.jobId)).toEqual([renamed.body.job?.jobId, keptId]);
+    expect((await upgradedApi('GET', '/v1/jobs?namePrefix=kept-')).body.items?.map((job) => job.name)).toEqual([
+      'kept-both',
+      'kept-name',
+      'kept-name',
+      'kept-orphan',
+    ]);
+    // The deleted job's old guard is still there (nothing reads it now); a backfill run after all
+    // copies no such guard back.
+    expect((await oldGuardOf('kept-name'))?.jobId).toBe(keptId);
+    const rerun = await backfillNameEntries(upgrading.clients.dynamo, upgrading.config.jobsTable);
+    expect(rerun.copied).toBe(0);
+    expect(rerun.conflicting).toEqual([]);
+    expect((await entryOf('kept-name'))?.jobId).not.toBe(keptId);
+  });
+
+  it('the backfill reports a name whose two guards name different live jobs, and replaces an entry a deleted job left', async () => {
+    // Two live jobs, each holding one of the name's guards (as a botched upgrade could leave them).
+    const first = await createdBeforeTheUpgrade('split-name');
+    const { jobId: second } = await create('split-name-other');
+    await upgrading.clients.dynamo.send(
+      new PutCommand({ TableName: upgrading.config.jobsTable, Item: { ...jobNameEntryKey(upgrading.tenantId, 'split-name'), jobId: second } }),
+    );
+    // An entry naming a deleted job (left by a delete racing an earlier run), while the name's old guard names a live one.
+    const { jobId: deleted } = await create('stale-entry-other');
+    expect((await upgrading.api('DELETE', `/v1/jobs/${deleted}`)).status).toBe(200);
+    const live = await createdBeforeTheUpgrade('stale-entry');
+    await upgrading.clients.dynamo.send(
+      new PutCommand({
+        TableName: upgrading.config.jobsTable,
+        Item: { ...jobNameEntryKey(upgrading.tenantId, 'stale-entry'), jobId: deleted, takenAt: new Date().toISOString() },
+      }),
+    );
+
+    const counts = await backfillNameEntries(upgrading.clients.dynamo, upgrading.config.jobsTable);
+    expect(counts.conflicting).toEqual([{ tenantId: upgrading.tenantId, name: 'split-name', guardJobId: first, entryJobId: second }]);
+    expect((await entryOf('split-name'))?.jobId).toBe(second);
+    expect((await entryOf('stale-entry'))?.jobId).toBe(live);
+  });
+
+  it("an entry naming a deleted job (a race's leftover) is taken over by the next create of its name at once", async () => {
+    const { jobId: deleted } = await create('left-by-a-race-other');
+    expect((await upgrading.api('DELETE', `/v1/jobs/${deleted}`)).status).toBe(200);
+    await upgrading.clients.dynamo.send(
+      new PutCommand({
+        TableName: upgrading.config.jobsTable,
+        Item: { ...jobNameEntryKey(upgrading.tenantId, 'left-by-a-race'), jobId: deleted, takenAt: new Date().toISOString() },
+      }),
+    );
+    const taken = await upgradedApi('POST', '/v1/jobs', jobBody(target.url, { name: 'left-by-a-race', schedule: cron }));
+    expect(taken.status).toBe(201);
+    expect((await entryOf('left-by-a-race'))?.jobId).toBe(taken.body.job?.jobId);
   });
 });
 
