@@ -5,7 +5,8 @@
 // Each item is updated only where the attribute is missing, so running it twice, or while the
 // scheduler writes, is safe. A one-off after deploying the indexes to a stack with existing data.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { scanAll } from './scan';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { jobLabelKey, labelPairsOf, tenantRunSortOf, workflowListKeys, WORKFLOW_PK_PREFIX } from '../../lambdas/store/keys';
 import { findingKeysOf, itemToJob } from '../../lambdas/store/job-items';
@@ -17,22 +18,13 @@ export interface BackfillCounts {
   readonly workflows: number;
 }
 
-async function* scan(dynamo: DynamoDBDocumentClient, table: string, prefix: string, missing: string): AsyncGenerator<Record<string, unknown>> {
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await dynamo.send(
-      new ScanCommand({
-        TableName: table,
-        FilterExpression: 'begins_with(#pk, :prefix) AND attribute_not_exists(#missing)',
-        ExpressionAttributeNames: { '#pk': 'pk', '#missing': missing },
-        ExpressionAttributeValues: { ':prefix': prefix },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) yield item;
-    start = page.LastEvaluatedKey;
-  } while (start);
-}
+const scan = (dynamo: DynamoDBDocumentClient, table: string, prefix: string, missing: string) =>
+  scanAll(dynamo, {
+    TableName: table,
+    FilterExpression: 'begins_with(#pk, :prefix) AND attribute_not_exists(#missing)',
+    ExpressionAttributeNames: { '#pk': 'pk', '#missing': missing },
+    ExpressionAttributeValues: { ':prefix': prefix },
+  });
 
 async function setIfMissing(dynamo: DynamoDBDocumentClient, table: string, key: Record<string, unknown>, values: Record<string, string>): Promise<boolean> {
   const names = Object.fromEntries(Object.keys(values).map((name, i) => [`#a${i}`, name]));

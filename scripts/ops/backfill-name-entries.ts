@@ -5,7 +5,8 @@
 // the second drops the index, and the functions read only the entries. An entry is put only where
 // none is, so running it twice, or while the scheduler runs, is safe.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DeleteCommand, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { scanAll } from './scan';
 import type { TransactItem } from '../../lambdas/store/conditional';
 import { conditionExpressions, IF_NEW, transact } from '../../lambdas/store/conditional';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
@@ -24,22 +25,23 @@ export interface NameEntryCounts {
   readonly conflicting: readonly { readonly tenantId: string; readonly name: string; readonly guardJobId: string; readonly entryJobId: string }[];
 }
 
-async function* oldGuards(dynamo: DynamoDBDocumentClient, table: string): AsyncGenerator<Record<string, unknown>> {
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await dynamo.send(
-      new ScanCommand({
-        TableName: table,
-        FilterExpression: 'begins_with(#pk, :prefix) AND #sk = :sk',
-        ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
-        ExpressionAttributeValues: { ':prefix': 'JOBNAME#', ':sk': 'JOBNAME' },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) yield item;
-    start = page.LastEvaluatedKey;
-  } while (start);
-}
+const oldGuards = (dynamo: DynamoDBDocumentClient, table: string) =>
+  scanAll(dynamo, {
+    TableName: table,
+    FilterExpression: 'begins_with(#pk, :prefix) AND #sk = :sk',
+    ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
+    ExpressionAttributeValues: { ':prefix': 'JOBNAME#', ':sk': 'JOBNAME' },
+  });
+
+/** Named jobs deleted (CANCELLED): `?name=` finds them by their entries beside the names' guards. */
+const deletedNamedJobs = (dynamo: DynamoDBDocumentClient, table: string) =>
+  scanAll(dynamo, {
+    TableName: table,
+    FilterExpression: 'begins_with(#pk, :prefix) AND #status = :cancelled AND attribute_exists(#name)',
+    ExpressionAttributeNames: { '#pk': 'pk', '#status': 'status', '#name': 'name' },
+    ExpressionAttributeValues: { ':prefix': 'JOB#', ':cancelled': 'CANCELLED' },
+    ProjectionExpression: 'jobId, tenantId, #name',
+  });
 
 /** A job's status as an entry or guard sees it: null when the job item is gone. */
 async function statusOf(dynamo: DynamoDBDocumentClient, jobsTable: string, jobId: string): Promise<string | null> {
@@ -129,22 +131,4 @@ export async function backfillNameEntries(dynamo: DynamoDBDocumentClient, jobsTa
     deleted += 1;
   }
   return { copied, present, orphaned, conflicting, deleted };
-}
-
-async function* deletedNamedJobs(dynamo: DynamoDBDocumentClient, table: string): AsyncGenerator<Record<string, unknown>> {
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await dynamo.send(
-      new ScanCommand({
-        TableName: table,
-        FilterExpression: 'begins_with(#pk, :prefix) AND #status = :cancelled AND attribute_exists(#name)',
-        ExpressionAttributeNames: { '#pk': 'pk', '#status': 'status', '#name': 'name' },
-        ExpressionAttributeValues: { ':prefix': 'JOB#', ':cancelled': 'CANCELLED' },
-        ProjectionExpression: 'jobId, tenantId, #name',
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) yield item;
-    start = page.LastEvaluatedKey;
-  } while (start);
 }
