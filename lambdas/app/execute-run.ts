@@ -70,6 +70,12 @@ export interface DispatchContext {
    * receipt handle, if any, is its parent's message's, which its heartbeats keep hidden.
    */
   readonly handedOff?: boolean;
+  /**
+   * A handed-off step run written leased, whose workflow run its taker read just before it runs
+   * (step-handoff.ts `stillLeased`): the lease does not read it again. One written QUEUED (a tenant
+   * with an in-flight limit) is leased when it runs, and read then, as a run from its queue is.
+   */
+  readonly workflowRunRead?: boolean;
 }
 
 /** The worker's use case for one dispatch message (lambdas/worker/adapter.ts). */

@@ -79,8 +79,9 @@ async function executeLeased(
   // A step run from its queue reads its workflow run with its job (decision 0190): a cancel of the
   // workflow run that stopped before it cancelled the steps' runs (a store error, its process gone)
   // is honoured, and so is a retry of it that started the step anew: the run is cancelled rather
-  // than run. One handed off was read by its taker; a replay was asked for by name, and runs.
-  const step = message.handedOff || run.trigger === 'replay' ? null : parseStepJobId(run.jobId);
+  // than run. So is one handed off written QUEUED and leased now; one handed off written leased
+  // was read by its taker just before; a replay was asked for by name, and runs.
+  const step = message.workflowRunRead || run.trigger === 'replay' ? null : parseStepJobId(run.jobId);
   const [job, workflowRun] = await Promise.all([
     deps.jobs.getAnyTenant(run.jobId, true, { coalesce }),
     step ? deps.workflowRuns.getRunShared(step.workflowId, workflowRunIdOf(step.workflowId, run.scheduledFor), coalesce) : null,

@@ -172,7 +172,9 @@ export async function runHandedOff(deps: SchedulerDeps, plans: readonly RunPlan[
       try {
         if (run.status === 'RUNNING' && !(await stillLeased(deps, run))) return;
         const result =
-          run.status === 'RUNNING' ? await runners.executeLeased(deps, leaseOfPlan(plan), context) : await runners.executeRun(deps, run.runId, context);
+          run.status === 'RUNNING'
+            ? await runners.executeLeased(deps, leaseOfPlan(plan), { ...context, workflowRunRead: true })
+            : await runners.executeRun(deps, run.runId, context);
         logger.debug('handed-off step run executed', { ...runFields(run), result });
       } catch (error) {
         await handOffFailed(deps, plan, error);

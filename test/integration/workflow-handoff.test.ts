@@ -336,6 +336,42 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     expect(await drainDispatch()).toEqual([]);
   });
 
+  it('under an in-flight limit, a handed-off dependant written QUEUED whose workflow run such a cancel ended after the claimer read it is cancelled at its lease, not run', async () => {
+    const { path, tenantId } = await startRun('queued-handoff-cancel', [
+      step('queued-handoff-cancel', 'first'),
+      step('queued-handoff-cancel', 'second', ['first']),
+    ]);
+    const [, , , workflowId, , workflowRunId] = path.split('/');
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+
+    // The cancel lands just after the claimer's read that follows the writes; its cancel of the
+    // step's run (QUEUED: the tenant is under an in-flight limit) fails.
+    let written = false;
+    let cancelled = false;
+    const writing = aroundCreate(withInFlightLimit(scheduler.workerDeps('worker-1')), async (create, plan) => {
+      const made = await create();
+      if (parseStepJobId(plan.run.jobId)?.stepId === 'second') written = made;
+      return made;
+    });
+    const worker = aroundGetRun(
+      writing,
+      () => written && !cancelled,
+      async (read) => {
+        const before = await read();
+        cancelled = true;
+        await cancelStoppingBeforeSteps(tenantId, workflowId!, workflowRunId!);
+        return before;
+      },
+    );
+    expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
+    expect(cancelled).toBe(true);
+    const second = await runIdOf(path, 'second');
+    expect((await scheduler.api('GET', `/v1/runs/${second}`)).body.status).toBe('CANCELLED');
+    expect(callsOf('queued-handoff-cancel')).toEqual(['first']);
+    expect(await drainDispatch()).toEqual([]);
+  });
+
   it('a step run from its queue whose workflow run a cancel ended, and which stopped before cancelling the steps, is cancelled at its lease, not run', async () => {
     const { path, tenantId } = await startRun('queued-cancel-stopped', [step('queued-cancel-stopped', 'first'), step('queued-cancel-stopped', 'second')]);
     const [, , , workflowId, , workflowRunId] = path.split('/');
