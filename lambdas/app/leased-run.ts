@@ -27,9 +27,8 @@ import { continueWorkflow } from './workflow-progress';
 import { startScheduledWorkflowRun } from './workflow-runs';
 import { wakeBuffered } from './occurrence-chain';
 import type { StepContext } from '../domain/workflow-jobs';
-import type { WorkflowRun } from '../domain/workflow-run';
 import { parseStepJobId, stepContextOf, workflowRunIdOf } from '../domain/workflow-jobs';
-import { cancelStepRun } from './workflow-step-runs';
+import { cancelStepRun, stepRunSuperseded } from './workflow-step-runs';
 
 /** Seconds a received message stays invisible beyond its run's lease. */
 export const VISIBILITY_SLACK_SECONDS = 1;
@@ -80,8 +79,8 @@ async function executeLeased(
   // workflow run that stopped before it cancelled the steps' runs (a store error, its process gone)
   // is honoured, and so is a retry of it that started the step anew: the run is cancelled rather
   // than run. So is one handed off written QUEUED and leased now; one handed off written leased
-  // was read by its taker just before; a replay was asked for by name, and runs.
-  const step = message.workflowRunRead || run.trigger === 'replay' ? null : parseStepJobId(run.jobId);
+  // was read by its taker just before. A replay asked for by name runs (`stepRunSuperseded`).
+  const step = message.workflowRunRead ? null : parseStepJobId(run.jobId);
   const [job, workflowRun] = await Promise.all([
     deps.jobs.getAnyTenant(run.jobId, true, { coalesce }),
     step ? deps.workflowRuns.getRunShared(step.workflowId, workflowRunIdOf(step.workflowId, run.scheduledFor), coalesce) : null,
@@ -104,15 +103,6 @@ async function executeLeased(
   } finally {
     await flow.release();
   }
-}
-
-/**
- * Whether a step run is no longer its workflow run's to run (decision 0190): the workflow run was
- * cancelled, or a retry of it started the step at a later attempt than the run's.
- */
-function stepRunSuperseded(workflowRun: WorkflowRun, stepId: string, run: Run): boolean {
-  const state = workflowRun.steps[stepId];
-  return workflowRun.status === 'CANCELLED' || (state !== undefined && state.attempt > run.attempt);
 }
 
 /** A step run leased after its workflow run was cancelled or retried past it: cancelled, its target not called. */

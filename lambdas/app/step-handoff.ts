@@ -20,7 +20,7 @@ import { leaseCheckAt } from '../domain/time-gate';
 import { runFields } from './run-log';
 import { sendPlannedRun } from './send-planned-run';
 import { parseStepJobId, workflowRunIdOf } from '../domain/workflow-jobs';
-import { cancelStepRun } from './workflow-step-runs';
+import { cancelStepRun, stepRunSuperseded } from './workflow-step-runs';
 
 /** At most this many dependants of one step run are taken; the rest are sent (a wide fan-out spreads over workers). */
 export const MAX_HANDED_OFF = 10;
@@ -188,7 +188,8 @@ export async function runHandedOff(deps: SchedulerDeps, plans: readonly RunPlan[
  * the run, or of its workflow run) that ended it since its write is honoured, and its target is not
  * called, as a cancel before a lease write has that lease refused. Its workflow run is read with it
  * (in parallel): a cancel of the workflow run that ended it and stopped before it cancelled its
- * steps' runs (a store error, its process gone) is honoured too, and the run cancelled here.
+ * steps' runs (a store error, its process gone) is honoured too, and so is a retry of it that
+ * started the step past this run's attempt: the run is cancelled here (decision 0190).
  */
 async function stillLeased(deps: SchedulerDeps, run: RunPlan['run']): Promise<boolean> {
   const step = parseStepJobId(run.jobId);
@@ -197,7 +198,8 @@ async function stillLeased(deps: SchedulerDeps, run: RunPlan['run']): Promise<bo
     step ? deps.workflowRuns.getRun(step.workflowId, workflowRunIdOf(step.workflowId, run.scheduledFor)) : Promise.resolve(null),
   ]);
   const leased = stored?.status === 'RUNNING' && stored.version === run.version && stored.leaseOwner === run.leaseOwner;
-  if (leased && workflowRun?.status !== 'CANCELLED') return true;
+  // Cancelled, or retried past it, as a run from its queue is checked at its lease (decision 0190).
+  if (leased && !(step && workflowRun && stepRunSuperseded(workflowRun, step.stepId, run))) return true;
   if (leased && stored) await cancelStepRun(deps, stored, deps.clock());
   logger.info('a handed-off step run or its workflow run changed before it started; not run', {
     ...runFields(run),

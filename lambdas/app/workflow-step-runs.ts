@@ -30,6 +30,19 @@ export async function currentStepRun(deps: SchedulerDeps, run: WorkflowRun, step
   return (await newestStepRuns(deps, run, [[stepId, state]])).get(stepId) ?? null;
 }
 
+/**
+ * Whether a step run is no longer its workflow run's to run (decision 0190): the workflow run was
+ * cancelled, or a retry of it started the step at a later attempt than the run's. A replay asked
+ * for by name (`POST /v1/runs/{id}/replay`) is of an attempt past the step's own, and runs as any
+ * replay does; a workflow retry's run of the step (its trigger `replay` too) is of the step's own
+ * attempt, and is checked.
+ */
+export function stepRunSuperseded(workflowRun: WorkflowRun, stepId: string, run: Pick<Run, 'attempt' | 'trigger'>): boolean {
+  const state = workflowRun.steps[stepId];
+  if (run.trigger === 'replay' && state !== undefined && run.attempt > state.attempt) return false;
+  return workflowRun.status === 'CANCELLED' || (state !== undefined && state.attempt > run.attempt);
+}
+
 export async function cancelStepRun(deps: SchedulerDeps, run: Run, now: number): Promise<boolean> {
   const reason = 'the workflow run was cancelled';
   const cancelled =

@@ -411,6 +411,64 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
   });
 
+  it("a retried workflow run's step run (trigger replay) is checked too: such a cancel after the retry has it cancelled at its lease, not run", async () => {
+    const { path, tenantId } = await startRun('retried-then-cancelled', [step('retried-then-cancelled', 'only')]);
+    const [, , , workflowId, , workflowRunId] = path.split('/');
+    const older = await runIdOf(path, 'only');
+    expect(await drainDispatch()).toEqual([older]);
+    await cancelStoppingBeforeSteps(tenantId, workflowId!, workflowRunId!);
+    expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
+    const newer = await runIdOf(path, 'only');
+    expect((await scheduler.api('GET', `/v1/runs/${newer}`)).body).toMatchObject({ attempt: 2, trigger: 'replay', status: 'QUEUED' });
+    expect(await drainDispatch()).toEqual([newer]);
+    // Cancelled again, and again the cancel stops before the steps' runs.
+    await cancelStoppingBeforeSteps(tenantId, workflowId!, workflowRunId!);
+
+    const worker = scheduler.workerDeps('worker-1');
+    expect(await executeRun(worker, older, { tenantId })).toBe('cancelled');
+    expect(await executeRun(worker, newer, { tenantId })).toBe('cancelled');
+    expect(callsOf('retried-then-cancelled')).toEqual([]);
+  });
+
+  it('a handed-off dependant written leased whose workflow run a cancel and a retry passed after the claimer read it is cancelled; the retry runs the step once', async () => {
+    const { path, tenantId } = await startRun('handoff-retried', [step('handoff-retried', 'first'), step('handoff-retried', 'second', ['first'])]);
+    const [, , , workflowId, , workflowRunId] = path.split('/');
+    const first = await runIdOf(path, 'first');
+    expect(await drainDispatch()).toEqual([first]);
+    const api = scheduler.workerDeps('api');
+    const failingCancel: SchedulerDeps = {
+      ...api,
+      leases: Object.assign(Object.create(api.leases) as typeof api.leases, { cancelRunning: () => Promise.reject(new Error('store unavailable')) }),
+    };
+    let written = false;
+    let retried = false;
+    const writing = aroundCreate(scheduler.workerDeps('worker-1'), async (create, plan) => {
+      const made = await create();
+      if (parseStepJobId(plan.run.jobId)?.stepId === 'second') written = made;
+      return made;
+    });
+    const worker = aroundGetRun(
+      writing,
+      () => written && !retried,
+      async (read) => {
+        const before = await read();
+        retried = true;
+        await expect(cancelWorkflowRun(failingCancel, tenantId, workflowId!, workflowRunId!)).rejects.toThrow('store unavailable');
+        expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
+        return before;
+      },
+    );
+    expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
+    expect(retried).toBe(true);
+    // The handed-off run (attempt 1) was not run; the retry's (attempt 2) comes from the queue.
+    expect(callsOf('handoff-retried')).toEqual(['first']);
+    const newer = await runIdOf(path, 'second');
+    expect(await drainDispatch()).toEqual([newer]);
+    expect(await executeRun(scheduler.workerDeps('worker-2'), newer, { tenantId })).toBe('succeeded');
+    expect(callsOf('handoff-retried')).toEqual(['first', 'second']);
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
   it('a replay of a step run of a cancelled workflow run runs: it was asked for by name', async () => {
     const { path, tenantId } = await startRun('replayed-after-cancel', [step('replayed-after-cancel', 'only')]);
     const first = await runIdOf(path, 'only');
