@@ -56,7 +56,8 @@ export class JobFinder {
       sortKey: string,
       keyNames: readonly string[],
       condition?: SortKeyCondition,
-    ) => this.listThrough(query, expect, sortKey, keyNames, condition, limit, keep, cursor, maxItemsRead);
+      admit?: (entry: Record<string, unknown>, job: Job) => boolean,
+    ) => this.listThrough(query, expect, sortKey, keyNames, condition, limit, keep, cursor, maxItemsRead, admit);
     const [firstLabel] = labels;
     if (firstLabel !== undefined) {
       const partition = jobLabelPartition(tenantId, firstLabel);
@@ -97,6 +98,9 @@ export class JobFinder {
           'sk',
           ['pk', 'sk'],
           exact ? { between: [name, last] } : { beginsWith: name },
+          // A guard still naming a deleted job (a race's leftover, free to take) lists nothing: the
+          // job's own `<name>#<jobId>` entry lists it once.
+          (entry, job) => !(entry.sk === job.name && job.status === 'CANCELLED'),
         );
       }
       return read(
@@ -144,6 +148,8 @@ export class JobFinder {
     keep: (job: Job) => boolean,
     cursor: string | undefined,
     maxItemsRead: number,
+    /** Whether an entry lists the job it names (all, when absent). */
+    admit?: (entry: Record<string, unknown>, job: Job) => boolean,
   ): Promise<Page<Job>> {
     const page = await readIndexedPage<Job>(
       this.dynamo,
@@ -160,7 +166,10 @@ export class JobFinder {
           // Label entries and names' guards name their job; index entries are the job's own keys.
           const jobIds = entries.map((entry) => (typeof entry.jobId === 'string' ? entry.jobId : String(entry.pk).slice('JOB#'.length)));
           const jobs = await this.getManyAnyTenant(jobIds);
-          return jobIds.map((jobId) => jobs.get(jobId) ?? null);
+          return jobIds.map((jobId, index) => {
+            const job = jobs.get(jobId) ?? null;
+            return job && (admit === undefined || admit(entries[index]!, job)) ? job : null;
+          });
         },
         keep,
         // Every listing is checked against the jobs read: an index is eventually consistent.

@@ -184,7 +184,9 @@ export class JobsRepository {
     expected: Pick<Job, 'version' | 'nextRunId' | 'status'> & { readonly labels?: Job['labels'] },
     extra: ReplaceExtras = {},
   ): Promise<ReplaceResult> {
-    const items = this.replaceItems(next, expected, extra);
+    // A delete gives back the name's guards the job still holds, read first (NameGuards.heldBy).
+    const releasing = extra.releaseName && !isUnnamed(next) ? this.names.releaseItems(next, await this.names.heldBy(next)) : {};
+    const items = { ...this.replaceItems(next, expected, extra), ...releasing };
     if (Object.keys(items).length === 1) {
       const put = await ifHeld(() => this.dynamo.send(new PutCommand(items.job!.Put!)));
       return put.held ? 'replaced' : 'conflict';
@@ -196,7 +198,7 @@ export class JobsRepository {
   }
 
   /**
-   * The items of a replace (named `job`, `run:<i>`, `release.name` (and `release.name.legacy`), `usage`, `label±<i>`), for a
+   * The items of a replace (named `job`, `run:<i>`, `usage`, `label±<i>`; a delete's release of the job's name is `replace`'s), for a
    * transaction of the caller's that writes more (a workflow's new version with its schedule job's
    * change); `replaceResultOf` reads the outcome.
    */
@@ -221,7 +223,6 @@ export class JobsRepository {
     newRuns.forEach((newRun, index) => {
       items[`run:${index}`] = { Put: { TableName: this.runsTable, Item: runToItem(newRun.run, newRun.extras), ...conditionExpressions(IF_NEW) } };
     });
-    if (extra.releaseName && !isUnnamed(next)) Object.assign(items, this.names.releaseItems(next));
     // A job that stops being live (COMPLETED, CANCELLED) frees its place under the tenant's limit;
     // one that becomes live again (a COMPLETED job given a new schedule) takes one, within it.
     const becomesLive = !isLive(expected.status) && isLive(next.status);

@@ -12,7 +12,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { TransactItem } from './conditional';
-import { absent, absentOr, conditionExpressions, IF_NEW } from './conditional';
+import { absent, conditionExpressions, IF_NEW } from './conditional';
 import type { Job } from '../domain/job';
 import type { Key } from './keys';
 import { deletedJobNameKey, jobKey, jobNameEntryKey, jobNameKey } from './keys';
@@ -65,18 +65,24 @@ export class NameGuards {
     );
   }
 
+  /** The job's guards (their item names, as `releaseItems` takes them) that name it, read consistently before its delete. */
+  async heldBy(job: Holder): Promise<string[]> {
+    const guards = await Promise.all(this.keysOf(job).map(async ({ item, key }) => ((await this.read(key))?.jobId === job.jobId ? [item] : [])));
+    return guards.flat();
+  }
+
   /**
-   * Deletes of the job's guards for a transaction (the job deleted): each only while it is the
-   * job's, or absent (a job created before decision 0192 whose entry is not copied yet, or after it,
-   * with no legacy guard); and the deleted job's entry beside the name's guard.
+   * Deletes of the guards `held` (`heldBy`) for the transaction that deletes the job, each only
+   * while it is still the job's, and the deleted job's entry beside the name's guard. A guard that
+   * names another job is not this job's to give back: a name split between two live jobs (an
+   * upgrade run out of order) is freed by deleting either of them.
    */
-  releaseItems(job: Holder): Record<string, TransactItem> {
+  releaseItems(job: Holder, held: readonly string[]): Record<string, TransactItem> {
     return {
       ...Object.fromEntries(
-        this.keysOf(job).map(({ item, key }) => [
-          `release.${item}`,
-          { Delete: { TableName: this.jobsTable, Key: key, ...conditionExpressions({ jobId: absentOr(job.jobId) }) } },
-        ]),
+        this.keysOf(job)
+          .filter(({ item }) => held.includes(item))
+          .map(({ item, key }) => [`release.${item}`, { Delete: { TableName: this.jobsTable, Key: key, ...conditionExpressions({ jobId: job.jobId }) } }]),
       ),
       // `?name=` finds the deleted jobs that had a name too (as the byTenantName index did).
       released: { Put: { TableName: this.jobsTable, Item: { ...deletedJobNameKey(job.tenantId, job.name, job.jobId), jobId: job.jobId } } },

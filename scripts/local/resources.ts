@@ -108,8 +108,9 @@ async function retireNameIndex(dynamo: DynamoDBDocumentClient, name: string): Pr
   const { Table: table } = await dynamo.send(new DescribeTableCommand({ TableName: name }));
   if (!(table?.GlobalSecondaryIndexes ?? []).some((index) => index.IndexName === JOBS_BY_NAME_INDEX)) return;
   const counts = await backfillNameEntries(dynamo, name);
-  if (counts.conflicting.length > 0)
-    throw new Error(`jobs table ${name}: names whose old guard and entry name different jobs: ${JSON.stringify(counts.conflicting)}`);
+  if (counts.conflicting.length > 0 || counts.unresolved.length > 0) {
+    throw new Error(`jobs table ${name}: names not copied to their entries: ${JSON.stringify([...counts.conflicting, ...counts.unresolved])}`);
+  }
   await dynamo.send(new UpdateTableCommand({ TableName: name, GlobalSecondaryIndexUpdates: [{ Delete: { IndexName: JOBS_BY_NAME_INDEX } }] }));
   await waitActive(dynamo, name);
 }

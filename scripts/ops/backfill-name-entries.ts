@@ -1,9 +1,9 @@
 // Copies each job name's guard written before decision 0192 (`JOBNAME#<tenant>#<name>`) to its entry
 // in the tenant's names partition (`JOBNAMES#<tenant>`), which guards the name and finds the job by
-// it since. Run between an upgrade's two deploys (docs/operations.md): the first keeps
-// `byTenantName`, and its creates take both guards, so no name can be taken twice while this runs;
-// the second drops the index, and the functions read only the entries. An entry is put only where
-// none is, so running it twice, or while the scheduler runs, is safe.
+// it since, and gives the jobs deleted before it their `<name>#<jobId>` entries. Run after an
+// upgrade's first deploy (docs/operations.md), which keeps `byTenantName` and has every create take
+// both guards, so no name can be taken twice while this runs; the next deploys move the functions
+// to the entries alone, then drop the index. Safe to run twice, and while the scheduler runs.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { scanAll } from './scan';
@@ -19,9 +19,11 @@ export interface NameEntryCounts {
   readonly present: number;
   /** Old guards whose job is gone or deleted (left by a failed create or a race), or deleted as this ran: no entry; the name is free. */
   readonly orphaned: number;
-  /** Names whose entry names another live job than their old guard: left as they are, for an operator to look at. */
   /** Deleted named jobs given their entry beside their name's guard (written again on a rerun: a put of the same item). */
   readonly deleted: number;
+  /** Names whose copy met other writes at every try: run the backfill again. */
+  readonly unresolved: readonly { readonly tenantId: string; readonly name: string; readonly jobId: string }[];
+  /** Names whose entry names another live job than their old guard: left as they are, for an operator to look at. */
   readonly conflicting: readonly { readonly tenantId: string; readonly name: string; readonly guardJobId: string; readonly entryJobId: string }[];
 }
 
@@ -63,6 +65,7 @@ export async function backfillNameEntries(dynamo: DynamoDBDocumentClient, jobsTa
   let present = 0;
   let orphaned = 0;
   const conflicting: NameEntryCounts['conflicting'][number][] = [];
+  const unresolved: NameEntryCounts['unresolved'][number][] = [];
   for await (const guard of oldGuards(dynamo, jobsTable)) {
     const jobId = String(guard.jobId);
     // The name and tenant come from the job, not the guard's key: either may hold a '#'.
@@ -89,7 +92,7 @@ export async function backfillNameEntries(dynamo: DynamoDBDocumentClient, jobsTa
       guard: { ConditionCheck: { TableName: jobsTable, Key: { pk: guard.pk, sk: guard.sk }, ...conditionExpressions({ jobId }) } },
       entry: { Put: { TableName: jobsTable, Item: { ...key, jobId, takenAt }, ...conditionExpressions(IF_NEW) } },
     };
-    let outcome: 'copied' | 'present' | 'released' | { readonly entryJobId: string } = 'released';
+    let outcome: 'copied' | 'present' | 'released' | 'unresolved' | { readonly entryJobId: string } = 'unresolved';
     // Three tries at most: an entry whose job is gone or deleted is stale, and is deleted before the copy is tried again.
     for (let attempt = 0; attempt < 3; attempt++) {
       const result = await transact(dynamo, items);
@@ -121,6 +124,7 @@ export async function backfillNameEntries(dynamo: DynamoDBDocumentClient, jobsTa
     if (outcome === 'copied') copied += 1;
     else if (outcome === 'present') present += 1;
     else if (outcome === 'released') orphaned += 1;
+    else if (outcome === 'unresolved') unresolved.push({ tenantId: job.tenantId, name: job.name, jobId });
     else conflicting.push({ tenantId: job.tenantId, name: job.name, guardJobId: jobId, entryJobId: outcome.entryJobId });
   }
   // The jobs deleted before: `?name=` finds them by their entries beside the names' guards.
@@ -130,5 +134,5 @@ export async function backfillNameEntries(dynamo: DynamoDBDocumentClient, jobsTa
     await dynamo.send(new PutCommand({ TableName: jobsTable, Item: item }));
     deleted += 1;
   }
-  return { copied, present, orphaned, conflicting, deleted };
+  return { copied, present, orphaned, conflicting, unresolved, deleted };
 }

@@ -187,10 +187,10 @@ describe("an upgrade from the names' guards before decision 0192", () => {
   it('the backfill reports a name whose two guards name different live jobs, and replaces an entry a deleted job left', async () => {
     // Two live jobs, each holding one of the name's guards (as a botched upgrade could leave them).
     const first = await createdBeforeTheUpgrade('split-name');
-    const { jobId: second } = await create('split-name-other');
-    await upgrading.clients.dynamo.send(
-      new PutCommand({ TableName: upgrading.config.jobsTable, Item: { ...jobNameEntryKey(upgrading.tenantId, 'split-name'), jobId: second } }),
-    );
+    // The second taken by a function on the entries alone before the backfill ran: a step skipped.
+    const split = await upgradedApi('POST', '/v1/jobs', jobBody(target.url, { name: 'split-name', schedule: cron }));
+    expect(split.status).toBe(201);
+    const second = split.body.job!.jobId;
     // An entry naming a deleted job (left by a delete racing an earlier run), while the name's old guard names a live one.
     const { jobId: deleted } = await create('stale-entry-other');
     expect((await upgrading.api('DELETE', `/v1/jobs/${deleted}`)).status).toBe(200);
@@ -206,6 +206,14 @@ describe("an upgrade from the names' guards before decision 0192", () => {
     expect(counts.conflicting).toEqual([{ tenantId: upgrading.tenantId, name: 'split-name', guardJobId: first, entryJobId: second }]);
     expect((await entryOf('split-name'))?.jobId).toBe(second);
     expect((await entryOf('stale-entry'))?.jobId).toBe(live);
+
+    // Repaired by deleting either job: a delete gives back only the guards that name it.
+    expect((await upgrading.api('DELETE', `/v1/jobs/${second}`)).status).toBe(200);
+    expect((await oldGuardOf('split-name'))?.jobId).toBe(first);
+    expect(await entryOf('split-name')).toBeUndefined();
+    const again = await backfillNameEntries(upgrading.clients.dynamo, upgrading.config.jobsTable);
+    expect(again.conflicting).toEqual([]);
+    expect((await entryOf('split-name'))?.jobId).toBe(first);
   });
 
   it("an entry naming a deleted job (a race's leftover) is taken over by the next create of its name at once", async () => {
@@ -217,6 +225,17 @@ describe("an upgrade from the names' guards before decision 0192", () => {
         Item: { ...jobNameEntryKey(upgrading.tenantId, 'left-by-a-race'), jobId: deleted, takenAt: new Date().toISOString() },
       }),
     );
+    // Deleted with its name, then its guard put back (the race): the job is listed once, by its deleted entry.
+    const { jobId: twice } = await create('listed-once');
+    expect((await upgrading.api('DELETE', `/v1/jobs/${twice}`)).status).toBe(200);
+    await upgrading.clients.dynamo.send(
+      new PutCommand({
+        TableName: upgrading.config.jobsTable,
+        Item: { ...jobNameEntryKey(upgrading.tenantId, 'listed-once'), jobId: twice, takenAt: new Date().toISOString() },
+      }),
+    );
+    expect((await upgradedApi('GET', '/v1/jobs?name=listed-once')).body.items?.map((job) => job.jobId)).toEqual([twice]);
+
     const taken = await upgradedApi('POST', '/v1/jobs', jobBody(target.url, { name: 'left-by-a-race', schedule: cron }));
     expect(taken.status).toBe(201);
     expect((await entryOf('left-by-a-race'))?.jobId).toBe(taken.body.job?.jobId);
