@@ -106,6 +106,41 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     await expect(cancelWorkflowRun(failing, tenantId, workflowId, workflowRunId)).rejects.toThrow('store unavailable');
   }
 
+  /** A cancel of a workflow run that writes it CANCELLED, then fails to cancel its steps' RUNNING runs (a store error). */
+  async function cancelStoppingBeforeRunningSteps(tenantId: string, workflowId: string, workflowRunId: string): Promise<void> {
+    const api = scheduler.workerDeps('api');
+    const failing: SchedulerDeps = {
+      ...api,
+      leases: Object.assign(Object.create(api.leases) as typeof api.leases, { cancelRunning: () => Promise.reject(new Error('store unavailable')) }),
+    };
+    await expect(cancelWorkflowRun(failing, tenantId, workflowId, workflowRunId)).rejects.toThrow('store unavailable');
+  }
+
+  /**
+   * A worker whose claimer reads the workflow run after writing the named step's run, and right
+   * after that read `meanwhile` lands (once), as another request would.
+   */
+  function interruptedAfterClaimerRead(deps: SchedulerDeps, stepId: string, meanwhile: () => Promise<void>): { worker: SchedulerDeps; landed: () => boolean } {
+    let written = false;
+    let landed = false;
+    const writing = aroundCreate(deps, async (create, plan) => {
+      const made = await create();
+      if (parseStepJobId(plan.run.jobId)?.stepId === stepId) written = made;
+      return made;
+    });
+    const worker = aroundGetRun(
+      writing,
+      () => written && !landed,
+      async (read) => {
+        const before = await read();
+        landed = true;
+        await meanwhile();
+        return before;
+      },
+    );
+    return { worker, landed: () => landed };
+  }
+
   const until = () => Date.now() + 900_000;
 
   it('a worker with time left runs the dependants itself: the whole workflow in one call, no message sent but the root', async () => {
@@ -295,82 +330,31 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     });
   }
 
-  it('a handed-off dependant whose workflow run a cancel ended after the claimer read it, and which stopped before cancelling the steps, is not run', async () => {
-    const { path, tenantId } = await startRun('handoff-cancel-stopped', [
-      step('handoff-cancel-stopped', 'first'),
-      step('handoff-cancel-stopped', 'second', ['first']),
-    ]);
-    const [, , , workflowId, , workflowRunId] = path.split('/');
-    const first = await runIdOf(path, 'first');
-    expect(await drainDispatch()).toEqual([first]);
+  // The cancel lands just after the claimer's read that follows the writes, and its cancel of the
+  // step's run fails: written leased for the worker (RUNNING), the run is read again before it
+  // starts; written QUEUED (the tenant under an in-flight limit), it is read at its lease.
+  it.each([
+    ['written leased', 'handoff-cancel-stopped', (deps: SchedulerDeps) => deps, cancelStoppingBeforeRunningSteps],
+    ['written QUEUED under an in-flight limit', 'queued-handoff-cancel', withInFlightLimit, cancelStoppingBeforeSteps],
+  ] as const)(
+    'a handed-off dependant %s whose workflow run a cancel ended after the claimer read it, and which stopped before cancelling the steps, is cancelled, not run',
+    async (_, name, limited, cancel) => {
+      const { path, tenantId } = await startRun(name, [step(name, 'first'), step(name, 'second', ['first'])]);
+      const [, , , workflowId, , workflowRunId] = path.split('/');
+      const first = await runIdOf(path, 'first');
+      expect(await drainDispatch()).toEqual([first]);
 
-    // The cancel lands just after the claimer's read that follows the writes; its cancel of the
-    // step's run (RUNNING, leased by the worker) fails.
-    const api = scheduler.workerDeps('api');
-    const failingCancel: SchedulerDeps = {
-      ...api,
-      leases: Object.assign(Object.create(api.leases) as typeof api.leases, { cancelRunning: () => Promise.reject(new Error('store unavailable')) }),
-    };
-    let written = false;
-    let cancelled = false;
-    const writing = aroundCreate(scheduler.workerDeps('worker-1'), async (create, plan) => {
-      const made = await create();
-      if (parseStepJobId(plan.run.jobId)?.stepId === 'second') written = made;
-      return made;
-    });
-    const worker = aroundGetRun(
-      writing,
-      () => written && !cancelled,
-      async (read) => {
-        const before = await read();
-        cancelled = true;
-        await expect(cancelWorkflowRun(failingCancel, tenantId, workflowId!, workflowRunId!)).rejects.toThrow('store unavailable');
-        return before;
-      },
-    );
-    expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
-    expect(cancelled).toBe(true);
-    const second = await runIdOf(path, 'second');
-    expect((await scheduler.api('GET', `/v1/runs/${second}`)).body.status).toBe('CANCELLED');
-    expect(callsOf('handoff-cancel-stopped')).toEqual(['first']);
-    expect(await drainDispatch()).toEqual([]);
-  });
-
-  it('under an in-flight limit, a handed-off dependant written QUEUED whose workflow run such a cancel ended after the claimer read it is cancelled at its lease, not run', async () => {
-    const { path, tenantId } = await startRun('queued-handoff-cancel', [
-      step('queued-handoff-cancel', 'first'),
-      step('queued-handoff-cancel', 'second', ['first']),
-    ]);
-    const [, , , workflowId, , workflowRunId] = path.split('/');
-    const first = await runIdOf(path, 'first');
-    expect(await drainDispatch()).toEqual([first]);
-
-    // The cancel lands just after the claimer's read that follows the writes; its cancel of the
-    // step's run (QUEUED: the tenant is under an in-flight limit) fails.
-    let written = false;
-    let cancelled = false;
-    const writing = aroundCreate(withInFlightLimit(scheduler.workerDeps('worker-1')), async (create, plan) => {
-      const made = await create();
-      if (parseStepJobId(plan.run.jobId)?.stepId === 'second') written = made;
-      return made;
-    });
-    const worker = aroundGetRun(
-      writing,
-      () => written && !cancelled,
-      async (read) => {
-        const before = await read();
-        cancelled = true;
-        await cancelStoppingBeforeSteps(tenantId, workflowId!, workflowRunId!);
-        return before;
-      },
-    );
-    expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
-    expect(cancelled).toBe(true);
-    const second = await runIdOf(path, 'second');
-    expect((await scheduler.api('GET', `/v1/runs/${second}`)).body.status).toBe('CANCELLED');
-    expect(callsOf('queued-handoff-cancel')).toEqual(['first']);
-    expect(await drainDispatch()).toEqual([]);
-  });
+      const { worker, landed } = interruptedAfterClaimerRead(limited(scheduler.workerDeps('worker-1')), 'second', () =>
+        cancel(tenantId, workflowId!, workflowRunId!),
+      );
+      expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
+      expect(landed()).toBe(true);
+      const second = await runIdOf(path, 'second');
+      expect((await scheduler.api('GET', `/v1/runs/${second}`)).body.status).toBe('CANCELLED');
+      expect(callsOf(name)).toEqual(['first']);
+      expect(await drainDispatch()).toEqual([]);
+    },
+  );
 
   it('a step run from its queue whose workflow run a cancel ended, and which stopped before cancelling the steps, is cancelled at its lease, not run', async () => {
     const { path, tenantId } = await startRun('queued-cancel-stopped', [step('queued-cancel-stopped', 'first'), step('queued-cancel-stopped', 'second')]);
@@ -391,18 +375,23 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     expect(await drainDispatch()).toEqual([]);
   });
 
-  it('a retry of a workflow run whose cancel stopped half-way: the step run of the older attempt is cancelled at its lease, the new one runs, the target once', async () => {
-    const { path, tenantId } = await startRun('retried-cancel-stopped', [step('retried-cancel-stopped', 'only')]);
-    const [, , , workflowId, , workflowRunId] = path.split('/');
+  /** A one-step workflow run whose cancel stopped half-way, retried within the minute: the step started again at its next attempt, the older run still QUEUED. */
+  async function cancelledHalfWayThenRetried(name: string) {
+    const { path, tenantId } = await startRun(name, [step(name, 'only')]);
+    const [, , , workflowId, , workflowRunId] = path.split('/') as [string, string, string, string, string, string];
     const older = await runIdOf(path, 'only');
     expect(await drainDispatch()).toEqual([older]);
-    await cancelStoppingBeforeSteps(tenantId, workflowId!, workflowRunId!);
-    // Retried within the minute: the step starts again at its next attempt, the older run still QUEUED.
+    await cancelStoppingBeforeSteps(tenantId, workflowId, workflowRunId);
     expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
     const newer = await runIdOf(path, 'only');
-    expect(newer).not.toBe(older);
+    expect((await scheduler.api('GET', `/v1/runs/${newer}`)).body).toMatchObject({ attempt: 2, trigger: 'replay', status: 'QUEUED' });
     expect((await scheduler.api('GET', `/v1/runs/${older}`)).body.status).toBe('QUEUED');
     expect(await drainDispatch()).toEqual([newer]);
+    return { path, tenantId, workflowId, workflowRunId, older, newer };
+  }
+
+  it('a retry of a workflow run whose cancel stopped half-way: the step run of the older attempt is cancelled at its lease, the new one runs, the target once', async () => {
+    const { path, tenantId, older, newer } = await cancelledHalfWayThenRetried('retried-cancel-stopped');
 
     const worker = scheduler.workerDeps('worker-1');
     expect(await executeRun(worker, older, { tenantId })).toBe('cancelled');
@@ -412,17 +401,9 @@ describe('workflow steps handed to the worker that ran their parent', () => {
   });
 
   it("a retried workflow run's step run (trigger replay) is checked too: such a cancel after the retry has it cancelled at its lease, not run", async () => {
-    const { path, tenantId } = await startRun('retried-then-cancelled', [step('retried-then-cancelled', 'only')]);
-    const [, , , workflowId, , workflowRunId] = path.split('/');
-    const older = await runIdOf(path, 'only');
-    expect(await drainDispatch()).toEqual([older]);
-    await cancelStoppingBeforeSteps(tenantId, workflowId!, workflowRunId!);
-    expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
-    const newer = await runIdOf(path, 'only');
-    expect((await scheduler.api('GET', `/v1/runs/${newer}`)).body).toMatchObject({ attempt: 2, trigger: 'replay', status: 'QUEUED' });
-    expect(await drainDispatch()).toEqual([newer]);
+    const { tenantId, workflowId, workflowRunId, older, newer } = await cancelledHalfWayThenRetried('retried-then-cancelled');
     // Cancelled again, and again the cancel stops before the steps' runs.
-    await cancelStoppingBeforeSteps(tenantId, workflowId!, workflowRunId!);
+    await cancelStoppingBeforeSteps(tenantId, workflowId, workflowRunId);
 
     const worker = scheduler.workerDeps('worker-1');
     expect(await executeRun(worker, older, { tenantId })).toBe('cancelled');
@@ -435,31 +416,12 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     const [, , , workflowId, , workflowRunId] = path.split('/');
     const first = await runIdOf(path, 'first');
     expect(await drainDispatch()).toEqual([first]);
-    const api = scheduler.workerDeps('api');
-    const failingCancel: SchedulerDeps = {
-      ...api,
-      leases: Object.assign(Object.create(api.leases) as typeof api.leases, { cancelRunning: () => Promise.reject(new Error('store unavailable')) }),
-    };
-    let written = false;
-    let retried = false;
-    const writing = aroundCreate(scheduler.workerDeps('worker-1'), async (create, plan) => {
-      const made = await create();
-      if (parseStepJobId(plan.run.jobId)?.stepId === 'second') written = made;
-      return made;
+    const { worker, landed } = interruptedAfterClaimerRead(scheduler.workerDeps('worker-1'), 'second', async () => {
+      await cancelStoppingBeforeRunningSteps(tenantId, workflowId!, workflowRunId!);
+      expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
     });
-    const worker = aroundGetRun(
-      writing,
-      () => written && !retried,
-      async (read) => {
-        const before = await read();
-        retried = true;
-        await expect(cancelWorkflowRun(failingCancel, tenantId, workflowId!, workflowRunId!)).rejects.toThrow('store unavailable');
-        expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
-        return before;
-      },
-    );
     expect(await executeRun(worker, first, { tenantId, eagerUntil: until() })).toBe('succeeded');
-    expect(retried).toBe(true);
+    expect(landed()).toBe(true);
     // The handed-off run (attempt 1) was not run; the retry's (attempt 2) comes from the queue.
     expect(callsOf('handoff-retried')).toEqual(['first']);
     const newer = await runIdOf(path, 'second');
