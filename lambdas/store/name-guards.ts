@@ -90,10 +90,11 @@ export class NameGuards {
   }
 
   /**
-   * Takes the job's name: a conditional put of each guard. A guard in the way whose job was never
-   * written and that is older than ORPHANED_GUARD_AFTER_MS (at `now`, epoch ms) is deleted (on its
-   * job id and time, so two creates cannot both take it over) and the put tried once more. Held at
-   * any guard, the ones taken before it are given back.
+   * Takes the job's name: a conditional put of each guard. A guard in the way that no longer holds
+   * its name (`isOrphaned`: its job deleted, or never written and the guard older than
+   * ORPHANED_GUARD_AFTER_MS at `now`, epoch ms) is deleted (on its job id and time, so two creates
+   * cannot both take it over) and the put tried once more. Held at any guard, the ones taken before
+   * it are given back.
    */
   async take(job: Holder, takenAt: string, now: number): Promise<NameTake> {
     const taken: Key[] = [];
