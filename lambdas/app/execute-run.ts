@@ -6,6 +6,7 @@
 import { logger } from '../core/logger';
 import { leaseCheckAt } from '../domain/time-gate';
 import type { LeaseResult } from '../store/run-leases';
+import type { Dispatch } from '../store/dispatch-queue';
 import { dispatchOfRun } from '../store/dispatch-queue';
 import type { SchedulerDeps } from './deps';
 import { withInFlightSlot } from './in-flight-slot';
@@ -80,6 +81,7 @@ export interface DispatchContext {
 
 /** The worker's use case for one dispatch message (lambdas/worker/adapter.ts). */
 export async function executeRun(deps: SchedulerDeps, runId: string, message: DispatchContext = {}): Promise<ExecuteResult> {
+  if (await sentAgainForLater(deps, runId, message)) return 'requeued';
   return withHandoff(deps, message, () => withInFlightSlot(deps, runId, message, () => executeMessage(deps, runId, message)));
 }
 
@@ -111,6 +113,36 @@ async function withHandoff(deps: SchedulerDeps, message: DispatchContext, work: 
   }
   await runHandedOff(deps, handoff.runs(), message, { executeRun, executeLeased });
   return result;
+}
+
+/**
+ * A message meant for later than SQS could delay it (a rate key's wait past 900 s) comes back early:
+ * it is sent again for the rest of its wait, with no lease, which the run's key would only have it
+ * give back, nor a slot of its tenant's in-flight limit (decision 0193). Its run's check-back stands
+ * behind it should a send be lost. A message without its tenant or queue (not one this scheduler
+ * writes) is leased as before.
+ */
+async function sentAgainForLater(deps: SchedulerDeps, runId: string, message: DispatchContext): Promise<boolean> {
+  const { notBefore, tenantId, queueUrl } = message;
+  const now = deps.clock();
+  if (notBefore === undefined || notBefore - now <= MAX_IN_WORKER_WAIT_MS || tenantId === undefined || queueUrl === undefined || message.handedOff)
+    return false;
+  const again: Dispatch = {
+    runId,
+    tenantId,
+    availableAt: notBefore,
+    queueUrl,
+    ...(message.deferrals !== undefined ? { deferrals: message.deferrals } : {}),
+    ...(message.traceparent !== undefined ? { traceparent: message.traceparent } : {}),
+  };
+  await deps.dispatch.send([again], now);
+  logger.info('message back before its time; sent again for the rest of its wait', {
+    runId,
+    tenantId,
+    traceId: traceIdOf(message.traceparent),
+    waitMs: notBefore - now,
+  });
+  return true;
 }
 
 async function executeMessage(deps: SchedulerDeps, runId: string, message: DispatchContext): Promise<ExecuteResult> {

@@ -3,7 +3,8 @@
 // last slot get one each way, a dead worker's slot comes back with its lease; a rate key delays
 // starts over its rate and fails none.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Dispatch } from '../../lambdas/store/dispatch-queue';
 import { flowScope, runKey } from '../../lambdas/store/keys';
 import { waiterSortOf } from '../../lambdas/store/key-waiters';
 import type { Scheduler, TargetServer } from './harness';
@@ -489,5 +490,43 @@ describe("a concurrency key's queue entry whose run no longer waits there (decis
     const runner = await create('runner-f', 'f');
     expect(await executeRun({ ...deps, dispatch }, runner)).toBe('succeeded');
     expect(woken).toEqual([live]);
+  });
+});
+
+describe('a rate wait longer than SQS delays a message (decision 0193)', () => {
+  const setup = schedulerWithoutWorkers();
+
+  it('is sent again for the rest of the wait when its message comes back early: no lease, no give-back', async () => {
+    const scheduler = setup.scheduler();
+    const rateLimit = { key: 'hourly-api', limit: 1, periodSeconds: 3600 };
+    const body = (i: number) => jobBody(setup.target().url, { name: `hourly-${i}`, rateLimit });
+    const first = (await scheduler.api('POST', '/v1/jobs', body(1))).body.job.nextRunId as string;
+    const second = (await scheduler.api('POST', '/v1/jobs', body(2))).body.job.nextRunId as string;
+    expect(await executeRun(scheduler.workerDeps('first'), first)).toBe('succeeded');
+    // The second waits for the hour's one mark: SQS holds its message 900 s, not the hour.
+    expect(await executeRun(scheduler.workerDeps('second'), second)).toBe('waiting');
+    const versionOf = async () =>
+      (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(second), ConsistentRead: true }))).Item!
+        .version as number;
+    const waiting = await versionOf();
+
+    const deps = scheduler.workerDeps('early');
+    const sent: Dispatch[] = [];
+    const send = deps.dispatch.send.bind(deps.dispatch);
+    deps.dispatch.send = (dispatches, now, options) => {
+      sent.push(...dispatches);
+      return send(dispatches, now, options);
+    };
+    const notBefore = Date.now() + 2_700_000;
+    const message = { tenantId: scheduler.tenantId, queueUrl: scheduler.config.dispatchQueueUrl, notBefore, deferrals: 1 };
+    expect(await executeRun(deps, second, message)).toBe('requeued');
+    // Before, the run was leased, found its mark taken and gave its lease back (two writes).
+    expect(await versionOf()).toBe(waiting);
+    expect(await statusOf(scheduler, second)).toMatchObject({ status: 'QUEUED', attempt: 1 });
+    expect(sent).toEqual([{ runId: second, tenantId: scheduler.tenantId, availableAt: notBefore, queueUrl: message.queueUrl, deferrals: 1 }]);
+
+    // Back on time (or with no time on it), it is leased as any message is: it still waits for the mark.
+    expect(await executeRun(scheduler.workerDeps('on-time'), second, { ...message, notBefore: Date.now() })).toBe('waiting');
+    expect(await versionOf()).toBeGreaterThan(waiting);
   });
 });
