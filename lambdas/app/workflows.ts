@@ -2,7 +2,7 @@
 // schedule run by a schedule job (decision 0147). Workflow runs are in workflow-runs.ts and their
 // progress in workflow-progress.ts.
 import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError, ValidationError } from '../core/errors';
-import { checkNotify, checkTarget, maskedTarget } from './jobs';
+import { checkNotify, checkPoolTimeout, checkTarget, maskedTarget } from './jobs';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
 import type { Run } from '../domain/run';
@@ -40,11 +40,15 @@ const viewOf = (workflow: Workflow, version: WorkflowVersion, schedule: Job | nu
   ...(schedule ? { scheduleState: scheduleStateOf(schedule) } : {}),
 });
 
-/** Each step's target is checked as a job's is (the deployment's egress policy and allowlist). */
+/**
+ * Each step is checked as a job's is: its target against the deployment's egress policy and
+ * allowlist, and its timeout against its type's pool, whose worker would cut a longer run off.
+ */
 function checkSteps(deps: SchedulerDeps, spec: WorkflowSpec): void {
   spec.steps.forEach((step, index) => {
     try {
       checkTarget(deps, step.target);
+      checkPoolTimeout(deps, { type: step.type ?? spec.type, timeoutSeconds: step.timeoutSeconds, target: step.target });
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
       throw new ValidationError(

@@ -185,6 +185,33 @@ describe('worker pools and priorities', () => {
     expect(fits.status).toBe(200);
     expect(fits.body.job ?? fits.body).toMatchObject({ type: 'export', priority: 'high' });
   });
+
+  it("refuses a workflow step whose timeout does not fit in its type's pool, by the step's type or the workflow's, and writes nothing", async () => {
+    const step = (id: string, fields: Record<string, unknown> = {}) => ({ id, target: { kind: 'http', url: `${target.url}/fast/x` }, ...fields });
+    const byStepType = await scheduler.api('POST', '/v1/workflows', {
+      name: 'slow-step',
+      steps: [step('a'), step('b', { type: 'export', timeoutSeconds: 55, dependsOn: ['a'] })],
+    });
+    expect(byStepType.status).toBe(400);
+    expect(byStepType.body.errors).toEqual([
+      { path: 'steps.1.timeoutSeconds', message: 'must be at most 50 for job type export: its worker pool slow stops after 60 s' },
+    ]);
+    const byWorkflowType = await scheduler.api('POST', '/v1/workflows', { name: 'slow-steps', type: 'export', steps: [step('a')] });
+    expect(byWorkflowType.status).toBe(400);
+    expect(byWorkflowType.body.errors).toEqual([expect.objectContaining({ path: 'steps.0.timeoutSeconds' })]);
+    const listed = await scheduler.api('GET', '/v1/workflows');
+    expect(listed.body.items.map((workflow: { name: string }) => workflow.name)).not.toContain('slow-step');
+
+    const fits = await scheduler.api('POST', '/v1/workflows', { name: 'fitting-steps', type: 'export', steps: [step('a', { timeoutSeconds: 50 })] });
+    expect(fits.status).toBe(201);
+    const version = await scheduler.api('POST', `/v1/workflows/${fits.body.workflowId}/versions`, {
+      name: 'fitting-steps',
+      type: 'export',
+      steps: [step('a', { timeoutSeconds: 51 })],
+    });
+    expect(version.status).toBe(400);
+    expect(version.body.errors).toEqual([expect.objectContaining({ path: 'steps.0.timeoutSeconds' })]);
+  });
 });
 
 describe('the ticker and pools', () => {
