@@ -1,7 +1,22 @@
 // How an AWS SDK error from a target call becomes the attempt's failure: throttling, server faults
 // and network errors are retryable; client faults (no such queue, function or bus; access denied;
 // a malformed request) are permanent, as calling again would be refused again.
+import { logger } from '../core/logger';
 import type { TargetResult } from './target';
+
+/**
+ * The ARN of an IAM role or STS session (the scheduler's worker role, in an access-denied answer):
+ * the deployment's internals, not the tenant's, so a tenant never reads it in its run's error.
+ */
+const PRINCIPAL_ARN = /\barn:aws[a-z-]*:(?:sts|iam)::\d{12}:[^\s,;"']+/g;
+const OWN_ROLE = "(the scheduler's role)";
+
+/** The answer's text as a tenant may read it; the whole text is logged when anything was taken out. */
+function tenantMessage(message: string, code: string): string {
+  const shown = message.replace(PRINCIPAL_ARN, OWN_ROLE);
+  if (shown !== message) logger.warn('a target call was refused; its role is left out of the run error', { code, message });
+  return shown.slice(0, 512);
+}
 
 const RETRYABLE_NAMES = new Set([
   'ThrottlingException',
@@ -43,7 +58,7 @@ export function sdkFailure(error: unknown, timeout: AbortSignal, cancel: AbortSi
     return { ok: false, timedOut: false, error: { code: 'NETWORK_ERROR', message, retryable: true } };
   }
   const retryable = shape.$retryable !== undefined || shape.$fault === 'server' || RETRYABLE_NAMES.has(name) || status === 429 || (status ?? 0) >= 500;
-  return { ok: false, timedOut: false, error: { code: name, message: message.slice(0, 512), retryable } };
+  return { ok: false, timedOut: false, error: { code: name, message: tenantMessage(message, name), retryable } };
 }
 
 /** The abort signal of one target call: the attempt's timeout, or the run's cancellation. */

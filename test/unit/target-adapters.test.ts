@@ -196,6 +196,20 @@ describe('envelope targets', () => {
     });
   });
 
+  it("keeps the scheduler's role out of the error a tenant reads (an access-denied answer names it)", () => {
+    const denied = new FakeServiceError('KMSAccessDeniedException', 'client', { httpStatusCode: 400 });
+    Object.defineProperty(denied, 'message', {
+      value:
+        'User: arn:aws:sts::123456789012:assumed-role/SchedulerStack-WorkerRole-1AB2C3/SchedulerStack-Worker-xyz is not authorized to perform: kms:GenerateDataKey on resource: arn:aws:kms:eu-west-1:123456789012:key/abcd because no identity-based policy allows it; role arn:aws-cn:iam::123456789012:role/Worker is not in the policy',
+    });
+    const failure = sdkFailure(denied, new AbortController().signal, undefined, 100);
+    expect(failure).toMatchObject({ ok: false, error: { code: 'KMSAccessDeniedException', retryable: false } });
+    const message = (failure as { error: { message: string } }).error.message;
+    expect(message).toBe(
+      "User: (the scheduler's role) is not authorized to perform: kms:GenerateDataKey on resource: arn:aws:kms:eu-west-1:123456789012:key/abcd because no identity-based policy allows it; role (the scheduler's role) is not in the policy",
+    );
+  });
+
   it('an aborted call is a timeout or a cancellation, whatever the SDK threw', () => {
     const aborted = AbortSignal.abort();
     expect(sdkFailure(new Error('aborted'), aborted, undefined, 100)).toMatchObject({ timedOut: true, error: { code: 'TIMEOUT', retryable: true } });
