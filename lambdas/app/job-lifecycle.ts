@@ -27,6 +27,7 @@ import { mutateJob, touch } from './job-mutation';
 import { checkPayload, discardAfterFailure, discardPayload, releasePayload, runPayloadOf, withStoredPayload } from './payloads';
 import type { PayloadRef } from '../domain/payload';
 import { payloadRefusal } from '../domain/payload';
+import type { PendingOccurrence } from '../store/run-records';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -91,7 +92,7 @@ export async function patchJobOf(
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<Job> {
   const before = await deps.jobs.get(tenantId, jobId);
-  const pendingRead = before?.nextRunId ? await deps.runs.withBackfill(before.nextRunId) : null;
+  const pendingRead = before?.nextRunId ? await deps.runs.withOccurrenceState(before.nextRunId) : null;
   const pending = pendingRead?.run ?? null;
   // A new payload is stored before the job that names it (decision 0162); the one it replaces is
   // released once the job no longer names it.
@@ -203,7 +204,15 @@ export async function patchJobOf(
           attempt: ended.attemptPast(jobId, first, attemptFor(first, pending)),
           trigger: 'schedule',
           chainedFrom: current.nextRunId ?? null,
-          ...(same ? { reason: same.run.reason, ...(same.backfillRemaining !== undefined ? { backfillRemaining: same.backfillRemaining } : {}) } : {}),
+          // The same occurrence keeps its backfill budget, and its wait behind the one before it
+          // (buffer-one), which its admission must not take for a misfire.
+          ...(same
+            ? {
+                reason: same.run.reason,
+                ...(same.backfillRemaining !== undefined ? { backfillRemaining: same.backfillRemaining } : {}),
+                ...(same.bufferedSince !== undefined ? { bufferedSince: same.bufferedSince } : {}),
+              }
+            : {}),
         },
         now,
       );
@@ -248,10 +257,7 @@ function stillFiresAt(job: Job, run: Run, now: number): boolean {
 }
 
 /** The job's pending occurrence as read before a PATCH, when it is still the job's and has not started. */
-function samePending(
-  job: Job,
-  read: { readonly run: Run; readonly backfillRemaining?: number } | null,
-): { readonly run: Run; readonly backfillRemaining?: number } | null {
+function samePending(job: Job, read: PendingOccurrence | null): PendingOccurrence | null {
   if (!read || read.run.runId !== job.nextRunId) return null;
   return read.run.status === 'SCHEDULED' || read.run.status === 'QUEUED' ? read : null;
 }

@@ -119,14 +119,20 @@ export async function resumeWhenDue(deps: SchedulerDeps, jobId: string, now: num
 /**
  * The occurrence a paused job resumes from: the one its pause retired. One a worker leased before
  * the pause's retire landed has started (it ran, or runs): the job resumes from the fire time after
- * it, or the misfire policy would plan it again and it would run twice. Null when it has none.
+ * it, or the misfire policy would plan it again and it would run twice. A lease alone is not a
+ * start: a run given back to wait (overlap buffer-one, a key) keeps its `startedAt` though its target
+ * was never called, and one its pause retired, or whose admission found the job paused, ended
+ * SKIPPED; its occurrence is still to run. Null when it has none.
  */
 function resumesFrom(job: Job, pausedRun: Run | null): number | null {
   if (!job.pausedPending) return null;
   const pendingAt = Date.parse(job.pausedPending.scheduledFor);
-  const started = pausedRun !== null && pausedRun.runId === job.pausedPending.runId && pausedRun.startedAt !== null;
+  const started = pausedRun !== null && pausedRun.runId === job.pausedPending.runId && pausedRun.startedAt !== null && !NOT_STARTED.has(pausedRun.status);
   return started ? nextFireTimeAfter(job, pendingAt) : pendingAt;
 }
+
+/** The statuses of a run whose target was not called, whatever its `startedAt` says. */
+const NOT_STARTED: ReadonlySet<Run['status']> = new Set(['SCHEDULED', 'QUEUED', 'SKIPPED']);
 
 const isDue = (job: Job | null, now: number): boolean => job?.status === 'PAUSED' && !!job.pausedUntil && Date.parse(job.pausedUntil) <= now;
 

@@ -29,6 +29,8 @@ export function planRun(
     /** The run's own payload (a trigger's), inline or stored apart. */
     payload?: RunPayload;
     backfillRemaining?: number;
+    /** Since when the occurrence has waited behind the one before it (buffer-one): an edit's plan of it again carries it. */
+    bufferedSince?: number;
     reason?: string | null;
     /** The last checkpoint an external worker saved on the previous attempt of this occurrence. */
     checkpoint?: unknown;
@@ -89,6 +91,7 @@ export function planRun(
           : { payloadOverride: occurrence.payload.inline }
         : {}),
       ...(occurrence.backfillRemaining !== undefined ? { backfillRemaining: occurrence.backfillRemaining } : {}),
+      ...(occurrence.bufferedSince !== undefined ? { bufferedSince: occurrence.bufferedSince } : {}),
       // An occurrence planned again under its next attempt number (a resume, an edit, a repair)
       // starts its retry budget afresh (decision 0016): the attempts before it never called its
       // target. A retry counts on from its attempt's budget (set by its writer).

@@ -19,6 +19,11 @@ export interface RunItemExtras {
   readonly gate?: { readonly at: number; readonly shards: number };
   /** Under misfire policy backfill: how many more missed occurrences may run after this one. */
   readonly backfillRemaining?: number;
+  /**
+   * Since when the occurrence has waited behind the one before it (overlap buffer-one; epoch ms):
+   * its wait is not a misfire. Set by the give-back, carried by an edit that plans it again.
+   */
+  readonly bufferedSince?: number;
   /** The attempt from which this occurrence's retry budget counts (a replay starts anew). */
   readonly budgetFrom?: number;
   /** The checkpoint an external worker saved on the previous attempt: the next claim hands it over. */
@@ -90,6 +95,7 @@ export function runToItem(run: Run, extras: RunItemExtras = {}): Item {
         : {}),
     ...(extras.gate ? gateAttributes(run.runId, extras.gate.at, extras.gate.shards) : {}),
     ...(extras.backfillRemaining !== undefined ? { backfillRemaining: extras.backfillRemaining } : {}),
+    ...(extras.bufferedSince !== undefined ? { bufferedSince: extras.bufferedSince } : {}),
     ...(extras.budgetFrom !== undefined ? { budgetFrom: extras.budgetFrom } : {}),
     ...(extras.checkpoint !== undefined ? { checkpointJson: JSON.stringify(extras.checkpoint) } : {}),
     ...(extras.inputs !== undefined ? { inputsJson: JSON.stringify(extras.inputs) } : {}),

@@ -13,6 +13,7 @@ import type { RunItemExtras } from './run-items';
 import { encodeCursor, runKey } from './keys';
 import {
   backfillRemainingOf,
+  bufferedSinceOf,
   expiryAttributes,
   inputsOf,
   itemToRun,
@@ -35,6 +36,13 @@ import { JobRuns, runsOfEntries } from './job-runs';
 
 export type { RunFilter } from './job-runs';
 
+/** A job's pending run with what its occurrence carries (RunRecords.withOccurrenceState). */
+export interface PendingOccurrence {
+  readonly run: Run;
+  readonly backfillRemaining?: number;
+  readonly bufferedSince?: number;
+}
+
 export class RunRecords {
   /** `retentionDays`: how long a run is kept once it ends (RUN_RETENTION_DAYS; 0 keeps it forever). */
   private readonly jobRuns: JobRuns;
@@ -52,12 +60,21 @@ export class RunRecords {
     return item ? itemToRun(item) : null;
   }
 
-  /** A run with the backfill budget its occurrence carries (a chain's catching up), if it has one. */
-  async withBackfill(runId: string): Promise<{ readonly run: Run; readonly backfillRemaining?: number } | null> {
+  /**
+   * A run with what its occurrence carries, which a plan of the same occurrence carries on: its
+   * backfill budget (a chain's catching up) and since when it has waited behind the occurrence
+   * before it (overlap buffer-one), if it has them.
+   */
+  async withOccurrenceState(runId: string): Promise<PendingOccurrence | null> {
     const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
     if (!item) return null;
     const backfillRemaining = backfillRemainingOf(item);
-    return { run: itemToRun(item), ...(backfillRemaining !== undefined ? { backfillRemaining } : {}) };
+    const bufferedSince = bufferedSinceOf(item);
+    return {
+      run: itemToRun(item),
+      ...(backfillRemaining !== undefined ? { backfillRemaining } : {}),
+      ...(bufferedSince !== undefined ? { bufferedSince } : {}),
+    };
   }
 
   /** The notification event a run's outcome raised (its mark), if any. */

@@ -387,6 +387,51 @@ describe('schedules driven by the clock', () => {
     expect((await job(jobId)).nextRunAt).toBe(iso(at + 2 * MINUTE));
   });
 
+  it('resumes from an occurrence a worker leased and gave back to wait (buffer-one) before the pause retired it: its target was never called', async () => {
+    const { jobId, runId, at } = await createCron({}, { misfirePolicy: 'backfill' });
+    const w = scheduler.workerDeps('w');
+    const lease = await w.leases.lease(runId, leaseRequest(scheduler.config, 'w', at + 100));
+    expect(lease.kind).toBe('leased');
+    const version = lease.kind === 'leased' ? lease.run.version : -1;
+    // As overlap buffer-one does: the lease given back, the run QUEUED behind the one before it.
+    expect(
+      await w.leases.giveBack(runId, version, at + 100, at + 30_000, scheduler.config.timeIndexShards, 'overlap: waits', { bufferedSince: at + 100 }),
+    ).toBe(true);
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`)).body).toMatchObject({ status: 'PAUSED', pausedPending: { runId } });
+    expect(await scheduler.deps.runs.get(runId)).toMatchObject({ status: 'SKIPPED', reason: 'job paused' });
+    offset = at + 30_000 - Date.now();
+    try {
+      const resumed = await scheduler.api('POST', `/v1/jobs/${jobId}/resume`);
+      expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+      // Before, its lease's startedAt counted as a start: the job resumed from the next minute, and
+      // this occurrence never ran.
+      expect(resumed.body).toMatchObject({ status: 'ACTIVE', nextRunAt: iso(at) });
+      expect(resumed.body.nextRunId).not.toBe(runId);
+    } finally {
+      offset = 0;
+    }
+  });
+
+  it('a PATCH that plans a buffered occurrence again keeps its wait behind the one before it: not taken for a misfire', async () => {
+    const { jobId, runId, at } = await createCron({}, { overlapPolicy: 'buffer-one', misfirePolicy: 'skip' });
+    const w = scheduler.workerDeps('w');
+    const lease = await w.leases.lease(runId, leaseRequest(scheduler.config, 'w', at + 100));
+    const version = lease.kind === 'leased' ? lease.run.version : -1;
+    // As overlap buffer-one does: the lease given back, the occurrence waiting behind the one before it.
+    expect(
+      await w.leases.giveBack(runId, version, at + 100, at + 30_000, scheduler.config.timeIndexShards, 'overlap: waits', { bufferedSince: at + 100 }),
+    ).toBe(true);
+    // Five minutes on, still waiting, its timeout is changed: the same occurrence is planned again.
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { timeoutSeconds: 120 });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    const replanned = (patched.body.job ?? patched.body) as { nextRunId: string; nextRunAt: string };
+    expect(replanned.nextRunAt).toBe(iso(at));
+    expect(replanned.nextRunId).not.toBe(runId);
+    // Before, the new run had no bufferedSince: due 5 minutes ago under misfire skip, it was skipped.
+    expect(await executeRun(worker(at + 5 * MINUTE), replanned.nextRunId)).toBe('succeeded');
+    expect((await scheduler.deps.runs.get(replanned.nextRunId))?.reason).toMatch(/^overlap: waited \d+ s for the occurrence before it/);
+  });
+
   it('resumes after the occurrence a worker leased as the pause landed, not again from it', async () => {
     const { jobId, runId, at } = await createCron({}, { misfirePolicy: 'backfill' });
     // The worker leases the pending occurrence; the pause commits, and its retire of the run fails.
