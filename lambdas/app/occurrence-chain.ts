@@ -7,6 +7,7 @@ import type { Successor } from '../domain/recurrence';
 import type { Run } from '../domain/run';
 import { isTerminal } from '../domain/run';
 import { nextFireTimeAfter, skipsFrom } from '../domain/schedule';
+import { occurrenceOnResume } from '../domain/recurrence';
 import type { SchedulerDeps } from './deps';
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
@@ -159,7 +160,10 @@ async function discard(deps: SchedulerDeps, plan: RunPlan): Promise<void> {
 
 /**
  * The ticker's repair of a job whose pending occurrence is long overdue and whose run is gone
- * or ended without starting the chain's next occurrence: the chain resumes from now.
+ * or ended without starting the chain's next occurrence. A missing run is planned again for its
+ * occurrence (whose admission applies the misfire policy). After an ended one, the fire times
+ * missed since are the misfire policy's, as after a pause: skip goes on from now, fire-once runs
+ * the latest missed one, backfill runs them from the first (within its limit).
  */
 export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBefore: number): Promise<boolean> {
   const job = await deps.jobs.getAnyTenant(jobId);
@@ -168,8 +172,9 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
   if (run && !isTerminal(run.status)) return false; // waiting or running: the time index covers it
   const now = deps.clock();
   const pendingAt = Date.parse(job.nextRunAt);
-  // A missing run is planned again for its occurrence; an ended one hands over to the next.
-  let scheduledFor = run ? nextFireTimeAfter(job, now) : pendingAt;
+  const picked = run ? occurrenceOnResume(job, nextFireTimeAfter(job, pendingAt), now, 'repaired') : null;
+  let scheduledFor = run ? (picked?.scheduledFor ?? null) : pendingAt;
+  const reason = picked?.reason ?? 'repaired: the pending occurrence was lost';
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const plan =
       scheduledFor === null
@@ -181,7 +186,7 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
               scheduledFor,
               attempt: attemptFor(scheduledFor, run),
               trigger: 'schedule',
-              reason: 'repaired: the pending occurrence was lost',
+              reason,
               chainedFrom: job.nextRunId ?? null,
             },
             now,

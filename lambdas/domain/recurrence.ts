@@ -121,9 +121,15 @@ export function decideOverlap(
 
 /**
  * The occurrence a paused job picks up when it is resumed, by its misfire policy. `pendingAt` is
- * the occurrence that was pending when it was paused.
+ * the occurrence that was pending when it was paused. The ticker's repair of a stopped chain picks
+ * up the same way (`how`: what the reason says was done).
  */
-export function occurrenceOnResume(job: Policies, pendingAt: number | null, now: number): { scheduledFor: number; reason: string | null } | null {
+export function occurrenceOnResume(
+  job: Policies,
+  pendingAt: number | null,
+  now: number,
+  how: 'resumed' | 'repaired' = 'resumed',
+): { scheduledFor: number; reason: string | null } | null {
   const firstAfterNow = isRecurring(job.schedule) ? nextFireTimeAfter(job, now) : null;
   if (pendingAt === null) return firstAfterNow === null ? null : { scheduledFor: firstAfterNow, reason: null };
   if (pendingAt > now) return { scheduledFor: pendingAt, reason: null };
@@ -133,9 +139,9 @@ export function occurrenceOnResume(job: Policies, pendingAt: number | null, now:
       return firstAfterNow === null ? null : { scheduledFor: firstAfterNow, reason: null };
     case 'fire-once':
       // One run now stands for everything missed: the latest missed occurrence.
-      return { scheduledFor: latestMissed(job, pendingAt, now), reason: 'resumed: missed occurrences fire once (misfirePolicy fire-once)' };
+      return { scheduledFor: latestMissed(job, pendingAt, now), reason: `${how}: missed occurrences fire once (misfirePolicy fire-once)` };
     case 'backfill':
-      return { scheduledFor: pendingAt, reason: 'resumed: backfilling missed occurrences (misfirePolicy backfill)' };
+      return { scheduledFor: pendingAt, reason: `${how}: backfilling missed occurrences (misfirePolicy backfill)` };
   }
 }
 

@@ -651,7 +651,11 @@ describe('repairs by the ticker', () => {
   });
 
   it('resumes the chain of a recurring job whose pending run ended without starting the next', async () => {
-    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } }));
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' }, misfirePolicy: 'skip' }),
+    );
     const { jobId, nextRunId } = created.body.job;
     // The pending run is lost: it ended before it ever started the next occurrence.
     await scheduler.deps.runs.retirePending(nextRunId, 'CANCELLED', 'lost in a test', Date.now());
@@ -663,6 +667,31 @@ describe('repairs by the ticker', () => {
     expect(repaired.nextRunId).not.toBe(nextRunId);
     expect((await scheduler.deps.runs.get(repaired.nextRunId))?.status).toBe('QUEUED');
   });
+
+  it.each([
+    ['fire-once', 'the latest missed fire time, once', 4, /^repaired: missed occurrences fire once/],
+    ['backfill', 'the missed fire times from the first', 1, /^repaired: backfilling missed occurrences/],
+  ] as const)(
+    'picks up a chain that stopped after its pending run ended by its misfire policy (%s: %s), as a resume does',
+    async (misfirePolicy, _what, minutesOn, reason) => {
+      const created = await scheduler.api(
+        'POST',
+        '/v1/jobs',
+        jobBody(target.url, { schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' }, misfirePolicy }),
+      );
+      const { jobId, nextRunId, nextRunAt } = created.body.job;
+      const pendingAt = Date.parse(nextRunAt);
+      await scheduler.deps.runs.retirePending(nextRunId, 'CANCELLED', 'lost in a test', Date.now());
+      // Found 4.5 minutes on: the four fire times after the lost one have passed.
+      const later = pendingAt + 4 * MINUTE + 30_000;
+      expect((await tick(scheduler.workerDeps('t1', () => later))).repairedJobs).toBe(1);
+      const repaired = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body;
+      // Before, the repair went on from the first fire time after now whatever the policy: the
+      // missed ones never ran.
+      expect(repaired.nextRunAt).toBe(new Date(pendingAt + minutesOn * MINUTE).toISOString());
+      expect(await scheduler.deps.runs.get(repaired.nextRunId)).toMatchObject({ status: 'QUEUED', attempt: 1, reason: expect.stringMatching(reason) });
+    },
+  );
 
   // An active job's byNextRun key sits up to half the grace (30 s here) before its pending occurrence (decision 0161).
   it("a job's byNextRun key sits at or before its pending occurrence, so a chain that stopped is repaired the first tick past the grace, as before", async () => {
