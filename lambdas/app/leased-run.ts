@@ -6,7 +6,7 @@ import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
 import type { Run, RunError } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
-import { fencingTokenOf } from '../domain/delivery';
+import { deliveryOf, fencingTokenOf } from '../domain/delivery';
 import type { LeaseResult } from '../store/run-leases';
 import type { TargetResult } from '../targets/target';
 import { batchCoalesce } from './batch-coalesce';
@@ -226,7 +226,7 @@ async function executeAdmitted(
     status: run.status,
     leaseOwner: run.leaseOwner,
     fencingToken: fencingTokenOf(run),
-    delivery: job.delivery,
+    delivery: deliveryOf(run, job),
     startLagMs: leasedAt - Date.parse(run.availableAt),
     schedulingLagMs: receivedAt - Date.parse(run.availableAt),
   });
@@ -237,12 +237,19 @@ async function executeAdmitted(
   // and the second call at-least-once promises would come that late (decision 0064). The batch's
   // visibility change is on its way since the lease; this waits for the rest of it.
   await followLease;
-  const gate = await passDeliveryGate(deps, job, run);
+  // What the call needs is read before the delivery gate: an at-most-once attempt is consumed only
+  // when its target is about to be called, so one that fails here is retried as any other.
+  const prepared = await prepareCall(deps, job, run);
+  const gate = 'failed' in prepared ? 'call' : await passDeliveryGate(deps, job, run);
   if (gate !== 'call') return gate;
 
   // A workflow's schedule calls no target: its occurrence starts a workflow run (decision 0147).
   const result =
-    job.target.kind === 'workflow' ? await startScheduledWorkflowRun(deps, job, run) : await invokeWithHeartbeat(deps, job, run, payload, message, step);
+    'failed' in prepared
+      ? prepared.failed
+      : job.target.kind === 'workflow'
+        ? await startScheduledWorkflowRun(deps, job, run)
+        : await invokeWithHeartbeat(deps, job, run, payload, message, step, prepared);
   if (result === 'lease-lost') {
     const now = await deps.runs.get(run.runId);
     logger.warn('lease lost or run cancelled during the call; outcome discarded', { ...runFields(run), status: now?.status });
@@ -283,8 +290,9 @@ async function executeAdmitted(
  * At-least-once asks nothing (no request).
  */
 async function passDeliveryGate(deps: SchedulerDeps, job: Job, run: Run): Promise<'call' | ExecuteResult> {
-  if (job.delivery === 'exactly-once') return effectGate(deps, run);
-  if (job.delivery === 'at-most-once') {
+  const delivery = deliveryOf(run, job);
+  if (delivery === 'exactly-once') return effectGate(deps, run);
+  if (delivery === 'at-most-once') {
     if (await deps.leases.consume(run.runId, run.version, deps.clock())) return 'call';
     const now = await deps.runs.get(run.runId);
     logger.warn('at-most-once: lease lost before the attempt was consumed; target not called', { ...runFields(run), status: now?.status });
@@ -311,13 +319,50 @@ async function effectGate(deps: SchedulerDeps, run: Run): Promise<'call' | Execu
  * still checks the ledger first; at-most-once consumes the attempt at the claim.
  */
 async function offerToExternalWorkers(deps: SchedulerDeps, job: Job, run: Run): Promise<ExecuteResult> {
-  if (job.delivery === 'exactly-once') {
+  if (deliveryOf(run, job) === 'exactly-once') {
     const gate = await effectGate(deps, run);
     if (gate !== 'call') return gate;
   }
   if (!(await deps.claims.offer(run, deps.clock()))) return 'fenced';
   logger.info('run offered to external workers', { ...runFields(run), fencingToken: fencingTokenOf(run) });
   return 'offered';
+}
+
+/** What a call needs read before it (an HTTP target's secret headers and signing secrets), or the failure that ends the attempt uncalled. */
+type PreparedCall =
+  { readonly headers?: Record<string, string>; readonly signingSecrets?: readonly string[] } | { readonly failed: Extract<TargetResult, { ok: false }> };
+
+async function prepareCall(deps: SchedulerDeps, job: Job, run: Run): Promise<PreparedCall> {
+  if (job.target.kind !== 'http') return {};
+  // Secret header values are read before anything else: a secret that cannot be read fails the
+  // attempt (retryably) and the target is not called with a header missing.
+  const resolved = await resolveHeaders(job.target.headers, deps.headerSecrets);
+  if (!resolved.ok) {
+    logger.warn('a header secret could not be read; attempt failed before the call', {
+      ...runFields(run),
+      errorCode: resolved.error.code,
+      error: resolved.error.message,
+    });
+    return { failed: { ok: false, timedOut: false, error: resolved.error, notCalled: true } };
+  }
+  // An HTTP delivery is signed with the tenant's live secrets; unsigned is never the fallback of a
+  // tenant that has one, so a failed read fails the attempt (retryable) before any call.
+  try {
+    return { headers: resolved.headers, signingSecrets: await deps.signingCache.of(run.tenantId) };
+  } catch (error) {
+    logger.warn('signing secrets unreadable; attempt failed before the call', {
+      ...runFields(run),
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return {
+      failed: {
+        ok: false,
+        timedOut: false,
+        error: { code: 'SIGNING_UNAVAILABLE', message: 'the signing secrets could not be read; the target was not called', retryable: true },
+        notCalled: true,
+      },
+    };
+  }
 }
 
 /**
@@ -331,38 +376,8 @@ async function invokeWithHeartbeat(
   payload: unknown,
   message: DispatchContext,
   step: StepContext | undefined,
+  { headers, signingSecrets }: { readonly headers?: Record<string, string>; readonly signingSecrets?: readonly string[] },
 ): Promise<TargetResult | 'lease-lost'> {
-  // An HTTP delivery is signed with the tenant's live secrets; unsigned is never the fallback of a
-  // tenant that has one, so a failed read fails the attempt (retryable) before any call.
-  let signingSecrets: readonly string[] | undefined;
-  let headers: Record<string, string> | undefined;
-  if (job.target.kind === 'http') {
-    // Secret header values are read before anything else: a secret that cannot be read fails the
-    // attempt (retryably) and the target is not called with a header missing.
-    const resolved = await resolveHeaders(job.target.headers, deps.headerSecrets);
-    if (!resolved.ok) {
-      logger.warn('a header secret could not be read; attempt failed before the call', {
-        ...runFields(run),
-        errorCode: resolved.error.code,
-        error: resolved.error.message,
-      });
-      return { ok: false, timedOut: false, error: resolved.error };
-    }
-    headers = resolved.headers;
-    try {
-      signingSecrets = await deps.signingCache.of(run.tenantId);
-    } catch (error) {
-      logger.warn('signing secrets unreadable; attempt failed before the call', {
-        ...runFields(run),
-        error: error instanceof Error ? error.message : String(error),
-      });
-      return {
-        ok: false,
-        timedOut: false,
-        error: { code: 'SIGNING_UNAVAILABLE', message: 'the signing secrets could not be read; the target was not called', retryable: true },
-      };
-    }
-  }
   const cancel = new AbortController();
   let lost = false;
   const intervalMs = Math.max(1_000, Math.min(60_000, Math.floor((run.leaseSeconds * 1000) / 3)));

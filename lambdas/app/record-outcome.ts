@@ -6,7 +6,7 @@ import type { Job } from '../domain/job';
 import { decideRetry } from '../domain/retry';
 import type { AttemptOutcome, Run, RunError } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
-import { fencingTokenOf } from '../domain/delivery';
+import { deliveryOf, fencingTokenOf } from '../domain/delivery';
 import type { TargetResult } from '../targets/target';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
@@ -43,7 +43,7 @@ export async function recordOutcome(
 ): Promise<RecordedOutcome> {
   if (result.ok) {
     const effect =
-      job.delivery === 'exactly-once'
+      deliveryOf(run, job) === 'exactly-once'
         ? {
             occurrence: occurrenceKey(run.jobId, run.scheduledFor),
             runId: run.runId,
@@ -71,9 +71,11 @@ export async function recordOutcome(
     }
     return { status: 'SUCCEEDED', recorded: recorded === 'fenced' ? 'fenced' : 'recorded' };
   }
-  // At-most-once: the target may have acted on a failed call, so it is never called again.
+  // At-most-once (the run's own, or an attempt consumed as such): the target may have acted on a
+  // failed call, so it is never called again. One that failed before any call may be.
+  const atMostOnce = deliveryOf(run, job) === 'at-most-once' || typeof run.consumedAt === 'string';
   const decision =
-    job.delivery === 'at-most-once'
+    atMostOnce && result.notCalled !== true
       ? { retry: false as const, delayMs: 0, why: 'at-most-once: a failed attempt is not retried' }
       : decideRetry(
           job.retryPolicy,

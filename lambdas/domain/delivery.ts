@@ -11,6 +11,15 @@ export const DELIVERY_MODES = ['at-least-once', 'at-most-once', 'exactly-once'] 
 export type Delivery = (typeof DELIVERY_MODES)[number];
 export const DEFAULT_DELIVERY: Delivery = 'at-least-once';
 
+/**
+ * The delivery an attempt keeps: the one its run copied from its job when it was made (decision
+ * 0060), so that a PATCH of the job's delivery changes runs made after it, never one made before
+ * (leased, consumed or offered). A run made before runs copied it has its job's.
+ */
+export function deliveryOf(run: Pick<Run, 'delivery'>, job: { readonly delivery: Delivery }): Delivery {
+  return run.delivery ?? job.delivery;
+}
+
 /** Lease versions of one run stay far below this; attempts are counted above it (decision 0061). */
 export const FENCING_ATTEMPT_FACTOR = 1_000_000;
 

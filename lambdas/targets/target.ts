@@ -32,7 +32,14 @@ export interface TargetInvocation {
 
 export type TargetResult =
   | { readonly ok: true; readonly detail: string; /** A step's result: the JSON its target answered. */ readonly result?: unknown }
-  | { readonly ok: false; readonly timedOut: boolean; readonly error: RunError; readonly retryAfterSeconds?: number };
+  | {
+      readonly ok: false;
+      readonly timedOut: boolean;
+      readonly error: RunError;
+      readonly retryAfterSeconds?: number;
+      /** The attempt failed before its target was called (a secret that could not be read): even at-most-once may retry it. */
+      readonly notCalled?: true;
+    };
 
 export interface TargetInvoker {
   invoke(invocation: TargetInvocation): Promise<TargetResult>;

@@ -407,6 +407,17 @@ describe('external workers under delivery semantics', () => {
     expect(await client.claim({ jobType: 'amo-fail', waitSeconds: 1 })).toBeNull();
   });
 
+  it("at-most-once: a PATCH of the job's delivery after the claim does not let the consumed attempt's failure be retried", async () => {
+    const { jobId, runId } = await externalJob('amo-patched', 'at-most-once');
+    const claim = await claimOf('amo-patched');
+    expect((await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { delivery: 'at-least-once' })).status).toBe(200);
+    const failed = await client.fail(runId, claim.leaseToken, { code: 'UPSTREAM_DOWN', message: 'the warehouse is down', retryable: true });
+    // Before, the job's new delivery decided: the consumed attempt was retried, and claimed again.
+    expect(failed).toMatchObject({ status: 'DEAD' });
+    expect(await runsOf(jobId)).toEqual([[1, 'DEAD']]);
+    expect(await client.claim({ jobType: 'amo-patched', waitSeconds: 1 })).toBeNull();
+  });
+
   it('exactly-once: complete records the one effect of the occurrence; another attempt of it is SKIPPED and never offered', async () => {
     const { jobId, runId } = await externalJob('eo-ledger', 'exactly-once');
     const first = await claimOf('eo-ledger');

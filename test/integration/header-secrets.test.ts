@@ -109,6 +109,30 @@ describe('target headers from Secrets Manager', () => {
     expect(target.calls.length).toBe(calls);
   });
 
+  it('at-most-once: an attempt whose secret cannot be read is not consumed, and is retried (its target was never called)', async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(`${target.url}/gone-amo`, {
+        delivery: 'at-most-once',
+        target: { kind: 'http', url: `${target.url}/gone-amo`, headers: { Authorization: { secretArn: goneArn } } },
+        retryPolicy: { maxAttempts: 2, initialDelaySeconds: 0, maxDelaySeconds: 1 },
+      }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const runs = await eventually(
+      () => runsOf(created.body.job.jobId),
+      (items) => items.some((run) => run.status === 'DEAD'),
+      30_000,
+    );
+    // Before, the attempt was consumed before the secret was read, and ended DEAD at once.
+    expect(runs.map((run) => [run.attempt, run.status, run.error?.code, run.consumedAt ?? null])).toEqual([
+      [1, 'FAILED', 'HEADER_SECRET_UNAVAILABLE', null],
+      [2, 'DEAD', 'HEADER_SECRET_UNAVAILABLE', null],
+    ]);
+    expect(target.calls.filter((c) => c.path === '/hook/gone-amo')).toHaveLength(0);
+  });
+
   it('keeps a stored text value when a PATCH sends it masked, and a reference sent back as shown', async () => {
     const created = await scheduler.api(
       'POST',
