@@ -7,6 +7,8 @@ import type { NotifyDestination, NotifyEvent, WorkflowNotifyEvent } from '../dom
 import type { TenantLimits } from '../domain/tenant';
 import { traceIdOf } from '../domain/trace-context';
 import type { NotificationRecord } from '../store/notifications';
+import { NOTIFICATION_RETENTION_SECONDS } from '../store/notifications';
+import type { Run } from '../domain/run';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './create-rate';
 import { jobSubject, notifyOutcome, workflowRunNotificationKey } from './notifications';
@@ -47,8 +49,14 @@ export async function resendNotification(
 ): Promise<Resent> {
   const run = await tenantRun(deps, tenantId, runId);
   // An outcome that raised the event, whose notification was never made (the external worker's
-  // complete or fail that recorded it stopped before it): made now, and sent.
+  // complete or fail that recorded it stopped before it): made now, and sent. Not once a record
+  // made then could have expired (its retention, 14 days): it may have been SENT, and would arrive twice.
   if ((await deps.notifications.get(runId, event)) === null && (await deps.runs.notifyEventOf(runId)) === event) {
+    if (mayHaveExpired(run, deps.clock())) {
+      throw new ConflictError(
+        `The ${event} notification of run ${runId} is no longer kept (notifications are kept ${NOTIFICATION_RETENTION_SECONDS / 86_400} days); it cannot be sent again`,
+      );
+    }
     const job = await deps.jobs.getAnyTenant(run.jobId);
     if (job) {
       await admitRunRequest(deps, tenantId, limits, deps.clock());
@@ -61,6 +69,16 @@ export async function resendNotification(
   const job = await deps.jobs.getAnyTenant(run.jobId);
   const destination = job?.tenantId === tenantId ? job.notify?.destination : undefined;
   return resend(deps, { tenantId, key: runId, event, traceparent: run.traceparent, what: `run ${runId}`, fields: { runId }, destination }, limits);
+}
+
+/**
+ * Whether a notification made at the run's end could have left by now: its record is kept
+ * NOTIFICATION_RETENTION_SECONDS from when it was made, at or after the end. A day's margin covers
+ * a record made late (a resend, a try put off) and DynamoDB's TTL running early never: it only runs late.
+ */
+function mayHaveExpired(run: Pick<Run, 'finishedAt' | 'updatedAt'>, now: number): boolean {
+  const endedAt = Date.parse(run.finishedAt ?? run.updatedAt);
+  return now - endedAt >= NOTIFICATION_RETENTION_SECONDS * 1000 - 86_400_000;
 }
 
 /** A workflow run's notification and the end that raised it: 0 its first, n the nth retry's. */

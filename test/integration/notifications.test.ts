@@ -15,7 +15,9 @@ import {
 import { CreateTopicCommand, DeleteTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import type { Message } from '@aws-sdk/client-sqs';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { notificationKey } from '../../lambdas/store/keys';
 import { claimRun, completeRun } from '../../lambdas/app/external-workers';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { resendNotification, STALLED_RESEND_MS } from '../../lambdas/app/run-notifications';
@@ -144,6 +146,13 @@ describe('outcome notifications', () => {
     expect(madeAudit.body.items[0]).toMatchObject({ action: 'notification.resend', changes: { 'notification.succeeded': { after: 'PENDING' } } });
     expect(madeAudit.body.items[0].changes['notification.succeeded']).not.toHaveProperty('before');
     expect((await settled(unmade.runId, 'succeeded'))?.status).toBe('SENT');
+    expect(callsFor(hooks, unmade.jobId)).toHaveLength(1);
+    // Fifteen days on, the SENT record has expired (its TTL), the run and its mark are still kept:
+    // before, the resend took it for never made, made it again and sent it a second time.
+    await scheduler.clients.dynamo.send(new DeleteCommand({ TableName: scheduler.config.jobsTable, Key: notificationKey(unmade.runId, 'succeeded') }));
+    const fifteenDaysOn = { ...scheduler.deps, clock: () => Date.now() + 15 * 86_400_000 };
+    await expect(resendNotification(fifteenDaysOn, scheduler.tenantId, unmade.runId, 'succeeded')).rejects.toThrow(/no longer kept/);
+    expect(await scheduler.deps.notifications.get(unmade.runId, 'succeeded')).toBeNull();
     expect(callsFor(hooks, unmade.jobId)).toHaveLength(1);
 
     // Its record made, its first message never sent: a resend sends it once it has waited 15 minutes.
