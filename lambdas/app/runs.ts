@@ -107,8 +107,10 @@ export async function listDeadRuns(deps: SchedulerDeps, tenantId: string, query:
 /**
  * Replays the tenant's dead runs of a job and/or a time range, up to `limit` per call. Each replay
  * counts against the tenant's create rate: past it the call stops with what it replayed and
- * `remaining: true`, or answers 429 when it could replay none. `replayedFrom[i]` is the dead run
- * `replayed[i]` replays (for the audit; the API answers without it).
+ * `remaining: true`, or answers 429 when it could replay none. An error of the store after some
+ * replays stops it the same way: those are written, and the answer (with their audit entries) must
+ * name them; the caller's next call goes on. `replayedFrom[i]` is the dead run `replayed[i]`
+ * replays (for the audit; the API answers without it).
  */
 export async function replayDeadRuns(
   deps: SchedulerDeps,
@@ -127,24 +129,32 @@ export async function replayDeadRuns(
   // Dead runs that cannot be replayed (their job deleted) stay in the index: the call reads on past
   // them, a bounded number of pages, rather than stop at the first page with nothing replayed.
   let cursor: string | undefined;
-  for (let pages = 0; pages < BULK_REPLAY_MAX_PAGES; pages++) {
-    const page = await deps.deadRuns.list(tenantId, BULK_REPLAY_PAGE_SIZE, filter, cursor);
-    for (const dead of page.items) {
-      if (replayed.length >= request.limit) return { replayed, replayedFrom, remaining: true, until };
-      try {
-        replayed.push(await replayRun(deps, tenantId, dead.runId, limits, traceparent));
-        replayedFrom.push(dead.runId);
-      } catch (error) {
-        if (error instanceof TooManyRequestsError) {
-          if (replayed.length === 0) throw error;
-          return { replayed, replayedFrom, remaining: true, until };
+  try {
+    for (let pages = 0; pages < BULK_REPLAY_MAX_PAGES; pages++) {
+      const page = await deps.deadRuns.list(tenantId, BULK_REPLAY_PAGE_SIZE, filter, cursor);
+      for (const dead of page.items) {
+        if (replayed.length >= request.limit) return { replayed, replayedFrom, remaining: true, until };
+        try {
+          replayed.push(await replayRun(deps, tenantId, dead.runId, limits, traceparent));
+          replayedFrom.push(dead.runId);
+        } catch (error) {
+          // Replayed meanwhile, or its job deleted: leave it.
+          if (!(error instanceof ConflictError || error instanceof NotFoundError)) throw error;
         }
-        // Replayed meanwhile, or its job deleted: leave it.
-        if (!(error instanceof ConflictError || error instanceof NotFoundError)) throw error;
       }
+      if (page.nextCursor === null) return { replayed, replayedFrom, remaining: false, until };
+      cursor = page.nextCursor;
     }
-    if (page.nextCursor === null) return { replayed, replayedFrom, remaining: false, until };
-    cursor = page.nextCursor;
+  } catch (error) {
+    // Past the create rate (a 429), or the store failing: with nothing replayed, the error is the answer.
+    if (replayed.length === 0) throw error;
+    if (!(error instanceof TooManyRequestsError)) {
+      logger.warn('bulk replay stopped by an error; answering with the runs it replayed', {
+        tenantId,
+        replayed: replayed.length,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   }
   return { replayed, replayedFrom, remaining: true, until };
 }

@@ -213,6 +213,43 @@ describe('audit entries of runs, secrets and tenants', () => {
     expect([...found].sort()).toEqual([...replays].sort());
   });
 
+  it('a bulk replay the store stops part way answers with the runs it replayed, each in the trail, and the next call goes on', async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, { schedule: { kind: 'cron', expression: '0 0 1 1 *' }, retryPolicy: { maxAttempts: 1 } }),
+    );
+    const jobId = created.body.job.jobId as string;
+    for (let i = 0; i < 3; i++) {
+      const triggered = await scheduler.api('POST', `/v1/jobs/${jobId}/trigger`, {});
+      await dead(triggered.body.run.runId as string);
+    }
+    // The store fails at the third replay's first read.
+    const runs = scheduler.deps.runs;
+    const givenTo = runs.givenTo.bind(runs);
+    let reads = 0;
+    runs.givenTo = (runId) => (++reads === 3 ? Promise.reject(new Error('the store timed out')) : givenTo(runId));
+    let stopped: Awaited<ReturnType<Scheduler['api']>>;
+    try {
+      stopped = await scheduler.api('POST', '/v1/dead-runs/replay', { jobId });
+    } finally {
+      runs.givenTo = givenTo;
+    }
+    // Before, the call answered 500: the two replays were written, and no audit entry named them.
+    expect(stopped.status, JSON.stringify(stopped.body)).toBe(202);
+    expect(stopped.body).toMatchObject({ remaining: true });
+    const first = (stopped.body.replayed as { runId: string }[]).map((run) => run.runId);
+    expect(first).toHaveLength(2);
+    const entries = (await scheduler.api('GET', '/v1/audit?limit=100')).body.items as Entry[];
+    const replayedAs = entries.filter((entry) => entry.action === 'dead-runs.replay').map((entry) => entry.changes.replayedAs?.after);
+    for (const runId of first) expect(replayedAs).toContain(runId);
+
+    const rest = await scheduler.api('POST', '/v1/dead-runs/replay', { jobId, to: stopped.body.until });
+    expect(rest.status).toBe(202);
+    expect(rest.body).toMatchObject({ remaining: false });
+    expect(rest.body.replayed).toHaveLength(1);
+  });
+
   it("records each workflow action under the workflow, and a workflow run's cancel and retry under the run, with who and what changed", async () => {
     const step = { id: 'only', target: { kind: 'http', url: target.url } };
     const created = await scheduler.api('POST', '/v1/workflows', { name: 'audited-workflow', steps: [step], schedule: { kind: 'delay', seconds: 3600 } });
