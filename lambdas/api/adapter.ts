@@ -302,8 +302,24 @@ function handlers(deps: SchedulerDeps): Handlers {
     },
     previewSchedule: async ({ tenantId, body }) => json(200, await previewSchedule(deps, tenantId, body)),
     issueSigningSecret: async ({ tenantId, caller, body }) => {
-      const issued = await issueSigningSecret(deps, tenantId, body);
-      await audit(caller, 'signing-secret.issue', issued.secretId, { changes: { replaces: { after: issued.previous.map((old) => old.secretId) } } });
+      const { ended, ...issued } = await issueSigningSecret(deps, tenantId, body);
+      // An issue with no grace stops every other secret: each one's trail says so, as a revoke's does.
+      await recordAudits(deps, [
+        {
+          tenantId: caller.tenantId,
+          actor: caller.keyId,
+          action: 'signing-secret.issue',
+          objectId: issued.secretId,
+          changes: { replaces: { after: issued.previous.map((old) => old.secretId) }, ...(ended.length > 0 ? { ends: { after: [...ended] } } : {}) },
+        },
+        ...ended.map((secretId) => ({
+          tenantId: caller.tenantId,
+          actor: caller.keyId,
+          action: 'signing-secret.revoke' as const,
+          objectId: secretId,
+          changes: { status: { before: 'issued', after: 'revoked' }, revokedBy: { after: issued.secretId } },
+        })),
+      ]);
       // The value is in this answer only: never cached by anything in between.
       return json(201, issued, { 'cache-control': 'no-store' });
     },

@@ -30,7 +30,12 @@ const CACHE_TTL_MS = 60_000;
 /** Added to the cache's hold in `signsFrom`: the read a worker started as the issue committed, clocks apart. */
 const SIGNS_FROM_MARGIN_MS = 5_000;
 
-export async function issueSigningSecret(deps: SigningSecretsDeps, tenantId: string, input: IssueSigningSecretRequest): Promise<IssuedSigningSecret> {
+/** The answer, and the secrets the issue stopped (every live one, with `graceSeconds: 0`), for the audit trail. */
+export async function issueSigningSecret(
+  deps: SigningSecretsDeps,
+  tenantId: string,
+  input: IssueSigningSecretRequest,
+): Promise<IssuedSigningSecret & { readonly ended: readonly string[] }> {
   if (!deps.signingSecrets.configured)
     throw new ServiceUnavailableError('This deployment has no KMS key for signing secrets (SIGNING_KEY_ID); its operator configures one');
   const secretId = `sec_${randomBytes(12).toString('base64url')}`;

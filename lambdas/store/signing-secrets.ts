@@ -61,7 +61,7 @@ export class SigningSecretsRepository {
     secret: string,
     now: number,
     graceSeconds: number,
-  ): Promise<SigningSecretRecord & { readonly previous: readonly SigningSecretRecord[] }> {
+  ): Promise<SigningSecretRecord & { readonly previous: readonly SigningSecretRecord[]; readonly ended: readonly string[] }> {
     if (this.keyId === undefined) throw new Error('no KMS key is configured for signing secrets (SIGNING_KEY_ID)');
     const { live, head } = await this.read(tenantId, now);
     if (graceSeconds > 0 && live.length >= MAX_LIVE_SIGNING_SECRETS)
@@ -131,7 +131,9 @@ export class SigningSecretsRepository {
       graceSeconds === 0
         ? []
         : live.map(({ secretId: kept, createdAt: made, expiresAt }) => ({ secretId: kept, createdAt: made, expiresAt: expiresAt ?? graceEnd }));
-    return { secretId, createdAt, expiresAt: null, previous };
+    // With no grace, every secret that was live stops with this commit.
+    const ended = graceSeconds === 0 ? live.map((old) => old.secretId) : [];
+    return { secretId, createdAt, expiresAt: null, previous, ended };
   }
 
   /** The tenant's live secrets, newest first, without their values. */

@@ -309,6 +309,23 @@ describe('audit entries of runs, secrets and tenants', () => {
     ]);
     const everything = JSON.stringify((await scheduler.api('GET', '/v1/audit?limit=100')).body);
     for (const secret of [first.body.secret as string, second.body.secret as string]) expect(everything).not.toContain(secret.slice('whsec_'.length));
+
+    // An issue with no grace stops every other secret: each one's trail says which issue did.
+    const third = await scheduler.api('POST', '/v1/signing-secrets', { graceSeconds: 0 });
+    expect(third.status).toBe(201);
+    const thirdId = third.body.secretId as string;
+    expect(third.body).not.toHaveProperty('ended');
+    expect((await scheduler.api('GET', '/v1/signing-secrets')).body.items.map((item: { secretId: string }) => item.secretId)).toEqual([thirdId]);
+    // Before, the second secret's trail showed its issue and nothing after it.
+    expect((await trailOf(secondId))[0]).toMatchObject({
+      action: 'signing-secret.revoke',
+      objectId: secondId,
+      actor,
+      changes: { status: { before: 'issued', after: 'revoked' }, revokedBy: { after: thirdId } },
+    });
+    expect(await trailOf(thirdId)).toEqual([
+      expect.objectContaining({ action: 'signing-secret.issue', changes: { replaces: { after: [] }, ends: { after: [secondId] } } }),
+    ]);
   });
 
   it('pages through the trail with the cursor, newest first, each entry once; refuses a cursor of another listing', async () => {
