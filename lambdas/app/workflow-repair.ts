@@ -3,13 +3,12 @@
 // run) and the settling of a cancelled one's started steps (its cancel stopped before their runs
 // were cancelled). The moves themselves are workflow-progress.ts's.
 import { logger } from '../core/logger';
-import type { WorkflowVersion } from '../domain/workflow';
 import type { WorkflowRun } from '../domain/workflow-run';
 import { stepOutcomeOf } from '../domain/workflow-run';
 import type { SchedulerDeps } from './deps';
 import { advance, recordStepEnd, startStepRuns } from './workflow-progress';
 import { versionOf, workflowRunFields } from './workflow-versions';
-import { hasStartedSteps, notifyEnd, notifyMark } from './workflow-run-end';
+import { hasStartedSteps, notifyEnd } from './workflow-run-end';
 import { cancelStepRun, currentStepRun } from './workflow-step-runs';
 
 /** Tries of a step run's cancel refused because the run moved on (its attempt failed and its retry was written). */
@@ -53,6 +52,11 @@ export async function settleCancelledSteps(
         }
         break;
       }
+      // A run of a later attempt than the one read is the step's retry (its attempt failed), or a
+      // retry of the whole workflow run that landed since the read: its step runs are written after
+      // its write of the workflow run, so a read now tells. A retried workflow run is not this
+      // settle's to touch: cancelling its new step run would undo the retry.
+      if (stepRun.attempt > state.attempt && (await retriedSince(deps, run))) return current;
       // Ended already, its outcome not recorded (its continuation failed, or is under way): recorded
       // as it ended, so that the run shows it and a retry does not run it again.
       const ending = ENDED_STEP_OUTCOMES.find((outcome) => outcome === stepRun.status);
@@ -69,13 +73,21 @@ export async function settleCancelledSteps(
   return current;
 }
 
+/** Whether the workflow run read CANCELLED was retried since (or is gone). */
+async function retriedSince(deps: SchedulerDeps, read: WorkflowRun): Promise<boolean> {
+  const now = await deps.workflowRuns.getRun(read.workflowId, read.workflowRunId);
+  return now?.status !== 'CANCELLED' || now.retries !== read.retries;
+}
+
 /**
  * A cancelled workflow run whose started steps are all settled gives up the check-back its cancel
- * kept (`finish`), unless its end's notification is still to be made, which clears it. Never
- * throws: a check-back left makes the ticker look once more, and find nothing to do.
+ * kept (`finish`), unless its end's notification is still to be made, which clears it (the write's
+ * condition: no notification mark on the run). Whether the definition notifies does not say: a
+ * notification made while a step was still STARTED kept the check-back, and only this clears it
+ * then. Never throws: a check-back left makes the ticker look once more, and find nothing to do.
  */
-export async function cancelledRunSettled(deps: SchedulerDeps, version: WorkflowVersion | null, run: WorkflowRun, now: number): Promise<void> {
-  if (run.status !== 'CANCELLED' || hasStartedSteps(run) || notifyMark(deps, version, 'CANCELLED', now)) return;
+export async function cancelledRunSettled(deps: SchedulerDeps, run: WorkflowRun): Promise<void> {
+  if (run.status !== 'CANCELLED' || hasStartedSteps(run)) return;
   try {
     await deps.workflowRuns.settled(run);
   } catch (error) {
@@ -112,7 +124,7 @@ export async function repairWorkflowRun(deps: SchedulerDeps, workflowId: string,
       logger.warn("workflow run repaired: its end's notification had not been made", workflowRunFields(ended));
       return true;
     }
-    await cancelledRunSettled(deps, version, ended, now);
+    await cancelledRunSettled(deps, ended);
     return ended !== found;
   }
   let run = found;

@@ -161,7 +161,7 @@ async function finishCancel(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
   const now = deps.clock();
   const version = await versionOf(deps, run.workflowId, run.version);
   const settled = await settleCancelledSteps(deps, version?.spec.name ?? run.workflowId, run, now, 'leave');
-  await cancelledRunSettled(deps, version, settled, now);
+  await cancelledRunSettled(deps, settled);
   logger.info('a cancelled workflow run had started steps left; their runs are cancelled', workflowRunFields(settled));
   return settled;
 }
@@ -189,7 +189,7 @@ async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
   const current = await settleCancelledSteps(deps, version?.spec.name ?? run.workflowId, ended.run, now, 'leave');
   // After its steps: a notification made clears the check-back (kept while a step is STARTED).
   await workflowRunEnded(deps, version, current, now);
-  if (checkBackAt !== undefined) await cancelledRunSettled(deps, version, current, now);
+  if (checkBackAt !== undefined) await cancelledRunSettled(deps, current);
   return { held: true, run: current };
 }
 

@@ -11,6 +11,7 @@ import type { RunPlan } from '../../lambdas/app/plan-run';
 import type { Run } from '../../lambdas/domain/run';
 import type { WorkflowRun } from '../../lambdas/domain/workflow-run';
 import { cancelWorkflowRun } from '../../lambdas/app/workflow-runs';
+import { settleCancelledSteps } from '../../lambdas/app/workflow-repair';
 import type { Scheduler, TargetServer } from './harness';
 import { drainDispatch as drainQueue, executeRun, setTickerCursor, startScheduler, startTarget, tick } from './harness';
 
@@ -376,12 +377,13 @@ describe('workflow steps handed to the worker that ran their parent', () => {
   });
 
   /** A one-step workflow run whose cancel stopped half-way, retried within the minute: the step started again at its next attempt, the older run still QUEUED. */
-  async function cancelledHalfWayThenRetried(name: string) {
+  async function cancelledHalfWayThenRetried(name: string, beforeRetry?: (workflowId: string, workflowRunId: string) => Promise<void>) {
     const { path, tenantId } = await startRun(name, [step(name, 'only')]);
     const [, , , workflowId, , workflowRunId] = path.split('/') as [string, string, string, string, string, string];
     const older = await runIdOf(path, 'only');
     expect(await drainDispatch()).toEqual([older]);
     await cancelStoppingBeforeSteps(tenantId, workflowId, workflowRunId);
+    await beforeRetry?.(workflowId, workflowRunId);
     expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
     const newer = await runIdOf(path, 'only');
     expect((await scheduler.api('GET', `/v1/runs/${newer}`)).body).toMatchObject({ attempt: 2, trigger: 'replay', status: 'QUEUED' });
@@ -397,6 +399,23 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     expect(await executeRun(worker, older, { tenantId })).toBe('cancelled');
     expect(await executeRun(worker, newer, { tenantId })).toBe('succeeded');
     expect(callsOf('retried-cancel-stopped')).toEqual(['only']);
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  it("a settle of the cancel from a read before the retry leaves the retry's step run alone: it runs, the retry is not undone", async () => {
+    const name = 'retried-under-stale-settle';
+    let stale: WorkflowRun | undefined;
+    const { path, tenantId, workflowId, workflowRunId, newer } = await cancelledHalfWayThenRetried(name, async (workflowId, workflowRunId) => {
+      // The ticker's repair read the run while it was CANCELLED, its step still STARTED.
+      stale = (await scheduler.deps.workflowRuns.getRun(workflowId, workflowRunId))!;
+    });
+    expect(stale).toMatchObject({ status: 'CANCELLED', steps: { only: { status: 'STARTED', attempt: 1 } } });
+    // ... and settles after the retry landed. Before, it found the retry's run (the step's newest),
+    // cancelled it and recorded the step CANCELLED on the retried run, which then ended FAILED.
+    await settleCancelledSteps(scheduler.workerDeps('ticker'), name, stale!, Date.now(), 'record');
+    expect((await scheduler.api('GET', `/v1/runs/${newer}`)).body.status).toBe('QUEUED');
+    expect((await scheduler.deps.workflowRuns.getRun(workflowId, workflowRunId))?.steps.only).toMatchObject({ status: 'STARTED', attempt: 2 });
+    expect(await executeRun(scheduler.workerDeps('worker-1'), newer, { tenantId })).toBe('succeeded');
     expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
   });
 

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import type { Scheduler, TargetServer } from './harness';
 import { drainDispatch as drainQueue, eventually, executeRun, startScheduler, startTarget, tick } from './harness';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { workflowRunKey } from '../../lambdas/store/keys';
+import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { runKey, workflowRunKey } from '../../lambdas/store/keys';
+import { repairWorkflowRun } from '../../lambdas/app/workflow-repair';
 import { continueWorkflow } from '../../lambdas/app/workflow-progress';
 import { cancelWorkflowRun, retryWorkflowRun, startWorkflowRun } from '../../lambdas/app/workflow-runs';
 
@@ -366,6 +367,37 @@ describe('workflow runs under races', () => {
       (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: workflowRunKey(workflowId, workflowRunId) }))).Item
         ?.nextRunAt,
     ).toBeUndefined();
+  });
+
+  it("a cancelled run that notified while a step's claimer had not written its run gives up its check-back once the repair settles that step", async () => {
+    const created = await scheduler.api('POST', '/v1/workflows', {
+      name: 'cancel-notified',
+      steps: [step('cn-a')],
+      notify: { events: ['cancelled'], destination: { kind: 'http', url: `${target.url}/hook` } },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const workflowId = created.body.workflowId as string;
+    const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+    const workflowRunId = started.body.workflowRunId as string;
+    const path = `/v1/workflows/${workflowId}/runs/${workflowRunId}`;
+    const a = await runIdOf(path, 'cn-a');
+    await drainDispatch();
+    // Its claimer died before it wrote the step's run: the step is STARTED with no run.
+    await scheduler.clients.dynamo.send(new DeleteCommand({ TableName: scheduler.config.runsTable, Key: runKey(a) }));
+    expect((await scheduler.api('POST', `${path}/cancel`)).status).toBe(200);
+    const item = async () =>
+      (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.jobsTable, Key: workflowRunKey(workflowId, workflowRunId) }))).Item;
+    // Its notification is made (the mark gone); the check-back stays while the step is STARTED.
+    expect(await item()).toMatchObject({ nextRunAt: expect.any(String) });
+    expect((await item())?.notifyEvent).toBeUndefined();
+
+    const ticker = scheduler.workerDeps('ticker', () => Date.now() + 10 * 60_000);
+    expect(await repairWorkflowRun(ticker, workflowId, workflowRunId)).toBe(true);
+    expect((await scheduler.api('GET', path)).body.steps['cn-a']).toMatchObject({ status: 'NOT_STARTED' });
+    // Before, it kept its check-back for good (its definition notifies), read again at every tick.
+    expect((await item())?.nextRunAt).toBeUndefined();
+    expect(await repairWorkflowRun(ticker, workflowId, workflowRunId)).toBe(false);
+    await drainDispatch();
   });
 
   it("a cancel landing between a continuation's read and its write: the step's outcome is still recorded, and nothing starts", async () => {
