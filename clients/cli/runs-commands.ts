@@ -112,7 +112,17 @@ export function addRunCommands(program: Command, ctx: CliContext): void {
       }
       const result = await client.deadRuns.replayAll({ jobId: options.job, from: options.from, to: options.to, limit: options.limit });
       if (ctx.json) return ctx.printJson(result);
-      ctx.print(`replayed ${result.replayed.length} dead run(s)${result.remaining ? `; more remain (run again with --to ${result.until})` : ''}`);
+      // The same choice again, bounded by what this call took: `--to` alone would replay every job's.
+      const again = [
+        'npx scheduler dead replay',
+        ...(options.job !== undefined ? ['--job', options.job] : []),
+        ...(options.from !== undefined ? ['--from', options.from] : []),
+        ...(options.job === undefined && options.from === undefined ? ['--all'] : []),
+        '--to',
+        result.until,
+        ...(options.limit !== undefined ? ['--limit', String(options.limit)] : []),
+      ].join(' ');
+      ctx.print(`replayed ${result.replayed.length} dead run(s)${result.remaining ? `; more remain (run again: ${again})` : ''}`);
       if (result.replayed.length > 0) ctx.print(table(result.replayed, RUN_COLUMNS));
     });
 }

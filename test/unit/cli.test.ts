@@ -42,6 +42,41 @@ async function cli(url: string, ...args: string[]): Promise<{ code: number; stde
   return { code, stderr };
 }
 
+describe('dead replay', () => {
+  it('says how to go on with the same filters, not with --to alone (which would replay every job)', async () => {
+    const bodies: unknown[] = [];
+    server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      request.on('end', () => {
+        bodies.push(JSON.parse(body));
+        response.writeHead(202, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ replayed: [], remaining: true, until: '2026-01-01T00:00:00.000Z' }));
+      });
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    let stdout = '';
+    const run = (args: string[]) =>
+      runCli(args, {
+        stdout: (text) => (stdout += text),
+        stderr: () => undefined,
+        env: { SCHEDULER_URL: url, SCHEDULER_API_KEY: 'key' },
+        readStdin: () => Promise.resolve(''),
+        retry: { maxAttempts: 1, baseDelayMs: 1 },
+      });
+    expect(await run(['dead', 'replay', '--job', 'job_A', '--from', '2025-12-01T00:00:00Z', '--limit', '5'])).toBe(EXIT.ok);
+    expect(bodies[0]).toEqual({ jobId: 'job_A', from: '2025-12-01T00:00:00Z', limit: 5 });
+    // Before: "run again with --to 2026-01-01T00:00:00.000Z", which sent {to} alone.
+    expect(stdout).toBe(
+      'replayed 0 dead run(s); more remain (run again: npx scheduler dead replay --job job_A --from 2025-12-01T00:00:00Z --to 2026-01-01T00:00:00.000Z --limit 5)\n',
+    );
+    stdout = '';
+    expect(await run(['dead', 'replay', '--all'])).toBe(EXIT.ok);
+    expect(stdout).toContain('(run again: npx scheduler dead replay --all --to 2026-01-01T00:00:00.000Z)');
+  });
+});
+
 describe('the CLI exit codes', () => {
   it('6 when the API still says 429 after the retries, with its Retry-After', async () => {
     const { code, stderr } = await cli(await answering(429, { 'retry-after': '0' }), 'jobs', 'trigger', 'job_1');
