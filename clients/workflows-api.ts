@@ -63,7 +63,8 @@ export class WorkflowsApi {
 
   /** Pauses the workflow's schedule: its pending occurrence never starts (a 409 without a schedule). */
   async pause(workflowId: string, options: CallOptions = {}): Promise<WorkflowView> {
-    return (await this.transport.send({ method: 'POST', path: `/v1/workflows/${segment(workflowId)}/pause`, repeat: 'once', signal: options.signal }))
+    // Repeatable: pausing a paused workflow answers it again, changing nothing.
+    return (await this.transport.send({ method: 'POST', path: `/v1/workflows/${segment(workflowId)}/pause`, repeat: 'repeatable', signal: options.signal }))
       .body as WorkflowView;
   }
 

@@ -88,7 +88,11 @@ export function addOtherCommands(program: Command, ctx: CliContext): void {
     .description("follow a job's runs as they change (polling); a line per new run or change of status")
     .option('--interval <seconds>', 'seconds between polls (default 2)', integer('--interval', 1, 3600), 2)
     .option('--until-done', 'stop once the job has ended (COMPLETED or CANCELLED) and none of its runs is waiting or running')
-    .option('--timeout <seconds>', 'give up after this many seconds (exit 7)', integer('--timeout', 1, 7 * 24 * 3600))
+    .option(
+      '--timeout <seconds>',
+      'stop after this many seconds (with --until-done: give up, exit 7, unless the job was done by then)',
+      integer('--timeout', 1, 7 * 24 * 3600),
+    )
     .action(async (jobId: string, options: { interval: number; untilDone?: boolean; timeout?: number }, command: Command) => {
       const client = ctx.clientOf(command);
       const seen = new Map<string, string>();
@@ -117,7 +121,11 @@ export function addOtherCommands(program: Command, ctx: CliContext): void {
         if (options.untilDone && settled) return;
         // The last poll is at the deadline itself: a job done by then is reported done.
         const left = deadline - Date.now();
-        if (left <= 0) throw new WatchTimeout();
+        // Without --until-done the timeout is how long to follow, not a wait that failed.
+        if (left <= 0) {
+          if (options.untilDone) throw new WatchTimeout();
+          return;
+        }
         await new Promise((resolve) => setTimeout(resolve, Math.min(options.interval * 1000, left)));
       }
     });

@@ -11,8 +11,12 @@ type JsonSchema = Record<string, unknown>;
 
 export const API_VERSION = '1.0.0';
 
-/** Problems any authenticated route may answer with, besides its own. */
-const COMMON_PROBLEMS: readonly ProblemStatus[] = [400, 404, 429, 500, 503];
+/**
+ * Problems any authenticated route may answer with, besides its own: every request's body is read
+ * (a route that takes none accepts none or `{}`), so an oversized one is a 413 and one of another
+ * media type a 415 on any route.
+ */
+const COMMON_PROBLEMS: readonly ProblemStatus[] = [400, 404, 413, 415, 429, 500, 503];
 
 class SchemaCollector {
   readonly components: Record<string, JsonSchema> = {};

@@ -116,7 +116,7 @@ export const JOB_ROUTES = {
       "One run per fire time of the job's cron schedule in [from, to) that has no run yet, released oldest first at a bounded rate. The same range answers the same backfill. At most 527,040 fire times (a leap year of minutes) per backfill, and `from` no more than RUN_RETENTION_DAYS − 1 days ago (older occurrences may have lost their runs). 429 when the tenant has its `maxActiveBackfills` (100 by default) releasing already.",
     body: { schema: backfillSchema, required: true },
     headers: ['traceparent'],
-    responses: { 202: { description: 'The backfill and its progress', schema: backfillResponseSchema } },
+    responses: { 202: { description: 'The backfill and its progress', schema: backfillResponseSchema, headers: { Location: 'The backfill’s URL' } } },
     problems: [409, 413, 415],
     example: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' },
   },

@@ -64,7 +64,8 @@ export const WORKFLOW_ROUTES = {
     path: '/v1/workflows/{workflowId}/pause',
     tag: 'Workflows',
     summary: "Pause a workflow's schedule",
-    description: 'Its pending occurrence never starts; workflow runs already started go on. A 409 when the workflow has no schedule or it is not ACTIVE.',
+    description:
+      'Its pending occurrence never starts; workflow runs already started go on. Pausing a paused workflow answers it again (nothing changes). A 409 when the workflow has no schedule, or its schedule is neither ACTIVE nor PAUSED.',
     responses: { 200: { description: 'The workflow, its schedule PAUSED', schema: workflowViewSchema } },
     problems: [409, 429],
   },

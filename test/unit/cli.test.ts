@@ -77,6 +77,30 @@ describe('dead replay', () => {
   });
 });
 
+describe('watch --timeout', () => {
+  async function answeringJob(status: string): Promise<string> {
+    server = createServer((request, response) => {
+      request.resume();
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ jobId: 'job_1', status, recentRuns: [] }));
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it('without --until-done follows for that long and ends 0, done or not; with it, 7 only when the job is not done', async () => {
+    // Before, a plain --timeout always ended with 7 and "timed out before the job was done".
+    const done = await answeringJob('COMPLETED');
+    expect((await cli(done, 'watch', 'job_1', '--timeout', '1')).code).toBe(EXIT.ok);
+    expect((await cli(done, 'watch', 'job_1', '--until-done', '--timeout', '1')).code).toBe(EXIT.ok);
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    const active = await answeringJob('ACTIVE');
+    expect((await cli(active, 'watch', 'job_1', '--timeout', '1')).code).toBe(EXIT.ok);
+    const timedOut = await cli(active, 'watch', 'job_1', '--until-done', '--timeout', '1');
+    expect(timedOut).toEqual({ code: EXIT.watchTimeout, stderr: 'watch: timed out before the job was done\n' });
+  });
+});
+
 describe('the CLI exit codes', () => {
   it('6 when the API still says 429 after the retries, with its Retry-After', async () => {
     const { code, stderr } = await cli(await answering(429, { 'retry-after': '0' }), 'jobs', 'trigger', 'job_1');

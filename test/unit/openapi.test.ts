@@ -42,6 +42,17 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  it('lists 413 and 415 on every authenticated route, bodiless ones too: every request body is read (sized, then typed)', () => {
+    const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown[] }>> };
+    const missing = Object.entries(document.paths).flatMap(([template, operations]) =>
+      Object.entries(operations)
+        .filter(([, operation]) => operation.security === undefined && !('413' in operation.responses && '415' in operation.responses))
+        .map(([method]) => `${method.toUpperCase()} ${template}`),
+    );
+    // Before, only routes with a body listed them: POST /v1/runs/{runId}/cancel answered a 415 its entry did not name.
+    expect(missing).toEqual([]);
+  });
+
   it('is OpenAPI 3.1 whose schemas compile as JSON Schema 2020-12', () => {
     const document = buildOpenApiDocument();
     expect(document.openapi).toBe('3.1.0');
