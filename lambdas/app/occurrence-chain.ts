@@ -174,7 +174,7 @@ export async function repairChain(deps: SchedulerDeps, jobId: string, overdueBef
   const pendingAt = Date.parse(job.nextRunAt);
   const picked = run ? occurrenceOnResume(job, nextFireTimeAfter(job, pendingAt), now, 'repaired') : null;
   let scheduledFor = run ? (picked?.scheduledFor ?? null) : pendingAt;
-  const reason = picked?.reason ?? 'repaired: the pending occurrence was lost';
+  const reason = picked?.reason ?? (run ? 'repaired: the pending occurrence ended without moving the chain on' : 'repaired: the pending occurrence was lost');
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const plan =
       scheduledFor === null

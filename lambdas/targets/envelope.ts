@@ -3,7 +3,7 @@
 // one shape whichever way the scheduler reaches it.
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
-import { fencingTokenOf } from '../domain/delivery';
+import { deliveryOf, fencingTokenOf } from '../domain/delivery';
 import { occurrenceKey } from '../domain/run';
 import type { StepContext } from '../domain/workflow-jobs';
 
@@ -37,7 +37,8 @@ export function envelopeOf(job: Job, run: Run, payload: unknown, traceparent?: s
   return {
     ...(step ? stepFieldsOf(step) : {}),
     scheduler: ENVELOPE_VERSION,
-    job: { jobId: job.jobId, name: job.name, type: job.type, delivery: job.delivery },
+    // The attempt's own delivery (its run's, decision 0060), which a later PATCH of the job does not change.
+    job: { jobId: job.jobId, name: job.name, type: job.type, delivery: deliveryOf(run, job) },
     run: { runId: run.runId, attempt: run.attempt, scheduledFor: run.scheduledFor, trigger: run.trigger },
     attempt: run.attempt,
     idempotencyKey: occurrenceKey(run.jobId, run.scheduledFor),

@@ -7,6 +7,7 @@ import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { HeaderValue } from '../domain/job';
 import { headerTextSchema, isSecretReference } from '../domain/job';
 import type { RunError } from '../domain/run';
+import { tenantReadable } from './sdk-failure';
 
 /** Reads a secret's current string value. */
 export type SecretRead = (secretArn: string) => Promise<string>;
@@ -70,7 +71,10 @@ export async function resolveHeaders(headers: Readonly<Record<string, HeaderValu
     } catch (error) {
       // The SDK's error names what went wrong (not found, access denied, a decryption failure)
       // and carries no secret value; our own say what the value is not.
-      const why = error instanceof HeaderSecretError ? error.message : `secret ${value.secretArn} could not be read: ${errorName(error)}`;
+      const why =
+        error instanceof HeaderSecretError
+          ? error.message
+          : `secret ${value.secretArn} could not be read: ${tenantReadable(errorName(error), 'HEADER_SECRET_UNAVAILABLE')}`;
       return {
         ok: false,
         error: { code: 'HEADER_SECRET_UNAVAILABLE', message: `header ${name}: ${why}; the target was not called`, retryable: true },

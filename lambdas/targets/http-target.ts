@@ -13,7 +13,7 @@ import type { LookupFunction } from 'node:net';
 import { createHash } from 'node:crypto';
 import type { HttpTarget } from '../domain/job';
 import type { Run } from '../domain/run';
-import { fencingTokenOf } from '../domain/delivery';
+import { deliveryOf, fencingTokenOf } from '../domain/delivery';
 import { occurrenceKey } from '../domain/run';
 import { parseRetryAfter } from '../domain/retry';
 import type { TargetInvocation, TargetResult } from './target';
@@ -187,7 +187,7 @@ export async function callHttpTarget(target: HttpTarget, invocation: TargetInvoc
     } catch (error) {
       // The target never saw that request: its server closed the idle connection as it was sent.
       // Sent again once, on a new connection. Not for at-most-once, which never risks a second call.
-      if (!(error instanceof StaleConnectionError) || invocation.job.delivery === 'at-most-once') throw error;
+      if (!(error instanceof StaleConnectionError) || deliveryOf(invocation.run, invocation.job) === 'at-most-once') throw error;
       response = await call(url.protocol === 'https:' ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false }));
     }
     // Redirects are not followed (decision 0010): a 3xx is the answer.

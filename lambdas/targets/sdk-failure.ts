@@ -11,11 +11,15 @@ import type { TargetResult } from './target';
 const PRINCIPAL_ARN = /\barn:aws[a-z-]*:(?:sts|iam)::\d{12}:[^\s,;"']+/g;
 const OWN_ROLE = "(the scheduler's role)";
 
-/** The answer's text as a tenant may read it; the whole text is logged when anything was taken out. */
-function tenantMessage(message: string, code: string): string {
-  const shown = message.replace(PRINCIPAL_ARN, OWN_ROLE);
-  if (shown !== message) logger.warn('a target call was refused; its role is left out of the run error', { code, message });
-  return shown.slice(0, 512);
+/**
+ * An AWS answer's text as a tenant may read it (a run's error, a notification's last error): the
+ * scheduler's role ARNs replaced. The whole text is logged when anything was taken out.
+ */
+export function tenantReadable(text: string, code: string): string {
+  const shown = text.replace(PRINCIPAL_ARN, OWN_ROLE);
+  // `message` is the logger's own key: the text goes under `error`.
+  if (shown !== text) logger.warn("an AWS call was refused; the scheduler's role is left out of what the tenant reads", { code, error: text });
+  return shown;
 }
 
 const RETRYABLE_NAMES = new Set([
@@ -58,7 +62,7 @@ export function sdkFailure(error: unknown, timeout: AbortSignal, cancel: AbortSi
     return { ok: false, timedOut: false, error: { code: 'NETWORK_ERROR', message, retryable: true } };
   }
   const retryable = shape.$retryable !== undefined || shape.$fault === 'server' || RETRYABLE_NAMES.has(name) || status === 429 || (status ?? 0) >= 500;
-  return { ok: false, timedOut: false, error: { code: name, message: tenantMessage(message, name), retryable } };
+  return { ok: false, timedOut: false, error: { code: name, message: tenantReadable(message, name).slice(0, 512), retryable } };
 }
 
 /** The abort signal of one target call: the attempt's timeout, or the run's cancellation. */

@@ -1,7 +1,8 @@
 // Header values from Secrets Manager, without AWS: the schema accepts a text value or a secret
 // reference, the API shows references and masks text, and the worker's resolution reads each secret
 // once a cache period, fails an attempt (retryably, naming no value) for a secret it cannot use.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { logger } from '../../lambdas/core/logger';
 import { httpTargetSchema } from '../../lambdas/domain/job';
 import { maskedTarget } from '../../lambdas/app/jobs';
 import { HeaderSecretsCache, resolveHeaders, secretsManagerRead } from '../../lambdas/targets/header-secrets';
@@ -63,6 +64,23 @@ describe('resolving header secrets', () => {
     });
     await resolveHeaders({ Authorization: { secretArn: missing } }, cache);
     expect(reads).toEqual([missing, missing]);
+  });
+
+  it("keeps the scheduler's role out of the error a tenant reads, and logs the whole text", async () => {
+    const text = 'User: arn:aws:sts::123456789012:assumed-role/Scheduler-WorkerRole-ABC/worker-1 is not authorized to perform: secretsmanager:GetSecretValue';
+    const denied = () => Promise.reject(Object.assign(new Error(text), { name: 'AccessDeniedException' }));
+    const warned = vi.spyOn(logger, 'warn');
+    try {
+      const result = await resolveHeaders({ Authorization: { secretArn: ARN } }, new HeaderSecretsCache(denied, 60_000, () => 0));
+      // Before, the run's error (which the tenant reads) carried the worker role's session ARN.
+      expect(!result.ok && result.error.message).toBe(
+        `header Authorization: secret ${ARN} could not be read: AccessDeniedException (User: (the scheduler's role) is not authorized to perform: secretsmanager:GetSecretValue); the target was not called`,
+      );
+      // Under `error`: the logger drops a field named `message`.
+      expect(warned).toHaveBeenCalledWith(expect.any(String), { code: 'HEADER_SECRET_UNAVAILABLE', error: `AccessDeniedException (${text})` });
+    } finally {
+      warned.mockRestore();
+    }
   });
 
   it('fails for a value that cannot be a header, without saying the value', async () => {

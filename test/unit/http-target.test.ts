@@ -151,10 +151,10 @@ describe('HTTP target on a kept-alive connection the target closes', () => {
     policy: egressPolicyOf({ localMode: true, allowPrivateTargets: true }),
     resolve: () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]),
   };
-  const call = (delivery: Job['delivery']) =>
+  const call = (delivery: Job['delivery'], runDelivery?: Job['delivery']) =>
     callHttpTarget(
       { kind: 'http', url: `http://127.0.0.1:${port}/hook`, method: 'POST', headers: {} },
-      { job: { target: { kind: 'http' }, delivery } as Job, run, payload: {}, timeoutMs: 2_000, egress },
+      { job: { target: { kind: 'http' }, delivery } as Job, run: { ...run, delivery: runDelivery }, payload: {}, timeoutMs: 2_000, egress },
     );
 
   it('sends the request again, once, on a new connection', async () => {
@@ -167,6 +167,13 @@ describe('HTTP target on a kept-alive connection the target closes', () => {
     expect((await call('at-most-once')).ok).toBe(true);
     const second = await call('at-most-once');
     expect(second).toMatchObject({ ok: false, error: { code: 'NETWORK_ERROR', retryable: true } });
+    expect(requestsPerConnection.slice(-1)).toEqual([2]);
+  });
+
+  it("goes by the run's own delivery: an at-most-once run whose job was changed since is not sent again", async () => {
+    expect((await call('at-least-once', 'at-most-once')).ok).toBe(true);
+    // Before, the job's delivery (at-least-once since a PATCH) decided, and the request went twice.
+    expect(await call('at-least-once', 'at-most-once')).toMatchObject({ ok: false, error: { code: 'NETWORK_ERROR' } });
     expect(requestsPerConnection.slice(-1)).toEqual([2]);
   });
 });

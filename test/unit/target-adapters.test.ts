@@ -3,13 +3,15 @@
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { logger } from '../../lambdas/core/logger';
 import type { Job } from '../../lambdas/domain/job';
 import type { Run } from '../../lambdas/domain/run';
 import { egressPolicyOf } from '../../lambdas/targets/egress';
 import { callEventBridgeTarget } from '../../lambdas/targets/eventbridge-target';
 import { callLambdaTarget, functionErrorOf } from '../../lambdas/targets/lambda-target';
 import { sdkFailure } from '../../lambdas/targets/sdk-failure';
+import { envelopeOf } from '../../lambdas/targets/envelope';
 import { callSqsTarget, deduplicationIdOf, sqsMessageOf } from '../../lambdas/targets/sqs-target';
 import type { TargetInvocation } from '../../lambdas/targets/target';
 
@@ -60,6 +62,12 @@ describe('envelope targets', () => {
     fencingToken: 2_000_001,
     payload: { n: 1 },
   };
+
+  it("tells the target the run's own delivery, which a later change of the job's does not move", () => {
+    expect(envelopeOf({ ...job, delivery: 'at-least-once' }, { ...run, delivery: 'at-most-once' }, {}).job.delivery).toBe('at-most-once');
+    // A run made before runs kept it: its job's.
+    expect(envelopeOf(job, run, {}).job.delivery).toBe('exactly-once');
+  });
 
   it('lambda: invokes synchronously with the envelope as the event', async () => {
     const { client, inputs } = fakeClient<LambdaClient>(() => ({ StatusCode: 200, Payload: Buffer.from('{"ok":true}') }));
@@ -202,7 +210,11 @@ describe('envelope targets', () => {
       value:
         'User: arn:aws:sts::123456789012:assumed-role/SchedulerStack-WorkerRole-1AB2C3/SchedulerStack-Worker-xyz is not authorized to perform: kms:GenerateDataKey on resource: arn:aws:kms:eu-west-1:123456789012:key/abcd because no identity-based policy allows it; role arn:aws-cn:iam::123456789012:role/Worker is not in the policy',
     });
+    const warned = vi.spyOn(logger, 'warn');
     const failure = sdkFailure(denied, new AbortController().signal, undefined, 100);
+    // The whole text is logged, under `error` (the logger drops a field named `message`).
+    expect(warned).toHaveBeenCalledWith(expect.any(String), { code: 'KMSAccessDeniedException', error: denied.message });
+    warned.mockRestore();
     expect(failure).toMatchObject({ ok: false, error: { code: 'KMSAccessDeniedException', retryable: false } });
     const message = (failure as { error: { message: string } }).error.message;
     expect(message).toBe(
