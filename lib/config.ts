@@ -119,12 +119,42 @@ export const defaultConfig: SchedulerStackConfig = {
  */
 export const MIN_DEPLOYED_TICKER_HORIZON_SECONDS = 120;
 
+/** Every field of a stack config (a config file's other keys are refused: a misspelled one would leave its default in place silently). */
+const STACK_CONFIG_KEYS: readonly (keyof SchedulerStackConfig)[] = [
+  'logRetentionDays',
+  'workerMaxConcurrency',
+  'workerLowMaxConcurrency',
+  'pools',
+  'keepReplacedIndexes',
+  'legacyNameGuards',
+  'warmThroughput',
+  'alarmTopicArn',
+  'alarms',
+  'tenantDefaults',
+  'allowPrivateTargets',
+  'targets',
+  'headerSecretArns',
+  'tuning',
+  'runRetentionDays',
+  'auditRetentionDays',
+];
+/** The ticker runs once a minute: more ticks than this in 5 minutes never happen. */
+const MAX_TICKS_PER_FIVE_MINUTES = 5;
+
 /**
  * Refuses, at synth, a config the functions would refuse when they start (every function of a
  * deployed stack failing at once) or the stack cannot honour, naming each field.
  */
 export function checkStackConfig(config: SchedulerStackConfig): void {
   const problems: string[] = [];
+  for (const key of Object.keys(config)) {
+    if (!(STACK_CONFIG_KEYS as readonly string[]).includes(key)) problems.push(`${key}: not a field of the stack config (${STACK_CONFIG_KEYS.join(', ')})`);
+  }
+  // Passed to the functions as text they read back as true or false only.
+  for (const key of ['allowPrivateTargets', 'legacyNameGuards'] as const) {
+    const value: unknown = config[key];
+    if (value !== undefined && typeof value !== 'boolean') problems.push(`${key}: true or false`);
+  }
   const issuesOf = (error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string =>
     error.issues.map((issue) => `${issue.path.length > 0 ? `${issue.path.map(String).join('.')} ` : ''}${issue.message}`).join(', ');
   for (const [key, value] of Object.entries(config.tuning ?? {}) as [string, unknown][]) {
@@ -156,6 +186,8 @@ export function checkStackConfig(config: SchedulerStackConfig): void {
   for (const [key, value] of Object.entries(config.alarms ?? {}) as [string, unknown][]) {
     if (!(key in defaultAlarmThresholds)) problems.push(`alarms.${key}: not a threshold (${Object.keys(defaultAlarmThresholds).join(', ')})`);
     else if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) problems.push(`alarms.${key}: a number, 0 or more`);
+    else if (key === 'minTicksPerFiveMinutes' && value > MAX_TICKS_PER_FIVE_MINUTES)
+      problems.push(`alarms.minTicksPerFiveMinutes: at most ${MAX_TICKS_PER_FIVE_MINUTES} (the ticker runs once a minute; more would keep the alarm firing)`);
   }
   if (problems.length > 0) throw new Error(`Invalid stack config: ${problems.join('; ')}`);
 }

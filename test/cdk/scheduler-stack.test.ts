@@ -513,6 +513,12 @@ describe('a stack config the functions or the stack cannot honour', () => {
     refused('LowAboveMax', { workerMaxConcurrency: 4, workerLowMaxConcurrency: 100 }, /workerLowMaxConcurrency: at most workerMaxConcurrency/);
     refused('LogRetention', { logRetentionDays: 45 }, /logRetentionDays: one of CloudWatch Logs' periods \(1, 3, 5, 7, 14, 30/);
     refused('NegativeThreshold', { alarms: { ...defaultAlarmThresholds, startLagP99Ms: -5 } }, /alarms\.startLagP99Ms: a number, 0 or more/);
+    // Before, these synthesized: the functions then refused ALLOW_PRIVATE_TARGETS at start, the
+    // misspelled key left its default in place, and the alarm could never stop firing.
+    refused('FlagAsText', { ...({ allowPrivateTargets: 'yes' } as object) }, /allowPrivateTargets: true or false/);
+    refused('LegacyAsText', { ...({ legacyNameGuards: 'yes' } as object) }, /legacyNameGuards: true or false/);
+    refused('MisspelledKey', { ...({ alarm: { deadRunsThreshold: 5 } } as object) }, /alarm: not a field of the stack config/);
+    refused('TicksAboveFive', { alarms: { ...defaultAlarmThresholds, minTicksPerFiveMinutes: 6 } }, /alarms\.minTicksPerFiveMinutes: at most 5/);
     // What it takes is left as it was.
     expect(() => synthesized('Fine', { tuning: { ...DEFAULT_TUNING, tickerHorizonSeconds: 120 }, logRetentionDays: 14 })).not.toThrow();
   });
