@@ -199,7 +199,8 @@ export const api = {
   pauseWorkflow: (workflowId: string) => request<WorkflowView>('POST', `/workflows/${encodeURIComponent(workflowId)}/pause`),
   deleteWorkflow: (workflowId: string) => request<WorkflowView>('DELETE', `/workflows/${encodeURIComponent(workflowId)}`),
   resumeWorkflow: (workflowId: string) => request<WorkflowView>('POST', `/workflows/${encodeURIComponent(workflowId)}/resume`),
-  workflowRuns: (workflowId: string) => request<Page<WorkflowRun>>('GET', `/workflows/${encodeURIComponent(workflowId)}/runs${query({ limit: 20 })}`),
+  workflowRuns: (workflowId: string, limit = 20, cursor?: string) =>
+    request<Page<WorkflowRun>>('GET', `/workflows/${encodeURIComponent(workflowId)}/runs${query({ limit, cursor })}`),
   workflowRun: (workflowId: string, workflowRunId: string) =>
     request<WorkflowRun>('GET', `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(workflowRunId)}`),
   workflowRunNotifications: (workflowId: string, workflowRunId: string) =>

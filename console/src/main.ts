@@ -123,7 +123,7 @@ function render(): void {
   app.replaceChildren(h('header', null, h('a', { href: '#/jobs', class: 'brand' }, 'Job scheduler'), nav), refreshStatus, main, status);
   const context: PageContext = {
     main,
-    params: found?.match?.slice(1).map((value) => decodeURIComponent(value)) ?? [],
+    params: found?.match?.slice(1).map(decodedPart) ?? [],
     onLeave: (cleanup) => leaving.push(cleanup),
     say: (text) => {
       status.textContent = text;
@@ -168,3 +168,12 @@ window.addEventListener('scheduler:unauthorized', () => {
   render();
 });
 render();
+
+/** A route part as typed: an address whose escapes do not decode (`%E0`) is taken as written, and its page then finds nothing. */
+function decodedPart(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}

@@ -96,3 +96,26 @@ export function redraw(holder: HTMLElement, ...children: (Node | string)[]): voi
   for (const details of holder.querySelectorAll('details')) if (open.has(keyOf(details))) details.open = true;
   if (focused) [...holder.querySelectorAll<HTMLElement>('*')].find((element) => keyOf(element) === focused)?.focus();
 }
+
+/** How many rows a followed listing shows at first, and adds with each "More". */
+export const FOLLOWED_ROWS = 20;
+
+/**
+ * The newest `shown` items of a followed listing (a job's runs, a workflow's runs), read page by
+ * page, and whether there are more. Each poll reads them all again from the newest, so that runs
+ * arriving meanwhile push older ones down rather than leave a gap between the pages.
+ */
+export async function newestItems<T>(
+  read: (limit: number, cursor?: string) => Promise<{ readonly items: T[]; readonly nextCursor: string | null }>,
+  shown: number,
+): Promise<{ items: T[]; more: boolean }> {
+  const items: T[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await read(Math.min(100, shown - items.length), cursor);
+    items.push(...page.items);
+    if (page.nextCursor === null) return { items, more: false };
+    if (items.length >= shown) return { items, more: true };
+    cursor = page.nextCursor;
+  }
+}

@@ -330,6 +330,27 @@ describe('the web console', () => {
     expect(await lastRun.getByRole('link').getAttribute('href')).toBe(`#/runs/${triggered.body.run.runId}`);
   });
 
+  it("shows a job's runs twenty at a time, the older ones on request", async () => {
+    const job = await createJob({ name: 'many-runs', schedule: { kind: 'delay', seconds: 3600 } });
+    for (let i = 0; i < 21; i++) expect((await scheduler.api('POST', `/v1/jobs/${job.jobId}/trigger`)).status).toBe(202);
+    await visit(`#/jobs/${job.jobId}`);
+    const rows = page.locator('#runs tbody tr');
+    // 22 runs: the delayed occurrence and the 21 triggered.
+    await expect.poll(() => rows.count(), { timeout: UI_TIMEOUT }).toBe(20);
+    // Before, the page showed the 20 newest and nothing said there were more.
+    const more = page.getByRole('button', { name: 'More runs' });
+    await more.click();
+    await expect.poll(() => rows.count(), { timeout: UI_TIMEOUT }).toBe(22);
+    expect(await more.isHidden()).toBe(true);
+  });
+
+  it('answers an address whose escapes do not decode with a page that says so, not a blank one', async () => {
+    await visit('#/jobs/%E0');
+    // Before, decoding the address threw after the header was drawn, and the page stayed empty.
+    await expect.poll(() => page.locator('main').textContent(), { timeout: UI_TIMEOUT }).toMatch(/\S/);
+    expect(await page.getByRole('navigation', { name: 'Main' }).isVisible()).toBe(true);
+  });
+
   it('asks before cancelling a run or a workflow run', async () => {
     const job = await createJob({ name: 'cancel-asks', schedule: { kind: 'delay', seconds: 600 } });
     const runId = (job as unknown as { nextRunId: string }).nextRunId;

@@ -5,7 +5,7 @@ import { api } from '../api';
 import { confirmDialog, h, table } from '../dom';
 import { between, daylightSavingNotes, duration, localInputValue, scheduleText, time, timeText, viewerZone, zoneOf } from '../format';
 import type { Page, PageContext } from '../page';
-import { act, alertBox, errorText, heading, redraw, STATUS_CLASS } from '../page';
+import { act, alertBox, errorText, FOLLOWED_ROWS, heading, newestItems, redraw, STATUS_CLASS } from '../page';
 
 /** How often the page asks for new runs. */
 const FOLLOW_MS = 2_000;
@@ -220,17 +220,24 @@ export const jobPage: Page = async (context) => {
     h('p', { class: 'note' }, 'Follows new runs as they come, every 2 seconds.'),
   );
   const runsTable = h('div', { id: 'runs' });
-  runsBox.append(runsTable);
+  const moreRuns = h('button', { type: 'button', id: 'more-runs', hidden: true }, 'More runs');
+  runsBox.append(runsTable, moreRuns);
   context.main.append(body, runsBox);
 
   let seen = '';
+  let shown = FOLLOWED_ROWS;
   const loadRuns = async (): Promise<void> => {
-    const page = await api.jobRuns(jobId, 20);
-    const signature = JSON.stringify(page.items.map((run) => [run.runId, run.status, run.finishedAt]));
+    const { items, more } = await newestItems((limit, cursor) => api.jobRuns(jobId, limit, cursor), shown);
+    moreRuns.hidden = !more;
+    const signature = JSON.stringify(items.map((run) => [run.runId, run.status, run.finishedAt]));
     if (signature === seen) return;
     seen = signature;
-    redraw(runsTable, page.items.length === 0 ? h('p', null, 'No runs yet.') : runRows(page.items));
+    redraw(runsTable, items.length === 0 ? h('p', null, 'No runs yet.') : runRows(items));
   };
+  moreRuns.addEventListener('click', () => {
+    shown += FOLLOWED_ROWS;
+    void loadRuns().then(() => context.say(`${runsTable.querySelectorAll('tbody tr').length} runs shown`));
+  });
 
   const loadJob = async (): Promise<void> => {
     const job = await api.job(jobId);

@@ -7,7 +7,7 @@ import { confirmDialog, h, table } from '../dom';
 import { scheduleText, time, timeText, zoneOf } from '../format';
 import type { Page } from '../page';
 import { notificationsTable } from '../notifications';
-import { act, alertBox, errorText, heading, redraw, STATUS_CLASS } from '../page';
+import { act, alertBox, errorText, FOLLOWED_ROWS, heading, newestItems, redraw, STATUS_CLASS } from '../page';
 
 const FOLLOW_MS = 2_000;
 
@@ -137,19 +137,22 @@ export const workflowPage: Page = async (context) => {
     });
   });
   let seen = '';
+  let shown = FOLLOWED_ROWS;
+  const moreRuns = h('button', { type: 'button', id: 'more-workflow-runs', hidden: true }, 'More runs');
   const load = async (): Promise<void> => {
-    const page = await api.workflowRuns(workflowId);
-    const signature = JSON.stringify(page.items.map((run) => [run.workflowRunId, run.status, run.finishedAt]));
+    const { items, more } = await newestItems((limit, cursor) => api.workflowRuns(workflowId, limit, cursor), shown);
+    moreRuns.hidden = !more;
+    const signature = JSON.stringify(items.map((run) => [run.workflowRunId, run.status, run.finishedAt]));
     if (signature === seen) return;
     seen = signature;
     redraw(
       runs,
-      page.items.length === 0
+      items.length === 0
         ? h('p', null, 'No runs yet.')
         : table(
             'Runs of this workflow, newest first',
             ['Run', 'Status', 'Version', 'Started', 'Ended'],
-            page.items.map((run) => [
+            items.map((run) => [
               h('a', { href: `#/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(run.workflowRunId)}` }, run.workflowRunId),
               h('span', { class: STATUS_CLASS(run.status) }, run.status.toLowerCase()),
               String(run.version),
@@ -214,7 +217,12 @@ export const workflowPage: Page = async (context) => {
     alert,
     h('h2', null, 'Runs'),
     runs,
+    moreRuns,
   );
+  moreRuns.addEventListener('click', () => {
+    shown += FOLLOWED_ROWS;
+    void load();
+  });
   await load();
   context.every(FOLLOW_MS, load);
 };
