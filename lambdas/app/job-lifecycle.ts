@@ -92,6 +92,9 @@ export async function patchJobOf(
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<Job> {
   const before = await deps.jobs.get(tenantId, jobId);
+  // A new schedule makes a COMPLETED job ACTIVE again with a first occurrence: a create, counted
+  // against the tenant's creates per second, as a trigger is (decision 0074).
+  if (before?.status === 'COMPLETED' && patch.schedule !== undefined) await admitRunRequest(deps, tenantId, limits, deps.clock());
   const pendingRead = before?.nextRunId ? await deps.runs.withOccurrenceState(before.nextRunId) : null;
   const pending = pendingRead?.run ?? null;
   // A new payload is stored before the job that names it (decision 0162); the one it replaces is

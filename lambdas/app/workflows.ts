@@ -111,6 +111,7 @@ export async function updateWorkflow(
   checkSteps(deps, spec);
   checkNotify(deps, spec.notify, 'Invalid workflow');
   const ended = endedRuns();
+  let admitted = false;
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
     const workflow = await liveWorkflow(deps, tenantId, workflowId);
     if (spec.name !== workflow.name) {
@@ -124,6 +125,17 @@ export async function updateWorkflow(
     const at = new Date(now).toISOString();
     const version: WorkflowVersion = { workflowId, tenantId, version: workflow.version + 1, spec, createdAt: at };
     const planned = scheduleChangeFor(deps, workflow, spec, current, pending, now, limits, ended);
+    // A version that gives the workflow a schedule, or brings one back, plans its first occurrence:
+    // a create, counted against the tenant's creates per second as the workflow's own was (a new
+    // schedule on a live one replaces its pending occurrence, and adds none).
+    const starts =
+      planned?.change.kind === 'new'
+        ? planned.change.firstRun !== null
+        : current !== null && (current.status === 'COMPLETED' || current.status === 'CANCELLED') && (planned?.change.newRuns.length ?? 0) > 0;
+    if (starts && !admitted) {
+      await admitRunRequest(deps, tenantId, limits, now);
+      admitted = true;
+    }
     const written = await deps.workflows.addVersion(version, workflow.version, planned?.change);
     if (written.kind === 'too-many-active-jobs') throw tooManyActiveJobs(limits);
     if (written.kind === 'written') {

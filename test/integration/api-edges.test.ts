@@ -338,6 +338,36 @@ describe('the rate of manual triggers and replays', () => {
     expect(bulk.body).toMatchObject({ replayed: [expect.anything(), expect.anything()], remaining: false });
   });
 
+  it('counts a PATCH that makes a COMPLETED job ACTIVE again, and a workflow version that gives it a schedule: each plans a first run', async () => {
+    phase(6);
+    const created = await post('/v1/jobs', jobBody(TARGET));
+    expect(created.body.job.status).toBe('COMPLETED');
+    const workflow = await post('/v1/workflows', { name: 'rate-counted-workflow', steps: [{ id: 'a', target: { kind: 'http', url: TARGET } }] });
+    expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
+    const jobId = created.body.job.jobId as string;
+    const workflowId = workflow.body.workflowId as string;
+
+    phase(7);
+    for (let i = 0; i < 3; i++) expect((await post(`/v1/jobs/${jobId}/trigger`)).status).toBe(202);
+    const runsBefore = await scheduler.countItems('runs');
+    // Before, both were written: a way around the limit (a PATCH per completed job, a version per workflow).
+    const patched = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'delay', seconds: 60 } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(429);
+    const versioned = await scheduler.api('POST', `/v1/workflows/${workflowId}/versions`, {
+      name: 'rate-counted-workflow',
+      steps: [{ id: 'a', target: { kind: 'http', url: TARGET } }],
+      schedule: { kind: 'delay', seconds: 60 },
+    });
+    expect(versioned.status, JSON.stringify(versioned.body)).toBe(429);
+    expect(await scheduler.countItems('runs')).toBe(runsBefore);
+    expect((await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.status).toBe('COMPLETED');
+    expect((await scheduler.api('GET', `/v1/workflows/${workflowId}`)).body.version).toBe(1);
+
+    // A new second: both go through.
+    phase(8);
+    expect((await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { schedule: { kind: 'delay', seconds: 60 } })).body).toMatchObject({ status: 'ACTIVE' });
+  });
+
   it('accepts exactly the limit of concurrent triggers in one second', async () => {
     phase(5);
     const created = await post('/v1/jobs', jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 } }));
