@@ -38,6 +38,20 @@ describe('cdk-nag AwsSolutions', () => {
     expect(nagFindings(stack, 'warning')).toEqual([]);
   });
 
+  it("grants on resource * only the actions its suppressions name (X-Ray's two, CloudWatch's GetMetricData): the suppression matches any action on *", () => {
+    const ONLY_ON_ANY_RESOURCE = new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords', 'cloudwatch:GetMetricData']);
+    type Statement = { Effect: string; Action: string | string[]; Resource: unknown };
+    const onAnyResource = Object.values(resources)
+      .filter((resource) => resource.Type === 'AWS::IAM::Policy')
+      .flatMap((resource) => (resource.Properties.PolicyDocument as { Statement: Statement[] }).Statement)
+      .filter(
+        (statement) => statement.Effect === 'Allow' && (statement.Resource === '*' || (Array.isArray(statement.Resource) && statement.Resource.includes('*'))),
+      )
+      .flatMap((statement) => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]));
+    expect(onAnyResource.length).toBeGreaterThan(0);
+    expect(onAnyResource.filter((action) => !ONLY_ON_ANY_RESOURCE.has(action))).toEqual([]);
+  });
+
   it('gives every suppression a reason of its own', () => {
     const suppressions = Object.values(resources).flatMap((r) => r.Metadata?.cdk_nag?.rules_to_suppress ?? []);
     expect(suppressions.length).toBeGreaterThan(0);
