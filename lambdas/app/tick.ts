@@ -31,6 +31,15 @@ const WRITE_CONCURRENCY = 16;
 const RELEASE_BUDGET_MS = 30_000;
 /** Backfills release until this long into the tick, leaving time to record it within the timeout. */
 const BACKFILL_DEADLINE_MS = 40_000;
+/**
+ * Chain and workflow repairs and timed resumes start until this long into the tick: the jobs the
+ * byNextRun index finds overdue include healthy ones that wait long (behind a running occurrence,
+ * for a slot or a key), each read at every tick, and thousands of them must not keep the tick from
+ * recording its cursor. Those not reached are the next tick's.
+ */
+const REPAIR_DEADLINE_MS = 38_000;
+/** Repairs (and resumes) in flight at once: each reads a job and its run before it writes anything. */
+const REPAIR_CONCURRENCY = 8;
 
 export interface TickReport {
   readonly buckets: number;
@@ -65,6 +74,8 @@ export interface TickOptions {
   readonly budgetMs?: number;
   /** Entries per page of the time index (DynamoDB's 1 MB when absent). */
   readonly pageSize?: number;
+  /** How long into the tick repairs and resumes may start (tests make it small). */
+  readonly repairBudgetMs?: number;
 }
 
 export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: TickOptions = {}): Promise<TickReport> {
@@ -245,8 +256,14 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
       return false;
     }
   };
+  const repairDeadline = startedAt + (options.repairBudgetMs ?? REPAIR_DEADLINE_MS);
   let repairedJobs = 0;
-  for (const entry of overdue) {
+  let repairsLeft = 0;
+  await mapWithConcurrency(overdue, REPAIR_CONCURRENCY, async (entry) => {
+    if (Date.now() >= repairDeadline) {
+      repairsLeft++;
+      return;
+    }
     const repaired =
       entry.kind === 'job'
         ? await isolated('a chain repair', { jobId: entry.jobId }, () => repairChain(deps, entry.jobId, overdueBefore))
@@ -254,12 +271,21 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
             repairWorkflowRun(deps, entry.workflowId, entry.workflowRunId),
           );
     if (repaired) repairedJobs++;
-  }
+  });
 
   // Jobs paused until a time that has come resume by themselves, by their misfire policy.
   const dueResumes = await everyNextRunShard((shard) => deps.jobs.dueResumes(shard, now));
   let resumed = 0;
-  for (const jobId of dueResumes) if (await isolated('a resume', { jobId }, () => resumeWhenDue(deps, jobId, now))) resumed++;
+  await mapWithConcurrency(dueResumes, REPAIR_CONCURRENCY, async (jobId) => {
+    if (Date.now() >= repairDeadline) {
+      repairsLeft++;
+      return;
+    }
+    if (await isolated('a resume', { jobId }, () => resumeWhenDue(deps, jobId, now))) resumed++;
+  });
+  if (repairsLeft > 0) {
+    logger.warn('the tick ran out of time for repairs and resumes; the next tick looks at the rest', { left: repairsLeft, overdue: overdue.length });
+  }
 
   // Backfills: each active one releases its share of the tick's budget, oldest fire times first.
   const backfilled = await releaseBackfills(deps, now, startedAt + BACKFILL_DEADLINE_MS);

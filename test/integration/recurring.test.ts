@@ -668,6 +668,29 @@ describe('repairs by the ticker', () => {
     expect((await scheduler.deps.runs.get(repaired.nextRunId))?.status).toBe('QUEUED');
   });
 
+  it('a tick out of time for repairs records itself and leaves them to the next tick', async () => {
+    const jobs = [];
+    for (let i = 0; i < 3; i++) {
+      const created = await scheduler.api(
+        'POST',
+        '/v1/jobs',
+        jobBody(target.url, { schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' }, misfirePolicy: 'skip' }),
+      );
+      await scheduler.deps.runs.retirePending(created.body.job.nextRunId, 'CANCELLED', 'lost in a test', Date.now());
+      jobs.push(created.body.job as { jobId: string; nextRunId: string });
+    }
+    const later = Date.now() + 5 * MINUTE;
+    const ticker = scheduler.workerDeps('ticker', () => later);
+    // No time for repairs: none is made, and the tick is still recorded (its cursor moves on).
+    const hurried = await tick(ticker, undefined, { repairBudgetMs: 0 });
+    expect(hurried.repairedJobs).toBe(0);
+    expect((await scheduler.deps.state.ticker()).lastCompletedAt).toBe(new Date(later).toISOString());
+    for (const job of jobs) expect((await scheduler.api('GET', `/v1/jobs/${job.jobId}`)).body.nextRunId).toBe(job.nextRunId);
+    // The next tick repairs them.
+    expect((await tick(ticker)).repairedJobs).toBeGreaterThanOrEqual(3);
+    for (const job of jobs) expect((await scheduler.api('GET', `/v1/jobs/${job.jobId}`)).body.nextRunId).not.toBe(job.nextRunId);
+  });
+
   it.each([
     ['fire-once', 'the latest missed fire time, once', 4, /^repaired: missed occurrences fire once/],
     ['backfill', 'the missed fire times from the first', 1, /^repaired: backfilling missed occurrences/],
