@@ -1,11 +1,29 @@
 // The in-flight limit around a run's execution: a tenant with a limit takes one of its slots before
 // the lease and gives it back after the run; a run without a slot waits, its message sent again
 // after a growing delay (decision 0025).
+import { logger } from '../core/logger';
 import type { SchedulerDeps } from './deps';
 import type { DispatchContext, ExecuteResult } from './execute-run';
 
 /** Longest wait of a deferred run before it tries for a slot again. */
 const MAX_DEFERRAL_SECONDS = 16;
+
+/**
+ * A run deferred for its tenant's slot is not leased, and its check-back was set for a message
+ * that would be taken at once: past it, the ticker would take the message for lost and send
+ * another, and each copy would go round on its own. At its first deferral, and every so many
+ * after it (so that the deferrals between two moves wait under half the grace), its check-back is
+ * moved a grace on: one write for every few minutes a run waits. Best effort: a move that fails
+ * costs at most one more message.
+ */
+async function postponeCheckBack(deps: SchedulerDeps, runId: string, deferrals: number): Promise<void> {
+  const every = Math.max(1, Math.floor(deps.config.redeliveryGraceSeconds / (2 * (MAX_DEFERRAL_SECONDS + 1))));
+  if (deferrals !== 1 && deferrals % every !== 0) return;
+  const now = deps.clock();
+  await deps.timeIndex
+    .postponeQueuedCheck(runId, now + deps.config.redeliveryGraceSeconds * 1000, deps.config.timeIndexShards)
+    .catch((error: unknown) => logger.warn("a deferred run's check-back was not moved on", { runId, error: String(error) }));
+}
 /** How long a tenant found at its in-flight limit is taken to be full, in this process. */
 const FULL_MEMO_MS = 500;
 
@@ -87,6 +105,7 @@ export async function withInFlightSlot(
       deps.clock(),
     );
     deps.telemetry.runDeferred({ runId, tenantId, traceparent: message.traceparent }, deferrals, delaySeconds);
+    await postponeCheckBack(deps, runId, deferrals);
     return 'deferred';
   }
   const { slot } = taken;

@@ -5,7 +5,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { RunStatus } from '../domain/run';
 import { sourcesOf } from '../domain/run';
 import { NO_JOB_TYPE } from '../core/metrics';
-import { oneOf, updateIf } from './conditional';
+import { lessThan, oneOf, updateIf } from './conditional';
 import { gateKeyOf, runKey } from './keys';
 import { gateAttributes } from './run-items';
 import { RUNS_TIME_INDEX } from './schema';
@@ -83,6 +83,19 @@ export class TimeIndex {
    */
   async moveLeaseCheck(runId: string, version: number, previousGateAt: string, checkBackAt: number, shards: number): Promise<boolean> {
     return this.move(runId, 'RUNNING', previousGateAt, checkBackAt, shards, version);
+  }
+
+  /**
+   * A queued run that waits for its tenant's in-flight slot (its message going round): its
+   * check-back moved on to `checkBackAt`, never back (a later one, a key's wait, stays), so that the
+   * ticker does not take it for lost and send a second message. False when it is no longer QUEUED.
+   */
+  async postponeQueuedCheck(runId: string, checkBackAt: number, shards: number): Promise<boolean> {
+    const gate = gateAttributes(runId, checkBackAt, shards);
+    return updateIf(this.dynamo, this.tableName, runKey(runId), {
+      set: { gateKey: gate.gateKey, gateAt: gate.gateAt },
+      if: { status: 'QUEUED', gateAt: lessThan(gate.gateAt) },
+    });
   }
 
   /** Moves a run's entry, if it is in `status` (under `version`) and nobody moved it since `previousGateAt` was read. */

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 import { JobsRepository } from '../../lambdas/store/jobs-repository';
-import { createRateKey } from '../../lambdas/store/keys';
+import { createRateKey, runKey } from '../../lambdas/store/keys';
 import { RequestCounter } from '../../lambdas/store/request-counter';
 import { emulatorEnvironment } from '../../scripts/local/emulator';
 import { auditAsAdmin, runAdmin } from '../../scripts/ops/admin';
@@ -436,6 +436,54 @@ describe('the in-flight limit', () => {
       .flatMap((doc) => [doc.RunsDeferred ?? []].flat() as number[]);
     expect(deferred.length).toBeGreaterThan(0);
     expect(await scheduler.deps.inFlight.holders(scheduler.tenantId)).toEqual([]);
+  });
+});
+
+describe("a run deferred for its tenant's in-flight slot", () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  let release: () => void = () => undefined;
+
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, tenantLimits: { maxInFlightRuns: 1 } });
+    target = await startTarget(() => new Promise((resolve) => (release = () => resolve({ status: 200 }))));
+  });
+  afterAll(async () => {
+    release();
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('has its check-back moved a grace on, so that the ticker does not take its message for lost and send a second', async () => {
+    const [holding, waiting] = (await Promise.all(
+      ['holds-the-slot', 'waits-for-it'].map(
+        async (name) => (await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { name }))).body.job.nextRunId as string,
+      ),
+    )) as [string, string];
+    const gateAtOf = async (runId: string) =>
+      Date.parse(
+        String(
+          (await scheduler.clients.dynamo.send(new GetCommand({ TableName: scheduler.config.runsTable, Key: runKey(runId), ConsistentRead: true }))).Item
+            ?.gateAt,
+        ),
+      );
+    const message = { tenantId: scheduler.tenantId, queueUrl: scheduler.config.dispatchQueueUrl };
+    const running = executeRun(scheduler.workerDeps('first'), holding, message);
+    await eventually(
+      () => Promise.resolve(target.calls.length),
+      (calls) => calls === 1,
+      30_000,
+    );
+    const before = await gateAtOf(waiting);
+    const deferredAt = Date.now();
+    expect(await executeRun(scheduler.workerDeps('second'), waiting, message)).toBe('deferred');
+    // Before, it stayed where its queueing put it (about half a minute on): past it, and then every
+    // grace, the ticker sent another message for a run that was only waiting.
+    const after = await gateAtOf(waiting);
+    expect(after).toBeGreaterThan(before);
+    expect(after).toBeGreaterThanOrEqual(deferredAt + scheduler.config.redeliveryGraceSeconds * 1000);
+    release();
+    expect(await running).toBe('succeeded');
   });
 });
 
