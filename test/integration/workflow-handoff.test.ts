@@ -97,25 +97,22 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     return { ...deps, telemetry };
   }
 
-  /** A cancel of a workflow run that writes it CANCELLED, then fails to retire its steps' queued runs (a store error). */
-  async function cancelStoppingBeforeSteps(tenantId: string, workflowId: string, workflowRunId: string): Promise<void> {
+  /**
+   * A cancel of a workflow run that writes it CANCELLED, then fails (a store error) where it ends its
+   * steps' runs: `runs.retirePending` for queued ones, `leases.cancelRunning` for RUNNING ones.
+   */
+  async function cancelStoppingAt(store: 'runs' | 'leases', method: string, tenantId: string, workflowId: string, workflowRunId: string): Promise<void> {
     const api = scheduler.workerDeps('api');
     const failing: SchedulerDeps = {
       ...api,
-      runs: Object.assign(Object.create(api.runs) as typeof api.runs, { retirePending: () => Promise.reject(new Error('store unavailable')) }),
+      [store]: Object.assign(Object.create(api[store]) as object, { [method]: () => Promise.reject(new Error('store unavailable')) }),
     };
     await expect(cancelWorkflowRun(failing, tenantId, workflowId, workflowRunId)).rejects.toThrow('store unavailable');
   }
-
-  /** A cancel of a workflow run that writes it CANCELLED, then fails to cancel its steps' RUNNING runs (a store error). */
-  async function cancelStoppingBeforeRunningSteps(tenantId: string, workflowId: string, workflowRunId: string): Promise<void> {
-    const api = scheduler.workerDeps('api');
-    const failing: SchedulerDeps = {
-      ...api,
-      leases: Object.assign(Object.create(api.leases) as typeof api.leases, { cancelRunning: () => Promise.reject(new Error('store unavailable')) }),
-    };
-    await expect(cancelWorkflowRun(failing, tenantId, workflowId, workflowRunId)).rejects.toThrow('store unavailable');
-  }
+  const cancelStoppingBeforeSteps = (tenantId: string, workflowId: string, workflowRunId: string) =>
+    cancelStoppingAt('runs', 'retirePending', tenantId, workflowId, workflowRunId);
+  const cancelStoppingBeforeRunningSteps = (tenantId: string, workflowId: string, workflowRunId: string) =>
+    cancelStoppingAt('leases', 'cancelRunning', tenantId, workflowId, workflowRunId);
 
   /**
    * A worker whose claimer reads the workflow run after writing the named step's run, and right
