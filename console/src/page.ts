@@ -101,6 +101,19 @@ export function redraw(holder: HTMLElement, ...children: (Node | string)[]): voi
 export const FOLLOWED_ROWS = 20;
 
 /**
+ * A load that runs one at a time: a call while one is under way runs after it, so that a poll
+ * begun before a "More" cannot finish after the load the click asked for and draw fewer rows.
+ */
+export function oneAtATime(load: () => Promise<void>): () => Promise<void> {
+  let last: Promise<void> = Promise.resolve();
+  return () => {
+    const next = last.then(load, load);
+    last = next.catch(() => undefined);
+    return next;
+  };
+}
+
+/**
  * The newest `shown` items of a followed listing (a job's runs, a workflow's runs), read page by
  * page, and whether there are more. Each poll reads them all again from the newest, so that runs
  * arriving meanwhile push older ones down rather than leave a gap between the pages.

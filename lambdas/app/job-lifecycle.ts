@@ -93,8 +93,14 @@ export async function patchJobOf(
 ): Promise<Job> {
   const before = await deps.jobs.get(tenantId, jobId);
   // A new schedule makes a COMPLETED job ACTIVE again with a first occurrence: a create, counted
-  // against the tenant's creates per second, as a trigger is (decision 0074).
-  if (before?.status === 'COMPLETED' && patch.schedule !== undefined) await admitRunRequest(deps, tenantId, limits, deps.clock());
+  // against the tenant's creates per second (decision 0074) just before it is written, once
+  // whatever the retries of the write; a PATCH that reactivates nothing is not counted.
+  let admitted = false;
+  const admitReactivation = async (): Promise<void> => {
+    if (admitted) return;
+    await admitRunRequest(deps, tenantId, limits, deps.clock());
+    admitted = true;
+  };
   const pendingRead = before?.nextRunId ? await deps.runs.withOccurrenceState(before.nextRunId) : null;
   const pending = pendingRead?.run ?? null;
   // A new payload is stored before the job that names it (decision 0162); the one it replaces is
@@ -222,6 +228,7 @@ export async function patchJobOf(
       return {
         next: { ...updated, status: 'ACTIVE', nextRunAt: plan.run.scheduledFor, nextRunId: plan.run.runId },
         maxActiveJobs: limits.maxActiveJobs,
+        ...(reactivates ? { beforeWrite: admitReactivation } : {}),
         plan,
         afterCommit: async () => {
           await retire(current.nextRunId, current.type);

@@ -17,6 +17,8 @@ export interface Mutation {
   readonly maxActiveJobs?: number | null;
   /** Work after the job is committed: retire the old pending run, send the new one. */
   readonly afterCommit?: () => Promise<void>;
+  /** Work just before the write, once the change is known to write something (a count that may refuse it). */
+  readonly beforeWrite?: () => Promise<void>;
 }
 
 /**
@@ -71,6 +73,7 @@ export async function mutateJob(
     const mutation = mutate(job, now, ended);
     // Nothing to change (a delete that finds the job deleted already): nothing is written.
     if (mutation.next === job) return job;
+    await mutation.beforeWrite?.();
     const result = await deps.jobs.replace(mutation.next, job, {
       newRuns: mutation.plan ? [mutation.plan] : [],
       releaseName: mutation.releaseName,

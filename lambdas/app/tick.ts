@@ -35,7 +35,8 @@ const BACKFILL_DEADLINE_MS = 40_000;
  * Chain and workflow repairs and timed resumes start until this long into the tick: the jobs the
  * byNextRun index finds overdue include healthy ones that wait long (behind a running occurrence,
  * for a slot or a key), each read at every tick, and thousands of them must not keep the tick from
- * recording its cursor. Those not reached are the next tick's.
+ * recording its cursor. Resumes go first; repairs start from a random place in the list, so that
+ * those not reached by one tick are reached by the ticks after it.
  */
 const REPAIR_DEADLINE_MS = 38_000;
 /** Repairs (and resumes) in flight at once: each reads a job and its run before it writes anything. */
@@ -257,13 +258,28 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
     }
   };
   const repairDeadline = startedAt + (options.repairBudgetMs ?? REPAIR_DEADLINE_MS);
-  let repairedJobs = 0;
   let repairsLeft = 0;
-  await mapWithConcurrency(overdue, REPAIR_CONCURRENCY, async (entry) => {
-    if (Date.now() >= repairDeadline) {
-      repairsLeft++;
-      return;
-    }
+  const beforeDeadline = (): boolean => {
+    if (Date.now() < repairDeadline) return true;
+    repairsLeft++;
+    return false;
+  };
+
+  // Jobs paused until a time that has come resume by themselves, by their misfire policy: first,
+  // as they are few and each is due, while the overdue jobs may be many healthy ones waiting long.
+  const dueResumes = await everyNextRunShard((shard) => deps.jobs.dueResumes(shard, now));
+  let resumed = 0;
+  await mapWithConcurrency(dueResumes, REPAIR_CONCURRENCY, async (jobId) => {
+    if (beforeDeadline() && (await isolated('a resume', { jobId }, () => resumeWhenDue(deps, jobId, now)))) resumed++;
+  });
+
+  // From a place that changes at every tick: the index lists the overdue oldest first, and healthy
+  // jobs that wait long (read again at every tick) would otherwise take the budget of each tick
+  // before the same later entries.
+  let repairedJobs = 0;
+  const firstRepair = overdue.length === 0 ? 0 : Math.floor(deps.random() * overdue.length);
+  await mapWithConcurrency([...overdue.slice(firstRepair), ...overdue.slice(0, firstRepair)], REPAIR_CONCURRENCY, async (entry) => {
+    if (!beforeDeadline()) return;
     const repaired =
       entry.kind === 'job'
         ? await isolated('a chain repair', { jobId: entry.jobId }, () => repairChain(deps, entry.jobId, overdueBefore))
@@ -271,17 +287,6 @@ export async function tick(deps: SchedulerDeps, scheduledAt?: number, options: T
             repairWorkflowRun(deps, entry.workflowId, entry.workflowRunId),
           );
     if (repaired) repairedJobs++;
-  });
-
-  // Jobs paused until a time that has come resume by themselves, by their misfire policy.
-  const dueResumes = await everyNextRunShard((shard) => deps.jobs.dueResumes(shard, now));
-  let resumed = 0;
-  await mapWithConcurrency(dueResumes, REPAIR_CONCURRENCY, async (jobId) => {
-    if (Date.now() >= repairDeadline) {
-      repairsLeft++;
-      return;
-    }
-    if (await isolated('a resume', { jobId }, () => resumeWhenDue(deps, jobId, now))) resumed++;
   });
   if (repairsLeft > 0) {
     logger.warn('the tick ran out of time for repairs and resumes; the next tick looks at the rest', { left: repairsLeft, overdue: overdue.length });

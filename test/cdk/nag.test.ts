@@ -40,14 +40,21 @@ describe('cdk-nag AwsSolutions', () => {
 
   it("grants on resource * only the actions its suppressions name (X-Ray's two, CloudWatch's GetMetricData): the suppression matches any action on *", () => {
     const ONLY_ON_ANY_RESOURCE = new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords', 'cloudwatch:GetMetricData']);
-    type Statement = { Effect: string; Action: string | string[]; Resource: unknown };
-    const onAnyResource = Object.values(resources)
-      .filter((resource) => resource.Type === 'AWS::IAM::Policy')
-      .flatMap((resource) => (resource.Properties.PolicyDocument as { Statement: Statement[] }).Statement)
-      .filter(
-        (statement) => statement.Effect === 'Allow' && (statement.Resource === '*' || (Array.isArray(statement.Resource) && statement.Resource.includes('*'))),
-      )
-      .flatMap((statement) => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]));
+    type Statement = { Effect: string; Action?: string | string[]; NotAction?: unknown; Resource: unknown };
+    type Document = { Statement: Statement[] };
+    // Every policy document: policies, managed policies, and those inline in a role.
+    const documents = Object.values(resources).flatMap((resource): Document[] => {
+      if (resource.Type === 'AWS::IAM::Policy' || resource.Type === 'AWS::IAM::ManagedPolicy') return [resource.Properties.PolicyDocument as Document];
+      if (resource.Type === 'AWS::IAM::Role')
+        return ((resource.Properties.Policies ?? []) as { PolicyDocument: Document }[]).map((policy) => policy.PolicyDocument);
+      return [];
+    });
+    const allows = documents.flatMap((document) => document.Statement).filter((statement) => statement.Effect === 'Allow');
+    // NotAction grants everything but what it names: never.
+    expect(allows.filter((statement) => statement.NotAction !== undefined)).toEqual([]);
+    const onAnyResource = allows
+      .filter((statement) => statement.Resource === '*' || (Array.isArray(statement.Resource) && statement.Resource.includes('*')))
+      .flatMap((statement) => [statement.Action ?? []].flat());
     expect(onAnyResource.length).toBeGreaterThan(0);
     expect(onAnyResource.filter((action) => !ONLY_ON_ANY_RESOURCE.has(action))).toEqual([]);
   });

@@ -5,7 +5,7 @@ import { api } from '../api';
 import { confirmDialog, h, table } from '../dom';
 import { between, daylightSavingNotes, duration, localInputValue, scheduleText, time, timeText, viewerZone, zoneOf } from '../format';
 import type { Page, PageContext } from '../page';
-import { act, alertBox, errorText, FOLLOWED_ROWS, heading, newestItems, redraw, STATUS_CLASS } from '../page';
+import { act, alertBox, errorText, FOLLOWED_ROWS, heading, newestItems, oneAtATime, redraw, STATUS_CLASS } from '../page';
 
 /** How often the page asks for new runs. */
 const FOLLOW_MS = 2_000;
@@ -226,17 +226,20 @@ export const jobPage: Page = async (context) => {
 
   let seen = '';
   let shown = FOLLOWED_ROWS;
-  const loadRuns = async (): Promise<void> => {
+  const loadRuns = oneAtATime(async (): Promise<void> => {
     const { items, more } = await newestItems((limit, cursor) => api.jobRuns(jobId, limit, cursor), shown);
     moreRuns.hidden = !more;
     const signature = JSON.stringify(items.map((run) => [run.runId, run.status, run.finishedAt]));
     if (signature === seen) return;
     seen = signature;
     redraw(runsTable, items.length === 0 ? h('p', null, 'No runs yet.') : runRows(items));
-  };
+  });
   moreRuns.addEventListener('click', () => {
     shown += FOLLOWED_ROWS;
-    void loadRuns().then(() => context.say(`${runsTable.querySelectorAll('tbody tr').length} runs shown`));
+    void loadRuns().then(
+      () => context.say(`${runsTable.querySelectorAll('tbody tr').length} runs shown`),
+      (error: unknown) => context.say(`Couldn't load more runs (${errorText(error)})`),
+    );
   });
 
   const loadJob = async (): Promise<void> => {

@@ -7,7 +7,7 @@ import { confirmDialog, h, table } from '../dom';
 import { scheduleText, time, timeText, zoneOf } from '../format';
 import type { Page } from '../page';
 import { notificationsTable } from '../notifications';
-import { act, alertBox, errorText, FOLLOWED_ROWS, heading, newestItems, redraw, STATUS_CLASS } from '../page';
+import { act, alertBox, errorText, FOLLOWED_ROWS, heading, newestItems, oneAtATime, redraw, STATUS_CLASS } from '../page';
 
 const FOLLOW_MS = 2_000;
 
@@ -139,7 +139,7 @@ export const workflowPage: Page = async (context) => {
   let seen = '';
   let shown = FOLLOWED_ROWS;
   const moreRuns = h('button', { type: 'button', id: 'more-workflow-runs', hidden: true }, 'More runs');
-  const load = async (): Promise<void> => {
+  const load = oneAtATime(async (): Promise<void> => {
     const { items, more } = await newestItems((limit, cursor) => api.workflowRuns(workflowId, limit, cursor), shown);
     moreRuns.hidden = !more;
     const signature = JSON.stringify(items.map((run) => [run.workflowRunId, run.status, run.finishedAt]));
@@ -161,7 +161,7 @@ export const workflowPage: Page = async (context) => {
             ]),
           ),
     );
-  };
+  });
   // A scheduled workflow: its schedule, its state, and Pause or Resume (decision 0147).
   const schedule = h('p', { id: 'workflow-schedule' });
   const toggle = h('button', { type: 'button', id: 'workflow-schedule-toggle', hidden: true });
@@ -221,7 +221,7 @@ export const workflowPage: Page = async (context) => {
   );
   moreRuns.addEventListener('click', () => {
     shown += FOLLOWED_ROWS;
-    void load();
+    void load().catch((error: unknown) => context.say(`Couldn't load more runs (${errorText(error)})`));
   });
   await load();
   context.every(FOLLOW_MS, load);
