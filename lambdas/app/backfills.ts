@@ -131,8 +131,21 @@ async function releasePage(deps: SchedulerDeps, backfill: Backfill, share: numbe
   const job = await deps.jobs.getAnyTenant(backfill.jobId);
   if (job?.status === 'PAUSED') return 0; // waits for the resume
   const fireTimes = job && job.status !== 'CANCELLED' ? nextFireTimes(backfill.schedule, backfill.cursor, Date.parse(backfill.to), share) : [];
+  // A fire time as old as the runs' retention may have had its run already, gone since with the
+  // retention: written again under its id, it would run a second time. The request refused such a
+  // range; a backfill that waited since (its job paused) passes over what has aged past it.
+  const earliest = earliestBackfillFrom(now, deps.config.runRetentionDays) ?? Number.NEGATIVE_INFINITY;
+  const releasable = fireTimes.filter((scheduledFor) => scheduledFor >= earliest);
+  if (releasable.length < fireTimes.length) {
+    logger.warn('backfill fire times aged past the runs retention while it waited; passed over', {
+      backfillId: backfill.backfillId,
+      jobId: backfill.jobId,
+      tenantId: backfill.tenantId,
+      passedOver: fireTimes.length - releasable.length,
+    });
+  }
   const plans = job
-    ? fireTimes.map((scheduledFor, i) =>
+    ? releasable.map((scheduledFor, i) =>
         planRun(
           deps.config,
           job,
@@ -140,7 +153,7 @@ async function releasePage(deps: SchedulerDeps, backfill: Backfill, share: numbe
             scheduledFor,
             attempt: 1,
             trigger: 'schedule',
-            availableAt: now + Math.floor((i * SPREAD_MS) / Math.max(1, fireTimes.length)),
+            availableAt: now + Math.floor((i * SPREAD_MS) / Math.max(1, releasable.length)),
             reason: `backfill ${backfill.backfillId}`,
             // One trace for the backfill's runs, as for a bulk replay's; an older backfill without one gives each run its own.
             traceparent: backfill.traceparent,
@@ -160,16 +173,16 @@ async function releasePage(deps: SchedulerDeps, backfill: Backfill, share: numbe
   const last = fireTimes[fireTimes.length - 1];
   // Done when the page fell short of its share (the range ran out) or the job is gone.
   const done = !job || job.status === 'CANCELLED' || fireTimes.length < share;
-  const moved = await deps.backfills.advance(backfill, { cursor: last ?? backfill.cursor, released: fireTimes.length, done }, now);
+  const moved = await deps.backfills.advance(backfill, { cursor: last ?? backfill.cursor, released: releasable.length, done }, now);
   if (!moved) return 0; // another ticker recorded this page
   logger.info('backfill page released', {
     backfillId: backfill.backfillId,
     jobId: backfill.jobId,
     tenantId: backfill.tenantId,
     traceId: traceIdOf(backfill.traceparent),
-    released: fireTimes.length,
+    released: releasable.length,
     written: written.length,
     done,
   });
-  return fireTimes.length;
+  return releasable.length;
 }

@@ -5,6 +5,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planRun } from '../../lambdas/app/plan-run';
+import { releaseBackfills } from '../../lambdas/app/backfills';
 import { runIdFor } from '../../lambdas/domain/run';
 import type { Scheduler } from './harness';
 import { startScheduler, tick } from './harness';
@@ -178,5 +179,40 @@ describe('a backfill', () => {
     } finally {
       await limited.stop();
     }
+  });
+});
+
+describe('a backfill whose job was paused past the runs retention', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, tuning: { backfillReleasePerTick: 4 }, config: { runRetentionDays: 400 } });
+  });
+  afterAll(() => scheduler.stop());
+
+  it('passes over the fire times that aged past the runs retention while it waited, its job paused: their runs may have run and gone', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', {
+      name: 'paused-backfill',
+      type: 'report',
+      schedule: { kind: 'cron', expression: '* * * * *' },
+      target: { kind: 'http', url: 'http://127.0.0.1:9/hook' },
+    });
+    const pausedJobId = created.body.job.jobId as string;
+    const start = Math.floor(Date.now() / MINUTE) * MINUTE - 60 * MINUTE;
+    const requested = await scheduler.api('POST', `/v1/jobs/${pausedJobId}/backfill`, { from: iso(start), to: iso(start + 3 * MINUTE) });
+    expect(requested.status).toBe(202);
+    const { backfillId } = requested.body.backfill as { backfillId: string };
+    expect((await scheduler.api('POST', `/v1/jobs/${pausedJobId}/pause`)).status).toBe(200);
+    expect(await releaseBackfills(scheduler.deps, Date.now())).toBe(0);
+    // Resumed 400 days on (the runs are kept 400): before, the three runs were written then, and an
+    // occurrence that had run, its run gone with the retention, would have run again.
+    expect((await scheduler.api('POST', `/v1/jobs/${pausedJobId}/resume`)).status).toBe(200);
+    const later = Date.now() + 400 * 24 * 60 * MINUTE;
+    await releaseBackfills(
+      scheduler.workerDeps('ticker', () => later),
+      later,
+    );
+    expect((await scheduler.api('GET', `/v1/jobs/${pausedJobId}/backfills/${backfillId}`)).body.backfill).toMatchObject({ released: 0, status: 'DONE' });
+    const ids = [0, 1, 2].map((i) => runIdFor(pausedJobId, iso(start + i * MINUTE), 1));
+    expect(await scheduler.deps.runs.getMany(ids)).toEqual([]);
   });
 });
