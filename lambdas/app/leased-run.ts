@@ -6,6 +6,7 @@ import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
 import type { Run, RunError } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
+import { EFFECT_KEPT_SLACK_MS } from '../domain/retention';
 import { deliveryOf, fencingTokenOf } from '../domain/delivery';
 import type { LeaseResult } from '../store/run-leases';
 import type { TargetResult } from '../targets/target';
@@ -306,7 +307,10 @@ async function effectGate(deps: SchedulerDeps, run: Run): Promise<'call' | Execu
   const effect = await deps.leases.effectOf(occurrenceKey(run.jobId, run.scheduledFor));
   if (!effect) return 'call';
   const reason = `exactly-once: the effect of this occurrence was recorded by run ${effect.runId} (attempt ${effect.attempt}); the target is not called again`;
-  const recorded = await deps.leases.complete(run.runId, run.version, { status: 'SKIPPED', now: deps.clock(), error: null, reason });
+  const now = deps.clock();
+  // This SKIPPED run can be replayed until it leaves with the retention: the effect stays as long.
+  await deps.leases.keepEffect(occurrenceKey(run.jobId, run.scheduledFor), now, EFFECT_KEPT_SLACK_MS);
+  const recorded = await deps.leases.complete(run.runId, run.version, { status: 'SKIPPED', now, error: null, reason });
   if (recorded === 'fenced') return 'fenced';
   deps.telemetry.runEnded(run, 'SKIPPED', reason);
   await continueWorkflow(deps, run, { status: 'SKIPPED', reason });

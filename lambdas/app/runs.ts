@@ -3,7 +3,7 @@ import { traceIdOf } from '../domain/trace-context';
 import { ConflictError, NotFoundError, TooManyRequestsError } from '../core/errors';
 import { logger } from '../core/logger';
 import type { Run, RunStatus } from '../domain/run';
-import { isTerminal } from '../domain/run';
+import { isTerminal, occurrenceKey } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
 import { nextFireTimeAfter } from '../domain/schedule';
 import type { Page } from '../store/page';
@@ -14,6 +14,7 @@ import { advanceChain } from './occurrence-chain';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 import { continueWorkflow } from './workflow-progress';
+import { EFFECT_KEPT_SLACK_MS } from '../domain/retention';
 
 /** The tenant's run, or a 404 (another tenant's run is not found either). */
 export async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
@@ -89,6 +90,9 @@ export async function replayRun(
     now,
   );
   const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };
+  // Exactly-once: the occurrence's recorded effect is kept while this replay may run and be replayed
+  // itself (a day's slack for its wait), so that it ends SKIPPED rather than call the target again.
+  if (plan.run.delivery === 'exactly-once') await deps.leases.keepEffect(occurrenceKey(original.jobId, original.scheduledFor), now, EFFECT_KEPT_SLACK_MS);
   if (!(await deps.deadRuns.replay(original, replay, now))) {
     throw new ConflictError(`The run was replayed already`);
   }

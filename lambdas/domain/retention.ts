@@ -52,3 +52,9 @@ export function effectExpiresAtEpoch(occurrenceAt: number, recordedAt: number, r
 export function earliestBackfillFrom(now: number, retentionDays: number): number | undefined {
   return retentionDays <= 0 ? undefined : now - (retentionDays - 1) * DAY_SECONDS * 1000;
 }
+
+/**
+ * How far past a replay's making (or a run's end) an effect it refers to is kept beyond the
+ * retention: the run's own expiry counts from its end, which comes a little later (decision 0159).
+ */
+export const EFFECT_KEPT_SLACK_MS = 86_400_000;

@@ -344,6 +344,21 @@ export class RunLeases {
     return at === undefined ? {} : { expiresAtEpoch: at };
   }
 
+  /**
+   * Keeps an occurrence's recorded effect at least as long as a run of it made or ended `at` (a
+   * replay, a run the ledger ended SKIPPED), plus `slackMs`: each such run can be replayed until it
+   * leaves, and a replay must still find the effect (decision 0159, amended). Never shortens it;
+   * nothing when none is recorded or runs are kept forever.
+   */
+  async keepEffect(occurrence: string, at: number, slackMs = 0): Promise<boolean> {
+    const until = effectExpiresAtEpoch(at + slackMs, at + slackMs, this.retentionDays);
+    if (until === undefined) return false;
+    return updateIf(this.dynamo, this.tableName, effectKey(occurrence), {
+      set: { expiresAtEpoch: until },
+      if: { pk: exists, expiresAtEpoch: lessThan(until) },
+    });
+  }
+
   /** The recorded effect of an occurrence (exactly-once delivery), or null when none was recorded. */
   async effectOf(occurrence: string): Promise<EffectRecord | null> {
     const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: effectKey(occurrence), ConsistentRead: true }));

@@ -8,12 +8,15 @@
 // - exactly-once: the second call carries the same Idempotency-Key, the ledger holds one effect for
 //   the occurrence, and a later attempt (a replay) is not called at all.
 import type { ChildProcess } from 'node:child_process';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { replayRun } from '../../lambdas/app/runs';
+import { effectKey, runKey } from '../../lambdas/store/keys';
 import { fencingTokenOf } from '../../lambdas/domain/delivery';
 import { occurrenceKey } from '../../lambdas/domain/run';
 import type { Run } from '../../lambdas/domain/run';
 import type { Scheduler, TargetCall, TargetServer } from './harness';
-import { eventually, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
+import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 import { killProcess, startRuntimeProcess } from './worker-process';
 
 type RunBody = Record<string, any>;
@@ -257,5 +260,44 @@ describe('delivery semantics without a crash', () => {
       await target.stop();
       await quick.stop();
     }
+  });
+});
+
+const DAY_MS = 86_400_000;
+
+describe('exactly-once: the ledger kept as long as a run of its occurrence can be replayed (decision 0159, amended)', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, config: { runRetentionDays: 7 } });
+    target = await startTarget();
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const expiryOf = async (key: Record<string, string>, table: string): Promise<number> =>
+    Number((await scheduler.clients.dynamo.send(new GetCommand({ TableName: table, Key: key, ConsistentRead: true }))).Item?.expiresAtEpoch);
+
+  it('a replay made six days on, and the SKIPPED run it ends as, leave no replayable run without its effect', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { delivery: 'exactly-once' }));
+    const runId = created.body.job.nextRunId as string;
+    expect(await executeRun(scheduler.workerDeps('w'), runId)).toBe('succeeded');
+    const run = (await scheduler.deps.runs.get(runId))!;
+    const effect = effectKey(occurrenceKey(run.jobId, run.scheduledFor));
+    const recorded = await expiryOf(effect, scheduler.config.runsTable);
+
+    // Six days on, the run is replayed: the replay ends SKIPPED (the effect is recorded), and is kept 7 days from then.
+    const sixDaysOn = Date.now() + 6 * DAY_MS;
+    const later = scheduler.workerDeps('later', () => sixDaysOn);
+    const replay = await replayRun(later, scheduler.tenantId, runId);
+    expect(await executeRun(later, replay.runId)).toBe('skipped');
+    const skippedUntil = await expiryOf(runKey(replay.runId), scheduler.config.runsTable);
+    // Before, the effect left 7 days after the first run, 6 days before the SKIPPED run it had ended,
+    // whose replay then found no effect and called the target again.
+    const kept = await expiryOf(effect, scheduler.config.runsTable);
+    expect(kept).toBeGreaterThan(recorded);
+    expect(kept).toBeGreaterThanOrEqual(skippedUntil);
   });
 });
