@@ -133,6 +133,15 @@ export async function payloadOrEnd(
     // from when the object was stored, not tagged, so an old one can go at once. The job as it is now
     // names the payload to deliver.
     const now = own ? null : await deps.jobs.getAnyTenant(job.jobId);
+    // Deleted since it was read (its delete released the object): the run ends as the delete would
+    // have ended it, not called with no payload.
+    if (now?.status === 'CANCELLED') {
+      const reason = 'job deleted';
+      if ((await deps.leases.complete(run.runId, run.version, { status: 'CANCELLED', now: deps.clock(), error: null, reason })) === 'recorded') {
+        deps.telemetry.runEnded(run, 'CANCELLED', reason);
+      }
+      return { ok: false };
+    }
     if (now?.payloadRef?.key !== undefined && now.payloadRef.key !== job.payloadRef?.key) {
       return payloadOrEnd(deps, now, run, own, leasedAt);
     }

@@ -9,7 +9,7 @@ import { INLINE_PAYLOAD_MAX_BYTES, MAX_JOB_PAYLOAD_BYTES, MAX_INLINE_ONLY_PAYLOA
 import { sweepJobPayloads } from '../../lambdas/app/payload-sweep';
 import { payloadOrEnd } from '../../lambdas/app/leased-run';
 import type { Scheduler, TargetServer } from './harness';
-import { eventually, jobBody, startScheduler, startTarget } from './harness';
+import { eventually, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 
 /** A payload of exactly `bytes` bytes of JSON: `{"blob":"x…x"}` is 11 bytes around the text. */
 const payloadOf = (bytes: number, fill = 'x') => ({ blob: fill.repeat(bytes - 11) });
@@ -266,6 +266,19 @@ describe('large payloads', () => {
     // Before, the run ended DEAD with PAYLOAD_MISSING.
     expect(await payloadOrEnd(scheduler.deps, read, run, undefined, Date.now())).toEqual({ ok: true, payload: { marker: 'after-patch', ...payloadOf(9_000) } });
     expect((await scheduler.deps.runs.get(run.runId))?.status).not.toBe('DEAD');
+  });
+
+  it('a worker that read the job before a delete released its payload ends the run CANCELLED, not called with no payload', async () => {
+    const { jobId, key } = await createLater({ marker: 'before-delete', ...payloadOf(9_000) });
+    const read = (await scheduler.deps.jobs.getAnyTenant(jobId))!;
+    const lease = await scheduler.deps.leases.lease(read.nextRunId!, leaseRequest(scheduler.config, 'w', Date.now() + 3_600_000));
+    expect(lease.kind).toBe('leased');
+    const run = lease.kind === 'leased' ? lease.run : (undefined as never);
+    expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
+    await scheduler.clients.s3.send(new DeleteObjectCommand({ Bucket: bucket(), Key: key }));
+    // Before, the job as re-read (deleted, no payload) gave `null`, and the target was called with it.
+    expect(await payloadOrEnd(scheduler.deps, read, run, undefined, Date.now())).toEqual({ ok: false });
+    expect(await scheduler.deps.runs.get(run.runId)).toMatchObject({ status: 'CANCELLED', reason: 'job deleted' });
   });
 
   it("ends a run DEAD, saying why, when its payload's object is gone", async () => {
