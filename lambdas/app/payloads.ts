@@ -31,6 +31,26 @@ export async function runPayloadOf(deps: Pick<SchedulerDeps, 'payloads'>, job: P
   return { ref: await deps.payloads.putForRun(job.tenantId, job.jobId, payload) };
 }
 
+/**
+ * A replay's own copy of the run's stored payload: the runs' objects leave with the bucket's
+ * lifecycle (twice the runs' retention, decision 0162), counted from when each was stored, and a
+ * chain of replays, each kept the retention from its own end, outlived one object shared by all.
+ * An object gone already stays named as it is (the replay then ends PAYLOAD_MISSING, as before).
+ */
+export async function ownCopyOf(
+  deps: Pick<SchedulerDeps, 'payloads'>,
+  job: Pick<Job, 'tenantId' | 'jobId'>,
+  payload: RunPayload | undefined,
+): Promise<RunPayload | undefined> {
+  if (!payload || !('ref' in payload) || !deps.payloads) return payload;
+  try {
+    return { ref: await deps.payloads.putForRun(job.tenantId, job.jobId, await deps.payloads.get(payload.ref)) };
+  } catch (error) {
+    if (error instanceof PayloadMissingError) return payload;
+    throw error;
+  }
+}
+
 /** The payload a run delivers: its own (a trigger's) when it has one, its job's otherwise. */
 export async function deliveredPayload(deps: Pick<SchedulerDeps, 'payloads'>, job: Job, own: RunPayload | undefined): Promise<unknown> {
   if (own) return 'inline' in own ? own.inline : await read(deps, own.ref);

@@ -11,6 +11,7 @@ import type { BulkReplayRequest, DeadQuery } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './create-rate';
 import { advanceChain } from './occurrence-chain';
+import { ownCopyOf } from './payloads';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 import { continueWorkflow } from './workflow-progress';
@@ -82,11 +83,20 @@ export async function replayRun(
   const attempt = original.attempt + 1;
   // A replay is given what the run was: a workflow step's inputs (its parents' results then), a
   // trigger's own payload.
-  const given = await deps.runs.givenTo(original.runId);
+  const { payload: givenPayload, ...given } = await deps.runs.givenTo(original.runId);
+  const ownPayload = await ownCopyOf(deps, job, givenPayload);
   const plan = planRun(
     deps.config,
     job,
-    { scheduledFor: Date.parse(original.scheduledFor), attempt, trigger: 'replay', availableAt: now, traceparent, ...given },
+    {
+      scheduledFor: Date.parse(original.scheduledFor),
+      attempt,
+      trigger: 'replay',
+      availableAt: now,
+      traceparent,
+      ...given,
+      ...(ownPayload !== undefined ? { payload: ownPayload } : {}),
+    },
     now,
   );
   const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };

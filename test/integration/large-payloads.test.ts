@@ -281,6 +281,26 @@ describe('large payloads', () => {
     expect(await scheduler.deps.runs.get(run.runId)).toMatchObject({ status: 'CANCELLED', reason: 'job deleted' });
   });
 
+  it("gives a replay its own copy of the run's stored payload, so that a chain of replays does not outlive one object", async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: {} }));
+    const triggered = await scheduler.api('POST', `/v1/jobs/${created.body.job.jobId}/trigger`, {
+      payload: { marker: 'replayed-payload', ...payloadOf(20_000) },
+    });
+    const original = triggered.body.run.runId as string;
+    expect((await finished(original)).status).toBe('SUCCEEDED');
+    const replayed = await scheduler.api('POST', `/v1/runs/${original}/replay`);
+    expect(replayed.status).toBe(202);
+    const [first, second] = [(await runItem(original)).payloadOverrideRef, (await runItem(replayed.body.run.runId)).payloadOverrideRef] as {
+      key: string;
+      sha256: string;
+    }[];
+    // Before, the replay named the same object, which leaves with the lifecycle counted from its storing.
+    expect(second!.key).not.toBe(first!.key);
+    expect(second!.sha256).toBe(first!.sha256);
+    expect((await finished(replayed.body.run.runId)).status).toBe('SUCCEEDED');
+    expect(target.calls.filter((call) => call.body.includes('replayed-payload'))).toHaveLength(2);
+  });
+
   it("ends a run DEAD, saying why, when its payload's object is gone", async () => {
     const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { schedule: { kind: 'delay', seconds: 3600 }, payload: {} }));
     // Debounced, the run waits two seconds: long enough to take its object away.
