@@ -13,7 +13,7 @@ import { backfillIdOf, checkBackfillRange, nextFireTimes, releaseShare } from '.
 import type { Job } from '../domain/job';
 import type { TenantLimits } from '../domain/tenant';
 import type { RecurringSchedule } from '../domain/schedule-series';
-import { earliestBackfillFrom } from '../domain/retention';
+import { earliestBackfillFrom, earliestReleasable } from '../domain/retention';
 import { traceIdOf } from '../domain/trace-context';
 import type { SchedulerDeps } from './deps';
 import type { RunPlan } from './plan-run';
@@ -134,7 +134,7 @@ async function releasePage(deps: SchedulerDeps, backfill: Backfill, share: numbe
   // A fire time as old as the runs' retention may have had its run already, gone since with the
   // retention: written again under its id, it would run a second time. The request refused such a
   // range; a backfill that waited since (its job paused) passes over what has aged past it.
-  const earliest = earliestBackfillFrom(now, deps.config.runRetentionDays) ?? Number.NEGATIVE_INFINITY;
+  const earliest = earliestReleasable(now, deps.config.runRetentionDays) ?? Number.NEGATIVE_INFINITY;
   const releasable = fireTimes.filter((scheduledFor) => scheduledFor >= earliest);
   if (releasable.length < fireTimes.length) {
     logger.warn('backfill fire times aged past the runs retention while it waited; passed over', {

@@ -90,7 +90,7 @@ async function executeLeased(
   if (!job) return endWithoutJob(deps, run, leasedAt);
   // Read before admission takes a slot, which a run that cannot be delivered would have to give back.
   const read = await payloadOrEnd(deps, job, run, lease.payloadOverride, leasedAt);
-  if (!read.ok) return 'dead';
+  if (!read.ok) return read.ended;
   const { payload } = read;
   // An external step's inputs are read by the claim that hands them over, not here.
   const context = job.target.kind === 'external' ? { ok: true as const } : await stepContextOrEnd(deps, job, run, lease.inputs, payload, leasedAt);
@@ -124,7 +124,7 @@ export async function payloadOrEnd(
   run: Run,
   own: RunPayload | undefined,
   leasedAt: number,
-): Promise<{ readonly ok: true; readonly payload: unknown } | { readonly ok: false }> {
+): Promise<{ readonly ok: true; readonly payload: unknown } | { readonly ok: false; readonly ended: 'dead' | 'cancelled' }> {
   try {
     return { ok: true, payload: await deliveredPayload(deps, job, own) };
   } catch (error) {
@@ -140,14 +140,14 @@ export async function payloadOrEnd(
       if ((await deps.leases.complete(run.runId, run.version, { status: 'CANCELLED', now: deps.clock(), error: null, reason })) === 'recorded') {
         deps.telemetry.runEnded(run, 'CANCELLED', reason);
       }
-      return { ok: false };
+      return { ok: false, ended: 'cancelled' };
     }
     if (now?.payloadRef?.key !== undefined && now.payloadRef.key !== job.payloadRef?.key) {
       return payloadOrEnd(deps, now, run, own, leasedAt);
     }
     if (now && !now.payloadRef && job.payloadRef) return { ok: true, payload: now.payload };
     await endUndeliverable(deps, run, leasedAt, { code: 'PAYLOAD_MISSING', message: error.message, retryable: false }, 'its payload is no longer stored');
-    return { ok: false };
+    return { ok: false, ended: 'dead' };
   }
 }
 

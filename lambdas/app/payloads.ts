@@ -35,7 +35,9 @@ export async function runPayloadOf(deps: Pick<SchedulerDeps, 'payloads'>, job: P
  * A replay's own copy of the run's stored payload: the runs' objects leave with the bucket's
  * lifecycle (twice the runs' retention, decision 0162), counted from when each was stored, and a
  * chain of replays, each kept the retention from its own end, outlived one object shared by all.
- * An object gone already stays named as it is (the replay then ends PAYLOAD_MISSING, as before).
+ * An object that cannot be read (gone, which S3 answers as access denied without a list grant, or
+ * not what its reference says) stays named as it is: the replay is made as before, and its delivery
+ * ends it PAYLOAD_MISSING if the object is gone for good.
  */
 export async function ownCopyOf(
   deps: Pick<SchedulerDeps, 'payloads'>,
@@ -46,8 +48,11 @@ export async function ownCopyOf(
   try {
     return { ref: await deps.payloads.putForRun(job.tenantId, job.jobId, await deps.payloads.get(payload.ref)) };
   } catch (error) {
-    if (error instanceof PayloadMissingError) return payload;
-    throw error;
+    logger.warn("a replay could not copy its run's stored payload; it names the run's own", {
+      key: payload.ref.key,
+      error: error instanceof PayloadMissingError ? 'missing' : error instanceof Error ? error.message : String(error),
+    });
+    return payload;
   }
 }
 

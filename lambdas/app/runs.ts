@@ -11,7 +11,7 @@ import type { BulkReplayRequest, DeadQuery } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
 import { admitRunRequest } from './create-rate';
 import { advanceChain } from './occurrence-chain';
-import { ownCopyOf } from './payloads';
+import { discardPayload, ownCopyOf } from './payloads';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
 import { continueWorkflow } from './workflow-progress';
@@ -102,10 +102,16 @@ export async function replayRun(
   const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };
   // Exactly-once: the occurrence's recorded effect is kept while this replay may run and be replayed
   // itself (a day's slack for its wait), so that it ends SKIPPED rather than call the target again.
-  if (plan.run.delivery === 'exactly-once') await deps.leases.keepEffect(occurrenceKey(original.jobId, original.scheduledFor), now, EFFECT_KEPT_SLACK_MS);
-  if (!(await deps.deadRuns.replay(original, replay, now))) {
-    throw new ConflictError(`The run was replayed already`);
+  // The copy made for it is deleted if the replay is not written (nothing can have read it).
+  const copy = ownPayload !== givenPayload && ownPayload && 'ref' in ownPayload ? ownPayload.ref : undefined;
+  let written = false;
+  try {
+    if (plan.run.delivery === 'exactly-once') await deps.leases.keepEffect(occurrenceKey(original.jobId, original.scheduledFor), now, EFFECT_KEPT_SLACK_MS);
+    written = await deps.deadRuns.replay(original, replay, now);
+  } finally {
+    if (!written) await discardPayload(deps, copy);
   }
+  if (!written) throw new ConflictError(`The run was replayed already`);
   deps.telemetry.runCreated(plan.run);
   // The replay is written (and the original marked replayed): a failed send is the ticker's to
   // make good, not the client's to retry, whose retry would find the run replayed already.

@@ -25,6 +25,12 @@ const CLAIM_KEPT_PAST_LEASE_MS = 10 * 60_000;
 const REGISTRY_COALESCE_MS = 250;
 /** Roll-ups of minutes older than this are no longer written. */
 const KEEP_MINUTES = 20;
+/**
+ * A registry holding runs is written again at least this often, changed or not: the health report
+ * reads workers seen within the hour (and the item's TTL is an hour), and an external run
+ * heartbeated on the same process for longer changes nothing in it.
+ */
+const REGISTRY_REFRESH_MS = 10 * 60_000;
 
 type Outcome = 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'DEAD';
 
@@ -68,6 +74,8 @@ export class Telemetry {
   /** A registry write is queued behind the one in flight: later changes ride on it. */
   private registryQueued = false;
   private registryTimer: NodeJS.Timeout | null = null;
+  /** When the registry was last written (epoch ms, this process's clock). */
+  private registryWrittenAt = Number.NEGATIVE_INFINITY;
   private seq = 0;
   private writing: Promise<void> = Promise.resolve();
 
@@ -247,6 +255,7 @@ export class Telemetry {
     const now = this.clock();
     // Claims whose leases ended a while ago leave the registry, wherever they were completed.
     for (const [runId, until] of this.claimedUntil) if (until <= now) this.released(runId);
+    if (this.inFlight.size > 0 && now - this.registryWrittenAt >= REGISTRY_REFRESH_MS) this.registryDirty = true;
     const oldest = minuteOf(now - KEEP_MINUTES * 60_000);
     const writes: Promise<void>[] = [];
     for (const [key, rollup] of this.rollups) {
@@ -312,6 +321,7 @@ export class Telemetry {
         const runs = [...this.inFlight.values()];
         const now = this.clock();
         await store.putWorker({ workerId: this.workerId, lastSeenAt: new Date(now).toISOString(), runs }, ++this.seq, now);
+        this.registryWrittenAt = now;
       })
       .catch((error: unknown) => {
         this.registryDirty = true;

@@ -58,3 +58,12 @@ export function earliestBackfillFrom(now: number, retentionDays: number): number
  * retention: the run's own expiry counts from its end, which comes a little later (decision 0159).
  */
 export const EFFECT_KEPT_SLACK_MS = 86_400_000;
+
+/**
+ * The earliest fire time a backfill may still release, or undefined when runs are kept forever: a
+ * run of a later one, had it run, is still kept (its expiry is at least its occurrence plus the
+ * retention). The request's own bound (`earliestBackfillFrom`) keeps a day's margin for the release.
+ */
+export function earliestReleasable(now: number, retentionDays: number): number | undefined {
+  return retentionDays <= 0 ? undefined : now - retentionDays * DAY_SECONDS * 1000;
+}

@@ -42,7 +42,11 @@ export class JobFinder {
    * hold fewer than `limit` jobs, with a cursor to go on. `nextCursor` is null when nothing follows.
    */
   async list(tenantId: string, filter: JobFilter, limit: number, cursor?: string, maxItemsRead = MAX_ITEMS_READ_PER_PAGE): Promise<Page<Job>> {
-    const labels = labelPairsOf(Object.fromEntries((filter.labels ?? []).map(({ key, value }) => [key, value])));
+    // One key asked with two values (`label=team=a&label=team=b`): every label must match, and a job
+    // has one value per key, so none does.
+    const asked = filter.labels ?? [];
+    if (asked.some(({ key, value }) => asked.some((other) => other.key === key && other.value !== value))) return { items: [], nextCursor: null };
+    const labels = labelPairsOf(Object.fromEntries(asked.map(({ key, value }) => [key, value])));
     const keep = (job: Job): boolean =>
       job.tenantId === tenantId &&
       (filter.status === undefined || job.status === filter.status) &&

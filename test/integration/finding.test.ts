@@ -88,6 +88,8 @@ describe('finding jobs', () => {
   it('lists by label, repeated labels all matching, newest first', async () => {
     expect(await all('/v1/jobs?label=team=billing')).toEqual(['billing-eu', 'billing-weekly', 'billing-daily']);
     expect(await all('/v1/jobs?label=team=billing&label=env=prod&limit=1')).toEqual(['billing-eu', 'billing-daily']);
+    // One key with two values: no job has both. Before, the last value alone was looked for.
+    expect(await all('/v1/jobs?label=team=search&label=team=billing')).toEqual([]);
     expect(await all('/v1/jobs?label=env=prod&type=index')).toEqual(['billing-eu', 'search-reindex']);
     expect(await all('/v1/jobs?label=team=nobody')).toEqual([]);
   });

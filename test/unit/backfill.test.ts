@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictError, ValidationError } from '../../lambdas/core/errors';
-import { earliestBackfillFrom } from '../../lambdas/domain/retention';
+import { earliestBackfillFrom, earliestReleasable } from '../../lambdas/domain/retention';
 import { MAX_BACKFILL_OCCURRENCES, backfillIdOf, checkBackfillRange, countFireTimes, nextFireTimes, releaseShare } from '../../lambdas/domain/backfill';
 
 const MINUTE = 60_000;
@@ -48,6 +48,17 @@ describe('a backfill range', () => {
       `from: must not be before ${new Date(earliest).toISOString()}: older runs leave after RUN_RETENTION_DAYS, and a backfill would run their occurrences again`,
     ]);
     expect(earliestBackfillFrom(now, 0)).toBeUndefined();
+  });
+
+  it('releases what it accepted for a day after the request: only a fire time older than the retention itself is passed over', () => {
+    const now = t0 + 100 * 24 * 60 * MINUTE;
+    const accepted = earliestBackfillFrom(now, 30)!;
+    // Released three minutes on, and a day on less a minute: still releasable (its run, had it run, is kept).
+    expect(accepted).toBeGreaterThanOrEqual(earliestReleasable(now + 3 * MINUTE, 30)!);
+    expect(accepted).toBeGreaterThanOrEqual(earliestReleasable(now + 24 * 60 * MINUTE - MINUTE, 30)!);
+    // Past the retention itself (a backfill paused that long): passed over.
+    expect(accepted).toBeLessThan(earliestReleasable(now + 25 * 60 * MINUTE, 30)!);
+    expect(earliestReleasable(now, 0)).toBeUndefined();
   });
 
   it('is refused past the maximum, which a leap year of minutely fire times reaches exactly', () => {

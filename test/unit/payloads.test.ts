@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Job } from '../../lambdas/domain/job';
 import { INLINE_PAYLOAD_MAX_BYTES, LIST_PAYLOAD_BUDGET_BYTES, payloadBytes } from '../../lambdas/domain/payload';
-import { deliveredPayload, discardAfterFailure, runPayloadOf, withListedPayloads, withStoredPayload } from '../../lambdas/app/payloads';
+import { deliveredPayload, discardAfterFailure, ownCopyOf, runPayloadOf, withListedPayloads, withStoredPayload } from '../../lambdas/app/payloads';
 import { ConflictError, ServiceUnavailableError } from '../../lambdas/core/errors';
 import { memoryStore } from '../support/memory-payload-store';
 import { itemToJob, jobToItem } from '../../lambdas/store/job-items';
@@ -59,6 +59,18 @@ describe('payloads stored apart', () => {
     expect(await deliveredPayload(deps, stored, { inline: null })).toBeNull();
     expect(await deliveredPayload(deps, stored, undefined)).toEqual(payloadOf(10_000));
     expect(calls.filter((call) => call.startsWith('get'))).toEqual(['get runs/tenant-a/job_1/1.json', 'get jobs/tenant-a/job_1/0.json']);
+  });
+
+  it("gives a replay its own copy of a stored payload, and names the run's own when it cannot be read (gone: S3 may answer access denied)", async () => {
+    const { deps } = memoryStore();
+    const own = await runPayloadOf(deps, job({}), payloadOf(20_000));
+    const copy = await ownCopyOf(deps, job({}), own);
+    expect(copy).toHaveProperty('ref');
+    expect(copy !== own && copy && 'ref' in copy && own && 'ref' in own && copy.ref.key !== own.ref.key).toBe(true);
+    expect(await ownCopyOf(deps, job({}), { inline: { small: true } })).toEqual({ inline: { small: true } });
+    const denied = { payloads: { ...deps.payloads, get: () => Promise.reject(Object.assign(new Error('Access Denied'), { name: 'AccessDenied' })) } };
+    // Before, any error but NoSuchKey failed the replay (a 500).
+    expect(await ownCopyOf(denied as unknown as typeof deps, job({}), own)).toBe(own);
   });
 
   it("keeps a run's own payload in its item as text or as a reference, never both", async () => {

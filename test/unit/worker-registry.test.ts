@@ -182,6 +182,9 @@ describe("an API process's external claims in the registry", () => {
         await other.flush();
       }
       const named = (workerId: string): string[] => (writtenBy.get(workerId)?.at(-1)?.runs ?? []).map((entry) => entry.runId);
+      // Seen within the last ten minutes, though nothing in its list changed for the hour: the report
+      // reads workers seen within the hour. Before, the claiming process's last write was at its claim.
+      expect(Date.parse(writtenBy.get('worker-api-1')!.at(-1)!.lastSeenAt)).toBeGreaterThanOrEqual(at + 50 * 60_000);
       expect(named('worker-api-1')).toEqual([first.runId]);
       expect(named('worker-api-2')).toEqual([second.runId]);
       // Ten minutes past the last lease's end, both leave.
