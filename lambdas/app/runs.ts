@@ -102,16 +102,15 @@ export async function replayRun(
   const replay = { ...plan, extras: { ...plan.extras, budgetFrom: attempt } };
   // Exactly-once: the occurrence's recorded effect is kept while this replay may run and be replayed
   // itself (a day's slack for its wait), so that it ends SKIPPED rather than call the target again.
-  // The copy made for it is deleted if the replay is not written (nothing can have read it).
+  // The copy made for it is deleted when the replay was refused (nothing names it); after a store
+  // error the replay may have been written (a timed-out request), and the copy stays (the bucket's
+  // lifecycle takes it if nothing names it).
   const copy = ownPayload !== givenPayload && ownPayload && 'ref' in ownPayload ? ownPayload.ref : undefined;
-  let written = false;
-  try {
-    if (plan.run.delivery === 'exactly-once') await deps.leases.keepEffect(occurrenceKey(original.jobId, original.scheduledFor), now, EFFECT_KEPT_SLACK_MS);
-    written = await deps.deadRuns.replay(original, replay, now);
-  } finally {
-    if (!written) await discardPayload(deps, copy);
+  if (plan.run.delivery === 'exactly-once') await deps.leases.keepEffect(occurrenceKey(original.jobId, original.scheduledFor), now, EFFECT_KEPT_SLACK_MS);
+  if (!(await deps.deadRuns.replay(original, replay, now))) {
+    await discardPayload(deps, copy);
+    throw new ConflictError(`The run was replayed already`);
   }
-  if (!written) throw new ConflictError(`The run was replayed already`);
   deps.telemetry.runCreated(plan.run);
   // The replay is written (and the original marked replayed): a failed send is the ticker's to
   // make good, not the client's to retry, whose retry would find the run replayed already.

@@ -65,5 +65,9 @@ export const EFFECT_KEPT_SLACK_MS = 86_400_000;
  * retention). The request's own bound (`earliestBackfillFrom`) keeps a day's margin for the release.
  */
 export function earliestReleasable(now: number, retentionDays: number): number | undefined {
-  return retentionDays <= 0 ? undefined : now - retentionDays * DAY_SECONDS * 1000;
+  // Ten minutes inside the retention: the tick's writes come after its start, and a run that ended
+  // at its occurrence expires exactly the retention after it.
+  return retentionDays <= 0 ? undefined : now - retentionDays * DAY_SECONDS * 1000 + RELEASE_MARGIN_MS;
 }
+
+const RELEASE_MARGIN_MS = 10 * 60_000;

@@ -50,12 +50,14 @@ describe('a backfill range', () => {
     expect(earliestBackfillFrom(now, 0)).toBeUndefined();
   });
 
-  it('releases what it accepted for a day after the request: only a fire time older than the retention itself is passed over', () => {
+  it('releases what it accepted for a day after the request, less ten minutes: only a fire time at the edge of the retention is passed over', () => {
     const now = t0 + 100 * 24 * 60 * MINUTE;
     const accepted = earliestBackfillFrom(now, 30)!;
-    // Released three minutes on, and a day on less a minute: still releasable (its run, had it run, is kept).
+    // Released three minutes on, and a day on less the release's ten minutes of margin: still
+    // releasable (its run, had it run, is still kept).
     expect(accepted).toBeGreaterThanOrEqual(earliestReleasable(now + 3 * MINUTE, 30)!);
-    expect(accepted).toBeGreaterThanOrEqual(earliestReleasable(now + 24 * 60 * MINUTE - MINUTE, 30)!);
+    expect(accepted).toBeGreaterThanOrEqual(earliestReleasable(now + 24 * 60 * MINUTE - 10 * MINUTE, 30)!);
+    expect(accepted).toBeLessThan(earliestReleasable(now + 24 * 60 * MINUTE - 9 * MINUTE, 30)!);
     // Past the retention itself (a backfill paused that long): passed over.
     expect(accepted).toBeLessThan(earliestReleasable(now + 25 * 60 * MINUTE, 30)!);
     expect(earliestReleasable(now, 0)).toBeUndefined();
