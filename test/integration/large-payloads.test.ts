@@ -277,7 +277,7 @@ describe('large payloads', () => {
     expect((await scheduler.api('DELETE', `/v1/jobs/${jobId}`)).status).toBe(200);
     await scheduler.clients.s3.send(new DeleteObjectCommand({ Bucket: bucket(), Key: key }));
     // Before, the job as re-read (deleted, no payload) gave `null`, and the target was called with it.
-    expect(await payloadOrEnd(scheduler.deps, read, run, undefined, Date.now())).toEqual({ ok: false });
+    expect(await payloadOrEnd(scheduler.deps, read, run, undefined, Date.now())).toEqual({ ok: false, ended: 'cancelled' });
     expect(await scheduler.deps.runs.get(run.runId)).toMatchObject({ status: 'CANCELLED', reason: 'job deleted' });
   });
 
