@@ -17,6 +17,7 @@
 //     [--cron-occurrences N] (each cron job runs N occurrences, a minute apart; 5 average over a check-back's phases)
 //     [--result-bytes N] (the target answers a JSON result of N bytes: a workflow step's result, stored apart over 4 KiB)
 //     [--target-ms N] (the target answers after N ms: runs that take time, held and registered as in flight)
+//   COST_TRACE=1 prints each write to stderr as the model bills it: table, operation, key, base units, index writes.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -149,7 +149,20 @@ export class CapacityModel {
     const size = Math.max(itemSize(before), itemSize(after), 1);
     const base = Math.ceil(size / 1024) * (target.transactional ? 2 : 1);
     let indexes = 0;
-    if (!target.checkOnly) for (const index of table.indexes) indexes += indexWrites(table, index, before, after);
+    const perIndex: string[] = [];
+    if (!target.checkOnly)
+      for (const index of table.indexes) {
+        const writes = indexWrites(table, index, before, after);
+        indexes += writes;
+        if (writes > 0) perIndex.push(`${index.indexName}:${writes}`);
+      }
+    if (process.env.COST_TRACE)
+      console.error(
+        `TRACE ${table.id}.${operation} ${Object.values(target.key)
+          .map((v) => v.S ?? v.N)
+          .join('|')
+          .slice(0, 60)} base=${base} ${perIndex.join(' ')}`,
+      );
     this.writeUnits += base;
     this.indexWriteUnits += indexes;
     const name = `${table.id}.${operation}`;
