@@ -252,7 +252,14 @@ export type AuditQuery = z.output<typeof auditQuery>;
 export { workflowSpecSchema } from '../domain/workflow';
 
 export const workflowQuery = z
-  .strictObject({ version: z.coerce.number().int().min(1).optional().describe('A version of the definition (the newest when absent)') })
+  .strictObject({
+    version: z
+      .string()
+      .regex(/^[1-9]\d{0,8}$/, 'must be a whole number from 1')
+      .transform(Number)
+      .optional()
+      .describe('A version of the definition (the newest when absent)'),
+  })
   .meta({ id: 'WorkflowQuery' });
 
 export const listWorkflowRunsQuery = z

@@ -65,14 +65,11 @@ export async function recordAudits(deps: AuditDeps, records: readonly AuditRecor
 }
 
 export async function listAudit(deps: AuditDeps, tenantId: string, input: AuditQuery): Promise<AuditPage> {
-  if (input.from !== undefined && input.to !== undefined && input.from > input.to) {
-    throw new ValidationError('Invalid time range', [{ path: 'query.from', message: 'must not be after `to`' }]);
-  }
   try {
     return await deps.audit.list(tenantId, input);
   } catch (error) {
     if (error instanceof InvalidAuditCursor)
-      throw new ValidationError('Invalid cursor', [{ path: 'query.cursor', message: 'is not a cursor of this listing' }]);
+      throw new ValidationError('Invalid cursor', [{ path: 'cursor', message: 'is not a cursor this listing returned' }]);
     throw error;
   }
 }

@@ -240,14 +240,21 @@ export interface WorkflowStartTarget {
 /** What a stored job's runs do: call a target, or (a workflow's schedule) start a workflow run. */
 export type JobTarget = Target | WorkflowStartTarget;
 
-export const retryPolicySchema = z.strictObject({
-  maxAttempts: z.number().int().min(1).max(20).default(3),
-  initialDelaySeconds: z.number().min(0).max(3600).default(1),
-  maxDelaySeconds: z
+/**
+ * A delay in seconds, fractions allowed down to a millisecond: a smaller positive number (`1e-200`)
+ * is no delay anyone means, and DynamoDB refuses to store numbers under 1e-130.
+ */
+const delaySeconds = (max: number) =>
+  z
     .number()
     .min(0)
-    .max(24 * 3600)
-    .default(300),
+    .max(max)
+    .refine((seconds) => seconds === 0 || seconds >= 0.001, 'must be 0 or at least 0.001 (a millisecond)');
+
+export const retryPolicySchema = z.strictObject({
+  maxAttempts: z.number().int().min(1).max(20).default(3),
+  initialDelaySeconds: delaySeconds(3600).default(1),
+  maxDelaySeconds: delaySeconds(24 * 3600).default(300),
 });
 export type RetryPolicy = z.infer<typeof retryPolicySchema>;
 

@@ -357,6 +357,8 @@ describe('audit entries of runs, secrets and tenants', () => {
     const firstPage = await scheduler.api('GET', '/v1/audit?limit=1');
     const foreign = await scheduler.api('GET', `/v1/audit?objectId=${all.items[0]!.objectId}&cursor=${encodeURIComponent(firstPage.body.nextCursor)}`);
     expect(foreign.status).toBe(400);
+    // Named as every listing names it: the query parameter as spelled in the URL.
+    expect(foreign.body.errors).toEqual([{ path: 'cursor', message: 'is not a cursor this listing returned' }]);
   });
 
   it('gives every entry an expiry of its instant plus AUDIT_RETENTION_DAYS, under its tenant and under its object', async () => {

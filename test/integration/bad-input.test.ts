@@ -70,6 +70,18 @@ describe('bad input', () => {
     ['a query parameter a route does not take', 'GET', '/v1/runs/job_x.1.1?verbose=1', undefined, {}, ['verbose']],
     ['a limit spelled as hex', 'GET', '/v1/jobs?limit=0x10', undefined, {}, ['limit']],
     ['a limit in exponent form', 'GET', '/v1/dead-runs?limit=1e2', undefined, {}, ['limit']],
+    // Digits only, as the OpenAPI document's integer says: a number coerced from text took these.
+    ['a workflow version spelled as hex', 'GET', '/v1/workflows/wf_x?version=0x10', undefined, {}, ['version']],
+    ['a workflow version in exponent form', 'GET', '/v1/workflows/wf_x?version=1e3', undefined, {}, ['version']],
+    ['a workflow version with blanks', 'GET', '/v1/workflows/wf_x?version=%202%20', undefined, {}, ['version']],
+    [
+      'a retry delay the store cannot hold',
+      'POST',
+      '/v1/jobs',
+      { name: 'd', type: 't', schedule: { kind: 'now' }, target: { kind: 'http', url: 'https://example.com' }, retryPolicy: { initialDelaySeconds: 1e-200 } },
+      {},
+      ['retryPolicy.initialDelaySeconds'],
+    ],
     ['a cursor that is not base64url', 'GET', '/v1/jobs?cursor=%7B%22pk%22%3A1%7D', undefined, {}, ['cursor']],
     ['a health window of 0 minutes', 'GET', '/v1/health?minutes=0', undefined, {}, ['minutes']],
     // DynamoDB refuses a key condition `BETWEEN a AND b` with a > b (a 500); the emulator accepts it.

@@ -117,6 +117,15 @@ describe('job spec', () => {
     expect(failingPaths({ ...valid, retryPolicy: { initialDelaySeconds: 10, maxDelaySeconds: 5 } })).toEqual(['retryPolicy.maxDelaySeconds']);
   });
 
+  it('takes retry delays in fractions down to a millisecond, and refuses smaller ones the store could not hold', () => {
+    expect(failingPaths({ ...valid, retryPolicy: { initialDelaySeconds: 0.5, maxDelaySeconds: 0.001 } })).toEqual(['retryPolicy.maxDelaySeconds']);
+    expect(failingPaths({ ...valid, retryPolicy: { initialDelaySeconds: 0.001, maxDelaySeconds: 0.5 } })).toEqual([]);
+    expect(failingPaths({ ...valid, retryPolicy: { initialDelaySeconds: 0, maxDelaySeconds: 0 } })).toEqual([]);
+    // DynamoDB refuses numbers under 1e-130: accepted, they made a 500 after the create had spent its rate.
+    expect(failingPaths({ ...valid, retryPolicy: { initialDelaySeconds: 1e-200 } })).toEqual(['retryPolicy.initialDelaySeconds']);
+    expect(failingPaths({ ...valid, retryPolicy: { initialDelaySeconds: 0, maxDelaySeconds: 5e-324 } })).toEqual(['retryPolicy.maxDelaySeconds']);
+  });
+
   it('narrows the attempt timeout to the target timeout', () => {
     const spec = parseOrThrow(jobSpecSchema, { ...valid, timeoutSeconds: 300, target: { ...valid.target, timeoutSeconds: 30 } });
     expect(attemptTimeoutSeconds(spec)).toBe(30);
