@@ -279,14 +279,32 @@ function samePending(job: Job, read: PendingOccurrence | null): PendingOccurrenc
  */
 function withStoredHeaders(patch: JobPatchRequest, current: Job): JobPatchRequest {
   const target = patch.target;
-  if (target?.kind !== 'http' || current.target.kind !== 'http') return patch;
-  const stored = current.target.headers;
+  const storedTarget = current.target;
+  if (target?.kind !== 'http' || storedTarget.kind !== 'http') return patch;
+  const stored = storedTarget.headers;
   const storedValue = (name: string): HeaderValue | undefined => Object.entries(stored).find(([key]) => key.toLowerCase() === name.toLowerCase())?.[1];
+  // A stored value goes only where it went: a key that cannot read it must not be able to send it
+  // to a host of its choosing.
+  if (originOf(target.url) !== originOf(storedTarget.url)) {
+    const kept = Object.keys(target.headers).filter((name) => target.headers[name] === MASKED_HEADER_VALUE);
+    if (kept.length > 0) {
+      throw new ValidationError(
+        'Invalid job',
+        kept.map((name) => ({
+          path: `target.headers.${name}`,
+          message: `keeps its stored value only at the same origin (${originOf(storedTarget.url)}); send the value to send it to ${originOf(target.url)}`,
+        })),
+      );
+    }
+  }
   const headers = Object.fromEntries(
     Object.entries(target.headers).map(([name, value]) => [name, value === MASKED_HEADER_VALUE ? (storedValue(name) ?? value) : value]),
   );
   return { ...patch, target: { ...target, headers } };
 }
+
+/** Scheme, host and port of a URL the schema has already accepted. */
+const originOf = (url: string): string => new URL(url).origin;
 
 /** A manual occurrence now, outside the schedule's chain. */
 export async function triggerJob(

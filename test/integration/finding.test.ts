@@ -293,6 +293,34 @@ describe('target header values are write-only', () => {
     expect((await scheduler.deps.jobs.get(scheduler.tenantId, jobId))?.target).toMatchObject({ headers: {} });
   });
 
+  it('refuses a masked header in a PATCH that moves the URL to another origin, and changes nothing', async () => {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(TARGET, { schedule: { kind: 'delay', seconds: 3600 }, target: { kind: 'http', url: TARGET, headers: { Authorization: SECRET } } }),
+    );
+    const jobId: string = created.body.job.jobId;
+    const before = await scheduler.deps.jobs.get(scheduler.tenantId, jobId);
+    const read = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.target;
+    // Another port, another host: a key that cannot read the credential must not be able to send it there.
+    for (const url of ['http://127.0.0.1:10/hook', 'http://localhost:9/hook', 'https://127.0.0.1:9/hook']) {
+      const moved = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, { target: { ...read, url } });
+      expect(moved.status, url).toBe(400);
+      expect(moved.body.errors[0].path).toBe('target.headers.Authorization');
+      expect(moved.body.errors[0].message).toContain('same origin (http://127.0.0.1:9)');
+    }
+    expect(await scheduler.deps.jobs.get(scheduler.tenantId, jobId)).toEqual(before);
+    // Sent again with its value, it goes to the new origin.
+    const resent = await scheduler.api('PATCH', `/v1/jobs/${jobId}`, {
+      target: { ...read, url: 'http://127.0.0.1:10/hook', headers: { Authorization: 'Bearer again' } },
+    });
+    expect(resent.status, JSON.stringify(resent.body)).toBe(200);
+    expect((await scheduler.deps.jobs.get(scheduler.tenantId, jobId))?.target).toMatchObject({
+      url: 'http://127.0.0.1:10/hook',
+      headers: { Authorization: 'Bearer again' },
+    });
+  });
+
   it('refuses the mask for a header the job does not have, and on create', async () => {
     const created = await scheduler.api(
       'POST',
