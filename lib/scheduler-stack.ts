@@ -335,6 +335,9 @@ export class SchedulerStack extends Stack {
     new CfnOutput(this, 'ApiUrl', { value: this.httpApi.apiEndpoint });
     new CfnOutput(this, 'ConsoleUrl', { value: this.console.url });
     new CfnOutput(this, 'JobsTableName', { value: jobsTable.tableName });
+    // What the operations scripts take (--runs-table, --payload-bucket; docs/operations.md).
+    new CfnOutput(this, 'RunsTableName', { value: runsTable.tableName });
+    new CfnOutput(this, 'PayloadBucketName', { value: payloadBucket.bucketName });
     new CfnOutput(this, 'DispatchDlqUrl', { value: dispatchDlq.queueUrl });
     new CfnOutput(this, 'DispatchQueueUrl', { value: dispatchQueue.queueUrl });
     new CfnOutput(this, 'DashboardUrl', { value: this.observability.dashboardUrl });

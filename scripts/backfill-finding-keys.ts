@@ -8,6 +8,13 @@ import { createLocalResources } from './local/resources';
 import { backfillFindingKeys } from './ops/backfill-finding-keys';
 
 const { values } = parseArgs({ options: { 'jobs-table': { type: 'string' }, 'runs-table': { type: 'string' } } });
+// Both a deployment's, or neither (the local emulator): one alone must not quietly backfill the emulator.
+if ((values['jobs-table'] === undefined) !== (values['runs-table'] === undefined)) {
+  console.error(
+    "--jobs-table and --runs-table go together (a deployment's: the stack outputs JobsTableName and RunsTableName), or neither (the local emulator)",
+  );
+  process.exit(2);
+}
 let jobsTable = values['jobs-table'];
 let runsTable = values['runs-table'];
 if (!jobsTable || !runsTable) {

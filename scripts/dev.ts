@@ -83,7 +83,7 @@ async function main(): Promise<void> {
 
   console.log(`
 Job scheduler running locally
-  API        http://localhost:${runtime.port}/v1
+  API        http://localhost:${runtime.port}   (its paths start with /v1; this base is SCHEDULER_URL for the CLI and the client's baseUrl)
   Console    http://localhost:${runtime.port}/console/   (sign in with the API key below)
   API key    ${apiKey}   (tenant "${DEV_TENANT}"; ${keyNote})
   Metrics    ${path.relative(process.cwd(), METRICS_FILE)} (Embedded Metric Format lines, as Lambda would log them)

@@ -10,6 +10,10 @@ import { fileURLToPath } from 'node:url';
 import type { StopOutcome } from './pid-file';
 import { stopByPidFileAndWait } from './pid-file';
 
+// Local runs use the machine's Node; the functions themselves run on Node 22 in AWS. Set as this
+// module loads, before any script makes a client (the SDK warns at a client's first request).
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 export const DEFAULT_ENDPOINT = 'http://127.0.0.1:4566';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const stateDir = path.join(root, '.local');

@@ -68,8 +68,11 @@ export function parseAdminArgs(argv: readonly string[]) {
     if (value === '') throw new AdminUsageError(`Option '--${option} <value>' needs a value\n${ADMIN_USAGE}`);
   }
   // An unknown command is refused here, before the entry script starts an emulator for it.
-  const [noun, verb] = parsed.positionals;
+  const [noun, verb, id, keyId] = parsed.positionals;
   if (!ADMIN_COMMANDS.has(`${noun ?? ''} ${verb ?? ''}`)) throw new AdminUsageError(ADMIN_USAGE);
+  // So is a command without what it acts on, with the usage to say what that is.
+  if (id === undefined) throw new AdminUsageError(`${noun} ${verb} needs a tenant id\n${ADMIN_USAGE}`);
+  if (noun === 'key' && verb === 'revoke' && keyId === undefined) throw new AdminUsageError(`key revoke needs a tenant id and a key id\n${ADMIN_USAGE}`);
   return parsed;
 }
 

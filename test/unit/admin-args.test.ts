@@ -20,4 +20,10 @@ describe("the admin CLI's arguments", () => {
       expect(() => parseAdminArgs(command)).toThrow(AdminUsageError);
     }
   });
+
+  it('refuses a command without its tenant id, or a revoke without its key id, with the usage', () => {
+    expect(() => parseAdminArgs(['tenant', 'show'])).toThrow(/^tenant show needs a tenant id\nUsage: npm run admin/);
+    expect(() => parseAdminArgs(['key', 'issue', '--jobs-table', 'Jobs'])).toThrow(/^key issue needs a tenant id\n/);
+    expect(() => parseAdminArgs(['key', 'revoke', 'acme'])).toThrow(/^key revoke needs a tenant id and a key id\nUsage/);
+  });
 });
