@@ -13,8 +13,7 @@ import { MASKED_HEADER_VALUE, isUnnamed, jobSpecSchema } from '../domain/job';
 import type { JobPatchRequest, TriggerRequest } from '../api/schemas';
 import type { Run } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
-import { fireTimes, firstFireTime, sameSchedule, settleLike, settleSchedule, skipsKept, validateSchedule } from '../domain/schedule';
-import { isRecurring } from '../domain/schedule-series';
+import { firstFireTime, sameSchedule, settleLike, settleSchedule, skipsKept, validateSchedule } from '../domain/schedule';
 import { planRun } from './plan-run';
 import { triggerDebounced } from './debounce';
 import { sendPlannedRun } from './send-planned-run';
@@ -23,11 +22,10 @@ import { admitRunRequest } from './create-rate';
 import { checkNotify, checkPoolTimeout, checkTarget, presentJob } from './jobs';
 import type { JobView } from './jobs';
 import { attemptFor } from './occurrence-chain';
-import { mutateJob, touch } from './job-mutation';
+import { mutateJob, samePending, stillFiresAt, touch } from './job-mutation';
 import { checkPayload, discardAfterFailure, discardPayload, releasePayload, runPayloadOf, withStoredPayload } from './payloads';
 import type { PayloadRef } from '../domain/payload';
 import { payloadRefusal } from '../domain/payload';
-import type { PendingOccurrence } from '../store/run-records';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -258,18 +256,6 @@ function sameDefinition(a: Job, b: Job): boolean {
   // As stored: a field set to undefined and one absent are the same.
   const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value)) as unknown;
   return isDeepStrictEqual(plain(restA), plain(restB));
-}
-
-/** Whether a new recurring schedule fires at this due occurrence (skips and exclusions counted). */
-function stillFiresAt(job: Job, run: Run, now: number): boolean {
-  const at = Date.parse(run.scheduledFor);
-  return isRecurring(job.schedule) && at <= now && fireTimes(job, at - 1, 1)[0] === at;
-}
-
-/** The job's pending occurrence as read before a PATCH, when it is still the job's and has not started. */
-function samePending(job: Job, read: PendingOccurrence | null): PendingOccurrence | null {
-  if (!read || read.run.runId !== job.nextRunId) return null;
-  return read.run.status === 'SCHEDULED' || read.run.status === 'QUEUED' ? read : null;
 }
 
 /**

@@ -3,7 +3,11 @@
 // creates in the same transaction. Retried on a race with the scheduler's own writes.
 import { NotFoundError, PreconditionFailedError, TooManyRequestsError } from '../core/errors';
 import type { Job } from '../domain/job';
+import type { Run } from '../domain/run';
 import { isTerminal, runIdFor } from '../domain/run';
+import { fireTimes } from '../domain/schedule';
+import { isRecurring } from '../domain/schedule-series';
+import type { PendingOccurrence } from '../store/run-records';
 import type { SchedulerDeps } from './deps';
 import { MAX_CAS_ATTEMPTS } from './occurrence-chain';
 import type { RunPlan } from './plan-run';
@@ -99,4 +103,16 @@ export async function mutateJob(
 /** The job with `changes`, its version moved on. */
 export function touch(job: Job, now: number, changes: Partial<Job>): Job {
   return { ...job, ...changes, version: job.version + 1, updatedAt: new Date(now).toISOString() };
+}
+
+/** Whether a new recurring schedule fires at this due occurrence (skips and exclusions counted). */
+export function stillFiresAt(job: Job, run: Run, now: number): boolean {
+  const at = Date.parse(run.scheduledFor);
+  return isRecurring(job.schedule) && at <= now && fireTimes(job, at - 1, 1)[0] === at;
+}
+
+/** The job's pending occurrence as read before a PATCH, when it is still the job's and has not started. */
+export function samePending(job: Job, read: PendingOccurrence | null): PendingOccurrence | null {
+  if (!read || read.run.runId !== job.nextRunId) return null;
+  return read.run.status === 'SCHEDULED' || read.run.status === 'QUEUED' ? read : null;
 }

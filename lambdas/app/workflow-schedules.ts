@@ -17,6 +17,8 @@ import type { SchedulerDeps } from './deps';
 import { pauseJobOf, resumeJobOf } from './pause-resume';
 import { attemptFor } from './occurrence-chain';
 import type { EndedRuns } from './job-mutation';
+import { samePending, stillFiresAt } from './job-mutation';
+import type { PendingOccurrence } from '../store/run-records';
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
@@ -49,16 +51,40 @@ export function scheduleStateOf(job: Job): WorkflowScheduleState {
   return { status: job.status, nextRunAt: job.nextRunAt, upcomingRuns: upcoming, pausedAt: job.pausedAt ?? null };
 }
 
-/** A schedule job's first occurrence from now: its plan, and the status the job starts in (a `now` schedule's one run is queued at once: COMPLETED). */
-function firstOccurrence(deps: SchedulerDeps, job: Job, now: number, previous: Run | null, ended?: EndedRuns): { plan: RunPlan | null; status: Job['status'] } {
-  const first = firstFireTime(job, now);
+/**
+ * A schedule job's first occurrence from now: its plan, and the status the job starts in (a `now`
+ * schedule's one run is queued at once: COMPLETED). `same`: a due occurrence that has not started
+ * and that the new schedule still fires at, planned again with what it carried.
+ */
+function firstOccurrence(
+  deps: SchedulerDeps,
+  job: Job,
+  now: number,
+  previous: Run | null,
+  ended?: EndedRuns,
+  same?: PendingOccurrence | null,
+): { plan: RunPlan | null; status: Job['status'] } {
+  const first = same ? Date.parse(same.run.scheduledFor) : firstFireTime(job, now);
   if (first === null) return { plan: null, status: 'COMPLETED' };
   // An occurrence an earlier version retired (its schedule changed, or was removed) takes its next attempt.
   const attempt = attemptFor(first, previous);
   const plan = planRun(
     deps.config,
     job,
-    { scheduledFor: first, attempt: ended ? ended.attemptPast(job.jobId, first, attempt) : attempt, trigger: 'schedule', chainedFrom: job.nextRunId ?? null },
+    {
+      scheduledFor: first,
+      attempt: ended ? ended.attemptPast(job.jobId, first, attempt) : attempt,
+      trigger: 'schedule',
+      chainedFrom: job.nextRunId ?? null,
+      // The same occurrence keeps its backfill budget and its wait behind the one before it.
+      ...(same
+        ? {
+            reason: same.run.reason,
+            ...(same.backfillRemaining !== undefined ? { backfillRemaining: same.backfillRemaining } : {}),
+            ...(same.bufferedSince !== undefined ? { bufferedSince: same.bufferedSince } : {}),
+          }
+        : {}),
+    },
     now,
   );
   return { plan, status: job.schedule.kind === 'now' ? 'COMPLETED' : 'ACTIVE' };
@@ -102,11 +128,12 @@ export function scheduleChangeFor(
   workflow: Workflow,
   spec: WorkflowSpec,
   current: Job | null,
-  pending: Run | null,
+  pendingRead: PendingOccurrence | null,
   now: number,
   limits: TenantLimits,
   ended?: EndedRuns,
 ): PlannedScheduleChange | null {
+  const pending = pendingRead?.run ?? null;
   const requested = scheduleFieldsOf(spec);
   // A schedule repeated without its anchor (or a counted cron's start) keeps the stored one.
   const asStored = requested && current ? settleLike(requested.schedule, current.schedule) : requested?.schedule;
@@ -163,7 +190,12 @@ export function scheduleChangeFor(
     );
   }
   if (!scheduleChanged && !reactivates) return replace(updated, null);
-  const { plan, status } = firstOccurrence(deps, updated, now, pending, ended);
+  // A new schedule keeps a due occurrence that has not started (waiting for its jitter, or not yet
+  // leased) when it still fires at it, as a job's PATCH does: a jitter or an end changed at 09:03
+  // must not drop 09:00's workflow run for tomorrow's.
+  const pendingSame = current.status === 'ACTIVE' ? samePending(current, pendingRead) : null;
+  const same = pendingSame && stillFiresAt(updated, pendingSame.run, now) ? pendingSame : null;
+  const { plan, status } = firstOccurrence(deps, updated, now, pending, ended, same);
   if (!plan && reactivates) throw new ValidationError('Invalid workflow', [{ path: 'schedule', message: 'has no occurrence after now' }]);
   return replace(
     { ...updated, status, nextRunAt: plan?.run.scheduledFor ?? null, nextRunId: plan?.run.runId ?? null },

@@ -120,7 +120,7 @@ export async function updateWorkflow(
     if (expected !== undefined && expected !== workflow.version)
       throw new PreconditionFailedError(`The workflow is at version ${workflow.version}, not ${expected}`);
     const current = await readSchedule(deps, workflowId);
-    const pending = current?.nextRunId ? await deps.runs.get(current.nextRunId) : null;
+    const pending = current?.nextRunId ? await deps.runs.withOccurrenceState(current.nextRunId) : null;
     const now = deps.clock();
     const at = new Date(now).toISOString();
     const version: WorkflowVersion = { workflowId, tenantId, version: workflow.version + 1, spec, createdAt: at };

@@ -297,6 +297,35 @@ describe('scheduled workflows', () => {
     expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`)).status).toBe(202);
   });
 
+  it('a new version that changes the schedule keeps a due occurrence not yet started when the schedule still fires at it', async () => {
+    const hourly = { kind: 'cron', expression: '0 * * * *', timezone: 'UTC' };
+    const created = await create('due-kept', { schedule: hourly }, [step('a')]);
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    const firstRunId = (await workflow(workflowId)).recentOccurrences[0].runId as string;
+    try {
+      // Ten minutes past the occurrence, which no worker has leased (none runs here).
+      offset = at + 10 * MINUTE - Date.now();
+      const version = (schedule: Record<string, unknown>) =>
+        scheduler.api('POST', `/v1/workflows/${workflowId}/versions`, { name: 'due-kept', steps: [step('a')], schedule });
+      // Only a jitter added: the same fire times, so 09:00's workflow run is not dropped for 10:00's.
+      const jittered = await version({ ...hourly, jitterSeconds: 1800 });
+      expect(jittered.status, JSON.stringify(jittered.body)).toBe(201);
+      expect(jittered.body.scheduleState.nextRunAt).toBe(new Date(at).toISOString());
+      const occurrences = (await workflow(workflowId)).recentOccurrences as { runId: string; scheduledFor: string; attempt: number; status: string }[];
+      expect(occurrences.filter((occurrence) => occurrence.scheduledFor === new Date(at).toISOString())).toEqual([
+        // Due, waiting for its jitter's start: not started.
+        expect.objectContaining({ attempt: 2, status: expect.stringMatching(/^(SCHEDULED|QUEUED)$/) }),
+        expect.objectContaining({ runId: firstRunId, attempt: 1, status: 'SKIPPED' }),
+      ]);
+      // A schedule that no longer fires at it moves on to its own next fire time.
+      const moved = await version({ kind: 'cron', expression: '30 * * * *', timezone: 'UTC' });
+      expect(moved.body.scheduleState.nextRunAt).toBe(new Date(at + 30 * MINUTE).toISOString());
+    } finally {
+      offset = 0;
+    }
+  });
+
   it('a version that puts back a schedule an earlier version changed or removed plans its occurrence anew', async () => {
     const yearly = { schedule: { kind: 'cron', expression: '0 0 1 1 *', timezone: 'UTC' } };
     const created = await create('put-back', yearly, [step('a')]);
