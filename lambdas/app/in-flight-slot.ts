@@ -109,17 +109,15 @@ export async function withInFlightSlot(
     return 'deferred';
   }
   const { slot } = taken;
-  let result: ExecuteResult | undefined;
   try {
-    result = await execute();
-    return result;
+    return await execute();
   } finally {
-    // Another worker runs this run (a duplicate message): a slot the run held already is its, and
-    // stays; one this message took is given back (an external worker's claimed run holds none).
-    if (!(taken.own && (result === 'held' || result === 'recheck'))) {
-      await deps.inFlight.release(tenantId, slot, runId);
-      deps.tenantsFull.freed(tenantId, slot, deps.clock());
-    }
+    // This message's hold is given back whatever became of the run. Another message of the run may
+    // hold the slot too (a duplicate, the ticker's resend), and which of them leases the run is known
+    // only to that one: the slot stays while any holds it, so the run's lease holder keeps it until
+    // its outcome, whichever message took it first; a duplicate's hold, alone (the run leased by an
+    // external worker, which holds none), frees it (decision 0025).
+    if (await deps.inFlight.release(tenantId, slot, runId, taken.token)) deps.tenantsFull.freed(tenantId, slot, deps.clock());
   }
 }
 

@@ -7,10 +7,11 @@ import { promisify } from 'node:util';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { slotLiveness } from '../../lambdas/app/in-flight-slot';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
 import { JobsRepository } from '../../lambdas/store/jobs-repository';
-import { createRateKey, runKey } from '../../lambdas/store/keys';
+import { createRateKey, inFlightSlotKey, runKey } from '../../lambdas/store/keys';
 import { RequestCounter } from '../../lambdas/store/request-counter';
 import { emulatorEnvironment } from '../../scripts/local/emulator';
 import { auditAsAdmin, runAdmin } from '../../scripts/ops/admin';
@@ -618,6 +619,101 @@ describe('a duplicate message for a run another worker runs', () => {
   });
 });
 
+describe("a run's message that took its slot first, when another message of the run leases it", () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  let answer: () => void = () => undefined;
+  beforeAll(async () => {
+    scheduler = await startScheduler({ workerConcurrency: 0, tenantLimits: { maxInFlightRuns: 1 } });
+    target = await startTarget(() => new Promise((resolve) => (answer = () => resolve({ status: 200 }))));
+  });
+  afterAll(async () => {
+    answer();
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const dueRun = async (name: string, url = 'http://127.0.0.1:9/hook') => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(url, { name, schedule: { kind: 'delay', seconds: 1 } }));
+    expect(created.status).toBe(201);
+    const runId = created.body.job.nextRunId as string;
+    await eventually(
+      () => scheduler.deps.runs.get(runId),
+      (run) => run !== null && Date.parse(run.availableAt) <= Date.now(),
+    );
+    return runId;
+  };
+
+  /**
+   * A worker whose message for the run came early (its `notBefore` ahead): it takes the slot, then
+   * waits for its time. Its lease waits besides for `leasedElsewhere`, so the other message's worker
+   * leases the run first however slow the machine; `took` resolves once it holds its slot.
+   */
+  const earlyWorker = (leasedElsewhere: Promise<unknown>) => {
+    const deps = scheduler.workerDeps('w1');
+    let tookSlot: () => void = () => undefined;
+    const took = new Promise<void>((resolve) => (tookSlot = resolve));
+    const acquireSlot = deps.inFlight.acquireSlot.bind(deps.inFlight);
+    deps.inFlight.acquireSlot = async (...args) => {
+      const taken = await acquireSlot(...args);
+      tookSlot();
+      return taken;
+    };
+    const lease = deps.leases.lease.bind(deps.leases);
+    deps.leases.lease = async (...args) => {
+      await leasedElsewhere;
+      return lease(...args);
+    };
+    return { deps, took };
+  };
+
+  it("keeps it for the run that the other message's worker leased: no other run gets a slot", async () => {
+    const runId = await dueRun('two-messages');
+    const tenantId = scheduler.tenantId;
+    let leased: () => void = () => undefined;
+    const w1 = earlyWorker(new Promise<void>((resolve) => (leased = resolve)));
+    const first = executeRun(w1.deps, runId, { tenantId, notBefore: Date.now() + 1500 });
+    await w1.took;
+
+    // The run's other message (no delay), on another worker: the slot is the run's already, and
+    // that worker leases the run.
+    const w2 = scheduler.workerDeps('w2');
+    const taken = await w2.inFlight.acquireSlot(tenantId, runId, 1, Date.now(), (runIds) => slotLiveness(w2, runIds));
+    expect(taken).toMatchObject({ slot: 0, own: true });
+    expect((await w2.leases.lease(runId, leaseRequest(scheduler.config, 'w2'))).kind).toBe('leased');
+    leased();
+
+    expect(await first).toBe('held');
+    // Before, the early message, having taken the slot itself, gave it back: the run ran without
+    // one, and another run took it, two in flight under a limit of 1.
+    expect((await scheduler.deps.inFlight.holders(tenantId)).map((holder) => holder.runId)).toEqual([runId]);
+    expect(await scheduler.deps.inFlight.acquire(tenantId, 'another-run', 1, Date.now(), (runIds) => slotLiveness(scheduler.deps, runIds))).toBeNull();
+    // The lease holder's give-back after its outcome frees it.
+    expect(await w2.inFlight.release(tenantId, taken!.slot, runId, taken!.token)).toBe(true);
+    expect(await scheduler.deps.inFlight.holders(tenantId)).toEqual([]);
+  });
+
+  it('is freed by the outcome of the run that the other message ran', async () => {
+    const runId = await dueRun('two-messages-run', target.url);
+    const tenantId = scheduler.tenantId;
+    const called = eventually(
+      () => Promise.resolve(target.calls.length),
+      (calls) => calls === 1,
+      30_000,
+    );
+    const w1 = earlyWorker(called);
+    const first = executeRun(w1.deps, runId, { tenantId, notBefore: Date.now() + 1500 });
+    await w1.took;
+    const second = executeRun(scheduler.workerDeps('w2'), runId, { tenantId });
+
+    expect(await first).toBe('held');
+    expect((await scheduler.deps.inFlight.holders(tenantId)).map((holder) => holder.runId)).toEqual([runId]);
+    answer();
+    expect(await second).toBe('succeeded');
+    expect(await scheduler.deps.inFlight.holders(tenantId)).toEqual([]);
+  });
+});
+
 describe('in-flight slots under contention', () => {
   let scheduler: Scheduler;
   beforeAll(async () => {
@@ -660,5 +756,67 @@ describe('in-flight slots under contention', () => {
     ]);
     expect([a, b].filter((slot) => slot === 0)).toHaveLength(1);
     expect((await scheduler.deps.inFlight.holders(tenant)).map((h) => h.runId)).not.toContain('crashed-run');
+  });
+
+  it("counts the holds of one run's messages: the slot goes free with the last given back, whichever took it first", async () => {
+    const tenant = `holds-${scheduler.prefix}`;
+    const now = Date.now();
+    const first = (await scheduler.deps.inFlight.acquireSlot(tenant, 'run-a', 1, now, allRunning))!;
+    const second = (await scheduler.deps.inFlight.acquireSlot(tenant, 'run-a', 1, now, allRunning))!;
+    expect(first).toMatchObject({ slot: 0, own: false });
+    expect(second).toMatchObject({ slot: 0, own: true });
+    expect(first.token).not.toBe(second.token);
+    // The first message's hold given back (it did not lease the run): the slot stays the run's.
+    expect(await scheduler.deps.inFlight.release(tenant, 0, 'run-a', first.token)).toBe(false);
+    expect((await scheduler.deps.inFlight.holders(tenant)).map((holder) => holder.runId)).toEqual(['run-a']);
+    expect(await scheduler.deps.inFlight.acquire(tenant, 'run-b', 1, now, allRunning)).toBeNull();
+    // Given back again (the store client's retry of a write that landed): nothing more goes.
+    expect(await scheduler.deps.inFlight.release(tenant, 0, 'run-a', first.token)).toBe(false);
+    expect((await scheduler.deps.inFlight.holders(tenant)).map((holder) => holder.runId)).toEqual(['run-a']);
+    // The last hold: the slot is free.
+    expect(await scheduler.deps.inFlight.release(tenant, 0, 'run-a', second.token)).toBe(true);
+    expect(await scheduler.deps.inFlight.holders(tenant)).toEqual([]);
+    expect(await scheduler.deps.inFlight.acquire(tenant, 'run-b', 1, now, allRunning)).toBe(0);
+  });
+
+  it('drops every hold of a slot taken over; a late give-back of one of them frees nothing', async () => {
+    const tenant = `taken-over-${scheduler.prefix}`;
+    const then = Date.now() - 60_000;
+    const slow = (await scheduler.deps.inFlight.acquireSlot(tenant, 'slow-run', 1, then, allRunning))!;
+    const expired = (runIds: readonly string[]) => Promise.resolve(new Map(runIds.map((id) => [id, { running: true, leaseExpiresAt: Date.now() - 30_000 }])));
+    const next = (await scheduler.deps.inFlight.acquireSlot(tenant, 'next-run', 1, Date.now(), expired))!;
+    expect(next).toMatchObject({ slot: 0, own: false });
+    // The worker taken for dead was only slow: its give-back leaves the slot with the run that took it over.
+    expect(await scheduler.deps.inFlight.release(tenant, 0, 'slow-run', slow.token)).toBe(false);
+    expect((await scheduler.deps.inFlight.holders(tenant)).map((holder) => holder.runId)).toEqual(['next-run']);
+    expect(await scheduler.deps.inFlight.release(tenant, 0, 'next-run', next.token)).toBe(true);
+  });
+
+  it('keeps working with slot items written before holds were counted', async () => {
+    const tenant = `uncounted-${scheduler.prefix}`;
+    const putUncounted = (runId: string, acquiredAt: number) =>
+      scheduler.clients.dynamo.send(
+        new PutCommand({
+          TableName: scheduler.config.jobsTable,
+          Item: { ...inFlightSlotKey(tenant, 0), runId, acquiredAt, expiresAtEpoch: Math.floor(acquiredAt / 1000) + 3600 },
+        }),
+      );
+    // Held by a worker that gives it back by run id: a message of the run that joins and gives its
+    // own hold back leaves it with that worker's run.
+    await putUncounted('old-run', Date.now());
+    const joined = (await scheduler.deps.inFlight.acquireSlot(tenant, 'old-run', 1, Date.now(), allRunning))!;
+    expect(joined).toMatchObject({ slot: 0, own: true });
+    expect(await scheduler.deps.inFlight.release(tenant, 0, 'old-run', joined.token)).toBe(false);
+    expect((await scheduler.deps.inFlight.holders(tenant)).map((holder) => holder.runId)).toEqual(['old-run']);
+    expect(await scheduler.deps.inFlight.release(tenant, 0, 'old-run')).toBe(true);
+    expect(await scheduler.deps.inFlight.holders(tenant)).toEqual([]);
+
+    // Left by a worker that died: taken over, as before.
+    await putUncounted('crashed-run', Date.now() - 60_000);
+    const expired = (runIds: readonly string[]) => Promise.resolve(new Map(runIds.map((id) => [id, { running: true, leaseExpiresAt: Date.now() - 30_000 }])));
+    const next = (await scheduler.deps.inFlight.acquireSlot(tenant, 'next-run', 1, Date.now(), expired))!;
+    expect(next).toMatchObject({ slot: 0, own: false });
+    expect(await scheduler.deps.inFlight.release(tenant, 0, 'next-run', next.token)).toBe(true);
+    expect(await scheduler.deps.inFlight.holders(tenant)).toEqual([]);
   });
 });
