@@ -136,8 +136,11 @@ export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom
   const owner = job ? jobSubject(job) : null;
   const recorded = await deps.leases.finishAttempt(run, { status, now, error, reason, notify: notifyEventFor(owner, status) }, retry, {
     leaseExpiredBefore: now,
+    // Read unconsumed, recorded so only while it is: its worker's consume may land in between (its
+    // clock behind this one's), and a retry would then call a target that attempt may have called.
+    unconsumed: !consumed,
   });
-  if (recorded === 'fenced') return 'fenced';
+  if (recorded === 'fenced') return consumed ? 'fenced' : recordConsumedSince(deps, run, budgetFrom, carried);
   deps.telemetry.leaseExpired(run, true);
   deps.telemetry.runFinished(run, retry ? 'FAILED' : 'DEAD', now - Date.parse(run.startedAt ?? run.updatedAt), retry !== null);
   if (retry) {
@@ -155,6 +158,18 @@ export async function recordWorkerLost(deps: SchedulerDeps, run: Run, budgetFrom
     retryRunId: retry?.run.runId,
   });
   return 'recorded';
+}
+
+/**
+ * A lost worker's attempt whose outcome was fenced although it was read unconsumed: when it is still
+ * the same lease and consumed now, its worker consumed it in between, and it ends as a consumed
+ * attempt does (DEAD, OUTCOME_UNKNOWN, no retry). Anything else fenced it: another recorder, a
+ * cancel.
+ */
+async function recordConsumedSince(deps: SchedulerDeps, run: Run, budgetFrom: number, carried: Carried): Promise<'recorded' | 'fenced'> {
+  const current = await deps.runs.get(run.runId);
+  const consumedSince = current?.status === 'RUNNING' && current.version === run.version && typeof current.consumedAt === 'string';
+  return consumedSince ? recordWorkerLost(deps, current, budgetFrom, carried) : 'fenced';
 }
 
 /** What an attempt hands to the next: its checkpoint, a step's inputs, and the run's own payload (a trigger's). */

@@ -26,7 +26,9 @@ export async function tenantRun(deps: SchedulerDeps, tenantId: string, runId: st
 
 /**
  * A waiting run never starts; a running one is marked CANCELLED at once and its worker aborts the
- * target call at its next heartbeat (its outcome is fenced off). A finished run is a 409.
+ * target call at its next heartbeat (its outcome is fenced off). A finished run is a 409, and only a
+ * finished one: a run that moved between waiting and running since it was read (a worker leased it,
+ * or gave its lease back) is cancelled from where it is now.
  */
 export async function cancelRun(deps: SchedulerDeps, tenantId: string, runId: string): Promise<Run> {
   return (await cancelRunOf(deps, tenantId, runId)).run;
@@ -38,18 +40,18 @@ export async function cancelRunOf(
   tenantId: string,
   runId: string,
 ): Promise<{ readonly run: Run; readonly cancelled: boolean; readonly previousStatus: RunStatus }> {
-  const run = await tenantRun(deps, tenantId, runId);
   const now = deps.clock();
   const reason = 'cancelled by request';
-  const cancelled =
-    run.status === 'RUNNING' ? await deps.leases.cancelRunning(runId, now, reason) : await deps.runs.retirePending(runId, 'CANCELLED', reason, now);
-  const after = await tenantRun(deps, tenantId, runId);
+  const { from: run, cancelled, after } = await cancelWhereItIs(deps, tenantId, await tenantRun(deps, tenantId, runId), now, reason);
   if (cancelled) {
     deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
     // A workflow step's run: its step ends CANCELLED and its dependants are decided.
     await continueWorkflow(deps, run, { status: 'CANCELLED', reason });
   }
-  if (!cancelled && after.status !== 'CANCELLED') throw new ConflictError(`The run is ${after.status}; only a run that has not finished can be cancelled`);
+  if (!cancelled && after.status !== 'CANCELLED') {
+    if (!isTerminal(after.status)) throw new TooManyRequestsError(`The run kept changing status (${after.status} now) while being cancelled; try again`, 1);
+    throw new ConflictError(`The run is ${after.status}; only a run that has not finished can be cancelled`);
+  }
   // A cancelled pending occurrence must not stop the schedule: the chain moves on past it.
   if (cancelled && run.trigger === 'schedule' && run.status !== 'RUNNING') {
     // A workflow's schedule job too: a cancelled occurrence of a scheduled workflow moves its chain on.
@@ -61,6 +63,35 @@ export async function cancelRunOf(
   }
   return { run: after, cancelled, previousStatus: run.status };
 }
+
+/**
+ * The cancel's write for the status the run was read in (running, or waiting), tried again from
+ * where it is now while the write fails on a run that has not finished: a worker leased it, or gave
+ * its lease back, in between. `from`: the run as read before the write that decided; `after`: as it is.
+ */
+async function cancelWhereItIs(
+  deps: SchedulerDeps,
+  tenantId: string,
+  read: Run,
+  now: number,
+  reason: string,
+): Promise<{ readonly from: Run; readonly cancelled: boolean; readonly after: Run }> {
+  for (let tries = 1, from = read; ; tries++) {
+    const cancelled =
+      from.status === 'RUNNING'
+        ? await deps.leases.cancelRunning(from.runId, now, reason)
+        : await deps.runs.retirePending(from.runId, 'CANCELLED', reason, now);
+    const after = await tenantRun(deps, tenantId, from.runId);
+    if (cancelled || isTerminal(after.status) || tries >= CANCEL_TRIES) return { from, cancelled, after };
+    from = after;
+  }
+}
+
+/**
+ * Writes a cancel tries before it answers a 429: a run that keeps moving between waiting and running
+ * (each move a worker's lease or give-back) more than a few times within one cancel is contended.
+ */
+const CANCEL_TRIES = 4;
 
 /** A new run of the same occurrence, with a fresh retry budget; counted against the tenant's create rate. */
 export async function replayRun(
@@ -109,6 +140,8 @@ export async function replayRun(
   if (plan.run.delivery === 'exactly-once') await deps.leases.keepEffect(occurrenceKey(original.jobId, original.scheduledFor), now, EFFECT_KEPT_SLACK_MS);
   if (!(await deps.deadRuns.replay(original, replay, now))) {
     await discardPayload(deps, copy);
+    // Gone since it was read (its retention ended): a 404, as for any run no longer stored.
+    await tenantRun(deps, tenantId, runId);
     throw new ConflictError(`The run was replayed already`);
   }
   deps.telemetry.runCreated(plan.run);

@@ -2,7 +2,7 @@
 // outcome, run-leases.ts) and leaves it when it is replayed.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Run } from '../domain/run';
-import { absent, conditionExpressions, IF_NEW, transact, updateExpressions } from './conditional';
+import { absent, conditionExpressions, exists, IF_NEW, transact, updateExpressions } from './conditional';
 import { MAX_ITEMS_READ_PER_PAGE, readFilteredPage } from './filtered-page';
 import type { RunItemExtras } from './run-items';
 import { encodeCursor, runKey } from './keys';
@@ -73,7 +73,9 @@ export class DeadRuns {
 
   /**
    * Writes the replay of a finished run; a DEAD run leaves the dead-run index in the same
-   * transaction, so it is replayed once. False when it was replayed already.
+   * transaction, so it is replayed once. False when it was replayed already, or is no longer stored
+   * (its retention ended since it was read): an update of a key that is gone would write an item of
+   * its own, a stub with no status and no expiry that would never leave.
    */
   async replay(original: Run, replay: { run: Run; extras: RunItemExtras }, now: number): Promise<boolean> {
     const result = await transact(this.dynamo, {
@@ -84,7 +86,7 @@ export class DeadRuns {
           ...updateExpressions({
             set: { replayedAs: replay.run.runId, updatedAt: new Date(now).toISOString() },
             remove: ['deadTenantId', 'deadSort'],
-            if: { replayedAs: absent },
+            if: { pk: exists, replayedAs: absent },
           }),
         },
       },

@@ -16,6 +16,7 @@ import {
   atMost,
   between,
   exists,
+  greaterThan,
   IF_NEW,
   conditionExpressions,
   lessThan,
@@ -181,14 +182,17 @@ export class RunLeases {
 
   /**
    * At-most-once: records the attempt as consumed before its target is called, fenced by the
-   * leased version. Once consumed, the attempt is never called again (a lost worker's run ends
-   * instead of being retried). False when the lease was lost or the run cancelled.
+   * leased version and by the lease being live at `now` (the consuming worker's clock). Once
+   * consumed, the attempt is never called again (a lost worker's run ends instead of being retried).
+   * A lease that lapsed may be recovered at any moment by a worker that read the attempt as
+   * unconsumed and plans its retry: consumed now, it would be called by both. False when the lease
+   * was lost or has lapsed, or the run was cancelled: its target is not called.
    */
   async consume(runId: string, version: number, now: number): Promise<boolean> {
     const at = new Date(now).toISOString();
     return updateIf(this.dynamo, this.tableName, runKey(runId), {
       set: { consumedAt: at, updatedAt: at },
-      if: { status: 'RUNNING', version, consumedAt: absent },
+      if: { status: 'RUNNING', version, leaseExpiresAtMs: greaterThan(now), consumedAt: absent },
     });
   }
 
@@ -275,7 +279,8 @@ export class RunLeases {
 
   /**
    * Ends an attempt and, in the same transaction, writes the retry that follows it (if any). Fenced
-   * by the leased version; for a lost worker also by the lease having expired. A DEAD outcome
+   * by the leased version; for a lost worker also by the lease having expired, and (`unconsumed`)
+   * by the attempt not having been consumed since it was read. A DEAD outcome
    * enters the tenant's dead-run index. With an effect, the occurrence's entry in the effect ledger
    * is written with the outcome; when another attempt recorded the occurrence's effect first, the
    * outcome is recorded alone ('effect-exists'): the ledger keeps one effect per occurrence.
@@ -292,7 +297,7 @@ export class RunLeases {
       notify?: NotifyEvent | null;
     },
     retry: { run: Run; extras: RunItemExtras } | null,
-    options: { leaseExpiredBefore?: number; effect?: EffectRecord } = {},
+    options: { leaseExpiredBefore?: number; unconsumed?: boolean; effect?: EffectRecord } = {},
   ): Promise<'recorded' | 'fenced' | 'effect-exists'> {
     const now = new Date(outcome.now).toISOString();
     const dead = outcome.status === 'DEAD' ? deadAttributes(run.tenantId, now, run.runId) : null;
@@ -316,6 +321,7 @@ export class RunLeases {
         status: oneOf(sourcesOf(outcome.status, LEASED)),
         version: run.version,
         ...(options.leaseExpiredBefore === undefined ? {} : { leaseExpiresAtMs: lessThan(options.leaseExpiredBefore) }),
+        ...(options.unconsumed ? { consumedAt: absent } : {}),
       },
     };
     const alone = async (): Promise<boolean> => updateIf(this.dynamo, this.tableName, runKey(run.runId), finish);

@@ -15,6 +15,7 @@ import { effectKey, runKey } from '../../lambdas/store/keys';
 import { fencingTokenOf } from '../../lambdas/domain/delivery';
 import { occurrenceKey } from '../../lambdas/domain/run';
 import type { Run } from '../../lambdas/domain/run';
+import type { SchedulerDeps } from '../../lambdas/app/deps';
 import type { Scheduler, TargetCall, TargetServer } from './harness';
 import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
 import { killProcess, startRuntimeProcess } from './worker-process';
@@ -260,6 +261,142 @@ describe('delivery semantics without a crash', () => {
       await target.stop();
       await quick.stop();
     }
+  });
+});
+
+/** A promise with its resolve, to hold one side of a race until the other has reached its point. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = (): void => undefined;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+/** Deps whose `store.method` goes through `around` on its first call (something landing before or inside it). */
+function aroundFirstCall(
+  deps: SchedulerDeps,
+  store: 'leases' | 'signingCache',
+  method: string,
+  around: (call: () => Promise<unknown>) => Promise<unknown>,
+): SchedulerDeps {
+  let done = false;
+  const proxy = new Proxy(deps[store], {
+    get(object, property) {
+      const value = Reflect.get(object, property) as unknown;
+      if (typeof value !== 'function') return value;
+      const bound = (value as (...args: unknown[]) => Promise<unknown>).bind(object);
+      if (property !== method) return bound;
+      return (...args: unknown[]) => {
+        if (done) return bound(...args);
+        done = true;
+        return around(() => bound(...args));
+      };
+    },
+  });
+  return { ...deps, [store]: proxy };
+}
+
+describe('at-most-once: a consume racing the recovery of its lapsed lease', () => {
+  let scheduler: Scheduler;
+  beforeAll(async () => {
+    // No pollers: the workers of the race are driven here, each with its own clock.
+    scheduler = await startScheduler({ workerConcurrency: 0 });
+  });
+  afterAll(() => scheduler.stop());
+
+  /** Worker B's clock (and the retry's worker's): an hour on, long past worker A's lease. */
+  const PAST_THE_LEASE_MS = 3_600_000;
+
+  /**
+   * Worker A leases an at-most-once run and stalls, `before-consume` (when it wakes its lease has
+   * lapsed) or with its consume request on its way (made while the lease was live, it arrives late).
+   * Worker B finds the lease lapsed and the attempt unconsumed, and A's consume lands (or is refused)
+   * between B's read and B's write of the lost attempt. The target holds any call of A's until B is
+   * done; then whatever B planned is run.
+   */
+  async function race(stall: 'before-consume' | 'consume-in-flight') {
+    const recovered = deferred();
+    const target = await startTarget(async () => {
+      await recovered.promise;
+      return { status: 200 };
+    });
+    try {
+      const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { delivery: 'at-most-once', retryPolicy: retryQuickly }));
+      expect(created.status).toBe(201);
+      const { jobId, nextRunId: runId } = created.body.job as { jobId: string; nextRunId: string };
+      const stalled = deferred();
+      const wake = deferred();
+      const consumeSettled = deferred();
+      let skewA = 0;
+      let a = scheduler.workerDeps('worker-a', () => Date.now() + skewA);
+      if (stall === 'before-consume') {
+        // Its last read before the delivery gate: it stalls there, and wakes past its lease.
+        a = aroundFirstCall(a, 'signingCache', 'of', async (call) => {
+          stalled.resolve();
+          await wake.promise;
+          skewA = PAST_THE_LEASE_MS;
+          return call();
+        });
+      }
+      a = aroundFirstCall(a, 'leases', 'consume', async (call) => {
+        if (stall === 'consume-in-flight') {
+          stalled.resolve();
+          await wake.promise;
+        }
+        try {
+          return await call();
+        } finally {
+          consumeSettled.resolve();
+        }
+      });
+      const resultA = executeRun(a, runId);
+      await stalled.promise;
+      // B has read the attempt as lost and unconsumed; A's consume goes before B's write.
+      const b = aroundFirstCall(
+        scheduler.workerDeps('worker-b', () => Date.now() + PAST_THE_LEASE_MS),
+        'leases',
+        'finishAttempt',
+        async (call) => {
+          wake.resolve();
+          await consumeSettled.promise;
+          return call();
+        },
+      );
+      const resultB = await executeRun(b, runId);
+      recovered.resolve();
+      const results = [await resultA, resultB];
+      const later = scheduler.workerDeps('worker-c', () => Date.now() + PAST_THE_LEASE_MS);
+      for (const run of await runsOf(scheduler, jobId)) {
+        if (run.status === 'QUEUED' || run.status === 'SCHEDULED') await executeRun(later, run.runId);
+      }
+      const runs = await runsOf(scheduler, jobId);
+      return {
+        results,
+        runs: runs.map((run) => [run.attempt, run.status, run.error?.code ?? null, run.consumedAt ? 'consumed' : null]),
+        calls: target.calls.map((call) => call.headers['x-attempt']),
+      };
+    } finally {
+      recovered.resolve();
+      await target.stop();
+    }
+  }
+
+  it('a worker whose lease lapsed before its consume cannot consume: only the retry calls the target, once', async () => {
+    expect(await race('before-consume')).toEqual({
+      results: ['fenced', 'worker-lost'],
+      runs: [
+        [1, 'FAILED', 'WORKER_LOST', null],
+        [2, 'SUCCEEDED', null, 'consumed'],
+      ],
+      calls: ['2'],
+    });
+  });
+
+  it('a consume that lands after the lost attempt was read unconsumed ends the attempt DEAD, never retried: one call', async () => {
+    expect(await race('consume-in-flight')).toEqual({
+      results: ['fenced', 'worker-lost'],
+      runs: [[1, 'DEAD', 'OUTCOME_UNKNOWN', 'consumed']],
+      calls: ['1'],
+    });
   });
 });
 

@@ -1,9 +1,32 @@
 // Leases under contention, against the emulator: two workers racing for one run, a duplicate
 // message, a message for no run, a worker that dies holding a lease, and the fencing of late writes.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { SchedulerDeps } from '../../lambdas/app/deps';
+import { cancelRunOf } from '../../lambdas/app/runs';
 import { logger } from '../../lambdas/core/logger';
 import type { Scheduler, TargetServer } from './harness';
 import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
+
+/** Deps whose `store.method` runs `before` ahead of its first call (something landing between a read and a write). */
+function beforeFirstCall(deps: SchedulerDeps, store: 'runs' | 'leases', method: string, before: () => Promise<void>): SchedulerDeps {
+  let done = false;
+  const proxy = new Proxy(deps[store], {
+    get(object, property) {
+      const value = Reflect.get(object, property) as unknown;
+      if (typeof value !== 'function') return value;
+      const bound = (value as (...args: unknown[]) => unknown).bind(object);
+      if (property !== method) return bound;
+      return async (...args: unknown[]) => {
+        if (!done) {
+          done = true;
+          await before();
+        }
+        return bound(...args);
+      };
+    },
+  });
+  return { ...deps, [store]: proxy };
+}
 
 describe('leases', () => {
   let scheduler: Scheduler;
@@ -133,5 +156,45 @@ describe('leases', () => {
     expect((await scheduler.deps.runs.get(runId))?.status).toBe('FAILED');
     // Two workers racing to record the same loss record it once.
     expect(await executeRun(scheduler.workerDeps('worker-d', later), runId)).toBe('duplicate');
+  });
+
+  it("cancels a waiting run that a worker leases between the cancel's read and its write: CANCELLED, not a 409", async () => {
+    const { runId } = await createRun();
+    let version = 0;
+    const deps = beforeFirstCall(scheduler.deps, 'runs', 'retirePending', async () => {
+      const leased = await scheduler.workerDeps('worker-a').leases.lease(runId, leaseRequest(scheduler.config, 'worker-a'));
+      if (leased.kind !== 'leased') throw new Error(`the run should be leased, not ${leased.kind}`);
+      version = leased.run.version;
+    });
+    const { run, cancelled, previousStatus } = await cancelRunOf(deps, scheduler.tenantId, runId);
+    expect({ status: run.status, cancelled, previousStatus }).toEqual({ status: 'CANCELLED', cancelled: true, previousStatus: 'RUNNING' });
+    expect((await scheduler.api('GET', `/v1/runs/${runId}`)).body.status).toBe('CANCELLED');
+    // Cancelled as a running run is: its worker's next heartbeat fails, and aborts the call.
+    expect(await scheduler.deps.leases.heartbeat(runId, version, Date.now())).toBe(false);
+  });
+
+  it("cancels a running run whose lease is given back between the cancel's read and its write: CANCELLED, not a 409", async () => {
+    const { runId } = await createRun();
+    const leased = await scheduler.workerDeps('worker-a').leases.lease(runId, leaseRequest(scheduler.config, 'worker-a'));
+    if (leased.kind !== 'leased') throw new Error(`the run should be leased, not ${leased.kind}`);
+    // The worker gives its lease back (a key's slot taken, buffer-one): the run waits QUEUED again.
+    const deps = beforeFirstCall(scheduler.deps, 'leases', 'cancelRunning', async () => {
+      const now = Date.now();
+      expect(await scheduler.deps.leases.giveBack(runId, leased.run.version, now, now + 60_000, scheduler.config.timeIndexShards, 'waiting')).toBe(true);
+    });
+    const { run, cancelled, previousStatus } = await cancelRunOf(deps, scheduler.tenantId, runId);
+    expect({ status: run.status, cancelled, previousStatus }).toEqual({ status: 'CANCELLED', cancelled: true, previousStatus: 'QUEUED' });
+    // It never starts: a worker receiving its message finds it finished.
+    const calls = target.calls.length;
+    expect(await executeRun(scheduler.workerDeps('worker-b'), runId)).toBe('duplicate');
+    expect(target.calls.length).toBe(calls);
+  });
+
+  it('still answers a cancel of a finished run with a 409', async () => {
+    const { runId } = await createRun();
+    expect(await executeRun(scheduler.workerDeps('worker-a'), runId)).toBe('succeeded');
+    const answer = await scheduler.api('POST', `/v1/runs/${runId}/cancel`);
+    expect(answer.status).toBe(409);
+    expect((await scheduler.deps.runs.get(runId))?.status).toBe('SUCCEEDED');
   });
 });

@@ -5,6 +5,8 @@
 // workflow run is retried only while its steps' runs are kept (decision 0159).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { replayRun } from '../../lambdas/app/runs';
+import { NotFoundError } from '../../lambdas/core/errors';
 import { occurrenceKey } from '../../lambdas/domain/run';
 import { effectKey, runKey, workflowRunKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
@@ -18,9 +20,10 @@ describe('finished runs', () => {
   let target: TargetServer;
 
   beforeAll(async () => {
-    // `/flaky` fails its first call; `/slow` answers after 1.5 s.
+    // `/flaky` fails its first call; `/slow` answers after 1.5 s; `/refused` answers 400 (the run ends DEAD).
     let flakyCalls = 0;
     target = await startTarget(async (call) => {
+      if (call.path.endsWith('/refused')) return { status: 400 };
       if (call.path.endsWith('/flaky')) return { status: flakyCalls++ === 0 ? 500 : 200 };
       if (call.path.endsWith('/slow')) await new Promise((resolve) => setTimeout(resolve, 1500));
       return { status: 200, body: JSON.stringify({ from: call.path }) };
@@ -77,6 +80,31 @@ describe('finished runs', () => {
     for (const record of records) {
       expect((await itemOf(scheduler, record.runId))?.expiresAtEpoch).toBe(Date.parse(record.scheduledFor) / 1000 + 2 * DAY);
     }
+  });
+
+  it('a replay of a run that leaves (its retention ended) between its read and the replay is a 404, and writes nothing', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(`${target.url}/refused`));
+    expect(created.status).toBe(201);
+    const dead = await finished(scheduler, created.body.job.nextRunId);
+    expect(dead.status).toBe('DEAD');
+    // The table's TTL deletes the run just before the replay's write.
+    const deadRuns = scheduler.deps.deadRuns;
+    const deps = {
+      ...scheduler.deps,
+      deadRuns: new Proxy(deadRuns, {
+        get: (object, property) =>
+          property === 'replay'
+            ? async (...args: Parameters<typeof deadRuns.replay>) => {
+                await scheduler.clients.dynamo.send(new DeleteCommand({ TableName: scheduler.config.runsTable, Key: runKey(dead.runId) }));
+                return deadRuns.replay(...args);
+              }
+            : (Reflect.get(object, property) as unknown),
+      }),
+    };
+    await expect(replayRun(deps, scheduler.tenantId, dead.runId)).rejects.toThrow(NotFoundError);
+    // No item written in its place (one with no status and no expiry would never leave), and no replay.
+    expect(await itemOf(scheduler, dead.runId)).toBeUndefined();
+    expect((await scheduler.api('GET', `/v1/runs/${String(dead.runId).replace(/\.1$/, '.2')}`)).status).toBe(404);
   });
 
   const workflowRunItem = async (workflowId: string, workflowRunId: string) =>
