@@ -137,6 +137,14 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
         ? await deps.runs.retirePending(previous.runId, 'CANCELLED', overlap.reason, now)
         : (await deps.leases.complete(previous.runId, previous.version, { status: 'CANCELLED', now, error: null, reason: overlap.reason })) === 'recorded';
       if (cancelled) deps.telemetry.runEnded(previous, 'CANCELLED', overlap.reason, { supersededBy: run.runId });
+      // A workflow's occurrence leased and not yet past its workflow run's write (decision 0147):
+      // its worker may have written it since it was read above, and read its own run before this
+      // cancel landed. Read again after the cancel's write, as that worker reads its run after its
+      // own (`startScheduledWorkflowRun`), so one of the two sees the other and cancels it.
+      if (job.target.kind === 'workflow') {
+        const written = await workflowRunOfOccurrence(deps, job.target.workflowId, previous);
+        if (written?.status === 'RUNNING') await cancelForOverlap(deps, written);
+      }
     }
   }
 
@@ -144,9 +152,31 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
     planned.bufferedSince !== undefined
       ? afterBuffering(job, planned.bufferedSince, now)
       : decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), dueAt: Date.parse(run.availableAt), startedAt: now, backfillRemaining });
-  await advanceChain(deps, job, run, decision.successor, decision.execute, now);
+  const moved = await advanceChain(deps, job, run, decision.successor, decision.execute, now);
   if (!decision.execute) return end(deps, run, 'SKIPPED', decision.reason ?? 'skipped', now, job);
+  if (!moved && (await replannedMeanwhile(deps, run, planned))) return end(deps, run, 'SKIPPED', 'job definition changed', now);
   return { kind: 'execute', reason: decision.reason };
+}
+
+/**
+ * After the chain's write lost (the job changed since admission read it): whether an edit planned
+ * this very occurrence again meanwhile. Such an edit (a PATCH, a resume) read the run before its
+ * lease, still pending, planned the occurrence as a new run (its next attempt), and its retire of
+ * this one failed, the run being leased: run too, it would make two runs of one occurrence, the
+ * edit's not knowing this one started (decision 0175). It ends SKIPPED, as that retire would have
+ * ended it. An edit that planned another occurrence (it read the run started, or its new schedule
+ * no longer fires at it) leaves it to run, as a run leased before an edit runs; so does a pause,
+ * whose resume reads it as started.
+ */
+async function replannedMeanwhile(deps: SchedulerDeps, run: Run, planned: PlannedOccurrence): Promise<boolean> {
+  const current = await deps.jobs.getAnyTenant(run.jobId);
+  return (
+    current?.status === 'ACTIVE' &&
+    current.nextRunId !== run.runId &&
+    current.nextRunAt !== null &&
+    Date.parse(current.nextRunAt) === Date.parse(run.scheduledFor) &&
+    classifyUnpointed(current, run, planned.chainedFrom) === 'replaced'
+  );
 }
 
 /**

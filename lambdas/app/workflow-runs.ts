@@ -200,9 +200,11 @@ async function endCancelled(deps: SchedulerDeps, run: WorkflowRun): Promise<Work
  * workflow run of the occurrence's time starts (`workflowRunIdOf(workflowId, scheduledFor)`), on the
  * newest version, in the occurrence's trace. A repeat (the occurrence's run retried after its
  * worker was lost) finds that workflow run and moves it on. A store failure is a retryable failure
- * of the occurrence's run, which its retry policy retries.
+ * of the occurrence's run, which its retry policy retries. An occurrence whose run was cancelled
+ * before its workflow run was written (by the next occurrence, overlapPolicy cancel-running)
+ * cancels that workflow run at once and answers `lease-lost`, as a call whose run was cancelled does.
  */
-export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: Job, occurrence: Run): Promise<TargetResult> {
+export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: Job, occurrence: Run): Promise<TargetResult | 'lease-lost'> {
   const workflowId = schedule.target.kind === 'workflow' ? schedule.target.workflowId : null;
   try {
     const found = workflowId ? await deps.workflows.get(occurrence.tenantId, workflowId) : null;
@@ -232,6 +234,15 @@ export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: J
     };
     const opened = withOpeningMoves(version, run, now);
     if (await deps.workflowRuns.createRun(opened.run, now)) {
+      // The next occurrence, leased before this write (successors due at once: a backfill, a
+      // schedule in seconds), found no workflow run of this one to cancel (overlapPolicy
+      // cancel-running) and cancelled this occurrence's run instead. Its run is read after this
+      // write, as that cancel reads the workflow run after its own (`admitRun`), so one of the two
+      // sees the other: this workflow run ends CANCELLED before any step starts.
+      if ((await deps.runs.get(occurrence.runId))?.status === 'CANCELLED') {
+        await cancelForOverlap(deps, opened.run);
+        return 'lease-lost';
+      }
       if (await cancelIfDeleted(deps, opened.run)) {
         return { ok: false, timedOut: false, error: { code: 'WORKFLOW_NOT_FOUND', message: `workflow ${workflow.workflowId} was deleted`, retryable: false } };
       }

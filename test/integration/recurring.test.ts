@@ -420,6 +420,58 @@ describe('recurring jobs and control', () => {
     expect((await job(first.jobId)).nextRunId).toBe(patched);
   });
 
+  it('a PATCH of the timeout that read the pending occurrence before its lease, landing before the chain moves on: the occurrence runs once, not twice', async () => {
+    const first = await createCron({ overlapPolicy: 'skip' });
+    // The PATCH reads the pending run while it is still QUEUED, and waits there.
+    let pendingRead: () => void = () => undefined;
+    const readByPatch = new Promise<void>((resolve) => (pendingRead = resolve));
+    let leased: () => void = () => undefined;
+    const afterLease = new Promise<void>((resolve) => (leased = resolve));
+    const api = scheduler.workerDeps('patching-api', () => first.at + 50);
+    const withOccurrenceState = api.runs.withOccurrenceState.bind(api.runs);
+    api.runs.withOccurrenceState = async (...args) => {
+      const read = await withOccurrenceState(...args);
+      pendingRead();
+      await afterLease;
+      return read;
+    };
+    const patching = patchJob(api, scheduler.tenantId, first.jobId, { timeoutSeconds: 120 });
+    await readByPatch;
+    // The worker leases it and admits it (the job still points at it); the PATCH commits just before
+    // the chain's write of the job: it plans the same occurrence again (attempt 2), and its retire of
+    // the leased run fails.
+    const racing = worker(first.at + 100, 'racing');
+    const replace = racing.jobs.replace.bind(racing.jobs);
+    let replanned: string | null = null;
+    racing.jobs.replace = async (...args) => {
+      if (replanned === null) {
+        leased();
+        replanned = (await patching).nextRunId;
+      }
+      return replace(...args);
+    };
+    const leasedOutcome = await executeRun(racing, first.runId);
+    expect(replanned).not.toBeNull();
+    expect(replanned).not.toBe(first.runId);
+    const replannedOutcome = await executeRun(worker(first.at + 200), replanned!);
+    // Before, both ran: the leased run once its chain's write had lost, and the PATCH's (nothing had
+    // recorded the leased one as started, so even overlap skip let it through).
+    expect(callsFor(first.runId) + callsFor(replanned!)).toBe(1);
+    expect(leasedOutcome).toBe('skipped');
+    expect(await scheduler.deps.runs.get(first.runId)).toMatchObject({ status: 'SKIPPED', reason: 'job definition changed' });
+    expect(replannedOutcome).toBe('succeeded');
+    expect(await scheduler.deps.runs.get(replanned!)).toMatchObject({
+      scheduledFor: new Date(first.at).toISOString(),
+      attempt: 2,
+      status: 'SUCCEEDED',
+      leaseSeconds: 120 + scheduler.config.leaseMarginSeconds,
+    });
+    // The chain goes on from the PATCH's run, its next occurrence written once.
+    const after = await job(first.jobId);
+    expect(after.nextRunId).toBe(successorOf(first.jobId, first.at + MINUTE));
+    expect((await scheduler.deps.runs.get(after.nextRunId))?.status).toMatch(/^(SCHEDULED|QUEUED)$/);
+  });
+
   /** Records the run ids the deps send a message for. */
   function sendsOf(deps: ReturnType<typeof worker>): string[] {
     const sent: string[] = [];

@@ -180,6 +180,131 @@ describe('scheduled workflows', () => {
     expect((await workflowRun(workflowId, at + MINUTE)).status).toBe('SUCCEEDED');
   });
 
+  /** The step runs a workflow run started, by step. */
+  const stepRunIds = (run: { steps: Record<string, { runId: string | null }> }): string[] =>
+    Object.values(run.steps)
+      .map((state) => state.runId)
+      .filter((runId): runId is string => runId !== null);
+  /** A promise and what settles it. */
+  function gate(): { readonly opened: Promise<void>; readonly open: () => void } {
+    let open: () => void = () => undefined;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    return { opened, open };
+  }
+
+  it('overlap cancel-running: the next occurrence leased before the previous one wrote its workflow run cancels it, and its steps never start', async () => {
+    const created = await create('overlap-cancel-unwritten', { ...every(), overlapPolicy: 'cancel-running' });
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    const occurrence = (await workflow(workflowId)).recentOccurrences[0];
+    // Its worker admits it (the chain moves on and sends the next occurrence), then stops before it
+    // reads the workflow to write its workflow run. Late enough that the next one is due while its
+    // lease is still live, as with successors due at once (a backfill, a schedule in seconds).
+    const slow = worker(at + 30_000, 'slow');
+    const reading = gate();
+    const release = gate();
+    const workflows = slow.workflows;
+    const blocked = {
+      ...slow,
+      workflows: Object.assign(Object.create(workflows) as typeof workflows, {
+        get: async (...args: Parameters<typeof workflows.get>) => {
+          reading.open();
+          await release.opened;
+          return workflows.get(...args);
+        },
+      }),
+    };
+    const calls = target.calls.length;
+    const starting = executeRun(blocked, occurrence.runId);
+    await reading.opened;
+
+    // The next occurrence finds the previous one's run leased and no workflow run of it yet: it cancels the run.
+    const next = (await workflow(workflowId)).recentOccurrences[0];
+    expect(next.scheduledFor).toBe(new Date(at + MINUTE).toISOString());
+    expect(await executeRun(worker(at + MINUTE + 100), next.runId)).toBe('succeeded');
+    expect((await scheduler.api('GET', `/v1/runs/${occurrence.runId}`)).body).toMatchObject({
+      status: 'CANCELLED',
+      reason: expect.stringMatching(/cancel-running/),
+    });
+
+    // The stopped worker goes on and writes its workflow run: cancelled before any step starts.
+    release.open();
+    const started = await starting;
+    await runQueued(at + MINUTE + 200);
+    const cancelled = await workflowRun(workflowId, at);
+    // Before, it went on RUNNING and both workflow runs ran to the end.
+    expect(cancelled).toMatchObject({ status: 'CANCELLED' });
+    expect(started).toBe('cancelled');
+    const running = await workflowRun(workflowId, at + MINUTE);
+    expect(running.status).toBe('SUCCEEDED');
+    expect(
+      target.calls
+        .slice(calls)
+        .map((call) => call.headers['x-run-id'])
+        .sort(),
+    ).toEqual(stepRunIds(running).sort());
+  });
+
+  it('overlap cancel-running: a previous occurrence that writes its workflow run between the next one reading none and cancelling its run: the workflow run is cancelled', async () => {
+    const created = await create('overlap-cancel-late', { ...every(), overlapPolicy: 'cancel-running' });
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    const occurrence = (await workflow(workflowId)).recentOccurrences[0];
+    const slow = worker(at + 30_000, 'slow');
+    const reading = gate();
+    const release = gate();
+    const workflows = slow.workflows;
+    const blocked = {
+      ...slow,
+      workflows: Object.assign(Object.create(workflows) as typeof workflows, {
+        get: async (...args: Parameters<typeof workflows.get>) => {
+          reading.open();
+          await release.opened;
+          return workflows.get(...args);
+        },
+      }),
+    };
+    const calls = target.calls.length;
+    const starting = executeRun(blocked, occurrence.runId);
+    await reading.opened;
+
+    // The next occurrence reads the previous one's run (leased) and its workflow run (none yet);
+    // before its cancel of that run lands, the previous one writes its workflow run and starts it.
+    const next = (await workflow(workflowId)).recentOccurrences[0];
+    const cancelling = worker(at + MINUTE + 100, 'cancelling');
+    const leases = cancelling.leases;
+    let previousDone: Promise<unknown> | null = null;
+    const racing = {
+      ...cancelling,
+      leases: Object.assign(Object.create(leases) as typeof leases, {
+        complete: async (...args: Parameters<typeof leases.complete>) => {
+          if (args[0] === occurrence.runId && previousDone === null) {
+            release.open();
+            previousDone = starting;
+            await previousDone;
+          }
+          return leases.complete(...args);
+        },
+      }),
+    };
+    expect(await executeRun(racing, next.runId)).toBe('succeeded');
+    expect(previousDone).not.toBeNull();
+    expect(await starting).toBe('succeeded');
+
+    await runQueued(at + MINUTE + 200);
+    // Before, the previous workflow run was left RUNNING, and both ran to the end.
+    const previous = await workflowRun(workflowId, at);
+    expect(previous).toMatchObject({ status: 'CANCELLED' });
+    const running = await workflowRun(workflowId, at + MINUTE);
+    expect(running.status).toBe('SUCCEEDED');
+    expect(
+      target.calls
+        .slice(calls)
+        .map((call) => call.headers['x-run-id'])
+        .sort(),
+    ).toEqual(stepRunIds(running).sort());
+  });
+
   it('overlap buffer-one: the next occurrence waits for the running workflow run, and starts as soon as it ends', async () => {
     const created = await create('overlap-buffer', { ...every(), overlapPolicy: 'buffer-one' });
     const workflowId = created.workflowId as string;
