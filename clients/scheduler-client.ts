@@ -16,7 +16,10 @@ export type { CallOptions, CreateOptions, TracedOptions, UpdateOptions } from '.
 export { AuditApi, DeadRunsApi, JobsApi, RunsApi, SigningSecretsApi, WorkflowsApi };
 
 export interface SchedulerClientOptions {
-  /** The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com or http://127.0.0.1:3000. */
+  /**
+   * The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com or http://127.0.0.1:3000,
+   * with or without the routes' `/v1` (a trailing `/v1` or `/v1/` is dropped).
+   */
   readonly baseUrl: string;
   /** The tenant's API key (sent as `Authorization: Bearer <key>`). */
   readonly apiKey: string;

@@ -16,7 +16,10 @@ export interface RetryOptions {
 }
 
 export interface TransportOptions {
-  /** The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com or http://127.0.0.1:3000. */
+  /**
+   * The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com or http://127.0.0.1:3000;
+   * a trailing `/v1` (the routes' own prefix, as `npm run dev` prints the API) is dropped.
+   */
   readonly baseUrl: string;
   readonly apiKey: string;
   readonly fetch?: typeof fetch;
@@ -66,7 +69,7 @@ export class Transport {
   constructor(options: TransportOptions) {
     if (!options.baseUrl) throw new TypeError('baseUrl is required (the scheduler API, e.g. http://127.0.0.1:3000)');
     if (!options.apiKey) throw new TypeError('apiKey is required');
-    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.baseUrl = apiBaseUrl(options.baseUrl);
     this.apiKey = options.apiKey;
     this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
@@ -120,6 +123,14 @@ export class Transport {
     const query = search.toString();
     return `${this.baseUrl}${call.path}${query ? `?${query}` : ''}`;
   }
+}
+
+/**
+ * The base URL the routes (`/v1/…`) go after: without trailing slashes, nor a trailing `/v1`, so
+ * that `http://localhost:3000/v1/` asks for `/v1/jobs`, not `/v1/v1/jobs` (a 404).
+ */
+export function apiBaseUrl(baseUrl: string): string {
+  return baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
 }
 
 /** `/v1/jobs/${segment(id)}`: an id is one path segment, whatever it holds. */

@@ -40,7 +40,7 @@ function workerRefusal(problem: Problem, request: string, retryAfterSeconds: num
 }
 
 export interface WorkerClientOptions {
-  /** The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com or http://127.0.0.1:3000. */
+  /** The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com or http://127.0.0.1:3000, with or without its `/v1`. */
   readonly baseUrl: string;
   readonly apiKey: string;
   /** Shown as the run's leaseOwner (`external:<workerId>`). */

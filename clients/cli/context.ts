@@ -7,7 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { SchedulerClient } from '../scheduler-client.js';
 import type { RetryOptions } from '../transport.js';
 import type { JobStatus, Page, RunStatus } from '../types.js';
-import { UsageError } from './exit-codes.js';
+import { MissingKeyError, UsageError } from './exit-codes.js';
 
 export interface CliIo {
   readonly stdout: (text: string) => void;
@@ -55,9 +55,10 @@ export function createContext(io: CliIo): CliContext {
       const options = command.optsWithGlobals<GlobalOptions>();
       const url = options.url ?? io.env.SCHEDULER_URL;
       const apiKey = options.apiKey ?? io.env.SCHEDULER_API_KEY;
-      if (!url) throw new UsageError('no API URL: set SCHEDULER_URL or pass --url');
-      if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError(`--url ${url} is not an http(s) URL`);
-      if (!apiKey) throw new UsageError('no API key: set SCHEDULER_API_KEY or pass --api-key');
+      if (!url) throw new UsageError("no API URL: set SCHEDULER_URL or pass --url (the API's base URL, such as http://localhost:3000, with or without /v1)");
+      checkApiUrl(url, options.url !== undefined ? '--url' : 'SCHEDULER_URL');
+      if (!apiKey) throw new MissingKeyError('no API key: set SCHEDULER_API_KEY or pass --api-key');
+      // The client takes the base URL with or without the routes' /v1 (transport.ts).
       return new SchedulerClient({ baseUrl: url, apiKey, ...(io.fetch ? { fetch: io.fetch } : {}), ...(io.retry ? { retry: io.retry } : {}) });
     },
     listed: async (options, pageOf) => {
@@ -114,12 +115,58 @@ export function runStatus(raw: string): RunStatus {
   return status;
 }
 
-/** An ISO 8601 instant with its offset, as the API takes it (checked here for a clear usage error). */
+/**
+ * The API's URL, from `source` (--url or SCHEDULER_URL): http or https. Without a scheme
+ * (`localhost:3000`, which URL reads as the scheme `localhost:`), the message suggests http://.
+ */
+function checkApiUrl(url: string, source: '--url' | 'SCHEDULER_URL'): void {
+  if (URL.canParse(url) && /^https?:$/.test(new URL(url).protocol)) return;
+  const hint = !/^[a-z][a-z\d+.-]*:\/\//i.test(url)
+    ? `: did you mean http://${url}?`
+    : /^https?:\/\//i.test(url)
+      ? ''
+      : ': the API is served over http:// or https://';
+  throw new UsageError(`${source} ${url} is not an http(s) URL${hint}`);
+}
+
+// An ISO 8601 instant exactly as the API's `isoInstant` (lambdas/domain/job.ts) takes it: zod's
+// `z.iso.datetime({ offset: true })` pattern (a calendar date, seconds required, any fraction, `Z`
+// or a ±hh:mm offset, upper-case T and Z), then a year from 0000 to 9999 once in UTC. Restated, not
+// imported: the client's JavaScript loads nothing of the backend. test/unit/cli.test.ts holds the
+// two to the same answers, so that the CLI refuses what the API would refuse, and nothing else.
+const ISO_DATE = String.raw`(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2[0-8])))`;
+const ISO_TIME = String.raw`(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?`;
+const ISO_OFFSET = String.raw`(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)`;
+const ISO_INSTANT = new RegExp(`^${ISO_DATE}T${ISO_TIME}${ISO_OFFSET}$`);
+
+export const INSTANT_MESSAGE = 'must be an ISO 8601 instant with seconds and an offset, such as 2026-01-31T09:00:00Z or 2026-01-31T10:00:00+01:00';
+export const INSTANT_RANGE_MESSAGE = 'must be from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z';
+
+/** Why the API would refuse `raw` as an instant, or undefined when it takes it. */
+export function instantProblem(raw: string): string | undefined {
+  if (!ISO_INSTANT.test(raw)) return INSTANT_MESSAGE;
+  // An offset can carry 9999-12-31T23:59:59-12:00 past the year 9999 in UTC (and 0000-01-01T00:00:00+01:00 before 0000).
+  const ms = Date.parse(raw);
+  if (!Number.isNaN(ms) && !/^\d{4}-/.test(new Date(ms).toISOString())) return INSTANT_RANGE_MESSAGE;
+  return undefined;
+}
+
+/** An option's ISO 8601 instant, checked as the API checks it: a usage error naming the option, before any request. */
 export function instant(raw: string): string {
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(raw) || Number.isNaN(Date.parse(raw))) {
-    throw new InvalidArgumentError('must be an ISO 8601 instant with its offset, such as 2026-01-31T09:00:00Z');
-  }
+  const problem = instantProblem(raw);
+  if (problem !== undefined) throw new InvalidArgumentError(problem);
   return raw;
+}
+
+/** A variadic or repeated option's instants, each checked as `instant` checks one. */
+export function instants(raw: string, previous: readonly string[] | undefined): string[] {
+  return [...(previous ?? []), instant(raw)];
+}
+
+/** A repeated `--label key=value` filter (the API takes several: all must match; it checks the key and value). */
+export function labelFilter(raw: string, previous: readonly string[] | undefined): string[] {
+  if (!/^[^=]+=/.test(raw)) throw new InvalidArgumentError('must be key=value, such as team=billing (repeat --label for more labels)');
+  return [...(previous ?? []), raw];
 }
 
 /** The document in a JSON or YAML file (`-` for standard input), which must be an object. */

@@ -30,8 +30,17 @@ export class UsageError extends Error {
   }
 }
 
+/** No API key given (neither --api-key nor SCHEDULER_API_KEY): an authentication failure (exit 4), found before any request. */
+export class MissingKeyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MissingKeyError';
+  }
+}
+
 export function exitCodeOf(error: unknown): ExitCode {
   if (error instanceof UsageError) return EXIT.usage;
+  if (error instanceof MissingKeyError) return EXIT.auth;
   if (error instanceof SchedulerConnectionError) return EXIT.unavailable;
   if (!(error instanceof SchedulerApiError)) return EXIT.unavailable;
   const { status } = error;

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { JobPatch, JobStatus, JobSpecInput } from '../types.js';
 import type { CliContext } from './context.js';
-import { JOB_STATUSES, integer, jobStatus, parseValue } from './context.js';
+import { JOB_STATUSES, instant, instants, integer, jobStatus, labelFilter, parseValue } from './context.js';
 import { UsageError } from './exit-codes.js';
 import { JOB_COLUMNS, jobText, table } from './output.js';
 
@@ -28,13 +28,23 @@ export function addJobCommands(program: Command, ctx: CliContext): void {
         .command('list')
         .description('list jobs, newest first')
         .option('--status <status>', `only jobs in this status (${JOB_STATUSES.join(', ')})`, jobStatus)
-        .option('--type <type>', 'only jobs of this type'),
+        .option('--type <type>', 'only jobs of this type')
+        .option('--name <name>', 'only the job of this exact name (and deleted ones that had it)')
+        .option('--name-prefix <prefix>', 'only jobs whose name starts with this, in name order')
+        .option('--label <key=value>', 'only jobs carrying this label (repeat for several: all must match)', labelFilter),
     )
-    .action(async (options: { status?: JobStatus; type?: string; limit?: number; cursor?: string; all?: boolean }, command: Command) => {
-      const client = ctx.clientOf(command);
-      const page = await ctx.listed(options, (cursor) => client.jobs.list({ status: options.status, type: options.type, limit: options.limit, cursor }));
-      ctx.showPage(page, (items) => table(items, JOB_COLUMNS, '(no jobs)'));
-    });
+    .action(
+      async (
+        options: { status?: JobStatus; type?: string; name?: string; namePrefix?: string; label?: string[]; limit?: number; cursor?: string; all?: boolean },
+        command: Command,
+      ) => {
+        if (options.name !== undefined && options.namePrefix !== undefined) throw new UsageError('give --name or --name-prefix, not both');
+        const client = ctx.clientOf(command);
+        const query = { status: options.status, type: options.type, name: options.name, namePrefix: options.namePrefix, label: options.label };
+        const page = await ctx.listed(options, (cursor) => client.jobs.list({ ...query, limit: options.limit, cursor }));
+        ctx.showPage(page, (items) => table(items, JOB_COLUMNS, '(no jobs)'));
+      },
+    );
   jobs
     .command('get <jobId>')
     .description('a job, its next fire times and its recent runs')
@@ -58,7 +68,7 @@ export function addJobCommands(program: Command, ctx: CliContext): void {
     .command('pause <jobId>')
     .description('pause a job: its pending run is skipped until resume (pausing a paused job changes its note and end)')
     .option('--note <text>', 'why: shown on the job until it resumes')
-    .option('--until <instant>', 'resume by itself at this time (ISO 8601; within a minute)')
+    .option('--until <instant>', 'resume by itself at this ISO 8601 instant (within a minute)', instant)
     .action(async (jobId: string, options: { note?: string; until?: string }, command: Command) => {
       const job = await ctx.clientOf(command).jobs.pause(jobId, {
         ...(options.note === undefined ? {} : { note: options.note }),
@@ -71,7 +81,7 @@ export function addJobCommands(program: Command, ctx: CliContext): void {
     .command('skip <jobId>')
     .description('skip occurrences of a recurring job: the next N, or fire times named; each is recorded as a SKIPPED run')
     .option('--next <count>', 'the next N occurrences that would fire', integer('--next', 1, 100))
-    .option('--at <instant...>', 'these fire times (ISO 8601)')
+    .option('--at <instant...>', 'these fire times (ISO 8601 instants)', instants)
     .action(async (jobId: string, options: { next?: number; at?: string[] }, command: Command) => {
       if ((options.next === undefined) === (options.at === undefined)) throw new UsageError('give --next or --at, one of the two');
       const job = await ctx.clientOf(command).jobs.skip(jobId, options.next !== undefined ? { next: options.next } : { occurrences: options.at ?? [] });
@@ -119,8 +129,8 @@ export function addJobCommands(program: Command, ctx: CliContext): void {
   jobs
     .command('backfill <jobId>')
     .description('one run per fire time in [--from, --to) that has none yet, released oldest first at a bounded rate')
-    .requiredOption('--from <instant>', 'the first fire time included (ISO 8601)')
-    .requiredOption('--to <instant>', 'the end of the range, excluded (ISO 8601)')
+    .requiredOption('--from <instant>', 'the first fire time included (an ISO 8601 instant)', instant)
+    .requiredOption('--to <instant>', 'the end of the range, excluded (an ISO 8601 instant)', instant)
     .action(async (jobId: string, options: { from: string; to: string }, command: Command) => {
       const backfill = await ctx.clientOf(command).jobs.backfill(jobId, { from: options.from, to: options.to });
       if (ctx.json) return ctx.printJson(backfill);

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { JobDetail, PreviewRequest, Run, ScheduleInput } from '../types.js';
 import type { CliContext } from './context.js';
-import { integer } from './context.js';
+import { instant, integer } from './context.js';
 import { UsageError } from './exit-codes.js';
 import { FINISHED_RUN_STATUSES, healthText, occurrenceText } from './output.js';
 
@@ -14,12 +14,12 @@ export function addOtherCommands(program: Command, ctx: CliContext): void {
     .option('--cron <expression>', 'a cron expression (5 or 6 fields)')
     .option('--timezone <zone>', 'the cron expression’s IANA time zone (default UTC)')
     .option('--every <duration>', 'an interval, an ISO 8601 duration such as PT15M (from now, or --anchor)')
-    .option('--anchor <time>', "the interval's anchor (ISO 8601)")
-    .option('--at <time>', 'a one-off ISO 8601 time')
+    .option('--anchor <time>', "the interval's anchor (an ISO 8601 instant)", instant)
+    .option('--at <time>', 'a one-off ISO 8601 instant', instant)
     .option('--delay <seconds>', 'a one-off delay', integer('--delay', 0, Number.MAX_SAFE_INTEGER))
     .option('-f, --file <path>', "a schedule, or a job file's schedule, as JSON or YAML")
     .option('--job <jobId>', "a job's own schedule, its skipped occurrences and its jitter (or, with a schedule, that job's jitter)")
-    .option('--from <time>', 'from this ISO 8601 time (default now)')
+    .option('--from <time>', 'from this ISO 8601 instant (default now)', instant)
     .option('--count <n>', 'how many occurrences (1-100, default 5)', integer('--count', 1, 100))
     .action(
       async (
@@ -86,7 +86,7 @@ export function addOtherCommands(program: Command, ctx: CliContext): void {
   program
     .command('watch <jobId>')
     .description("follow a job's runs as they change (polling); a line per new run or change of status")
-    .option('--interval <seconds>', 'seconds between polls (default 2)', integer('--interval', 1, 3600), 2)
+    .option('--interval <seconds>', 'seconds between polls', integer('--interval', 1, 3600), 2)
     .option('--until-done', 'stop once the job has ended (COMPLETED or CANCELLED) and none of its runs is waiting or running')
     .option(
       '--timeout <seconds>',

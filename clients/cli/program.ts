@@ -17,7 +17,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   const ctx = createContext(io);
   const program = new Command('scheduler')
     .description('The job scheduler from the command line: jobs, runs, dead runs, workflows, previews and health.')
-    .option('--url <url>', 'the API base URL (default: $SCHEDULER_URL)')
+    .option('--url <url>', "the API's base URL, such as http://localhost:3000, with or without /v1 (default: $SCHEDULER_URL)")
     .option('--api-key <key>', 'the API key (default: $SCHEDULER_API_KEY)')
     .option('--json', 'print the API answers as JSON (errors as problem+json on stderr)')
     .showHelpAfterError()
@@ -26,8 +26,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .addHelpText(
       'after',
       `
+Environment: SCHEDULER_URL, the API's base URL (such as http://localhost:3000, with or without
+/v1); SCHEDULER_API_KEY, the API key. --url and --api-key take their place.
+
+Times (--from, --to, --until, --at, --anchor) are ISO 8601 instants with seconds and an offset,
+such as 2026-01-31T09:00:00Z or 2026-01-31T10:00:00+01:00.
+
 Exit codes: 0 ok, 1 usage or invalid request, 2 not found, 3 conflict (state or version),
-4 authentication, 5 server error or no answer, 6 rate limited, 7 watch timed out.`,
+4 authentication (no API key, or a key refused), 5 server error or no answer, 6 rate limited,
+7 watch timed out.`,
     );
   program.hook('preAction', (_program, action) => {
     ctx.json = (action.optsWithGlobals<GlobalOptions>().json ?? false) === true;

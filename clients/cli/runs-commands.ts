@@ -81,8 +81,8 @@ export function addRunCommands(program: Command, ctx: CliContext): void {
         .command('list')
         .description('dead runs waiting for a replay, newest first')
         .option('--job <jobId>', "only this job's")
-        .option('--from <time>', 'ended at or after this ISO 8601 time')
-        .option('--to <time>', 'ended at or before this ISO 8601 time'),
+        .option('--from <time>', 'ended at or after this ISO 8601 instant', instant)
+        .option('--to <time>', 'ended at or before this ISO 8601 instant', instant),
     )
     .action(async (options: { job?: string; from?: string; to?: string; limit?: number; cursor?: string; all?: boolean }, command: Command) => {
       const client = ctx.clientOf(command);
@@ -95,8 +95,8 @@ export function addRunCommands(program: Command, ctx: CliContext): void {
     .command('replay [runId]')
     .description('replay one dead run, or (with --job, --from/--to or --all) up to --limit of them')
     .option('--job <jobId>', "the job's dead runs")
-    .option('--from <time>', 'dead runs that ended at or after this ISO 8601 time')
-    .option('--to <time>', 'dead runs that ended at or before this ISO 8601 time')
+    .option('--from <time>', 'dead runs that ended at or after this ISO 8601 instant', instant)
+    .option('--to <time>', 'dead runs that ended at or before this ISO 8601 instant', instant)
     .option('--all', 'every dead run (up to --limit)')
     .option('--limit <n>', 'at most this many (1-100, default 100)', integer('--limit', 1, 100))
     .action(async (runId: string | undefined, options: { job?: string; from?: string; to?: string; all?: boolean; limit?: number }, command: Command) => {

@@ -1,4 +1,4 @@
-// The `scheduler workflows` commands: create, list, read, version, start, pause, resume and delete; their runs and notifications.
+// The `scheduler workflows` commands: create, list, read, update (a new version), start, pause, resume and delete; their runs and notifications.
 import type { Command } from 'commander';
 import type { WorkflowSpecInput } from '../types.js';
 import type { CliContext } from './context.js';
@@ -8,7 +8,9 @@ import { WORKFLOW_COLUMNS, WORKFLOW_RUN_COLUMNS, table, workflowRunText, workflo
 
 export function addWorkflowCommands(program: Command, ctx: CliContext): void {
   // workflows
-  const workflows = program.command('workflows').description('workflows: create, list, read, start, pause, resume and delete; their runs');
+  const workflows = program
+    .command('workflows')
+    .description('workflows: create, list, read, update (a new version), start, pause, resume and delete; their runs');
   workflows
     .command('create')
     .description('create a workflow from a JSON or YAML file of its definition (docs/api.md#workflows)')
@@ -18,6 +20,19 @@ export function addWorkflowCommands(program: Command, ctx: CliContext): void {
       if (ctx.json) return ctx.printJson(workflow);
       ctx.print(
         `created workflow ${workflow.workflowId} (${workflow.name}), version ${workflow.version}, next run ${workflow.scheduleState?.nextRunAt ?? '-'}`,
+      );
+    });
+  workflows
+    .command('update <workflowId>')
+    .description('a new version of a workflow from a JSON or YAML file of its whole definition (the same name); runs already started keep theirs')
+    .requiredOption('-f, --file <path>', 'the whole definition, as JSON or YAML (- for standard input)')
+    .option('--if-match <version>', 'only if the newest version is still this one (else exit 3)', integer('--if-match', 1, Number.MAX_SAFE_INTEGER))
+    .action(async (workflowId: string, options: { file: string; ifMatch?: number }, command: Command) => {
+      const spec = (await ctx.readDocument(options.file)) as WorkflowSpecInput;
+      const workflow = await ctx.clientOf(command).workflows.update(workflowId, spec, options.ifMatch === undefined ? {} : { ifMatch: options.ifMatch });
+      if (ctx.json) return ctx.printJson(workflow);
+      ctx.print(
+        `updated workflow ${workflow.workflowId} (${workflow.name}) to version ${workflow.version}, next run ${workflow.scheduleState?.nextRunAt ?? '-'}`,
       );
     });
   ctx

@@ -167,6 +167,62 @@ ${extra}`;
     expect(usage.stderr).toContain('--limit must be a whole number from 1 to 100');
   });
 
+  it('jobs list: by exact name, by name prefix (in name order) and by labels (repeated: all must match)', async () => {
+    const labelled = (name: string, labels: string) => yamlJob(name, `labels:\n${labels}`);
+    const ids: Record<string, string> = {};
+    for (const [name, labels] of [
+      ['cli-find-b', '  team: billing\n  env: prod\n'],
+      ['cli-find-a', '  team: billing\n  env: dev\n'],
+      ['cli-find-c', '  team: search\n  env: prod\n'],
+    ] as const) {
+      ids[name] = (await json('jobs', 'create', '-f', await file(`${name}.yaml`, labelled(name, labels)))).job.jobId;
+    }
+    const names = (page: { items: { name: string }[] }): string[] => page.items.map((job) => job.name);
+    expect(names(await json('jobs', 'list', '--name', 'cli-find-a'))).toEqual(['cli-find-a']);
+    expect(names(await json('jobs', 'list', '--name-prefix', 'cli-find-'))).toEqual(['cli-find-a', 'cli-find-b', 'cli-find-c']);
+    expect(names(await json('jobs', 'list', '--label', 'team=billing')).sort()).toEqual(['cli-find-a', 'cli-find-b']);
+    expect(names(await json('jobs', 'list', '--label', 'team=billing', '--label', 'env=prod'))).toEqual(['cli-find-b']);
+    // Filters combine (the label picks the index, so not in name order).
+    expect(names(await json('jobs', 'list', '--name-prefix', 'cli-find-', '--label', 'env=prod')).sort()).toEqual(['cli-find-b', 'cli-find-c']);
+    const table = await cli('jobs', 'list', '--name', 'cli-find-c');
+    expect(table.stdout).toMatch(new RegExp(`^JOB ID\\s+NAME.*\\n${ids['cli-find-c']}\\s+cli-find-c\\s+cli\\s+ACTIVE`));
+
+    const both = await cli('jobs', 'list', '--name', 'cli-find-a', '--name-prefix', 'cli-find-');
+    expect(both.code).toBe(1);
+    expect(both.stderr).toContain('give --name or --name-prefix, not both');
+    const notAPair = await cli('jobs', 'list', '--label', 'team');
+    expect(notAPair.code).toBe(1);
+    expect(notAPair.stderr).toContain("option '--label <key=value>' argument 'team' is invalid. must be key=value");
+    // A key the API refuses is its 400, naming the field.
+    const badKey = await cli('jobs', 'list', '--label', '-team=billing');
+    expect(badKey.code).toBe(1);
+    expect(badKey.stderr).toMatch(/^error: 400 .*\n {2}label/);
+  });
+
+  it('checks every time option locally, as runs list did: the same message, before any request', async () => {
+    const { job } = await json('jobs', 'create', '-f', await file('times.yaml', yamlJob('cli-times')));
+    for (const args of [
+      ['jobs', 'backfill', job.jobId, '--from', '2026-01-01T00:00Z', '--to', '2026-01-02T00:00:00Z'],
+      ['jobs', 'pause', job.jobId, '--until', 'tomorrow'],
+      ['dead', 'list', '--from', '2026-01-01'],
+      ['dead', 'replay', '--to', '2026-01-01 00:00:00Z'],
+      ['preview', '--every', 'PT15M', '--anchor', '2026-01-01T09:07'],
+      ['preview', '--cron', '0 9 * * *', '--from', 'now'],
+      ['runs', 'list', '--from', 'yesterday'],
+    ]) {
+      const outcome = await cli(...args);
+      expect(outcome.code, args.join(' ')).toBe(1);
+      expect(outcome.stderr, args.join(' ')).toMatch(
+        /^error: option '--\w+ <\w+(\.\.\.)?>' argument '[^']+' is invalid\. must be an ISO 8601 instant with seconds and an offset, such as 2026-01-31T09:00:00Z/,
+      );
+    }
+    // Nothing reached the API: the job is still ACTIVE, with no backfill.
+    expect((await json('jobs', 'get', job.jobId)).status).toBe('ACTIVE');
+    // What the API takes, the CLI takes: an offset other than Z, a fraction.
+    const paused = await cli('jobs', 'pause', job.jobId, '--until', new Date(Date.now() + 3_600_000).toISOString().replace('Z', '+00:00'));
+    expect(paused.code, paused.stderr).toBe(0);
+  });
+
   it('runs: list, get, cancel and replay', async () => {
     const { job } = await json('jobs', 'create', '-f', await file('runs.yaml', yamlJob('cli-runs')));
     const listed = await cli('runs', 'list', job.jobId);
@@ -293,6 +349,44 @@ steps:
     expect((await cli('workflows', 'get', 'wf_none')).code).toBe(2);
   });
 
+  it('workflows update: a new version from a file, with --if-match; a stale version is a conflict', async () => {
+    const definition = (steps: string) => `name: cli-workflow-versions
+steps:
+  - { id: first, target: { kind: http, url: "${target.url}/first" } }
+${steps}`;
+    const created = await json('workflows', 'create', '-f', await file('versions-1.yaml', definition('')));
+    const workflowId = created.workflowId as string;
+    const second = await file('versions-2.yaml', definition(`  - { id: second, target: { kind: http, url: "${target.url}/second" }, dependsOn: [first] }\n`));
+    const updated = await cli('workflows', 'update', workflowId, '-f', second, '--if-match', '1');
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toBe(`updated workflow ${workflowId} (cli-workflow-versions) to version 2, next run -\n`);
+    const got = await cli('workflows', 'get', workflowId);
+    expect(got.stdout).toMatch(/Version:\s+2\n/);
+    expect(got.stdout).toMatch(/Steps:\s+first; second <- first/);
+    expect((await json('workflows', 'get', workflowId, '--version', '1')).definition.steps).toHaveLength(1);
+
+    const stale = await cli('workflows', 'update', workflowId, '-f', second, '--if-match', '1');
+    expect(stale.code).toBe(3);
+    expect(stale.stderr).toMatch(/^error: 412 /);
+    // Without --if-match, written after any version: 3. From standard input, as JSON.
+    const fromStdin = await run(
+      ['--json', 'workflows', 'update', workflowId, '-f', '-'],
+      env,
+      JSON.stringify({ name: 'cli-workflow-versions', steps: [{ id: 'only', target: { kind: 'http', url: `${target.url}/only` } }] }),
+    );
+    expect(fromStdin.code, fromStdin.stderr).toBe(0);
+    expect(JSON.parse(fromStdin.stdout)).toMatchObject({ workflowId, version: 3 });
+    const renamed = await cli(
+      'workflows',
+      'update',
+      workflowId,
+      '-f',
+      await file('versions-renamed.yaml', definition('').replace('cli-workflow-versions', 'cli-other')),
+    );
+    expect(renamed.code).toBe(1);
+    expect((await cli('workflows', 'update', 'wf_none', '-f', second)).code).toBe(2);
+  });
+
   it('preview and health', async () => {
     const preview = await cli('preview', '--cron', '0 9 * * 1', '--timezone', 'Europe/Paris', '--from', '2026-01-01T00:00:00Z', '--count', '2');
     expect(preview.code, preview.stderr).toBe(0);
@@ -343,7 +437,22 @@ steps:
     expect(noUrl.code).toBe(1);
     expect(noUrl.stderr).toContain('no API URL: set SCHEDULER_URL or pass --url');
     const noKey = await run(['jobs', 'list', '--url', scheduler.runtime.url], {});
-    expect(noKey.code).toBe(1);
+    // Exit 4 is "no key, or a key the API does not accept" (before: 1).
+    expect(noKey.code).toBe(4);
+    expect(noKey.stderr).toBe('error: no API key: set SCHEDULER_API_KEY or pass --api-key\n');
+    // A URL without its scheme: named as it came (SCHEDULER_URL here, not --url), with the fix.
+    const host = new URL(scheduler.runtime.url).host;
+    const noScheme = await run(['jobs', 'list'], { ...env, SCHEDULER_URL: host });
+    expect(noScheme.code).toBe(1);
+    expect(noScheme.stderr).toBe(`error: SCHEDULER_URL ${host} is not an http(s) URL: did you mean http://${host}?\n`);
+    const noSchemeFlag = await run(['--url', host, 'jobs', 'list'], env);
+    expect(noSchemeFlag.stderr).toBe(`error: --url ${host} is not an http(s) URL: did you mean http://${host}?\n`);
+    // The API's URL as \`npm run dev\` prints it, with /v1: the base URL with or without it (before: /v1/v1/jobs, a 404, exit 2).
+    for (const withV1 of [`${scheduler.runtime.url}/v1`, `${scheduler.runtime.url}/v1/`]) {
+      const listed = await run(['--json', 'jobs', 'list', '--limit', '1'], { ...env, SCHEDULER_URL: withV1 });
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout)).toHaveProperty('items');
+    }
     // Flags instead of the environment.
     const flags = await run(['--url', scheduler.runtime.url, '--api-key', scheduler.apiKey, 'jobs', 'list', '--limit', '1'], {});
     expect(flags.code, flags.stderr).toBe(0);

@@ -315,4 +315,14 @@ describe('the typed client', () => {
     const stranger = new SchedulerClient({ baseUrl: scheduler.runtime.url, apiKey: 'key_not-a-key-of-anyone' });
     await expect(stranger.jobs.list()).rejects.toMatchObject({ status: 401, type: 'urn:job-scheduler:problem:unauthorized' });
   });
+
+  it("takes its base URL with or without the routes' /v1, as `npm run dev` prints it", async () => {
+    const { job } = await client.jobs.create(later('client-base-url'));
+    for (const baseUrl of [`${scheduler.runtime.url}/v1`, `${scheduler.runtime.url}/v1/`]) {
+      const prefixed = new SchedulerClient({ baseUrl, apiKey: scheduler.apiKey });
+      expect(prefixed.baseUrl).toBe(scheduler.runtime.url);
+      // Before: GET /v1/v1/jobs/…, a 404.
+      expect((await prefixed.jobs.get(job.jobId)).jobId).toBe(job.jobId);
+    }
+  });
 });
