@@ -106,7 +106,17 @@ export async function resumeWhenDue(deps: SchedulerDeps, jobId: string, now: num
   const job = await deps.jobs.getAnyTenant(jobId);
   if (!isDue(job, now) || !job) return false;
   try {
-    const resumed = await resume(deps, job.tenantId, jobId, (current) => isDue(current, now));
+    // Missed while paused: the fire times before the pause's end. One at or after it (the tick came
+    // a little after the end) is due, not missed: the misfire policy must not drop it or fold it.
+    const resumed = await resume(
+      deps,
+      job.tenantId,
+      jobId,
+      (current) => isDue(current, now),
+      undefined,
+      'job',
+      (current) => Date.parse(current.pausedUntil!) - 1,
+    );
     logger.info('job resumed: its pause ended', { jobId, tenantId: job.tenantId, pausedUntil: job.pausedUntil ?? null, nextRunAt: resumed.nextRunAt });
     return true;
   } catch (error) {
@@ -143,6 +153,7 @@ async function resume(
   stillWanted: (job: Job) => boolean,
   read: JobReader = () => deps.jobs.get(tenantId, jobId),
   what = 'job',
+  missedUntil?: (job: Job) => number,
 ): Promise<Job> {
   // The run that stood for the pending occurrence decides the attempt of its replacement.
   const before = await read();
@@ -154,7 +165,7 @@ async function resume(
     (current, now, ended): Mutation => {
       if (current.status !== 'PAUSED') throw new ConflictError(`The ${what} is ${current.status}; only a PAUSED ${what} can be resumed`);
       if (!stillWanted(current)) throw new ConflictError('The job was paused again meanwhile');
-      const occurrence = occurrenceOnResume(current, resumesFrom(current, pausedRun), now);
+      const occurrence = occurrenceOnResume(current, resumesFrom(current, pausedRun), missedUntil ? Math.min(now, missedUntil(current)) : now);
       const cleared = { pausedAt: null, pausedPending: null, pauseNote: null, pausedUntil: null };
       if (!occurrence) {
         return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };

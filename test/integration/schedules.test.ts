@@ -288,6 +288,27 @@ describe('schedules driven by the clock', () => {
     offset = 0;
   });
 
+  it("resumes a pause that ended at a fire time with that fire time, due, whatever the misfire policy: the tick came after the pause's end, not the occurrence", async () => {
+    offset = 0;
+    for (const misfirePolicy of ['skip', 'fire-once'] as const) {
+      const { jobId, at } = await createCron({ expression: '0 * * * *' }, { misfirePolicy });
+      // Paused until its pending occurrence's own time, the common case ("until the next run").
+      expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`, { until: iso(at) })).status).toBe(200);
+      try {
+        // The first tick after the end, 40 s on: before, skip took the occurrence for missed and
+        // planned the next hour's, and fire-once planned it as a misfire.
+        offset = at + 40_000 - Date.now();
+        expect((await tick(scheduler.workerDeps('ticker', () => Date.now() + offset))).resumed).toBeGreaterThanOrEqual(1);
+        const resumed = await job(jobId);
+        expect(resumed, misfirePolicy).toMatchObject({ status: 'ACTIVE', nextRunAt: iso(at) });
+        const run = await scheduler.deps.runs.get(resumed.nextRunId);
+        expect(run?.reason ?? null, misfirePolicy).toBeNull();
+      } finally {
+        offset = 0;
+      }
+    }
+  });
+
   it('refuses a pause until a past time or a year ahead, and a note too long, changing nothing', async () => {
     const { jobId } = await createCron();
     for (const body of [{ until: iso(Date.now() - 1000) }, { until: iso(Date.now() + 367 * 86_400_000) }, { note: 'x'.repeat(501) }]) {
