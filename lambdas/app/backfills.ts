@@ -167,7 +167,10 @@ async function releasePage(deps: SchedulerDeps, backfill: Backfill, share: numbe
   );
   // The runs are stored QUEUED with a check-back: a send lost here is sent again by a later tick.
   const dispatches = written.flatMap((plan) => (plan.dispatch ? [plan.dispatch] : []));
-  for (let i = 0; i < dispatches.length; i += 10) await deps.dispatch.send(dispatches.slice(i, i + 10), now);
+  // A message's delay counts from its send, not from the tick's start: this page is released well
+  // into the tick (after the index's release, resumes, repairs and earlier pages), and a delay from
+  // `now` would start each run that much late.
+  for (let i = 0; i < dispatches.length; i += 10) await deps.dispatch.send(dispatches.slice(i, i + 10), deps.clock());
   for (const plan of written) deps.telemetry.runCreated(plan.run);
 
   const last = fireTimes[fireTimes.length - 1];

@@ -215,4 +215,29 @@ describe('a backfill whose job was paused past the runs retention', () => {
     const ids = [0, 1, 2].map((i) => runIdFor(pausedJobId, iso(start + i * MINUTE), 1));
     expect(await scheduler.deps.runs.getMany(ids)).toEqual([]);
   });
+
+  it("counts its runs' delays from their send, not from the tick's start: a page released well into the tick starts on time", async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', {
+      name: 'late-in-tick',
+      type: 'report',
+      schedule: { kind: 'cron', expression: '* * * * *' },
+      target: { kind: 'http', url: 'http://127.0.0.1:9/hook' },
+    });
+    const jobId = created.body.job.jobId as string;
+    const start = Math.floor(Date.now() / MINUTE) * MINUTE - 30 * MINUTE;
+    expect((await scheduler.api('POST', `/v1/jobs/${jobId}/backfill`, { from: iso(start), to: iso(start + 3 * MINUTE) })).status).toBe(202);
+    // The tick started 20 s before this page is released (its release, resumes and repairs took that long).
+    const tickStart = Date.now();
+    const deps = scheduler.workerDeps('ticker', () => tickStart + 20_000);
+    const send = deps.dispatch.send.bind(deps.dispatch);
+    const sentAt: number[] = [];
+    deps.dispatch.send = async (...args: Parameters<typeof send>) => {
+      sentAt.push(args[1]);
+      return send(...args);
+    };
+    expect(await releaseBackfills(deps, tickStart)).toBe(3);
+    expect(sentAt.length).toBeGreaterThan(0);
+    // Before, the tick's start: each message waited the 20 s the tick had spent, on top of its spread.
+    for (const at of sentAt) expect(at).toBe(tickStart + 20_000);
+  });
 });
