@@ -99,6 +99,9 @@ export async function patchJobOf(
     await admitRunRequest(deps, tenantId, limits, deps.clock());
     admitted = true;
   };
+  // A new target or destination is checked against the tenant's grants too (decision 0194): read
+  // whenever either is given, as a header kept by its mask may name a stored secret.
+  const grants = patch.target !== undefined || patch.notify ? await deps.tenantLimits.grantsOf(tenantId) : null;
   const pendingRead = before?.nextRunId ? await deps.runs.withOccurrenceState(before.nextRunId) : null;
   const pending = pendingRead?.run ?? null;
   // A new payload is stored before the job that names it (decision 0162); the one it replaces is
@@ -136,8 +139,8 @@ export async function patchJobOf(
       } = current;
       // An unnamed job's name is its id, which no spec may give (decision 0154): checked without it.
       const merged = parseOrThrow(jobSpecSchema, { ...spec, ...changes, name: isUnnamed(current) ? undefined : current.name }, 'Invalid job');
-      if (changes.target !== undefined) checkTarget(deps, merged.target);
-      if (changes.notify !== undefined) checkNotify(deps, merged.notify);
+      if (changes.target !== undefined) checkTarget(deps, merged.target, grants);
+      if (changes.notify !== undefined) checkNotify(deps, merged.notify, grants);
       checkPoolTimeout(deps, merged);
       // A schedule repeated without its anchor (or a counted cron's start) keeps the stored one.
       const requested = settleLike(merged.schedule, current.schedule);

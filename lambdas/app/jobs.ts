@@ -2,7 +2,7 @@
 // tenant from the authenticated request, never from the body.
 import { createHash } from 'node:crypto';
 import { ConflictError, NotFoundError, TooManyRequestsError, ValidationError } from '../core/errors';
-import type { TenantLimits } from '../domain/tenant';
+import type { TenantGrants, TenantLimits } from '../domain/tenant';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
 import type { Job, JobSpec, JobTarget, Target } from '../domain/job';
@@ -15,9 +15,10 @@ import type { ListJobsQuery, ListRunsQuery, PreviewRequest } from '../api/schema
 import type { Page } from '../store/page';
 import { urlRefusal } from '../targets/address-policy';
 import { SUPPORTED_TARGET_KINDS } from '../targets/invoker';
-import { NO_TARGETS_ALLOWED, notifyDestinationRefusal, targetRefusal } from '../domain/target-allowlist';
+import { SECRET_REFUSAL_MESSAGE, notifyDestinationRefusal, secretGranted, targetRefusal } from '../domain/target-allowlist';
 import type { NotifySpec } from '../domain/notify';
 import { admitRunRequest } from './create-rate';
+import { deploymentAllowlist, namesGrantedArn } from './tenant-grants';
 import type { SchedulerDeps } from './deps';
 import { planRun } from './plan-run';
 import { sendPlannedRun } from './send-planned-run';
@@ -62,9 +63,10 @@ export async function createJob(
     if (previous) return replayOf(deps, tenantId, previous, idempotency.requestHash);
   }
   validateSchedule(spec.schedule, now);
-  checkTarget(deps, spec.target);
+  const grants = await grantsToCheck(deps, tenantId, [spec.target], spec.notify);
+  checkTarget(deps, spec.target, grants);
   checkPayload(deps, spec.payload, spec.target.kind);
-  checkNotify(deps, spec.notify);
+  checkNotify(deps, spec.notify, grants);
   checkPoolTimeout(deps, spec);
 
   // What the schedule counts from (an interval's anchor, a counted cron's startAt) is fixed now.
@@ -139,12 +141,29 @@ async function replayOf(
 }
 
 /**
- * What the deployment can call: a supported kind; for HTTP a scheme and host the egress policy
- * allows as far as can be told without DNS (literal addresses, `localhost`, metadata names), which
- * the worker checks again on every call; for Lambda, SQS and EventBridge a resource the stack
- * granted (stack property `targets`), as the worker's call to anything else would be denied.
+ * The tenant's grants (decision 0194) to check these targets and this notification destination
+ * against: read (cached a minute per process, the read of its limits) only when one of them names an
+ * ARN that grants cover; null otherwise, as no check then consults them.
  */
-export function checkTarget(deps: SchedulerDeps, target: Target): void {
+export async function grantsToCheck(
+  deps: SchedulerDeps,
+  tenantId: string,
+  targets: readonly Target[],
+  notify?: Pick<NotifySpec, 'destination'> | null,
+): Promise<TenantGrants> {
+  return targets.some(namesGrantedArn) || (notify && notify.destination.kind !== 'http') ? deps.tenantLimits.grantsOf(tenantId) : null;
+}
+
+/**
+ * What the deployment can call for this tenant: a supported kind; for HTTP a scheme and host the
+ * egress policy allows as far as can be told without DNS (literal addresses, `localhost`, metadata
+ * names), which the worker checks again on every call, and secrets the stack granted; for Lambda,
+ * SQS and EventBridge a resource the stack granted (stack property `targets`; any, in local mode),
+ * as the worker's call to anything else would be denied. Secrets and resources must be in the
+ * tenant's `grants` too when it has them (decision 0194): refused with the same path and message
+ * whichever list leaves them out, so a refusal says nothing of what other tenants use.
+ */
+export function checkTarget(deps: SchedulerDeps, target: Target, grants: TenantGrants): void {
   if (!(SUPPORTED_TARGET_KINDS as readonly string[]).includes(target.kind)) {
     throw new ValidationError('Invalid job', [
       { path: 'target.kind', message: `${target.kind} targets are not supported by this deployment; use one of: ${SUPPORTED_TARGET_KINDS.join(', ')}` },
@@ -157,33 +176,37 @@ export function checkTarget(deps: SchedulerDeps, target: Target): void {
         { path: `target.headers.${masked}`, message: `is the masked value ${MASKED_HEADER_VALUE}; send the header's value` },
       ]);
     }
-    // A secret the workers were not granted could never be read: refused now, not at every attempt.
-    const unlisted = Object.entries(target.headers).filter(([, value]) => isSecretReference(value) && !deps.config.headerSecretArns.includes(value.secretArn));
+    // A secret the workers were not granted could never be read: refused now, not at every
+    // attempt. Checked in both modes (locally against LOCAL_HEADER_SECRET_ARNS).
+    const unlisted = Object.entries(target.headers).filter(
+      ([, value]) => isSecretReference(value) && !(deps.config.headerSecretArns.includes(value.secretArn) && secretGranted(value.secretArn, grants)),
+    );
     if (unlisted.length > 0) {
       throw new ValidationError(
         'Invalid job',
-        unlisted.map(([name]) => ({
-          path: `target.headers.${name}.secretArn`,
-          message: 'is not a secret this deployment may read (stack property headerSecretArns; locally LOCAL_HEADER_SECRET_ARNS)',
-        })),
+        unlisted.map(([name]) => ({ path: `target.headers.${name}.secretArn`, message: SECRET_REFUSAL_MESSAGE })),
       );
     }
     const refusal = urlRefusal(target.url, deps.egress.policy);
     if (refusal) throw new ValidationError('Invalid job', [{ path: 'target.url', message: refusal }]);
     return;
   }
-  // AWS targets: only what the stack granted the workers (any, in local mode).
-  if (deps.config.localMode) return;
-  const refusal = targetRefusal(target, deps.config.allowedTargets ?? NO_TARGETS_ALLOWED);
+  // AWS targets: only what the stack granted the workers (any, in local mode) and the tenant.
+  const refusal = targetRefusal(target, deploymentAllowlist(deps), grants);
   if (refusal) throw new ValidationError('Invalid job', [refusal]);
 }
 
 /**
  * Where a job's notifications may go: an HTTP URL the egress policy allows as far as can be told
  * without DNS (the worker checks again on every try), an SNS topic or bus the stack granted (any, in
- * local mode), as for targets.
+ * local mode) and the tenant's grants cover, as for targets.
  */
-export function checkNotify(deps: SchedulerDeps, notify: Pick<NotifySpec, 'destination'> | null | undefined, title = 'Invalid job'): void {
+export function checkNotify(
+  deps: SchedulerDeps,
+  notify: Pick<NotifySpec, 'destination'> | null | undefined,
+  grants: TenantGrants,
+  title = 'Invalid job',
+): void {
   if (!notify) return;
   const { destination } = notify;
   if (destination.kind === 'http') {
@@ -191,8 +214,7 @@ export function checkNotify(deps: SchedulerDeps, notify: Pick<NotifySpec, 'desti
     if (refusal) throw new ValidationError(title, [{ path: 'notify.destination.url', message: refusal }]);
     return;
   }
-  if (deps.config.localMode) return;
-  const refusal = notifyDestinationRefusal(destination, deps.config.allowedTargets ?? NO_TARGETS_ALLOWED);
+  const refusal = notifyDestinationRefusal(destination, deploymentAllowlist(deps), grants);
   if (refusal) throw new ValidationError(title, [refusal]);
 }
 

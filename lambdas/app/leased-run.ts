@@ -30,6 +30,7 @@ import { wakeBuffered } from './occurrence-chain';
 import type { StepContext } from '../domain/workflow-jobs';
 import { parseStepJobId, stepContextOf, workflowRunIdOf } from '../domain/workflow-jobs';
 import { cancelStepRun, stepRunSuperseded } from './workflow-step-runs';
+import { callRefusal } from './tenant-grants';
 
 /** Seconds a received message stays invisible beyond its run's lease. */
 export const VISIBILITY_SLACK_SECONDS = 1;
@@ -341,11 +342,18 @@ async function offerToExternalWorkers(deps: SchedulerDeps, job: Job, run: Run): 
   return 'offered';
 }
 
-/** What a call needs read before it (an HTTP target's secret headers and signing secrets), or the failure that ends the attempt uncalled. */
+/**
+ * What a call needs read before it (an HTTP target's secret headers and signing secrets), or the
+ * failure that ends the attempt uncalled (among them, an ARN the tenant is no longer granted).
+ */
 type PreparedCall =
   { readonly headers?: Record<string, string>; readonly signingSecrets?: readonly string[] } | { readonly failed: Extract<TargetResult, { ok: false }> };
 
 async function prepareCall(deps: SchedulerDeps, job: Job, run: Run): Promise<PreparedCall> {
+  // What the job names must still be the tenant's (decision 0194): a grant narrowed since the job
+  // was written stops its calls here, before a secret is read or the target called.
+  const refused = await callRefusal(deps, run.tenantId, job.target, runFields(run));
+  if (refused) return { failed: { ok: false, timedOut: false, error: refused, notCalled: true } };
   if (job.target.kind !== 'http') return {};
   // Secret header values are read before anything else: a secret that cannot be read fails the
   // attempt (retryably) and the target is not called with a header missing.

@@ -15,6 +15,7 @@ import {
 import { traceIdOf } from '../domain/trace-context';
 import type { NotificationRecord } from '../store/notifications';
 import type { SchedulerDeps } from './deps';
+import { destinationRefusal } from './tenant-grants';
 
 /** A try's next message may claim this long before its time: SQS's delay and the clocks of two workers are not exact. */
 const NEXT_TRY_EARLY_MS = 1_000;
@@ -96,22 +97,31 @@ async function tryClaimed(
       logger.error('the signing secrets could not be read', { ...fields, error: error instanceof Error ? error.message : String(error) });
     }
   }
+  // A topic or bus the tenant's grants no longer cover (decision 0194) is not sent to: the
+  // notification ends DEAD, the destination named by its kind.
+  const notGranted = await destinationRefusal(deps, record.tenantId, record.destination);
   // The call ends inside the claim, with a margin: once the claim has passed another copy of the
   // message may claim and call, and two calls at once are what the claim is for. What came before
   // the call (the secrets' read) spends the claim, so the call gets what is left, at most its timeout.
   const callWithinMs = Math.min(NOTIFICATION_TIMEOUT_MS, claimedUntil - NOTIFICATION_CLAIM_MARGIN_MS - deps.clock());
-  const outcome = signingUnavailable
-    ? { ok: false as const, timedOut: false, error: { code: 'SIGNING_UNAVAILABLE', message: 'the signing secrets could not be read', retryable: true } }
-    : callWithinMs < NOTIFICATION_MIN_CALL_MS
-      ? { ok: false as const, timedOut: false, error: { code: 'CLAIM_RAN_OUT', message: 'the try ran out of its claim before it could call', retryable: true } }
-      : await deps.notifier.deliver({
-          destination: record.destination,
-          body: record.body,
-          egress: deps.egress,
-          timeoutMs: callWithinMs,
-          nowSeconds: Math.floor(deps.clock() / 1000),
-          ...(signingSecrets?.length ? { signingSecrets } : {}),
-        });
+  const outcome = notGranted
+    ? { ok: false as const, timedOut: false, error: notGranted }
+    : signingUnavailable
+      ? { ok: false as const, timedOut: false, error: { code: 'SIGNING_UNAVAILABLE', message: 'the signing secrets could not be read', retryable: true } }
+      : callWithinMs < NOTIFICATION_MIN_CALL_MS
+        ? {
+            ok: false as const,
+            timedOut: false,
+            error: { code: 'CLAIM_RAN_OUT', message: 'the try ran out of its claim before it could call', retryable: true },
+          }
+        : await deps.notifier.deliver({
+            destination: record.destination,
+            body: record.body,
+            egress: deps.egress,
+            timeoutMs: callWithinMs,
+            nowSeconds: Math.floor(deps.clock() / 1000),
+            ...(signingSecrets?.length ? { signingSecrets } : {}),
+          });
   const at = deps.clock();
   if (outcome.ok) {
     if (await deps.notifications.finish(runId, event, record.tries, { status: 'SENT', now: at, error: null })) {

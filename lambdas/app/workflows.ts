@@ -2,7 +2,7 @@
 // schedule run by a schedule job (decision 0147). Workflow runs are in workflow-runs.ts and their
 // progress in workflow-progress.ts.
 import { ConflictError, NotFoundError, PreconditionFailedError, TooManyRequestsError, ValidationError } from '../core/errors';
-import { checkNotify, checkPoolTimeout, checkTarget, maskedTarget } from './jobs';
+import { checkNotify, checkPoolTimeout, checkTarget, grantsToCheck, maskedTarget } from './jobs';
 import { newJobId } from '../core/ids';
 import { logger } from '../core/logger';
 import type { Run } from '../domain/run';
@@ -42,12 +42,19 @@ const viewOf = (workflow: Workflow, version: WorkflowVersion, schedule: Job | nu
 
 /**
  * Each step is checked as a job's is: its target against the deployment's egress policy and
- * allowlist, and its timeout against its type's pool, whose worker would cut a longer run off.
+ * allowlist and the tenant's grants, and its timeout against its type's pool, whose worker would cut
+ * a longer run off; then the workflow's notification destination.
  */
-function checkSteps(deps: SchedulerDeps, spec: WorkflowSpec): void {
+async function checkDefinition(deps: SchedulerDeps, tenantId: string, spec: WorkflowSpec): Promise<void> {
+  const grants = await grantsToCheck(
+    deps,
+    tenantId,
+    spec.steps.map((step) => step.target),
+    spec.notify,
+  );
   spec.steps.forEach((step, index) => {
     try {
-      checkTarget(deps, step.target);
+      checkTarget(deps, step.target, grants);
       checkPoolTimeout(deps, { type: step.type ?? spec.type, timeoutSeconds: step.timeoutSeconds, target: step.target });
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
@@ -57,6 +64,7 @@ function checkSteps(deps: SchedulerDeps, spec: WorkflowSpec): void {
       );
     }
   });
+  checkNotify(deps, spec.notify, grants, 'Invalid workflow');
 }
 
 const tooManyActiveJobs = (limits: TenantLimits): TooManyRequestsError =>
@@ -72,8 +80,7 @@ export async function createWorkflow(
   spec: WorkflowSpec,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<WorkflowView> {
-  checkSteps(deps, spec);
-  checkNotify(deps, spec.notify, 'Invalid workflow');
+  await checkDefinition(deps, tenantId, spec);
   const now = deps.clock();
   const at = new Date(now).toISOString();
   const workflowId = newJobId(now).replace(/^job_/, 'wf_');
@@ -108,8 +115,7 @@ export async function updateWorkflow(
   expected?: number,
   limits: TenantLimits = deps.config.tenantDefaults,
 ): Promise<WorkflowView> {
-  checkSteps(deps, spec);
-  checkNotify(deps, spec.notify, 'Invalid workflow');
+  await checkDefinition(deps, tenantId, spec);
   const ended = endedRuns();
   let admitted = false;
   for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {

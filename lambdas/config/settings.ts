@@ -145,14 +145,14 @@ export const SETTINGS = {
     'ALLOWED_TARGETS',
     json,
     targetAllowlistSchema.default(NO_TARGETS_ALLOWED),
-    'The Lambda functions, SQS queues and event buses jobs may target, and the SNS topics their notifications may publish to: {lambdaFunctionArns, sqsQueueArns, eventBusArns, snsTopicArns}; ignored in local mode (any).',
+    "The Lambda functions, SQS queues and event buses jobs may target, and the SNS topics their notifications may publish to: {lambdaFunctionArns, sqsQueueArns, eventBusArns, snsTopicArns}; ignored in local mode (any). One list for every tenant: a tenant's grants narrow it (decision 0194).",
     'a JSON object of target ARNs',
   ),
   headerSecretArns: setting(
     'HEADER_SECRET_ARNS',
     json,
     z.array(secretArnSchema).max(100).default([]),
-    'The Secrets Manager secrets (full ARNs) HTTP target headers may name as {"secretArn": …}: the API refuses any other, and the stack grants the workers secretsmanager:GetSecretValue on exactly these, in both modes (docs/delivery.md#header-values-from-secrets-manager).',
+    'The Secrets Manager secrets (full ARNs) HTTP target headers may name as {"secretArn": …}: the API refuses any other (and any a tenant\'s grants leave out, decision 0194), and the stack grants the workers secretsmanager:GetSecretValue on exactly these, in both modes (docs/delivery.md#header-values-from-secrets-manager).',
     'a JSON array of secret ARNs',
   ),
   headerSecretCacheSeconds: setting(

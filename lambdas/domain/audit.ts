@@ -22,6 +22,7 @@ export const AUDIT_ACTIONS = [
   'api-key.revoke',
   'tenant.create',
   'tenant.limits',
+  'tenant.grants',
   'workflow.create',
   'workflow.update',
   'workflow.run',

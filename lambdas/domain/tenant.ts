@@ -38,6 +38,17 @@ export const tenantIdSchema = z
   .string()
   .regex(/^[a-z0-9][a-z0-9-]{1,62}$/, 'must be 2 to 63 lowercase letters, digits or hyphens, starting with a letter or digit');
 
+/**
+ * The ARNs of secrets, Lambda functions, queues, event buses and topics a tenant may name (decision
+ * 0194), each exact; null when none are set: every ARN the deployment grants (its stack properties
+ * `headerSecretArns` and `targets`), as before grants existed. A deployment shared by tenants gives
+ * each its own, as the deployment's lists are one for all of them.
+ */
+export type TenantGrants = readonly string[] | null;
+
+/** At most this many grants a tenant: every check reads them, and the worker caches them. */
+export const MAX_TENANT_GRANTS = 200;
+
 export interface Tenant {
   readonly tenantId: string;
   readonly name: string;
@@ -47,6 +58,8 @@ export interface Tenant {
    * as it is.
    */
   readonly limits: Partial<TenantLimits>;
+  /** The ARNs it may use (decision 0194); absent: every ARN the deployment grants. */
+  readonly grants?: readonly string[];
   readonly createdAt: string;
   readonly updatedAt: string;
 }

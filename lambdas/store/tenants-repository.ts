@@ -1,4 +1,4 @@
-// Tenants: a profile with limits, and the usage counter that the create transaction checks.
+// Tenants: a profile with limits and grants (decision 0194), and the usage counter that the create transaction checks.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { conditionExpressions, exists, IF_NEW, ifHeld, updateIf } from './conditional';
@@ -23,6 +23,8 @@ export class TenantsRepository {
       tenantId: String(item.tenantId),
       name: String(item.name),
       limits: tenantLimitsSchema.partial().parse(item.limits ?? {}),
+      // As stored: the admin command checked each when it set them.
+      ...(Array.isArray(item.grants) ? { grants: item.grants.map(String) } : {}),
       createdAt: String(item.createdAt),
       updatedAt: String(item.updatedAt),
     };
@@ -42,6 +44,19 @@ export class TenantsRepository {
     if (entries.length === 0) return this.get(tenantId);
     const updated = await updateIf(this.dynamo, this.tableName, tenantKey(tenantId), {
       set: { ...Object.fromEntries(entries.map(([name, value]) => [`limits.${name}`, value])), updatedAt: new Date(now).toISOString() },
+      if: { pk: exists },
+    });
+    return updated ? this.get(tenantId) : null;
+  }
+
+  /**
+   * Sets the ARNs the tenant may use (decision 0194), or removes them (null: every ARN the
+   * deployment grants); null when the tenant does not exist.
+   */
+  async setGrants(tenantId: string, grants: readonly string[] | null, now: number): Promise<Tenant | null> {
+    const updatedAt = new Date(now).toISOString();
+    const updated = await updateIf(this.dynamo, this.tableName, tenantKey(tenantId), {
+      ...(grants === null ? { set: { updatedAt }, remove: ['grants'] } : { set: { grants: [...grants], updatedAt } }),
       if: { pk: exists },
     });
     return updated ? this.get(tenantId) : null;

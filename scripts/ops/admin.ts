@@ -1,4 +1,4 @@
-// The admin commands: tenants, their limits and their API keys. Plain functions over the
+// The admin commands: tenants, their limits, their grants and their API keys. Plain functions over the
 // repositories, so that tests run them against the emulator; scripts/admin.ts is the CLI.
 import type { AuditDeps, AuditRecord } from '../../lambdas/app/audit';
 import { recordAudit } from '../../lambdas/app/audit';
@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Tenant, TenantLimits } from '../../lambdas/domain/tenant';
 import { effectiveLimits, tenantIdSchema, tenantLimitsSchema } from '../../lambdas/domain/tenant';
+import { tenantGrantsSchema } from '../../lambdas/domain/target-allowlist';
 import type { ApiKeysRepository } from '../../lambdas/store/api-keys-repository';
 import type { TenantsRepository } from '../../lambdas/store/tenants-repository';
 
@@ -27,13 +28,17 @@ export interface AdminContext {
 export class AdminUsageError extends Error {}
 
 export const ADMIN_USAGE = `Usage: npm run admin -- <command> [options]
-  tenant create <tenant-id> [--name <name>] [limits]   create a tenant and issue its first API key
-  tenant show <tenant-id>                              profile, its own limits and those in force, usage and keys
+  tenant create <tenant-id> [--name <name>] [limits] [grants]   create a tenant and issue its first API key
+  tenant show <tenant-id>                              profile, its own limits and those in force, grants, usage and keys
   tenant limits <tenant-id> [limits]                   change some of its limits
+  tenant grants <tenant-id> grants                     set or clear the ARNs it may use
   key issue <tenant-id>                                issue another API key (printed once)
   key list <tenant-id>                                 its keys (ids, created, revoked)
   key revoke <tenant-id> <key-id>                      revoke a key (takes effect within 2 minutes)
 limits: --max-active-jobs <n|none> --max-in-flight-runs <n|none> --creates-per-second <n|none> --max-active-backfills <n|none>
+grants: --arns <arn,arn,…>   exact ARNs of secrets, Lambda functions, SQS queues, event buses, SNS topics
+        --arns none          no ARN at all (plain HTTP targets and HTTP notifications only)
+        --arns all           clear them: every ARN the deployment lists, which all its tenants share
 target: local emulator by default; --jobs-table <JobsTableName output> for a deployment (AWS credentials)`;
 
 const LIMIT_OPTIONS = {
@@ -55,8 +60,31 @@ const ADMIN_OPTIONS = {
   'max-in-flight-runs': { type: 'string' },
   'creates-per-second': { type: 'string' },
   'max-active-backfills': { type: 'string' },
+  arns: { type: 'string' },
   'jobs-table': { type: 'string' },
 } as const;
+
+/** The commands that take `--arns`: anywhere else it would be ignored, and an operator think grants were set. */
+const GRANTING_COMMANDS: ReadonlySet<string> = new Set(['tenant create', 'tenant grants']);
+
+/**
+ * `--arns` as the grants it sets (decision 0194): `all` clears them (null: every ARN the deployment
+ * grants), `none` grants no ARN at all, anything else is a comma-separated list of exact ARNs.
+ */
+export function parseGrants(raw: string): readonly string[] | null {
+  const value = raw.trim();
+  if (value === 'all') return null;
+  if (value === 'none') return [];
+  const arns = [...new Set(value.split(/[\s,]+/).filter(Boolean))];
+  if (arns.length === 0) throw new AdminUsageError('--arns: give ARNs separated by commas, or none, or all');
+  const parsed = tenantGrantsSchema.safeParse(arns);
+  if (!parsed.success) {
+    throw new AdminUsageError(
+      `--arns: ${parsed.error.issues.map((issue) => (issue.path.length > 0 ? `${arns[Number(issue.path[0])] ?? ''}: ${issue.message}` : issue.message)).join('; ')}`,
+    );
+  }
+  return parsed.data;
+}
 
 /**
  * Parses the admin CLI's arguments strictly: an unknown option, an option without its value (or
@@ -73,10 +101,17 @@ export function parseAdminArgs(argv: readonly string[]) {
   // So is a command without what it acts on, with the usage to say what that is.
   if (id === undefined) throw new AdminUsageError(`${noun} ${verb} needs a tenant id\n${ADMIN_USAGE}`);
   if (noun === 'key' && verb === 'revoke' && keyId === undefined) throw new AdminUsageError(`key revoke needs a tenant id and a key id\n${ADMIN_USAGE}`);
+  const arns = parsed.values.arns;
+  if (arns !== undefined && !GRANTING_COMMANDS.has(`${noun} ${verb}`))
+    throw new AdminUsageError(`${noun} ${verb} takes no --arns; set grants with tenant grants`);
+  if (noun === 'tenant' && verb === 'grants' && arns === undefined)
+    throw new AdminUsageError(`tenant grants needs --arns <arn,arn,…>, --arns none or --arns all\n${ADMIN_USAGE}`);
+  // Checked here too, so that the entry script refuses a bad ARN before it starts an emulator.
+  if (arns !== undefined) parseGrants(arns);
   return parsed;
 }
 
-const ADMIN_COMMANDS: ReadonlySet<string> = new Set(['tenant create', 'tenant show', 'tenant limits', 'key issue', 'key list', 'key revoke']);
+const ADMIN_COMMANDS: ReadonlySet<string> = new Set(['tenant create', 'tenant show', 'tenant limits', 'tenant grants', 'key issue', 'key list', 'key revoke']);
 
 /** Runs one admin command; returns what to print. Bad input throws AdminUsageError and changes nothing. */
 export async function runAdmin(argv: readonly string[], ctx: AdminContext): Promise<Record<string, unknown>> {
@@ -108,6 +143,14 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
           effectiveLimits: null,
           limitsNote: 'Limits the tenant has not set are the deployment defaults: set TENANT_DEFAULT_LIMITS as deployed to see those in force.',
         };
+  // What the tenant may name: its grants, or every ARN the deployment grants when it has none.
+  const grantsOf = (tenant: Tenant) => ({
+    grants: tenant.grants ?? null,
+    grantsNote:
+      tenant.grants === undefined
+        ? 'No grants: the tenant may name every secret and AWS resource the deployment lists (headerSecretArns, targets), those other tenants use too. Give each tenant of a shared deployment its grants: tenant grants <tenant-id> --arns …'
+        : 'The tenant may name only these, and of these only what the deployment also lists (headerSecretArns, targets).',
+  });
   const existing = async (): Promise<Tenant> => {
     const tenant = await ctx.tenants.get(tenantId());
     if (!tenant) throw new AdminUsageError(`no tenant ${tenantId()}; create it with: tenant create ${tenantId()}`);
@@ -123,16 +166,17 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
         .max(200)
         .safeParse(values.name ?? tenantId());
       if (!name.success) throw new AdminUsageError('name: 1 to 200 characters');
+      const grants = values.arns === undefined ? null : parseGrants(values.arns);
       const at = new Date(ctx.now()).toISOString();
       // Only what was given: a limit copied from the defaults would no longer follow them.
-      const tenant: Tenant = { tenantId: tenantId(), name: name.data, limits: own, createdAt: at, updatedAt: at };
+      const tenant: Tenant = { tenantId: tenantId(), name: name.data, limits: own, ...(grants ? { grants } : {}), createdAt: at, updatedAt: at };
       if (!(await ctx.tenants.create(tenant))) throw new AdminUsageError(`tenant ${tenant.tenantId} exists already`);
       // Its name and the limits it was given (those not given follow the deployment's defaults).
       await ctx.audit({
         tenantId: tenant.tenantId,
         action: 'tenant.create',
         objectId: tenant.tenantId,
-        changes: changesBetween(undefined, { name: tenant.name, ...tenant.limits }, new Set()),
+        changes: changesBetween(undefined, { name: tenant.name, ...tenant.limits, ...(tenant.grants ? { grants: tenant.grants } : {}) }, new Set()),
       });
       const apiKey = newApiKey();
       const issuedKeyId = await ctx.apiKeys.issue(apiKey, tenant.tenantId, ctx.now());
@@ -141,7 +185,26 @@ export async function runAdmin(argv: readonly string[], ctx: AdminContext): Prom
     }
     case 'tenant show': {
       const tenant = await existing();
-      return { tenant, ...limitsOf(tenant), usage: await ctx.tenants.usage(tenant.tenantId), keys: await ctx.apiKeys.list(tenant.tenantId) };
+      return {
+        tenant,
+        ...limitsOf(tenant),
+        ...grantsOf(tenant),
+        usage: await ctx.tenants.usage(tenant.tenantId),
+        keys: await ctx.apiKeys.list(tenant.tenantId),
+      };
+    }
+    case 'tenant grants': {
+      const before = await existing();
+      const grants = parseGrants(values.arns ?? '');
+      const tenant = await ctx.tenants.setGrants(tenantId(), grants, ctx.now());
+      // The lists before and after (the tenant's own ARNs, which its audit trail may show it).
+      const changed = changesBetween({ grants: before.grants }, { grants: grants ?? undefined }, new Set());
+      if (Object.keys(changed).length > 0) await ctx.audit({ tenantId: before.tenantId, action: 'tenant.grants', objectId: before.tenantId, changes: changed });
+      return {
+        tenant,
+        ...(tenant ? grantsOf(tenant) : {}),
+        note: 'Running functions pick the new grants up within 2 minutes; a job naming an ARN no longer granted fails its next attempt (NOT_GRANTED).',
+      };
     }
     case 'tenant limits': {
       const before = await existing();
