@@ -94,7 +94,7 @@ export interface SchedulerAlarms {
 
 export function createAlarms(scope: Construct, resources: ObservedResources, thresholds: AlarmThresholds, alarmTopicArn?: string): SchedulerAlarms {
   const fallback = defaultPoolOf(resources);
-  /** The API, the default pool's worker, the ticker and the authorizer. */
+  /** The API, the default pool's worker, the ticker, the authorizer and the console. */
   const coreFunctions = functionsOf({ ...resources, pools: [fallback] });
   const maxReceives = dispatchQueueDefinition.maxReceiveCount;
   const alarms: Record<SchedulerAlarmName, cw.Alarm> = {
@@ -171,15 +171,18 @@ export function createAlarms(scope: Construct, resources: ObservedResources, thr
     // One alarm over the sum: a throttle of any function means the same thing (concurrency is
     // exhausted), and the dashboard's Lambda row says which function. Lambda writes no Throttles
     // data while nothing is throttled. The other pools' workers have one each (below): a metric
-    // math alarm takes at most 10 metrics, which 7 pools passed.
+    // math alarm takes at most 10 metrics, too few for every worker beside these four functions
+    // once there are more than 5 other pools. The description and the label name the functions
+    // summed, from the same list.
     LambdaThrottles: alarm(scope, 'LambdaThrottles', {
       description:
-        `A scheduler function (api, worker or ticker) was throttled in the last 5 minutes: account or reserved ` +
-        `concurrency is exhausted. The dashboard's "Lambda throttles" names the function. ${RUNBOOK}.`,
+        `A scheduler function (${coreFunctions.map(([name]) => (name === 'worker' ? "the default pool's worker" : name)).join(', ')}) ` +
+        `was throttled in the last 5 minutes: account or reserved concurrency is exhausted. The dashboard's "Lambda throttles" ` +
+        `names the function; another pool's worker has its own alarm (Pool<Name>WorkerThrottled). ${RUNBOOK}.`,
       metric: new cw.MathExpression({
         expression: coreFunctions.map(([name]) => `FILL(${name}, 0)`).join(' + '),
         usingMetrics: Object.fromEntries(coreFunctions.map(([name, fn]) => [name, fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum' })])),
-        label: 'throttles (api + workers + ticker)',
+        label: `throttles (${coreFunctions.map(([name]) => name).join(' + ')})`,
         period: FIVE_MINUTES,
       }),
       threshold: 0,

@@ -215,7 +215,7 @@ export function createDashboard(
     }),
   );
 
-  dashboard.addWidgets(header('## 5. Lambda\nThe API, worker, ticker and authorizer functions.'));
+  dashboard.addWidgets(header('## 5. Lambda\nThe API, worker, ticker, authorizer and console functions.'));
   dashboard.addWidgets(
     graph({
       title: 'Lambda concurrent executions (max)',

@@ -48,7 +48,7 @@ export interface PoolObservability extends PoolLanes<IQueue> {
 
 export interface ObservedResources {
   /** The functions besides the pools' workers. */
-  readonly functions: { readonly api: IFunction; readonly ticker: IFunction; readonly authorizer: IFunction };
+  readonly functions: { readonly api: IFunction; readonly ticker: IFunction; readonly authorizer: IFunction; readonly console: IFunction };
   /** Every worker pool, the default one included (first). */
   readonly pools: readonly PoolObservability[];
   readonly tables: { readonly jobs: ITableV2; readonly runs: ITableV2 };
@@ -64,6 +64,7 @@ export function functionsOf({ functions, pools }: ObservedResources): (readonly 
     ...pools.map((pool) => [pool.name === DEFAULT_POOL_NAME ? 'worker' : `worker_${metricIdOf(pool.name)}`, pool.worker] as const),
     ['ticker', functions.ticker],
     ['authorizer', functions.authorizer],
+    ['console', functions.console],
   ];
 }
 

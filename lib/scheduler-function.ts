@@ -52,6 +52,8 @@ export const EXTRA_CA_BUNDLE_FILE = 'extra-ca-certificates.pem';
 /** `Query` queries the table itself, `QueryIndexes` its secondary indexes (dynamodb:Query on `<table>/index/*`). */
 export type DynamoAction =
   'GetItem' | 'BatchGetItem' | 'BatchWriteItem' | 'Query' | 'QueryIndexes' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
+/** The item writes `denyItemWrites` refuses (a transaction's writes are authorized as the first three). */
+export const ITEM_WRITE_ACTIONS = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem'] as const satisfies readonly DynamoAction[];
 export type SqsAction = 'SendMessage' | 'GetQueueAttributes';
 export type PayloadAction = 'PutObject' | 'GetObject' | 'PutObjectTagging' | 'DeleteObject';
 
@@ -135,6 +137,24 @@ export class SchedulerFunction extends Construct {
     if (actions.includes('QueryIndexes')) {
       this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${table.tableArn}/index/*`] }));
     }
+  }
+
+  /**
+   * Denies writes (PutItem, UpdateItem, DeleteItem, BatchWriteItem) to the items of `table` whose
+   * partition key starts with `partitionPrefix`, whatever this role's grants allow. A transaction
+   * (TransactWriteItems) is authorized as its Put, Update and Delete actions, each as PutItem,
+   * UpdateItem and DeleteItem on its own key, so the deny covers those too. `dynamodb:LeadingKeys`
+   * holds partition keys only: a deny cannot single out sort keys within a partition the role writes.
+   */
+  denyItemWrites(table: ITableV2, partitionPrefix: string): void {
+    this.fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        effect: iam.Effect.DENY,
+        actions: ITEM_WRITE_ACTIONS.map((action) => `dynamodb:${action}`),
+        resources: [table.tableArn],
+        conditions: { 'ForAnyValue:StringLike': { 'dynamodb:LeadingKeys': [`${partitionPrefix}*`] } },
+      }),
+    );
   }
 
   grantQueue(queue: IQueue, actions: readonly SqsAction[]): void {

@@ -16,6 +16,7 @@ import type { Construct } from 'constructs';
 import { NagSuppressions } from 'cdk-nag';
 import { PUBLIC_ROUTES } from '../lambdas/api/routes';
 import { JOBS_BY_NAME_INDEX, jobsTable as jobsTableDefinition, workerConsumer } from '../lambdas/store/schema';
+import { apiKeyKey } from '../lambdas/store/keys';
 import type { Pool } from '../lambdas/store/pools';
 import { DEFAULT_POOL_NAME, defaultPool, lowLaneConcurrency, poolResourceNames, validatePools } from '../lambdas/store/pools';
 import { allowlistOf, deploymentTargetsSchema } from '../lambdas/domain/target-allowlist';
@@ -146,6 +147,18 @@ export class SchedulerStack extends Stack {
       { json: (value) => this.toJsonString(value) },
     );
     const common = { environment, logRetentionDays: config.logRetentionDays };
+    // API keys are written by operators only (scripts/ops/admin.ts through ApiKeysRepository: issue,
+    // revoke); no function writes one, and the authorizer only reads them. The API, the workers
+    // (which call arbitrary HTTP targets) and the ticker write much of the jobs table, so a bug or a
+    // compromised dependency in them could otherwise mint a key for any tenant: this explicit Deny on
+    // the `APIKEY#<hash>` partitions, where the authorizer looks a key up, beats their grants (and
+    // covers their transactions' writes, which IAM authorizes as PutItem, UpdateItem and DeleteItem).
+    // What it cannot cover: `dynamodb:LeadingKeys` sees the partition key only, and a key's record
+    // under its tenant (`TENANT#<t>`, sort key `KEY#<id>`) and the tenant's profile (limits, grants)
+    // share that partition with the usage counter and signing secrets the API writes, so TENANT#* is
+    // not denied. A write there mints no key (the authorizer reads only the hash's record), but could
+    // mislead `key list` and `key revoke`, which finds a key's hash through that record.
+    const denyApiKeyWrites = (fn: SchedulerFunction) => fn.denyItemWrites(jobsTable, apiKeyKey('').pk);
 
     this.api = new SchedulerFunction(this, 'Api', {
       ...common,
@@ -170,6 +183,7 @@ export class SchedulerStack extends Stack {
       'DeleteItem',
       'ConditionCheckItem',
     ]);
+    denyApiKeyWrites(this.api);
     // BatchGetItem on runs: the health endpoint checks the runs workers report in flight. DeleteItem:
     // the run a refused create wrote ahead of its job (decision 0167).
     this.api.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
@@ -210,6 +224,7 @@ export class SchedulerStack extends Stack {
       worker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem']);
       // BatchGetItem on jobs: the runs of a batch share one read of their jobs (decision 0033).
       worker.grantTable(jobsTable, ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']);
+      denyApiKeyWrites(worker);
       // Retries follow the job as it is now: a PATCH may have moved it to another pool or lane.
       for (const lane of lanes) worker.grantQueue(lane, ['SendMessage']);
       // The lambda, sqs and eventbridge targets the deployment allows, and only those.
@@ -253,6 +268,7 @@ export class SchedulerStack extends Stack {
     // DeleteItem on jobs: an ended backfill leaves their partition (decision 0182).
     this.ticker.grantTable(runsTable, ['GetItem', 'BatchGetItem', 'QueryIndexes', 'PutItem', 'UpdateItem']);
     this.ticker.grantTable(jobsTable, ['GetItem', 'Query', 'QueryIndexes', 'PutItem', 'UpdateItem', 'DeleteItem']);
+    denyApiKeyWrites(this.ticker);
     for (const lane of lanes) this.ticker.grantQueue(lane, ['SendMessage']);
     // The Scheduler invokes the ticker asynchronously: Lambda's own retries of a failed or throttled
     // tick (two, and up to 6 hours) would come late with the old scheduledTime, when the next tick
@@ -325,7 +341,7 @@ export class SchedulerStack extends Stack {
 
     // Dashboard and alarms (docs/operations.md#dashboard, #alarms).
     this.observability = new SchedulerObservability(this, 'Observability', {
-      functions: { api: this.api.fn, ticker: this.ticker.fn, authorizer: this.authorizer.fn },
+      functions: { api: this.api.fn, ticker: this.ticker.fn, authorizer: this.authorizer.fn, console: this.console.function.fn },
       pools: pools.map((pool) => ({ ...pool, worker: this.workers[pool.name]!.fn })),
       tables: { jobs: jobsTable, runs: runsTable },
       thresholds: config.alarms,

@@ -36,9 +36,12 @@ export interface SecurityProps {
 }
 
 export function applySecuritySettings(stack: Stack, props: SecurityProps): void {
+  // Kept when the stack is deleted, as the tables are: it is the record of who called the API. It
+  // keeps its retention, so its lines still expire. The functions' own log groups go with them:
+  // diagnostics, each tied to its function, and every tenant's change is in the audit trail.
   const accessLogs = new logs.LogGroup(stack, 'ApiAccessLogs', {
     retention: props.logRetentionDays as logs.RetentionDays,
-    removalPolicy: RemovalPolicy.DESTROY,
+    removalPolicy: RemovalPolicy.RETAIN,
   });
   const stage = props.httpApi.defaultStage?.node.defaultChild as CfnStage | undefined;
   if (!stage) throw new Error('the HTTP API has no default stage to log');

@@ -1,5 +1,6 @@
 // The long-lived resources: the jobs and runs tables and the dispatch queue with its DLQ, built
-// from the same definitions the local runtime uses (lambdas/store/schema.ts).
+// from the same definitions the local runtime uses (lambdas/store/schema.ts). The tables, the
+// payload bucket and every pool's DLQ are kept when the stack is deleted; the lanes are not.
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -75,8 +76,9 @@ function table(scope: Construct, definition: TableDefinition, props: StorageProp
   });
 }
 
-function queue(scope: Construct, definition: QueueDefinition, deadLetterQueue?: sqs.IQueue): sqs.Queue {
+function queue(scope: Construct, definition: QueueDefinition, deadLetterQueue?: sqs.IQueue, removalPolicy?: RemovalPolicy): sqs.Queue {
   return new sqs.Queue(scope, definition.id, {
+    removalPolicy,
     visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
     retentionPeriod: Duration.seconds(definition.retentionSeconds),
     maxMessageSizeBytes: definition.maxMessageSizeBytes,
@@ -137,7 +139,12 @@ export class SchedulerStorage extends Construct {
     this.payloadBucket = payloadBucket(this, props.runRetentionDays);
     this.pools = props.pools.map((pool) => {
       const definitions = poolQueues(pool);
-      const dlq = queue(this, definitions.dlq);
+      // A DLQ is kept when the stack is deleted or its pool removed, as the tables are: its messages
+      // (up to 14 days of them) are the record of runs whose dispatch kept failing, and the only one
+      // of a body no worker could read. The lanes go: the runs table holds every run they carry, and
+      // the ticker redelivers a queued run whose message is lost. A kept DLQ keeps its retention, so
+      // its messages still expire; delete it by hand once looked at (docs/operations.md#deploy).
+      const dlq = queue(this, definitions.dlq, undefined, RemovalPolicy.RETAIN);
       return {
         name: pool.name,
         jobTypes: pool.jobTypes,

@@ -324,6 +324,7 @@ describe('dashboard', () => {
       functionId('Job scheduler worker'),
       functionId('Job scheduler ticker'),
       functionId('Job scheduler API authorizer'),
+      functionId('Web console of the job scheduler'),
     ];
 
     it.each([
@@ -520,19 +521,37 @@ describe('alarms', () => {
     expect(a).toMatchObject({ Threshold: 1, ComparisonOperator: 'LessThanThreshold', EvaluationPeriods: 1, TreatMissingData: 'breaching' });
   });
 
-  it('LambdaThrottles: a throttle of any of the four functions in 5 minutes', () => {
+  it("LambdaThrottles: a throttle of any of the five functions (the default pool's worker among them) in 5 minutes, each named in its description and label", () => {
     const a = alarm('LambdaThrottles');
     const [expression, ...inputs] = a.Metrics as any[];
-    expect(expression).toMatchObject({ Expression: 'FILL(api, 0) + FILL(worker, 0) + FILL(ticker, 0) + FILL(authorizer, 0)', ReturnData: true });
+    expect(expression).toMatchObject({
+      Expression: 'FILL(api, 0) + FILL(worker, 0) + FILL(ticker, 0) + FILL(authorizer, 0) + FILL(console, 0)',
+      Label: 'throttles (api + worker + ticker + authorizer + console)',
+      ReturnData: true,
+    });
     expect(inputs.map((m) => [m.Id, m.MetricStat.Metric.MetricName, m.MetricStat.Stat, m.MetricStat.Period, m.MetricStat.Metric.Dimensions])).toEqual(
       [
         ['api', 'Job scheduler HTTP API'],
         ['worker', 'Job scheduler worker'],
         ['ticker', 'Job scheduler ticker'],
         ['authorizer', 'Job scheduler API authorizer'],
+        ['console', 'Web console of the job scheduler'],
       ].map(([id, description]) => [id, 'Throttles', 'Sum', 300, [{ Name: 'FunctionName', Value: { Ref: functionId(description!) } }]]),
     );
+    expect(a.AlarmDescription).toContain("(api, the default pool's worker, ticker, authorizer, console)");
+    expect(a.AlarmDescription).toContain('Pool<Name>WorkerThrottled');
     expect(a).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 1, TreatMissingData: 'notBreaching' });
+  });
+
+  it("LambdaThrottles: with pools, still the default pool's worker alone, the others having an alarm each", () => {
+    const withPools = synth('PoolAlarms', { pools: [{ name: 'exports', jobTypes: ['export'], maxConcurrency: 3, timeoutSeconds: 300 }] });
+    expect((alarm('LambdaThrottles', withPools).Metrics as any[])[0].Expression).toBe(
+      'FILL(api, 0) + FILL(worker, 0) + FILL(ticker, 0) + FILL(authorizer, 0) + FILL(console, 0)',
+    );
+    const own = Object.values(withPools).filter(
+      (r) => r.Type === 'AWS::CloudWatch::Alarm' && String(r.Properties.AlarmName).endsWith('-PoolExportsWorkerThrottled'),
+    );
+    expect(own).toHaveLength(1);
   });
 
   it('notifies nobody without an alarm topic', () => {

@@ -7,6 +7,7 @@ import { synthesized } from './support/stacks';
 import { dispatchQueue, workerConsumer } from '../../lambdas/store/schema';
 import { DEFAULT_TUNING } from '../../lambdas/config/config';
 import { DEFAULT_TENANT_LIMITS } from '../../lambdas/domain/tenant';
+import { apiKeyKey } from '../../lambdas/store/keys';
 import { defaultAlarmThresholds } from '../../lib/config';
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -28,25 +29,30 @@ function functionId(description: string): string {
   return logicalIdOf('AWS::Lambda::Function', (r) => String(r.Properties.Description).startsWith(description));
 }
 
-/** Every action granted to a function's role, with the logical ids its resources refer to. */
+type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
+
+/** The statements of the policies attached to a function's role. */
+function statementsOf(fnId: string, of: Record<string, Resource> = resources): Statement[] {
+  const roleRef = of[fnId]!.Properties.Role['Fn::GetAtt'][0] as string;
+  return Object.values(of)
+    .filter((r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleRef))
+    .flatMap((r) => r.Properties.PolicyDocument.Statement as Statement[]);
+}
+
+/** Every action granted (allowed) to a function's role, with the logical ids its resources refer to. */
 function grantsOf(fnId: string): Map<string, Set<string>> {
-  const roleRef = resources[fnId]!.Properties.Role['Fn::GetAtt'][0] as string;
   const grants = new Map<string, Set<string>>();
-  for (const r of Object.values(resources)) {
-    if (r.Type !== 'AWS::IAM::Policy') continue;
-    if (!r.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleRef)) continue;
-    for (const statement of r.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]) {
-      const actions = Array.isArray(statement.Action) ? statement.Action : [statement.Action];
-      const refs = new Set<string>(
-        JSON.stringify(statement.Resource)
-          .match(/"(?:Ref|Fn::GetAtt)":\s*\[?"([A-Za-z0-9]+)"/g)
-          ?.map((m) => m.replace(/.*"([A-Za-z0-9]+)"$/, '$1')) ?? [],
-      );
-      for (const action of actions) {
-        const set = grants.get(action) ?? new Set<string>();
-        refs.forEach((ref) => set.add(ref));
-        grants.set(action, set);
-      }
+  for (const statement of statementsOf(fnId).filter((candidate) => candidate.Effect === 'Allow')) {
+    const actions = Array.isArray(statement.Action) ? statement.Action : [statement.Action];
+    const refs = new Set<string>(
+      JSON.stringify(statement.Resource)
+        .match(/"(?:Ref|Fn::GetAtt)":\s*\[?"([A-Za-z0-9]+)"/g)
+        ?.map((m) => m.replace(/.*"([A-Za-z0-9]+)"$/, '$1')) ?? [],
+    );
+    for (const action of actions) {
+      const set = grants.get(action) ?? new Set<string>();
+      refs.forEach((ref) => set.add(ref));
+      grants.set(action, set);
     }
   }
   return grants;
@@ -353,6 +359,57 @@ describe('least privilege', () => {
     const grants = grantsOf(functionId('Job scheduler API authorizer'));
     expect(dynamoAndSqs(grants)).toEqual({ 'dynamodb:GetItem': [jobs] });
     expect([...grants.keys()].filter((action) => !/^(dynamodb|sqs|logs):/.test(action)).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+  });
+
+  describe('API keys (`APIKEY#<hash>` in the jobs table): written by operators only, never by a function', () => {
+    // The configuration of pools.test.ts, so the two share one synthesis: every pool's worker is checked.
+    const POOLS = [
+      { name: 'exports', jobTypes: ['export', 'archive'], maxConcurrency: 3, timeoutSeconds: 300 },
+      { name: 'billing-fast', jobTypes: ['invoice'], maxConcurrency: 20, lowMaxConcurrency: 3, timeoutSeconds: 60, batchSize: 5 },
+    ];
+    const WRITES = ['dynamodb:BatchWriteItem', 'dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+    const denies = (fnId: string, of: Record<string, Resource>) =>
+      statementsOf(fnId, of)
+        .filter((statement) => statement.Effect === 'Deny')
+        .map((statement) => ({ ...statement, Action: [statement.Action].flat().sort() }));
+    const functionsOf = (of: Record<string, Resource>, description: RegExp) =>
+      Object.entries(of).filter(([, r]) => r.Type === 'AWS::Lambda::Function' && description.test(String(r.Properties.Description)));
+
+    it("denies the API, every pool's worker and the ticker any write to an APIKEY# partition, their transactions' writes included, and nothing else", () => {
+      // The key layout the deny names.
+      expect(apiKeyKey('0123abcd').pk).toBe('APIKEY#0123abcd');
+      const pooled = synthesized('Pools', { pools: POOLS }).resources;
+      const jobs = Object.entries(pooled).find(([, r]) => r.Type === 'AWS::DynamoDB::GlobalTable' && JSON.stringify(r).includes('"tenantSort"'))![0];
+      const writers = functionsOf(pooled, /^Job scheduler (HTTP API|worker|pool worker|ticker)/);
+      // The API, the default pool's worker and the two other pools' workers, the ticker.
+      expect(writers).toHaveLength(5);
+      for (const [id, r] of writers) {
+        expect(denies(id, pooled), String(r.Properties.Description)).toEqual([
+          {
+            Effect: 'Deny',
+            Action: WRITES,
+            Resource: { 'Fn::GetAtt': [jobs, 'Arn'] },
+            // Partition keys only: the tenant's partition (TENANT#), which the API writes, is not denied.
+            Condition: { 'ForAnyValue:StringLike': { 'dynamodb:LeadingKeys': ['APIKEY#*'] } },
+          },
+        ]);
+      }
+    });
+
+    it('lets the authorizer and the console write nothing to any table', () => {
+      for (const description of [/^Job scheduler API authorizer/, /^Web console of the job scheduler/]) {
+        const [[id]] = functionsOf(resources, description) as [[string, Resource]];
+        const allowed = [...grantsOf(id).keys()];
+        expect(
+          allowed.filter((action) => action.startsWith('dynamodb:') && action !== 'dynamodb:GetItem'),
+          String(description),
+        ).toEqual([]);
+        expect(
+          WRITES.filter((action) => allowed.includes(action)),
+          String(description),
+        ).toEqual([]);
+      }
+    });
   });
 });
 

@@ -2,7 +2,8 @@
 // template: CloudFormation derives each from the id). A change that alters one of these ids would
 // make CloudFormation create a new table or queue and delete (or, for tables, orphan) the old one,
 // with its items or messages: this test fails first. Pools included, the default one with the ids it
-// had before pools existed (decision 0091).
+// had before pools existed (decision 0091). And what outlives the stack: the tables and every DLQ,
+// with the API's access log group; not the lanes, nor the functions' log groups.
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerStackConfig } from '../../lib/config';
 import type { Resource } from './support/stacks';
@@ -17,9 +18,11 @@ const POOLS: SchedulerStackConfig['pools'] = [
 const STATEFUL = ['AWS::DynamoDB::GlobalTable', 'AWS::DynamoDB::Table', 'AWS::SQS::Queue'];
 
 describe('stateful resources', () => {
+  let all: [string, Resource][];
   let stateful: [string, Resource][];
   beforeAll(() => {
-    stateful = Object.entries(synthesized('Pools', { pools: POOLS }).resources).filter(([, resource]) => STATEFUL.includes(resource.Type));
+    all = Object.entries(synthesized('Pools', { pools: POOLS }).resources);
+    stateful = all.filter(([, resource]) => STATEFUL.includes(resource.Type));
   });
 
   it('keep their logical ids', () => {
@@ -66,5 +69,30 @@ describe('stateful resources', () => {
       StoragePoolBillingFastDispatchHighEE5D979D: 'StoragePoolBillingFastDispatchDlqA279784A',
       StoragePoolBillingFastDispatchLowF3289C7C: 'StoragePoolBillingFastDispatchDlqA279784A',
     });
+  });
+
+  // `cdk destroy`, or a pool removed from the config, deletes what is not retained. The DLQs hold the
+  // record of runs whose dispatch kept failing (up to 14 days of messages), the access log group
+  // the record of who called the API: both are kept, as the tables are. The lanes go: the runs
+  // table holds every run they carry, and the ticker redelivers a queued run whose message is lost.
+  it("keep every pool's DLQ and the tables when the stack is deleted or a replacement is made; the lanes go", () => {
+    const policies = Object.fromEntries(stateful.map(([id, resource]) => [id, [resource.DeletionPolicy, resource.UpdateReplacePolicy]]));
+    const dlqs = stateful.filter(([id, resource]) => resource.Type === 'AWS::SQS::Queue' && /Dlq[0-9A-F]{8}$/.test(id)).map(([id]) => id);
+    expect(dlqs.sort()).toEqual(['StorageDispatchDlq2DAC9573', 'StoragePoolBillingFastDispatchDlqA279784A', 'StoragePoolExportsDispatchDlq77112664']);
+    for (const [id, resource] of stateful) {
+      const kept = resource.Type !== 'AWS::SQS::Queue' || dlqs.includes(id);
+      expect(policies[id], id).toEqual(kept ? ['Retain', 'Retain'] : ['Delete', 'Delete']);
+    }
+  });
+
+  it("keep the API's access log group; each function's own log group goes with its function", () => {
+    const logGroups = all.filter(([, resource]) => resource.Type === 'AWS::Logs::LogGroup');
+    const access = logGroups.filter(([id]) => /^ApiAccessLogs[0-9A-F]{8}$/.test(id));
+    expect(access).toHaveLength(1);
+    expect([access[0]![1].DeletionPolicy, access[0]![1].UpdateReplacePolicy]).toEqual(['Retain', 'Retain']);
+    // The API, three workers, the ticker, the authorizer and the console.
+    const others = logGroups.filter(([id]) => !/^ApiAccessLogs/.test(id));
+    expect(others).toHaveLength(7);
+    for (const [id, resource] of others) expect(resource.DeletionPolicy, id).toBe('Delete');
   });
 });

@@ -8,7 +8,14 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { SchedulerStackConfig } from '../../../lib/config';
 import { SchedulerStack } from '../../../lib/scheduler-stack';
 
-export type Resource = { Type: string; Properties: Record<string, any>; Metadata?: Record<string, any> };
+export type Resource = {
+  Type: string;
+  Properties: Record<string, any>;
+  Metadata?: Record<string, any>;
+  /** What CloudFormation does with the resource when the stack deletes it, and when an update replaces it. */
+  DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
+};
 
 export const TEST_ENV = { account: '123456789012', region: 'us-east-1' } as const;
 
