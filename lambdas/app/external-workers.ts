@@ -10,12 +10,13 @@ import { NotFoundError, StaleLeaseError, ValidationError } from '../core/errors'
 import { logger } from '../core/logger';
 import { fencingTokenOf } from '../domain/delivery';
 import type { ClaimRequest, CompleteRequest, FailRequest, HeartbeatRequest } from '../api/schemas';
-import type { Run } from '../domain/run';
+import type { Run, RunError } from '../domain/run';
 import { occurrenceKey } from '../domain/run';
 import type { SchedulerDeps } from './deps';
-import { payloadOrEnd, stepContextOrEnd } from './leased-run';
+import { endUndeliverable, JOB_NEVER_WRITTEN_REASON, payloadOrEnd, stepContextOrEnd } from './leased-run';
 import { resultLimitOf, withResult } from './step-results';
-import { parseStepJobId } from '../domain/workflow-jobs';
+import { parseStepJobId, workflowRunIdOf } from '../domain/workflow-jobs';
+import { cancelStepRun, stepRunSuperseded } from './workflow-step-runs';
 import { stepFieldsOf } from '../targets/envelope';
 import type { RecordedOutcome } from './record-outcome';
 import { recordOutcome } from './record-outcome';
@@ -58,13 +59,16 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
       // Claimed by another worker since the index was read: try the next one.
       if (!claimed) continue;
       let { run } = claimed;
-      const job = await deps.jobs.getAnyTenant(run.jobId);
+      const job = await claimableJob(deps, run);
+      // Its job deleted (or never written), or a step its workflow run no longer runs: the run was
+      // ended instead of handed out. Try the next one.
+      if (!job) continue;
       // A run whose stored payload is gone (decision 0162) ends DEAD: offer the next one.
-      const read = job ? await payloadOrEnd(deps, job, run, claimed.payloadOverride, deps.clock()) : { ok: true as const, payload: null };
+      const read = await payloadOrEnd(deps, job, run, claimed.payloadOverride, deps.clock());
       if (!read.ok) continue;
       const { payload } = read;
       // A step's inputs travel with its claim (its parents' stored results read), as in the envelope of the other targets.
-      const context = job ? await stepContextOrEnd(deps, job, run, claimed.inputs, payload, deps.clock()) : { ok: true as const };
+      const context = await stepContextOrEnd(deps, job, run, claimed.inputs, payload, deps.clock());
       if (!context.ok) continue;
       // At-most-once: the claim consumes the attempt; a worker that vanishes is not replaced. An
       // attempt that could not be consumed (cancelled, or recovered as lost while this call stalled)
@@ -100,6 +104,51 @@ export async function claimRun(deps: SchedulerDeps, tenantId: string, body: Clai
     if (deps.clock() + CLAIM_POLL_MS > deadline) return null;
     await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
   }
+}
+
+/**
+ * The job of a run just claimed, checked as a leased run's is before its target is called: the
+ * offered run waited in the claimable index, unread, for as long as no worker came, and what was
+ * true when it was offered may not be now. Null when the run was ended instead (under the claim's
+ * lease, fenced by its version): its job deleted (a delete's retire of its pending runs may miss one:
+ * stopped after its commit, or raced by the offer) ends it CANCELLED as `admitRun` does; no job at all
+ * ends it as `endWithoutJob` does (CANCELLED; a step's, its workflow version gone, DEAD); a step run
+ * whose workflow run was cancelled, or retried past it, since it was offered (a cancel that stopped
+ * before it cancelled the steps' runs) is cancelled as one leased from its queue is (decision 0190).
+ */
+async function claimableJob(deps: SchedulerDeps, run: Run): Promise<Job | null> {
+  const step = parseStepJobId(run.jobId);
+  const [job, workflowRun] = await Promise.all([
+    deps.jobs.getAnyTenant(run.jobId),
+    step ? deps.workflowRuns.getRun(step.workflowId, workflowRunIdOf(step.workflowId, run.scheduledFor)) : null,
+  ]);
+  if (step && workflowRun && stepRunSuperseded(workflowRun, step.stepId, run)) {
+    const cancelled = await cancelStepRun(deps, run, deps.clock());
+    logger.info('a step run its workflow run no longer runs (cancelled, or retried past it) was claimed; cancelled, not handed out', {
+      ...runFields(run),
+      cancelled,
+    });
+    return null;
+  }
+  if (!job) {
+    const error: RunError = { code: 'JOB_NOT_FOUND', message: `job ${run.jobId} does not exist`, retryable: false };
+    const claimedAt = Date.parse(run.startedAt ?? run.updatedAt);
+    if (step) await endUndeliverable(deps, run, claimedAt, error, 'the workflow version of this step no longer exists');
+    else await endClaimed(deps, run, error, JOB_NEVER_WRITTEN_REASON);
+    return null;
+  }
+  if (job.status === 'CANCELLED') {
+    await endClaimed(deps, run, null, 'job deleted');
+    return null;
+  }
+  return job;
+}
+
+/** Ends a run just claimed CANCELLED, under the claim's lease (fenced by its version): it is not handed out. */
+async function endClaimed(deps: SchedulerDeps, run: Run, error: RunError | null, reason: string): Promise<void> {
+  if ((await deps.leases.complete(run.runId, run.version, { status: 'CANCELLED', now: deps.clock(), error, reason })) === 'fenced') return;
+  deps.telemetry.runEnded(run, 'CANCELLED', reason);
+  logger.info('a claimed run was ended instead of handed out', { ...runFields(run), status: 'CANCELLED', reason });
 }
 
 export async function heartbeatRun(

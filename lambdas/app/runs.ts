@@ -42,7 +42,10 @@ export async function cancelRunOf(
 ): Promise<{ readonly run: Run; readonly cancelled: boolean; readonly previousStatus: RunStatus }> {
   const now = deps.clock();
   const reason = 'cancelled by request';
-  const { from: run, cancelled, after } = await cancelWhereItIs(deps, tenantId, await tenantRun(deps, tenantId, runId), now, reason);
+  // Read with what its occurrence carries: a pending catch-up run's backfill budget goes on to its successor.
+  const read = await deps.runs.withOccurrenceState(runId);
+  if (!read || read.run.tenantId !== tenantId) throw new NotFoundError(`No run ${runId}`);
+  const { from: run, cancelled, after } = await cancelWhereItIs(deps, tenantId, read.run, now, reason);
   if (cancelled) {
     deps.telemetry.runEnded(run, 'CANCELLED', reason, { previousStatus: run.status });
     // A workflow step's run: its step ends CANCELLED and its dependants are decided.
@@ -58,10 +61,22 @@ export async function cancelRunOf(
     const job = await deps.jobs.getForRun(tenantId, run.jobId);
     if (job?.nextRunId === runId && job.status === 'ACTIVE') {
       const next = nextFireTimeAfter(job, Date.parse(run.scheduledFor));
-      await advanceChain(deps, job, run, next === null ? null : { scheduledFor: next }, false, now);
+      await advanceChain(deps, job, run, next === null ? null : { scheduledFor: next, ...budgetPassedOn(read.backfillRemaining, next, now) }, false, now);
     }
   }
   return { run: after, cancelled, previousStatus: run.status };
+}
+
+/**
+ * The backfill budget a cancelled (or skipped on request) catch-up occurrence passes to the one
+ * after it: the budget it had, unspent, as it did not run (decision 0012 caps the missed
+ * occurrences that run), never more; without it the successor's admission would start a fresh
+ * budget, and more than `backfillLimit` missed occurrences would run. Only while the successor is
+ * missed too (due by `now`), as a catch-up run that starts passes it on (`decideStart`): past the
+ * outage, a budget kept would cut short the catch-up of a later one.
+ */
+export function budgetPassedOn(backfillRemaining: number | undefined, next: number, now: number): { backfillRemaining?: number } {
+  return backfillRemaining !== undefined && next <= now ? { backfillRemaining } : {};
 }
 
 /**

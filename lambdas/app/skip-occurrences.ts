@@ -16,8 +16,9 @@ import { mutateJob, touch } from './job-mutation';
 import type { Mutation } from './job-mutation';
 import { presentJob } from './jobs';
 import type { JobView } from './jobs';
-import { attemptFor, pendingRun } from './occurrence-chain';
+import { attemptFor } from './occurrence-chain';
 import { planRun } from './plan-run';
+import { budgetPassedOn } from './runs';
 import { sendPlannedRun } from './send-planned-run';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -46,7 +47,9 @@ export async function skipOccurrences(deps: SchedulerDeps, tenantId: string, job
 export async function skipOccurrencesOf(deps: SchedulerDeps, tenantId: string, jobId: string, request: SkipRequest, actor: string): Promise<Job> {
   const reason = skippedOnRequest(actor);
   const before = await deps.jobs.get(tenantId, jobId);
-  const pending = before ? await pendingRun(deps, before) : null;
+  // Read with what its occurrence carries: a skipped catch-up occurrence's backfill budget goes on to the next one.
+  const pendingRead = before?.nextRunId ? await deps.runs.withOccurrenceState(before.nextRunId) : null;
+  const pending = pendingRead?.run ?? null;
   let newlySkipped: number[] = [];
   const job = await mutateJob(deps, tenantId, jobId, (current, now, ended): Mutation => {
     if (!isRecurring(current.schedule)) {
@@ -94,6 +97,8 @@ export async function skipOccurrencesOf(deps: SchedulerDeps, tenantId: string, j
         attempt: ended.attemptPast(jobId, following, attemptFor(following, pending)),
         trigger: 'schedule',
         chainedFrom: updated.nextRunId ?? null,
+        // The budget of the pending run read, when it is still the one skipped (a race re-reads the job, not the run).
+        ...(pending?.runId === current.nextRunId ? budgetPassedOn(pendingRead?.backfillRemaining, following, now) : {}),
       },
       now,
     );

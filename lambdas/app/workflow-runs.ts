@@ -4,6 +4,7 @@
 import { ConflictError, NotFoundError, TooManyRequestsError } from '../core/errors';
 import { logger } from '../core/logger';
 import type { Run } from '../domain/run';
+import { isTerminal } from '../domain/run';
 import type { TenantLimits } from '../domain/tenant';
 import type { WorkflowRun, WorkflowRunStatus } from '../domain/workflow-run';
 import { initialSteps, stepsForRetry } from '../domain/workflow-run';
@@ -292,6 +293,18 @@ export async function cancelForOverlap(deps: SchedulerDeps, run: WorkflowRun): P
   return cancelled.held;
 }
 
+/**
+ * A retry not made: the run no longer FAILED or CANCELLED (another retry made first) is a conflict;
+ * still so, contention, which a retry after a second gets through.
+ */
+async function retryRefused(deps: SchedulerDeps, run: WorkflowRun, contention: string): Promise<never> {
+  const now = await deps.workflowRuns.getRun(run.workflowId, run.workflowRunId);
+  if (now && now.status !== 'FAILED' && now.status !== 'CANCELLED') {
+    throw new ConflictError(`The workflow run is ${now.status}; only a FAILED or CANCELLED one can be retried`);
+  }
+  throw new TooManyRequestsError(contention, 1);
+}
+
 /** Retries a FAILED (or CANCELLED) workflow run from its failed and unstarted steps; succeeded steps and their results are kept. */
 export async function retryWorkflowRun(
   deps: SchedulerDeps,
@@ -302,12 +315,18 @@ export async function retryWorkflowRun(
   /** The request's W3C trace context: the steps the retry starts join it (a new trace without it). */
   traceparent?: string,
 ): Promise<WorkflowRun> {
-  const run = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
+  const read = await getWorkflowRun(deps, tenantId, workflowId, workflowRunId);
   await liveWorkflow(deps, tenantId, workflowId);
-  if (run.status !== 'FAILED' && run.status !== 'CANCELLED')
-    throw new ConflictError(`The workflow run is ${run.status}; only a FAILED or CANCELLED one can be retried`);
-  const version = await versionOf(deps, workflowId, run.version);
-  if (!version) throw new NotFoundError(`No version ${run.version} of workflow ${workflowId}`);
+  if (read.status !== 'FAILED' && read.status !== 'CANCELLED')
+    throw new ConflictError(`The workflow run is ${read.status}; only a FAILED or CANCELLED one can be retried`);
+  const version = await versionOf(deps, workflowId, read.version);
+  if (!version) throw new NotFoundError(`No version ${read.version} of workflow ${workflowId}`);
+  // A cancel that stopped after its end's write (a store error, the API's process gone) left steps
+  // STARTED whose runs may still run, one of them mid-call: planned beside it, the retry started the
+  // step's next attempt while that one ran on (its heartbeat looks at its run only), and the target
+  // was called twice at once. The cancel is finished first, as a repeated cancel finishes it
+  // (decision 0142): the retry starts from the steps as the cancel left them.
+  const run = read.status === 'CANCELLED' && hasStartedSteps(read) ? await finishCancel(deps, read) : read;
   // Its end's notification not made yet (its worker stopped before it, and the ticker's repair of
   // it waits for the grace): made now, before the retry makes the run RUNNING, which the repair passes by.
   const marked = await deps.workflowRuns.getRunWithNotification(workflowId, workflowRunId);
@@ -327,17 +346,21 @@ export async function retryWorkflowRun(
     run,
     Object.entries(run.steps).filter(([, state]) => state.status !== 'SUCCEEDED' && state.runId !== null),
   );
+  // A step still STARTED on a run that has not ended (the settle's cancels of it kept meeting its
+  // next attempt): its next attempt would run beside it. Not retried until its cancel lands. A step
+  // claimed whose run is not written yet is not such a step: the run its claimer writes late is
+  // cancelled at its lease, the retry having started the step at a later attempt (decision 0190).
+  const unsettled = Object.entries(run.steps).filter(([stepId, state]) => {
+    const stepRun = newest.get(stepId);
+    return state.status === 'STARTED' && stepRun !== undefined && !isTerminal(stepRun.status);
+  });
+  if (unsettled.length > 0) {
+    return retryRefused(deps, run, `The cancel of the workflow run is still stopping the run of step ${unsettled[0]![0]}; try again`);
+  }
   const steps = stepsForRetry(run, Object.fromEntries(newest));
   const retried = await deps.workflowRuns.retry(run, steps, now, traceparent ?? formatTraceparent(newTraceContext(now)));
-  if (!retried.held) {
-    // Another retry (or a cancel's settling) wrote first: no longer FAILED or CANCELLED, a conflict;
-    // still so, contention, which a retry after a second gets through.
-    const now2 = await deps.workflowRuns.getRun(workflowId, workflowRunId);
-    if (now2 && now2.status !== 'FAILED' && now2.status !== 'CANCELLED') {
-      throw new ConflictError(`The workflow run is ${now2.status}; only a FAILED or CANCELLED one can be retried`);
-    }
-    throw new TooManyRequestsError('The workflow run is changing too quickly; try again', 1);
-  }
+  // Another retry (or a cancel's settling) wrote first.
+  if (!retried.held) return retryRefused(deps, run, 'The workflow run is changing too quickly; try again');
   deps.telemetry.workflowRunStarted(retried.run, version.spec.name);
   logger.info('workflow run retried', { ...workflowRunFields(retried.run), retries: retried.run.retries });
   try {

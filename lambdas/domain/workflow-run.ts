@@ -115,10 +115,24 @@ export function planProgress(
   const finished = all.every(isStepDone)
     ? {
         status: all.every((s) => s === 'SUCCEEDED') ? ('SUCCEEDED' as const) : ('FAILED' as const),
-        failedSteps: spec.steps.filter((step) => ['DEAD', 'CANCELLED', 'SKIPPED'].includes(status.get(step.id) ?? '')).map((step) => step.id),
+        failedSteps: spec.steps.filter((step) => failedOnItsOwn(step, status)).map((step) => step.id),
       }
     : null;
   return { start, notStarted, finished };
+}
+
+/**
+ * Whether a step is among a failed run's `failedSteps`: it ended DEAD, CANCELLED or SKIPPED, or did
+ * not start for a reason of its own (a succeeded dependency's run had left, so its result could not
+ * be passed on). A step that did not start because a dependency failed is not: that dependency is
+ * named. So a FAILED run always names a step (the first that did not succeed has no failed
+ * dependency), where one whose only failure was a step not started named none.
+ */
+function failedOnItsOwn(step: Pick<StepSpec, 'id' | 'dependsOn' | 'runIf'>, status: ReadonlyMap<string, StepStatus>): boolean {
+  const own = status.get(step.id);
+  if (own === 'DEAD' || own === 'CANCELLED' || own === 'SKIPPED') return true;
+  if (own !== 'NOT_STARTED') return false;
+  return step.runIf === 'all-done' || step.dependsOn.every((parent) => status.get(parent) === 'SUCCEEDED');
 }
 
 /**

@@ -6,7 +6,7 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Run, RunStatus } from '../domain/run';
 import { isTerminal, sourcesOf } from '../domain/run';
 import { LEASE_CHECK_SLACK_MS } from '../domain/time-gate';
-import { oneOf, plus, updateIf, updateReturning } from './conditional';
+import { greaterThan, oneOf, plus, updateIf, updateReturning } from './conditional';
 import type { RunPayload } from '../domain/payload';
 import { runKey } from './keys';
 import {
@@ -106,7 +106,10 @@ export class RunClaims {
 
   /**
    * An external worker's heartbeat: extends its lease (and moves the check-back with it), and
-   * records progress and a checkpoint, if the token is still the run's. Otherwise says why.
+   * records progress and a checkpoint, if the token is still the run's and its lease has not lapsed
+   * at `now`. Otherwise says why: a lapsed lease is `stale` with the run still RUNNING (the ticker
+   * records the lost worker within a tick), and is not revived, as `RunLeases.heartbeat` does not
+   * revive one: its check-back may be on its way to recovery, its retry planned.
    */
   async beat(
     runId: string,
@@ -117,7 +120,7 @@ export class RunClaims {
     const current = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
     const item = current.Item;
     if (!item || item.tenantId !== tenantId) return { kind: 'missing' };
-    if (item.status !== 'RUNNING' || item.leaseToken !== beat.leaseToken) return { kind: 'stale', status: String(item.status) };
+    if (item.status !== 'RUNNING' || item.leaseToken !== beat.leaseToken || !leaseLiveAt(item, beat.now)) return { kind: 'stale', status: String(item.status) };
     const gate = gateAttributes(runId, beat.now + Number(item.leaseMs) + LEASE_CHECK_SLACK_MS, beat.shards);
     const result = await updateReturning(this.dynamo, this.tableName, runKey(runId), {
       set: {
@@ -128,7 +131,7 @@ export class RunClaims {
         [PROGRESS_ATTRIBUTE]: beat.progress === undefined ? undefined : JSON.stringify(beat.progress),
         checkpointJson: beat.checkpoint === undefined ? undefined : JSON.stringify(beat.checkpoint),
       },
-      if: { status: 'RUNNING', leaseToken: beat.leaseToken, tenantId },
+      if: { status: 'RUNNING', leaseToken: beat.leaseToken, tenantId, leaseExpiresAtMs: greaterThan(beat.now) },
     });
     if (result.held) return { kind: 'extended', run: itemToRun(result.value) };
     return result.item ? { kind: 'stale', status: String(result.item.status) } : { kind: 'missing' };
@@ -155,4 +158,9 @@ export class RunClaims {
       payloadOverride: payloadOverrideOf(item),
     };
   }
+}
+
+/** Whether a claimed run's lease is live at `now`: it ends at `leaseExpiresAtMs`. */
+function leaseLiveAt(item: Record<string, unknown>, now: number): boolean {
+  return typeof item.leaseExpiresAtMs === 'number' && item.leaseExpiresAtMs > now;
 }

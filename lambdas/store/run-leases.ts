@@ -172,11 +172,17 @@ export class RunLeases {
     };
   }
 
-  /** Extends a live lease (a heartbeat); false when the lease was lost or the run cancelled. */
+  /**
+   * Extends a live lease (a heartbeat); false when the lease was lost, the run cancelled, or the
+   * lease has lapsed at `now` (the heartbeating worker's clock). A lapsed lease is dead to everyone
+   * else already: an in-flight or key slot it held is taken over, and the ticker may be recovering
+   * the run (its retry planned). Extended, it would revive a run that another now runs beside, or
+   * past its limit; refused, its worker stops as on any lost lease, recording nothing.
+   */
   async heartbeat(runId: string, version: number, now: number): Promise<boolean> {
     return updateIf(this.dynamo, this.tableName, runKey(runId), {
       set: { leaseExpiresAtMs: plus('leaseMs', now), updatedAt: new Date(now).toISOString() },
-      if: { status: 'RUNNING', version },
+      if: { status: 'RUNNING', version, leaseExpiresAtMs: greaterThan(now) },
     });
   }
 

@@ -39,6 +39,15 @@ export type WorkflowRunWrite = { readonly held: true; readonly run: WorkflowRun 
 /** The run's identity and what names its steps' runs (written states leave those runs out, decision 0176). */
 type RunScope = Pick<WorkflowRun, 'workflowId' | 'workflowRunId'> & StepRunScope;
 
+/**
+ * The run as the writer read it: its `retries`, which every retry moves on. A move or an end planned
+ * from a read before a retry (the ticker's repair, a continuation, under way while a cancel and a
+ * retry landed) would otherwise pass the other conditions of the retried run (RUNNING, its steps
+ * WAITING again) and rule out its steps, or end it, by the old run's states. Every workflow run is
+ * written with `retries` (0 at its start), so a plain comparison holds for all.
+ */
+type ReadRun = RunScope & Pick<WorkflowRun, 'retries'>;
+
 /** A step's outcome is recorded once: the step is still STARTED, on an attempt no later than the run that ended. */
 function stepEndCondition(ended: StepEnd | undefined): Record<string, unknown> {
   return ended ? { [`steps.${ended.stepId}.status`]: 'STARTED', [`steps.${ended.stepId}.attempt`]: atMost(ended.state.attempt) } : {};
@@ -96,10 +105,11 @@ export class WorkflowRunsRepository {
    * The run's check-back stays where it is (decision 0158): the ticker looks at a run still running
    * a grace period after its start or its last look, finds nothing to repair in a healthy one, and
    * moves the check-back on then. Moving it with every step cost two index writes per step.
+   * Conditioned on the `retries` read too: refused, the item is answered, and the writer plans again from it.
    */
-  async moveSteps(run: RunScope, moves: Readonly<Record<string, StepState>>, ended?: StepEnd): Promise<WorkflowRunWrite> {
+  async moveSteps(run: ReadRun, moves: Readonly<Record<string, StepState>>, ended?: StepEnd): Promise<WorkflowRunWrite> {
     const set: Record<string, unknown> = {};
-    const condition: Record<string, unknown> = { status: 'RUNNING', ...stepEndCondition(ended) };
+    const condition: Record<string, unknown> = { status: 'RUNNING', retries: run.retries, ...stepEndCondition(ended) };
     if (ended) set[`steps.${ended.stepId}`] = stepStateToItem(run, ended.stepId, ended.state);
     for (const [stepId, state] of Object.entries(moves)) {
       set[`steps.${stepId}`] = stepStateToItem(run, stepId, state);
@@ -108,9 +118,12 @@ export class WorkflowRunsRepository {
     return this.write(run, { set, if: condition });
   }
 
-  /** Ends a running workflow run: exactly one writer does (the condition is RUNNING). */
+  /**
+   * Ends a running workflow run: exactly one writer does (the condition is RUNNING), and only the run
+   * it read (the same `retries`: an end planned before a retry does not end the retried run).
+   */
   async finish(
-    run: RunScope,
+    run: ReadRun,
     status: WorkflowRunStatus,
     failedSteps: readonly string[],
     now: number,
@@ -138,7 +151,7 @@ export class WorkflowRunsRepository {
       ...(ended ? { [`steps.${ended.stepId}`]: stepStateToItem(run, ended.stepId, ended.state) } : {}),
       ...this.expiry(run, now),
     };
-    const condition: Record<string, unknown> = { status: 'RUNNING', ...stepEndCondition(ended) };
+    const condition: Record<string, unknown> = { status: 'RUNNING', retries: run.retries, ...stepEndCondition(ended) };
     for (const [stepId, state] of Object.entries(steps)) {
       set[`steps.${stepId}`] = stepStateToItem(run, stepId, state);
       condition[`steps.${stepId}.status`] = 'WAITING';

@@ -6,7 +6,7 @@
 // lapsed lease ends DEAD; under exactly-once complete records the occurrence's effect and a later
 // attempt is skipped; a complete racing the recovery of its lease, or another complete, loses cleanly.
 import { randomBytes } from 'node:crypto';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Claim, Problem } from '../../clients/worker-client';
 import { LeaseLostError, RunCancelledError, WorkerClient, WorkFailure } from '../../clients/worker-client';
@@ -17,9 +17,12 @@ import type { Delivery } from '../../lambdas/domain/delivery';
 import { fencingTokenOf } from '../../lambdas/domain/delivery';
 import type { Run } from '../../lambdas/domain/run';
 import { isTerminal } from '../../lambdas/domain/run';
-import { runKey } from '../../lambdas/store/keys';
+import { jobKey, runKey } from '../../lambdas/store/keys';
 import { LEASE_CHECK_SLACK_MS } from '../../lambdas/store/run-leases';
 import { claimRun } from '../../lambdas/app/external-workers';
+import { deleteJob } from '../../lambdas/app/job-lifecycle';
+import { JOB_NEVER_WRITTEN_REASON } from '../../lambdas/app/leased-run';
+import { cancelWorkflowRun } from '../../lambdas/app/workflow-runs';
 import type { Scheduler } from './harness';
 import { eventually, executeRun, startScheduler, tick } from './harness';
 
@@ -186,6 +189,94 @@ describe('external workers', () => {
     );
     expect(await client.claim({ jobType: 'kept-entry', waitSeconds: 1 })).toBeNull();
     expect((await runItem(ended))?.claimTenant).toBeUndefined();
+  });
+
+  it('answers 409 to a heartbeat after the lease has lapsed, and leaves the lease as it was for the recovery', async () => {
+    const { runId } = await externalJob('export-lapsed-beat', { items: 1 }, 1);
+    const claim = (await claimOf('export-lapsed-beat'))!;
+    // The worker's heartbeats were held up until its lease (1 s) had ended.
+    await new Promise((resolve) => setTimeout(resolve, Date.parse(claim.leaseExpiresAt) + 200 - Date.now()));
+    const late = await scheduler.api('POST', `/v1/runs/${runId}/heartbeat`, { leaseToken: claim.leaseToken, progress: { late: true } });
+    // Before, the lease was extended (200): the run alive again while its recovery may be under way.
+    expect(late.status).toBe(409);
+    expect(late.body).toMatchObject({ status: 409, runStatus: 'RUNNING' });
+    await expect(client.heartbeat(runId, claim.leaseToken)).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await getRun(runId)).toMatchObject({ status: 'RUNNING', leaseExpiresAt: claim.leaseExpiresAt, progress: null });
+    const failed = await eventually(
+      async () => {
+        await tick(scheduler.deps);
+        return getRun(runId);
+      },
+      (run) => run.status !== 'RUNNING',
+      20_000,
+    );
+    expect(failed).toMatchObject({ status: 'FAILED', error: { code: 'WORKER_LOST' } });
+  });
+
+  it('a run of a deleted job (or of none) is not handed out: the claim ends it and hands out the next one', async () => {
+    const offered = (runId: string) =>
+      eventually(
+        () => getRun(runId),
+        (run) => run.status === 'QUEUED' && run.startedAt !== null,
+      );
+    const deleted = await externalJob('deleted-job', { items: 1 }, 10, { name: 'external-deleted-job' });
+    const missing = await externalJob('deleted-job', { items: 1 }, 10, { name: 'external-missing-job' });
+    const live = await externalJob('deleted-job', { items: 1 }, 10, { name: 'external-live-job' });
+    for (const { runId } of [deleted, missing, live]) await offered(runId);
+    // The delete's retire of its pending runs misses the offered one (it stopped after its commit,
+    // or the offer raced it): the job is CANCELLED, its run still offered.
+    const missingRetire = {
+      ...scheduler.deps,
+      runs: Object.assign(Object.create(scheduler.deps.runs) as SchedulerDeps['runs'], { retirePending: () => Promise.resolve(false) }),
+    };
+    await deleteJob(missingRetire, scheduler.tenantId, deleted.jobId);
+    expect(await getRun(deleted.runId)).toMatchObject({ status: 'QUEUED' });
+    // A run whose job was never written (its create failed after the run's write; decision 0167).
+    await scheduler.clients.dynamo.send(new DeleteCommand({ TableName: scheduler.config.jobsTable, Key: jobKey(missing.jobId) }));
+
+    const claim = await client.claim<ExportPayload, ExportCheckpoint>({ jobType: 'deleted-job', waitSeconds: 5 });
+    // Before, the deleted job's run was handed out (and the next claim the one with no job, payload null).
+    expect(claim?.run.runId).toBe(live.runId);
+    expect(await getRun(deleted.runId)).toMatchObject({ status: 'CANCELLED', reason: 'job deleted' });
+    expect(await getRun(missing.runId)).toMatchObject({ status: 'CANCELLED', reason: JOB_NEVER_WRITTEN_REASON, error: { code: 'JOB_NOT_FOUND' } });
+    for (const { runId } of [deleted, missing]) expect((await runItem(runId))?.claimTenant).toBeUndefined();
+    expect(await processExport(client, claim!, { stepMs: 1 })).toBe('completed');
+    expect(await client.claim({ jobType: 'deleted-job', waitSeconds: 1 })).toBeNull();
+  });
+
+  it('a step run whose workflow run was cancelled while it was offered is not handed out: the claim cancels it (decision 0190)', async () => {
+    const created = await scheduler.api('POST', '/v1/workflows', {
+      name: 'external-cancelled-step',
+      steps: [{ id: 'ext', type: 'cancelled-step', target: { kind: 'external' } }],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const workflowId = created.body.workflowId as string;
+    const started = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs`);
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    const workflowRunId = started.body.workflowRunId as string;
+    const stepRun = await eventually(
+      async () => (await scheduler.api('GET', `/v1/workflows/${workflowId}/runs/${workflowRunId}`)).body.steps.ext.runId as string | null,
+      (runId) => typeof runId === 'string',
+    );
+    await eventually(
+      () => getRun(stepRun!),
+      (run) => run.status === 'QUEUED' && run.startedAt !== null,
+    );
+    // The cancel writes the workflow run CANCELLED, then fails (a store error) where it ends its
+    // steps' runs: the offered run is left QUEUED, in the claimable index.
+    const failing = {
+      ...scheduler.deps,
+      runs: Object.assign(Object.create(scheduler.deps.runs) as SchedulerDeps['runs'], {
+        retirePending: () => Promise.reject(new Error('store unavailable')),
+      }),
+    };
+    await expect(cancelWorkflowRun(failing, scheduler.tenantId, workflowId, workflowRunId)).rejects.toThrow('store unavailable');
+    expect(await getRun(stepRun!)).toMatchObject({ status: 'QUEUED' });
+
+    // Before, the claim handed it out: the worker worked on a step of a cancelled workflow run.
+    expect(await client.claim({ jobType: 'cancelled-step', waitSeconds: 1 })).toBeNull();
+    expect(await getRun(stepRun!)).toMatchObject({ status: 'CANCELLED', reason: 'the workflow run was cancelled' });
+    expect((await runItem(stepRun!))?.claimTenant).toBeUndefined();
   });
 
   it('a failure the worker reports is retried by the job policy with the checkpoint, or ends DEAD when permanent', async () => {

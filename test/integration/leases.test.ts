@@ -190,11 +190,86 @@ describe('leases', () => {
     expect(target.calls.length).toBe(calls);
   });
 
+  it('refuses a heartbeat once the lease has lapsed: a lapsed lease is not revived', async () => {
+    const { runId } = await createRun();
+    const leased = await scheduler.deps.leases.lease(runId, leaseRequest(scheduler.config, 'worker-a'));
+    if (leased.kind !== 'leased') throw new Error(`the run should be leased, not ${leased.kind}`);
+    const { version } = leased.run;
+    const expiresAt = Date.parse(leased.run.leaseExpiresAt!);
+    // Within the lease, a heartbeat extends it from the worker's now.
+    expect(await scheduler.deps.leases.heartbeat(runId, version, expiresAt - 1_000)).toBe(true);
+    const extended = Date.parse((await scheduler.deps.runs.get(runId))!.leaseExpiresAt!);
+    expect(extended).toBe(expiresAt - 1_000 + leased.run.leaseSeconds * 1000);
+    // Past its end (the heartbeats in between never landed), the lease is another's to take over:
+    // refused, and left as it was. Before, it was extended, the run alive again.
+    expect(await scheduler.deps.leases.heartbeat(runId, version, extended + 1)).toBe(false);
+    expect(await scheduler.deps.runs.get(runId)).toMatchObject({ status: 'RUNNING', version, leaseExpiresAt: new Date(extended).toISOString() });
+    // And the ticker's recovery of it goes on: a worker past the lease records the lost attempt.
+    expect(
+      await executeRun(
+        scheduler.workerDeps('worker-b', () => extended + 1_000),
+        runId,
+      ),
+    ).toBe('worker-lost');
+  });
+
   it('still answers a cancel of a finished run with a 409', async () => {
     const { runId } = await createRun();
     expect(await executeRun(scheduler.workerDeps('worker-a'), runId)).toBe('succeeded');
     const answer = await scheduler.api('POST', `/v1/runs/${runId}/cancel`);
     expect(answer.status).toBe(409);
     expect((await scheduler.deps.runs.get(runId))?.status).toBe('SUCCEEDED');
+  });
+});
+
+describe('a lease that lapses during the call', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  /** How far the worker's clock is ahead of the real one. */
+  let ahead = 0;
+  let leaseMs = 0;
+
+  beforeAll(async () => {
+    // A short lease margin: a 3 s timeout leases 5 s, and the worker beats every 1.7 s.
+    scheduler = await startScheduler({ workerConcurrency: 0, tuning: { leaseMarginSeconds: 2 } });
+    // The call takes 2.5 s (within its 3 s timeout). As it arrives, the worker's clock passes the
+    // lease's end: its heartbeats were held up (a store in trouble) until the lease had lapsed.
+    target = await startTarget(async () => {
+      ahead = leaseMs + 1_000;
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  it('stops the worker at its next heartbeat, recording nothing; the recovery records the lost worker', async () => {
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { timeoutSeconds: 3 }));
+    expect(created.status).toBe(201);
+    const runId = created.body.job.nextRunId as string;
+    leaseMs = (await scheduler.deps.runs.get(runId))!.leaseSeconds * 1000;
+    const result = await executeRun(
+      scheduler.workerDeps('worker-a', () => Date.now() + ahead),
+      runId,
+    );
+    // Before, the late heartbeat revived the lease and the call ran to its end: 'succeeded'.
+    expect(result).toBe('fenced');
+    const call = target.calls.at(-1)!;
+    await eventually(
+      () => Promise.resolve(call.abortedAt),
+      (abortedAt) => abortedAt !== undefined,
+    );
+    const lapsed = (await scheduler.deps.runs.get(runId))!;
+    expect(lapsed).toMatchObject({ status: 'RUNNING', leaseOwner: 'worker-a' });
+    expect(Date.parse(lapsed.leaseExpiresAt!)).toBeLessThan(Date.now() + ahead);
+    expect(
+      await executeRun(
+        scheduler.workerDeps('worker-b', () => Date.now() + ahead),
+        runId,
+      ),
+    ).toBe('worker-lost');
+    expect(await scheduler.deps.runs.get(runId)).toMatchObject({ status: 'FAILED', error: { code: 'WORKER_LOST' } });
   });
 });

@@ -167,6 +167,47 @@ describe('recurring jobs and control', () => {
     expect((await job(jobId)).nextRunAt).toBe(new Date(at + 11 * MINUTE).toISOString());
   });
 
+  it.each(['cancelled', 'skipped on request'] as const)(
+    'keeps the backfill budget of a catch-up occurrence %s: at most backfillLimit missed occurrences run',
+    async (how) => {
+      const { jobId, runId, at } = await createCron({ misfirePolicy: 'backfill', backfillLimit: 3 });
+      const now = at + 10 * MINUTE + 5_000; // the scheduler was down for ten minutes
+      const calls = target.calls.length;
+      expect(await executeRun(worker(now), runId)).toBe('succeeded');
+      // The second catch-up occurrence may run, and one more after it.
+      const second = (await job(jobId)).nextRunId as string;
+      expect(await scheduler.deps.runs.withOccurrenceState(second)).toMatchObject({
+        run: { scheduledFor: new Date(at + MINUTE).toISOString() },
+        backfillRemaining: 1,
+      });
+      offset = now - Date.now(); // the API's clock is the workers' (still within the outage)
+      try {
+        if (how === 'cancelled') expect((await scheduler.api('POST', `/v1/runs/${second}/cancel`)).status).toBe(200);
+        else expect((await scheduler.api('POST', `/v1/jobs/${jobId}/skip`, { next: 1 })).status).toBe(200);
+      } finally {
+        offset = 0;
+      }
+      expect((await scheduler.deps.runs.get(second))?.status).toBe(how === 'cancelled' ? 'CANCELLED' : 'SKIPPED');
+      const third = await job(jobId);
+      expect(third.nextRunAt).toBe(new Date(at + 2 * MINUTE).toISOString());
+      const passedOn = (await scheduler.deps.runs.withOccurrenceState(third.nextRunId))?.backfillRemaining;
+      const ran = [runId];
+      for (let next = third.nextRunId as string; Date.parse((await job(jobId)).nextRunAt) <= now && ran.length < 10; next = (await job(jobId)).nextRunId) {
+        expect(await executeRun(worker(now), next)).toBe('succeeded');
+        ran.push(next);
+      }
+      // Before, its successor had no budget, and its admission started a fresh one (backfillLimit − 1):
+      // four missed occurrences ran (09:00, 09:02, 09:03, 09:04 of an outage from 09:00).
+      const executed = await Promise.all(ran.map(async (id) => (await scheduler.deps.runs.get(id))?.scheduledFor));
+      expect(executed).toEqual([0, 2, 3].map((i) => new Date(at + i * MINUTE).toISOString()));
+      expect(target.calls.length - calls).toBe(3);
+      // Its successor had the budget it had, unspent: it did not run.
+      expect(passedOn).toBe(1);
+      // The cap is spent: the chain jumps to the first occurrence after now.
+      expect((await job(jobId)).nextRunAt).toBe(new Date(at + 11 * MINUTE).toISOString());
+    },
+  );
+
   it('skips an occurrence that starts too late under misfire policy skip', async () => {
     const { jobId, runId, at } = await createCron({ misfirePolicy: 'skip' });
     expect(await executeRun(worker(at + 5 * MINUTE), runId)).toBe('skipped');

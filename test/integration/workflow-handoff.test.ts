@@ -12,6 +12,8 @@ import type { Run } from '../../lambdas/domain/run';
 import type { WorkflowRun } from '../../lambdas/domain/workflow-run';
 import { cancelWorkflowRun } from '../../lambdas/app/workflow-runs';
 import { settleCancelledSteps } from '../../lambdas/app/workflow-repair';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { runKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
 import { drainDispatch as drainQueue, executeRun, setTickerCursor, startScheduler, startTarget, tick } from './harness';
 
@@ -373,38 +375,68 @@ describe('workflow steps handed to the worker that ran their parent', () => {
     expect(await drainDispatch()).toEqual([]);
   });
 
-  /** A one-step workflow run whose cancel stopped half-way, retried within the minute: the step started again at its next attempt, the older run still QUEUED. */
-  async function cancelledHalfWayThenRetried(name: string, beforeRetry?: (workflowId: string, workflowRunId: string) => Promise<void>) {
+  /**
+   * A one-step workflow run whose cancel stopped half-way (its step's run QUEUED), retried within the
+   * minute. The retry finishes the cancel first, the older attempt's run CANCELLED (decision 0142,
+   * amended 2026-11-29), and starts the step at its next attempt. `writtenLate`: the older attempt's
+   * run is written only after the retry, as by a claimer whose write landed after the cancel's and
+   * the retry's reads (the cancel then answers 200, nothing to settle), and is left QUEUED beside
+   * the newer one: the case the lease's read of the workflow run is for (decision 0190).
+   */
+  async function cancelledHalfWayThenRetried(
+    name: string,
+    { beforeRetry, writtenLate = false }: { beforeRetry?: (workflowId: string, workflowRunId: string) => Promise<void>; writtenLate?: boolean } = {},
+  ) {
     const { path, tenantId } = await startRun(name, [step(name, 'only')]);
     const [, , , workflowId, , workflowRunId] = path.split('/') as [string, string, string, string, string, string];
     const older = await runIdOf(path, 'only');
     expect(await drainDispatch()).toEqual([older]);
-    await cancelStoppingBeforeSteps(tenantId, workflowId, workflowRunId);
+    const runsTable = scheduler.config.runsTable;
+    const item = writtenLate ? (await scheduler.clients.dynamo.send(new GetCommand({ TableName: runsTable, Key: runKey(older) }))).Item : undefined;
+    if (writtenLate) {
+      await scheduler.clients.dynamo.send(new DeleteCommand({ TableName: runsTable, Key: runKey(older) }));
+      expect((await scheduler.api('POST', `${path}/cancel`)).status).toBe(200);
+    } else {
+      await cancelStoppingBeforeSteps(tenantId, workflowId, workflowRunId);
+    }
     await beforeRetry?.(workflowId, workflowRunId);
     expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
+    if (item) await scheduler.clients.dynamo.send(new PutCommand({ TableName: runsTable, Item: item }));
     const newer = await runIdOf(path, 'only');
     expect((await scheduler.api('GET', `/v1/runs/${newer}`)).body).toMatchObject({ attempt: 2, trigger: 'replay', status: 'QUEUED' });
-    expect((await scheduler.api('GET', `/v1/runs/${older}`)).body.status).toBe('QUEUED');
+    expect((await scheduler.api('GET', `/v1/runs/${older}`)).body.status).toBe(writtenLate ? 'QUEUED' : 'CANCELLED');
     expect(await drainDispatch()).toEqual([newer]);
     return { path, tenantId, workflowId, workflowRunId, older, newer };
   }
 
-  it('a retry of a workflow run whose cancel stopped half-way: the step run of the older attempt is cancelled at its lease, the new one runs, the target once', async () => {
+  it("a retry of a workflow run whose cancel stopped half-way finishes the cancel first: the older attempt's run is cancelled, the new one runs, the target once", async () => {
     const { path, tenantId, older, newer } = await cancelledHalfWayThenRetried('retried-cancel-stopped');
+
+    const worker = scheduler.workerDeps('worker-1');
+    expect(await executeRun(worker, older, { tenantId })).toBe('duplicate');
+    expect(await executeRun(worker, newer, { tenantId })).toBe('succeeded');
+    expect(callsOf('retried-cancel-stopped')).toEqual(['only']);
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  it("an older attempt's run written after a retry of its cancelled workflow run is cancelled at its lease; the new one runs, the target once", async () => {
+    const { path, tenantId, older, newer } = await cancelledHalfWayThenRetried('retried-written-late', { writtenLate: true });
 
     const worker = scheduler.workerDeps('worker-1');
     expect(await executeRun(worker, older, { tenantId })).toBe('cancelled');
     expect(await executeRun(worker, newer, { tenantId })).toBe('succeeded');
-    expect(callsOf('retried-cancel-stopped')).toEqual(['only']);
+    expect(callsOf('retried-written-late')).toEqual(['only']);
     expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
   });
 
   it("a settle of the cancel from a read before the retry leaves the retry's step run alone: it runs, the retry is not undone", async () => {
     const name = 'retried-under-stale-settle';
     let stale: WorkflowRun | undefined;
-    const { path, tenantId, workflowId, workflowRunId, newer } = await cancelledHalfWayThenRetried(name, async (workflowId, workflowRunId) => {
-      // The ticker's repair read the run while it was CANCELLED, its step still STARTED.
-      stale = (await scheduler.deps.workflowRuns.getRun(workflowId, workflowRunId))!;
+    const { path, tenantId, workflowId, workflowRunId, newer } = await cancelledHalfWayThenRetried(name, {
+      beforeRetry: async (workflowId, workflowRunId) => {
+        // The ticker's repair read the run while it was CANCELLED, its step still STARTED.
+        stale = (await scheduler.deps.workflowRuns.getRun(workflowId, workflowRunId))!;
+      },
     });
     expect(stale).toMatchObject({ status: 'CANCELLED', steps: { only: { status: 'STARTED', attempt: 1 } } });
     // ... and settles after the retry landed. Before, it found the retry's run (the step's newest),
@@ -417,7 +449,7 @@ describe('workflow steps handed to the worker that ran their parent', () => {
   });
 
   it("a retried workflow run's step run (trigger replay) is checked too: such a cancel after the retry has it cancelled at its lease, not run", async () => {
-    const { tenantId, workflowId, workflowRunId, older, newer } = await cancelledHalfWayThenRetried('retried-then-cancelled');
+    const { tenantId, workflowId, workflowRunId, older, newer } = await cancelledHalfWayThenRetried('retried-then-cancelled', { writtenLate: true });
     // Cancelled again, and again the cancel stops before the steps' runs.
     await cancelStoppingBeforeSteps(tenantId, workflowId, workflowRunId);
 

@@ -369,6 +369,136 @@ describe('workflow runs under races', () => {
     ).toBeUndefined();
   });
 
+  it("a retry of a run whose cancel stopped before cancelling a step's run mid-call finishes the cancel first: the old attempt is cancelled before the new one is written", async () => {
+    const { workflowId, workflowRunId, path } = await startRun('retry-half-cancelled', [step('hc-a')]);
+    const older = await runIdOf(path, 'hc-a');
+    expect(await drainDispatch()).toEqual([older]);
+    let open: () => void = () => undefined;
+    gates.set('hc-a', new Promise<void>((resolve) => (open = resolve)));
+    let running: ReturnType<typeof executeRun> | undefined;
+    try {
+      // The step's attempt 1 runs, held at its call.
+      running = executeRun(scheduler.workerDeps('worker-1'), older);
+      await eventually(
+        () => Promise.resolve(target.calls.filter((call) => call.path.endsWith('/hc-a')).length),
+        (calls) => calls === 1,
+        30_000,
+      );
+      // The cancel writes the workflow run CANCELLED, then its cancel of the running step's run fails.
+      const api = scheduler.workerDeps('api-fails');
+      const failing: SchedulerDeps = {
+        ...api,
+        leases: Object.assign(Object.create(api.leases) as typeof api.leases, { cancelRunning: () => Promise.reject(new Error('store unavailable')) }),
+      };
+      await expect(cancelWorkflowRun(failing, scheduler.tenantId, workflowId, workflowRunId)).rejects.toThrow('store unavailable');
+      expect((await scheduler.api('GET', path)).body).toMatchObject({ status: 'CANCELLED', steps: { 'hc-a': { status: 'STARTED', runId: older } } });
+      expect((await scheduler.api('GET', `/v1/runs/${older}`)).body.status).toBe('RUNNING');
+
+      // A retry whose cancels of that run keep being refused (as when it keeps moving under them) does
+      // not start the step beside it: 429, try again, and nothing written.
+      const refusing: SchedulerDeps = {
+        ...api,
+        leases: Object.assign(Object.create(api.leases) as typeof api.leases, { cancelRunning: () => Promise.resolve(false) }),
+      };
+      await expect(retryWorkflowRun(refusing, scheduler.tenantId, workflowId, workflowRunId)).rejects.toMatchObject({
+        status: 429,
+        headers: { 'retry-after': '1' },
+      });
+      expect((await scheduler.api('GET', path)).body).toMatchObject({ status: 'CANCELLED', retries: 0, steps: { 'hc-a': { status: 'STARTED', attempt: 1 } } });
+      expect((await scheduler.api('GET', `/v1/runs/${older}`)).body.status).toBe('RUNNING');
+
+      // Retried within the minute, before the ticker's repair.
+      const retried = await scheduler.api('POST', `${path}/retry`);
+      expect(retried.status, JSON.stringify(retried.body)).toBe(202);
+      // Before, attempt 1 ran on (RUNNING: its heartbeat looks at its run only) beside attempt 2,
+      // written and sent: the target called twice at once. Now it is cancelled first (its call aborted
+      // at its next heartbeat, its outcome fenced off), and recorded so on the step before the retry.
+      expect((await scheduler.api('GET', `/v1/runs/${older}`)).body.status).toBe('CANCELLED');
+      const newer = await runIdOf(path, 'hc-a');
+      expect(newer).not.toBe(older);
+      expect((await scheduler.api('GET', `/v1/runs/${newer}`)).body).toMatchObject({ attempt: 2, status: 'QUEUED' });
+      open();
+      expect(['fenced', 'cancelled']).toContain(await running);
+      expect(await drainDispatch()).toEqual([newer]);
+      expect(await executeRun(scheduler.workerDeps('worker-2'), newer)).toBe('succeeded');
+      expect((await scheduler.api('GET', path)).body).toMatchObject({
+        status: 'SUCCEEDED',
+        retries: 1,
+        steps: { 'hc-a': { status: 'SUCCEEDED', attempt: 2, runId: newer } },
+      });
+    } finally {
+      open();
+      await running?.catch(() => undefined);
+      gates.delete('hc-a');
+    }
+  });
+
+  it("a move or an end planned from a read before a cancel and a retry is refused: the retried run is not changed by the old run's states", async () => {
+    const { workflowId, workflowRunId, path } = await startRun('stale-moves', [step('sm-a'), step('sm-b', ['sm-a'])]);
+    await drainDispatch();
+    // A writer (a repair, a continuation) read the run, and stalls.
+    const stale = (await scheduler.deps.workflowRuns.getRun(workflowId, workflowRunId))!;
+    expect(stale).toMatchObject({ status: 'RUNNING', retries: 0, steps: { 'sm-a': { status: 'STARTED' }, 'sm-b': { status: 'WAITING' } } });
+    expect((await scheduler.api('POST', `${path}/cancel`)).status).toBe(200);
+    expect((await scheduler.api('POST', `${path}/retry`)).status).toBe(202);
+    const retried = (await scheduler.deps.workflowRuns.getRun(workflowId, workflowRunId))!;
+    expect(retried).toMatchObject({ status: 'RUNNING', retries: 1, steps: { 'sm-a': { status: 'STARTED', attempt: 2 }, 'sm-b': { status: 'WAITING' } } });
+
+    // Its writes, planned from that read, pass every other condition of the retried run (RUNNING,
+    // `sm-b` WAITING again). Before, `sm-b` was ruled out and the retried run ended FAILED.
+    const at = new Date().toISOString();
+    const moved = await scheduler.deps.workflowRuns.moveSteps(stale, {
+      'sm-b': { ...stale.steps['sm-b']!, status: 'NOT_STARTED', finishedAt: at, reason: 'dependency sm-a ended CANCELLED' },
+    });
+    expect(moved.held).toBe(false);
+    // Refused, the run is answered as it is: its writer plans again from it.
+    expect(moved.run).toMatchObject({ retries: 1, steps: { 'sm-b': { status: 'WAITING' } } });
+    const ended = await scheduler.deps.workflowRuns.finish(stale, 'FAILED', ['sm-a'], Date.now());
+    expect(ended.held).toBe(false);
+    expect(await scheduler.deps.workflowRuns.getRun(workflowId, workflowRunId)).toEqual(retried);
+
+    const again = retried.steps['sm-a']!.runId!;
+    expect(await drainDispatch()).toEqual([again]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), again)).toBe('succeeded');
+    const next = await runIdOf(path, 'sm-b');
+    expect(await drainDispatch()).toEqual([next]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), next)).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body.status).toBe('SUCCEEDED');
+  });
+
+  it("a continuation's end planned before a cancel and a retry does not end the retried run FAILED", async () => {
+    const { workflowId, workflowRunId, path } = await startRun('stale-end', [step('se-a'), step('se-b', ['se-a'])]);
+    const first = await runIdOf(path, 'se-a');
+    expect(await drainDispatch()).toEqual([first]);
+    failOnce.add('se-a');
+    let raced = false;
+    // The step dies; its continuation rules `se-b` out, then plans the end (FAILED). Before its end's
+    // write, the run is cancelled (every step done: nothing to settle) and retried.
+    const worker = beforeFirstCall(scheduler.workerDeps('worker-stale'), 'workflowRuns', 'finish', async () => {
+      raced = true;
+      expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/cancel`)).status).toBe(200);
+      expect((await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`)).status).toBe(202);
+    });
+    expect(await executeRun(worker, first)).toBe('dead');
+    expect(raced).toBe(true);
+    // Before, the end's write (conditioned on RUNNING alone) ended the retried run FAILED, its step's
+    // attempt 2 sent and running.
+    const run = (await scheduler.api('GET', path)).body;
+    expect(run).toMatchObject({
+      status: 'RUNNING',
+      retries: 1,
+      failedSteps: [],
+      steps: { 'se-a': { status: 'STARTED', attempt: 2 }, 'se-b': { status: 'WAITING' } },
+    });
+    const again = run.steps['se-a'].runId as string;
+    expect(await drainDispatch()).toEqual([again]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), again)).toBe('succeeded');
+    const next = await runIdOf(path, 'se-b');
+    expect(await drainDispatch()).toEqual([next]);
+    expect(await executeRun(scheduler.workerDeps('worker-1'), next)).toBe('succeeded');
+    expect((await scheduler.api('GET', path)).body).toMatchObject({ status: 'SUCCEEDED', failedSteps: [] });
+  });
+
   it("a cancelled run that notified while a step's claimer had not written its run gives up its check-back once the repair settles that step", async () => {
     const created = await scheduler.api('POST', '/v1/workflows', {
       name: 'cancel-notified',

@@ -174,6 +174,36 @@ describe('workflows', () => {
     expect(callsOf(workflowRunId).map(stepOf)).toEqual(['one', 'replayed-fail', 'replayed-fail', 'replayed-fail', 'three']);
   });
 
+  it('a retry after replays that took a dead step more than 20 attempts past its own starts the step after the newest, and sends it', async () => {
+    failing.add('replayed-often');
+    const workflowId = await create('replayed-often', [step('often', [], { path: 'replayed-often' })]);
+    const workflowRunId = await start(workflowId);
+    const failed = await finished(workflowId, workflowRunId);
+    expect(failed.steps.often).toMatchObject({ status: 'DEAD', attempt: 1 });
+    // Replayed 25 times, each replay of the one before, each dying: its runs reach attempt 26.
+    let last = failed.steps.often.runId as string;
+    for (let round = 0; round < 25; round++) {
+      const replay = await scheduler.api('POST', `/v1/runs/${last}/replay`);
+      expect(replay.status, JSON.stringify(replay.body)).toBe(202);
+      last = replay.body.run.runId as string;
+      await eventually(
+        () => scheduler.api('GET', `/v1/runs/${last}`),
+        (answer) => answer.body.status === 'DEAD',
+      );
+    }
+    expect((await scheduler.api('GET', `/v1/runs/${last}`)).body.attempt).toBe(26);
+    failing.delete('replayed-often');
+    const retried = await scheduler.api('POST', `/v1/workflows/${workflowId}/runs/${workflowRunId}/retry`);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(202);
+    // Before, the retry looked 20 attempts ahead and planned attempt 22, whose run exists: nothing was
+    // written or sent, and the step sat STARTED on that old run (no ticker runs here to repair it).
+    expect(retried.body.steps.often).toMatchObject({ status: 'STARTED', attempt: 27 });
+    const after = await finished(workflowId, workflowRunId, 15_000);
+    expect(after).toMatchObject({ status: 'SUCCEEDED', failedSteps: [] });
+    expect(after.steps.often).toMatchObject({ status: 'SUCCEEDED', attempt: 27 });
+    expect(callsOf(workflowRunId)).toHaveLength(27);
+  });
+
   it('a replay of a dead step that succeeds is kept by the retry of the workflow run: the step is not called again, its dependants start', async () => {
     failing.add('replay-ok');
     const workflowId = await create('replay-succeeds', [step('one'), step('two', ['one'], { path: 'replay-ok' }), step('three', ['two'])]);

@@ -115,6 +115,20 @@ describe('the progress of a workflow run', () => {
     expect(planProgress(graph, runOf(initialSteps(graph), 'CANCELLED'))).toEqual({ start: [], notStarted: [], finished: null });
   });
 
+  it('a FAILED run names a step that did not start for a reason of its own (a dependency’s run had left), not the dependants of a failed step', () => {
+    // B's dependency A succeeded, but its run had left (RUN_RETENTION_DAYS): B never started, and
+    // nothing else failed. Before, the run ended FAILED with `failedSteps: []`.
+    const graph = { steps: [s('A'), s('B', ['A']), s('C', ['B']), s('cleanup', ['A'], 'all-done')] };
+    expect(
+      planProgress(graph, runOf({ A: state('SUCCEEDED'), B: state('NOT_STARTED'), C: state('NOT_STARTED'), cleanup: state('SUCCEEDED') })).finished,
+    ).toEqual({ status: 'FAILED', failedSteps: ['B'] });
+    // A cleanup step (all-done) not started is not explained by its dependency's failure: named too.
+    expect(planProgress(graph, runOf({ A: state('DEAD'), B: state('NOT_STARTED'), C: state('NOT_STARTED'), cleanup: state('NOT_STARTED') })).finished).toEqual({
+      status: 'FAILED',
+      failedSteps: ['A', 'cleanup'],
+    });
+  });
+
   it('a retry keeps succeeded steps and starts the others at their next attempt', () => {
     const retried = stepsForRetry({ steps: { A: state('SUCCEEDED'), B: state('DEAD', 2), C: state('NOT_STARTED') } });
     expect(retried.A).toEqual(state('SUCCEEDED'));
