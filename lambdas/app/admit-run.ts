@@ -154,7 +154,10 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
       : decideStart(job, { scheduledFor: Date.parse(run.scheduledFor), dueAt: Date.parse(run.availableAt), startedAt: now, backfillRemaining });
   const moved = await advanceChain(deps, job, run, decision.successor, decision.execute, now);
   if (!decision.execute) return end(deps, run, 'SKIPPED', decision.reason ?? 'skipped', now, job);
-  if (!moved && (await replannedMeanwhile(deps, run, planned))) return end(deps, run, 'SKIPPED', 'job definition changed', now);
+  // Only a chain write that was tried and lost can have met such an edit: a job that did not point
+  // at this run (a run-now job's, completed at its create) wrote nothing, and is not read again.
+  const triedChain = job.status === 'ACTIVE' && job.nextRunId === run.runId;
+  if (!moved && triedChain && (await replannedMeanwhile(deps, run, planned))) return end(deps, run, 'SKIPPED', 'job definition changed', now);
   return { kind: 'execute', reason: decision.reason };
 }
 
