@@ -7,6 +7,7 @@ import type { Job } from '../domain/job';
 import { classifyUnpointed, decideOverlap, decideStart } from '../domain/recurrence';
 import type { StartDecision } from '../domain/recurrence';
 import type { Run } from '../domain/run';
+import { PENDING_STATUSES, runIdFor } from '../domain/run';
 import type { SkipReason } from '../domain/schedule';
 import { nextFireTimeAfter, skipReasonOf } from '../domain/schedule';
 import { checkBackAt } from '../domain/time-gate';
@@ -79,17 +80,24 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
   }
 
   if (job.overlapPolicy !== 'allow' && job.lastStartedRunId && job.lastStartedRunId !== run.runId) {
-    const previous = await deps.runs.get(job.lastStartedRunId);
+    // The previous occurrence as it is now: its newest attempt, a retry of it being the occurrence
+    // going on (decision 0195).
+    const newest = await newestAttemptOf(deps, job, run, job.lastStartedRunId);
+    const previous = newest?.run ?? null;
     const leaseLive = previous?.status === 'RUNNING' && Date.parse(previous.leaseExpiresAt ?? '') > now;
     // An external job's occurrence admitted and offered waits QUEUED for a worker to claim it
     // (decision 0062): it is the external workers' to run, as a leased one is.
     const offered = job.target.kind === 'external' && previous?.status === 'QUEUED';
+    // Admitted and waiting QUEUED for a key's slot or rate mark, its lease given back (decision 0130),
+    // or a retry not started yet (waiting out its backoff, or for a worker): the occurrence's work
+    // still to do, as a leased one is (decision 0195).
+    const waiting = newest !== null && (newest.waitsForKey || (newest.retry && PENDING_STATUSES.includes(newest.run.status)));
     // A workflow's occurrence overlaps while the workflow run the previous one started runs (decision 0147).
     const previousWorkflowRun = job.target.kind === 'workflow' && previous ? await workflowRunOfOccurrence(deps, job.target.workflowId, previous) : null;
-    const running = leaseLive || offered || previousWorkflowRun?.status === 'RUNNING';
+    const running = leaseLive || offered || waiting || previousWorkflowRun?.status === 'RUNNING';
     const overlap = previousWorkflowRun
       ? decideOverlap(job.overlapPolicy, previousWorkflowRun.workflowRunId, running, 'workflow run')
-      : decideOverlap(job.overlapPolicy, job.lastStartedRunId, running);
+      : decideOverlap(job.overlapPolicy, previous?.runId ?? job.lastStartedRunId, running);
     if (overlap.action === 'wait' && previous) {
       // Its misfire policy is applied as it arrives, not after its wait: an occurrence that arrives
       // late (the scheduler was down) under misfire skip is skipped now, one on time waits and then runs.
@@ -133,10 +141,8 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
     if (overlap.action === 'cancel-previous' && previousWorkflowRun) {
       await cancelForOverlap(deps, previousWorkflowRun);
     } else if (overlap.action === 'cancel-previous' && previous) {
-      const cancelled = offered
-        ? await deps.runs.retirePending(previous.runId, 'CANCELLED', overlap.reason, now)
-        : (await deps.leases.complete(previous.runId, previous.version, { status: 'CANCELLED', now, error: null, reason: overlap.reason })) === 'recorded';
-      if (cancelled) deps.telemetry.runEnded(previous, 'CANCELLED', overlap.reason, { supersededBy: run.runId });
+      const cancelled = await cancelPrevious(deps, previous, overlap.reason, now);
+      if (cancelled) deps.telemetry.runEnded(cancelled, 'CANCELLED', overlap.reason, { supersededBy: run.runId });
       // A workflow's occurrence leased and not yet past its workflow run's write (decision 0147):
       // its worker may have written it since it was read above, and read its own run before this
       // cancel landed. Read again after the cancel's write, as that worker reads its run after its
@@ -159,6 +165,60 @@ export async function admitRun(deps: SchedulerDeps, leasedJob: Job, run: Run, pl
   const triedChain = job.status === 'ACTIVE' && job.nextRunId === run.runId;
   if (!moved && triedChain && (await replannedMeanwhile(deps, run, planned))) return end(deps, run, 'SKIPPED', 'job definition changed', now);
   return { kind: 'execute', reason: decision.reason };
+}
+
+/** What admission reads of the previous occurrence's attempt it judges. */
+interface AttemptRead {
+  readonly run: Run;
+  /** Pending, given back by its keyed flow after its admission: it waits for a key (decision 0130). */
+  readonly waitsForKey: boolean;
+  /** A later attempt than the one the job names (a retry of it). */
+  readonly retry: boolean;
+}
+
+/**
+ * The previous occurrence's newest attempt (decision 0195). The job names the attempt that started
+ * (`lastStartedRunId`); an attempt that ended FAILED or TIMED_OUT was retried (its outcome and its
+ * retry, the next attempt's run id, are one write), so its retry is read, and so on, at most as
+ * many attempts as the job's retry budget. The common path, an attempt that runs or ended any other
+ * way, reads nothing more. Null when the named run is gone.
+ */
+async function newestAttemptOf(deps: SchedulerDeps, job: Job, admitting: Run, runId: string): Promise<AttemptRead | null> {
+  let read = await deps.runs.getWithKeyWait(runId);
+  if (!read) return null;
+  let retry = false;
+  for (let attempts = 1; attempts < job.retryPolicy.maxAttempts && RETRIED.has(read.run.status); attempts++) {
+    const nextId = runIdFor(read.run.jobId, read.run.scheduledFor, read.run.attempt + 1);
+    if (nextId === admitting.runId) break;
+    const next = await deps.runs.getWithKeyWait(nextId);
+    // Its retry gone (its retention ended it): the attempt read is the newest there is.
+    if (!next) break;
+    read = next;
+    retry = true;
+  }
+  return { ...read, retry };
+}
+
+/** The statuses an attempt ends with only when its retry is written in the same write (record-outcome.ts). */
+const RETRIED: ReadonlySet<Run['status']> = new Set(['FAILED', 'TIMED_OUT']);
+
+/**
+ * Overlap policy cancel-running: ends the previous occurrence's attempt CANCELLED. One that has not
+ * started (offered to external workers, waiting for a key, a retry waiting for its backoff) is
+ * retired, never to be leased; a leased one is ended under its lease's version, which fences its
+ * worker's outcome and stops it at its next heartbeat. A pending one leased between the read and the
+ * retire is read again and ended under its new lease. Returns the attempt as it was cancelled, or
+ * null when it ended otherwise first.
+ */
+async function cancelPrevious(deps: SchedulerDeps, previous: Run, reason: string, now: number): Promise<Run | null> {
+  let attempt: Run | null = previous;
+  if (PENDING_STATUSES.includes(attempt.status)) {
+    if (await deps.runs.retirePending(attempt.runId, 'CANCELLED', reason, now)) return attempt;
+    attempt = await deps.runs.get(attempt.runId);
+    if (attempt?.status !== 'RUNNING') return null;
+  }
+  const recorded = await deps.leases.complete(attempt.runId, attempt.version, { status: 'CANCELLED', now, error: null, reason });
+  return recorded === 'recorded' ? attempt : null;
 }
 
 /**

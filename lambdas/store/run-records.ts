@@ -61,6 +61,19 @@ export class RunRecords {
   }
 
   /**
+   * A run, and whether it waits for a key of its keyed flow: pending, with the key its give-back
+   * recorded (`keyWaitScope`, decision 0187), which only a give-back after admission writes. The
+   * overlap policies read it (decision 0195): an occurrence admitted and waiting for a key is running
+   * to the next one. One read, as `get`.
+   */
+  async getWithKeyWait(runId: string): Promise<{ readonly run: Run; readonly waitsForKey: boolean } | null> {
+    const { Item: item } = await this.dynamo.send(new GetCommand({ TableName: this.tableName, Key: runKey(runId), ConsistentRead: true }));
+    if (!item) return null;
+    const run = itemToRun(item);
+    return { run, waitsForKey: PENDING_STATUSES.includes(run.status) && typeof item[KEY_WAIT_SCOPE_ATTRIBUTE] === 'string' };
+  }
+
+  /**
    * A run with what its occurrence carries, which a plan of the same occurrence carries on: its
    * backfill budget (a chain's catching up) and since when it has waited behind the occurrence
    * before it (overlap buffer-one), if it has them.

@@ -530,3 +530,56 @@ describe('a rate wait longer than SQS delays a message (decision 0193)', () => {
     expect(await versionOf()).toBeGreaterThan(waiting);
   });
 });
+
+describe("a recurring job's occurrence waiting for its key counts as running for the next one's overlap policy", () => {
+  const setup = schedulerWithoutWorkers();
+
+  it.each(['skip', 'buffer-one', 'cancel-running'] as const)('%s', async (policy) => {
+    const scheduler = setup.scheduler();
+    const key = `overlap-rate-${policy}`;
+    const rateLimit = { key, limit: 1, periodSeconds: 3600 };
+    // The key's one mark of the hour, taken: every start of the job waits for it.
+    expect(await scheduler.deps.rateMarks.take(flowScope(scheduler.tenantId, key), 0, Date.now(), null, 3600)).toBe(true);
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(setup.target().url, { overlapPolicy: policy, rateLimit, schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' } }),
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const jobId = created.body.job.jobId as string;
+    const first = created.body.job.nextRunId as string;
+    const at = Date.parse(created.body.job.nextRunAt);
+    // Occurrence 1 is admitted (the chain moves on, the job records it as started) and waits for the mark, QUEUED.
+    expect(
+      await executeRun(
+        scheduler.workerDeps('w1', () => at + 100),
+        first,
+      ),
+    ).toBe('waiting');
+    expect(await statusOf(scheduler, first)).toMatchObject({ status: 'QUEUED', reason: expect.stringContaining(`over the rate of key ${key}`) });
+    const second = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.nextRunId as string;
+    expect(second).not.toBe(first);
+    const secondResult = await executeRun(
+      scheduler.workerDeps('w2', () => at + 60_000 + 100),
+      second,
+    );
+    // Before, occurrence 1 (QUEUED, no lease, not an external offer) did not count as running: the
+    // next one was admitted and waited for the mark too, and both ran once it freed.
+    if (policy === 'skip') {
+      expect(secondResult).toBe('skipped');
+      expect(await statusOf(scheduler, second)).toMatchObject({
+        status: 'SKIPPED',
+        reason: expect.stringContaining(`run ${first} is still running (overlapPolicy skip)`),
+      });
+    } else if (policy === 'buffer-one') {
+      expect(secondResult).toBe('waiting');
+      expect(await statusOf(scheduler, second)).toMatchObject({ status: 'QUEUED', reason: expect.stringContaining(`waiting for run ${first} to finish`) });
+    } else {
+      // Occurrence 1 is retired where it waits; occurrence 2 takes its place (and waits for the mark itself).
+      expect(secondResult).toBe('waiting');
+      expect(await statusOf(scheduler, first)).toMatchObject({ status: 'CANCELLED', reason: expect.stringMatching(/cancel-running/) });
+      expect(await statusOf(scheduler, second)).toMatchObject({ status: 'QUEUED', reason: expect.stringContaining(`over the rate of key ${key}`) });
+    }
+    await scheduler.api('DELETE', `/v1/jobs/${jobId}`);
+  });
+});

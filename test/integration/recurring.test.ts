@@ -8,7 +8,7 @@ import { claimRun, completeRun } from '../../lambdas/app/external-workers';
 import type { JobPatchRequest } from '../../lambdas/api/schemas';
 import { jobKey } from '../../lambdas/store/keys';
 import type { Scheduler, TargetServer } from './harness';
-import { executeRun, jobBody, leaseRequest, startScheduler, startTarget, tick } from './harness';
+import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget, tick } from './harness';
 
 const MINUTE = 60_000;
 
@@ -729,6 +729,147 @@ describe('overlap policies of an external job (decision 0062)', () => {
       }
     },
   );
+});
+
+describe('overlap policies follow the previous occurrence to its newest attempt (its retries; decision 0195)', () => {
+  let scheduler: Scheduler;
+  let target: TargetServer;
+  /** Run ids whose calls fail retryably (503), and run ids whose calls block until released. */
+  const failing = new Set<string>();
+  const blocking = new Set<string>();
+  const releases: (() => void)[] = [];
+
+  beforeAll(async () => {
+    // Backoff pinned to its whole bound: a retry waits exactly its policy's initialDelaySeconds.
+    scheduler = await startScheduler({ workerConcurrency: 0, random: () => 1 });
+    target = await startTarget((call) => {
+      const runId = String(call.headers['x-run-id']);
+      if (failing.has(runId)) return { status: 503 };
+      if (blocking.has(runId)) return new Promise((resolve) => releases.push(() => resolve({ status: 200 })));
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    releases.forEach((release) => release());
+    await scheduler.stop();
+    await target.stop();
+  });
+
+  const worker = (at: number, id: string) => scheduler.workerDeps(id, () => at);
+
+  /**
+   * A cron job every minute whose first occurrence (at `at`) failed retryably: its retry (attempt 2)
+   * is due `retryDelaySeconds` after the failure. `second` is the next occurrence, not yet leased.
+   */
+  async function failedOccurrence(policy: string, retryDelaySeconds: number) {
+    const created = await scheduler.api(
+      'POST',
+      '/v1/jobs',
+      jobBody(target.url, {
+        overlapPolicy: policy,
+        schedule: { kind: 'cron', expression: '* * * * *', timezone: 'UTC' },
+        retryPolicy: { maxAttempts: 3, initialDelaySeconds: retryDelaySeconds, maxDelaySeconds: retryDelaySeconds },
+      }),
+    );
+    expect(created.status).toBe(201);
+    const jobId = created.body.job.jobId as string;
+    const first = created.body.job.nextRunId as string;
+    const at = Date.parse(created.body.job.nextRunAt);
+    failing.add(first);
+    expect(await executeRun(worker(at + 100, 'w1'), first)).toBe('failed');
+    const retry = `${first.slice(0, first.lastIndexOf('.'))}.2`;
+    expect(await scheduler.deps.runs.get(retry)).toMatchObject({ trigger: 'retry', attempt: 2 });
+    const second = (await scheduler.api('GET', `/v1/jobs/${jobId}`)).body.nextRunId as string;
+    expect(second).not.toBe(retry);
+    return { jobId, first, retry, second, at };
+  }
+
+  /** The retry leased by a worker and inside its (blocked) target call; `result` settles once it is released. */
+  async function retryRunning(retry: string, at: number): Promise<{ readonly result: Promise<string> }> {
+    blocking.add(retry);
+    const result = executeRun(worker(at + 5_000, 'w-retry'), retry);
+    await eventually(
+      () => Promise.resolve(target.calls.some((call) => call.headers['x-run-id'] === retry)),
+      (called) => called,
+    );
+    return { result };
+  }
+
+  it.each(['skip', 'buffer-one'] as const)("%s: the next occurrence does not start beside the previous one's retry, running", async (policy) => {
+    const { retry, second, at } = await failedOccurrence(policy, 1);
+    const retrying = (await retryRunning(retry, at)).result;
+    // Before, admission judged attempt 1 (FAILED, not running) and the next occurrence ran beside its retry.
+    const secondResult = await executeRun(worker(at + MINUTE + 100, 'w2'), second);
+    if (policy === 'skip') {
+      expect(secondResult).toBe('skipped');
+      expect(await scheduler.deps.runs.get(second)).toMatchObject({
+        status: 'SKIPPED',
+        reason: expect.stringContaining(`run ${retry} is still running (overlapPolicy skip)`),
+      });
+    } else {
+      expect(secondResult).toBe('waiting');
+      expect(await scheduler.deps.runs.get(second)).toMatchObject({ status: 'QUEUED', reason: expect.stringContaining(`waiting for run ${retry} to finish`) });
+    }
+    releases.splice(0).forEach((release) => release());
+    expect(await retrying).toBe('succeeded');
+  });
+
+  it("cancel-running: cancels the previous occurrence's running retry, and the next occurrence runs", async () => {
+    const { retry, second, at } = await failedOccurrence('cancel-running', 1);
+    const retrying = (await retryRunning(retry, at)).result;
+    expect(await executeRun(worker(at + MINUTE + 100, 'w2'), second)).toBe('succeeded');
+    expect(await scheduler.deps.runs.get(retry)).toMatchObject({ status: 'CANCELLED', reason: expect.stringMatching(/cancel-running/) });
+    releases.splice(0).forEach((release) => release());
+    // Its worker's outcome is fenced by the cancel.
+    expect(await retrying).toBe('fenced');
+  });
+
+  it.each(['skip', 'buffer-one', 'cancel-running'] as const)(
+    '%s: a retry waiting out its backoff past the next fire time is the previous occurrence still in flight',
+    async (policy) => {
+      // The retry is due five minutes after the failure: four fire times after it come first.
+      const { retry, second, at } = await failedOccurrence(policy, 300);
+      expect((await scheduler.deps.runs.get(retry))?.status).toMatch(/^(SCHEDULED|QUEUED)$/);
+      const secondResult = await executeRun(worker(at + MINUTE + 100, 'w2'), second);
+      if (policy === 'skip') {
+        // Before, it ran, and the retry ran four minutes later beside another occurrence.
+        expect(secondResult).toBe('skipped');
+        expect(await scheduler.deps.runs.get(second)).toMatchObject({ status: 'SKIPPED', reason: expect.stringContaining(`run ${retry} is still running`) });
+        expect((await scheduler.deps.runs.get(retry))?.status).toMatch(/^(SCHEDULED|QUEUED)$/);
+      } else if (policy === 'buffer-one') {
+        expect(secondResult).toBe('waiting');
+        expect(await scheduler.deps.runs.get(second)).toMatchObject({ status: 'QUEUED', reason: expect.stringMatching(/buffer-one/) });
+      } else {
+        // The retry is retired, never to run: the next occurrence takes its place.
+        expect(secondResult).toBe('succeeded');
+        expect(await scheduler.deps.runs.get(retry)).toMatchObject({ status: 'CANCELLED', reason: expect.stringMatching(/cancel-running/) });
+        expect(await executeRun(worker(at + 6 * MINUTE, 'w3'), retry)).toBe('duplicate');
+      }
+    },
+  );
+
+  it('follows the occurrence through every retry made: attempt 2 failed too, attempt 3 runs', async () => {
+    const { retry, second, at } = await failedOccurrence('skip', 1);
+    failing.add(retry);
+    expect(await executeRun(worker(at + 5_000, 'w-retry'), retry)).toBe('failed');
+    const third = `${retry.slice(0, retry.lastIndexOf('.'))}.3`;
+    blocking.add(third);
+    const retrying = executeRun(worker(at + 10_000, 'w-third'), third);
+    await eventually(
+      () => Promise.resolve(target.calls.some((call) => call.headers['x-run-id'] === third)),
+      (called) => called,
+    );
+    expect(await executeRun(worker(at + MINUTE + 100, 'w2'), second)).toBe('skipped');
+    expect((await scheduler.deps.runs.get(second))?.reason).toContain(`run ${third} is still running`);
+    releases.splice(0).forEach((release) => release());
+    expect(await retrying).toBe('succeeded');
+  });
+
+  it('a previous occurrence whose retry succeeded does not hold the next one', async () => {
+    const { retry, second, at } = await failedOccurrence('skip', 1);
+    expect(await executeRun(worker(at + 5_000, 'w-retry'), retry)).toBe('succeeded');
+    expect(await executeRun(worker(at + MINUTE + 100, 'w2'), second)).toBe('succeeded');
+  });
 });
 
 describe('repairs by the ticker', () => {
