@@ -5,7 +5,7 @@ import { ConflictError, ValidationError } from '../core/errors';
 import { logger } from '../core/logger';
 import type { Job } from '../domain/job';
 import type { Run } from '../domain/run';
-import { nextFireTimeAfter } from '../domain/schedule';
+import { nextFireTimeAfter, startOf } from '../domain/schedule';
 import { occurrenceOnResume } from '../domain/recurrence';
 import type { PauseRequest } from '../api/schemas';
 import type { SchedulerDeps } from './deps';
@@ -165,7 +165,8 @@ async function resume(
     (current, now, ended): Mutation => {
       if (current.status !== 'PAUSED') throw new ConflictError(`The ${what} is ${current.status}; only a PAUSED ${what} can be resumed`);
       if (!stillWanted(current)) throw new ConflictError('The job was paused again meanwhile');
-      const occurrence = occurrenceOnResume(current, resumesFrom(current, pausedRun), missedUntil ? Math.min(now, missedUntil(current)) : now);
+      const missedBefore = missedUntil ? Math.min(now, missedUntil(current)) : now;
+      const occurrence = occurrenceOnResume(current, resumesFrom(current, pausedRun), missedBefore);
       const cleared = { pausedAt: null, pausedPending: null, pauseNote: null, pausedUntil: null };
       if (!occurrence) {
         return { next: touch(current, now, { ...cleared, status: 'COMPLETED', nextRunAt: null, nextRunId: null }) };
@@ -179,6 +180,12 @@ async function resume(
           trigger: 'schedule',
           reason: occurrence.reason,
           chainedFrom: current.nextRunId ?? null,
+          // Due since the pause's end, not missed: its lateness counts from this resume, or its
+          // admission would take the tick's delay for a misfire and skip it (misfirePolicy skip).
+          // (A jittered start still later than now keeps its time.)
+          ...(occurrence.scheduledFor > missedBefore && occurrence.scheduledFor <= now
+            ? { availableAt: Math.max(now, startOf(current.jobId, current.schedule, occurrence.scheduledFor)) }
+            : {}),
         },
         now,
       );

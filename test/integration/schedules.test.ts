@@ -295,14 +295,23 @@ describe('schedules driven by the clock', () => {
       // Paused until its pending occurrence's own time, the common case ("until the next run").
       expect((await scheduler.api('POST', `/v1/jobs/${jobId}/pause`, { until: iso(at) })).status).toBe(200);
       try {
-        // The first tick after the end, 40 s on: before, skip took the occurrence for missed and
+        // The first tick after the end, 59 s on: before, skip took the occurrence for missed and
         // planned the next hour's, and fire-once planned it as a misfire.
-        offset = at + 40_000 - Date.now();
+        offset = at + 59_000 - Date.now();
         expect((await tick(scheduler.workerDeps('ticker', () => Date.now() + offset))).resumed).toBeGreaterThanOrEqual(1);
         const resumed = await job(jobId);
         expect(resumed, misfirePolicy).toMatchObject({ status: 'ACTIVE', nextRunAt: iso(at) });
         const run = await scheduler.deps.runs.get(resumed.nextRunId);
         expect(run?.reason ?? null, misfirePolicy).toBeNull();
+        // Its lateness counts from the resume: leased 65 s after its fire time, it runs, where
+        // admission would have skipped it under skip as a misfire (over 60 s late).
+        expect(
+          await executeRun(
+            scheduler.workerDeps('worker', () => at + 65_000),
+            resumed.nextRunId,
+          ),
+          misfirePolicy,
+        ).toBe('succeeded');
       } finally {
         offset = 0;
       }
