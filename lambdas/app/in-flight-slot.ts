@@ -109,17 +109,25 @@ export async function withInFlightSlot(
     return 'deferred';
   }
   const { slot } = taken;
+  let result: ExecuteResult | undefined;
   try {
-    return await execute();
+    result = await execute();
+    return result;
   } finally {
     // This message's hold is given back whatever became of the run. Another message of the run may
     // hold the slot too (a duplicate, the ticker's resend), and which of them leases the run is known
     // only to that one: the slot stays while any holds it, so the run's lease holder keeps it until
     // its outcome, whichever message took it first; a duplicate's hold, alone (the run leased by an
-    // external worker, which holds none), frees it (decision 0025).
-    if (await deps.inFlight.release(tenantId, slot, runId, taken.token)) deps.tenantsFull.freed(tenantId, slot, deps.clock());
+    // external worker, which holds none), frees it (decision 0025). A run this message saw end (its
+    // outcome, or a dead worker's recorded) frees the slot whatever holds are left: no message can
+    // run it any more, and a dead worker's hold would keep the slot from the retry until a takeover.
+    const ended = result !== undefined && RUN_ENDED.has(result);
+    if (await deps.inFlight.release(tenantId, slot, runId, ended ? undefined : taken.token)) deps.tenantsFull.freed(tenantId, slot, deps.clock());
   }
 }
+
+/** What a message answers when the run is over (ended by it, or found ended): its slot is no one's. */
+const RUN_ENDED: ReadonlySet<ExecuteResult> = new Set(['skipped', 'cancelled', 'succeeded', 'failed', 'timed-out', 'dead', 'worker-lost']);
 
 /** Whether the runs holding slots still run: the run items are the truth (a dead worker's lease expires). */
 export async function slotLiveness(deps: SchedulerDeps, runIds: readonly string[]) {

@@ -712,6 +712,26 @@ describe("a run's message that took its slot first, when another message of the 
     expect(await second).toBe('succeeded');
     expect(await scheduler.deps.inFlight.holders(tenantId)).toEqual([]);
   });
+
+  it("is freed by the recovery of a worker that died holding it: the retry gets it at once, not after a takeover's grace", async () => {
+    const runId = await dueRun('dead-holder');
+    const tenantId = scheduler.tenantId;
+    // A worker took the slot and leased the run, then died: its hold is never given back.
+    const dead = scheduler.workerDeps('dead');
+    expect(await dead.inFlight.acquireSlot(tenantId, runId, 1, Date.now(), (runIds) => slotLiveness(dead, runIds))).toMatchObject({ own: false });
+    expect((await dead.leases.lease(runId, leaseRequest(scheduler.config, 'dead'))).kind).toBe('leased');
+    // The run's message again, past the lease: its worker joins the slot, records the lost worker
+    // and plans the retry. Before, it gave back its own hold only, and the dead one kept the slot.
+    const later = Date.now() + 10 * 60_000;
+    expect(
+      await executeRun(
+        scheduler.workerDeps('recovery', () => later),
+        runId,
+        { tenantId },
+      ),
+    ).toBe('worker-lost');
+    expect(await scheduler.deps.inFlight.holders(tenantId)).toEqual([]);
+  });
 });
 
 describe('in-flight slots under contention', () => {
