@@ -239,8 +239,10 @@ export async function startScheduledWorkflowRun(deps: SchedulerDeps, schedule: J
       // schedule in seconds), found no workflow run of this one to cancel (overlapPolicy
       // cancel-running) and cancelled this occurrence's run instead. Its run is read after this
       // write, as that cancel reads the workflow run after its own (`admitRun`), so one of the two
-      // sees the other: this workflow run ends CANCELLED before any step starts.
-      if ((await deps.runs.get(occurrence.runId))?.status === 'CANCELLED') {
+      // sees the other: this workflow run ends CANCELLED before any step starts. Read under that
+      // policy only (the schedule as this occurrence read it): under the others no occurrence
+      // cancels another, and a read on every occurrence would be paid for nothing.
+      if (schedule.overlapPolicy === 'cancel-running' && (await deps.runs.get(occurrence.runId))?.status === 'CANCELLED') {
         await cancelForOverlap(deps, opened.run);
         return 'lease-lost';
       }

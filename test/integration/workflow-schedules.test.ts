@@ -93,7 +93,17 @@ describe('scheduled workflows', () => {
     await runQueued(at - 5_000);
     expect((await scheduler.api('GET', `/v1/workflows/${workflowId}/runs`)).body.items).toEqual([]);
 
-    expect(await executeRun(worker(at + 100), first.runId)).toBe('succeeded');
+    // Under overlap allow, no read of its own run after the workflow run's write: that read is
+    // cancel-running's (decision 0147, amended), which alone may cancel an occurrence.
+    const starting = worker(at + 100);
+    const get = starting.runs.get.bind(starting.runs);
+    const ownReads: string[] = [];
+    starting.runs.get = async (runId, ...rest) => {
+      if (runId === first.runId) ownReads.push(runId);
+      return get(runId, ...rest);
+    };
+    expect(await executeRun(starting, first.runId)).toBe('succeeded');
+    expect(ownReads).toEqual([]);
     // The two steps' runs.
     expect(await runQueued(at + 200)).toHaveLength(2);
     const run1 = await workflowRun(workflowId, at);
