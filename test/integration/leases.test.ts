@@ -230,13 +230,16 @@ describe('a lease that lapses during the call', () => {
   let leaseMs = 0;
 
   beforeAll(async () => {
-    // A short lease margin: a 3 s timeout leases 5 s, and the worker beats every 1.7 s.
+    // A short lease margin: a 10 s timeout leases 12 s, and the worker beats every 4 s.
     scheduler = await startScheduler({ workerConcurrency: 0, tuning: { leaseMarginSeconds: 2 } });
-    // The call takes 2.5 s (within its 3 s timeout). As it arrives, the worker's clock passes the
-    // lease's end: its heartbeats were held up (a store in trouble) until the lease had lapsed.
-    target = await startTarget(async () => {
+    // As the call arrives, the worker's clock passes the lease's end: its heartbeats were held up (a
+    // store in trouble) until the lease had lapsed. The call lasts until the worker aborts it (its
+    // next beat refused), however slow the machine, well within its 10 s timeout.
+    target = await startTarget(async (call) => {
       ahead = leaseMs + 1_000;
-      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      for (let waited = 0; call.abortedAt === undefined && waited < 20_000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       return { status: 200 };
     });
   });
@@ -246,7 +249,7 @@ describe('a lease that lapses during the call', () => {
   });
 
   it('stops the worker at its next heartbeat, recording nothing; the recovery records the lost worker', async () => {
-    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { timeoutSeconds: 3 }));
+    const created = await scheduler.api('POST', '/v1/jobs', jobBody(target.url, { timeoutSeconds: 10 }));
     expect(created.status).toBe(201);
     const runId = created.body.job.nextRunId as string;
     leaseMs = (await scheduler.deps.runs.get(runId))!.leaseSeconds * 1000;
