@@ -1,32 +1,11 @@
 // Leases under contention, against the emulator: two workers racing for one run, a duplicate
 // message, a message for no run, a worker that dies holding a lease, and the fencing of late writes.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { SchedulerDeps } from '../../lambdas/app/deps';
 import { cancelRunOf } from '../../lambdas/app/runs';
 import { logger } from '../../lambdas/core/logger';
 import type { Scheduler, TargetServer } from './harness';
+import { beforeFirstCall } from './support/before-first-call';
 import { eventually, executeRun, jobBody, leaseRequest, startScheduler, startTarget } from './harness';
-
-/** Deps whose `store.method` runs `before` ahead of its first call (something landing between a read and a write). */
-function beforeFirstCall(deps: SchedulerDeps, store: 'runs' | 'leases', method: string, before: () => Promise<void>): SchedulerDeps {
-  let done = false;
-  const proxy = new Proxy(deps[store], {
-    get(object, property) {
-      const value = Reflect.get(object, property) as unknown;
-      if (typeof value !== 'function') return value;
-      const bound = (value as (...args: unknown[]) => unknown).bind(object);
-      if (property !== method) return bound;
-      return async (...args: unknown[]) => {
-        if (!done) {
-          done = true;
-          await before();
-        }
-        return bound(...args);
-      };
-    },
-  });
-  return { ...deps, [store]: proxy };
-}
 
 describe('leases', () => {
   let scheduler: Scheduler;

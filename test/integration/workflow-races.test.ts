@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SchedulerDeps } from '../../lambdas/app/deps';
 import type { Scheduler, TargetServer } from './harness';
+import { beforeFirstCall } from './support/before-first-call';
 import { drainDispatch as drainQueue, eventually, executeRun, startScheduler, startTarget, tick } from './harness';
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { runKey, workflowRunKey } from '../../lambdas/store/keys';
@@ -98,26 +99,6 @@ describe('workflow runs under races', () => {
   });
 
   /** A worker that dies right after it recorded a step's outcome: every later read or write of a workflow or its runs fails. */
-  /** Deps whose `store.method` runs `before` ahead of its first call (something landing between a read and a write). */
-  function beforeFirstCall(deps: SchedulerDeps, store: 'workflowRuns' | 'leases', method: string, before: () => Promise<void>): SchedulerDeps {
-    let done = false;
-    const proxy = new Proxy(deps[store], {
-      get(object, property) {
-        const value = Reflect.get(object, property) as unknown;
-        if (typeof value !== 'function') return value;
-        const bound = (value as (...args: unknown[]) => unknown).bind(object);
-        if (property !== method) return bound;
-        return async (...args: unknown[]) => {
-          if (!done) {
-            done = true;
-            await before();
-          }
-          return bound(...args);
-        };
-      },
-    });
-    return { ...deps, [store]: proxy };
-  }
 
   function dyingAfterOutcome(deps: SchedulerDeps): SchedulerDeps {
     const killed = { get: () => () => Promise.reject(new Error('worker killed')) };

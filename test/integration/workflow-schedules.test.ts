@@ -202,14 +202,12 @@ describe('scheduled workflows', () => {
     return { opened, open };
   }
 
-  it('overlap cancel-running: the next occurrence leased before the previous one wrote its workflow run cancels it, and its steps never start', async () => {
-    const created = await create('overlap-cancel-unwritten', { ...every(), overlapPolicy: 'cancel-running' });
-    const workflowId = created.workflowId as string;
-    const at = Date.parse(created.scheduleState.nextRunAt);
-    const occurrence = (await workflow(workflowId)).recentOccurrences[0];
-    // Its worker admits it (the chain moves on and sends the next occurrence), then stops before it
-    // reads the workflow to write its workflow run. Late enough that the next one is due while its
-    // lease is still live, as with successors due at once (a backfill, a schedule in seconds).
+  /**
+   * Executes an occurrence with a worker 30 s past its fire time that admits it (the chain moves on
+   * and sends the next occurrence), then stops as it reads the workflow to write its workflow run,
+   * until `release` opens. `calls`: the target's calls before it.
+   */
+  async function startBlockedBeforeItsWorkflowRun(at: number, runId: string) {
     const slow = worker(at + 30_000, 'slow');
     const reading = gate();
     const release = gate();
@@ -225,8 +223,20 @@ describe('scheduled workflows', () => {
       }),
     };
     const calls = target.calls.length;
-    const starting = executeRun(blocked, occurrence.runId);
+    const starting = executeRun(blocked, runId);
     await reading.opened;
+    return { release, calls, starting };
+  }
+
+  it('overlap cancel-running: the next occurrence leased before the previous one wrote its workflow run cancels it, and its steps never start', async () => {
+    const created = await create('overlap-cancel-unwritten', { ...every(), overlapPolicy: 'cancel-running' });
+    const workflowId = created.workflowId as string;
+    const at = Date.parse(created.scheduleState.nextRunAt);
+    const occurrence = (await workflow(workflowId)).recentOccurrences[0];
+    // Its worker admits it (the chain moves on and sends the next occurrence), then stops before it
+    // reads the workflow to write its workflow run. Late enough that the next one is due while its
+    // lease is still live, as with successors due at once (a backfill, a schedule in seconds).
+    const { release, calls, starting } = await startBlockedBeforeItsWorkflowRun(at, occurrence.runId);
 
     // The next occurrence finds the previous one's run leased and no workflow run of it yet: it cancels the run.
     const next = (await workflow(workflowId)).recentOccurrences[0];
@@ -260,23 +270,7 @@ describe('scheduled workflows', () => {
     const workflowId = created.workflowId as string;
     const at = Date.parse(created.scheduleState.nextRunAt);
     const occurrence = (await workflow(workflowId)).recentOccurrences[0];
-    const slow = worker(at + 30_000, 'slow');
-    const reading = gate();
-    const release = gate();
-    const workflows = slow.workflows;
-    const blocked = {
-      ...slow,
-      workflows: Object.assign(Object.create(workflows) as typeof workflows, {
-        get: async (...args: Parameters<typeof workflows.get>) => {
-          reading.open();
-          await release.opened;
-          return workflows.get(...args);
-        },
-      }),
-    };
-    const calls = target.calls.length;
-    const starting = executeRun(blocked, occurrence.runId);
-    await reading.opened;
+    const { release, calls, starting } = await startBlockedBeforeItsWorkflowRun(at, occurrence.runId);
 
     // The next occurrence reads the previous one's run (leased) and its workflow run (none yet);
     // before its cancel of that run lands, the previous one writes its workflow run and starts it.
