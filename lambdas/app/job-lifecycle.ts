@@ -22,7 +22,7 @@ import { admitRunRequest } from './create-rate';
 import { checkNotify, checkPoolTimeout, checkTarget, presentJob } from './jobs';
 import type { JobView } from './jobs';
 import { attemptFor } from './occurrence-chain';
-import { mutateJob, samePending, stillFiresAt, touch } from './job-mutation';
+import { carriedBy, mutateJob, samePending, stillFiresAt, touch } from './job-mutation';
 import { checkPayload, discardAfterFailure, discardPayload, releasePayload, runPayloadOf, withStoredPayload } from './payloads';
 import type { PayloadRef } from '../domain/payload';
 import { payloadRefusal } from '../domain/payload';
@@ -214,15 +214,7 @@ export async function patchJobOf(
           attempt: ended.attemptPast(jobId, first, attemptFor(first, pending)),
           trigger: 'schedule',
           chainedFrom: current.nextRunId ?? null,
-          // The same occurrence keeps its backfill budget, and its wait behind the one before it
-          // (buffer-one), which its admission must not take for a misfire.
-          ...(same
-            ? {
-                reason: same.run.reason,
-                ...(same.backfillRemaining !== undefined ? { backfillRemaining: same.backfillRemaining } : {}),
-                ...(same.bufferedSince !== undefined ? { bufferedSince: same.bufferedSince } : {}),
-              }
-            : {}),
+          ...carriedBy(same),
         },
         now,
       );

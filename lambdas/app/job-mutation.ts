@@ -116,3 +116,17 @@ export function samePending(job: Job, read: PendingOccurrence | null): PendingOc
   if (!read || read.run.runId !== job.nextRunId) return null;
   return read.run.status === 'SCHEDULED' || read.run.status === 'QUEUED' ? read : null;
 }
+
+/**
+ * What a due occurrence planned again carries over from its pending run (`samePending`): its
+ * reason, its backfill budget, and its wait behind the one before it (buffer-one), which its
+ * admission must not take for a misfire.
+ */
+export function carriedBy(same: PendingOccurrence | null): { reason?: string | null; backfillRemaining?: number; bufferedSince?: number } {
+  if (!same) return {};
+  return {
+    reason: same.run.reason,
+    ...(same.backfillRemaining !== undefined ? { backfillRemaining: same.backfillRemaining } : {}),
+    ...(same.bufferedSince !== undefined ? { bufferedSince: same.bufferedSince } : {}),
+  };
+}

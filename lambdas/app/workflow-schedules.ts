@@ -17,7 +17,7 @@ import type { SchedulerDeps } from './deps';
 import { pauseJobOf, resumeJobOf } from './pause-resume';
 import { attemptFor } from './occurrence-chain';
 import type { EndedRuns } from './job-mutation';
-import { samePending, stillFiresAt } from './job-mutation';
+import { carriedBy, samePending, stillFiresAt } from './job-mutation';
 import type { PendingOccurrence } from '../store/run-records';
 import type { RunPlan } from './plan-run';
 import { planRun } from './plan-run';
@@ -76,14 +76,7 @@ function firstOccurrence(
       attempt: ended ? ended.attemptPast(job.jobId, first, attempt) : attempt,
       trigger: 'schedule',
       chainedFrom: job.nextRunId ?? null,
-      // The same occurrence keeps its backfill budget and its wait behind the one before it.
-      ...(same
-        ? {
-            reason: same.run.reason,
-            ...(same.backfillRemaining !== undefined ? { backfillRemaining: same.backfillRemaining } : {}),
-            ...(same.bufferedSince !== undefined ? { bufferedSince: same.bufferedSince } : {}),
-          }
-        : {}),
+      ...carriedBy(same ?? null),
     },
     now,
   );
