@@ -129,7 +129,7 @@ describe('the local runtime when its emulator drops out', () => {
     runtime.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     runtime.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const url = await eventually(
-      () => Promise.resolve(/API\s+(http:\/\/localhost:\d+)\/v1/.exec(output)?.[1] ?? null),
+      () => Promise.resolve(/API\s+(http:\/\/localhost:\d+)\s/.exec(output)?.[1] ?? null),
       (found) => found !== null,
       60_000,
     );
